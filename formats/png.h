@@ -1,0 +1,15 @@
+/* png.h - 8-bit RGB images to PNG through stb_image_write, written atomically. */
+#ifndef VOXLOD_FORMATS_PNG_H
+#define VOXLOD_FORMATS_PNG_H
+
+#include <stdint.h>
+#include "svo/svo.h"
+
+VX_EXTERN_C_BEGIN
+
+vx_status vx_png_write(const char *path, const uint8_t *rgb, uint32_t width, uint32_t height,
+                       vx_error *err);
+
+VX_EXTERN_C_END
+
+#endif

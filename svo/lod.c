@@ -1,0 +1,1 @@
+#include "svo/lod.h"

@@ -1,0 +1,55 @@
+/* lod.h - level of detail: a least-squares plane per node, fitted from additive moments, and
+ * pruning of subtrees that their root's plane already approximates.
+ *
+ * The samples below a node are the corner values of the surface voxels in its subtree (each voxel
+ * contributes its 8 corners; a corner shared by k voxels counts k times, which weights the fit by
+ * surface area). The fit f(p) ~ a.p + b minimises sum (a.p_i + b - f_i)^2; it needs only the
+ * moments sum 1, p, p p^T, f, f p, f^2, which add over children (after a shift of origin), so one
+ * bottom-up pass gives every node's plane and its exact RMS error. The max error is bounded
+ * bottom-up: err(parent) <= max over children c of (err(c) + max over c's box corners
+ * |P_parent - P_child|), exact at level D-1 where the children are voxels.
+ */
+#ifndef VOXLOD_SVO_LOD_H
+#define VOXLOD_SVO_LOD_H
+
+#include "svo/svo.h"
+
+VX_EXTERN_C_BEGIN
+
+/* Moments of samples (p, f); p in a local frame chosen by the owner. */
+typedef struct vx_moments {
+  double n;
+  double s[3];  /* sum p */
+  double ss[6]; /* sum p p^T: xx xy xz yy yz zz */
+  double f;     /* sum f */
+  double fs[3]; /* sum f p */
+  double ff;    /* sum f^2 */
+} vx_moments;
+
+void vx_moments_add(vx_moments *m, double x, double y, double z, double f);
+
+/* dst += src with src's points shifted by t (src's frame origin sits at t in dst's frame). */
+void vx_moments_merge(vx_moments *dst, const vx_moments *src, const double t[3]);
+
+/* Least-squares plane f ~ a.p + b. Returns 1 when well-conditioned, 0 when the samples do not
+ * determine a plane (then a is the best gradient found by a regularised solve, possibly 0).
+ * *rms receives sqrt(mean squared residual). */
+int vx_moments_fit(const vx_moments *m, double a[3], double *b, double *rms);
+
+/* Computes every node's plane, RMS error and max-error bound from the voxels (all levels must be
+ * loaded). progress may be NULL. */
+vx_status vx_tree_fit_planes(vx_tree *t, vx_progress_fn progress, void *user, vx_error *err);
+
+/* Replaces each subtree whose root plane's max error bound is <= max_error (finest voxels) by that
+ * root (flag VX_NODE_PRUNED, mask 0), top-down, and compacts the arrays. max_error <= 0 changes
+ * nothing. */
+vx_status vx_tree_prune(vx_tree *t, float max_error, vx_error *err);
+
+/* Evaluates a node's packed plane at grid point p (finest voxels) for a node at `level` whose
+ * minimum corner is `node_min` (finest voxels): the signed distance in finest voxels. */
+float vx_node_plane_eval(const vx_node *n, uint32_t depth, uint32_t level, const double node_min[3],
+                         const double p[3]);
+
+VX_EXTERN_C_END
+
+#endif

@@ -1,0 +1,262 @@
+/* svo.c - tree storage, bottom-up build from sorted Morton codes, linking and validation.
+ *
+ * Build (after the usual bottom-up construction from sorted Morton codes, as in Baert, Lagae &
+ * Dutre 2013 and ESVO's builder): the parents of a sorted, unique list of level-l codes are the
+ * codes shifted right by 3, already sorted; consecutive equal parents are merged and their child
+ * bits or'ed into a mask. Doing that from level D up to level 0 gives every level in Morton order.
+ * Because each level is sorted, the children of consecutive parents are consecutive in the level
+ * below, so the first-child index of a node is the running sum of its predecessors' child counts:
+ * vx_tree_link() computes exactly that, and vx_tree_validate() checks it.
+ */
+#include "svo/svo.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *vx_status_str(vx_status s) {
+  switch (s) {
+  case VX_OK: return "ok";
+  case VX_ERR_INVALID_ARG: return "invalid argument";
+  case VX_ERR_IO: return "I/O error";
+  case VX_ERR_NOMEM: return "out of memory";
+  case VX_ERR_FORMAT: return "unsupported or unreadable format";
+  case VX_ERR_CORRUPT: return "corrupt or truncated data";
+  case VX_ERR_VERSION: return "made by a newer voxlod";
+  case VX_ERR_EMPTY: return "nothing to process";
+  case VX_ERR_LIMIT: return "over a size or memory limit";
+  case VX_ERR_CUDA: return "CUDA error";
+  case VX_ERR_NO_GPU: return "no usable GPU";
+  case VX_ERR_INTERRUPTED: return "interrupted";
+  }
+  return "unknown status";
+}
+
+vx_status vx_error_set(vx_error *err, vx_status s, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    err->status = s;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return s;
+}
+
+void vx_tree_free(vx_tree *t) {
+  if (!t) return;
+  free(t->nodes);
+  free(t->voxels);
+  memset(t, 0, sizeof *t);
+}
+
+vx_status vx_tree_alloc(vx_tree *t, vx_error *err) {
+  if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "tree depth %u outside [%d, %d]", t->depth,
+                        VX_MIN_DEPTH, VX_MAX_DEPTH);
+  uint32_t levels = t->levels_loaded ? t->levels_loaded : t->depth + 1;
+  if (levels > t->depth + 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "levels_loaded %u > depth + 1", levels);
+  t->levels_loaded = levels;
+  uint64_t nodes = 0;
+  for (uint32_t l = 0; l < t->depth && l < levels; l++) {
+    t->level_first[l] = nodes;
+    nodes += t->level_count[l];
+    if (nodes > UINT32_MAX)
+      return vx_error_set(err, VX_ERR_LIMIT, "more than 2^32 nodes (%llu at level %u)",
+                          (unsigned long long)nodes, l);
+  }
+  uint64_t voxels = levels == t->depth + 1 ? t->level_count[t->depth] : 0;
+  if (voxels > UINT32_MAX)
+    return vx_error_set(err, VX_ERR_LIMIT, "more than 2^32 surface voxels (%llu)",
+                        (unsigned long long)voxels);
+  free(t->nodes);
+  free(t->voxels);
+  t->nodes = NULL;
+  t->voxels = NULL;
+  t->node_count = nodes;
+  t->voxel_count = voxels;
+  if (nodes) {
+    t->nodes = (vx_node *)aligned_alloc(16, (size_t)nodes * sizeof(vx_node));
+    if (!t->nodes)
+      return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu nodes (%.1f MiB)",
+                          (unsigned long long)nodes, nodes * 16.0 / 1048576.0);
+    memset(t->nodes, 0, (size_t)nodes * sizeof(vx_node));
+  }
+  if (voxels) {
+    t->voxels = (vx_voxel *)aligned_alloc(16, ((size_t)voxels * sizeof(vx_voxel) + 15) & ~(size_t)15);
+    if (!t->voxels) {
+      free(t->nodes);
+      t->nodes = NULL;
+      return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu voxels (%.1f MiB)",
+                          (unsigned long long)voxels, voxels * 8.0 / 1048576.0);
+    }
+  }
+  return VX_OK;
+}
+
+vx_status vx_tree_build(uint32_t depth, const uint64_t *codes, const vx_voxel *field, uint64_t n,
+                        vx_tree *out, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "depth %u outside [%d, %d]", depth, VX_MIN_DEPTH,
+                        VX_MAX_DEPTH);
+  if (n == 0) return vx_error_set(err, VX_ERR_EMPTY, "no surface voxels: nothing to build");
+  const uint64_t limit = (uint64_t)1 << (3 * depth);
+  for (uint64_t i = 0; i < n; i++) {
+    if (codes[i] >= limit)
+      return vx_error_set(err, VX_ERR_INVALID_ARG, "Morton code %llu outside a %u-level grid",
+                          (unsigned long long)codes[i], depth);
+    if (i && codes[i] <= codes[i - 1])
+      return vx_error_set(err, VX_ERR_INVALID_ARG, "Morton codes not sorted and unique at %llu",
+                          (unsigned long long)i);
+  }
+  /* Count each level: the number of distinct prefixes of the sorted codes. */
+  out->depth = depth;
+  out->levels_loaded = depth + 1;
+  out->level_count[depth] = n;
+  for (int l = (int)depth - 1; l >= 0; l--) {
+    uint32_t shift = 3 * (depth - (uint32_t)l);
+    uint64_t c = 0, prev = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t p = codes[i] >> shift;
+      if (i == 0 || p != prev) c++;
+      prev = p;
+    }
+    out->level_count[l] = c;
+  }
+  vx_status s = vx_tree_alloc(out, err);
+  if (s != VX_OK) return s;
+  memcpy(out->voxels, field, (size_t)n * sizeof(vx_voxel));
+  /* Masks: node k of level l collects the slots of its children's codes. */
+  for (uint32_t l = 0; l < depth; l++) {
+    uint32_t shift = 3 * (depth - l);
+    vx_node *lvl = out->nodes + out->level_first[l];
+    uint64_t k = (uint64_t)-1, prev = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t p = codes[i] >> shift;
+      if (i == 0 || p != prev) k++;
+      prev = p;
+      uint32_t slot = (uint32_t)(codes[i] >> (shift - 3)) & 7u;
+      lvl[k].info |= 1u << slot;
+    }
+  }
+  return vx_tree_link(out, err);
+}
+
+vx_status vx_tree_link(vx_tree *t, vx_error *err) {
+  uint32_t levels = t->levels_loaded;
+  for (uint32_t l = 0; l < t->depth && l < levels; l++) {
+    vx_node *lvl = t->nodes + t->level_first[l];
+    int has_next = l + 1 < levels;
+    uint64_t next_base = (l + 1 < t->depth) ? t->level_first[l + 1] : 0;
+    uint64_t next_count = t->level_count[l + 1];
+    uint64_t run = 0;
+    for (uint64_t k = 0; k < t->level_count[l]; k++) {
+      uint32_t mask = vx_node_mask(lvl[k].info);
+      lvl[k].child = has_next ? (uint32_t)(next_base + run) : 0;
+      run += vx_popcount8(mask);
+      if (run > next_count)
+        return vx_error_set(err, VX_ERR_CORRUPT,
+                            "level %u: child masks name more children than level %u holds (%llu)",
+                            l, l + 1, (unsigned long long)next_count);
+    }
+    if (run != next_count)
+      return vx_error_set(err, VX_ERR_CORRUPT,
+                          "level %u: child masks name %llu children but level %u holds %llu", l,
+                          (unsigned long long)run, l + 1, (unsigned long long)next_count);
+  }
+  return VX_OK;
+}
+
+vx_status vx_tree_validate(const vx_tree *t, vx_error *err) {
+  if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
+    return vx_error_set(err, VX_ERR_CORRUPT, "depth %u outside [%d, %d]", t->depth, VX_MIN_DEPTH,
+                        VX_MAX_DEPTH);
+  uint32_t levels = t->levels_loaded;
+  if (levels < 1 || levels > t->depth + 1)
+    return vx_error_set(err, VX_ERR_CORRUPT, "levels_loaded %u outside [1, %u]", levels,
+                        t->depth + 1);
+  if (t->level_count[0] != 1)
+    return vx_error_set(err, VX_ERR_CORRUPT, "level 0 must hold exactly one node, not %llu",
+                        (unsigned long long)t->level_count[0]);
+  if (!(t->band > 0.0f) || !(t->band < 1e6f))
+    return vx_error_set(err, VX_ERR_CORRUPT, "field band %g is not a positive number", t->band);
+  if (!(t->xf.scale > 0.0) || t->xf.scale != t->xf.scale || t->xf.scale > 1e300)
+    return vx_error_set(err, VX_ERR_CORRUPT, "transform scale %g is not a positive number",
+                        t->xf.scale);
+  uint64_t sum = 0;
+  for (uint32_t l = 0; l < t->depth && l < levels; l++) {
+    if (t->level_first[l] != sum)
+      return vx_error_set(err, VX_ERR_CORRUPT, "level %u starts at %llu, expected %llu", l,
+                          (unsigned long long)t->level_first[l], (unsigned long long)sum);
+    uint64_t cap = (uint64_t)1 << (3 * l);
+    if (t->level_count[l] > cap)
+      return vx_error_set(err, VX_ERR_CORRUPT, "level %u holds %llu nodes, more than 8^%u", l,
+                          (unsigned long long)t->level_count[l], l);
+    sum += t->level_count[l];
+  }
+  if (sum != t->node_count || (sum && !t->nodes))
+    return vx_error_set(err, VX_ERR_CORRUPT, "node count %llu does not match levels (%llu)",
+                        (unsigned long long)t->node_count, (unsigned long long)sum);
+  int has_voxels = levels == t->depth + 1;
+  if (has_voxels ? (t->voxel_count != t->level_count[t->depth] || (t->voxel_count && !t->voxels))
+                 : t->voxel_count != 0)
+    return vx_error_set(err, VX_ERR_CORRUPT, "voxel count %llu does not match level %u",
+                        (unsigned long long)t->voxel_count, t->depth);
+  for (uint32_t l = 0; l < t->depth && l < levels; l++) {
+    const vx_node *lvl = t->nodes + t->level_first[l];
+    int has_next = l + 1 < levels;
+    uint64_t next_base = (l + 1 < t->depth) ? t->level_first[l + 1] : 0;
+    uint64_t next_count = t->level_count[l + 1];
+    uint64_t run = 0;
+    for (uint64_t k = 0; k < t->level_count[l]; k++) {
+      uint32_t info = lvl[k].info, mask = vx_node_mask(info), flags = vx_node_flags(info);
+      if (flags & ~(uint32_t)(VX_NODE_PLANE_OK | VX_NODE_PRUNED))
+        return vx_error_set(err, VX_ERR_CORRUPT, "level %u node %llu: unknown flags 0x%x", l,
+                            (unsigned long long)k, flags);
+      if (mask == 0 && !(flags & VX_NODE_PRUNED))
+        return vx_error_set(err, VX_ERR_CORRUPT,
+                            "level %u node %llu: no children but not marked as a pruned leaf", l,
+                            (unsigned long long)k);
+      if (mask != 0 && (flags & VX_NODE_PRUNED))
+        return vx_error_set(err, VX_ERR_CORRUPT, "level %u node %llu: pruned leaf with children",
+                            l, (unsigned long long)k);
+      float d = lvl[k].d;
+      if (!(d == d) || d > 1e6f || d < -1e6f)
+        return vx_error_set(err, VX_ERR_CORRUPT, "level %u node %llu: plane offset is not finite",
+                            l, (unsigned long long)k);
+      if (has_next && mask && (uint64_t)lvl[k].child != next_base + run)
+        return vx_error_set(err, VX_ERR_CORRUPT,
+                            "level %u node %llu: child index %u, expected %llu", l,
+                            (unsigned long long)k, lvl[k].child,
+                            (unsigned long long)(next_base + run));
+      run += vx_popcount8(mask);
+    }
+    if (run != next_count)
+      return vx_error_set(err, VX_ERR_CORRUPT,
+                          "level %u: masks name %llu children, level %u holds %llu", l,
+                          (unsigned long long)run, l + 1, (unsigned long long)next_count);
+  }
+  return VX_OK;
+}
+
+void vx_tree_level_stats(const vx_tree *t, vx_level_stats *stats) {
+  memset(stats, 0, sizeof(vx_level_stats) * (t->depth + 1));
+  for (uint32_t l = 0; l <= t->depth; l++) {
+    vx_level_stats *s = &stats[l];
+    s->cells = t->level_count[l];
+    if (l < t->depth) {
+      s->topology_bytes = s->cells * 5; /* child index + mask */
+      s->lod_bytes = s->cells * 11;     /* errors, flags, normal, offset */
+      if (l < t->levels_loaded) {
+        const vx_node *lvl = t->nodes + t->level_first[l];
+        for (uint64_t k = 0; k < s->cells; k++)
+          if (vx_node_flags(lvl[k].info) & VX_NODE_PRUNED) s->leaves++;
+      }
+    } else {
+      s->field_bytes = s->cells * sizeof(vx_voxel);
+    }
+  }
+}

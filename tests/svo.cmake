@@ -1,0 +1,1 @@
+vx_add_test(test_svo_build SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_svo_build.c)

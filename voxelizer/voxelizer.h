@@ -1,0 +1,57 @@
+/* voxelizer.h - triangles -> surface voxels with signed distances at their corners -> octree.
+ *
+ * Contract
+ * - Input: a vx_mesh (world coordinates). Output: a vx_tree with every level built, planes fitted
+ *   (lod.h) and, when opts->max_error > 0, pruned.
+ * - Grid mapping: the mesh's bounding box is mapped into [0, R]^3 with one uniform scale (aspect
+ *   kept): scale = largest extent / R, the box centred on the other axes. vx_voxelize_transform()
+ *   computes it; the tree stores it (tree->xf) so world coordinates can be recovered.
+ * - Surface voxels: voxel v is set exactly when the closed triangle overlaps v's closed box
+ *   (separating-axis test, overlap.h), triangles lying on voxel faces included (they set the
+ *   voxels on both sides).
+ * - Field: the corner value is the Euclidean distance (finest voxels) from the corner to the
+ *   nearest triangle among those overlapping the <= 8 voxels that share the corner; that is the
+ *   exact distance to the mesh whenever the exact one is <= 1 voxel, an upper bound otherwise,
+ *   then truncated at +-band and quantized (node.h). Its sign follows field.h's rule. The result
+ *   does not depend on how space is partitioned or how many threads run.
+ * - Never prints; progress goes through opts->progress.
+ */
+#ifndef VOXLOD_VOXELIZER_H
+#define VOXLOD_VOXELIZER_H
+
+#include "svo/svo.h"
+#include "svo/mesh.h"
+
+VX_EXTERN_C_BEGIN
+
+#define VX_DEFAULT_BAND 2.0f
+
+typedef struct vx_build_opts {
+  uint32_t resolution;     /* R, a power of two in [2, 2^VX_MAX_DEPTH] */
+  float band;              /* truncation of the field in voxels; 0: VX_DEFAULT_BAND */
+  float max_error;         /* prune subtrees whose plane error <= this (voxels); 0: keep all */
+  int threads;             /* worker threads; 0: all cores */
+  uint64_t mem_limit;      /* bytes the build may hold; 0: no limit */
+  vx_progress_fn progress; /* may be NULL */
+  void *user;
+} vx_build_opts;
+
+typedef struct vx_build_stats {
+  uint64_t triangles;      /* triangles voxelized */
+  uint64_t surface_voxels; /* voxels set */
+  uint64_t corners;        /* distinct corners whose distance was computed */
+  uint64_t pair_tests;     /* triangle/voxel overlap tests run */
+  uint64_t nodes;          /* nodes in the final tree */
+} vx_build_stats;
+
+/* The grid transform used for a mesh at resolution R (see above). */
+vx_status vx_voxelize_transform(const vx_mesh *mesh, uint32_t resolution, vx_transform *xf,
+                                vx_error *err);
+
+/* Whole build: voxels, field, tree, planes, pruning. `stats` may be NULL. */
+vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
+                      vx_build_stats *stats, vx_error *err);
+
+VX_EXTERN_C_END
+
+#endif
