@@ -1,1 +1,2 @@
 vx_add_test(test_svo_build SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_svo_build.c)
+vx_add_test(test_svo_lod SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_svo_lod.c)

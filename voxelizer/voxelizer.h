@@ -12,7 +12,8 @@
  * - Field: the corner value is the Euclidean distance (finest voxels) from the corner to the
  *   nearest triangle among those overlapping the <= 8 voxels that share the corner; that is the
  *   exact distance to the mesh whenever the exact one is <= 1 voxel, an upper bound otherwise,
- *   then truncated at +-band and quantized (node.h). Its sign follows field.h's rule. The result
+ *   then truncated at +-band and quantized (node.h). Its sign follows the pseudo-normal rule
+ *   documented in sign.c. The result
  *   does not depend on how space is partitioned or how many threads run.
  * - Never prints; progress goes through opts->progress.
  */

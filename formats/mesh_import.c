@@ -1,0 +1,225 @@
+/* mesh_import.c - any mesh assimp reads -> a flat triangle soup in world coordinates.
+ *
+ * assimp (aiImportFile / aiImportFileFromMemory) loads the scene with
+ * aiProcess_ValidateDataStructure (index ranges checked by assimp before we see them); then, if
+ * every face is well formed, aiProcess_Triangulate is applied (ear clipping of polygons). It is
+ * not applied otherwise: Debian's assimp 5.2 aborts the process in an assertion of
+ * TriangulateProcess on a face with no indices (found by fuzz/fuzz_mesh.c); such scenes are
+ * triangulated here as fans, and faces with fewer than 3 indices are counted as points/lines. No step that removes or merges geometry is used: degenerate and
+ * non-finite triangles are dropped and counted by vx_mesh_append() (svo/mesh.c), and points and
+ * lines are counted here, so the user hears about every triangle that was not kept.
+ *
+ * The node hierarchy is walked depth first with an explicit stack (a hostile file cannot
+ * overflow the C stack), multiplying node transforms in double precision from the root down;
+ * every reference of a node to a mesh is one instance, expanded with that node's global
+ * transform (what aiProcess_PreTransformVertices would do, without merging or copying the scene).
+ * Triangles go to vx_mesh_append in chunks, so the extra memory is bounded.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "formats/mesh_import.h"
+
+#include <assimp/cimport.h>
+#include <assimp/postprocess.h>
+#include <assimp/scene.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define IMPORT_FLAGS aiProcess_ValidateDataStructure
+#define CHUNK_TRIS 65536u
+#define MAX_NODE_VISITS 10000000u
+
+typedef struct walk_item {
+  const struct aiNode *node;
+  double m[12]; /* global transform, rows 0..2 of a 4x4 affine matrix */
+} walk_item;
+
+static void mat_from_ai(const struct aiMatrix4x4 *a, double m[12]) {
+  m[0] = a->a1; m[1] = a->a2; m[2] = a->a3; m[3] = a->a4;
+  m[4] = a->b1; m[5] = a->b2; m[6] = a->b3; m[7] = a->b4;
+  m[8] = a->c1; m[9] = a->c2; m[10] = a->c3; m[11] = a->c4;
+}
+
+/* r = p * l for affine 3x4 matrices (implicit last row 0 0 0 1). */
+static void mat_mul(const double p[12], const double l[12], double r[12]) {
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 4; j++) {
+      double v = p[4 * i + 0] * l[j] + p[4 * i + 1] * l[4 + j] + p[4 * i + 2] * l[8 + j];
+      if (j == 3) v += p[4 * i + 3];
+      r[4 * i + j] = v;
+    }
+  }
+}
+
+static void xform(const double m[12], const struct aiVector3D *v, float *out) {
+  double x = v->x, y = v->y, z = v->z;
+  for (int i = 0; i < 3; i++)
+    out[i] = (float)(m[4 * i] * x + m[4 * i + 1] * y + m[4 * i + 2] * z + m[4 * i + 3]);
+}
+
+/* Appends one instance of mesh am under transform m. */
+static vx_status add_instance(const struct aiMesh *am, const double m[12], float *buf, vx_mesh *out,
+                              vx_error *err) {
+  uint32_t nb = 0;
+  const unsigned nv = am->mNumVertices;
+  if (!am->mVertices || !am->mFaces) return VX_OK;
+  for (unsigned f = 0; f < am->mNumFaces; f++) {
+    const struct aiFace *face = &am->mFaces[f];
+    unsigned n = face->mNumIndices;
+    if (n < 3 || !face->mIndices) {
+      out->skipped_nontriangle++;
+      continue;
+    }
+    int bad = 0;
+    for (unsigned k = 0; k < n; k++) bad |= face->mIndices[k] >= nv;
+    if (bad) {
+      out->skipped_nontriangle++;
+      continue;
+    }
+    for (unsigned k = 1; k + 1 < n; k++) { /* a fan; n == 3 after aiProcess_Triangulate */
+      xform(m, &am->mVertices[face->mIndices[0]], buf + 9 * nb);
+      xform(m, &am->mVertices[face->mIndices[k]], buf + 9 * nb + 3);
+      xform(m, &am->mVertices[face->mIndices[k + 1]], buf + 9 * nb + 6);
+      if (++nb == CHUNK_TRIS) {
+        vx_status s = vx_mesh_append(out, buf, nb, err);
+        if (s != VX_OK) return s;
+        nb = 0;
+      }
+    }
+  }
+  return nb ? vx_mesh_append(out, buf, nb, err) : VX_OK;
+}
+
+static vx_status walk_scene(const struct aiScene *sc, const char *name, vx_mesh *out, vx_error *err) {
+  if (!sc->mRootNode || !sc->mMeshes)
+    return vx_error_set(err, VX_ERR_EMPTY, "'%s' has no meshes", name);
+  size_t cap = 64, top = 0;
+  walk_item *stack = (walk_item *)malloc(cap * sizeof *stack);
+  float *buf = (float *)malloc((size_t)CHUNK_TRIS * 9 * sizeof(float));
+  vx_status s = VX_OK;
+  if (!stack || !buf) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory importing '%s'", name);
+  if (s == VX_OK) {
+    stack[0].node = sc->mRootNode;
+    mat_from_ai(&sc->mRootNode->mTransformation, stack[0].m);
+    top = 1;
+  }
+  uint64_t visits = 0;
+  while (s == VX_OK && top > 0) {
+    walk_item it = stack[--top];
+    if (++visits > MAX_NODE_VISITS) {
+      s = vx_error_set(err, VX_ERR_FORMAT, "'%s': scene graph has more than %u nodes", name,
+                       MAX_NODE_VISITS);
+      break;
+    }
+    for (unsigned i = 0; s == VX_OK && i < it.node->mNumMeshes && it.node->mMeshes; i++) {
+      unsigned mi = it.node->mMeshes[i];
+      if (mi >= sc->mNumMeshes || !sc->mMeshes[mi]) continue;
+      out->mesh_count++;
+      s = add_instance(sc->mMeshes[mi], it.m, buf, out, err);
+    }
+    for (unsigned c = 0; s == VX_OK && c < it.node->mNumChildren && it.node->mChildren; c++) {
+      const struct aiNode *child = it.node->mChildren[c];
+      if (!child) continue;
+      if (top == cap) {
+        walk_item *g = (walk_item *)realloc(stack, 2 * cap * sizeof *stack);
+        if (!g) {
+          s = vx_error_set(err, VX_ERR_NOMEM, "out of memory importing '%s'", name);
+          break;
+        }
+        stack = g;
+        cap *= 2;
+      }
+      double l[12];
+      mat_from_ai(&child->mTransformation, l);
+      stack[top].node = child;
+      mat_mul(it.m, l, stack[top].m);
+      top++;
+    }
+  }
+  free(stack);
+  free(buf);
+  if (s == VX_OK && out->tri_count == 0)
+    s = vx_error_set(err, VX_ERR_EMPTY,
+                     "'%s' has no usable triangles (%u mesh instances; dropped %llu degenerate, "
+                     "%llu non-finite, %llu points/lines)",
+                     name, out->mesh_count, (unsigned long long)out->skipped_degenerate,
+                     (unsigned long long)out->skipped_nonfinite,
+                     (unsigned long long)out->skipped_nontriangle);
+  return s;
+}
+
+/* Faces assimp's own triangulation can take without tripping its assertions. */
+static int faces_well_formed(const struct aiScene *sc) {
+  for (unsigned i = 0; i < sc->mNumMeshes; i++) {
+    const struct aiMesh *m = sc->mMeshes ? sc->mMeshes[i] : NULL;
+    if (!m) return 0;
+    for (unsigned f = 0; f < m->mNumFaces; f++) {
+      const struct aiFace *face = &m->mFaces[f];
+      if (face->mNumIndices == 0 || !face->mIndices) return 0;
+      for (unsigned k = 0; k < face->mNumIndices; k++)
+        if (face->mIndices[k] >= m->mNumVertices) return 0;
+    }
+  }
+  return 1;
+}
+
+static vx_status finish(const struct aiScene *sc, const char *name, vx_mesh *out, vx_error *err) {
+  if (sc && faces_well_formed(sc)) sc = aiApplyPostProcessing(sc, aiProcess_Triangulate);
+  if (!sc) {
+    const char *why = aiGetErrorString();
+    return vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s' as a mesh: %s", name,
+                        why && *why ? why : "unknown format or damaged file");
+  }
+  vx_status s = walk_scene(sc, name, out, err);
+  aiReleaseImport(sc);
+  if (s != VX_OK) vx_mesh_free(out);
+  return s;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  if (n < k) return 0;
+  for (size_t i = 0; i < k; i++) {
+    char c = s[n - k + i];
+    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+    if (c != suffix[i]) return 0;
+  }
+  return 1;
+}
+
+vx_status vx_mesh_import(const char *path, vx_mesh *out, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh file given");
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    return vx_error_set(err, VX_ERR_IO, "'%s' is a directory, not a mesh file", path);
+  if (!S_ISREG(st.st_mode))
+    return vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", path);
+  FILE *f = fopen(path, "rb");
+  if (!f) return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  unsigned char magic[2] = {0, 0};
+  size_t got = fread(magic, 1, 2, f);
+  fclose(f);
+  if (st.st_size == 0) return vx_error_set(err, VX_ERR_FORMAT, "'%s' is empty", path);
+  if (ends_with(path, ".gz") || (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b))
+    return vx_error_set(err, VX_ERR_FORMAT,
+                        "'%s' is gzip-compressed: gunzip it first (assimp cannot read .gz)", path);
+  return finish(aiImportFile(path, IMPORT_FLAGS), path, out, err);
+}
+
+vx_status vx_mesh_import_memory(const void *data, size_t size, const char *hint, vx_mesh *out,
+                                vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!data || size == 0) return vx_error_set(err, VX_ERR_FORMAT, "mesh data is empty");
+  if (size > 0x7fffffffu) return vx_error_set(err, VX_ERR_LIMIT, "mesh data over 2 GiB");
+  const unsigned char *b = (const unsigned char *)data;
+  if (size >= 2 && b[0] == 0x1f && b[1] == 0x8b)
+    return vx_error_set(err, VX_ERR_FORMAT, "mesh data is gzip-compressed: gunzip it first");
+  return finish(aiImportFileFromMemory((const char *)data, (unsigned)size, IMPORT_FLAGS,
+                                       hint ? hint : ""),
+                "mesh data", out, err);
+}

@@ -1,0 +1,588 @@
+/* svo_file.c - the .svo codec: a fixed little-endian prologue, a header in a checksummed zstd
+ * frame, then one checksummed zstd frame per level (formats/SVO_FORMAT.md is the byte map).
+ *
+ * Encoding. A node level is stored as all its child masks (one byte each), then one 11-byte
+ * record per node (errors, flags, normal, plane offset). Child indices are not stored: they are
+ * the running sums of the masks' popcounts, rebuilt by vx_tree_link() (svo.c), which doubles as a
+ * consistency check. Voxels are stored as they are, 8 corner bytes per voxel. Both layouts were
+ * chosen by measurement against the alternatives (full structure-of-arrays, byte planes,
+ * transposed corners): see "Why this layout" in SVO_FORMAT.md.
+ *
+ * Integrity. Every zstd frame carries its content checksum, and the header stores, for each
+ * frame, the low 32 bits of XXH64 of the frame's compressed bytes (taken from zstd itself, see
+ * bytes_check), so that a damaged byte that would still decode to the same content is rejected
+ * too: every single-byte change of a file is detected.
+ *
+ * Decoding distrusts every byte. Before any allocation: magic, version, flags, the header frame
+ * (checksum verified by zstd), depth, finite transform and band, level counts against the octree's
+ * bounds (count[0] = 1, count[l] <= 8^l, count[l+1] <= 8 count[l]), each section's declared raw
+ * size against count * record size, the sum of section sizes against the file size (exactly: a
+ * truncated or padded file is rejected) and the decoded total against the memory limit. Each
+ * section must be exactly one zstd frame with a content checksum and the declared content size.
+ * After decoding, vx_tree_link() and vx_tree_validate() must pass. Every failure frees what was
+ * allocated and leaves the output tree zeroed.
+ */
+#define _FILE_OFFSET_BITS 64
+#define _POSIX_C_SOURCE 200809L
+#include "formats/svo_file.h"
+#include "formats/atomic_file.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define SVO_MAGIC "VXLOD\0\r\n"
+#define SVO_VERSION 1u
+#define SVO_PROLOGUE 32u
+#define SVO_HEADER_FIXED 48u
+#define SVO_LEVEL_ENTRY 32u
+#define SVO_NODE_RECORD 12u  /* mask, errmax, errrms, flags, normal u32, d f32 */
+#define SVO_VOXEL_RECORD 8u  /* 8 corners */
+#define SVO_MAX_HEADER_FRAME 65536u
+#define SVO_DEFAULT_MEM_LIMIT ((uint64_t)16 << 30)
+#define SVO_BIG_RAW ((uint64_t)64 << 20)
+
+/* ---- little-endian fields ------------------------------------------------------------------ */
+
+static void put_u32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_u64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_f32(uint8_t *p, float f) {
+  uint32_t v;
+  memcpy(&v, &f, 4);
+  put_u32(p, v);
+}
+static void put_f64(uint8_t *p, double f) {
+  uint64_t v;
+  memcpy(&v, &f, 8);
+  put_u64(p, v);
+}
+static uint32_t get_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get_u64(const uint8_t *p) {
+  return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+}
+static float get_f32(const uint8_t *p) {
+  uint32_t v = get_u32(p);
+  float f;
+  memcpy(&f, &v, 4);
+  return f;
+}
+static double get_f64(const uint8_t *p) {
+  uint64_t v = get_u64(p);
+  double f;
+  memcpy(&f, &v, 8);
+  return f;
+}
+
+static uint64_t header_size(uint32_t depth) {
+  return SVO_HEADER_FIXED + (uint64_t)SVO_LEVEL_ENTRY * (depth + 1);
+}
+
+/* Low 32 bits of XXH64 (seed 0) of n bytes, taken from the content checksum of a zstd frame made
+ * of them at the fastest level (zstd's public API offers XXH64 only that way). The output is
+ * streamed through a small buffer and only its last 4 bytes, the checksum, are kept. */
+static int bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check) {
+  uint8_t out_buf[16384], tail[4] = {0, 0, 0, 0};
+  size_t r = ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, ZSTD_minCLevel());
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+  if (ZSTD_isError(r)) return 0;
+  ZSTD_inBuffer in = {p, (size_t)n, 0};
+  do {
+    ZSTD_outBuffer out = {out_buf, sizeof out_buf, 0};
+    r = ZSTD_compressStream2(cc, &out, &in, ZSTD_e_end);
+    if (ZSTD_isError(r)) return 0;
+    for (size_t i = 0; i < out.pos; i++) {
+      tail[0] = tail[1];
+      tail[1] = tail[2];
+      tail[2] = tail[3];
+      tail[3] = out_buf[i];
+    }
+  } while (r != 0);
+  *check = get_u32(tail);
+  return 1;
+}
+
+/* ---- section packing ----------------------------------------------------------------------- */
+
+/* Masks first (one byte per node: the topology, which compresses on its own), then one 11-byte
+ * record per node: errmax, errrms, flags, normal u32 LE, d f32 LE. */
+static void pack_nodes(const vx_node *n, uint64_t count, uint8_t *raw) {
+  uint8_t *rec = raw + count;
+  for (uint64_t i = 0; i < count; i++, rec += 11) {
+    uint32_t info = n[i].info;
+    raw[i] = (uint8_t)vx_node_mask(info);
+    rec[0] = (uint8_t)vx_node_errmax_code(info);
+    rec[1] = (uint8_t)vx_node_errrms_code(info);
+    rec[2] = (uint8_t)vx_node_flags(info);
+    put_u32(rec + 3, n[i].normal);
+    put_f32(rec + 7, n[i].d);
+  }
+}
+
+static void unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
+  const uint8_t *rec = raw + count;
+  for (uint64_t i = 0; i < count; i++, rec += 11) {
+    n[i].child = 0;
+    n[i].info = vx_node_info(raw[i], rec[0], rec[1], rec[2]);
+    n[i].normal = get_u32(rec + 3);
+    n[i].d = get_f32(rec + 7);
+  }
+}
+
+/* Voxels as they are: 8 corners (int8) per voxel, in Morton order. */
+static void pack_voxels(const vx_voxel *v, uint64_t count, uint8_t *raw) {
+  for (uint64_t i = 0; i < count; i++)
+    for (int k = 0; k < 8; k++) raw[8 * i + (uint64_t)k] = (uint8_t)v[i].c[k];
+}
+
+static void unpack_voxels(const uint8_t *raw, uint64_t count, vx_voxel *v) {
+  for (uint64_t i = 0; i < count; i++)
+    for (int k = 0; k < 8; k++) v[i].c[k] = (int8_t)raw[8 * i + (uint64_t)k];
+}
+
+static uint64_t level_raw_size(const vx_tree *t, uint32_t l) {
+  return t->level_count[l] * (l < t->depth ? SVO_NODE_RECORD : SVO_VOXEL_RECORD);
+}
+
+/* ---- encoding ------------------------------------------------------------------------------ */
+
+typedef struct svo_parts {
+  uint8_t prologue_header[SVO_PROLOGUE + SVO_MAX_HEADER_FRAME];
+  size_t prologue_header_size;
+  uint8_t *sections; /* all level frames, back to back */
+  size_t sections_size;
+} svo_parts;
+
+static vx_status zstd_fail(vx_error *err, const char *what, size_t code) {
+  return vx_error_set(err, VX_ERR_NOMEM, "zstd failed while %s: %s", what,
+                      ZSTD_getErrorName(code));
+}
+
+static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx_error *err) {
+  p->sections = NULL;
+  p->sections_size = 0;
+  if (!t || t->levels_loaded != t->depth + 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "cannot write a partially loaded tree (levels %u of %u)",
+                        t ? t->levels_loaded : 0, t ? t->depth + 1 : 0);
+  vx_status s = vx_tree_validate(t, err);
+  if (s != VX_OK) return s;
+  if (!isfinite(t->xf.origin[0]) || !isfinite(t->xf.origin[1]) || !isfinite(t->xf.origin[2]) ||
+      !isfinite(t->xf.scale) || !isfinite(t->prune_error) || t->prune_error < 0.0f)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "tree transform or prune error is not finite");
+
+  uint64_t raw_total = 0, raw_max = 0, bound_total = 0;
+  for (uint32_t l = 0; l <= t->depth; l++) {
+    uint64_t r = level_raw_size(t, l);
+    raw_total += r;
+    if (r > raw_max) raw_max = r;
+    bound_total += ZSTD_compressBound((size_t)r);
+  }
+  int level = zstd_level > 0 ? zstd_level : (raw_total < SVO_BIG_RAW ? 19 : 3);
+  if (level > ZSTD_maxCLevel()) level = ZSTD_maxCLevel();
+
+  ZSTD_CCtx *cc = ZSTD_createCCtx(), *ck = ZSTD_createCCtx();
+  uint8_t *raw = (uint8_t *)malloc(raw_max ? (size_t)raw_max : 1);
+  p->sections = (uint8_t *)malloc((size_t)bound_total);
+  if (!cc || !ck || !raw || !p->sections) {
+    ZSTD_freeCCtx(cc);
+    ZSTD_freeCCtx(ck);
+    free(raw);
+    free(p->sections);
+    p->sections = NULL;
+    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB to compress the tree",
+                        (double)(raw_max + bound_total) / 1048576.0);
+  }
+  size_t rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
+  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
+  if (!ZSTD_isError(rc) && raw_total >= SVO_BIG_RAW) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int workers = cpus > 1 ? (int)(cpus > 8 ? 8 : cpus) : 0;
+    if (workers) (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers); /* may be absent */
+  }
+  uint8_t hdr[SVO_HEADER_FIXED + SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
+  size_t hsize = (size_t)header_size(t->depth);
+  put_u32(hdr + 0, t->depth);
+  put_f32(hdr + 4, t->band);
+  put_f32(hdr + 8, t->prune_error);
+  put_u32(hdr + 12, 0);
+  for (int i = 0; i < 3; i++) put_f64(hdr + 16 + 8 * i, t->xf.origin[i]);
+  put_f64(hdr + 40, t->xf.scale);
+
+  size_t used = 0;
+  for (uint32_t l = 0; l <= t->depth && !ZSTD_isError(rc); l++) {
+    uint64_t count = t->level_count[l], r = level_raw_size(t, l);
+    if (l < t->depth)
+      pack_nodes(t->nodes + t->level_first[l], count, raw);
+    else
+      pack_voxels(t->voxels, count, raw);
+    size_t z = ZSTD_compress2(cc, p->sections + used, (size_t)bound_total - used, raw, (size_t)r);
+    if (ZSTD_isError(z)) {
+      rc = z;
+      break;
+    }
+    uint8_t *e = hdr + SVO_HEADER_FIXED + SVO_LEVEL_ENTRY * l;
+    put_u64(e, count);
+    put_u64(e + 8, z);
+    put_u64(e + 16, r);
+    uint32_t check = 0;
+    if (!bytes_check(ck, p->sections + used, z, &check)) {
+      rc = (size_t)-1;
+      break;
+    }
+    put_u32(e + 24, check);
+    put_u32(e + 28, 0);
+    used += z;
+  }
+  free(raw);
+  if (ZSTD_isError(rc)) {
+    ZSTD_freeCCtx(cc);
+    ZSTD_freeCCtx(ck);
+    free(p->sections);
+    p->sections = NULL;
+    return zstd_fail(err, "compressing a level", rc);
+  }
+  p->sections_size = used;
+  /* The header: one small frame, always single-threaded at a high level. */
+  (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, 0);
+  (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 19);
+  size_t hz = ZSTD_compress2(cc, p->prologue_header + SVO_PROLOGUE, SVO_MAX_HEADER_FRAME, hdr, hsize);
+  ZSTD_freeCCtx(cc);
+  uint32_t hcheck = 0;
+  if (!ZSTD_isError(hz) && !bytes_check(ck, p->prologue_header + SVO_PROLOGUE, hz, &hcheck))
+    hz = (size_t)-1;
+  ZSTD_freeCCtx(ck);
+  if (ZSTD_isError(hz)) {
+    free(p->sections);
+    p->sections = NULL;
+    return zstd_fail(err, "compressing the header", hz);
+  }
+  memcpy(p->prologue_header, SVO_MAGIC, 8);
+  put_u32(p->prologue_header + 8, SVO_VERSION);
+  put_u32(p->prologue_header + 12, 0);
+  put_u32(p->prologue_header + 16, (uint32_t)hz);
+  put_u32(p->prologue_header + 20, (uint32_t)hsize);
+  put_u32(p->prologue_header + 24, hcheck);
+  put_u32(p->prologue_header + 28, 0);
+  p->prologue_header_size = SVO_PROLOGUE + hz;
+  return VX_OK;
+}
+
+vx_status vx_svo_encode(const vx_tree *t, int zstd_level, uint8_t **out, size_t *out_size,
+                        vx_error *err) {
+  *out = NULL;
+  *out_size = 0;
+  svo_parts *p = (svo_parts *)malloc(sizeof *p);
+  if (!p) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status s = encode_parts(t, zstd_level, p, err);
+  if (s == VX_OK) {
+    size_t n = p->prologue_header_size + p->sections_size;
+    uint8_t *buf = (uint8_t *)malloc(n);
+    if (!buf) {
+      s = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB for the file",
+                       (double)n / 1048576.0);
+    } else {
+      memcpy(buf, p->prologue_header, p->prologue_header_size);
+      memcpy(buf + p->prologue_header_size, p->sections, p->sections_size);
+      *out = buf;
+      *out_size = n;
+    }
+  }
+  free(p->sections);
+  free(p);
+  return s;
+}
+
+vx_status vx_svo_write(const char *path, const vx_tree *t, int zstd_level, vx_error *err) {
+  svo_parts *p = (svo_parts *)malloc(sizeof *p);
+  if (!p) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status s = encode_parts(t, zstd_level, p, err);
+  if (s == VX_OK) {
+    vx_atomic_file af;
+    s = vx_atomic_open(&af, path, err);
+    if (s == VX_OK) {
+      s = vx_atomic_write(&af, p->prologue_header, p->prologue_header_size, err);
+      if (s == VX_OK) s = vx_atomic_write(&af, p->sections, p->sections_size, err);
+      if (s == VX_OK)
+        s = vx_atomic_commit(&af, err);
+      else
+        vx_atomic_abort(&af);
+    }
+  }
+  free(p->sections);
+  free(p);
+  return s;
+}
+
+/* ---- decoding ------------------------------------------------------------------------------ */
+
+/* Where the bytes come from: memory (zero-copy) or an open file (read into a scratch buffer). */
+typedef struct svo_src {
+  const uint8_t *mem;
+  FILE *f;
+  uint64_t size;
+  const char *name;
+  uint8_t *scratch;
+  size_t scratch_cap;
+} svo_src;
+
+static vx_status src_get(svo_src *s, uint64_t off, uint64_t n, const uint8_t **out, vx_error *err) {
+  if (off > s->size || n > s->size - off)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: truncated (needs %llu bytes, has %llu)", s->name,
+                        (unsigned long long)(off + n), (unsigned long long)s->size);
+  if (s->mem) {
+    *out = s->mem + off;
+    return VX_OK;
+  }
+  if (n > s->scratch_cap) {
+    uint8_t *b = (uint8_t *)realloc(s->scratch, n ? (size_t)n : 1);
+    if (!b)
+      return vx_error_set(err, VX_ERR_NOMEM, "%s: cannot allocate %.1f MiB to read a section",
+                          s->name, (double)n / 1048576.0);
+    s->scratch = b;
+    s->scratch_cap = (size_t)n;
+  }
+  if (fseeko(s->f, (off_t)off, SEEK_SET) != 0 || fread(s->scratch, 1, (size_t)n, s->f) != n)
+    return vx_error_set(err, ferror(s->f) ? VX_ERR_IO : VX_ERR_CORRUPT, "%s: cannot read %llu bytes at %llu%s%s",
+                        s->name, (unsigned long long)n, (unsigned long long)off,
+                        ferror(s->f) ? ": " : " (truncated)", ferror(s->f) ? strerror(errno) : "");
+  *out = s->scratch;
+  return VX_OK;
+}
+
+/* Decompresses exactly one zstd frame of `zsize` bytes that must carry a content checksum and
+ * declare `raw` content bytes into dst. */
+static vx_status unframe(ZSTD_DCtx *dc, const uint8_t *z, uint64_t zsize, uint8_t *dst, uint64_t raw,
+                         const char *name, const char *what, vx_error *err) {
+  static const uint8_t zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+  if (zsize < 6 || memcmp(z, zmagic, 4) != 0)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s is not a zstd frame", name, what);
+  uint8_t fhd = z[4];
+  if (!(fhd & 0x04) || (fhd & 0x03))
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s lacks its checksum", name, what);
+  unsigned long long fcs = ZSTD_getFrameContentSize(z, (size_t)zsize);
+  if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN || fcs != raw)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s declares the wrong size", name, what);
+  size_t fz = ZSTD_findFrameCompressedSize(z, (size_t)zsize);
+  if (ZSTD_isError(fz) || fz != zsize)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s is damaged (%s)", name, what,
+                        ZSTD_isError(fz) ? ZSTD_getErrorName(fz) : "frame size mismatch");
+  uint8_t dummy;
+  size_t r = ZSTD_decompressDCtx(dc, raw ? dst : &dummy, (size_t)raw, z, (size_t)zsize);
+  if (ZSTD_isError(r) || r != raw)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s is damaged (%s)", name, what,
+                        ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short");
+  return VX_OK;
+}
+
+/* The stored check of a frame's compressed bytes must match. */
+static vx_status checked(ZSTD_CCtx *ck, const uint8_t *z, uint64_t n, uint32_t want,
+                         const char *name, const char *what, vx_error *err) {
+  uint32_t got = 0;
+  if (!bytes_check(ck, z, n, &got))
+    return vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum %s", name, what);
+  if (got != want)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s is damaged (checksum mismatch)", name, what);
+  return VX_OK;
+}
+
+static int finite_d(double v) { return v == v && v <= 1.7e308 && v >= -1.7e308; }
+
+static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_file_info *info,
+                        vx_error *err) {
+  const char *name = src->name;
+  const uint8_t *p;
+  vx_status s;
+  size_t have = src->size < 8 ? (size_t)src->size : 8;
+  if (have == 0) return vx_error_set(err, VX_ERR_FORMAT, "%s: empty file, not a .svo", name);
+  if ((s = src_get(src, 0, have, &p, err)) != VX_OK) return s;
+  if (memcmp(p, SVO_MAGIC, have) != 0) {
+    if (have >= 5 && memcmp(p, SVO_MAGIC, 5) == 0)
+      return vx_error_set(err, VX_ERR_CORRUPT, "%s: damaged .svo signature", name);
+    return vx_error_set(err, VX_ERR_FORMAT, "%s: not a voxlod .svo file (bad signature)", name);
+  }
+  if (src->size < SVO_PROLOGUE)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: truncated .svo file (%llu bytes)", name,
+                        (unsigned long long)src->size);
+  if ((s = src_get(src, 0, SVO_PROLOGUE, &p, err)) != VX_OK) return s;
+  uint32_t version = get_u32(p + 8), flags = get_u32(p + 12);
+  uint32_t hz = get_u32(p + 16), hraw = get_u32(p + 20);
+  uint32_t hcheck = get_u32(p + 24), preserved = get_u32(p + 28);
+  if (info) {
+    memset(info, 0, sizeof *info);
+    info->version = version;
+    info->file_bytes = src->size;
+  }
+  if (version > SVO_VERSION)
+    return vx_error_set(err, VX_ERR_VERSION,
+                        "%s: made by a newer voxlod (file version %u, this reads up to %u)", name,
+                        version, SVO_VERSION);
+  if (version == 0) return vx_error_set(err, VX_ERR_CORRUPT, "%s: file version 0 is invalid", name);
+  if (flags != 0 || preserved != 0)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: unknown flags 0x%x in a version-%u file", name,
+                        flags, version);
+  if (hraw < header_size(VX_MIN_DEPTH) || hraw > header_size(VX_MAX_DEPTH) ||
+      (hraw - SVO_HEADER_FIXED) % SVO_LEVEL_ENTRY != 0 || hz > SVO_MAX_HEADER_FRAME)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: header sizes %u/%u are impossible", name, hz, hraw);
+  uint8_t hdr[SVO_HEADER_FIXED + SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
+  ZSTD_DCtx *dc = ZSTD_createDCtx();
+  ZSTD_CCtx *ck = ZSTD_createCCtx();
+  if (!dc || !ck) {
+    ZSTD_freeDCtx(dc);
+    ZSTD_freeCCtx(ck);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  if ((s = src_get(src, SVO_PROLOGUE, hz, &p, err)) != VX_OK ||
+      (s = checked(ck, p, hz, hcheck, name, "the header", err)) != VX_OK ||
+      (s = unframe(dc, p, hz, hdr, hraw, name, "the header", err)) != VX_OK) {
+    ZSTD_freeDCtx(dc);
+    ZSTD_freeCCtx(ck);
+    return s;
+  }
+  memset(t, 0, sizeof *t);
+  t->depth = get_u32(hdr);
+  t->band = get_f32(hdr + 4);
+  t->prune_error = get_f32(hdr + 8);
+  uint32_t reserved = get_u32(hdr + 12);
+  for (int i = 0; i < 3; i++) t->xf.origin[i] = get_f64(hdr + 16 + 8 * i);
+  t->xf.scale = get_f64(hdr + 40);
+  s = VX_OK;
+  if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH || header_size(t->depth) != hraw)
+    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: depth %u is out of range or disagrees with the header", name, t->depth);
+  else if (reserved != 0)
+    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: reserved header field is %u, not 0", name, reserved);
+  else if (!(t->band > 0.0f) || !(t->band < 1e6f) || !(t->prune_error >= 0.0f) ||
+           !(t->prune_error < 1e30f))
+    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: field band %g or prune error %g is invalid", name,
+                     t->band, t->prune_error);
+  else if (!finite_d(t->xf.origin[0]) || !finite_d(t->xf.origin[1]) || !finite_d(t->xf.origin[2]) ||
+           !(t->xf.scale > 0.0) || !finite_d(t->xf.scale))
+    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: grid-to-world transform is not finite", name);
+  uint64_t zsize[VX_MAX_DEPTH + 1];
+  uint32_t zcheck[VX_MAX_DEPTH + 1];
+  uint64_t offset = (uint64_t)SVO_PROLOGUE + hz, end = offset;
+  for (uint32_t l = 0; s == VX_OK && l <= t->depth; l++) {
+    const uint8_t *e = hdr + SVO_HEADER_FIXED + SVO_LEVEL_ENTRY * l;
+    uint64_t count = get_u64(e), z = get_u64(e + 8), raw = get_u64(e + 16);
+    zcheck[l] = get_u32(e + 24);
+    uint64_t rec = l < t->depth ? SVO_NODE_RECORD : SVO_VOXEL_RECORD;
+    if (get_u32(e + 28) != 0)
+      s = vx_error_set(err, VX_ERR_CORRUPT, "%s: level %u: reserved field is not 0", name, l);
+    else if (l == 0 && count != 1)
+      s = vx_error_set(err, VX_ERR_CORRUPT, "%s: level 0 holds %llu nodes, not 1", name, (unsigned long long)count);
+    else if (count > (UINT64_C(1) << (3 * l)) || (l > 0 && count > 8 * t->level_count[l - 1]))
+      s = vx_error_set(err, VX_ERR_CORRUPT, "%s: level %u holds %llu cells, more than its parents allow",
+                       name, l, (unsigned long long)count);
+    else if (raw != count * rec)
+      s = vx_error_set(err, VX_ERR_CORRUPT, "%s: level %u declares %llu bytes for %llu cells", name, l,
+                       (unsigned long long)raw, (unsigned long long)count);
+    else if (z > src->size || end > src->size - z)
+      s = vx_error_set(err, VX_ERR_CORRUPT, "%s: truncated: level %u ends past the end of the file (%llu bytes)",
+                       name, l, (unsigned long long)src->size);
+    t->level_count[l] = count;
+    zsize[l] = z;
+    if (info && s == VX_OK) info->level_disk_bytes[l] = z;
+    end += z;
+  }
+  if (info) info->header_bytes = (uint64_t)SVO_PROLOGUE + hz;
+  if (s == VX_OK && end != src->size)
+    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: file has %llu bytes but its header describes %llu", name,
+                     (unsigned long long)src->size, (unsigned long long)end);
+  /* Levels to load, and the memory they need, before any allocation. */
+  uint32_t levels = t->depth + 1;
+  if (opts && opts->max_level >= 0 && (uint32_t)opts->max_level < t->depth)
+    levels = (uint32_t)opts->max_level + 1;
+  uint64_t nodes = 0, voxels = 0, raw_max = 0, z_max = 0;
+  for (uint32_t l = 0; s == VX_OK && l < levels; l++) {
+    uint64_t rec = l < t->depth ? SVO_NODE_RECORD : SVO_VOXEL_RECORD;
+    if (l < t->depth) nodes += t->level_count[l];
+    else voxels = t->level_count[l];
+    if (t->level_count[l] * rec > raw_max) raw_max = t->level_count[l] * rec;
+    if (zsize[l] > z_max) z_max = zsize[l];
+  }
+  if (s == VX_OK && (nodes > UINT32_MAX || voxels > UINT32_MAX))
+    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: more than 2^32 nodes or voxels", name);
+  uint64_t limit = opts && opts->mem_limit ? opts->mem_limit : SVO_DEFAULT_MEM_LIMIT;
+  uint64_t need = nodes * sizeof(vx_node) + voxels * sizeof(vx_voxel) + raw_max + (src->mem ? 0 : z_max);
+  if (s == VX_OK && need > limit)
+    s = vx_error_set(err, VX_ERR_LIMIT, "%s: loading needs %.1f MiB, over the %.1f MiB limit", name,
+                     (double)need / 1048576.0, (double)limit / 1048576.0);
+  uint8_t *raw = NULL;
+  if (s == VX_OK) {
+    t->levels_loaded = levels;
+    s = vx_tree_alloc(t, err);
+    if (s == VX_OK && !(raw = (uint8_t *)malloc(raw_max ? (size_t)raw_max : 1)))
+      s = vx_error_set(err, VX_ERR_NOMEM, "%s: cannot allocate %.1f MiB", name, (double)raw_max / 1048576.0);
+  }
+  for (uint32_t l = 0; s == VX_OK && l < levels; l++) {
+    char what[32];
+    snprintf(what, sizeof what, "level %u", l);
+    uint64_t rs = l < t->depth ? t->level_count[l] * SVO_NODE_RECORD : t->level_count[l] * SVO_VOXEL_RECORD;
+    if ((s = src_get(src, offset, zsize[l], &p, err)) != VX_OK) break;
+    if ((s = checked(ck, p, zsize[l], zcheck[l], name, what, err)) != VX_OK) break;
+    if ((s = unframe(dc, p, zsize[l], raw, rs, name, what, err)) != VX_OK) break;
+    if (l < t->depth)
+      unpack_nodes(raw, t->level_count[l], t->nodes + t->level_first[l]);
+    else
+      unpack_voxels(raw, t->level_count[l], t->voxels);
+    offset += zsize[l];
+  }
+  free(raw);
+  ZSTD_freeDCtx(dc);
+  ZSTD_freeCCtx(ck);
+  if (s == VX_OK) s = vx_tree_link(t, err);
+  if (s == VX_OK) s = vx_tree_validate(t, err);
+  if (s != VX_OK) {
+    if (err && s == VX_ERR_CORRUPT && strncmp(err->msg, name, strlen(name)) != 0) {
+      char m[sizeof err->msg];
+      snprintf(m, sizeof m, "%.200s: %.300s", name, err->msg);
+      memcpy(err->msg, m, sizeof m);
+    }
+    vx_tree_free(t);
+  }
+  return s;
+}
+
+vx_status vx_svo_decode(const uint8_t *data, size_t size, const vx_read_opts *opts, vx_tree *out,
+                        vx_file_info *info, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  svo_src src;
+  memset(&src, 0, sizeof src);
+  src.mem = data ? data : (const uint8_t *)"";
+  src.size = data ? size : 0;
+  src.name = "svo data";
+  return decode(&src, opts, out, info, err);
+}
+
+vx_status vx_svo_read(const char *path, const vx_read_opts *opts, vx_tree *out, vx_file_info *info,
+                      vx_error *err) {
+  memset(out, 0, sizeof *out);
+  FILE *f = fopen(path, "rb");
+  if (!f) return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return vx_error_set(err, VX_ERR_IO, "cannot read '%s': not a regular file", path);
+  }
+  svo_src src;
+  memset(&src, 0, sizeof src);
+  src.f = f;
+  src.size = (uint64_t)st.st_size;
+  src.name = path;
+  vx_status s = decode(&src, opts, out, info, err);
+  free(src.scratch);
+  fclose(f);
+  return s;
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# fuzz/run.sh - build the libFuzzer targets with clang (ASan + UBSan) and run each for N seconds.
+#   fuzz/run.sh [BUILD_DIR] [SECONDS]      (defaults: build-fuzz, 60)
+# Seeds come from tests/corpus/{svo,mesh}; new inputs go to BUILD_DIR/corpus-* (not the repo).
+# Exits non-zero when a target crashes (the crashing input is left in BUILD_DIR/crash-*).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+build="${1:-$root/build-fuzz}"
+mkdir -p "$build"
+build="$(cd "$build" && pwd)"
+secs="${2:-60}"
+jobs="${VOXLOD_FUZZ_JOBS:-2}"
+command -v clang >/dev/null || { echo "fuzz/run.sh: clang not found (apt-get install clang)" >&2; exit 2; }
+cmake -S "$here" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$jobs" --target fuzz_svo fuzz_mesh
+status=0
+for t in svo mesh; do
+  corpus="$build/corpus-$t"
+  mkdir -p "$corpus"
+  echo "== fuzz_$t for ${secs}s (seeds: tests/corpus/$t)"
+  # fast_unwind_on_malloc=0: full stacks, so that fuzz/lsan.supp can name assimp's own leaks.
+  ( cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      LSAN_OPTIONS="suppressions=$here/lsan.supp:fast_unwind_on_malloc=0" \
+      "./fuzz_$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
+      -print_final_stats=1 "$corpus" "$root/tests/corpus/$t" ) 2>&1 | tail -n 25 || status=1
+done
+exit $status

@@ -1,0 +1,472 @@
+/* render_gpu.cu - the CUDA ray-marcher: a thin loop around vx_render_pixel() (trace.h).
+ *
+ * Algorithm. The tree's levels 0..L (L = the --lod cut, or every loaded level for auto LOD) are
+ * uploaded once as the same pointer-free arrays the host holds (node.h: nodes[] breadth first,
+ * voxels[] Morton order); the scene (camera in grid space, cut, shading) travels as a kernel
+ * parameter. One thread renders one pixel with the traversal shared with the CPU renderer, so the
+ * two images agree up to float contraction (see tests/test_gpu_render.c).
+ *
+ * Schedules (vx_gpu_config, measured in docs/GPU_NOTES.md):
+ *   tiled       one thread per pixel, 2D blocks (default 8x8: a warp is an 8x4 pixel tile, whose
+ *               rays are coherent, which is what keeps the warp's traversal paths together);
+ *   persistent  a grid that just fills the machine; each warp takes 8x4 tiles from a global
+ *               atomic counter until none is left (Aila & Laine 2009, "Understanding the
+ *               efficiency of ray traversal on GPUs", persistent threads at warp granularity:
+ *               vx_render_pixel is not restartable, so lanes cannot refill one by one).
+ *   reg_cap     __launch_bounds__(256, MINB) instances cap registers at 65536 / (256 * MINB).
+ *
+ * Node fetches. trace.h reads a node with one 16-byte load through the read-only path
+ * (const __restrict__ + __ldg of a uint4 under __CUDA_ARCH__). Checked in this file's PTX
+ * (nvcc -keep: ld.global.nc.v4.u32 for every node fetch) and SASS on the H100 (cuobjdump
+ * --dump-sass: LDG.E.128.CONSTANT); scripts/device_gpu_tests.sh repeats the SASS check and
+ * docs/GPU_NOTES.md records the result and the register / stack report of ptxas.
+ *
+ * Errors. Every CUDA call is checked and every launch is followed by cudaGetLastError(). No
+ * device, an unusable driver, or too little device memory give VX_ERR_NO_GPU (the CLI then falls
+ * back to the CPU); any other failure gives VX_ERR_CUDA. Nothing is printed.
+ */
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#include "marcher/marcher.h"
+#include "marcher/gpu_bench.h"
+#include "marcher/scene.h"
+#include "marcher/trace.h"
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+static vx_status cuda_status(cudaError_t e) {
+  switch (e) {
+  case cudaErrorNoDevice:
+  case cudaErrorInsufficientDriver:
+  case cudaErrorMemoryAllocation:
+  case cudaErrorInitializationError:
+  case cudaErrorDevicesUnavailable:
+  case cudaErrorSystemDriverMismatch:
+  case cudaErrorCompatNotSupportedOnDevice:
+  case cudaErrorNoKernelImageForDevice:
+    return VX_ERR_NO_GPU;
+  default:
+    return VX_ERR_CUDA;
+  }
+}
+
+#define VX_CU(call, what)                                                                      \
+  do {                                                                                         \
+    cudaError_t vx_e_ = (call);                                                                \
+    if (vx_e_ != cudaSuccess) {                                                                \
+      st = vx_error_set(err, cuda_status(vx_e_), "GPU: %s failed: %s", what,                   \
+                        cudaGetErrorString(vx_e_));                                            \
+      goto done;                                                                               \
+    }                                                                                          \
+  } while (0)
+
+/* ---- device state ------------------------------------------------------------------------- */
+
+typedef struct gpu_ctx {
+  int device;
+  cudaDeviceProp prop;
+  vx_node *nodes;   /* device */
+  vx_voxel *voxels; /* device, NULL when the cut is above level D */
+  uint64_t node_count, voxel_count;
+  uint32_t levels;  /* levels uploaded: 0 .. levels-1 */
+  uint8_t *rgb;     /* device framebuffers */
+  float *depth;
+  uint32_t *visits;
+  unsigned int *counter; /* persistent schedule's tile counter */
+  uint32_t width, height;
+} gpu_ctx;
+
+static void gpu_free(gpu_ctx *c) {
+  /* Errors on free are ignored: nothing can be done about them and the status already says
+   * what went wrong first. */
+  if (c->nodes) cudaFree(c->nodes);
+  if (c->voxels) cudaFree(c->voxels);
+  if (c->rgb) cudaFree(c->rgb);
+  if (c->depth) cudaFree(c->depth);
+  if (c->visits) cudaFree(c->visits);
+  if (c->counter) cudaFree(c->counter);
+  memset(c, 0, sizeof *c);
+}
+
+static vx_status gpu_open(gpu_ctx *c, vx_error *err) {
+  vx_status st = VX_OK;
+  int n = 0;
+  memset(c, 0, sizeof *c);
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n <= 0) {
+    cudaGetLastError(); /* clear */
+    return vx_error_set(err, VX_ERR_NO_GPU, "GPU: no usable CUDA device (%s)",
+                        e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+  }
+  VX_CU(cudaGetDevice(&c->device), "cudaGetDevice");
+  VX_CU(cudaGetDeviceProperties(&c->prop, c->device), "cudaGetDeviceProperties");
+  VX_CU(cudaFree(0), "creating the CUDA context");
+done:
+  return st;
+}
+
+/* Levels a render with cut `lod` needs: 0..L for L < D, everything loaded otherwise. */
+static uint32_t levels_needed(const vx_tree *t, int lod) {
+  uint32_t have = t->levels_loaded < t->depth + 1 ? t->levels_loaded : t->depth + 1;
+  if (lod < 0 || (uint32_t)lod >= t->depth) return have;
+  return (uint32_t)lod + 1 < have ? (uint32_t)lod + 1 : have;
+}
+
+static vx_status gpu_upload(gpu_ctx *c, const vx_tree *t, int lod, vx_error *err) {
+  vx_status st = VX_OK;
+  uint32_t levels = levels_needed(t, lod);
+  if (levels == 0) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the tree has no levels");
+  uint32_t node_levels = levels < t->depth ? levels : t->depth;
+  uint64_t nodes = t->level_first[node_levels - 1] + t->level_count[node_levels - 1];
+  uint64_t voxels = levels > t->depth ? t->voxel_count : 0;
+  size_t nb = (size_t)nodes * sizeof(vx_node), vb = (size_t)voxels * sizeof(vx_voxel);
+  size_t free_b = 0, total_b = 0;
+  VX_CU(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  if ((uint64_t)nb + vb + ((uint64_t)64 << 20) > free_b)
+    return vx_error_set(err, VX_ERR_NO_GPU,
+                        "GPU: not enough device memory: the tree needs %.1f MiB, %.1f MiB free",
+                        (double)(nb + vb) / 1048576.0, (double)free_b / 1048576.0);
+  VX_CU(cudaMalloc((void **)&c->nodes, nb), "allocating the nodes");
+  VX_CU(cudaMemcpy(c->nodes, t->nodes, nb, cudaMemcpyHostToDevice), "uploading the nodes");
+  if (vb) {
+    VX_CU(cudaMalloc((void **)&c->voxels, vb), "allocating the voxels");
+    VX_CU(cudaMemcpy(c->voxels, t->voxels, vb, cudaMemcpyHostToDevice), "uploading the voxels");
+  }
+  c->node_count = nodes;
+  c->voxel_count = voxels;
+  c->levels = levels;
+done:
+  return st;
+}
+
+static vx_status gpu_frame(gpu_ctx *c, uint32_t w, uint32_t h, int with_visits, vx_error *err) {
+  vx_status st = VX_OK;
+  size_t n = (size_t)w * h;
+  VX_CU(cudaMalloc((void **)&c->rgb, n * 3), "allocating the image");
+  VX_CU(cudaMalloc((void **)&c->depth, n * sizeof(float)), "allocating the depth buffer");
+  /* NaN everywhere, so a pixel the kernel missed is visible (tests check none is left). */
+  VX_CU(cudaMemset(c->depth, 0xff, n * sizeof(float)), "clearing the depth buffer");
+  if (with_visits)
+    VX_CU(cudaMalloc((void **)&c->visits, n * sizeof(uint32_t)), "allocating the visit counts");
+  VX_CU(cudaMalloc((void **)&c->counter, sizeof(unsigned int)), "allocating the tile counter");
+  c->width = w;
+  c->height = h;
+done:
+  return st;
+}
+
+/* The scene for the device: the host scene with device pointers and the uploaded levels. */
+static vx_status gpu_scene(const gpu_ctx *c, const vx_tree *t, const vx_render_opts *o,
+                           vx_trace_scene *s, vx_error *err) {
+  vx_status st = vx_render_check(t, o, err);
+  if (st != VX_OK) return st;
+  if ((st = vx_trace_scene_init(s, t, o)) != VX_OK)
+    return vx_error_set(err, st, "GPU: cannot set up the scene");
+  s->nodes = c->nodes;
+  s->voxels = c->voxels;
+  s->levels_loaded = c->levels;
+  if (s->max_level > (int)c->levels - 1) s->max_level = (int)c->levels - 1;
+  return VX_OK;
+}
+
+/* ---- kernels -------------------------------------------------------------------------------- */
+
+__device__ __forceinline__ void store_pixel(const vx_trace_scene &s, uint32_t px, uint32_t py,
+                                            uint8_t *__restrict__ rgb, float *__restrict__ depth,
+                                            uint32_t *__restrict__ visits) {
+  vx_pixel p;
+  vx_render_pixel(&s, px, py, &p);
+  size_t i = (size_t)py * s.width + px;
+  rgb[3 * i + 0] = p.rgb[0];
+  rgb[3 * i + 1] = p.rgb[1];
+  rgb[3 * i + 2] = p.rgb[2];
+  depth[i] = p.depth;
+  if (visits) visits[i] = p.visits;
+}
+
+/* One thread per pixel. The scene is a kernel parameter (constant bank, no local copy). */
+template <int MINB>
+__global__ void __launch_bounds__(256, MINB)
+    vx_kernel_tiled(const vx_trace_scene s, uint8_t *__restrict__ rgb, float *__restrict__ depth,
+                    uint32_t *__restrict__ visits) {
+  uint32_t px = blockIdx.x * blockDim.x + threadIdx.x;
+  uint32_t py = blockIdx.y * blockDim.y + threadIdx.y;
+  if (px >= s.width || py >= s.height) return;
+  store_pixel(s, px, py, rgb, depth, visits);
+}
+
+/* Persistent warps: each warp takes the next 8x4 tile until the counter passes the last one. */
+template <int MINB>
+__global__ void __launch_bounds__(256, MINB)
+    vx_kernel_persistent(const vx_trace_scene s, uint8_t *__restrict__ rgb,
+                         float *__restrict__ depth, uint32_t *__restrict__ visits,
+                         unsigned int *__restrict__ counter) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t tiles_x = (s.width + 7u) / 8u, tiles = tiles_x * ((s.height + 3u) / 4u);
+  for (;;) {
+    unsigned int tile = 0;
+    if (lane == 0) tile = atomicAdd(counter, 1u);
+    tile = __shfl_sync(0xffffffffu, tile, 0);
+    if (tile >= tiles) return;
+    uint32_t px = (tile % tiles_x) * 8u + (lane & 7u);
+    uint32_t py = (tile / tiles_x) * 4u + (lane >> 3);
+    if (px < s.width && py < s.height) store_pixel(s, px, py, rgb, depth, visits);
+  }
+}
+
+typedef struct launch_plan {
+  dim3 grid, block;
+  int persistent;
+  const void *fn; /* for cudaFuncGetAttributes */
+  int minb;
+} launch_plan;
+
+static int minb_for_cap(int cap) {
+  if (cap <= 0) return 1;
+  if (cap >= 128) return 2;
+  if (cap >= 85) return 3;
+  if (cap >= 64) return 4;
+  return 6;
+}
+
+template <int MINB> static const void *tiled_fn(void) {
+  return (const void *)vx_kernel_tiled<MINB>;
+}
+template <int MINB> static const void *persistent_fn(void) {
+  return (const void *)vx_kernel_persistent<MINB>;
+}
+
+static const void *kernel_fn(int persistent, int minb) {
+  switch (minb) {
+  case 2: return persistent ? persistent_fn<2>() : tiled_fn<2>();
+  case 3: return persistent ? persistent_fn<3>() : tiled_fn<3>();
+  case 4: return persistent ? persistent_fn<4>() : tiled_fn<4>();
+  case 6: return persistent ? persistent_fn<6>() : tiled_fn<6>();
+  default: return persistent ? persistent_fn<1>() : tiled_fn<1>();
+  }
+}
+
+static vx_status plan_launch(const gpu_ctx *c, const vx_gpu_config *cfg, launch_plan *p,
+                             vx_error *err) {
+  vx_status st = VX_OK;
+  vx_gpu_config d;
+  memset(&d, 0, sizeof d);
+  if (cfg) d = *cfg;
+  p->persistent = d.schedule == VX_GPU_PERSISTENT;
+  if (d.block_w == 0 || d.block_h == 0) {
+    d.block_w = p->persistent ? 128 : 8;
+    d.block_h = p->persistent ? 1 : 8;
+  }
+  uint32_t threads = d.block_w * d.block_h;
+  if (threads > 256 || (p->persistent && threads % 32 != 0))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "GPU: block %ux%u: at most 256 threads (a multiple of 32 when persistent)",
+                        d.block_w, d.block_h);
+  p->minb = minb_for_cap(d.reg_cap);
+  p->fn = kernel_fn(p->persistent, p->minb);
+  if (p->persistent) {
+    int per_sm = 0;
+    VX_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->fn, (int)threads, 0),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (per_sm < 1) per_sm = 1;
+    p->block = dim3(threads, 1, 1);
+    p->grid = dim3((unsigned)(per_sm * c->prop.multiProcessorCount), 1, 1);
+  } else {
+    p->block = dim3(d.block_w, d.block_h, 1);
+    p->grid = dim3((c->width + d.block_w - 1) / d.block_w, (c->height + d.block_h - 1) / d.block_h, 1);
+  }
+done:
+  return st;
+}
+
+template <int MINB>
+static void launch_minb(const launch_plan *p, const vx_trace_scene &s, const gpu_ctx *c,
+                        uint32_t *visits, cudaStream_t stream) {
+  if (p->persistent)
+    vx_kernel_persistent<MINB><<<p->grid, p->block, 0, stream>>>(s, c->rgb, c->depth, visits,
+                                                                 c->counter);
+  else
+    vx_kernel_tiled<MINB><<<p->grid, p->block, 0, stream>>>(s, c->rgb, c->depth, visits);
+}
+
+/* Launches one frame (asynchronously) and checks the launch. */
+static vx_status gpu_launch(const gpu_ctx *c, const launch_plan *p, const vx_trace_scene *s,
+                            int with_visits, cudaStream_t stream, vx_error *err) {
+  vx_status st = VX_OK;
+  uint32_t *visits = with_visits ? c->visits : NULL;
+  if (p->persistent)
+    VX_CU(cudaMemsetAsync(c->counter, 0, sizeof(unsigned int), stream), "resetting the tile counter");
+  switch (p->minb) {
+  case 2: launch_minb<2>(p, *s, c, visits, stream); break;
+  case 3: launch_minb<3>(p, *s, c, visits, stream); break;
+  case 4: launch_minb<4>(p, *s, c, visits, stream); break;
+  case 6: launch_minb<6>(p, *s, c, visits, stream); break;
+  default: launch_minb<1>(p, *s, c, visits, stream); break;
+  }
+  VX_CU(cudaGetLastError(), "launching the ray-marching kernel");
+done:
+  return st;
+}
+
+/* ---- public --------------------------------------------------------------------------------- */
+
+static vx_status check_opts(const vx_tree *t, const vx_render_opts *o, vx_error *err) {
+  if (!t || !o || !t->nodes) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no tree or options");
+  if (o->width == 0 || o->height == 0 || (uint64_t)o->width * o->height > ((uint64_t)1 << 31))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: image size %ux%u out of range", o->width,
+                        o->height);
+  return VX_OK;
+}
+
+extern "C" vx_status vx_render_gpu_config(const vx_tree *t, const vx_render_opts *o,
+                                          const vx_gpu_config *cfg, vx_image *img, vx_error *err) {
+  vx_status st = check_opts(t, o, err);
+  if (st != VX_OK) return st;
+  if (!img || !img->rgb || !img->depth || img->width != o->width || img->height != o->height)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the image does not match the options");
+  gpu_ctx c;
+  st = gpu_open(&c, err);
+  if (st != VX_OK) return st;
+  size_t n = (size_t)o->width * o->height;
+  vx_trace_scene s;
+  launch_plan p;
+  if ((st = gpu_upload(&c, t, o->lod, err)) != VX_OK) goto done;
+  if ((st = gpu_frame(&c, o->width, o->height, img->visits != NULL, err)) != VX_OK) goto done;
+  if ((st = gpu_scene(&c, t, o, &s, err)) != VX_OK) goto done;
+  if ((st = plan_launch(&c, cfg, &p, err)) != VX_OK) goto done;
+  if ((st = gpu_launch(&c, &p, &s, img->visits != NULL, 0, err)) != VX_OK) goto done;
+  VX_CU(cudaDeviceSynchronize(), "running the ray-marching kernel");
+  VX_CU(cudaMemcpy(img->rgb, c.rgb, n * 3, cudaMemcpyDeviceToHost), "downloading the image");
+  VX_CU(cudaMemcpy(img->depth, c.depth, n * sizeof(float), cudaMemcpyDeviceToHost),
+        "downloading the depth");
+  if (img->visits)
+    VX_CU(cudaMemcpy(img->visits, c.visits, n * sizeof(uint32_t), cudaMemcpyDeviceToHost),
+          "downloading the visit counts");
+done:
+  gpu_free(&c);
+  return st;
+}
+
+extern "C" vx_status vx_render_gpu(const vx_tree *t, const vx_render_opts *o, vx_image *img,
+                                   vx_error *err) {
+  return vx_render_gpu_config(t, o, NULL, img, err);
+}
+
+extern "C" const char *vx_gpu_name(void) {
+  static char name[256];
+  int n = 0, dev = 0;
+  cudaDeviceProp prop;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0 || cudaGetDevice(&dev) != cudaSuccess ||
+      cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  snprintf(name, sizeof name, "%s", prop.name);
+  return name;
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+extern "C" vx_status vx_gpu_bench(const vx_tree *t, const vx_render_opts *o,
+                                  const vx_camera *views, int nviews, int frames,
+                                  const vx_gpu_config *cfg, vx_gpu_bench_result *r,
+                                  vx_error *err) {
+  vx_status st = check_opts(t, o, err);
+  if (st != VX_OK) return st;
+  if (!views || nviews < 1 || frames < 1 || !r)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU bench: need >= 1 view and >= 1 frame");
+  memset(r, 0, sizeof *r);
+  gpu_ctx c;
+  st = gpu_open(&c, err);
+  if (st != VX_OK) return st;
+  size_t n = (size_t)o->width * o->height;
+  vx_trace_scene *scenes = (vx_trace_scene *)calloc((size_t)nviews, sizeof *scenes);
+  cudaEvent_t *ev = (cudaEvent_t *)calloc((size_t)frames * 2, sizeof *ev);
+  float *ms = (float *)calloc((size_t)frames, sizeof *ms);
+  uint32_t *visits = (uint32_t *)malloc(n * sizeof *visits);
+  float *depth = (float *)malloc(n * sizeof *depth);
+  int events = 0;
+  launch_plan p;
+  cudaFuncAttributes fa;
+  size_t free_b = 0, total_b = 0;
+  double vsum = 0.0, hits = 0.0;
+  if (!scenes || !ev || !ms || !visits || !depth) {
+    st = vx_error_set(err, VX_ERR_NOMEM, "GPU bench: out of host memory");
+    goto done;
+  }
+  if ((st = gpu_upload(&c, t, o->lod, err)) != VX_OK) goto done;
+  if ((st = gpu_frame(&c, o->width, o->height, 1, err)) != VX_OK) goto done;
+  for (int v = 0; v < nviews; v++) {
+    vx_render_opts ov = *o;
+    ov.cam = views[v];
+    if ((st = gpu_scene(&c, t, &ov, &scenes[v], err)) != VX_OK) goto done;
+  }
+  if ((st = plan_launch(&c, cfg, &p, err)) != VX_OK) goto done;
+  VX_CU(cudaFuncGetAttributes(&fa, p.fn), "cudaFuncGetAttributes");
+
+  /* Warm-up: every view once (module load, caches, clocks). */
+  for (int v = 0; v < nviews; v++)
+    if ((st = gpu_launch(&c, &p, &scenes[v], 0, 0, err)) != VX_OK) goto done;
+  VX_CU(cudaDeviceSynchronize(), "warm-up frames");
+
+  for (int f = 0; f < frames * 2; f++, events++) VX_CU(cudaEventCreate(&ev[f]), "cudaEventCreate");
+  for (int f = 0; f < frames; f++) {
+    VX_CU(cudaEventRecord(ev[2 * f], 0), "cudaEventRecord");
+    if ((st = gpu_launch(&c, &p, &scenes[f % nviews], 0, 0, err)) != VX_OK) goto done;
+    VX_CU(cudaEventRecord(ev[2 * f + 1], 0), "cudaEventRecord");
+  }
+  VX_CU(cudaEventSynchronize(ev[2 * frames - 1]), "timed frames");
+  for (int f = 0; f < frames; f++)
+    VX_CU(cudaEventElapsedTime(&ms[f], ev[2 * f], ev[2 * f + 1]), "cudaEventElapsedTime");
+  VX_CU(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+
+  /* Untimed: node visits and hits per view. */
+  for (int v = 0; v < nviews; v++) {
+    if ((st = gpu_launch(&c, &p, &scenes[v], 1, 0, err)) != VX_OK) goto done;
+    VX_CU(cudaMemcpy(visits, c.visits, n * sizeof *visits, cudaMemcpyDeviceToHost),
+          "downloading the visit counts");
+    VX_CU(cudaMemcpy(depth, c.depth, n * sizeof *depth, cudaMemcpyDeviceToHost),
+          "downloading the depth");
+    for (size_t i = 0; i < n; i++) {
+      vsum += visits[i];
+      hits += isfinite(depth[i]) ? 1.0 : 0.0;
+    }
+  }
+
+  qsort(ms, (size_t)frames, sizeof *ms, cmp_float);
+  snprintf(r->device, sizeof r->device, "%s", c.prop.name);
+  r->sm_count = c.prop.multiProcessorCount;
+  r->width = o->width;
+  r->height = o->height;
+  r->frames = frames;
+  r->level = o->lod;
+  r->levels_uploaded = c.levels;
+  r->ms_median = frames % 2 ? ms[frames / 2] : 0.5 * ((double)ms[frames / 2 - 1] + ms[frames / 2]);
+  r->ms_min = ms[0];
+  r->ms_max = ms[frames - 1];
+  r->mrays_per_s = r->ms_median > 0.0 ? (double)n / (r->ms_median * 1e3) : 0.0;
+  r->visits_per_ray = vsum / ((double)n * nviews);
+  r->hit_fraction = hits / ((double)n * nviews);
+  r->tree_bytes = c.node_count * sizeof(vx_node) + c.voxel_count * sizeof(vx_voxel);
+  r->frame_bytes = (uint64_t)n * (3 + sizeof(float) + sizeof(uint32_t)) + sizeof(unsigned int);
+  r->device_used_bytes = (uint64_t)(total_b - free_b);
+  r->regs_per_thread = fa.numRegs;
+  r->local_bytes = (int)fa.localSizeBytes;
+done:
+  for (int f = 0; f < events; f++) cudaEventDestroy(ev[f]);
+  free(scenes);
+  free(ev);
+  free(ms);
+  free(visits);
+  free(depth);
+  gpu_free(&c);
+  return st;
+}

@@ -1,0 +1,505 @@
+/* trace.h - the per-ray function shared by the CPU renderer and the CUDA kernel.
+ *
+ * INTERFACE FIXED HERE; the implementation (traversal, zero crossing, plane LOD, shading) is
+ * filled in below the declarations. Everything in this header is host+device code (hostdev.h):
+ * C11 that nvcc also accepts.
+ *
+ * Coordinates: all tracing happens in grid space (finest voxels, the tree spans [0, 2^depth]^3).
+ * vx_trace_scene_init() (marcher/scene.c, host only) converts a world camera into grid space.
+ *
+ * Per-ray algorithm (vx_trace_ray)
+ * 1. The ray is taken into grid space by vx_trace_scene_init() and clipped to the root box
+ *    [0, 2^D]^3 (slab test). It is then mirrored into the positive octant, as in Laine & Karras,
+ *    "Efficient Sparse Voxel Octrees" (ESVO, 2010): every axis with a negative direction is flipped
+ *    (o -> 2^D - o, d -> -d) and remembered in a 3-bit mask, so a cell's slot in the real tree is
+ *    its slot in the mirrored tree xor that mask, and front-to-back order is always "low half first".
+ * 2. Traversal is the parametric octree walk of Revelles, Urena & Lastra, "An efficient parametric
+ *    algorithm for octree traversal" (2000), in ESVO's PUSH / ADVANCE / POP form: cell boundaries
+ *    are integer grid coordinates (exact in float up to 2^24), the entry/exit t of a cell is a max /
+ *    min of (plane - o) / d per axis, the first child is chosen by comparing the entry t with the
+ *    node's mid-plane t per axis, and ADVANCE steps over every axis whose exit plane is the cell's
+ *    exit; when that step leaves the parent, POP. The stack holds (first child, mask | slot << 8)
+ *    per level: at most VX_MAX_DEPTH entries, two words each. A popped cell's origin is the child's
+ *    origin with its low bits cleared, so no coordinates are stacked.
+ * 3. A node at level l is final (not descended) when l reaches s->max_level or the last loaded
+ *    level, when it is a pruned leaf (mask 0), or, with auto LOD, when its size 2^(D-l) is below
+ *    t_entry * s->pixel_angle (ESVO's pixel-cone rule). A final node with a usable plane
+ *    (VX_NODE_PLANE_OK) is drawn as its plane clipped to the node's box: n.(u - 1/2) + d is linear
+ *    in t, so the crossing inside [t_entry, t_exit] is one division; no crossing means the ray goes
+ *    on to the next cell. A final node without a usable plane (and every cell in blocks mode) is
+ *    drawn as its box, so nothing vanishes.
+ * 4. At a voxel the trilinear interpolant of the 8 corner values restricted to the ray is a cubic
+ *    in t on [t_entry, t_exit] (Parker et al. 1998; Marmitt, Kleer, Wald, Friedrich & Slusallek,
+ *    "Fast and accurate ray-voxel intersection techniques for iso-surface ray tracing", 2004). Its
+ *    first root is isolated exactly: the roots of the derivative (a quadratic) split the segment
+ *    into at most three monotone pieces; the first piece whose end values differ in sign holds the
+ *    first root, which bisection refines to float precision. Crossings count in both directions
+ *    (+ to - and - to +), so hits are always zeros of the field, also where a mesh's winding
+ *    flips the sign or the grid boundary cuts the solid. No fixed step size, so a feature
+ *    thinner than any step cannot be tunnelled through: if the cubic changes sign in the voxel the
+ *    crossing is found. The normal is the normalised gradient of the trilinear field at the hit.
+ * 5. Shading: Lambert with s->light plus ambient, a gamma of 2 to 8 bits; background constant.
+ *
+ * GPU notes: a node is fetched as one 16-byte struct copy (one 128-bit load), a voxel as one
+ * 8-byte copy; no recursion; all small arrays are indexed by constants after unrolling except the
+ * traversal stack. */
+#ifndef VOXLOD_MARCHER_TRACE_H
+#define VOXLOD_MARCHER_TRACE_H
+
+#include "svo/node.h"
+
+typedef struct vx_trace_scene {
+  const vx_node *nodes;   /* host or device pointer: levels 0 .. levels_loaded-1 (l < depth) */
+  const vx_voxel *voxels; /* NULL when levels_loaded <= depth */
+  uint32_t depth;         /* finest level D */
+  uint32_t levels_loaded;
+  float band;             /* corner value scale: value = q * band / 127 voxels */
+  int max_level;          /* cut: never descend below this level (0..depth) */
+  int auto_lod;           /* 1: stop where a node's size < its distance * pixel_angle */
+  float pixel_angle;      /* radians per pixel (vertical fov / height) * lod_scale */
+  int shade;              /* vx_shade */
+  uint32_t width, height;
+  float eye[3];           /* grid space */
+  float dir00[3];         /* ray direction (unnormalized) through the centre of pixel (0,0) */
+  float du[3], dv[3];     /* change of direction per pixel in x (right) and y (down) */
+  float light[3];         /* unit direction towards the light, grid space */
+  float world_per_grid;   /* multiply a grid distance by this for world units */
+} vx_trace_scene;
+
+typedef struct vx_pixel {
+  uint8_t rgb[3];
+  float depth;     /* world units along the ray, INFINITY on a miss */
+  uint32_t visits; /* nodes fetched */
+} vx_pixel;
+
+/* Renders one pixel (px right, py down from the top-left). */
+VX_HD void vx_render_pixel(const vx_trace_scene *s, uint32_t px, uint32_t py, vx_pixel *out);
+
+/* ==== implementation ========================================================================= */
+
+#if defined(__CUDACC__)
+#define VX_UNROLL _Pragma("unroll")
+#else
+#define VX_UNROLL
+#endif
+
+/* One node: one 16-byte load; on the GPU through the read-only data path (PTX
+ * ld.global.nc.v4.u32, SASS LDG.E.128.CONSTANT; a plain struct copy gave ld.global.v4.u32). */
+VX_HD vx_node vx_fetch_node(const vx_node *p) {
+#if defined(__CUDA_ARCH__)
+  uint4 v = __ldg((const uint4 *)p);
+  vx_node n;
+  n.child = v.x;
+  n.info = v.y;
+  n.normal = v.z;
+  n.d = __uint_as_float(v.w);
+  return n;
+#else
+  return *p;
+#endif
+}
+
+/* One voxel: one 8-byte load (read-only path on the GPU). */
+VX_HD vx_voxel vx_fetch_voxel(const vx_voxel *p) {
+#if defined(__CUDA_ARCH__)
+  uint2 v = __ldg((const uint2 *)p);
+  vx_voxel x;
+  memcpy(&x, &v, sizeof x);
+  return x;
+#else
+  return *p;
+#endif
+}
+
+/* The first surface point along a ray. */
+typedef struct vx_trace_hit {
+  int hit;         /* 1 when the ray hit something */
+  float t;         /* grid units along the unit ray direction */
+  float n[3];      /* unit surface normal (field gradient, plane or box face), not flipped */
+  uint32_t visits; /* nodes and voxels fetched */
+} vx_trace_hit;
+
+/* Background colour (8-bit RGB) and surface albedo (linear). */
+#define VX_BG_R 34
+#define VX_BG_G 38
+#define VX_BG_B 46
+#define VX_ALBEDO_R 0.86f
+#define VX_ALBEDO_G 0.80f
+#define VX_ALBEDO_B 0.72f
+#define VX_AMBIENT 0.18f
+
+VX_HD float vx_tr_min(float a, float b) { return a < b ? a : b; }
+VX_HD float vx_tr_max(float a, float b) { return a > b ? a : b; }
+
+/* Value of the cubic k[0] + k[1] s + k[2] s^2 + k[3] s^3 (Horner). */
+VX_HD float vx_cubic_eval(const float k[4], float s) {
+  return ((k[3] * s + k[2]) * s + k[1]) * s + k[0];
+}
+
+/* The trilinear field of corner values c (corner i at (i&1, i>>1&1, i>>2&1)) along the local ray
+ * a + s d, as a cubic in s: f(s) = k0 + k1 s + k2 s^2 + k3 s^3. Interpolating along x, then y,
+ * then z: each step maps polynomials P0, P1 to (1-a) P0 + a P1 + s d (P1 - P0). */
+VX_HD void vx_trilinear_cubic(const float c[8], const float a[3], const float d[3], float k[4]) {
+  float p[4][2]; /* along x: 4 lines (y,z), linear in s */
+  VX_UNROLL
+  for (int j = 0; j < 4; j++) {
+    float c0 = c[2 * j], c1 = c[2 * j + 1];
+    p[j][0] = c0 + a[0] * (c1 - c0);
+    p[j][1] = d[0] * (c1 - c0);
+  }
+  float q[2][3]; /* along y: 2 lines (z), quadratic */
+  VX_UNROLL
+  for (int z = 0; z < 2; z++) {
+    const float *l0 = p[2 * z], *l1 = p[2 * z + 1];
+    q[z][0] = l0[0] + a[1] * (l1[0] - l0[0]);
+    q[z][1] = l0[1] + a[1] * (l1[1] - l0[1]) + d[1] * (l1[0] - l0[0]);
+    q[z][2] = d[1] * (l1[1] - l0[1]);
+  }
+  k[0] = q[0][0] + a[2] * (q[1][0] - q[0][0]);
+  k[1] = q[0][1] + a[2] * (q[1][1] - q[0][1]) + d[2] * (q[1][0] - q[0][0]);
+  k[2] = q[0][2] + a[2] * (q[1][2] - q[0][2]) + d[2] * (q[1][1] - q[0][1]);
+  k[3] = d[2] * (q[1][2] - q[0][2]);
+}
+
+/* Gradient of the trilinear field at local point x in [0,1]^3. */
+VX_HD void vx_trilinear_grad(const float c[8], const float x[3], float g[3]) {
+  float wx1 = x[0], wy1 = x[1], wz1 = x[2];
+  float wx0 = 1.0f - wx1, wy0 = 1.0f - wy1, wz0 = 1.0f - wz1;
+  g[0] = wy0 * wz0 * (c[1] - c[0]) + wy1 * wz0 * (c[3] - c[2]) + wy0 * wz1 * (c[5] - c[4]) +
+         wy1 * wz1 * (c[7] - c[6]);
+  g[1] = wx0 * wz0 * (c[2] - c[0]) + wx1 * wz0 * (c[3] - c[1]) + wx0 * wz1 * (c[6] - c[4]) +
+         wx1 * wz1 * (c[7] - c[5]);
+  g[2] = wx0 * wy0 * (c[4] - c[0]) + wx1 * wy0 * (c[5] - c[1]) + wx0 * wy1 * (c[6] - c[2]) +
+         wx1 * wy1 * (c[7] - c[3]);
+}
+
+/* First root of the cubic k on [0, smax], or a negative number when it has none there.
+ * The derivative's roots split [0, smax] into monotone pieces; the first piece whose ends differ
+ * in sign (or touch zero) holds the first root, refined by bisection. Exact up to float rounding
+ * of the coefficients: a sign change, however narrow, is never stepped over. */
+VX_HD float vx_cubic_first_root(const float k[4], float smax) {
+  /* derivative 3 k3 s^2 + 2 k2 s + k1 */
+  float A = 3.0f * k[3], B = 2.0f * k[2], C = k[1];
+  float r0 = smax, r1 = smax; /* split points in (0, smax), sorted; smax = none */
+  float scale = fabsf(A) * smax * smax + fabsf(B) * smax + fabsf(C);
+  if (fabsf(A) * smax * smax > 1e-7f * scale) {
+    float disc = B * B - 4.0f * A * C;
+    if (disc > 0.0f) {
+      float sq = sqrtf(disc);
+      float qq = -0.5f * (B + (B >= 0.0f ? sq : -sq));
+      float x0 = qq / A, x1 = qq != 0.0f ? C / qq : x0;
+      if (x0 > x1) { float tmp = x0; x0 = x1; x1 = tmp; }
+      if (x0 > 0.0f && x0 < smax) r0 = x0;
+      if (x1 > 0.0f && x1 < smax) { if (r0 < smax) r1 = x1; else r0 = x1; }
+    }
+  } else if (fabsf(B) * smax > 1e-7f * scale) {
+    float x0 = -C / B;
+    if (x0 > 0.0f && x0 < smax) r0 = x0;
+  }
+  float sa = 0.0f, fa = k[0];
+  /* Any sign change counts, either way: a ray that enters the solid without crossing a stored
+   * zero (through the grid boundary, or where a scan's sign is flipped) still stops at the next
+   * zero of the field, never at a voxel face. */
+  if (fa == 0.0f) return 0.0f;
+  VX_UNROLL
+  for (int piece = 0; piece < 3; piece++) {
+    float sb = piece == 0 ? r0 : (piece == 1 ? r1 : smax);
+    if (sb <= sa) continue;
+    float fb = vx_cubic_eval(k, sb);
+    if (fb == 0.0f) return sb;
+    if ((fa < 0.0f) != (fb < 0.0f)) {
+      /* bisection on a monotone piece: 24 halvings reach float precision on a voxel's segment */
+      float lo = sa, hi = sb, flo = fa;
+      for (int it = 0; it < 24; it++) {
+        float mid = 0.5f * (lo + hi);
+        float fm = vx_cubic_eval(k, mid);
+        if (fm == 0.0f) return mid;
+        if ((fm < 0.0f) == (flo < 0.0f)) { lo = mid; flo = fm; } else { hi = mid; }
+      }
+      return 0.5f * (lo + hi);
+    }
+    sa = sb;
+    fa = fb;
+  }
+  return -1.0f;
+}
+
+/* Box face normal at the entry of a cell: the axis whose entry plane is the last one crossed.
+ * tx0: entry t per axis; d: real ray direction. Inside the box at t = 0: facing the ray. */
+VX_HD void vx_box_entry_normal(const float tx0[3], float tc0, const float d[3], float n[3]) {
+  /* selects, not indexing: a run-time index would put tx0, d and n in GPU local memory */
+  float t01 = vx_tr_max(tx0[0], tx0[1]);
+  int ax1 = tx0[1] > tx0[0], ax2 = tx0[2] > t01;
+  float tmax = ax2 ? tx0[2] : t01;
+  if (!(tmax >= tc0)) { /* started inside: face the viewer */
+    n[0] = -d[0];
+    n[1] = -d[1];
+    n[2] = -d[2];
+    return;
+  }
+  int axis = ax2 ? 2 : ax1;
+  n[0] = axis == 0 ? (d[0] > 0.0f ? -1.0f : 1.0f) : 0.0f;
+  n[1] = axis == 1 ? (d[1] > 0.0f ? -1.0f : 1.0f) : 0.0f;
+  n[2] = axis == 2 ? (d[2] > 0.0f ? -1.0f : 1.0f) : 0.0f;
+}
+
+/* Intersects a final cell with the ray on [tc0, tc1]. The cell is a voxel (level == depth) or a
+ * node. cmin: the cell's real minimum corner (grid units), size: its edge. Returns 1 on a hit. */
+VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d[3], uint32_t level,
+                        const float cmin[3], float size, float tc0, float tc1, const float tx0[3],
+                        const vx_node *node, const vx_voxel *vox, vx_trace_hit *h) {
+  if (s->shade == 1 /* VX_SHADE_BLOCKS */ ||
+      (level < s->depth && !(vx_node_flags(node->info) & VX_NODE_PLANE_OK))) {
+    h->t = tc0;
+    vx_box_entry_normal(tx0, tc0, d, h->n);
+    return 1;
+  }
+  float a[3];
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) a[i] = (o[i] + tc0 * d[i] - cmin[i]) / size;
+  if (level < s->depth) {
+    /* plane n.(u - 1/2) + dd = 0 in node units u = (p - cmin) / size */
+    float n[3];
+    vx_oct_decode(node->normal, n);
+    float g0 = n[0] * (a[0] - 0.5f) + n[1] * (a[1] - 0.5f) + n[2] * (a[2] - 0.5f) + node->d;
+    float slope = (n[0] * d[0] + n[1] * d[1] + n[2] * d[2]) / size;
+    float sr;
+    if (g0 == 0.0f) sr = 0.0f;
+    else if (slope == 0.0f) return 0;
+    else sr = -g0 / slope;
+    if (!(sr >= 0.0f) || tc0 + sr > tc1) return 0;
+    h->t = tc0 + sr;
+    h->n[0] = n[0];
+    h->n[1] = n[1];
+    h->n[2] = n[2];
+    return 1;
+  }
+  /* voxel: first zero of the trilinear field along the segment */
+  float c[8];
+  float scl = s->band * (1.0f / 127.0f);
+  VX_UNROLL
+  for (int i = 0; i < 8; i++) c[i] = (float)vox->c[i] * scl;
+  float k[4];
+  vx_trilinear_cubic(c, a, d, k); /* size is 1 for voxels: s is in grid units */
+  float sr = vx_cubic_first_root(k, tc1 - tc0);
+  if (sr < 0.0f) return 0;
+  float x[3];
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) x[i] = vx_tr_min(vx_tr_max(a[i] + sr * d[i], 0.0f), 1.0f);
+  float g[3];
+  vx_trilinear_grad(c, x, g);
+  float len = sqrtf(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+  if (len > 0.0f) {
+    h->n[0] = g[0] / len;
+    h->n[1] = g[1] / len;
+    h->n[2] = g[2] / len;
+  } else {
+    h->n[0] = -d[0];
+    h->n[1] = -d[1];
+    h->n[2] = -d[2];
+  }
+  h->t = tc0 + sr;
+  return 1;
+}
+
+/* Traces a ray in grid space: origin o, unit direction d. Fills h; returns h->hit. */
+VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[3],
+                       vx_trace_hit *h) {
+  const uint32_t D = s->depth;
+  const uint32_t R = 1u << D;
+  const float Rf = (float)R;
+  h->hit = 0;
+  h->t = INFINITY;
+  h->n[0] = h->n[1] = h->n[2] = 0.0f;
+  h->visits = 0;
+
+  /* mirror into the positive octant */
+  uint32_t mirror = 0;
+  float om[3], inv[3];
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) {
+    float di = d[i], oi = o[i];
+    if (di < 0.0f) {
+      mirror |= 1u << i;
+      di = -di;
+      oi = Rf - oi;
+    }
+    if (di < 1e-12f) di = 1e-12f;
+    inv[i] = 1.0f / di;
+    om[i] = oi;
+  }
+
+  /* root box */
+  float tx0[3], tx1[3];
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) {
+    tx0[i] = (0.0f - om[i]) * inv[i];
+    tx1[i] = (Rf - om[i]) * inv[i];
+  }
+  float t0 = vx_tr_max(vx_tr_max(vx_tr_max(tx0[0], tx0[1]), tx0[2]), 0.0f);
+  float t1 = vx_tr_min(vx_tr_min(tx1[0], tx1[1]), tx1[2]);
+  if (!(t0 <= t1)) return 0;
+
+  /* last level to descend to */
+  int lmax = s->max_level;
+  if (lmax > (int)s->levels_loaded - 1) lmax = (int)s->levels_loaded - 1;
+  if (lmax > (int)D) lmax = (int)D;
+  if (lmax == (int)D && !s->voxels) lmax = (int)D - 1;
+
+  vx_node node = vx_fetch_node(&s->nodes[0]);
+  h->visits++;
+  {
+    uint32_t mask = vx_node_mask(node.info);
+    if (mask == 0 || lmax <= 0 || (s->auto_lod && Rf < t0 * s->pixel_angle)) {
+      float cmin[3] = {0.0f, 0.0f, 0.0f};
+      float rtx0[3];
+      VX_UNROLL
+      for (int i = 0; i < 3; i++) rtx0[i] = tx0[i];
+      h->hit = vx_trace_cell(s, o, d, 0, cmin, Rf, t0, t1, rtx0, &node, 0, h);
+      if (!h->hit) h->t = INFINITY;
+      return h->hit;
+    }
+  }
+
+  /* State: the node at level l whose children we walk (child, mask), the current child's
+   * mirrored slot idx, origin pos (mirrored grid units) and size S = 2^(D-l-1). */
+  uint32_t stk_child[VX_MAX_DEPTH], stk_info[VX_MAX_DEPTH];
+  uint32_t child = node.child, mask = vx_node_mask(node.info);
+  uint32_t l = 0;
+  uint32_t S = R >> 1;
+  uint32_t pos[3], idx = 0;
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) {
+    float tm = ((float)S - om[i]) * inv[i];
+    uint32_t bit = tm <= t0 ? 1u : 0u;
+    idx |= bit << i;
+    pos[i] = bit * S;
+  }
+
+  for (uint32_t iter = 0; iter < (1u << 26); iter++) {
+    float Sf = (float)S;
+    float tc0 = 0.0f, tc1 = INFINITY;
+    VX_UNROLL
+    for (int i = 0; i < 3; i++) {
+      tx0[i] = ((float)pos[i] - om[i]) * inv[i];
+      tx1[i] = ((float)pos[i] + Sf - om[i]) * inv[i];
+      tc0 = vx_tr_max(tc0, tx0[i]);
+      tc1 = vx_tr_min(tc1, tx1[i]);
+    }
+    uint32_t slot = idx ^ mirror;
+    if ((mask >> slot & 1u) && tc0 <= tc1) {
+      uint32_t ci = vx_child_index(child, mask, slot);
+      uint32_t cl = l + 1; /* the cell's level */
+      int final_cell = 1;
+      if (cl < D) {
+        node = vx_fetch_node(&s->nodes[ci]); /* one 16-byte load */
+        h->visits++;
+        uint32_t cmask = vx_node_mask(node.info);
+        final_cell = cmask == 0 || (int)cl >= lmax || (s->auto_lod && Sf < tc0 * s->pixel_angle);
+        if (!final_cell) {
+          // PUSH: descend into the cell; its first child is the one holding the entry point.
+          stk_child[l] = child;
+          stk_info[l] = mask | idx << 8;
+          child = node.child;
+          mask = cmask;
+          l = cl;
+          S >>= 1;
+          idx = 0;
+          VX_UNROLL
+          for (int i = 0; i < 3; i++) {
+            float tm = ((float)(pos[i] + S) - om[i]) * inv[i];
+            uint32_t bit = tm <= tc0 ? 1u : 0u;
+            idx |= bit << i;
+            pos[i] += bit * S;
+          }
+          continue;
+        }
+      }
+      /* a final cell: plane, box or voxel */
+      float cmin[3], rtx0[3];
+      VX_UNROLL
+      for (int i = 0; i < 3; i++) {
+        cmin[i] = (mirror >> i & 1u) ? Rf - (float)pos[i] - Sf : (float)pos[i];
+        rtx0[i] = tx0[i];
+      }
+      vx_voxel vox;
+      if (cl == D) {
+        vox = vx_fetch_voxel(&s->voxels[ci]); /* one 8-byte load */
+        h->visits++;
+      }
+      if (vx_trace_cell(s, o, d, cl, cmin, Sf, tc0, tc1, rtx0, &node, &vox, h)) {
+        h->hit = 1;
+        return 1;
+      }
+    }
+    // ADVANCE: step over the cell's exit planes; when that leaves the parent, POP first.
+    for (;;) {
+      float te = vx_tr_min(vx_tr_min(tx1[0], tx1[1]), tx1[2]);
+      uint32_t step = (tx1[0] <= te ? 1u : 0u) | (tx1[1] <= te ? 2u : 0u) | (tx1[2] <= te ? 4u : 0u);
+      if (!(idx & step)) {
+        idx |= step;
+        VX_UNROLL
+        for (int i = 0; i < 3; i++) pos[i] += (step >> i & 1u) * S;
+        break;
+      }
+      // POP: the current cell becomes the parent's cell; its exit is re-examined.
+      if (l == 0) return 0;
+      l--;
+      S <<= 1;
+      child = stk_child[l];
+      mask = stk_info[l] & 0xffu;
+      idx = stk_info[l] >> 8;
+      VX_UNROLL
+      for (int i = 0; i < 3; i++) {
+        pos[i] &= ~(S - 1u);
+        tx1[i] = ((float)pos[i] + (float)S - om[i]) * inv[i];
+      }
+    }
+  }
+  return 0;
+}
+
+/* 8-bit channel from a linear value: gamma 2 (sqrt), clamped. */
+VX_HD uint8_t vx_to_srgb8(float v) {
+  v = vx_tr_min(vx_tr_max(v, 0.0f), 1.0f);
+  return (uint8_t)(sqrtf(v) * 255.0f + 0.5f);
+}
+
+VX_HD void vx_render_pixel(const vx_trace_scene *s, uint32_t px, uint32_t py, vx_pixel *out) {
+  float d[3];
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) d[i] = s->dir00[i] + (float)px * s->du[i] + (float)py * s->dv[i];
+  float len = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) d[i] /= len;
+  vx_trace_hit h;
+  vx_trace_ray(s, s->eye, d, &h);
+  out->visits = h.visits;
+  if (!h.hit) {
+    out->rgb[0] = VX_BG_R;
+    out->rgb[1] = VX_BG_G;
+    out->rgb[2] = VX_BG_B;
+    out->depth = INFINITY;
+    return;
+  }
+  out->depth = h.t * s->world_per_grid;
+  float n[3] = {h.n[0], h.n[1], h.n[2]};
+  if (n[0] * d[0] + n[1] * d[1] + n[2] * d[2] > 0.0f) { /* face the viewer */
+    n[0] = -n[0];
+    n[1] = -n[1];
+    n[2] = -n[2];
+  }
+  if (s->shade == 2 /* VX_SHADE_NORMALS */) {
+    out->rgb[0] = (uint8_t)((n[0] * 0.5f + 0.5f) * 255.0f + 0.5f);
+    out->rgb[1] = (uint8_t)((n[1] * 0.5f + 0.5f) * 255.0f + 0.5f);
+    out->rgb[2] = (uint8_t)((n[2] * 0.5f + 0.5f) * 255.0f + 0.5f);
+    return;
+  }
+  float diff = vx_tr_max(n[0] * s->light[0] + n[1] * s->light[1] + n[2] * s->light[2], 0.0f);
+  float lum = VX_AMBIENT + (1.0f - VX_AMBIENT) * diff;
+  out->rgb[0] = vx_to_srgb8(VX_ALBEDO_R * lum);
+  out->rgb[1] = vx_to_srgb8(VX_ALBEDO_G * lum);
+  out->rgb[2] = vx_to_srgb8(VX_ALBEDO_B * lum);
+}
+
+#endif

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# device_bundle.sh - build the CUDA binaries here and bundle what the GPU machine lacks.
+#
+# Builds voxlod, bench_nanovdb and the GPU tests into build-gpu (sm_90), copies the shared
+# libraries that the GPU machine's image (Ubuntu 24.04 + CUDA) does not have - libassimp.so.5 and
+# what it pulls in (libdraco.so.7, libminizip.so.1), libzstd - into build-gpu/lib, where the
+# binaries' RPATH $ORIGIN/lib finds them, and puts test meshes into devdata/ (ignored through
+# .git/info/exclude). Then prints the `carry` list for the device run, which runs
+# scripts/device_gpu_tests.sh there.
+#
+#   scripts/device_bundle.sh [EXTRA_TARGET...]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+B=$ROOT/build-gpu
+MESHES=${VX_SHARED_MESHES:-$ROOT/../shared/data/meshes}
+
+cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+cmake --build "$B" -j2 --target voxlod bench_nanovdb test_gpu_render test_gpu_nanovdb "$@"
+
+# Libraries present on the device image: the C runtime, libstdc++, libgcc, zlib. Everything else
+# the binaries load (directly or through another copied library) is copied.
+core='^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|libz\.|libpthread|libdl\.|librt\.)'
+mkdir -p "$B/lib"
+bins=("$B/voxlod" "$B/bench_nanovdb" "$B"/tests/test_gpu_*)
+todo=()
+for f in "${bins[@]}"; do [ -f "$f" ] && [ -x "$f" ] && todo+=("$f"); done
+seen=" "
+while [ ${#todo[@]} -gt 0 ]; do
+  f=${todo[0]}
+  todo=("${todo[@]:1}")
+  while read -r name path; do
+    [[ $name =~ $core ]] && continue
+    [[ $seen == *" $name "* ]] && continue
+    seen="$seen$name "
+    cp -L "$path" "$B/lib/$name"
+    todo+=("$path")
+  done < <(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
+done
+echo "bundled into build-gpu/lib:$seen"
+
+# Test meshes for the device (it cannot reach ../shared).
+mkdir -p "$ROOT/devdata"
+cp "$MESHES/stanford_bunny/bun_zipper.ply" "$ROOT/devdata/bunny.ply"
+if [ ! -f "$ROOT/devdata/dragon.ply" ]; then
+  gunzip -c "$MESHES/stanford_dragon/dragon_871k.ply.gz" > "$ROOT/devdata/dragon.ply"
+fi
+EXCL=$(git -C "$ROOT" rev-parse --git-path info/exclude)
+grep -qx '/devdata/' "$EXCL" 2>/dev/null || echo '/devdata/' >> "$EXCL"
+
+du -sh "$B/voxlod" "$B/bench_nanovdb" "$B/lib" "$B"/tests/test_gpu_* "$ROOT/devdata" | sed 's/^/  /'
+echo 'carry: ["build-gpu/voxlod", "build-gpu/bench_nanovdb", "build-gpu/lib", "build-gpu/tests/test_gpu_render", "build-gpu/tests/test_gpu_nanovdb", "devdata"]'
+echo 'run:   bash scripts/device_gpu_tests.sh'

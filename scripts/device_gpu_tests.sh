@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# device_gpu_tests.sh - what runs on the GPU machine (after scripts/device_bundle.sh here):
+#   1. the GPU tests (exit 0 pass, 77 skip);
+#   2. the SASS check: node fetches of the default kernel are LDG.E.128.CONSTANT, no spills;
+#   3. the benchmarks: bunny at 512^3 (kernel variants, every LOD cut, NanoVDB) and the dragon at
+#      2048^3 and 4096^3 (voxlod vs NanoVDB), 1920x1080, 8 orbit views.
+# Results go under $OUT (at most 8 files come back): gpu_log.txt, sass_check.txt,
+# bunny/{voxlod,nanovdb}.png, dragon/{voxlod,nanovdb}.png, bunny/bench.json, dragon/bench.json.
+#
+#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k ...]   (default: all)
+set -uo pipefail
+OUT=${OUT:-/tmp/vx_out}
+B=build-gpu
+D=devdata
+# RUNPATH ($ORIGIN/lib) is not searched for the dependencies of libassimp (libdraco, libminizip).
+export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+FRAMES=${VX_FRAMES:-30}
+mkdir -p "$OUT/bunny" "$OUT/dragon" /tmp/vx
+exec > >(tee -a "$OUT/gpu_log.txt") 2>&1
+steps=${*:-"tests sass bunny dragon dragon4k"}
+T0=$(date +%s)
+stamp() { echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
+
+stamp "device"
+nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+nproc
+
+for s in $steps; do
+  case $s in
+  tests)
+    stamp "gpu tests"
+    for t in $B/tests/test_gpu_*; do
+      [ -x "$t" ] || continue
+      timeout 300 "$t" > /tmp/vx/t.log 2>&1
+      rc=$?
+      tail -n 25 /tmp/vx/t.log
+      echo "RESULT $(basename "$t"): rc=$rc ($([ $rc = 0 ] && echo pass || ([ $rc = 77 ] && echo skip || echo FAIL)))"
+    done
+    ;;
+  sass)
+    stamp "sass check"
+    cuobjdump --dump-sass "$B/voxlod" > /tmp/vx/sass.txt 2>&1 || echo "cuobjdump failed"
+    awk '/Function : /{fn=$3}
+         match($0, /(LDG|LDL|STL|STG|LDS|STS)[A-Z0-9.]*/){n[fn" "substr($0, RSTART, RLENGTH)]++}
+         END{for (k in n) print k, n[k]}' /tmp/vx/sass.txt | sort > "$OUT/sass_check.txt"
+    grep -m3 -n "LDG.E.128.CONSTANT" /tmp/vx/sass.txt >> "$OUT/sass_check.txt"
+    grep "_Z15vx_kernel_tiledILi1E" "$OUT/sass_check.txt"
+    ;;
+  bunny)
+    stamp "bunny 512"
+    timeout 120 $B/voxlod convert $D/bunny.ply /tmp/vx/bunny512.svo --res 512 2>&1 | tail -n 1
+    timeout 400 $B/bench_nanovdb /tmp/vx/bunny512.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
+      --sweep --lods --out "$OUT/bunny" --json "$OUT/bunny/bench.json"
+    ;;
+  dragon)
+    stamp "dragon 2048"
+    timeout 200 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon2048.svo --res 2048 2>&1 | tail -n 1
+    timeout 300 $B/bench_nanovdb /tmp/vx/dragon2048.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
+      --lods --out "$OUT/dragon" --json "$OUT/dragon/bench.json"
+    ;;
+  dragon4k)
+    stamp "dragon 4096"
+    timeout 240 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon4096.svo --res 4096 2>&1 | tail -n 1
+    mkdir -p /tmp/vx/d4k
+    timeout 300 $B/bench_nanovdb /tmp/vx/dragon4096.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
+      --lods --out /tmp/vx/d4k --json /tmp/vx/d4k/bench.json
+    cat /tmp/vx/d4k/bench.json 2>/dev/null
+    ;;
+  esac
+done
+stamp "done"
+grep -h "^RESULT\|Mrays" "$OUT/gpu_log.txt" | tail -n 60

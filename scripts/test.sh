@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The test suite, as README.md and .ci/run call it: installs missing packages, builds (with the
+# CUDA code whenever nvcc is found, so it is always compiled), and runs ctest. GPU tests (label
+# `gpu`) skip themselves where there is no GPU. Then the same suite under ASan/UBSan (CPU code),
+# and each fuzz target for a bounded time.
+#   VOXLOD_FUZZ_SECONDS=N   seconds per fuzz target (default 60; 0 skips fuzzing)
+#   VOXLOD_SANITIZE=0       skip the sanitizer build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export VOXLOD_WITH_FUZZ=1
+bash scripts/deps.sh
+jobs=$(nproc)
+
+echo "== build and test (build/)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.log 2>&1 || { cat build.log; exit 1; }
+cmake --build build -j"$jobs" >>build.log 2>&1 || { tail -50 build.log; exit 1; }
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+if [ "${VOXLOD_SANITIZE:-1}" != 0 ]; then
+  echo "== ASan/UBSan build and test (build-asan/, CPU paths)"
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVOXLOD_SANITIZE=ON -DVOXLOD_CUDA=OFF \
+    >build-asan.log 2>&1 || { cat build-asan.log; exit 1; }
+  cmake --build build-asan -j"$jobs" >>build-asan.log 2>&1 || { tail -50 build-asan.log; exit 1; }
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE slow
+fi
+
+if [ "${VOXLOD_FUZZ_SECONDS:-60}" != 0 ] && command -v clang >/dev/null && [ -x fuzz/run.sh ]; then
+  echo "== fuzzing (build-fuzz/), ${VOXLOD_FUZZ_SECONDS:-60}s per target"
+  bash fuzz/run.sh build-fuzz "${VOXLOD_FUZZ_SECONDS:-60}"
+fi

@@ -1,0 +1,5 @@
+vx_add_test(test_formats_svo SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_svo.c
+            LIBS vx_formats PkgConfig::ZSTD)
+vx_add_test(test_formats_mesh SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_mesh.c LIBS vx_formats)
+vx_add_test(test_formats_png SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_png.c LIBS vx_formats)
+target_include_directories(test_formats_png PRIVATE ${STB_INCLUDE_DIR})

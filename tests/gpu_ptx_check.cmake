@@ -1,0 +1,45 @@
+# gpu_ptx_check.cmake - compile-time checks of the CUDA ray-marcher (needs nvcc, not a GPU):
+#   1. every node fetch is one 128-bit load through the read-only path: the PTX of the default
+#      kernel has ld.global.nc.v4.u32 and no plain ld.global.v4 / narrower global loads of nodes;
+#   2. ptxas reports no spills for the default kernel, and its stack frame is only the traversal
+#      stack (2 x VX_MAX_DEPTH words = 112 bytes) - no other array fell into local memory.
+# Usage: cmake -DNVCC=... -DSRC=render_gpu.cu -DINC=<repo> -DARCH=90 -DOUT=<dir> -P gpu_ptx_check.cmake
+execute_process(COMMAND ${NVCC} -std=c++17 -arch=sm_${ARCH} -I${INC} -ptx ${SRC} -o ${OUT}/render_gpu.ptx
+                RESULT_VARIABLE rc ERROR_VARIABLE log)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nvcc -ptx failed: ${log}")
+endif()
+execute_process(COMMAND ${NVCC} -std=c++17 -arch=sm_${ARCH} -I${INC} -Xptxas=-v -c ${SRC}
+                        -o ${OUT}/render_gpu_check.o
+                RESULT_VARIABLE rc ERROR_VARIABLE report OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nvcc -Xptxas=-v failed: ${report}")
+endif()
+file(WRITE ${OUT}/render_gpu.ptxas.txt "${report}")
+
+file(READ ${OUT}/render_gpu.ptx ptx)
+# the default kernel: vx_kernel_tiled<1>
+string(REGEX MATCH "\\.entry _Z15vx_kernel_tiledILi1EE[^\n]*\n.*" body "${ptx}")
+string(FIND "${body}" "\n}\n" end)
+string(SUBSTRING "${body}" 0 ${end} body)
+string(REGEX MATCHALL "ld\\.global\\.nc\\.v4\\.u32" nc4 "${body}")
+string(REGEX MATCHALL "ld\\.global\\.v4" plain4 "${body}")
+list(LENGTH nc4 n_nc4)
+list(LENGTH plain4 n_plain4)
+message(STATUS "default kernel: ${n_nc4} ld.global.nc.v4.u32, ${n_plain4} plain ld.global.v4")
+if(n_nc4 LESS 1 OR n_plain4 GREATER 0)
+  message(FATAL_ERROR "node fetches are not 128-bit read-only loads")
+endif()
+
+string(REGEX MATCH "Function properties for _Z15vx_kernel_tiledILi1EE[^\n]*\n[^\n]*\n[^\n]*" props "${report}")
+message(STATUS "${props}")
+string(REGEX MATCH "([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads" m "${props}")
+if(NOT m)
+  message(FATAL_ERROR "no ptxas report for the default kernel")
+endif()
+if(NOT CMAKE_MATCH_2 EQUAL 0 OR NOT CMAKE_MATCH_3 EQUAL 0)
+  message(FATAL_ERROR "the default kernel spills registers")
+endif()
+if(CMAKE_MATCH_1 GREATER 112)
+  message(FATAL_ERROR "stack frame ${CMAKE_MATCH_1} bytes > the traversal stack's 112: an array went to local memory")
+endif()

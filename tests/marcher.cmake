@@ -1,0 +1,9 @@
+# marcher: per-ray traversal (trace.h), CPU renderer, LOD rendering.
+vx_add_test(test_marcher_sphere SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_sphere.c
+            LIBS vx_marcher)
+vx_add_test(test_marcher_thin SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_thin.c
+            LIBS vx_marcher)
+vx_add_test(test_marcher_lod SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_lod.c
+            LIBS vx_marcher)
+vx_add_test(test_marcher_mesh SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_mesh.c
+            LIBS vx_marcher vx_voxelizer vx_formats)

@@ -1,0 +1,207 @@
+/* test_voxelizer_build.c - the whole build (voxels, field, tree, planes, pruning) and its errors.
+ *
+ * Also a tiny benchmark driver: `test_voxelizer_build MESH RES [THREADS]` converts one mesh and
+ * prints the time and the surface-voxel count (needs the mesh importer).
+ */
+#include "voxelizer/voxelizer.h"
+#include "voxelizer/internal.h"
+#include "formats/mesh_import.h"
+#include "meshgen.h"
+#include "check.h"
+
+#include <string.h>
+#include <time.h>
+
+#if defined(__GNUC__)
+#pragma weak vx_mesh_import
+#endif
+
+static void build_sphere_gives_valid_tree(void) {
+  vx_mesh m = {0};
+  CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 48, 24) == 0);
+  vx_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.resolution = 32;
+  vx_tree t;
+  vx_build_stats st;
+  vx_error err;
+  vx_status s = vx_voxelize(&m, &o, &t, &st, &err);
+  CHECK_MSG(s == VX_OK, "%s", err.msg);
+  if (s == VX_OK) {
+    CHECK(vx_tree_validate(&t, &err) == VX_OK);
+    CHECK(t.depth == 5 && t.band == VX_DEFAULT_BAND && t.prune_error == 0.0f);
+    CHECK(t.voxel_count == st.surface_voxels && st.nodes == t.node_count);
+    CHECK(st.triangles == m.tri_count && st.corners >= st.surface_voxels && st.pair_tests > 0);
+    CHECK_NEAR(t.xf.scale, 2.0 / 32, 1e-12);
+  }
+  /* Same voxels as the lower-level surface build. */
+  vx_transform xf;
+  vx_sign_data sg;
+  vx_surface surf;
+  vx_surface_opts so;
+  memset(&so, 0, sizeof so);
+  so.band = VX_DEFAULT_BAND;
+  CHECK(vx_voxelize_transform(&m, 32, &xf, NULL) == VX_OK);
+  CHECK(vx_sign_build(&m, &sg, NULL) == VX_OK);
+  CHECK(vx_surface_build(&m, &xf, 5, &sg, &so, &surf, NULL, NULL) == VX_OK);
+  CHECK(s == VX_OK && surf.count == t.voxel_count &&
+        !memcmp(surf.field, t.voxels, surf.count * sizeof(vx_voxel)));
+  vx_surface_free(&surf);
+  vx_sign_free(&sg);
+  vx_tree_free(&t);
+  /* Pruning makes the tree no larger and keeps it valid. */
+  o.max_error = 0.5f;
+  vx_tree p;
+  s = vx_voxelize(&m, &o, &p, NULL, &err);
+  CHECK_MSG(s == VX_OK, "%s", err.msg);
+  if (s == VX_OK) {
+    CHECK(vx_tree_validate(&p, &err) == VX_OK);
+    CHECK(p.prune_error == 0.5f);
+    CHECK(p.node_count + p.voxel_count <= st.nodes + st.surface_voxels);
+  }
+  vx_tree_free(&p);
+  vx_mesh_free(&m);
+}
+
+static void build_rejects_bad_options(void) {
+  vx_mesh m = {0}, empty = {0};
+  CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 16, 8) == 0);
+  vx_build_opts o;
+  memset(&o, 0, sizeof o);
+  vx_tree t;
+  vx_error err;
+  o.resolution = 48;
+  CHECK(vx_voxelize(&m, &o, &t, NULL, &err) == VX_ERR_INVALID_ARG && strstr(err.msg, "48"));
+  o.resolution = 1u << 15;
+  CHECK(vx_voxelize(&m, &o, &t, NULL, &err) == VX_ERR_INVALID_ARG);
+  o.resolution = 16;
+  CHECK(vx_voxelize(&empty, &o, &t, NULL, &err) == VX_ERR_EMPTY);
+  o.max_error = -1.0f;
+  CHECK(vx_voxelize(&m, &o, &t, NULL, &err) == VX_ERR_INVALID_ARG);
+  o.max_error = 0.0f;
+  /* A 16384^3 sphere needs far more than 1 MiB: refused early with an estimate. */
+  o.resolution = 16384;
+  o.mem_limit = 1u << 20;
+  CHECK(vx_voxelize(&m, &o, &t, NULL, &err) == VX_ERR_LIMIT && strstr(err.msg, "GiB"));
+  CHECK(t.nodes == NULL && t.voxels == NULL);
+  vx_mesh_free(&m);
+}
+
+static int cancel_now(void *user, const char *phase, double f) {
+  (void)user, (void)phase, (void)f;
+  return 1;
+}
+
+static void build_cancel_is_interrupted(void) {
+  vx_mesh m = {0};
+  CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 16, 8) == 0);
+  vx_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.resolution = 64;
+  o.progress = cancel_now;
+  vx_tree t;
+  CHECK(vx_voxelize(&m, &o, &t, NULL, NULL) == VX_ERR_INTERRUPTED);
+  CHECK(t.nodes == NULL);
+  vx_mesh_free(&m);
+}
+
+/* The messy shared meshes build and validate; prints what the sign rule sees on them. */
+static void build_messy_meshes(void) {
+  static const char *names[] = {"messy/sphereWithHole.stl", "messy/degenerated.obj",
+                                "messy/two-boxes-bad-self-union.ply", "messy/cube_with_fold.ply"};
+  for (int i = 0; i < 4; i++) {
+    char buf[1024];
+    const char *path = check_shared_mesh(names[i], buf, sizeof buf);
+    vx_mesh m = {0};
+    vx_error err;
+    if (!path || !vx_mesh_import || vx_mesh_import(path, &m, &err) != VX_OK) {
+      fprintf(stderr, "  (skipped %s)\n", names[i]);
+      continue;
+    }
+    vx_sign_data sg;
+    CHECK(vx_sign_build(&m, &sg, NULL) == VX_OK);
+    vx_build_opts o;
+    memset(&o, 0, sizeof o);
+    o.resolution = 64;
+    vx_tree t;
+    vx_status s = vx_voxelize(&m, &o, &t, NULL, &err);
+    CHECK_MSG(s == VX_OK, "%s: %s", names[i], err.msg);
+    uint64_t neg = 0, pos = 0, zero = 0, far_flips = 0;
+    if (s == VX_OK) {
+      CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+      for (uint64_t v = 0; v < t.voxel_count; v++)
+        for (int c = 0; c < 8; c++) {
+          int q = t.voxels[v].c[c];
+          neg += q < 0, pos += q > 0, zero += q == 0;
+          for (int a = 1; a <= 4; a <<= 1) { /* the voxel's edges from corner c */
+            if (c & a) continue;
+            int r = t.voxels[v].c[c | a];
+            /* A sign change along an edge of length 1 needs |q| + |r| <= 1 voxel (+ rounding). */
+            if (((q < 0 && r > 0) || (q > 0 && r < 0)) &&
+                (fabs(vx_corner_value((int8_t)q, t.band)) + fabs(vx_corner_value((int8_t)r, t.band))) >
+                    1.0 + 2.0 * t.band / 127.0)
+              far_flips++;
+          }
+        }
+    }
+    fprintf(stderr,
+            "  %s: %llu triangles, %llu welded vertices, %llu boundary / %llu non-manifold edges, "
+            "%llu voxels; corners %.1f%% negative, %.1f%% positive, %.1f%% zero; %llu voxel edges "
+            "change sign with no surface between\n",
+            names[i], (unsigned long long)m.tri_count, (unsigned long long)sg.vert_count,
+            (unsigned long long)sg.boundary_edges, (unsigned long long)sg.nonmanifold_edges,
+            (unsigned long long)t.voxel_count, 100.0 * neg / (neg + pos + zero + 1e-9),
+            100.0 * pos / (neg + pos + zero + 1e-9), 100.0 * zero / (neg + pos + zero + 1e-9),
+            (unsigned long long)far_flips);
+    vx_tree_free(&t);
+    vx_sign_free(&sg);
+    vx_mesh_free(&m);
+  }
+}
+
+static int bench(const char *path, uint32_t res, int threads) {
+  if (!vx_mesh_import) {
+    fprintf(stderr, "no mesh importer linked\n");
+    return 1;
+  }
+  vx_mesh m = {0};
+  vx_error err;
+  struct timespec a, b, c;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  if (vx_mesh_import(path, &m, &err) != VX_OK) {
+    fprintf(stderr, "%s\n", err.msg);
+    return 1;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  vx_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.resolution = res;
+  o.threads = threads;
+  vx_tree t;
+  vx_build_stats st;
+  vx_status s = vx_voxelize(&m, &o, &t, &st, &err);
+  clock_gettime(CLOCK_MONOTONIC, &c);
+  if (s != VX_OK) {
+    fprintf(stderr, "%s\n", err.msg);
+    return 1;
+  }
+  double ti = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+  double tv = (double)(c.tv_sec - b.tv_sec) + 1e-9 * (double)(c.tv_nsec - b.tv_nsec);
+  printf("%s at %u^3: %llu triangles, import %.2f s, voxelize+field+tree+planes %.2f s, "
+         "%llu surface voxels, %llu corners, %llu overlap tests, %llu nodes\n",
+         path, res, (unsigned long long)st.triangles, ti, tv,
+         (unsigned long long)st.surface_voxels, (unsigned long long)st.corners,
+         (unsigned long long)st.pair_tests, (unsigned long long)st.nodes);
+  vx_tree_free(&t);
+  vx_mesh_free(&m);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 3) return bench(argv[1], (uint32_t)atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0);
+  RUN(build_sphere_gives_valid_tree);
+  RUN(build_rejects_bad_options);
+  RUN(build_cancel_is_interrupted);
+  RUN(build_messy_meshes);
+  return check_summary();
+}

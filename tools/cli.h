@@ -1,0 +1,72 @@
+/* cli.h - helpers shared by the voxlod commands: argument parsing, progress, messages.
+ * tools/ is the only code that prints. */
+#ifndef VOXLOD_TOOLS_CLI_H
+#define VOXLOD_TOOLS_CLI_H
+
+#include <signal.h>
+#include <stdint.h>
+#include "svo/svo.h"
+#include "marcher/marcher.h"
+
+extern volatile sig_atomic_t vx_cli_interrupted;
+extern int vx_cli_quiet;
+
+/* Prints "voxlod: <what>: <message>" to stderr and returns the exit code for status s. */
+int vx_cli_fail(const char *what, const vx_error *e);
+int vx_cli_usage_error(const char *cmd, const char *fmt, ...);
+
+/* Progress callback printing phase, percentage and ETA on stderr; returns 1 when interrupted. */
+int vx_cli_progress(void *user, const char *phase, double fraction);
+void vx_cli_progress_done(void);
+
+/* SIGINT/SIGTERM set vx_cli_interrupted (a second one terminates at once). */
+void vx_cli_install_signals(void);
+
+/* Parsers; return 0 on success. */
+int vx_parse_u32(const char *s, uint32_t *out);
+int vx_parse_float(const char *s, float *out);
+int vx_parse_size(const char *s, uint32_t *w, uint32_t *h);       /* "1920x1080" */
+int vx_parse_bytes(const char *s, uint64_t *out);                 /* "8G", "512M", "1000000" */
+int vx_parse_lod(const char *s, int *lod);                        /* "auto" or a level */
+int vx_parse_vec3(const char *s, double v[3]);                    /* "x,y,z" */
+
+/* Camera/LOD/size options shared by render, bench, compare. Returns 1 if argv[*i] was consumed
+ * (advancing *i past its value), 0 if not an option of this group, -1 on a bad value. */
+typedef struct vx_view_args {
+  vx_render_opts ro;
+  double azimuth, elevation, fov;
+  int have_eye, have_target;
+  double eye[3], target[3];
+  int force_gpu, force_cpu;
+  int threads;
+} vx_view_args;
+void vx_view_args_init(vx_view_args *a);
+int vx_view_args_parse(vx_view_args *a, int argc, char **argv, int *i, const char *cmd);
+void vx_view_args_camera(const vx_view_args *a, const vx_tree *t, vx_camera *cam);
+extern const char *vx_view_args_help;
+
+/* Renders with the GPU when possible (unless forced), falling back to the CPU with a one-line
+ * notice. *used_gpu tells which ran. */
+vx_status vx_cli_render(const vx_tree *t, const vx_render_opts *o, const vx_view_args *a,
+                        vx_image *img, int *used_gpu, vx_error *err);
+
+double vx_now_seconds(void);
+void vx_format_bytes(double bytes, char *buf, size_t n);
+
+int vx_cmd_convert(int argc, char **argv);
+int vx_cmd_render(int argc, char **argv);
+int vx_cmd_stats(int argc, char **argv);
+int vx_cmd_bench(int argc, char **argv);
+int vx_cmd_compare(int argc, char **argv);
+
+/* Image error of tree b against tree a over `views` orbit views (quality.c). */
+typedef struct vx_quality {
+  double psnr_db;         /* RGB PSNR over all pixels (INFINITY when identical) */
+  double depth_bad_frac;  /* pixels whose depth differs by > one finest voxel, or hit/miss differs */
+  double hit_mismatch_frac;
+  uint64_t pixels;
+} vx_quality;
+vx_status vx_cli_quality(const vx_tree *a, const vx_tree *b, const vx_view_args *va, int views,
+                         vx_quality *q, vx_error *err);
+
+#endif

@@ -1,0 +1,269 @@
+/* voxlod.c - the command line: convert, render, stats, bench, compare.
+ *
+ * Every command validates its arguments, runs library calls that return a status, and prints one
+ * clear line on failure with a non-zero exit (1: the work failed, 2: bad usage, 130: interrupted).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/mesh_import.h"
+#include "formats/png.h"
+#include "formats/svo_file.h"
+#include "tools/cli.h"
+#include "voxelizer/voxelizer.h"
+
+static const char *main_help =
+    "voxlod - triangle meshes to sparse voxel octrees with a signed-distance field and per-node\n"
+    "         level-of-detail planes, ray-marched on the GPU or the CPU.\n"
+    "\n"
+    "usage: voxlod COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  convert MESH OUT.svo --res N   voxelize a mesh (any format assimp reads) into a .svo file\n"
+    "  render IN.svo OUT.png          ray-march an image at any level of detail\n"
+    "  stats IN.svo                   memory per resolution, coarsest to finest\n"
+    "  bench IN.svo                   GPU frame times per LOD level\n"
+    "  compare FULL.svo OTHER.svo     image error of OTHER against FULL (PSNR, depth)\n"
+    "\n"
+    "'voxlod COMMAND --help' explains each command's options.\n";
+
+static const char *convert_help =
+    "usage: voxlod convert MESH OUT.svo --res N [options]\n"
+    "\n"
+    "Loads MESH (OBJ, PLY, STL, glTF/GLB, FBX, DAE, 3DS, OFF, ... all meshes of the scene with\n"
+    "their node transforms), maps its bounding box into an N^3 grid with one uniform scale, sets\n"
+    "every voxel the closed triangles overlap, stores the signed distance at the 8 corners of each\n"
+    "surface voxel and a least-squares plane per inner node, and writes OUT.svo (zstd sections,\n"
+    "written atomically: an existing OUT.svo is replaced only when the new one is complete).\n"
+    "\n"
+    "options:\n"
+    "  --res N          grid resolution, a power of two from 2 to 16384 (required)\n"
+    "  --error E        prune every subtree whose plane approximates it within E finest voxels\n"
+    "                   (max error bound); 0 keeps the full tree (default 0)\n"
+    "  --band B         truncate the distance field at +-B voxels (default 2)\n"
+    "  --threads N      worker threads (default: all cores)\n"
+    "  --mem-limit SIZE refuse builds that need more memory than SIZE (e.g. 8G)\n"
+    "  --zstd-level L   compression level 1..22 (default: 19 for small trees, 3 for large)\n"
+    "  -q, --quiet      no progress output\n";
+
+static const char *render_help_head =
+    "usage: voxlod render IN.svo OUT.png [options]\n"
+    "\n"
+    "Ray-marches the octree (no dense grid): at the finest level the first zero crossing of each\n"
+    "voxel's trilinear field, shaded by the field's gradient; above it (--lod L, pruned leaves or\n"
+    "--lod auto) each node's plane clipped to its box. Reads only levels <= L from the file.\n"
+    "\n"
+    "options:\n";
+
+static int check_help(int argc, char **argv, const char *help, const char *extra) {
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(help, stdout);
+      if (extra) fputs(extra, stdout);
+      return 1;
+    }
+  return 0;
+}
+
+static int is_pow2_res(uint32_t r) {
+  return r >= 2 && r <= (1u << VX_MAX_DEPTH) && (r & (r - 1)) == 0;
+}
+
+int vx_cmd_convert(int argc, char **argv) {
+  if (check_help(argc, argv, convert_help, NULL)) return 0;
+  const char *in = NULL, *out = NULL;
+  vx_build_opts bo;
+  memset(&bo, 0, sizeof bo);
+  int zlevel = 0, have_res = 0;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+      vx_cli_quiet = 1;
+    } else if (a[0] == '-' && a[1] == '-') {
+      if (!v) return vx_cli_usage_error("convert", "%s needs a value", a);
+      i++;
+      uint32_t u;
+      if (strcmp(a, "--res") == 0) {
+        if (vx_parse_u32(v, &u) || !is_pow2_res(u))
+          return vx_cli_usage_error("convert",
+                                    "--res must be a power of two from 2 to %u (got '%s')",
+                                    1u << VX_MAX_DEPTH, v);
+        bo.resolution = u;
+        have_res = 1;
+      } else if (strcmp(a, "--error") == 0) {
+        if (vx_parse_float(v, &bo.max_error) || bo.max_error < 0)
+          return vx_cli_usage_error("convert", "--error must be a number >= 0 (got '%s')", v);
+      } else if (strcmp(a, "--band") == 0) {
+        if (vx_parse_float(v, &bo.band) || !(bo.band >= 1.0f && bo.band <= 64.0f))
+          return vx_cli_usage_error("convert", "--band must be from 1 to 64 voxels (got '%s')", v);
+      } else if (strcmp(a, "--threads") == 0) {
+        if (vx_parse_u32(v, &u) || u > 1024)
+          return vx_cli_usage_error("convert", "bad --threads '%s'", v);
+        bo.threads = (int)u;
+      } else if (strcmp(a, "--mem-limit") == 0) {
+        if (vx_parse_bytes(v, &bo.mem_limit))
+          return vx_cli_usage_error("convert", "bad --mem-limit '%s' (use e.g. 8G or 512M)", v);
+      } else if (strcmp(a, "--zstd-level") == 0) {
+        if (vx_parse_u32(v, &u) || u < 1 || u > 22)
+          return vx_cli_usage_error("convert", "--zstd-level must be 1..22 (got '%s')", v);
+        zlevel = (int)u;
+      } else {
+        return vx_cli_usage_error("convert", "unknown option '%s'", a);
+      }
+    } else if (!in) {
+      in = a;
+    } else if (!out) {
+      out = a;
+    } else {
+      return vx_cli_usage_error("convert", "unexpected argument '%s'", a);
+    }
+  }
+  if (!in || !out) return vx_cli_usage_error("convert", "needs MESH and OUT.svo");
+  if (!have_res) return vx_cli_usage_error("convert", "--res N is required");
+
+  vx_cli_install_signals();
+  double t0 = vx_now_seconds();
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  vx_mesh mesh;
+  memset(&mesh, 0, sizeof mesh);
+  if (vx_mesh_import(in, &mesh, &e) != VX_OK) return vx_cli_fail("convert", &e);
+  double t_import = vx_now_seconds() - t0;
+  if (!vx_cli_quiet) {
+    fprintf(stderr, "%s: %llu triangles from %u mesh(es) in %.2fs", in,
+            (unsigned long long)mesh.tri_count, mesh.mesh_count, t_import);
+    if (mesh.skipped_degenerate || mesh.skipped_nonfinite || mesh.skipped_nontriangle)
+      fprintf(stderr, "; skipped %llu degenerate, %llu non-finite, %llu points/lines",
+              (unsigned long long)mesh.skipped_degenerate,
+              (unsigned long long)mesh.skipped_nonfinite,
+              (unsigned long long)mesh.skipped_nontriangle);
+    fputc('\n', stderr);
+  }
+  bo.progress = vx_cli_progress;
+  vx_tree tree;
+  memset(&tree, 0, sizeof tree);
+  vx_build_stats bs;
+  memset(&bs, 0, sizeof bs);
+  double t1 = vx_now_seconds();
+  vx_status s = vx_voxelize(&mesh, &bo, &tree, &bs, &e);
+  vx_mesh_free(&mesh);
+  vx_cli_progress_done();
+  if (s != VX_OK) return vx_cli_fail("convert", &e);
+  double t_build = vx_now_seconds() - t1;
+  if (vx_cli_interrupted) {
+    vx_tree_free(&tree);
+    e.status = VX_ERR_INTERRUPTED;
+    snprintf(e.msg, sizeof e.msg, "interrupted; %s was not written", out);
+    return vx_cli_fail("convert", &e);
+  }
+  /* The write is atomic; hold SIGINT/SIGTERM during it so an interrupt leaves either the old
+   * file or the complete new one, never a temporary. */
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigprocmask(SIG_BLOCK, &block, &old);
+  double t2 = vx_now_seconds();
+  s = vx_svo_write(out, &tree, zlevel, &e);
+  double t_write = vx_now_seconds() - t2;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  if (s != VX_OK) {
+    vx_tree_free(&tree);
+    return vx_cli_fail("convert", &e);
+  }
+  if (!vx_cli_quiet) {
+    FILE *f = fopen(out, "rb");
+    long size = 0;
+    if (f) {
+      fseek(f, 0, SEEK_END);
+      size = ftell(f);
+      fclose(f);
+    }
+    char b[32];
+    vx_format_bytes((double)size, b, sizeof b);
+    fprintf(stderr,
+            "%s: %u^3, %llu surface voxels, %llu nodes, %s on disk (%.2f B/surface voxel); "
+            "import %.2fs, build %.2fs, write %.2fs, total %.2fs\n",
+            out, bo.resolution, (unsigned long long)tree.voxel_count,
+            (unsigned long long)tree.node_count, b,
+            tree.voxel_count ? (double)size / (double)tree.voxel_count : 0.0, t_import, t_build,
+            t_write, vx_now_seconds() - t0);
+  }
+  vx_tree_free(&tree);
+  return 0;
+}
+
+int vx_cmd_render(int argc, char **argv) {
+  if (check_help(argc, argv, render_help_head, vx_view_args_help)) return 0;
+  const char *in = NULL, *out = NULL;
+  vx_view_args va;
+  vx_view_args_init(&va);
+  for (int i = 2; i < argc; i++) {
+    int r = vx_view_args_parse(&va, argc, argv, &i, "render");
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    if (argv[i][0] == '-' && argv[i][1]) return vx_cli_usage_error("render", "unknown option '%s'", argv[i]);
+    if (!in) in = argv[i];
+    else if (!out) out = argv[i];
+    else return vx_cli_usage_error("render", "unexpected argument '%s'", argv[i]);
+  }
+  if (!in || !out) return vx_cli_usage_error("render", "needs IN.svo and OUT.png");
+  if (va.force_cpu && va.force_gpu) return vx_cli_usage_error("render", "--gpu and --cpu exclude each other");
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  vx_read_opts rd;
+  memset(&rd, 0, sizeof rd);
+  rd.max_level = va.ro.lod >= 0 ? va.ro.lod : -1;
+  vx_tree tree;
+  memset(&tree, 0, sizeof tree);
+  if (vx_svo_read(in, &rd, &tree, NULL, &e) != VX_OK) return vx_cli_fail("render", &e);
+  vx_render_opts ro = va.ro;
+  if (ro.lod == -2 || ro.lod > (int)tree.depth) ro.lod = (int)tree.depth;
+  vx_view_args_camera(&va, &tree, &ro.cam);
+  vx_image img;
+  if (vx_image_alloc(&img, ro.width, ro.height, 0, &e) != VX_OK) {
+    vx_tree_free(&tree);
+    return vx_cli_fail("render", &e);
+  }
+  double t0 = vx_now_seconds();
+  int used_gpu = 0;
+  vx_status s = vx_cli_render(&tree, &ro, &va, &img, &used_gpu, &e);
+  double dt = vx_now_seconds() - t0;
+  if (s == VX_OK) s = vx_png_write(out, img.rgb, img.width, img.height, &e);
+  uint64_t hits = 0;
+  for (uint64_t p = 0; p < (uint64_t)img.width * img.height; p++) hits += isfinite(img.depth[p]);
+  vx_image_free(&img);
+  uint32_t depth = tree.depth;
+  vx_tree_free(&tree);
+  if (s != VX_OK) return vx_cli_fail("render", &e);
+  if (!vx_cli_quiet) {
+    char lod[16];
+    if (ro.lod == VX_LOD_AUTO) snprintf(lod, sizeof lod, "auto");
+    else snprintf(lod, sizeof lod, "%d/%u", ro.lod, depth);
+    fprintf(stderr, "%s: %ux%u, lod %s, %s, %.1f ms, %.1f%% of pixels hit\n", out, ro.width,
+            ro.height, lod, used_gpu ? "GPU" : "CPU", dt * 1e3,
+            100.0 * (double)hits / ((double)ro.width * ro.height));
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    fputs(main_help, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char *c = argv[1];
+  if (strcmp(c, "convert") == 0) return vx_cmd_convert(argc, argv);
+  if (strcmp(c, "render") == 0) return vx_cmd_render(argc, argv);
+  if (strcmp(c, "stats") == 0) return vx_cmd_stats(argc, argv);
+  if (strcmp(c, "bench") == 0) return vx_cmd_bench(argc, argv);
+  if (strcmp(c, "compare") == 0) return vx_cmd_compare(argc, argv);
+  fprintf(stderr, "voxlod: unknown command '%s'\n\n%s", c, main_help);
+  return 2;
+}

@@ -1,0 +1,470 @@
+/* blocks.c - conservative surface voxelization, block by block, on all cores.
+ *
+ * Algorithm
+ * 1. Binning (one thread, two passes: count, then fill): the grid is cut into aligned blocks of
+ *    B^3 voxels, B = 2^k (32 by default, larger at high resolutions so that there are at most 128
+ *    blocks per axis). A triangle goes to every block that its voxel range, grown by one voxel
+ *    (the halo the corners on the block's faces need), touches and whose grown box the triangle
+ *    overlaps. Lists are filled in triangle order, so each block's triangles are ascending.
+ * 2. Blocks in Morton order, pulled from a shared counter by a pool of pthreads. For each of its
+ *    triangles a block tests the voxels of its range clipped to the block and halo, first by
+ *    aligned 4^3 tiles (a slightly enlarged tile box, so the tile test never rejects what the
+ *    exact voxel test would accept), then voxel by voxel with the closed triangle/box test
+ *    (overlap.h, Akenine-Moller 2001). Voxels in the block are surface voxels; every (voxel,
+ *    triangle) pair feeds the corner field (field.c).
+ * 3. Each block sorts its local Morton codes; an aligned block is a contiguous Morton range, so
+ *    concatenating the blocks in Morton order gives the globally sorted list (the partitioning of
+ *    Baert, Lagae & Dutre 2013, which the out-of-core build reuses).
+ * Every decision is made in global grid coordinates from the same inputs, so the voxels and corner
+ * values do not depend on B, on the number of threads, or on the order blocks finish in.
+ */
+#include "voxelizer/internal.h"
+#include "voxelizer/overlap.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void vx_surface_free(vx_surface *s) {
+  if (!s) return;
+  free(s->codes);
+  free(s->field);
+  memset(s, 0, sizeof *s);
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* Voxels [lo, hi] (inclusive, clamped to the grid) whose closed boxes meet the triangle's
+ * bounding box. Returns 0 when the range is empty. */
+static int tri_range(const double *g, int64_t R, int64_t lo[3], int64_t hi[3]) {
+  for (int i = 0; i < 3; i++) {
+    double mn = vx_min3d(g[i], g[3 + i], g[6 + i]), mx = vx_max3d(g[i], g[3 + i], g[6 + i]);
+    if (!(mx >= 0.0) || !(mn <= (double)R)) return 0;
+    lo[i] = (int64_t)ceil(mn) - 1;
+    hi[i] = (int64_t)floor(mx);
+    if (lo[i] < 0) lo[i] = 0;
+    if (hi[i] > R - 1) hi[i] = R - 1;
+    if (lo[i] > hi[i]) return 0;
+  }
+  return 1;
+}
+
+typedef struct job {
+  const vx_mesh *mesh;
+  const vx_transform *xf;
+  const vx_sign_data *sign;
+  int64_t R, B;
+  uint32_t blog;
+  float band;
+  const uint64_t *bin_off; /* by block Morton code, nblocks + 1 */
+  const uint32_t *bin_tris;
+  const uint64_t *work;    /* Morton codes of the non-empty blocks, ascending */
+  uint64_t nwork;
+  atomic_uint_fast64_t next;
+  atomic_int stop;
+  uint64_t **out_codes;
+  vx_voxel **out_field;
+  uint64_t *out_count;
+  pthread_mutex_t mu;
+  uint64_t done, corners, pair_tests;
+  vx_status status;
+  vx_error err;
+  vx_progress_fn progress;
+  void *user;
+} job;
+
+static void block_free(vx_block *b) {
+  free(b->tg);
+  free(b->surf);
+  free(b->list);
+  free(b->pair_vox);
+  free(b->pair_tri);
+  free(b->cneed);
+  free(b->cd2);
+  free(b->ctri);
+  free(b->clast);
+  free(b->cval);
+  free(b->clist);
+}
+
+static int block_alloc(vx_block *b, const job *j) {
+  memset(b, 0, sizeof *b);
+  uint64_t B = (uint64_t)j->B, v = B * B * B, c = (B + 1) * (B + 1) * (B + 1);
+  b->B = (uint32_t)B;
+  b->band = j->band;
+  b->sign = j->sign;
+  b->surf = (uint8_t *)calloc(v, 1);
+  b->list = (uint32_t *)malloc(v * sizeof(uint32_t));
+  b->cneed = (uint8_t *)calloc(c, 1);
+  b->cd2 = (double *)malloc(c * sizeof(double));
+  b->ctri = (uint32_t *)malloc(c * sizeof(uint32_t));
+  b->clast = (uint32_t *)malloc(c * sizeof(uint32_t));
+  b->cval = (int8_t *)malloc(c);
+  b->clist = (uint32_t *)malloc(c * sizeof(uint32_t));
+  b->list_cap = v;
+  b->clist_cap = c;
+  return b->surf && b->list && b->cneed && b->cd2 && b->ctri && b->clast && b->cval && b->clist;
+}
+
+static int push_pair(vx_block *b, uint32_t vox, uint32_t tri) {
+  if (b->npairs == b->pair_cap) {
+    uint64_t cap = b->pair_cap ? b->pair_cap * 2 : 4096;
+    uint32_t *pv = (uint32_t *)realloc(b->pair_vox, cap * sizeof(uint32_t));
+    if (!pv) return 0;
+    b->pair_vox = pv;
+    uint32_t *pt = (uint32_t *)realloc(b->pair_tri, cap * sizeof(uint32_t));
+    if (!pt) return 0;
+    b->pair_tri = pt;
+    b->pair_cap = cap;
+  }
+  b->pair_vox[b->npairs] = vox;
+  b->pair_tri[b->npairs] = tri;
+  b->npairs++;
+  return 1;
+}
+
+/* Records an overlap of local triangle t with global voxel (x, y, z), which lies in the block or
+ * its halo. */
+static int record(vx_block *b, uint32_t t, int64_t x, int64_t y, int64_t z) {
+  int64_t B = b->B, H = B + 2;
+  int64_t lx = x - b->org[0], ly = y - b->org[1], lz = z - b->org[2];
+  if (!push_pair(b, (uint32_t)((lx + 1) + (ly + 1) * H + (lz + 1) * H * H), t)) return 0;
+  if (lx >= 0 && ly >= 0 && lz >= 0 && lx < B && ly < B && lz < B) {
+    uint32_t m = (uint32_t)vx_morton_encode((uint32_t)lx, (uint32_t)ly, (uint32_t)lz);
+    if (!b->surf[m]) {
+      b->surf[m] = 1;
+      b->list[b->nlist++] = m;
+    }
+  }
+  return 1;
+}
+
+/* Tests triangle t against the voxels [lo, hi]; returns 0 on allocation failure. */
+static int scan_range(vx_block *b, uint32_t t, const double *g, const int64_t lo[3],
+                      const int64_t hi[3]) {
+  for (int64_t z = lo[2]; z <= hi[2]; z++)
+    for (int64_t y = lo[1]; y <= hi[1]; y++)
+      for (int64_t x = lo[0]; x <= hi[0]; x++) {
+        b->pair_tests++;
+        if (vx_tri_voxel_overlap(g, x, y, z) && !record(b, t, x, y, z)) return 0;
+      }
+  return 1;
+}
+
+static int scan_triangle(vx_block *b, uint32_t t, int64_t R) {
+  const double *g = b->tg + (uint64_t)t * 9;
+  int64_t lo[3], hi[3];
+  if (!tri_range(g, R, lo, hi)) return 1;
+  uint64_t vol = 1;
+  for (int i = 0; i < 3; i++) {
+    int64_t a = b->org[i] - 1, e = b->org[i] + b->B;
+    if (lo[i] < a) lo[i] = a;
+    if (hi[i] > e) hi[i] = e;
+    if (lo[i] > hi[i]) return 1;
+    vol *= (uint64_t)(hi[i] - lo[i] + 1);
+  }
+  if (vol <= 64) return scan_range(b, t, g, lo, hi);
+  /* Large triangle: aligned 4^3 tiles first. The tile box is grown by 1e-3 voxel so that rounding
+   * in its axis tests can never reject a voxel the exact test accepts. */
+  int64_t tlo[3], thi[3];
+  for (int i = 0; i < 3; i++) {
+    tlo[i] = floor_div(lo[i], 4);
+    thi[i] = floor_div(hi[i], 4);
+  }
+  double h[3] = {2.001, 2.001, 2.001};
+  for (int64_t tz = tlo[2]; tz <= thi[2]; tz++)
+    for (int64_t ty = tlo[1]; ty <= thi[1]; ty++)
+      for (int64_t tx = tlo[0]; tx <= thi[0]; tx++) {
+        double c[3] = {(double)(tx * 4 + 2), (double)(ty * 4 + 2), (double)(tz * 4 + 2)};
+        b->pair_tests++;
+        if (!vx_tri_box_overlap(g, c, h)) continue;
+        int64_t a[3] = {tx * 4, ty * 4, tz * 4}, e[3] = {tx * 4 + 3, ty * 4 + 3, tz * 4 + 3};
+        for (int i = 0; i < 3; i++) {
+          if (a[i] < lo[i]) a[i] = lo[i];
+          if (e[i] > hi[i]) e[i] = hi[i];
+        }
+        if (!scan_range(b, t, g, a, e)) return 0;
+      }
+  return 1;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Processes work item k into j->out_*[k]. Returns VX_OK or VX_ERR_NOMEM. */
+static vx_status process_block(job *j, vx_block *b, uint64_t k) {
+  uint64_t bm = j->work[k];
+  uint32_t bx, by, bz;
+  vx_morton_decode(bm, &bx, &by, &bz);
+  b->org[0] = (int64_t)bx * j->B;
+  b->org[1] = (int64_t)by * j->B;
+  b->org[2] = (int64_t)bz * j->B;
+  b->tris = j->bin_tris + j->bin_off[bm];
+  b->ntris = j->bin_off[bm + 1] - j->bin_off[bm];
+  if (b->ntris * 9 > b->tg_cap) {
+    double *tg = (double *)realloc(b->tg, b->ntris * 9 * sizeof(double));
+    if (!tg) return VX_ERR_NOMEM;
+    b->tg = tg;
+    b->tg_cap = b->ntris * 9;
+  }
+  for (uint64_t t = 0; t < b->ntris; t++) vx_grid_tri(j->mesh, j->xf, b->tris[t], b->tg + t * 9);
+  vx_status st = VX_OK;
+  for (uint64_t t = 0; t < b->ntris; t++)
+    if (!scan_triangle(b, (uint32_t)t, j->R)) {
+      st = VX_ERR_NOMEM;
+      break;
+    }
+  if (st == VX_OK) {
+    uint64_t corners = vx_block_field(b);
+    qsort(b->list, b->nlist, sizeof(uint32_t), cmp_u32);
+    uint64_t n = b->nlist;
+    uint64_t *codes = (uint64_t *)malloc((n ? n : 1) * sizeof(uint64_t));
+    vx_voxel *field = (vx_voxel *)malloc((n ? n : 1) * sizeof(vx_voxel));
+    if (!codes || !field) {
+      free(codes);
+      free(field);
+      st = VX_ERR_NOMEM;
+    } else {
+      const int64_t C = j->B + 1;
+      for (uint64_t i = 0; i < n; i++) {
+        uint32_t m = b->list[i], x, y, z;
+        vx_morton_decode(m, &x, &y, &z);
+        codes[i] = bm << (3 * j->blog) | m;
+        for (int c = 0; c < 8; c++)
+          field[i].c[c] = b->cval[(x + (c & 1)) + (y + (c >> 1 & 1)) * C + (z + (c >> 2 & 1)) * C * C];
+      }
+      j->out_codes[k] = codes;
+      j->out_field[k] = field;
+      j->out_count[k] = n;
+      pthread_mutex_lock(&j->mu);
+      j->corners += corners;
+      pthread_mutex_unlock(&j->mu);
+    }
+  }
+  /* Reset the touched scratch for the next block. */
+  for (uint64_t i = 0; i < b->nlist; i++) b->surf[b->list[i]] = 0;
+  for (uint64_t i = 0; i < b->nclist; i++) b->cneed[b->clist[i]] = 0;
+  b->nlist = b->nclist = b->npairs = 0;
+  return st;
+}
+
+static void *worker(void *arg) {
+  job *j = (job *)arg;
+  vx_block b;
+  if (!block_alloc(&b, j)) {
+    block_free(&b);
+    pthread_mutex_lock(&j->mu);
+    if (j->status == VX_OK)
+      j->status = vx_error_set(&j->err, VX_ERR_NOMEM, "cannot allocate a %lld^3 block's scratch",
+                               (long long)j->B);
+    pthread_mutex_unlock(&j->mu);
+    atomic_store(&j->stop, 1);
+    return NULL;
+  }
+  for (;;) {
+    if (atomic_load(&j->stop)) break;
+    uint64_t k = atomic_fetch_add(&j->next, 1);
+    if (k >= j->nwork) break;
+    vx_status st = process_block(j, &b, k);
+    pthread_mutex_lock(&j->mu);
+    j->pair_tests += b.pair_tests;
+    b.pair_tests = 0;
+    if (st != VX_OK && j->status == VX_OK) {
+      j->status = vx_error_set(&j->err, st, "out of memory voxelizing block %llu of %llu",
+                               (unsigned long long)k, (unsigned long long)j->nwork);
+      atomic_store(&j->stop, 1);
+    }
+    j->done++;
+    if (st == VX_OK && j->progress &&
+        j->progress(j->user, "voxelize", (double)j->done / (double)j->nwork)) {
+      if (j->status == VX_OK)
+        j->status = vx_error_set(&j->err, VX_ERR_INTERRUPTED, "voxelization cancelled");
+      atomic_store(&j->stop, 1);
+    }
+    pthread_mutex_unlock(&j->mu);
+  }
+  block_free(&b);
+  return NULL;
+}
+
+/* Fills the bins: counts (pass 0) or triangle lists (pass 1). */
+static void bin_pass(const vx_mesh *m, const vx_transform *xf, int64_t R, uint32_t blog, int pass,
+                     uint64_t *off, uint32_t *tris) {
+  const int64_t B = (int64_t)1 << blog, nb = R >> blog;
+  for (uint64_t t = 0; t < m->tri_count; t++) {
+    double g[9];
+    int64_t lo[3], hi[3], bl[3], bh[3];
+    vx_grid_tri(m, xf, t, g);
+    if (!tri_range(g, R, lo, hi)) continue;
+    for (int i = 0; i < 3; i++) {
+      bl[i] = floor_div(lo[i] - 1, B);
+      bh[i] = floor_div(hi[i] + 1, B);
+      if (bl[i] < 0) bl[i] = 0;
+      if (bh[i] > nb - 1) bh[i] = nb - 1;
+    }
+    int many = bl[0] != bh[0] || bl[1] != bh[1] || bl[2] != bh[2];
+    double h[3] = {0.5 * (double)B + 1.001, 0.5 * (double)B + 1.001, 0.5 * (double)B + 1.001};
+    for (int64_t z = bl[2]; z <= bh[2]; z++)
+      for (int64_t y = bl[1]; y <= bh[1]; y++)
+        for (int64_t x = bl[0]; x <= bh[0]; x++) {
+          /* A large triangle skips the blocks its plane misses: the block with its halo, grown
+           * by 1e-3 voxel so that rounding never drops a block the voxel test would use. */
+          double c[3] = {((double)x + 0.5) * (double)B, ((double)y + 0.5) * (double)B,
+                         ((double)z + 0.5) * (double)B};
+          if (many && !vx_tri_box_overlap(g, c, h)) continue;
+          uint64_t bm = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
+          if (pass == 0)
+            off[bm]++;
+          else
+            tris[off[bm]++] = (uint32_t)t;
+        }
+  }
+}
+
+vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+                           const vx_sign_data *sign, const vx_surface_opts *opts, vx_surface *out,
+                           vx_build_stats *stats, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "grid depth %u outside [%d, %d]", depth,
+                        VX_MIN_DEPTH, VX_MAX_DEPTH);
+  if (mesh->tri_count == 0) return vx_error_set(err, VX_ERR_EMPTY, "the mesh has no triangles");
+  if (mesh->tri_count > UINT32_MAX)
+    return vx_error_set(err, VX_ERR_LIMIT, "more than 2^32 - 1 triangles");
+  if (!(opts->band > 0.0f))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "field band must be positive");
+  const int64_t R = (int64_t)1 << depth;
+  uint32_t blog = opts->block_log2;
+  if (blog == 0) {
+    blog = 5;
+    while ((R >> blog) > 128) blog++;
+  }
+  if (blog > depth) blog = depth;
+  if (blog > 8)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "block size 2^%u too large (at most 256)", blog);
+  const int64_t nb = R >> blog;
+  const uint64_t nblocks = (uint64_t)(nb * nb * nb);
+  if (nblocks > (UINT64_C(1) << 27))
+    return vx_error_set(err, VX_ERR_LIMIT, "%llu blocks of 2^%u voxels: too many",
+                        (unsigned long long)nblocks, blog);
+
+  vx_status st = VX_OK;
+  job j;
+  memset(&j, 0, sizeof j);
+  uint64_t *off = (uint64_t *)calloc(nblocks + 1, sizeof(uint64_t));
+  uint32_t *tris = NULL;
+  uint64_t *work = NULL;
+  if (!off) return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block bins",
+                                (unsigned long long)nblocks);
+  bin_pass(mesh, xf, R, blog, 0, off, NULL);
+  uint64_t total = 0, nwork = 0;
+  for (uint64_t i = 0; i < nblocks; i++) {
+    uint64_t c = off[i];
+    off[i] = total;
+    total += c;
+    nwork += c != 0;
+  }
+  off[nblocks] = total;
+  tris = (uint32_t *)malloc((total ? total : 1) * sizeof(uint32_t));
+  work = (uint64_t *)malloc((nwork ? nwork : 1) * sizeof(uint64_t));
+  if (!tris || !work) {
+    st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu triangle bin entries",
+                      (unsigned long long)total);
+    goto done;
+  }
+  bin_pass(mesh, xf, R, blog, 1, off, tris); /* off[b] now ends bin b: shift back */
+  memmove(off + 1, off, nblocks * sizeof(uint64_t));
+  off[0] = 0;
+  nwork = 0;
+  for (uint64_t i = 0; i < nblocks; i++)
+    if (off[i + 1] > off[i]) work[nwork++] = i;
+
+  j.mesh = mesh;
+  j.xf = xf;
+  j.sign = sign;
+  j.R = R;
+  j.B = (int64_t)1 << blog;
+  j.blog = blog;
+  j.band = opts->band;
+  j.bin_off = off;
+  j.bin_tris = tris;
+  j.work = work;
+  j.nwork = nwork;
+  atomic_init(&j.next, 0);
+  atomic_init(&j.stop, 0);
+  j.progress = opts->progress;
+  j.user = opts->user;
+  j.status = VX_OK;
+  j.out_codes = (uint64_t **)calloc(nwork ? nwork : 1, sizeof(uint64_t *));
+  j.out_field = (vx_voxel **)calloc(nwork ? nwork : 1, sizeof(vx_voxel *));
+  j.out_count = (uint64_t *)calloc(nwork ? nwork : 1, sizeof(uint64_t));
+  if (!j.out_codes || !j.out_field || !j.out_count) {
+    st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block results",
+                      (unsigned long long)nwork);
+    goto done;
+  }
+  pthread_mutex_init(&j.mu, NULL);
+  {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t nt = opts->threads > 0 ? opts->threads : (cores > 0 ? cores : 1);
+    if ((uint64_t)nt > nwork) nt = (int64_t)(nwork ? nwork : 1);
+    if (nt > 256) nt = 256;
+    pthread_t th[256];
+    int started = 0;
+    for (int64_t i = 1; i < nt; i++) {
+      if (pthread_create(&th[started], NULL, worker, &j) != 0) break;
+      started++;
+    }
+    worker(&j);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  }
+  pthread_mutex_destroy(&j.mu);
+  if (j.status != VX_OK) {
+    st = j.status;
+    if (err) *err = j.err;
+    goto done;
+  }
+  {
+    uint64_t n = 0;
+    for (uint64_t k = 0; k < nwork; k++) n += j.out_count[k];
+    out->codes = (uint64_t *)malloc((n ? n : 1) * sizeof(uint64_t));
+    out->field = (vx_voxel *)malloc((n ? n : 1) * sizeof(vx_voxel));
+    if (!out->codes || !out->field) {
+      vx_surface_free(out);
+      st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu surface voxels",
+                        (unsigned long long)n);
+      goto done;
+    }
+    uint64_t at = 0;
+    for (uint64_t k = 0; k < nwork; k++) {
+      memcpy(out->codes + at, j.out_codes[k], j.out_count[k] * sizeof(uint64_t));
+      memcpy(out->field + at, j.out_field[k], j.out_count[k] * sizeof(vx_voxel));
+      at += j.out_count[k];
+    }
+    out->count = n;
+  }
+  if (stats) {
+    stats->triangles = mesh->tri_count;
+    stats->surface_voxels = out->count;
+    stats->corners = j.corners;
+    stats->pair_tests = j.pair_tests;
+  }
+done:
+  if (j.out_codes)
+    for (uint64_t k = 0; k < nwork; k++) {
+      free(j.out_codes[k]);
+      free(j.out_field[k]);
+    }
+  free(j.out_codes);
+  free(j.out_field);
+  free(j.out_count);
+  free(off);
+  free(tris);
+  free(work);
+  return st;
+}

@@ -1,0 +1,120 @@
+/* internal.h - the voxelizer's internal interfaces (not installed; tests may include it).
+ *
+ * Pipeline (voxelize.c): grid transform -> sign data for the whole mesh (sign.c) -> surface voxels
+ * and corner values block by block (blocks.c for binning, overlap and the work queue; field.c for
+ * the corner distances and signs) -> vx_tree_build -> planes -> pruning.
+ *
+ * Blocks. The grid is cut into aligned blocks of B^3 voxels (B a power of two). An aligned block
+ * is one contiguous range of Morton codes, so processing blocks in Morton order and concatenating
+ * their sorted codes gives the globally sorted list the tree builder wants. Every triangle is
+ * binned to each block whose voxels, grown by one voxel on every side (the "halo"), its bounding
+ * box touches: the halo's triangles are the ones the corners on the block's faces need. Each
+ * value a block produces depends only on global geometry (which triangles overlap which voxels,
+ * compared in global grid coordinates, ties broken by triangle index), never on B or on which
+ * thread ran it.
+ */
+#ifndef VOXLOD_VOXELIZER_INTERNAL_H
+#define VOXLOD_VOXELIZER_INTERNAL_H
+
+#include <stdint.h>
+#include "svo/mesh.h"
+#include "svo/svo.h"
+#include "voxelizer/voxelizer.h"
+
+/* ---- grid coordinates ------------------------------------------------------------------------ */
+
+/* Triangle t of the mesh in grid coordinates (finest voxels), double. Every module maps through
+ * this one function, so the same triangle has the same bits everywhere. */
+static inline void vx_grid_tri(const vx_mesh *m, const vx_transform *xf, uint64_t t, double g[9]) {
+  const float *p = m->pos + t * 9;
+  for (int v = 0; v < 3; v++)
+    for (int i = 0; i < 3; i++) g[v * 3 + i] = ((double)p[v * 3 + i] - xf->origin[i]) / xf->scale;
+}
+
+/* ---- sign (sign.c) --------------------------------------------------------------------------- */
+
+/* Pseudo-normals of the whole mesh (Baerentzen & Aanaes 2005), built once. Directions only: they
+ * are the same in world and grid coordinates (the grid map is a uniform scale and a shift). */
+typedef struct vx_sign_data {
+  float *face_n;       /* 3 per triangle: unit face normal (0 for a numerically flat triangle) */
+  float *edge_n;       /* 9 per triangle: edge k (vertex k -> k+1): mean of the unit normals of
+                          every triangle sharing the welded edge (short when they cancel) */
+  uint32_t *vid;       /* 3 per triangle: welded vertex id (exact position match) */
+  float *vert_n;       /* 3 per welded vertex: angle-weighted mean of incident unit face normals */
+  uint64_t vert_count;
+  uint64_t boundary_edges;    /* edges with one incident triangle (holes) */
+  uint64_t nonmanifold_edges; /* edges with more than two */
+} vx_sign_data;
+
+vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err);
+void vx_sign_free(vx_sign_data *s);
+
+/* The pseudo-normal of feature `feat` (distance.h codes) of triangle `tri`. */
+void vx_sign_normal(const vx_sign_data *s, uint64_t tri, int feat, double n[3]);
+
+/* -1 when p lies inside by the pseudo-normal rule, +1 otherwise; q is the closest point of `tri`
+ * to p and feat its feature. */
+double vx_sign_of(const vx_sign_data *s, uint64_t tri, int feat, const double p[3],
+                  const double q[3]);
+
+/* ---- surface voxels and field (blocks.c, field.c) -------------------------------------------- */
+
+typedef struct vx_surface_opts {
+  float band;            /* truncation, voxels (> 0) */
+  int threads;           /* 0: all cores */
+  uint32_t block_log2;   /* log2 B; 0: automatic */
+  vx_progress_fn progress;
+  void *user;
+} vx_surface_opts;
+
+typedef struct vx_surface {
+  uint64_t *codes;   /* sorted, unique Morton codes of the surface voxels */
+  vx_voxel *field;   /* their quantized corner values */
+  uint64_t count;
+} vx_surface;
+
+void vx_surface_free(vx_surface *s);
+
+/* Surface voxels and corner values of `mesh` in a grid of 2^depth voxels per axis under `xf`.
+ * `sign` must come from vx_sign_build on the same mesh. Stats fields triangles, surface_voxels,
+ * corners and pair_tests are filled when `stats` is non-NULL. */
+vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+                           const vx_sign_data *sign, const vx_surface_opts *opts, vx_surface *out,
+                           vx_build_stats *stats, vx_error *err);
+
+/* One block's working state (blocks.c owns it; field.c fills the corners). */
+typedef struct vx_block {
+  /* geometry of the block */
+  uint32_t B;              /* edge in voxels */
+  int64_t org[3];          /* its minimum voxel */
+  float band;
+  const vx_sign_data *sign;
+  /* its triangles: global indices (ascending) and grid coordinates, 9 doubles each */
+  const uint32_t *tris;
+  uint64_t ntris;
+  double *tg;
+  uint64_t tg_cap;
+  /* surface voxels: flags by local Morton code, and the list of set codes */
+  uint8_t *surf;           /* B^3 */
+  uint32_t *list;
+  uint64_t nlist, list_cap;
+  /* (halo voxel, triangle) overlap pairs, grouped by triangle in ascending order. A halo voxel
+   * (x, y, z) in [-1, B]^3 (block-local) is stored as (x+1) + (y+1)(B+2) + (z+1)(B+2)^2. */
+  uint32_t *pair_vox, *pair_tri;
+  uint64_t npairs, pair_cap;
+  /* corners (x, y, z) in [0, B]^3, index x + y(B+1) + z(B+1)^2 */
+  uint8_t *cneed;          /* corner of a surface voxel of this block */
+  double *cd2;             /* best squared distance so far */
+  uint32_t *ctri;          /* its triangle (local index into tris) */
+  uint32_t *clast;         /* last triangle tried (local index + 1; 0: none) */
+  int8_t *cval;            /* quantized signed value */
+  uint32_t *clist;         /* needed corners, for reset */
+  uint64_t nclist, clist_cap;
+  uint64_t pair_tests;
+} vx_block;
+
+/* field.c: fills cval for every needed corner from the pairs and the surface list; returns the
+ * number of corners computed. */
+uint64_t vx_block_field(vx_block *b);
+
+#endif

@@ -1,0 +1,125 @@
+/* voxelize.c - the whole build: grid transform, sign tables, surface voxels with corner values,
+ * octree, planes, pruning.
+ *
+ * The stages and their files: sign.c (pseudo-normals, Baerentzen & Aanaes 2005), blocks.c
+ * (conservative voxelization by blocks in Morton order, Akenine-Moller 2001 overlap), field.c
+ * (corner distances, Ericson 2005 closest point), then svo.c's bottom-up builder and lod.c's
+ * plane fit and pruning. Before any large allocation the build estimates its memory from the
+ * mesh's surface area and refuses early when that is already over opts->mem_limit.
+ */
+#include "voxelizer/voxelizer.h"
+#include "voxelizer/internal.h"
+#include "svo/lod.h"
+
+#include <math.h>
+#include <string.h>
+
+vx_status vx_voxelize_transform(const vx_mesh *mesh, uint32_t resolution, vx_transform *xf,
+                                vx_error *err) {
+  if (resolution < 2 || resolution > (1u << VX_MAX_DEPTH) || (resolution & (resolution - 1)))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "resolution %u is not a power of two between 2 and %u", resolution,
+                        1u << VX_MAX_DEPTH);
+  if (!mesh || mesh->tri_count == 0)
+    return vx_error_set(err, VX_ERR_EMPTY, "the mesh has no triangles");
+  double ext = 0.0;
+  for (int i = 0; i < 3; i++) {
+    if (!isfinite(mesh->bbox_min[i]) || !isfinite(mesh->bbox_max[i]) ||
+        mesh->bbox_max[i] < mesh->bbox_min[i])
+      return vx_error_set(err, VX_ERR_INVALID_ARG, "the mesh's bounding box is not finite");
+    double e = mesh->bbox_max[i] - mesh->bbox_min[i];
+    if (e > ext) ext = e;
+  }
+  if (!(ext > 0.0))
+    return vx_error_set(err, VX_ERR_EMPTY, "the mesh's bounding box has no extent");
+  xf->scale = ext / (double)resolution;
+  for (int i = 0; i < 3; i++)
+    xf->origin[i] = 0.5 * (mesh->bbox_min[i] + mesh->bbox_max[i]) - 0.5 * ext;
+  return VX_OK;
+}
+
+/* A deliberately low estimate of the build's peak bytes, so that only builds that are obviously
+ * too large are refused: surface voxels >= area / (2 sqrt 2) (a unit cube's largest section is
+ * sqrt 2; halved for surfaces that share voxels), about 40 bytes each at the peak (codes and
+ * field twice while blocks are concatenated, tree voxels and nodes), plus the per-triangle tables
+ * (sign 60 B, bins about 6 B). */
+static double estimate_bytes(const vx_mesh *m, const vx_transform *xf, double *voxels) {
+  double area = 0.0;
+  for (uint64_t t = 0; t < m->tri_count; t++) {
+    double g[9], u[3], v[3];
+    vx_grid_tri(m, xf, t, g);
+    for (int i = 0; i < 3; i++) {
+      u[i] = g[3 + i] - g[i];
+      v[i] = g[6 + i] - g[i];
+    }
+    double cx = u[1] * v[2] - u[2] * v[1], cy = u[2] * v[0] - u[0] * v[2],
+           cz = u[0] * v[1] - u[1] * v[0];
+    area += 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
+  }
+  *voxels = area / (2.0 * sqrt(2.0));
+  return *voxels * 40.0 + (double)m->tri_count * 66.0;
+}
+
+vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
+                      vx_build_stats *stats, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (stats) memset(stats, 0, sizeof *stats);
+  if (!mesh || !opts) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh or no options");
+  vx_transform xf;
+  vx_status st = vx_voxelize_transform(mesh, opts->resolution, &xf, err);
+  if (st != VX_OK) return st;
+  uint32_t depth = 0;
+  while ((1u << depth) < opts->resolution) depth++;
+  float band = opts->band > 0.0f ? opts->band : VX_DEFAULT_BAND;
+  if (!isfinite(band) || band > 127.0f)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "field band %g outside (0, 127] voxels",
+                        (double)band);
+  if (opts->max_error < 0.0f || !isfinite(opts->max_error))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "max error %g is not a non-negative number",
+                        (double)opts->max_error);
+  if (opts->mem_limit) {
+    double voxels, need = estimate_bytes(mesh, &xf, &voxels);
+    if (need > (double)opts->mem_limit)
+      return vx_error_set(err, VX_ERR_LIMIT,
+                          "a %u^3 build of this mesh needs at least about %.2f GiB (%.3g surface "
+                          "voxels), over the memory limit of %.2f GiB",
+                          opts->resolution, need / 1073741824.0, voxels,
+                          (double)opts->mem_limit / 1073741824.0);
+  }
+
+  vx_sign_data sign;
+  st = vx_sign_build(mesh, &sign, err);
+  if (st != VX_OK) return st;
+  vx_surface surf;
+  vx_surface_opts so;
+  memset(&so, 0, sizeof so);
+  so.band = band;
+  so.threads = opts->threads;
+  so.progress = opts->progress;
+  so.user = opts->user;
+  st = vx_surface_build(mesh, &xf, depth, &sign, &so, &surf, stats, err);
+  vx_sign_free(&sign);
+  if (st != VX_OK) return st;
+  if (surf.count > UINT32_MAX) {
+    vx_surface_free(&surf);
+    return vx_error_set(err, VX_ERR_LIMIT, "%llu surface voxels: more than the 2^32 a tree holds",
+                        (unsigned long long)surf.count);
+  }
+  st = vx_tree_build(depth, surf.codes, surf.field, surf.count, out, err);
+  vx_surface_free(&surf);
+  if (st != VX_OK) return st;
+  out->xf = xf;
+  out->band = band;
+  out->prune_error = 0.0f;
+  st = vx_tree_fit_planes(out, opts->progress, opts->user, err);
+  if (st == VX_OK && opts->max_error > 0.0f) {
+    st = vx_tree_prune(out, opts->max_error, err);
+    out->prune_error = opts->max_error;
+  }
+  if (st != VX_OK) {
+    vx_tree_free(out);
+    return st;
+  }
+  if (stats) stats->nodes = out->node_count;
+  return VX_OK;
+}
