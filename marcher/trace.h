@@ -247,7 +247,8 @@ VX_HD void vx_box_entry_normal(const float tx0[3], float tc0, const float d[3], 
  * node. cmin: the cell's real minimum corner (grid units), size: its edge. Returns 1 on a hit. */
 VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d[3], uint32_t level,
                         const float cmin[3], float size, float tc0, float tc1, const float tx0[3],
-                        const vx_node *node, const vx_voxel *vox, vx_trace_hit *h) {
+                        const vx_node *node, const vx_voxel *vox, int crack, float *exit_val,
+                        vx_trace_hit *h) {
   if (s->shade == 1 /* VX_SHADE_BLOCKS */ ||
       (level < s->depth && !(vx_node_flags(node->info) & VX_NODE_PLANE_OK))) {
     h->t = tc0;
@@ -263,8 +264,9 @@ VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d
     vx_oct_decode(node->normal, n);
     float g0 = n[0] * (a[0] - 0.5f) + n[1] * (a[1] - 0.5f) + n[2] * (a[2] - 0.5f) + node->d;
     float slope = (n[0] * d[0] + n[1] * d[1] + n[2] * d[2]) / size;
+    *exit_val = g0 + slope * (tc1 - tc0);
     float sr;
-    if (g0 == 0.0f) sr = 0.0f;
+    if (g0 == 0.0f || (crack && g0 < 0.0f)) sr = 0.0f;
     else if (slope == 0.0f) return 0;
     else sr = -g0 / slope;
     if (!(sr >= 0.0f) || tc0 + sr > tc1) return 0;
@@ -281,7 +283,8 @@ VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d
   for (int i = 0; i < 8; i++) c[i] = (float)vox->c[i] * scl;
   float k[4];
   vx_trilinear_cubic(c, a, d, k); /* size is 1 for voxels: s is in grid units */
-  float sr = vx_cubic_first_root(k, tc1 - tc0);
+  *exit_val = vx_cubic_eval(k, tc1 - tc0);
+  float sr = (crack && k[0] < 0.0f) ? 0.0f : vx_cubic_first_root(k, tc1 - tc0);
   if (sr < 0.0f) return 0;
   float x[3];
   VX_UNROLL
@@ -355,7 +358,8 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[
       float rtx0[3];
       VX_UNROLL
       for (int i = 0; i < 3; i++) rtx0[i] = tx0[i];
-      h->hit = vx_trace_cell(s, o, d, 0, cmin, Rf, t0, t1, rtx0, &node, 0, h);
+      float v1;
+      h->hit = vx_trace_cell(s, o, d, 0, cmin, Rf, t0, t1, rtx0, &node, 0, 0, &v1, h);
       if (!h->hit) h->t = INFINITY;
       return h->hit;
     }
@@ -376,6 +380,7 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[
     pos[i] = bit * S;
   }
 
+  float prev_t1 = -1.0f, prev_v1 = 0.0f; /* exit of the last final cell, and the field there */
   for (uint32_t iter = 0; iter < (1u << 26); iter++) {
     float Sf = (float)S;
     float tc0 = 0.0f, tc1 = INFINITY;
@@ -427,10 +432,19 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[
         vox = vx_fetch_voxel(&s->voxels[ci]); /* one 8-byte load */
         h->visits++;
       }
-      if (vx_trace_cell(s, o, d, cl, cmin, Sf, tc0, tc1, rtx0, &node, &vox, h)) {
+      /* Crack filling: two adjacent final cells approximated by different planes (LOD cuts,
+       * pruned leaves) need not meet on their common face. A ray that leaves one cell outside
+       * (field > 0) and enters the adjacent one inside (< 0) passed through such a crack: it hits
+       * the entry face. Finest voxels share corner values, so there the field is continuous and
+       * this never fires between two voxels. */
+      int crack = prev_v1 > 0.0f && tc0 - prev_t1 <= 1e-5f * (1.0f + tc0);
+      float v1 = 0.0f;
+      if (vx_trace_cell(s, o, d, cl, cmin, Sf, tc0, tc1, rtx0, &node, &vox, crack, &v1, h)) {
         h->hit = 1;
         return 1;
       }
+      prev_t1 = tc1;
+      prev_v1 = v1;
     }
     // ADVANCE: step over the cell's exit planes; when that leaves the parent, POP first.
     for (;;) {
