@@ -1,5 +1,6 @@
 /* render_gpu_stub.c - the GPU entry points of a build without CUDA: no GPU, say so. */
 #include "marcher/marcher.h"
+#include "marcher/gpu_bench.h"
 
 vx_status vx_render_gpu(const vx_tree *t, const vx_render_opts *o, vx_image *img, vx_error *err) {
   (void)t;
@@ -10,3 +11,23 @@ vx_status vx_render_gpu(const vx_tree *t, const vx_render_opts *o, vx_image *img
 }
 
 const char *vx_gpu_name(void) { return NULL; }
+
+vx_status vx_render_gpu_config(const vx_tree *t, const vx_render_opts *o, const vx_gpu_config *cfg,
+                               vx_image *img, vx_error *err) {
+  (void)cfg;
+  return vx_render_gpu(t, o, img, err);
+}
+
+vx_status vx_gpu_bench(const vx_tree *t, const vx_render_opts *o, const vx_camera *views,
+                       int nviews, int frames, const vx_gpu_config *cfg, vx_gpu_bench_result *r,
+                       vx_error *err) {
+  (void)t;
+  (void)o;
+  (void)views;
+  (void)nviews;
+  (void)frames;
+  (void)cfg;
+  (void)r;
+  return vx_error_set(err, VX_ERR_NO_GPU,
+                      "this voxlod was built without CUDA: the GPU benchmark is not available");
+}

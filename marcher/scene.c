@@ -124,11 +124,11 @@ static void occupied_box(const vx_tree *t, double lo[3], double hi[3]) {
     hi[i] = R;
   }
   if (!t->nodes || t->levels_loaded < 1) return;
-  uint32_t L = t->levels_loaded - 1 < 2 ? t->levels_loaded - 1 : 2;
+  uint32_t L = t->levels_loaded - 1 < 4 ? t->levels_loaded - 1 : 4;
   if (L >= t->depth) L = t->depth - 1;
   double blo[3] = {R, R, R}, bhi[3] = {0, 0, 0};
   /* explicit stack: (node index, level, x, y, z) */
-  struct item { uint32_t node, level, x, y, z; } stack[8 * 3 + 1];
+  struct item { uint32_t node, level, x, y, z; } stack[8 * 5 + 1];
   int sp = 0;
   stack[sp].node = 0;
   stack[sp].level = 0;
@@ -178,9 +178,28 @@ void vx_camera_orbit(const vx_tree *t, double azimuth_deg, double elevation_deg,
   if (!(fov_y_deg > 0.0 && fov_y_deg < 180.0)) fov_y_deg = 40.0;
   if (elevation_deg > 89.0) elevation_deg = 89.0;
   if (elevation_deg < -89.0) elevation_deg = -89.0;
-  double dist = rad / sin(0.5 * fov_y_deg * M_PI / 180.0) * 1.02;
   double az = azimuth_deg * M_PI / 180.0, el = elevation_deg * M_PI / 180.0;
   double dir[3] = {cos(el) * sin(az), sin(el), cos(el) * cos(az)};
+  /* The nearest distance at which all 8 corners of the occupied box project inside a square
+   * frame of the given field of view (a wider image only adds margin left and right). */
+  double tn = tan(0.5 * fov_y_deg * M_PI / 180.0);
+  double right[3] = {dir[2], 0.0, -dir[0]}, rl = sqrt(dir[2] * dir[2] + dir[0] * dir[0]);
+  for (int i = 0; i < 3; i++) right[i] = rl > 1e-9 ? right[i] / rl : (i == 0);
+  double upv[3] = {dir[1] * right[2] - dir[2] * right[1], dir[2] * right[0] - dir[0] * right[2],
+                   dir[0] * right[1] - dir[1] * right[0]};
+  double dist = 0.0;
+  for (int k = 0; k < 8; k++) {
+    double q[3];
+    for (int i = 0; i < 3; i++)
+      q[i] = t->xf.origin[i] + ((k >> i & 1) ? hi[i] : lo[i]) * t->xf.scale - c[i];
+    double z = q[0] * dir[0] + q[1] * dir[1] + q[2] * dir[2];
+    double x = fabs(q[0] * right[0] + q[1] * right[1] + q[2] * right[2]);
+    double y = fabs(q[0] * upv[0] + q[1] * upv[1] + q[2] * upv[2]);
+    double need = z + (x > y ? x : y) / tn;
+    if (need > dist) dist = need;
+  }
+  dist = dist * 1.05 + 1e-9;
+  if (dist < rad * 1.01) dist = rad * 1.01; /* keep the eye outside the model */
   for (int i = 0; i < 3; i++) {
     cam->eye[i] = c[i] + dist * dir[i];
     cam->target[i] = c[i];

@@ -7,7 +7,8 @@
 # Results go under $OUT (at most 8 files come back): gpu_log.txt, sass_check.txt,
 # bunny/{voxlod,nanovdb}.png, dragon/{voxlod,nanovdb}.png, bunny/bench.json, dragon/bench.json.
 #
-#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k ...]   (default: all)
+#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k|zoom ...]
+#   (default: tests sass bunny dragon dragon4k; `zoom` repeats the dragons filling the frame)
 set -uo pipefail
 OUT=${OUT:-/tmp/vx_out}
 B=build-gpu
@@ -65,6 +66,17 @@ for s in $steps; do
     timeout 300 $B/bench_nanovdb /tmp/vx/dragon4096.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
       --lods --out /tmp/vx/d4k --json /tmp/vx/d4k/bench.json
     cat /tmp/vx/d4k/bench.json 2>/dev/null
+    ;;
+  zoom)
+    # the model filling most of the frame (eye at 0.4 x the framing distance): most rays hit
+    stamp "zoomed dragon 2048 and 4096"
+    mkdir -p "$OUT/zoom2k" "$OUT/zoom4k"
+    [ -f /tmp/vx/dragon2048.svo ] || timeout 200 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon2048.svo --res 2048 2>&1 | tail -n 1
+    timeout 200 $B/bench_nanovdb /tmp/vx/dragon2048.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
+      --zoom 0.4 --sweep --out "$OUT/zoom2k" --json "$OUT/zoom2k/bench.json"
+    [ -f /tmp/vx/dragon4096.svo ] || timeout 240 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon4096.svo --res 4096 2>&1 | tail -n 1
+    timeout 200 $B/bench_nanovdb /tmp/vx/dragon4096.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
+      --zoom 0.4 --lods --out "$OUT/zoom4k" --json "$OUT/zoom4k/bench.json"
     ;;
   esac
 done

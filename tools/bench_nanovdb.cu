@@ -2,10 +2,10 @@
  * surface, the same rays, the same GPU, in the same run.
  *
  *   bench_nanovdb IN.svo [--size WxH] [--frames N] [--views K] [--out DIR] [--sweep] [--lods]
- *                 [--no-nanovdb] [--json FILE]
+ *                 [--zoom Z] [--no-nanovdb] [--json FILE]
  *
  * Both marchers render K views of an orbit (azimuth 30 + 360 i / K degrees, elevation 20, fov
- * 40) at full detail; each is warmed up on every view, then N frames are timed one by one with
+ * 40, at the distance that frames the model's bounding sphere, times --zoom) at full detail; each is warmed up on every view, then N frames are timed one by one with
  * CUDA events and the median is reported, with Mrays/s (primary rays) and the ratio. View 0 of
  * both is saved as DIR/voxlod.png and DIR/nanovdb.png, and their hit masks are compared.
  * --sweep also times kernel variants (block shape, persistent warps, register caps); --lods
@@ -25,7 +25,7 @@
 static void usage(void) {
   fprintf(stderr,
           "usage: bench_nanovdb IN.svo [--size WxH] [--frames N] [--views K] [--out DIR]\n"
-          "                     [--sweep] [--lods] [--no-nanovdb] [--json FILE]\n");
+          "                     [--zoom Z] [--sweep] [--lods] [--no-nanovdb] [--json FILE]\n");
 }
 
 static int fail(const char *what, const vx_error *e) {
@@ -46,11 +46,15 @@ int main(int argc, char **argv) {
   const char *in = NULL, *outdir = ".", *json = NULL;
   uint32_t w = 1920, h = 1080;
   int frames = 50, nviews = 8, sweep = 0, lods = 0, nanovdb = 1;
+  double zoom = 1.0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--size") && i + 1 < argc) {
       if (sscanf(argv[++i], "%ux%u", &w, &h) != 2 || w == 0 || h == 0) return usage(), 2;
     } else if (!strcmp(argv[i], "--frames") && i + 1 < argc) {
       frames = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--zoom") && i + 1 < argc) {
+      zoom = atof(argv[++i]);
+      if (!(zoom > 0.0)) return usage(), 2;
     } else if (!strcmp(argv[i], "--views") && i + 1 < argc) {
       nviews = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
@@ -81,13 +85,17 @@ int main(int argc, char **argv) {
     vx_tree_free(&t);
     return 77;
   }
-  printf("device: %s\ntree: %s, depth %u (%u^3), %llu nodes, %llu voxels, %ux%u, %d frames, "
+  printf("device: %s\nzoom %.2f (eye distance factor)\ntree: %s, depth %u (%u^3), %llu nodes, %llu voxels, %ux%u, %d frames, "
          "%d views\n",
-         dev, in, t.depth, 1u << t.depth, (unsigned long long)t.node_count,
+         dev, zoom, in, t.depth, 1u << t.depth, (unsigned long long)t.node_count,
          (unsigned long long)t.voxel_count, w, h, frames, nviews);
 
   vx_camera *views = (vx_camera *)calloc((size_t)nviews, sizeof *views);
-  for (int v = 0; v < nviews; v++) vx_camera_orbit(&t, 30.0 + 360.0 * v / nviews, 20.0, 40.0, &views[v]);
+  for (int v = 0; v < nviews; v++) {
+    vx_camera_orbit(&t, 30.0 + 360.0 * v / nviews, 20.0, 40.0, &views[v]);
+    for (int i = 0; i < 3; i++) /* --zoom: the eye moves towards the target */
+      views[v].eye[i] = views[v].target[i] + zoom * (views[v].eye[i] - views[v].target[i]);
+  }
   vx_render_opts o;
   memset(&o, 0, sizeof o);
   o.width = w;
