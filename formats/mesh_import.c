@@ -178,6 +178,72 @@ static vx_status finish(const struct aiScene *sc, const char *name, vx_mesh *out
   return s;
 }
 
+/* assimp 5.2's PLY header parser loops forever on some malformed headers (found by
+ * fuzz/fuzz_mesh.c: a missing "end_header", junk inside a property line). A PLY file (first
+ * bytes "ply") is therefore refused unless every header line, within the first bytes `head`, is
+ * (or any file named .ply: assimp picks its reader by name too, and matches "ply" in any case)
+ * one the PLY format defines: format/comment/obj_info/element/property lines, then end_header.
+ * Returns 0 for a good header or a file that is not PLY, else the 1-based bad line number. */
+static int is_word(const char *w, size_t n) {
+  if (n == 0) return 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)w[i];
+    if (c <= ' ' || c >= 127) return 0;
+  }
+  return 1;
+}
+
+static int ply_header_bad_line(const unsigned char *head, size_t n, int named_ply) {
+  int magic = n >= 3 && (head[0] | 0x20) == 'p' && (head[1] | 0x20) == 'l' && (head[2] | 0x20) == 'y';
+  if (!magic && !named_ply) return 0;
+  size_t pos = 0;
+  for (int line = 1; pos < n; line++) {
+    size_t end = pos;
+    while (end < n && head[end] != '\n') end++;
+    if (end == n) return line; /* no end_header within the bytes looked at */
+    size_t len = end;
+    if (len > pos && head[len - 1] == '\r') len--;
+    /* split into at most 5 words on single spaces */
+    const char *w[6];
+    size_t wl[6], nw = 0;
+    size_t i = pos;
+    int ok = 1;
+    while (i < len && nw < 6) {
+      size_t j = i;
+      while (j < len && head[j] != ' ') j++;
+      w[nw] = (const char *)head + i;
+      wl[nw] = j - i;
+      nw++;
+      i = j < len ? j + 1 : j;
+    }
+    const char *first = nw ? w[0] : "";
+    size_t fl = nw ? wl[0] : 0;
+#define W_IS(k, s) (wl[k] == sizeof(s) - 1 && memcmp(w[k], s, sizeof(s) - 1) == 0)
+    if (line == 1) ok = nw == 1 && W_IS(0, "ply");
+    else if (fl == 7 && memcmp(first, "comment", 7) == 0) ok = 1;
+    else if (fl == 8 && memcmp(first, "obj_info", 8) == 0) ok = 1;
+    else if (nw == 0) ok = 0;
+    else if (W_IS(0, "format"))
+      ok = nw == 3 && (W_IS(1, "ascii") || W_IS(1, "binary_little_endian") ||
+                       W_IS(1, "binary_big_endian")) && is_word(w[2], wl[2]);
+    else if (W_IS(0, "element")) {
+      ok = nw == 3 && is_word(w[1], wl[1]) && wl[2] > 0 && wl[2] < 12;
+      for (size_t k = 0; ok && k < wl[2]; k++) ok = w[2][k] >= '0' && w[2][k] <= '9';
+    } else if (W_IS(0, "property"))
+      ok = (nw == 3 && is_word(w[1], wl[1]) && is_word(w[2], wl[2])) ||
+           (nw == 5 && W_IS(1, "list") && is_word(w[2], wl[2]) && is_word(w[3], wl[3]) &&
+            is_word(w[4], wl[4]));
+    else if (W_IS(0, "end_header"))
+      return nw == 1 ? 0 : line;
+    else
+      ok = 0;
+#undef W_IS
+    if (!ok) return line;
+    pos = end + 1;
+  }
+  return 1;
+}
+
 static int ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
   if (n < k) return 0;
@@ -201,13 +267,23 @@ vx_status vx_mesh_import(const char *path, vx_mesh *out, vx_error *err) {
     return vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", path);
   FILE *f = fopen(path, "rb");
   if (!f) return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-  unsigned char magic[2] = {0, 0};
-  size_t got = fread(magic, 1, 2, f);
+  enum { HEAD = 65536 };
+  unsigned char *magic = (unsigned char *)malloc(HEAD);
+  if (!magic) {
+    fclose(f);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  size_t got = fread(magic, 1, HEAD, f);
   fclose(f);
+  int gz = got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  int bad_ply = ply_header_bad_line(magic, got, ends_with(path, ".ply"));
+  free(magic);
   if (st.st_size == 0) return vx_error_set(err, VX_ERR_FORMAT, "'%s' is empty", path);
-  if (ends_with(path, ".gz") || (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b))
+  if (ends_with(path, ".gz") || gz)
     return vx_error_set(err, VX_ERR_FORMAT,
                         "'%s' is gzip-compressed: gunzip it first (assimp cannot read .gz)", path);
+  if (bad_ply)
+    return vx_error_set(err, VX_ERR_FORMAT, "'%s': malformed PLY header (line %d)", path, bad_ply);
   return finish(aiImportFile(path, IMPORT_FLAGS), path, out, err);
 }
 
@@ -219,6 +295,10 @@ vx_status vx_mesh_import_memory(const void *data, size_t size, const char *hint,
   const unsigned char *b = (const unsigned char *)data;
   if (size >= 2 && b[0] == 0x1f && b[1] == 0x8b)
     return vx_error_set(err, VX_ERR_FORMAT, "mesh data is gzip-compressed: gunzip it first");
+  int named_ply = hint && (hint[0] | 0x20) == 'p' && (hint[1] | 0x20) == 'l' &&
+                  (hint[2] | 0x20) == 'y' && hint[3] == 0;
+  int bad_ply = ply_header_bad_line(b, size < 65536 ? size : 65536, named_ply);
+  if (bad_ply) return vx_error_set(err, VX_ERR_FORMAT, "mesh data: malformed PLY header (line %d)", bad_ply);
   return finish(aiImportFileFromMemory((const char *)data, (unsigned)size, IMPORT_FLAGS,
                                        hint ? hint : ""),
                 "mesh data", out, err);
