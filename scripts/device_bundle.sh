@@ -11,7 +11,8 @@
 #   scripts/device_bundle.sh [EXTRA_TARGET...]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B=$ROOT/build-gpu
+B=${VX_BUILD:-$ROOT/build-gpu}  # VX_BUILD: another build folder
+BN=$(basename "$B")
 MESHES=${VX_SHARED_MESHES:-$ROOT/../shared/data/meshes}
 
 cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
@@ -36,7 +37,7 @@ while [ ${#todo[@]} -gt 0 ]; do
     todo+=("$path")
   done < <(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
 done
-echo "bundled into build-gpu/lib:$seen"
+echo "bundled into $BN/lib:$seen"
 
 # Test meshes for the device (it cannot reach ../shared).
 mkdir -p "$ROOT/devdata"
@@ -48,5 +49,6 @@ EXCL=$(git -C "$ROOT" rev-parse --git-path info/exclude)
 grep -qx '/devdata/' "$EXCL" 2>/dev/null || echo '/devdata/' >> "$EXCL"
 
 du -sh "$B/voxlod" "$B/bench_nanovdb" "$B/lib" "$B"/tests/test_gpu_* "$ROOT/devdata" | sed 's/^/  /'
-echo 'carry: ["build-gpu/voxlod", "build-gpu/bench_nanovdb", "build-gpu/lib", "build-gpu/tests/test_gpu_render", "build-gpu/tests/test_gpu_nanovdb", "devdata"]'
-echo 'run:   bash scripts/device_gpu_tests.sh'
+echo "carry: [\"$BN/voxlod\", \"$BN/bench_nanovdb\", \"$BN/lib\", \"$BN/tests/test_gpu_render\", \"$BN/tests/test_gpu_nanovdb\", \"devdata\"]"
+echo "run:   VX_BUILD=$BN bash scripts/device_gpu_tests.sh"
+

@@ -7,11 +7,12 @@
 # Results go under $OUT (at most 8 files come back): gpu_log.txt, sass_check.txt,
 # bunny/{voxlod,nanovdb}.png, dragon/{voxlod,nanovdb}.png, bunny/bench.json, dragon/bench.json.
 #
-#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k|zoom ...]
-#   (default: tests sass bunny dragon dragon4k; `zoom` repeats the dragons filling the frame)
+#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k|zoom|perf ...]
+#   (default: tests sass bunny dragon dragon4k; `zoom` repeats the dragons filling the frame;
+#   `perf` times every model framed and zoomed with the kernel variants, 50 frames)
 set -uo pipefail
 OUT=${OUT:-/tmp/vx_out}
-B=build-gpu
+B=${VX_BUILD:-build-gpu}
 D=devdata
 # RUNPATH ($ORIGIN/lib) is not searched for the dependencies of libassimp (libdraco, libminizip).
 export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -45,7 +46,7 @@ for s in $steps; do
          match($0, /(LDG|LDL|STL|STG|LDS|STS)[A-Z0-9.]*/){n[fn" "substr($0, RSTART, RLENGTH)]++}
          END{for (k in n) print k, n[k]}' /tmp/vx/sass.txt | sort > "$OUT/sass_check.txt"
     grep -m3 -n "LDG.E.128.CONSTANT" /tmp/vx/sass.txt >> "$OUT/sass_check.txt"
-    grep "_Z15vx_kernel_tiledILi1E" "$OUT/sass_check.txt"
+    grep "_Z15vx_kernel_tiledILi1E\|vx_kernel_beam" "$OUT/sass_check.txt"
     ;;
   bunny)
     stamp "bunny 512"
@@ -77,6 +78,25 @@ for s in $steps; do
     [ -f /tmp/vx/dragon4096.svo ] || timeout 240 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon4096.svo --res 4096 2>&1 | tail -n 1
     timeout 200 $B/bench_nanovdb /tmp/vx/dragon4096.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
       --zoom 0.4 --lods --out "$OUT/zoom4k" --json "$OUT/zoom4k/bench.json"
+    ;;
+  perf)
+    # issue 5's speed target: every model framed and zoomed (0.4), the kernel variants (--sweep:
+    # beam pre-pass tile sizes, start node on/off, block shapes) and NanoVDB, 50 frames
+    FRAMES=${VX_FRAMES:-50}
+    for m in dragon4096:4096 dragon2048:2048 bunny512:512; do
+      name=${m%%:*}; res=${m##*:}; src=$D/dragon.ply
+      [ "$name" = bunny512 ] && src=$D/bunny.ply
+      stamp "perf $name"
+      [ -f /tmp/vx/$name.svo ] || timeout 240 $B/voxlod convert $src /tmp/vx/$name.svo --res $res 2>&1 | tail -n 1
+      for z in 0.4 1; do
+        mkdir -p "$OUT/perf/$name-z$z"
+        timeout 200 $B/bench_nanovdb /tmp/vx/$name.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
+          --zoom $z --sweep --out "$OUT/perf/$name-z$z" --json "$OUT/perf/$name-z$z/bench.json"
+        rm -f "$OUT/perf/$name-z$z"/*.png
+      done
+    done
+    stamp "voxlod bench dragon4096 zoomed"
+    timeout 100 $B/voxlod bench /tmp/vx/dragon4096.svo --zoom 0.4 --lod 12,11,10,auto --frames 50
     ;;
   esac
 done

@@ -14,7 +14,19 @@ jobs=$(nproc)
 echo "== build and test (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j"$jobs" >>build.log 2>&1 || { tail -50 build.log; exit 1; }
-ctest --test-dir build --output-on-failure -j"$jobs"
+total_pass=0 total_fail=0
+# count NAME LOG: adds ctest's "N tests failed out of M" to the totals.
+count() {
+  local line f m
+  line=$(grep -E "tests failed out of [0-9]+" "$2" | tail -1 || true)
+  [ -n "$line" ] || { total_fail=$((total_fail + 1)); return; }
+  f=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/')
+  m=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/')
+  total_pass=$((total_pass + m - f)); total_fail=$((total_fail + f))
+}
+status=0
+ctest --test-dir build --output-on-failure -j"$jobs" 2>&1 | tee build/ctest.log || status=1
+count build build/ctest.log
 
 if [ "${VOXLOD_SANITIZE:-1}" != 0 ]; then
   echo "== ASan/UBSan build and test (build-asan/, CPU paths)"
@@ -22,10 +34,18 @@ if [ "${VOXLOD_SANITIZE:-1}" != 0 ]; then
     >build-asan.log 2>&1 || { cat build-asan.log; exit 1; }
   cmake --build build-asan -j"$jobs" >>build-asan.log 2>&1 || { tail -50 build-asan.log; exit 1; }
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE slow
+    LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp" \
+    ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "slow|ptx" 2>&1 | tee build-asan/ctest.log || status=1
+  count build-asan build-asan/ctest.log
 fi
 
 if [ "${VOXLOD_FUZZ_SECONDS:-60}" != 0 ] && command -v clang >/dev/null && [ -x fuzz/run.sh ]; then
   echo "== fuzzing (build-fuzz/), ${VOXLOD_FUZZ_SECONDS:-60}s per target"
-  bash fuzz/run.sh build-fuzz "${VOXLOD_FUZZ_SECONDS:-60}"
+  if bash fuzz/run.sh build-fuzz "${VOXLOD_FUZZ_SECONDS:-60}"; then
+    total_pass=$((total_pass + 2))
+  else
+    total_fail=$((total_fail + 1)); status=1
+  fi
 fi
+echo "summary: $total_pass passed, $total_fail failed"
+exit $status

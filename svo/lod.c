@@ -46,7 +46,10 @@
  * Pass. One depth-first post-order walk; because each level is stored in Morton order, it visits
  * every level in increasing index order (streaming). Moments live on the recursion stack only:
  * O(depth) memory whatever the tree size. No node positions are needed: every node works in its
- * own frame (origin at its min corner, units of finest voxels).
+ * own frame (origin at its min corner, units of finest voxels). So a subtree can be fitted alone
+ * (vx_tree_fit_subtree on a tree rooted at that node) and its root's results handed to a fit of
+ * the levels above (vx_tree_fit_top): the out-of-core build fits each block's subtree on the
+ * thread that voxelized it, and the values are bit for bit those of the whole-tree pass.
  *
  * Prune. Top-down, level by level: a node reached from the root whose plane is OK and whose
  * decoded bound is <= E becomes a leaf (mask 0, VX_NODE_PRUNED); its subtree is not kept. Kept
@@ -266,6 +269,8 @@ static double pad(double e, double size) { return e * (1.0 + 1e-12) + 1e-12 * si
 typedef struct fit_ctx {
   vx_tree *t;
   uint32_t D;
+  const vx_fit_root *leaves; /* vx_tree_fit_top: fits of the nodes at leaf_level, given */
+  uint32_t leaf_level;
   uint64_t done, total, next_report, report_step; /* level D-1 nodes, for progress */
   vx_progress_fn progress;
   void *user;
@@ -284,6 +289,15 @@ static vx_status fit_node(fit_ctx *x, uint32_t level, uint64_t idx, vx_moments *
   for (int i = 0; i < 3; i++) {
     lo[i] = size;
     hi[i] = 0.0;
+  }
+  if (x->leaves && level == x->leaf_level) {
+    /* A subtree fitted elsewhere (vx_tree_fit_top): its root's results, as fit_node gave them. */
+    const vx_fit_root *r = &x->leaves[idx - t->level_first[level]];
+    *out = r->m;
+    *bound = r->bound;
+    memcpy(lo, r->lo, sizeof r->lo);
+    memcpy(hi, r->hi, sizeof r->hi);
+    return VX_OK;
   }
   if (mask == 0)
     return vx_error_set(x->err, VX_ERR_INVALID_ARG,
@@ -364,7 +378,8 @@ static vx_status fit_node(fit_ctx *x, uint32_t level, uint64_t idx, vx_moments *
   return VX_OK;
 }
 
-vx_status vx_tree_fit_planes(vx_tree *t, vx_progress_fn progress, void *user, vx_error *err) {
+vx_status vx_tree_fit_subtree(vx_tree *t, vx_fit_root *root, vx_progress_fn progress, void *user,
+                               vx_error *err) {
   if (!t || !t->nodes || t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "plane fit needs a built tree");
   if (t->levels_loaded != t->depth + 1 || !t->voxels || t->voxel_count == 0)
@@ -384,13 +399,34 @@ vx_status vx_tree_fit_planes(vx_tree *t, vx_progress_fn progress, void *user, vx
   x.err = err;
   if (progress && progress(user, "fitting planes", 0.0))
     return vx_error_set(err, VX_ERR_INTERRUPTED, "plane fit interrupted");
-  vx_moments m;
-  double bound, lo[3], hi[3];
-  vx_status s = fit_node(&x, 0, 0, &m, &bound, lo, hi);
+  vx_fit_root r;
+  vx_status s = fit_node(&x, 0, 0, &r.m, &r.bound, r.lo, r.hi);
   if (s != VX_OK) return s;
+  if (root) *root = r;
   if (progress && progress(user, "fitting planes", 1.0))
     return vx_error_set(err, VX_ERR_INTERRUPTED, "plane fit interrupted");
   return VX_OK;
+}
+
+vx_status vx_tree_fit_planes(vx_tree *t, vx_progress_fn progress, void *user, vx_error *err) {
+  return vx_tree_fit_subtree(t, NULL, progress, user, err);
+}
+
+vx_status vx_tree_fit_top(vx_tree *t, uint32_t depth, const vx_fit_root *leaves, vx_error *err) {
+  if (!t || !t->nodes || !leaves || depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH ||
+      t->levels_loaded < 1 || t->levels_loaded > depth || t->level_count[0] != 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "top-level plane fit needs levels 0..L < depth");
+  if (!(t->band > 0.0f))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "field band %g is not positive", t->band);
+  fit_ctx x;
+  memset(&x, 0, sizeof x);
+  x.t = t;
+  x.D = depth;
+  x.leaves = leaves;
+  x.leaf_level = t->levels_loaded - 1;
+  x.err = err;
+  vx_fit_root r;
+  return fit_node(&x, 0, 0, &r.m, &r.bound, r.lo, r.hi);
 }
 
 /* ---- pruning ------------------------------------------------------------------------------------ */
@@ -408,6 +444,13 @@ static void *shrink(void *old, size_t n, size_t size) {
   memcpy(p, old, n * size);
   free(old);
   return p;
+}
+
+/* A node whose plane stands for its subtree within max_error (the prune rule). */
+static int prunable(uint32_t info, float max_error) {
+  uint32_t code = vx_node_errmax_code(info);
+  return vx_node_mask(info) && (vx_node_flags(info) & VX_NODE_PLANE_OK) && code < 255 &&
+         vx_err_decode(code) <= max_error;
 }
 
 vx_status vx_tree_prune(vx_tree *t, float max_error, vx_error *err) {
@@ -440,8 +483,7 @@ vx_status vx_tree_prune(vx_tree *t, float max_error, vx_error *err) {
       uint32_t info = nd.info, mask = vx_node_mask(info), flags = vx_node_flags(info);
       uint32_t code = vx_node_errmax_code(info);
       int kept = keep[k];
-      int leaf = kept && mask && (flags & VX_NODE_PLANE_OK) && code < 255 &&
-                 vx_err_decode(code) <= max_error;
+      int leaf = kept && prunable(info, max_error);
       for (uint32_t j = vx_popcount8(mask); j > 0; j--) next[nn++] = (uint8_t)(kept && !leaf);
       if (!kept) continue;
       if (leaf) {
@@ -471,4 +513,71 @@ vx_status vx_tree_prune(vx_tree *t, float max_error, vx_error *err) {
   t->voxel_count = vw;
   if (max_error > t->prune_error) t->prune_error = max_error;
   return vx_tree_link(t, err);
+}
+
+/* The same rule on a stream, level by level: a bit per record says whether it is kept (reached
+ * from the root through no leaf); each level is read in batches and its kept records appended to
+ * the output stream, whose files hold the result when the input was spilled. */
+#define PRUNE_BATCH 65536u
+
+static int bit_get(const uint8_t *b, uint64_t i) { return b[i >> 3] >> (i & 7) & 1; }
+
+vx_status vx_stream_prune(vx_stream *in, float max_error, vx_stream *out, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  const uint32_t D = in->depth;
+  uint64_t widest = 1;
+  for (uint32_t l = 0; l <= D; l++)
+    if (in->level_count[l] > widest) widest = in->level_count[l];
+  vx_status st = vx_stream_init(out, D, 0, in->tmp_dir, in->spilled ? 1 : in->mem_budget, err);
+  if (st != VX_OK) return st;
+  out->xf = in->xf;
+  out->band = in->band;
+  out->prune_error = max_error > in->prune_error ? max_error : in->prune_error;
+  uint8_t *keep = (uint8_t *)calloc((size_t)(widest / 8 + 1), 1);
+  uint8_t *next = (uint8_t *)calloc((size_t)(widest / 8 + 1), 1);
+  vx_node *buf = (vx_node *)aligned_alloc(16, PRUNE_BATCH * sizeof(vx_node));
+  if (!keep || !next || !buf)
+    st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB for pruning",
+                      (double)widest / 4.0 / 1048576.0);
+  if (st == VX_OK) keep[0] = 1;
+  for (uint32_t l = 0; l <= D && st == VX_OK; l++) {
+    const uint64_t count = in->level_count[l];
+    uint64_t nn = 0; /* children seen so far (bits of next) */
+    if (l < D) memset(next, 0, (size_t)(in->level_count[l + 1] / 8 + 1));
+    for (uint64_t at = 0; at < count && st == VX_OK; at += PRUNE_BATCH) {
+      uint64_t n = count - at < PRUNE_BATCH ? count - at : PRUNE_BATCH, w = 0;
+      st = vx_stream_read(in, l, at, n, buf, err);
+      if (st != VX_OK) break;
+      if (l == D) { /* voxels: 8-byte records */
+        vx_voxel *v = (vx_voxel *)buf;
+        for (uint64_t i = 0; i < n; i++)
+          if (bit_get(keep, at + i)) v[w++] = v[i];
+      } else {
+        for (uint64_t i = 0; i < n; i++) {
+          vx_node nd = buf[i];
+          uint32_t info = nd.info, mask = vx_node_mask(info);
+          int kept = bit_get(keep, at + i), leaf = kept && prunable(info, max_error);
+          for (uint32_t c = vx_popcount8(mask); c > 0; c--, nn++)
+            if (kept && !leaf) next[nn >> 3] |= (uint8_t)(1u << (nn & 7));
+          if (!kept) continue;
+          if (leaf) {
+            nd.info = vx_node_info(0, vx_node_errmax_code(info), vx_node_errrms_code(info),
+                                   vx_node_flags(info) | VX_NODE_PRUNED);
+            nd.child = 0;
+          }
+          buf[w++] = nd;
+        }
+      }
+      st = vx_stream_append(out, l, buf, w, err);
+    }
+    uint8_t *tmp = keep;
+    keep = next;
+    next = tmp;
+  }
+  if (st == VX_OK) st = vx_stream_finish(out, err);
+  free(keep);
+  free(next);
+  free(buf);
+  if (st != VX_OK) vx_stream_free(out);
+  return st;
 }

@@ -3,16 +3,21 @@
  * The mesh is voxelized (voxelizer.h) and rendered by the CPU marcher; the reference intersects
  * every pixel's ray with every triangle in double precision (refrender.h). Hit/miss must agree on
  * >= 99% of pixels and depth must be within one voxel where both hit (on >= 99% of those pixels:
- * a ray grazing the silhouette can meet the field's surface and the mesh at different places). Meshes: an analytic closed
- * torus (always) and the Stanford bunny from ../shared (skipped when absent).
+ * a ray grazing the silhouette can meet the field's surface and the mesh at different places).
+ * Meshes: an analytic closed torus and the bundled full Stanford bunny (data/bunny.ply, 69k
+ * triangles, open at the bottom) always; Spot and the COLLADA duck from ../shared when present.
+ * Stanford's crude decimation bun_zipper_res4.ply (duplicate, non-manifold and open faces) is held
+ * to the hit/miss criterion only: where a face is duplicated with both windings its winding number
+ * cancels, so the field has no inside there and the depth can differ from the triangles'.
  */
 #include "marcher/marcher.h"
 #include "formats/mesh_import.h"
 #include "voxelizer/voxelizer.h"
 #include "refrender.h"
 #include "check.h"
+#include "meshgen.h"
 
-static void compare_views(const vx_mesh *m, uint32_t res, const char *name) {
+static void compare_views_opt(const vx_mesh *m, uint32_t res, const char *name, int check_depth) {
   vx_build_opts bo;
   memset(&bo, 0, sizeof bo);
   bo.resolution = res;
@@ -54,11 +59,15 @@ static void compare_views(const vx_mesh *m, uint32_t res, const char *name) {
     CHECK_MSG(agree >= 0.99 * W * H, "%s view %d: hit/miss agree on %llu of %u pixels", name, v,
               (unsigned long long)agree, W * H);
     /* rays grazing a silhouette may meet the field's surface and the mesh at different places */
-    CHECK_MSG(close >= 0.99 * both, "%s view %d: depth within one voxel on %llu of %llu", name, v,
+    CHECK_MSG(!check_depth || close >= 0.99 * both, "%s view %d: depth within one voxel on %llu of %llu", name, v,
               (unsigned long long)close, (unsigned long long)both);
     vx_image_free(&img);
   }
   vx_tree_free(&t);
+}
+
+static void compare_views(const vx_mesh *m, uint32_t res, const char *name) {
+  compare_views_opt(m, res, name, 1);
 }
 
 /* A closed torus, major radius 1, minor 0.35, n x m quads split into triangles. */
@@ -91,21 +100,121 @@ static void marcher_torus_matches_reference(void) {
   vx_mesh_free(&m);
 }
 
-static void marcher_bunny_matches_reference(void) {
-  char buf[1024];
-  const char *path = check_shared_mesh("stanford_bunny/bun_zipper_res4.ply", buf, sizeof buf);
-  if (!path) CHECK_SKIP("../shared/data/meshes is absent");
-  vx_mesh m;
-  memset(&m, 0, sizeof m);
+/* Features thinner than a voxel are not lost: an open, tilted sheet (zero thickness: its
+ * corners are all outside by the winding number) and a closed slab 0.3 voxel thick, voxelized and
+ * rendered: every pixel whose reference ray meets the triangles must hit. */
+static void marcher_thin_features_survive_voxelization(void) {
+  vx_mesh sheet, slab;
+  memset(&sheet, 0, sizeof sheet);
+  memset(&slab, 0, sizeof slab);
+  const double p0[3] = {0.1, 0.2, 0.15}, u[3] = {0.8, 0.1, 0.05}, w[3] = {0.05, 0.6, 0.55};
+  CHECK(meshgen_sheet(&sheet, p0, u, w) == 0);
+  /* 0.3 voxel thick at 32^3 when the box's largest extent (1) maps to 32 voxels */
+  const double lo[3] = {0.0, 0.0, 0.5}, hi[3] = {1.0, 0.7, 0.5 + 0.3 / 32.0};
+  CHECK(meshgen_box(&slab, lo, hi) == 0);
+  const vx_mesh *ms[2] = {&sheet, &slab};
+  const char *names[2] = {"open sheet", "thin slab"};
+  for (int k = 0; k < 2; k++) {
+    vx_build_opts bo;
+    memset(&bo, 0, sizeof bo);
+    bo.resolution = 32;
+    vx_tree t;
+    vx_error e;
+    if (vx_voxelize(ms[k], &bo, &t, NULL, &e) != VX_OK) {
+      CHECK_MSG(0, "%s: %s", names[k], e.msg);
+      continue;
+    }
+    const uint32_t W = 64, H = 48;
+    const double views[3][2] = {{20.0, 30.0}, {200.0, -25.0}, {75.0, 60.0}};
+    for (int v = 0; v < 3; v++) {
+      vx_render_opts o;
+      memset(&o, 0, sizeof o);
+      o.width = W;
+      o.height = H;
+      o.lod = (int)t.depth;
+      vx_camera_orbit(&t, views[v][0], views[v][1], 35.0, &o.cam);
+      vx_image img;
+      CHECK(vx_image_alloc(&img, W, H, 0, NULL) == VX_OK);
+      CHECK(vx_render_cpu(&t, &o, &img, 2, &e) == VX_OK);
+      uint64_t ref = 0, lost = 0;
+      for (uint32_t y = 0; y < H; y++)
+        for (uint32_t x = 0; x < W; x++) {
+          double ro[3], rd[3];
+          ref_camera_ray(&o.cam, W, H, x, y, ro, rd);
+          if (!isfinite(ref_ray_triangles(ro, rd, ms[k]->pos, ms[k]->tri_count))) continue;
+          ref++;
+          lost += !isfinite(img.depth[(size_t)y * W + x]);
+          if (getenv("VX_DIAG") && !isfinite(img.depth[(size_t)y * W + x])) {
+            double tr = ref_ray_triangles(ro, rd, ms[k]->pos, ms[k]->tri_count), g[3];
+            for (int i = 0; i < 3; i++) g[i] = (ro[i] + tr * rd[i] - t.xf.origin[i]) / t.xf.scale;
+            uint32_t vx = (uint32_t)g[0], vy = (uint32_t)g[1], vz = (uint32_t)g[2], ni = 0, found = 1;
+            for (uint32_t l = 0; l < t.depth; l++) {
+              uint32_t sh = t.depth - 1 - l, msk = vx_node_mask(t.nodes[ni].info);
+              uint32_t sl = ((vx >> sh) & 1) | ((vy >> sh) & 1) << 1 | ((vz >> sh) & 1) << 2;
+              if (!(msk >> sl & 1)) { found = 0; break; }
+              ni = vx_child_index(t.nodes[ni].child, msk, sl);
+            }
+            fprintf(stderr, "lost %u,%u voxel %u %u %u (%.2f %.2f %.2f) %s:", x, y, vx, vy, vz, g[0] - vx, g[1] - vy, g[2] - vz, found ? "" : "ABSENT");
+            for (int c = 0; found && c < 8; c++) fprintf(stderr, " %d", t.voxels[ni].c[c]);
+            fprintf(stderr, "\n");
+          }
+        }
+      CHECK(ref > 50);
+      /* a pixel at the rim may see the rim's sub-voxel rounding (the field is sampled at
+       * voxel corners, so an edge moves by up to a fraction of a voxel): 5% of a small image */
+      CHECK_MSG(lost <= ref / 20, "%s view %d: %llu of %llu pixels over the feature see through it",
+                names[k], v, (unsigned long long)lost, (unsigned long long)ref);
+      vx_image_free(&img);
+    }
+    vx_tree_free(&t);
+  }
+  vx_mesh_free(&sheet);
+  vx_mesh_free(&slab);
+}
+
+static int load(const char *path, vx_mesh *m) {
+  memset(m, 0, sizeof *m);
   vx_error e;
-  CHECK_MSG(vx_mesh_import(path, &m, &e) == VX_OK, "%s", e.msg);
+  vx_status st = vx_mesh_import(path, m, &e);
+  CHECK_MSG(st == VX_OK, "%s: %s", path, e.msg);
+  return st == VX_OK;
+}
+
+static void marcher_bunny_matches_reference(void) {
+  vx_mesh m;
+  if (!load(VX_DATA_DIR "/bunny.ply", &m)) return;
   compare_views(&m, 64, "bunny");
-  compare_views(&m, 128, "bunny");
   vx_mesh_free(&m);
+}
+
+static void marcher_shared_meshes_match_reference(void) {
+  char buf[1024];
+  const char *names[2] = {"spot/spot_triangulated.obj", "duck/duck.dae"};
+  for (int k = 0; k < 2; k++) {
+    const char *path = check_shared_mesh(names[k], buf, sizeof buf);
+    if (!path) {
+      fprintf(stderr, "note: ../shared/data/meshes is absent; only the bundled meshes ran\n");
+      return;
+    }
+    vx_mesh m;
+    if (!load(path, &m)) continue;
+    compare_views(&m, 64, names[k]);
+    compare_views(&m, 128, names[k]);
+    vx_mesh_free(&m);
+  }
+  const char *path = check_shared_mesh("stanford_bunny/bun_zipper_res4.ply", buf, sizeof buf);
+  vx_mesh m;
+  if (path && load(path, &m)) {
+    compare_views_opt(&m, 64, "bunny_res4", 0);
+    compare_views_opt(&m, 128, "bunny_res4", 0);
+    vx_mesh_free(&m);
+  }
 }
 
 int main(void) {
   RUN(marcher_torus_matches_reference);
+  RUN(marcher_thin_features_survive_voxelization);
   RUN(marcher_bunny_matches_reference);
+  RUN(marcher_shared_meshes_match_reference);
   return check_summary();
 }

@@ -12,3 +12,9 @@ target_link_options(test_voxelizer_field PRIVATE "LINKER:-u,vx_mesh_import")
 vx_add_test(test_voxelizer_build SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_build.c
             LIBS ${VX_VOXELIZER_TEST_LIBS})
 target_link_options(test_voxelizer_build PRIVATE "LINKER:-u,vx_mesh_import")
+vx_add_test(test_voxelizer_sign SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_sign.c
+            LIBS ${VX_VOXELIZER_TEST_LIBS})
+target_link_options(test_voxelizer_sign PRIVATE "LINKER:-u,vx_mesh_import")
+vx_add_test(test_voxelizer_ooc SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_ooc.c
+            LIBS ${VX_VOXELIZER_TEST_LIBS})
+target_link_options(test_voxelizer_ooc PRIVATE "LINKER:-u,vx_mesh_import")

@@ -13,6 +13,8 @@
 #include "formats/mesh_import.h"
 #include "formats/png.h"
 #include "formats/svo_file.h"
+#include "formats/svo_stream.h"
+#include "svo/lod.h"
 #include "tools/cli.h"
 #include "voxelizer/voxelizer.h"
 
@@ -46,7 +48,12 @@ static const char *convert_help =
     "                   (max error bound); 0 keeps the full tree (default 0)\n"
     "  --band B         truncate the distance field at +-B voxels (default 2)\n"
     "  --threads N      worker threads (default: all cores)\n"
-    "  --mem-limit SIZE refuse builds that need more memory than SIZE (e.g. 8G)\n"
+    "  --mem-limit SIZE keep the peak memory under SIZE (e.g. 8G): the octree's levels spill to\n"
+    "                   temporary files beside OUT.svo when they would not fit (removed on exit,\n"
+    "                   also on failure or Ctrl-C); a limit too small even for that is refused\n"
+    "                   at once with an estimate\n"
+    "  --sign RULE      inside/outside rule: winding (generalized winding number, default) or\n"
+    "                   pseudo-normal (faster; exact on closed manifold meshes)\n"
     "  --zstd-level L   compression level 1..22 (default: 19 for small trees, 3 for large)\n"
     "  -q, --quiet      no progress output\n";
 
@@ -67,6 +74,18 @@ static int check_help(int argc, char **argv, const char *help, const char *extra
       return 1;
     }
   return 0;
+}
+
+/* The directory part of path ("." when none), malloc'ed. */
+static char *vx_cli_dirname(const char *path) {
+  const char *slash = strrchr(path, '/');
+  size_t n = slash ? (size_t)(slash - path) : 1;
+  if (slash == path) n = 1; /* "/x" */
+  char *d = (char *)malloc(n + 1);
+  if (!d) return NULL;
+  memcpy(d, slash ? path : ".", n);
+  d[n] = 0;
+  return d;
 }
 
 static int is_pow2_res(uint32_t r) {
@@ -108,6 +127,13 @@ int vx_cmd_convert(int argc, char **argv) {
       } else if (strcmp(a, "--mem-limit") == 0) {
         if (vx_parse_bytes(v, &bo.mem_limit))
           return vx_cli_usage_error("convert", "bad --mem-limit '%s' (use e.g. 8G or 512M)", v);
+      } else if (strcmp(a, "--sign") == 0) {
+        if (strcmp(v, "winding") == 0)
+          bo.sign_rule = VX_SIGN_WINDING;
+        else if (strcmp(v, "pseudo-normal") == 0)
+          bo.sign_rule = VX_SIGN_PSEUDO_NORMAL;
+        else
+          return vx_cli_usage_error("convert", "--sign must be winding or pseudo-normal (got '%s')", v);
       } else if (strcmp(a, "--zstd-level") == 0) {
         if (vx_parse_u32(v, &u) || u < 1 || u > 22)
           return vx_cli_usage_error("convert", "--zstd-level must be 1..22 (got '%s')", v);
@@ -150,33 +176,66 @@ int vx_cmd_convert(int argc, char **argv) {
   vx_build_stats bs;
   memset(&bs, 0, sizeof bs);
   double t1 = vx_now_seconds();
-  vx_status s = vx_voxelize(&mesh, &bo, &tree, &bs, &e);
+  /* The streaming build keeps the peak under --mem-limit; its temporary files (if it spills) go
+   * beside the output, on the file system that will hold the result. */
+  char *tmp_dir = vx_cli_dirname(out);
+  vx_stream stream;
+  vx_status s = tmp_dir ? vx_voxelize_stream(&mesh, &bo, tmp_dir, &stream, &bs, &e)
+                        : vx_error_set(&e, VX_ERR_NOMEM, "out of memory");
+  free(tmp_dir);
   vx_mesh_free(&mesh);
+  int spilled = s == VX_OK && stream.spilled;
+  if (s == VX_OK && !spilled) {
+    s = vx_stream_take_tree(&stream, &tree, &e);
+    if (s == VX_OK && bo.max_error > 0.0f) s = vx_tree_prune(&tree, bo.max_error, &e);
+    vx_stream_free(&stream);
+  } else if (s == VX_OK && bo.max_error > 0.0f) {
+    vx_stream pruned;
+    s = vx_stream_prune(&stream, bo.max_error, &pruned, &e);
+    vx_stream_free(&stream);
+    if (s == VX_OK) stream = pruned;
+    else spilled = 0;
+  }
   vx_cli_progress_done();
-  if (s != VX_OK) return vx_cli_fail("convert", &e);
+  if (s != VX_OK) {
+    if (spilled) vx_stream_free(&stream);
+    return vx_cli_fail("convert", &e);
+  }
   double t_build = vx_now_seconds() - t1;
   if (vx_cli_interrupted) {
+    if (spilled) vx_stream_free(&stream);
     vx_tree_free(&tree);
     e.status = VX_ERR_INTERRUPTED;
     snprintf(e.msg, sizeof e.msg, "interrupted; %s was not written", out);
     return vx_cli_fail("convert", &e);
   }
-  /* The write is atomic; hold SIGINT/SIGTERM during it so an interrupt leaves either the old
-   * file or the complete new one, never a temporary. */
-  sigset_t block, old;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  sigprocmask(SIG_BLOCK, &block, &old);
   double t2 = vx_now_seconds();
-  s = vx_svo_write(out, &tree, zlevel, &e);
+  if (spilled) {
+    /* Long: Ctrl-C is seen through the progress callback, and the write cleans up after itself. */
+    s = vx_svo_write_stream(out, &stream, zlevel, vx_cli_progress, NULL, &e);
+    vx_cli_progress_done();
+    tree.voxel_count = stream.level_count[stream.depth];
+    tree.node_count = 0;
+    for (uint32_t l = 0; l < stream.depth; l++) tree.node_count += stream.level_count[l];
+    vx_stream_free(&stream);
+  } else {
+    /* The write is atomic; hold SIGINT/SIGTERM during it so an interrupt leaves either the old
+     * file or the complete new one, never a temporary. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    s = vx_svo_write(out, &tree, zlevel, &e);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+  }
   double t_write = vx_now_seconds() - t2;
-  sigprocmask(SIG_SETMASK, &old, NULL);
   if (s != VX_OK) {
     vx_tree_free(&tree);
     return vx_cli_fail("convert", &e);
   }
   if (!vx_cli_quiet) {
+    if (spilled) fprintf(stderr, "%s: built out of core (levels spilled to temporary files)\n", out);
     FILE *f = fopen(out, "rb");
     long size = 0;
     if (f) {

@@ -56,13 +56,9 @@ typedef struct job {
   const vx_mesh *mesh;
   const vx_transform *xf;
   const vx_sign_data *sign;
-  int64_t R, B;
+  const vx_bins *bins;
   uint32_t blog;
   float band;
-  const uint64_t *bin_off; /* by block Morton code, nblocks + 1 */
-  const uint32_t *bin_tris;
-  const uint64_t *work;    /* Morton codes of the non-empty blocks, ascending */
-  uint64_t nwork;
   atomic_uint_fast64_t next;
   atomic_int stop;
   uint64_t **out_codes;
@@ -76,7 +72,7 @@ typedef struct job {
   void *user;
 } job;
 
-static void block_free(vx_block *b) {
+void vx_block_release(vx_block *b) {
   free(b->tg);
   free(b->surf);
   free(b->list);
@@ -88,14 +84,15 @@ static void block_free(vx_block *b) {
   free(b->clast);
   free(b->cval);
   free(b->clist);
+  memset(b, 0, sizeof *b);
 }
 
-static int block_alloc(vx_block *b, const job *j) {
+int vx_block_init(vx_block *b, uint32_t B, float band, const vx_sign_data *sign) {
   memset(b, 0, sizeof *b);
-  uint64_t B = (uint64_t)j->B, v = B * B * B, c = (B + 1) * (B + 1) * (B + 1);
-  b->B = (uint32_t)B;
-  b->band = j->band;
-  b->sign = j->sign;
+  uint64_t v = (uint64_t)B * B * B, c = ((uint64_t)B + 1) * (B + 1) * (B + 1);
+  b->B = B;
+  b->band = band;
+  b->sign = sign;
   b->surf = (uint8_t *)calloc(v, 1);
   b->list = (uint32_t *)malloc(v * sizeof(uint32_t));
   b->cneed = (uint8_t *)calloc(c, 1);
@@ -197,71 +194,85 @@ static int cmp_u32(const void *a, const void *b) {
 }
 
 /* Processes work item k into j->out_*[k]. Returns VX_OK or VX_ERR_NOMEM. */
-static vx_status process_block(job *j, vx_block *b, uint64_t k) {
-  uint64_t bm = j->work[k];
+vx_status vx_block_run(vx_block *b, const vx_mesh *mesh, const vx_transform *xf,
+                       const vx_bins *bins, uint64_t bm, uint64_t *corners) {
+  const int64_t B = (int64_t)1 << bins->blog, R = (int64_t)1 << bins->depth;
   uint32_t bx, by, bz;
   vx_morton_decode(bm, &bx, &by, &bz);
-  b->org[0] = (int64_t)bx * j->B;
-  b->org[1] = (int64_t)by * j->B;
-  b->org[2] = (int64_t)bz * j->B;
-  b->tris = j->bin_tris + j->bin_off[bm];
-  b->ntris = j->bin_off[bm + 1] - j->bin_off[bm];
+  b->org[0] = (int64_t)bx * B;
+  b->org[1] = (int64_t)by * B;
+  b->org[2] = (int64_t)bz * B;
+  b->tris = bins->tris + bins->off[bm];
+  b->ntris = bins->off[bm + 1] - bins->off[bm];
+  if (corners) *corners = 0;
   if (b->ntris * 9 > b->tg_cap) {
     double *tg = (double *)realloc(b->tg, b->ntris * 9 * sizeof(double));
     if (!tg) return VX_ERR_NOMEM;
     b->tg = tg;
     b->tg_cap = b->ntris * 9;
   }
-  for (uint64_t t = 0; t < b->ntris; t++) vx_grid_tri(j->mesh, j->xf, b->tris[t], b->tg + t * 9);
-  vx_status st = VX_OK;
+  for (uint64_t t = 0; t < b->ntris; t++) vx_grid_tri(mesh, xf, b->tris[t], b->tg + t * 9);
   for (uint64_t t = 0; t < b->ntris; t++)
-    if (!scan_triangle(b, (uint32_t)t, j->R)) {
-      st = VX_ERR_NOMEM;
-      break;
+    if (!scan_triangle(b, (uint32_t)t, R)) return VX_ERR_NOMEM;
+  uint64_t c = vx_block_field(b);
+  if (corners) *corners = c;
+  qsort(b->list, b->nlist, sizeof(uint32_t), cmp_u32);
+  return VX_OK;
+}
+
+void vx_block_take(vx_block *b, vx_voxel *field) {
+  const uint64_t C = (uint64_t)b->B + 1;
+  if (field)
+    for (uint64_t i = 0; i < b->nlist; i++) {
+      uint32_t x, y, z;
+      vx_morton_decode(b->list[i], &x, &y, &z);
+      for (int c = 0; c < 8; c++)
+        field[i].c[c] = b->cval[(x + (c & 1)) + (y + (c >> 1 & 1)) * C + (z + (c >> 2 & 1)) * C * C];
     }
-  if (st == VX_OK) {
-    uint64_t corners = vx_block_field(b);
-    qsort(b->list, b->nlist, sizeof(uint32_t), cmp_u32);
-    uint64_t n = b->nlist;
-    uint64_t *codes = (uint64_t *)malloc((n ? n : 1) * sizeof(uint64_t));
-    vx_voxel *field = (vx_voxel *)malloc((n ? n : 1) * sizeof(vx_voxel));
-    if (!codes || !field) {
-      free(codes);
-      free(field);
-      st = VX_ERR_NOMEM;
-    } else {
-      const int64_t C = j->B + 1;
-      for (uint64_t i = 0; i < n; i++) {
-        uint32_t m = b->list[i], x, y, z;
-        vx_morton_decode(m, &x, &y, &z);
-        codes[i] = bm << (3 * j->blog) | m;
-        for (int c = 0; c < 8; c++)
-          field[i].c[c] = b->cval[(x + (c & 1)) + (y + (c >> 1 & 1)) * C + (z + (c >> 2 & 1)) * C * C];
-      }
-      j->out_codes[k] = codes;
-      j->out_field[k] = field;
-      j->out_count[k] = n;
-      pthread_mutex_lock(&j->mu);
-      j->corners += corners;
-      pthread_mutex_unlock(&j->mu);
-    }
-  }
-  /* Reset the touched scratch for the next block. */
+  if (field) vx_block_thin_fix(b, field);
   for (uint64_t i = 0; i < b->nlist; i++) b->surf[b->list[i]] = 0;
   for (uint64_t i = 0; i < b->nclist; i++) b->cneed[b->clist[i]] = 0;
   b->nlist = b->nclist = b->npairs = 0;
+}
+
+/* Processes work item k into j->out_*[k]. Returns VX_OK or VX_ERR_NOMEM. */
+static vx_status process_block(job *j, vx_block *b, uint64_t k) {
+  uint64_t bm = j->bins->work[k], corners = 0;
+  vx_status st = vx_block_run(b, j->mesh, j->xf, j->bins, bm, &corners);
+  uint64_t n = b->nlist;
+  uint64_t *codes = NULL;
+  vx_voxel *field = NULL;
+  if (st == VX_OK) {
+    codes = (uint64_t *)malloc((n ? n : 1) * sizeof(uint64_t));
+    field = (vx_voxel *)malloc((n ? n : 1) * sizeof(vx_voxel));
+    if (!codes || !field) st = VX_ERR_NOMEM;
+  }
+  if (st == VX_OK) {
+    for (uint64_t i = 0; i < n; i++) codes[i] = bm << (3 * j->blog) | b->list[i];
+    j->out_codes[k] = codes;
+    j->out_field[k] = field;
+    j->out_count[k] = n;
+    pthread_mutex_lock(&j->mu);
+    j->corners += corners;
+    pthread_mutex_unlock(&j->mu);
+  } else {
+    free(codes);
+    free(field);
+    field = NULL;
+  }
+  vx_block_take(b, field);
   return st;
 }
 
 static void *worker(void *arg) {
   job *j = (job *)arg;
   vx_block b;
-  if (!block_alloc(&b, j)) {
-    block_free(&b);
+  if (!vx_block_init(&b, 1u << j->blog, j->band, j->sign)) {
+    vx_block_release(&b);
     pthread_mutex_lock(&j->mu);
     if (j->status == VX_OK)
-      j->status = vx_error_set(&j->err, VX_ERR_NOMEM, "cannot allocate a %lld^3 block's scratch",
-                               (long long)j->B);
+      j->status = vx_error_set(&j->err, VX_ERR_NOMEM, "cannot allocate a %u^3 block's scratch",
+                               1u << j->blog);
     pthread_mutex_unlock(&j->mu);
     atomic_store(&j->stop, 1);
     return NULL;
@@ -269,26 +280,26 @@ static void *worker(void *arg) {
   for (;;) {
     if (atomic_load(&j->stop)) break;
     uint64_t k = atomic_fetch_add(&j->next, 1);
-    if (k >= j->nwork) break;
+    if (k >= j->bins->nwork) break;
     vx_status st = process_block(j, &b, k);
     pthread_mutex_lock(&j->mu);
     j->pair_tests += b.pair_tests;
     b.pair_tests = 0;
     if (st != VX_OK && j->status == VX_OK) {
       j->status = vx_error_set(&j->err, st, "out of memory voxelizing block %llu of %llu",
-                               (unsigned long long)k, (unsigned long long)j->nwork);
+                               (unsigned long long)k, (unsigned long long)j->bins->nwork);
       atomic_store(&j->stop, 1);
     }
     j->done++;
     if (st == VX_OK && j->progress &&
-        j->progress(j->user, "voxelize", (double)j->done / (double)j->nwork)) {
+        j->progress(j->user, "voxelize", (double)j->done / (double)j->bins->nwork)) {
       if (j->status == VX_OK)
         j->status = vx_error_set(&j->err, VX_ERR_INTERRUPTED, "voxelization cancelled");
       atomic_store(&j->stop, 1);
     }
     pthread_mutex_unlock(&j->mu);
   }
-  block_free(&b);
+  vx_block_release(&b);
   return NULL;
 }
 
@@ -326,9 +337,25 @@ static void bin_pass(const vx_mesh *m, const vx_transform *xf, int64_t R, uint32
   }
 }
 
-vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
-                           const vx_sign_data *sign, const vx_surface_opts *opts, vx_surface *out,
-                           vx_build_stats *stats, vx_error *err) {
+uint32_t vx_block_log2(uint32_t depth, uint32_t requested) {
+  uint32_t blog = requested;
+  if (blog == 0) {
+    blog = 5;
+    while (depth > blog && depth - blog > 7) blog++; /* at most 128 blocks per axis */
+  }
+  return blog > depth ? depth : blog;
+}
+
+void vx_bins_free(vx_bins *b) {
+  if (!b) return;
+  free(b->off);
+  free(b->tris);
+  free(b->work);
+  memset(b, 0, sizeof *b);
+}
+
+vx_status vx_bins_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+                        uint32_t blog, vx_bins *out, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "grid depth %u outside [%d, %d]", depth,
@@ -336,31 +363,22 @@ vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t
   if (mesh->tri_count == 0) return vx_error_set(err, VX_ERR_EMPTY, "the mesh has no triangles");
   if (mesh->tri_count > UINT32_MAX)
     return vx_error_set(err, VX_ERR_LIMIT, "more than 2^32 - 1 triangles");
-  if (!(opts->band > 0.0f))
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "field band must be positive");
-  const int64_t R = (int64_t)1 << depth;
-  uint32_t blog = opts->block_log2;
-  if (blog == 0) {
-    blog = 5;
-    while ((R >> blog) > 128) blog++;
-  }
   if (blog > depth) blog = depth;
   if (blog > 8)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "block size 2^%u too large (at most 256)", blog);
-  const int64_t nb = R >> blog;
+  const int64_t R = (int64_t)1 << depth, nb = R >> blog;
   const uint64_t nblocks = (uint64_t)(nb * nb * nb);
   if (nblocks > (UINT64_C(1) << 27))
     return vx_error_set(err, VX_ERR_LIMIT, "%llu blocks of 2^%u voxels: too many",
                         (unsigned long long)nblocks, blog);
-
-  vx_status st = VX_OK;
-  job j;
-  memset(&j, 0, sizeof j);
+  out->depth = depth;
+  out->blog = blog;
+  out->nblocks = nblocks;
   uint64_t *off = (uint64_t *)calloc(nblocks + 1, sizeof(uint64_t));
-  uint32_t *tris = NULL;
-  uint64_t *work = NULL;
-  if (!off) return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block bins",
-                                (unsigned long long)nblocks);
+  if (!off)
+    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block bins",
+                        (unsigned long long)nblocks);
+  out->off = off;
   bin_pass(mesh, xf, R, blog, 0, off, NULL);
   uint64_t total = 0, nwork = 0;
   for (uint64_t i = 0; i < nblocks; i++) {
@@ -370,31 +388,40 @@ vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t
     nwork += c != 0;
   }
   off[nblocks] = total;
-  tris = (uint32_t *)malloc((total ? total : 1) * sizeof(uint32_t));
-  work = (uint64_t *)malloc((nwork ? nwork : 1) * sizeof(uint64_t));
-  if (!tris || !work) {
-    st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu triangle bin entries",
-                      (unsigned long long)total);
-    goto done;
+  out->tris = (uint32_t *)malloc((total ? total : 1) * sizeof(uint32_t));
+  out->work = (uint64_t *)malloc((nwork ? nwork : 1) * sizeof(uint64_t));
+  if (!out->tris || !out->work) {
+    vx_bins_free(out);
+    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu triangle bin entries",
+                        (unsigned long long)total);
   }
-  bin_pass(mesh, xf, R, blog, 1, off, tris); /* off[b] now ends bin b: shift back */
+  bin_pass(mesh, xf, R, blog, 1, off, out->tris); /* off[b] now ends bin b: shift back */
   memmove(off + 1, off, nblocks * sizeof(uint64_t));
   off[0] = 0;
-  nwork = 0;
   for (uint64_t i = 0; i < nblocks; i++)
-    if (off[i + 1] > off[i]) work[nwork++] = i;
+    if (off[i + 1] > off[i]) out->work[out->nwork++] = i;
+  out->entries = total;
+  return VX_OK;
+}
 
+vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+                           const vx_sign_data *sign, const vx_surface_opts *opts, vx_surface *out,
+                           vx_build_stats *stats, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!(opts->band > 0.0f))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "field band must be positive");
+  vx_bins bins;
+  vx_status st = vx_bins_build(mesh, xf, depth, vx_block_log2(depth, opts->block_log2), &bins, err);
+  if (st != VX_OK) return st;
+  const uint64_t nwork = bins.nwork;
+  job j;
+  memset(&j, 0, sizeof j);
   j.mesh = mesh;
   j.xf = xf;
   j.sign = sign;
-  j.R = R;
-  j.B = (int64_t)1 << blog;
-  j.blog = blog;
+  j.bins = &bins;
+  j.blog = bins.blog;
   j.band = opts->band;
-  j.bin_off = off;
-  j.bin_tris = tris;
-  j.work = work;
-  j.nwork = nwork;
   atomic_init(&j.next, 0);
   atomic_init(&j.stop, 0);
   j.progress = opts->progress;
@@ -463,8 +490,6 @@ done:
   free(j.out_codes);
   free(j.out_field);
   free(j.out_count);
-  free(off);
-  free(tris);
-  free(work);
+  vx_bins_free(&bins);
   return st;
 }

@@ -16,13 +16,16 @@
  * the sign's choice of feature independent of the partition.
  *
  * Distance: closest point on the triangle (distance.h, Ericson 2005), in double, in voxels.
- * Sign: the pseudo-normal of the winning triangle's closest feature (sign.c). The value is then
+ * Sign: by the winding rule when the sign data holds a winding tree (sign.c: the pseudo-normal of
+ * a clean feature, else the winding number at the corner, |w| > 1/2 inside), else by the pseudo-normal of the winning triangle's closest feature
+ * (sign.c). A corner whose magnitude quantizes to 0 needs no sign and skips the query. The value is then
  * truncated at +-band and quantized to int8 (vx_corner_quantize, node.h): error <= band/254.
  */
 #include "voxelizer/internal.h"
 #include "voxelizer/distance.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 uint64_t vx_block_field(vx_block *b) {
   const int64_t B = b->B, C = B + 1, H = B + 2;
@@ -76,9 +79,128 @@ uint64_t vx_block_field(vx_block *b) {
       b->cval[idx] = 127;
       continue;
     }
-    int feat = vx_closest_on_triangle(p, b->tg + (uint64_t)t * 9, q);
-    double s = vx_sign_of(b->sign, b->tris[t], feat, p, q);
-    b->cval[idx] = vx_corner_quantize(s * sqrt(b->cd2[idx]), b->band);
+    double d = sqrt(b->cd2[idx]), s = 1.0;
+    if (vx_corner_quantize(d, b->band) != 0) {
+      int feat = vx_closest_on_triangle(p, b->tg + (uint64_t)t * 9, q);
+      s = b->sign->wind.node_count ? vx_sign_winding(b->sign, b->tris[t], feat, p, q, d)
+                                   : vx_sign_of(b->sign, b->tris[t], feat, p, q);
+    }
+    b->cval[idx] = vx_corner_quantize(s * d, b->band);
   }
   return b->nclist;
+}
+
+/* ---- features thinner than a voxel -----------------------------------------------------------
+ * A surface voxel (a triangle overlaps it) whose 8 corner values are all outside (all >= 0, not
+ * all 0; with a zero corner only when the nearest triangle passes within half a voxel of the
+ * centre, since a closed surface may just touch a corner) holds a feature that the corner
+ * samples cannot resolve: an open sheet (both sides outside), a closed part thinner than a voxel
+ * (the bunny's ears at low resolution), or a cap that enters and leaves through one face. Its
+ * trilinear interpolant has no zero, so a ray marcher would see through it. (All corners inside
+ * is left alone: that is a face inside a solid, e.g. where a self-intersecting union overlaps,
+ * which no ray from outside sees.)
+ * Such a voxel is re-signed locally: each corner keeps its distance (the magnitude is still exact)
+ * but takes the sign of its side of the plane of the triangle nearest to the voxel's centre (ties
+ * to the lowest triangle index). The zero set becomes a sheet through the voxel near that
+ * triangle, so thin features stay visible. Corner values are stored per voxel, so the neighbours
+ * keep theirs; the marcher's crack rule (marcher/trace.h) closes the seam between the two. The
+ * result depends only on the voxel's own triangles and corners, never on the partition. */
+
+typedef struct thin_item {
+  uint32_t halo; /* halo voxel index (x+1) + (y+1)H + (z+1)H^2 */
+  uint32_t i;    /* index into the block's sorted surface list / field */
+  double best;   /* squared distance centre-triangle */
+  uint32_t tri;  /* local triangle index, UINT32_MAX: none */
+  int zero;      /* some corner value is 0 */
+} thin_item;
+
+static int cmp_thin(const void *a, const void *b) {
+  uint32_t x = ((const thin_item *)a)->halo, y = ((const thin_item *)b)->halo;
+  return x < y ? -1 : x > y;
+}
+
+uint64_t vx_block_thin_fix(vx_block *b, vx_voxel *field) {
+  const int64_t H = (int64_t)b->B + 2;
+  uint64_t n = 0;
+  for (uint64_t i = 0; i < b->nlist; i++) {
+    int pos = 0, neg = 0;
+    for (int c = 0; c < 8; c++) {
+      pos += field[i].c[c] > 0;
+      neg += field[i].c[c] < 0;
+    }
+    n += neg == 0 && pos > 0;
+  }
+  if (n == 0) return 0;
+  thin_item *it = (thin_item *)malloc(n * sizeof *it);
+  if (!it) return 0; /* keep the plain values: rendering may show a gap there, nothing worse */
+  n = 0;
+  for (uint64_t i = 0; i < b->nlist; i++) {
+    int pos = 0, neg = 0;
+    for (int c = 0; c < 8; c++) {
+      pos += field[i].c[c] > 0;
+      neg += field[i].c[c] < 0;
+    }
+    if (!(neg == 0 && pos > 0)) continue; /* a sign change, all zero, or all inside */
+    uint32_t x, y, z;
+    vx_morton_decode(b->list[i], &x, &y, &z);
+    it[n].halo = (uint32_t)((x + 1) + (y + 1) * H + (z + 1) * H * H);
+    it[n].i = (uint32_t)i;
+    it[n].best = INFINITY;
+    it[n].tri = UINT32_MAX;
+    it[n].zero = pos + neg < 8;
+    n++;
+  }
+  qsort(it, n, sizeof *it, cmp_thin);
+  for (uint64_t k = 0; k < b->npairs; k++) {
+    thin_item key, *hit;
+    key.halo = b->pair_vox[k];
+    hit = (thin_item *)bsearch(&key, it, n, sizeof *it, cmp_thin);
+    if (!hit) continue;
+    uint32_t x, y, z;
+    vx_morton_decode(b->list[hit->i], &x, &y, &z);
+    double p[3] = {(double)(b->org[0] + x) + 0.5, (double)(b->org[1] + y) + 0.5,
+                   (double)(b->org[2] + z) + 0.5};
+    double d2 = vx_tri_dist2(p, b->tg + (uint64_t)b->pair_tri[k] * 9, NULL);
+    if (d2 < hit->best) { /* pairs ascend by triangle: a tie keeps the lowest index */
+      hit->best = d2;
+      hit->tri = b->pair_tri[k];
+    }
+  }
+  uint64_t fixed = 0;
+  for (uint64_t k = 0; k < n; k++) {
+    if (it[k].tri == UINT32_MAX) continue;
+    /* With a zero corner the surface may merely touch the voxel (a convex closed surface through a
+     * corner): re-sign only when the triangle passes within half a voxel of the centre. */
+    if (it[k].zero && !(it[k].best < 0.25)) continue;
+    const double *t = b->tg + (uint64_t)it[k].tri * 9;
+    double e1[3], e2[3], nrm[3];
+    for (int a = 0; a < 3; a++) {
+      e1[a] = t[3 + a] - t[a];
+      e2[a] = t[6 + a] - t[a];
+    }
+    nrm[0] = e1[1] * e2[2] - e1[2] * e2[1];
+    nrm[1] = e1[2] * e2[0] - e1[0] * e2[2];
+    nrm[2] = e1[0] * e2[1] - e1[1] * e2[0];
+    uint32_t x, y, z;
+    vx_morton_decode(b->list[it[k].i], &x, &y, &z);
+    double side[8];
+    int above = 0, below = 0;
+    for (int c = 0; c < 8; c++) {
+      double q[3] = {(double)(b->org[0] + x + (c & 1)) - t[0],
+                     (double)(b->org[1] + y + (c >> 1 & 1)) - t[1],
+                     (double)(b->org[2] + z + (c >> 2 & 1)) - t[2]};
+      side[c] = nrm[0] * q[0] + nrm[1] * q[1] + nrm[2] * q[2];
+      above += side[c] > 0.0;
+      below += side[c] < 0.0;
+    }
+    if (above == 0 || below == 0) continue; /* the plane does not cut the voxel */
+    vx_voxel *v = &field[it[k].i];
+    for (int c = 0; c < 8; c++) {
+      int mag = v->c[c] < 0 ? -v->c[c] : v->c[c];
+      v->c[c] = (int8_t)(side[c] < 0.0 ? -mag : mag);
+    }
+    fixed++;
+  }
+  free(it);
+  return fixed;
 }

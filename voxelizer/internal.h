@@ -2,7 +2,9 @@
  *
  * Pipeline (voxelize.c): grid transform -> sign data for the whole mesh (sign.c) -> surface voxels
  * and corner values block by block (blocks.c for binning, overlap and the work queue; field.c for
- * the corner distances and signs) -> vx_tree_build -> planes -> pruning.
+ * the corner distances and signs) -> vx_tree_build -> planes -> pruning. The streaming build
+ * (ooc.c, vx_voxelize_stream) runs the same blocks but turns each into its own fitted subtree and
+ * appends it to a level-by-level stream (svo/stream.h) that can spill to disk.
  *
  * Blocks. The grid is cut into aligned blocks of B^3 voxels (B a power of two). An aligned block
  * is one contiguous range of Morton codes, so processing blocks in Morton order and concatenating
@@ -19,7 +21,9 @@
 #include <stdint.h>
 #include "svo/mesh.h"
 #include "svo/svo.h"
+#include "svo/stream.h"
 #include "voxelizer/voxelizer.h"
+#include "voxelizer/winding.h"
 
 /* ---- grid coordinates ------------------------------------------------------------------------ */
 
@@ -33,9 +37,12 @@ static inline void vx_grid_tri(const vx_mesh *m, const vx_transform *xf, uint64_
 
 /* ---- sign (sign.c) --------------------------------------------------------------------------- */
 
-/* Pseudo-normals of the whole mesh (Baerentzen & Aanaes 2005), built once. Directions only: they
- * are the same in world and grid coordinates (the grid map is a uniform scale and a shift). */
+/* What decides a corner's sign, built once for the whole mesh: either the winding-number tree
+ * (winding.c; used whenever wind.node_count > 0) or pseudo-normals (Baerentzen & Aanaes 2005).
+ * Pseudo-normals are directions only: the same in world and grid coordinates (the grid map is a
+ * uniform scale and a shift); the winding tree lives in the grid frame of the surface build. */
 typedef struct vx_sign_data {
+  vx_wind_tree wind;   /* winding rule: hierarchy over the grid triangles; empty otherwise */
   float *face_n;       /* 3 per triangle: unit face normal (0 for a numerically flat triangle) */
   float *edge_n;       /* 9 per triangle: edge k (vertex k -> k+1): mean of the unit normals of
                           every triangle sharing the welded edge (short when they cancel) */
@@ -44,13 +51,29 @@ typedef struct vx_sign_data {
   uint64_t vert_count;
   uint64_t boundary_edges;    /* edges with one incident triangle (holes) */
   uint64_t nonmanifold_edges; /* edges with more than two */
+  uint8_t *clean;      /* winding rule: 1 per triangle whose pseudo-normals may decide (sign.c) */
+  uint8_t *vclean;     /* winding rule: 1 per welded vertex whose triangles are all clean */
+  uint64_t clean_count;
 } vx_sign_data;
 
+/* Pseudo-normal tables only (the winding tree stays empty): the VX_SIGN_PSEUDO_NORMAL rule.
+ * The winding rule builds them too, plus the tree and the clean flags. */
 vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err);
+/* The tables of `rule` (VX_SIGN_*) for a surface build in the grid of `xf` (uses all cores; the
+ * result does not depend on how many). */
+vx_status vx_sign_build_rule(const vx_mesh *m, const vx_transform *xf, int rule, vx_sign_data *s,
+                             vx_error *err);
 void vx_sign_free(vx_sign_data *s);
 
 /* The pseudo-normal of feature `feat` (distance.h codes) of triangle `tri`. */
 void vx_sign_normal(const vx_sign_data *s, uint64_t tri, int feat, double n[3]);
+
+/* -1 when grid point p lies inside by the winding rule, +1 otherwise: the pseudo-normal of
+ * feature `feat` of `tri` (q: p's closest point on it, d: the distance) when the triangles around
+ * that feature are clean and d > VX_SIGN_FACE_MIN voxels, else the winding number (sign.c). */
+#define VX_SIGN_FACE_MIN 0.1
+double vx_sign_winding(const vx_sign_data *s, uint64_t tri, int feat, const double p[3],
+                       const double q[3], double d);
 
 /* -1 when p lies inside by the pseudo-normal rule, +1 otherwise; q is the closest point of `tri`
  * to p and feat its feature. */
@@ -116,5 +139,61 @@ typedef struct vx_block {
 /* field.c: fills cval for every needed corner from the pairs and the surface list; returns the
  * number of corners computed. */
 uint64_t vx_block_field(vx_block *b);
+
+/* field.c: re-signs the surface voxels whose 8 corners never change sign (features thinner
+ * than a voxel) by the side of the plane of their nearest triangle; field[i] belongs to the
+ * block's sorted list[i]. Returns the number of voxels changed. */
+uint64_t vx_block_thin_fix(vx_block *b, vx_voxel *field);
+
+/* ---- blocks as units of work (blocks.c; used by vx_surface_build and the streaming build) ---- */
+
+/* Triangles binned to aligned blocks of 2^blog voxels per axis. */
+typedef struct vx_bins {
+  uint32_t depth, blog;
+  uint64_t nblocks;  /* (2^(depth-blog))^3 */
+  uint64_t *off;     /* bin b is tris[off[b] .. off[b+1]) */
+  uint32_t *tris;    /* triangle indices, ascending within a bin */
+  uint64_t *work;    /* Morton codes of the blocks with triangles, ascending */
+  uint64_t nwork;
+  uint64_t entries;  /* off[nblocks] */
+} vx_bins;
+
+/* log2 of the block edge: `requested` when nonzero, else 5, grown so that there are at most 128
+ * blocks per axis; never above depth. */
+uint32_t vx_block_log2(uint32_t depth, uint32_t requested);
+
+/* Bins every triangle of `mesh` (see blocks.c). Checks depth, blog and the block count. */
+vx_status vx_bins_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+                        uint32_t blog, vx_bins *out, vx_error *err);
+void vx_bins_free(vx_bins *b);
+
+/* Scratch for one block of edge B (one per thread). Returns 0 when out of memory (then call
+ * vx_block_release, which also frees a partly allocated block). */
+int vx_block_init(vx_block *b, uint32_t B, float band, const vx_sign_data *sign);
+void vx_block_release(vx_block *b);
+
+/* Voxelizes block `bm` (Morton code in the block grid): afterwards b->list[0 .. b->nlist) holds
+ * its surface voxels' local Morton codes, ascending, and vx_block_take() reads their corner
+ * values. *corners (may be NULL) receives the number of corners computed. VX_ERR_NOMEM only. */
+vx_status vx_block_run(vx_block *b, const vx_mesh *mesh, const vx_transform *xf,
+                       const vx_bins *bins, uint64_t bm, uint64_t *corners);
+
+/* Writes the corner values of b->list's voxels to field[0 .. nlist), then clears the block for
+ * the next vx_block_run. */
+void vx_block_take(vx_block *b, vx_voxel *field);
+
+/* ---- the streaming build (ooc.c) ------------------------------------------------------------ */
+
+/* Knobs for tests (zeroed: what vx_voxelize_stream does). */
+typedef struct vx_stream_build_opts {
+  uint64_t spill_budget; /* bytes held in memory before spilling, overriding the limit's (1: spill
+                            from the first block) */
+  uint32_t block_log2;   /* log2 of the block edge; 0: vx_block_log2's choice */
+  uint64_t fail_block;   /* k > 0: block k-1 fails with VX_ERR_IO (cleanup tests) */
+} vx_stream_build_opts;
+
+vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
+                                const char *tmp_dir, const vx_stream_build_opts *xo,
+                                vx_stream *out, vx_build_stats *stats, vx_error *err);
 
 #endif

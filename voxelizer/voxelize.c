@@ -1,11 +1,15 @@
 /* voxelize.c - the whole build: grid transform, sign tables, surface voxels with corner values,
  * octree, planes, pruning.
  *
- * The stages and their files: sign.c (pseudo-normals, Baerentzen & Aanaes 2005), blocks.c
+ * The stages and their files: winding.c (the default sign: generalized winding number, Jacobson
+ * et al. 2013, evaluated as in Barill et al. 2018) or sign.c (pseudo-normals, Baerentzen &
+ * Aanaes 2005, opts->sign_rule), blocks.c
  * (conservative voxelization by blocks in Morton order, Akenine-Moller 2001 overlap), field.c
  * (corner distances, Ericson 2005 closest point), then svo.c's bottom-up builder and lod.c's
  * plane fit and pruning. Before any large allocation the build estimates its memory from the
- * mesh's surface area and refuses early when that is already over opts->mem_limit.
+ * mesh's surface area and refuses early when that is already over opts->mem_limit. This is the
+ * plain in-core path (and the tests' reference); ooc.c builds the same tree block by block in
+ * bounded memory (vx_voxelize_stream), which is what `voxlod convert` uses.
  */
 #include "voxelizer/voxelizer.h"
 #include "voxelizer/internal.h"
@@ -88,7 +92,7 @@ vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *o
   }
 
   vx_sign_data sign;
-  st = vx_sign_build(mesh, &sign, err);
+  st = vx_sign_build_rule(mesh, &xf, opts->sign_rule, &sign, err);
   if (st != VX_OK) return st;
   vx_surface surf;
   vx_surface_opts so;

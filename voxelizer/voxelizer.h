@@ -12,8 +12,9 @@
  * - Field: the corner value is the Euclidean distance (finest voxels) from the corner to the
  *   nearest triangle among those overlapping the <= 8 voxels that share the corner; that is the
  *   exact distance to the mesh whenever the exact one is <= 1 voxel, an upper bound otherwise,
- *   then truncated at +-band and quantized (node.h). Its sign follows the pseudo-normal rule
- *   documented in sign.c. The result
+ *   then truncated at +-band and quantized (node.h). Its sign follows opts->sign_rule: by default
+ *   the generalized winding number (inside where |w| > 1/2; winding.c documents what it does on
+ *   holes, duplicate faces, overlaps and inverted meshes), or the pseudo-normal rule (sign.c). The result
  *   does not depend on how space is partitioned or how many threads run.
  * - Never prints; progress goes through opts->progress.
  */
@@ -22,10 +23,17 @@
 
 #include "svo/svo.h"
 #include "svo/mesh.h"
+#include "svo/stream.h"
 
 VX_EXTERN_C_BEGIN
 
 #define VX_DEFAULT_BAND 2.0f
+
+/* vx_build_opts.sign_rule: how a corner is judged inside (negative) or outside. */
+#define VX_SIGN_WINDING 0       /* |generalized winding number| > 1/2 (Jacobson et al. 2013), robust
+                                   to holes, soups, duplicates and overlaps; default */
+#define VX_SIGN_PSEUDO_NORMAL 1 /* side of the closest feature's angle-weighted pseudo-normal
+                                   (Baerentzen & Aanaes 2005); exact only on closed manifolds */
 
 typedef struct vx_build_opts {
   uint32_t resolution;     /* R, a power of two in [2, 2^VX_MAX_DEPTH] */
@@ -35,6 +43,7 @@ typedef struct vx_build_opts {
   uint64_t mem_limit;      /* bytes the build may hold; 0: no limit */
   vx_progress_fn progress; /* may be NULL */
   void *user;
+  int sign_rule;           /* VX_SIGN_WINDING (0, default) or VX_SIGN_PSEUDO_NORMAL */
 } vx_build_opts;
 
 typedef struct vx_build_stats {
@@ -52,6 +61,16 @@ vx_status vx_voxelize_transform(const vx_mesh *mesh, uint32_t resolution, vx_tra
 /* Whole build: voxels, field, tree, planes, pruning. `stats` may be NULL. */
 vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
                       vx_build_stats *stats, vx_error *err);
+
+/* The same build, block by block in Morton order on all cores, into a level-by-level stream
+ * (svo/stream.h) instead of a tree: the voxels, field and planes are bit for bit vx_voxelize's
+ * (before pruning: opts->max_error is not applied). Peak memory stays under opts->mem_limit
+ * (0: no limit; the levels then stay in memory): the levels stay in memory while they and a later
+ * in-memory write fit, else they spill to one temporary file per level in tmp_dir (NULL: $TMPDIR
+ * or /tmp), which vanish with the stream. A limit too small even for that fails at once with
+ * VX_ERR_LIMIT and an estimate of what it would take. On failure nothing is left behind. */
+vx_status vx_voxelize_stream(const vx_mesh *mesh, const vx_build_opts *opts, const char *tmp_dir,
+                             vx_stream *out, vx_build_stats *stats, vx_error *err);
 
 VX_EXTERN_C_END
 

@@ -1,0 +1,240 @@
+/* stream.c - level-by-level octree storage, in memory or in one temporary file per level.
+ *
+ * The out-of-core build of Baert, Lagae & Dutre ("Out-of-core construction of sparse voxel
+ * octrees", 2013) writes one file per partition and merges them; at 65536^3 its users ended up
+ * with millions of files. Here the partitions (blocks) are finished in Morton order, and the nodes
+ * of a level, concatenated over blocks in that order, are already the level's breadth-first order.
+ * So each level is one append-only sequence: a growing array while the budget allows, else one
+ * file per level (at most VX_MAX_DEPTH + 1 files whatever the resolution).
+ *
+ * Spill files are created with mkstemp in the chosen directory and unlinked immediately: they live
+ * as long as their open FILE, so no exit path (error, Ctrl-C, SIGKILL) can leave one behind.
+ * Records are written in the process's own byte order: the files never outlive the process.
+ */
+#define _FILE_OFFSET_BITS 64
+#define _POSIX_C_SOURCE 200809L
+#include "svo/stream.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+uint64_t vx_stream_record_size(const vx_stream *s, uint32_t level) {
+  return level < s->depth ? sizeof(vx_node) : sizeof(vx_voxel);
+}
+
+vx_status vx_stream_init(vx_stream *s, uint32_t depth, uint32_t split, const char *tmp_dir,
+                         uint64_t mem_budget, vx_error *err) {
+  memset(s, 0, sizeof *s);
+  if (depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH || split > depth)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "stream depth %u / split %u out of range", depth,
+                        split);
+  const char *dir = tmp_dir && tmp_dir[0] ? tmp_dir : getenv("TMPDIR");
+  if (!dir || !dir[0]) dir = "/tmp";
+  s->tmp_dir = (char *)malloc(strlen(dir) + 1);
+  if (!s->tmp_dir) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  strcpy(s->tmp_dir, dir);
+  s->depth = depth;
+  s->split = split;
+  s->mem_budget = mem_budget;
+  return VX_OK;
+}
+
+static vx_status open_spill(vx_stream *s, uint32_t level, vx_error *err) {
+  size_t n = strlen(s->tmp_dir) + 40;
+  char *name = (char *)malloc(n);
+  if (!name) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  snprintf(name, n, "%s/.voxlod-spill-%02u-XXXXXX", s->tmp_dir, level);
+  int fd = mkstemp(name);
+  if (fd < 0) {
+    vx_status st = vx_error_set(err, VX_ERR_IO, "cannot create a temporary file in '%s': %s",
+                                s->tmp_dir, strerror(errno));
+    free(name);
+    return st;
+  }
+  unlink(name); /* nameless from now on: closing it (or dying) frees its blocks */
+  free(name);
+  s->lv[level].f = fdopen(fd, "w+b");
+  if (!s->lv[level].f) {
+    close(fd);
+    return vx_error_set(err, VX_ERR_IO, "cannot open a temporary file: %s", strerror(errno));
+  }
+  setvbuf(s->lv[level].f, NULL, _IOFBF, 1 << 20);
+  return VX_OK;
+}
+
+static vx_status file_write(vx_stream *s, uint32_t level, const void *p, uint64_t bytes,
+                            vx_error *err) {
+  if (bytes && fwrite(p, 1, (size_t)bytes, s->lv[level].f) != bytes)
+    return vx_error_set(err, VX_ERR_IO, "cannot write %.1f MiB to a temporary file in '%s': %s",
+                        (double)bytes / 1048576.0, s->tmp_dir, strerror(errno));
+  s->spilled_bytes += bytes;
+  return VX_OK;
+}
+
+vx_status vx_stream_spill(vx_stream *s, vx_error *err) {
+  if (s->spilled) return VX_OK;
+  for (uint32_t l = s->split; l <= s->depth; l++) {
+    vx_status st = open_spill(s, l, err);
+    if (st != VX_OK) return st;
+  }
+  s->spilled = 1;
+  for (uint32_t l = s->split; l <= s->depth; l++) {
+    uint64_t bytes = s->level_count[l] * vx_stream_record_size(s, l);
+    vx_status st = file_write(s, l, s->lv[l].mem, bytes, err);
+    free(s->lv[l].mem);
+    s->lv[l].mem = NULL;
+    s->lv[l].cap = 0;
+    if (st != VX_OK) return st;
+  }
+  s->mem_bytes = 0;
+  return VX_OK;
+}
+
+vx_status vx_stream_append(vx_stream *s, uint32_t level, const void *records, uint64_t n,
+                           vx_error *err) {
+  if (level < s->split || level > s->depth)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "append to level %u of a stream holding %u..%u",
+                        level, s->split, s->depth);
+  const uint64_t bytes = n * vx_stream_record_size(s, level);
+  if (!s->spilled && s->mem_budget && s->mem_bytes + bytes > s->mem_budget) {
+    vx_status st = vx_stream_spill(s, err);
+    if (st != VX_OK) return st;
+  }
+  if (s->spilled) {
+    vx_status st = file_write(s, level, records, bytes, err);
+    if (st != VX_OK) return st;
+  } else {
+    vx_stream_level *L = &s->lv[level];
+    uint64_t used = s->level_count[level] * vx_stream_record_size(s, level);
+    if (used + bytes > L->cap) {
+      uint64_t cap = L->cap ? L->cap : 4096;
+      while (cap < used + bytes) cap += cap / 2 + 4096;
+      uint8_t *m = (uint8_t *)realloc(L->mem, (size_t)cap);
+      if (!m)
+        return vx_error_set(err, VX_ERR_NOMEM, "cannot grow level %u to %.1f MiB", level,
+                            (double)cap / 1048576.0);
+      L->mem = m;
+      L->cap = cap;
+    }
+    if (bytes) memcpy(L->mem + used, records, (size_t)bytes);
+    s->mem_bytes += bytes;
+  }
+  s->level_count[level] += n;
+  return VX_OK;
+}
+
+vx_status vx_stream_set_top(vx_stream *s, vx_node *top, const uint64_t *counts, vx_error *err) {
+  (void)err;
+  free(s->top);
+  s->top = top;
+  for (uint32_t l = 0; l < s->split; l++) s->level_count[l] = counts[l];
+  return VX_OK;
+}
+
+vx_status vx_stream_finish(vx_stream *s, vx_error *err) {
+  if (!s->spilled) return VX_OK;
+  for (uint32_t l = s->split; l <= s->depth; l++)
+    if (fflush(s->lv[l].f) != 0)
+      return vx_error_set(err, VX_ERR_IO, "cannot write a temporary file in '%s': %s",
+                          s->tmp_dir, strerror(errno));
+  return VX_OK;
+}
+
+vx_status vx_stream_read(vx_stream *s, uint32_t level, uint64_t first, uint64_t n, void *dst,
+                         vx_error *err) {
+  if (level > s->depth || first > s->level_count[level] || n > s->level_count[level] - first)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "read past level %u of a stream", level);
+  const uint64_t rs = vx_stream_record_size(s, level);
+  if (level < s->split) {
+    uint64_t base = 0;
+    for (uint32_t l = 0; l < level; l++) base += s->level_count[l];
+    memcpy(dst, s->top + base + first, (size_t)(n * rs));
+    return VX_OK;
+  }
+  if (!s->spilled) {
+    memcpy(dst, s->lv[level].mem + first * rs, (size_t)(n * rs));
+    return VX_OK;
+  }
+  uint8_t *p = (uint8_t *)dst;
+  uint64_t left = n * rs;
+  off_t off = (off_t)(first * rs);
+  int fd = fileno(s->lv[level].f);
+  while (left) {
+    ssize_t r = pread(fd, p, left > (1u << 30) ? (1u << 30) : (size_t)left, off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0)
+      return vx_error_set(err, VX_ERR_IO, "cannot read back a temporary file: %s",
+                          r < 0 ? strerror(errno) : "short file");
+    p += r;
+    off += r;
+    left -= (uint64_t)r;
+  }
+  return VX_OK;
+}
+
+vx_status vx_stream_take_tree(vx_stream *s, vx_tree *out, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (s->spilled)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "the stream was spilled to files: no tree");
+  const uint32_t D = s->depth;
+  out->depth = D;
+  out->levels_loaded = D + 1;
+  for (uint32_t l = 0; l <= D; l++) out->level_count[l] = s->level_count[l];
+  uint64_t nodes = 0;
+  for (uint32_t l = 0; l < D; l++) {
+    out->level_first[l] = nodes;
+    nodes += s->level_count[l];
+  }
+  if (nodes > UINT32_MAX || s->level_count[D] > UINT32_MAX)
+    return vx_error_set(err, VX_ERR_LIMIT, "more than 2^32 nodes or voxels");
+  out->node_count = nodes;
+  out->voxel_count = s->level_count[D];
+  out->nodes = (vx_node *)aligned_alloc(16, (size_t)(nodes ? nodes : 1) * sizeof(vx_node));
+  if (!out->nodes)
+    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu nodes (%.1f MiB)",
+                        (unsigned long long)nodes, (double)nodes * 16.0 / 1048576.0);
+  uint64_t top = 0;
+  for (uint32_t l = 0; l < s->split; l++) top += s->level_count[l];
+  if (top) memcpy(out->nodes, s->top, (size_t)top * sizeof(vx_node));
+  free(s->top);
+  s->top = NULL;
+  for (uint32_t l = s->split; l < D; l++) { /* one level at a time, freeing as we go */
+    memcpy(out->nodes + out->level_first[l], s->lv[l].mem,
+           (size_t)s->level_count[l] * sizeof(vx_node));
+    free(s->lv[l].mem);
+    s->lv[l].mem = NULL;
+  }
+  uint8_t *vox = s->lv[D].mem; /* malloc'ed: 16-byte aligned on the platforms we build for */
+  if (((uintptr_t)vox & 15u) != 0) {
+    vox = (uint8_t *)aligned_alloc(16, ((size_t)out->voxel_count * 8 + 15) & ~(size_t)15);
+    if (!vox) {
+      vx_tree_free(out);
+      return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu voxels",
+                          (unsigned long long)out->voxel_count);
+    }
+    memcpy(vox, s->lv[D].mem, (size_t)out->voxel_count * 8);
+    free(s->lv[D].mem);
+  }
+  s->lv[D].mem = NULL;
+  out->voxels = (vx_voxel *)vox;
+  out->xf = s->xf;
+  out->band = s->band;
+  out->prune_error = s->prune_error;
+  s->mem_bytes = 0;
+  vx_status st = vx_tree_link(out, err);
+  if (st != VX_OK) vx_tree_free(out);
+  return st;
+}
+
+void vx_stream_free(vx_stream *s) {
+  if (!s) return;
+  for (uint32_t l = 0; l <= VX_MAX_DEPTH; l++) {
+    free(s->lv[l].mem);
+    if (s->lv[l].f) fclose(s->lv[l].f);
+  }
+  free(s->top);
+  free(s->tmp_dir);
+  memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,430 @@
+/* ooc.c - the streaming build: blocks voxelized on all cores, fed in Morton order into a
+ * level-by-level octree that stays in memory or spills to disk under a memory limit.
+ *
+ * Algorithm (after Baert, Lagae & Dutre, "Out-of-core construction of sparse voxel octrees",
+ * HPG 2013, with the field and the LOD planes computed on the way):
+ * 1. Sign tables and triangle bins for aligned blocks of B^3 voxels (blocks.c), B = 2^b. An aligned
+ *    block is one contiguous range of Morton codes, and it is the cell of one node at level
+ *    S = D - b: the block's surface voxels and their ancestors down from that node form a
+ *    self-contained subtree of levels S .. D.
+ * 2. A pool of threads takes blocks in Morton order (a shared counter). Each voxelizes its block
+ *    (surface voxels and corner values, exactly as vx_surface_build), builds the block's subtree
+ *    (vx_tree_build on the local codes) and fits its planes (vx_tree_fit_subtree): every node's
+ *    plane and errors depend only on its own subtree, in its own frame, so they are the bits a
+ *    whole-tree vx_tree_fit_planes gives.
+ * 3. Blocks finish out of order; a reorder window of W slots holds finished blocks until all
+ *    earlier ones are in, and a thread may not start block k >= (next to emit) + W, which bounds
+ *    the memory in flight. Whichever thread completes the block that is next in line emits it and
+ *    every ready successor: the subtree's level S+i nodes are appended to level S+i of the result
+ *    and its voxels to level D. Concatenating blocks in Morton order gives each level in
+ *    breadth-first (Morton) order, so nothing is ever sorted or merged.
+ * 4. Only each block root's fit results (moments, error bound, sample box) are kept. At the end
+ *    the levels 0 .. S-1 are built from the root codes and fitted above them (vx_tree_fit_top).
+ * Memory: the appended levels stay in memory while they fit the budget derived from the limit
+ * (including what writing the file in memory will cost later); past it every level moves to one
+ * temporary file (svo/stream.c), and formats/svo_stream.c later streams those files into the .svo.
+ * The limit is checked before work starts, from the resident memory already in use and what the
+ * build will hold whatever happens (bins, per-thread scratch, the window, the writer's buffers).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "voxelizer/internal.h"
+#include "svo/lod.h"
+#include "svo/stream.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct blk_result {
+  int ready;
+  vx_tree sub;        /* the block's subtree (depth b); sub.nodes == NULL: no surface voxels */
+  vx_fit_root root;
+} blk_result;
+
+typedef struct ooc_job {
+  const vx_mesh *mesh;
+  const vx_transform *xf;
+  const vx_sign_data *sign;
+  const vx_bins *bins;
+  uint32_t depth, blog, split;
+  float band;
+  uint64_t window;
+  blk_result *slot;           /* window slots: block k lives in slot k % window */
+  uint64_t next_claim, next_emit;
+  int emitting, stop;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  vx_status status;
+  vx_error err;
+  vx_stream *out;
+  uint64_t nroots;            /* block roots, in emit (Morton) order */
+  uint64_t *root_code;
+  vx_node *root_node;
+  vx_fit_root *root_fit;
+  uint64_t corners, pair_tests;
+  uint64_t fail_block;        /* test hook: block fail_block - 1 fails */
+  vx_progress_fn progress;
+  void *user;
+} ooc_job;
+
+/* Voxelizes block k and builds and fits its subtree. codes/field are per-thread scratch. */
+static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, uint64_t **codes,
+                           vx_voxel **field, uint64_t *cap, vx_error *err) {
+  memset(r, 0, sizeof *r);
+  if (j->fail_block && k + 1 == j->fail_block)
+    return vx_error_set(err, VX_ERR_IO, "injected failure in block %llu", (unsigned long long)k);
+  uint64_t corners = 0;
+  vx_status st = vx_block_run(b, j->mesh, j->xf, j->bins, j->bins->work[k], &corners);
+  const uint64_t n = b->nlist;
+  if (st == VX_OK && n > *cap) {
+    uint64_t c = n + n / 2;
+    uint64_t *nc = (uint64_t *)realloc(*codes, c * sizeof(uint64_t));
+    if (nc) *codes = nc;
+    vx_voxel *nf = (vx_voxel *)realloc(*field, c * sizeof(vx_voxel));
+    if (nf) *field = nf;
+    if (nc && nf)
+      *cap = c;
+    else
+      st = VX_ERR_NOMEM;
+  }
+  if (st != VX_OK) {
+    vx_block_take(b, NULL);
+    return vx_error_set(err, st, "out of memory voxelizing block %llu", (unsigned long long)k);
+  }
+  for (uint64_t i = 0; i < n; i++) (*codes)[i] = b->list[i];
+  vx_block_take(b, *field);
+  pthread_mutex_lock(&j->mu);
+  j->corners += corners;
+  j->pair_tests += b->pair_tests;
+  pthread_mutex_unlock(&j->mu);
+  b->pair_tests = 0;
+  if (n == 0) return VX_OK; /* triangles only in the halo: nothing to emit */
+  st = vx_tree_build(j->blog, *codes, *field, n, &r->sub, err);
+  if (st != VX_OK) return st;
+  r->sub.band = j->band;
+  st = vx_tree_fit_subtree(&r->sub, &r->root, NULL, NULL, err);
+  if (st != VX_OK) vx_tree_free(&r->sub);
+  return st;
+}
+
+/* Appends a finished block to the result (only the emitting thread runs this). */
+static vx_status emit(ooc_job *j, blk_result *r, uint64_t k, vx_error *err) {
+  vx_status st = VX_OK;
+  if (!r->sub.nodes) return VX_OK;
+  const vx_tree *t = &r->sub;
+  for (uint32_t i = 0; i < j->blog && st == VX_OK; i++)
+    st = vx_stream_append(j->out, j->split + i, t->nodes + t->level_first[i], t->level_count[i],
+                          err);
+  if (st == VX_OK) st = vx_stream_append(j->out, j->depth, t->voxels, t->voxel_count, err);
+  if (st != VX_OK) return st;
+  j->root_code[j->nroots] = j->bins->work[k];
+  j->root_node[j->nroots] = t->nodes[0];
+  j->root_fit[j->nroots] = r->root;
+  j->nroots++;
+  return VX_OK;
+}
+
+static void fail_locked(ooc_job *j, vx_status st, const vx_error *e) {
+  if (j->status == VX_OK) {
+    j->status = st;
+    j->err = *e;
+    j->err.status = st;
+  }
+  j->stop = 1;
+  pthread_cond_broadcast(&j->cv);
+}
+
+static void *worker(void *arg) {
+  ooc_job *j = (ooc_job *)arg;
+  const uint64_t nwork = j->bins->nwork;
+  vx_block b;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  uint64_t *codes = NULL, cap = 0;
+  vx_voxel *field = NULL;
+  int ok = vx_block_init(&b, 1u << j->blog, j->band, j->sign);
+  pthread_mutex_lock(&j->mu);
+  if (!ok) {
+    vx_error_set(&e, VX_ERR_NOMEM, "cannot allocate a %u^3 block's scratch", 1u << j->blog);
+    fail_locked(j, VX_ERR_NOMEM, &e);
+  }
+  for (;;) {
+    while (!j->stop && j->next_claim < nwork && j->next_claim >= j->next_emit + j->window)
+      pthread_cond_wait(&j->cv, &j->mu);
+    if (j->stop || j->next_claim >= nwork) break;
+    uint64_t k = j->next_claim++;
+    pthread_mutex_unlock(&j->mu);
+    blk_result r;
+    vx_status st = run_block(j, &b, k, &r, &codes, &field, &cap, &e);
+    pthread_mutex_lock(&j->mu);
+    if (st != VX_OK) {
+      fail_locked(j, st, &e);
+      break;
+    }
+    r.ready = 1;
+    j->slot[k % j->window] = r;
+    if (j->emitting) continue; /* the emitting thread will pick it up */
+    j->emitting = 1;
+    while (!j->stop && j->next_emit < nwork && j->slot[j->next_emit % j->window].ready) {
+      blk_result *s = &j->slot[j->next_emit % j->window];
+      blk_result done = *s;
+      s->ready = 0;
+      memset(&s->sub, 0, sizeof s->sub);
+      uint64_t ke = j->next_emit;
+      pthread_mutex_unlock(&j->mu);
+      st = emit(j, &done, ke, &e);
+      vx_tree_free(&done.sub);
+      pthread_mutex_lock(&j->mu);
+      if (st != VX_OK) {
+        fail_locked(j, st, &e);
+        break;
+      }
+      j->next_emit++;
+      pthread_cond_broadcast(&j->cv);
+      if (j->progress && j->progress(j->user, "voxelize", (double)j->next_emit / (double)nwork)) {
+        vx_error_set(&e, VX_ERR_INTERRUPTED, "voxelization cancelled");
+        fail_locked(j, VX_ERR_INTERRUPTED, &e);
+      }
+    }
+    j->emitting = 0;
+  }
+  pthread_mutex_unlock(&j->mu);
+  free(codes);
+  free(field);
+  vx_block_release(&b);
+  return NULL;
+}
+
+/* Levels 0 .. split-1 above the block roots: masks from the root codes, planes fitted from the
+ * roots' results. The stream takes the node array. */
+static vx_status build_top(ooc_job *j, vx_error *err) {
+  const uint32_t S = j->split, D = j->depth;
+  uint64_t counts[VX_MAX_DEPTH + 1];
+  if (S == 0) { /* one block is the whole grid: its root is the tree's root */
+    if (j->nroots != 1)
+      return vx_error_set(err, VX_ERR_INVALID_ARG, "%llu roots for a one-block grid",
+                          (unsigned long long)j->nroots);
+    return vx_stream_set_top(j->out, NULL, counts, err);
+  }
+  vx_tree t;
+  memset(&t, 0, sizeof t);
+  t.depth = D;
+  t.levels_loaded = S + 1;
+  t.band = j->band;
+  for (uint32_t l = 0; l < S; l++) {
+    uint32_t shift = 3 * (S - l);
+    uint64_t c = 0;
+    for (uint64_t i = 0; i < j->nroots; i++)
+      if (i == 0 || (j->root_code[i] >> shift) != (j->root_code[i - 1] >> shift)) c++;
+    t.level_count[l] = c;
+  }
+  t.level_count[S] = j->nroots;
+  vx_status st = vx_tree_alloc(&t, err);
+  if (st != VX_OK) return st;
+  for (uint32_t l = 0; l < S; l++) {
+    uint32_t shift = 3 * (S - l);
+    vx_node *lvl = t.nodes + t.level_first[l];
+    uint64_t k = (uint64_t)-1;
+    for (uint64_t i = 0; i < j->nroots; i++) {
+      if (i == 0 || (j->root_code[i] >> shift) != (j->root_code[i - 1] >> shift)) k++;
+      lvl[k].info |= 1u << ((j->root_code[i] >> (shift - 3)) & 7u);
+    }
+  }
+  memcpy(t.nodes + t.level_first[S], j->root_node, (size_t)j->nroots * sizeof(vx_node));
+  for (uint32_t l = 0; l < S; l++) { /* child = first index of the next level + running sum */
+    vx_node *lvl = t.nodes + t.level_first[l];
+    uint64_t run = t.level_first[l + 1];
+    for (uint64_t k = 0; k < t.level_count[l]; k++) {
+      lvl[k].child = (uint32_t)run;
+      run += vx_popcount8(vx_node_mask(lvl[k].info));
+    }
+  }
+  st = vx_tree_fit_top(&t, D, j->root_fit, err);
+  if (st == VX_OK) {
+    for (uint32_t l = 0; l < S; l++) counts[l] = t.level_count[l];
+    st = vx_stream_set_top(j->out, t.nodes, counts, err); /* the nodes of level S ride along */
+    t.nodes = NULL;
+  }
+  vx_tree_free(&t);
+  return st;
+}
+
+/* Resident bytes of this process now (Linux /proc), or 0 when unknown. */
+static uint64_t resident_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, res = 0;
+  int n = fscanf(f, "%llu %llu", &size, &res);
+  fclose(f);
+  long page = sysconf(_SC_PAGESIZE);
+  return n == 2 && page > 0 ? (uint64_t)res * (uint64_t)page : 0;
+}
+
+static int thread_count(const vx_build_opts *opts, uint64_t nwork) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t nt = opts->threads > 0 ? opts->threads : (cores > 0 ? cores : 1);
+  if ((uint64_t)nt > nwork) nt = (int64_t)(nwork ? nwork : 1);
+  return nt > 256 ? 256 : (int)nt;
+}
+
+/* Bytes of one thread's block scratch (blocks.c) plus its subtree and output buffers, for a block
+ * of edge B holding up to `vox` surface voxels. */
+static double thread_bytes(uint32_t B, double vox) {
+  double v = (double)B * B * B, c = (double)(B + 1) * (B + 1) * (B + 1);
+  return v * 5.0 + c * 22.0 + vox * (16.0 + 8.0 + 8.0 + 40.0 + 16.0) + 4.0 * 1048576.0;
+}
+
+#define WRITER_RESERVE (256.0 * 1048576.0) /* zstd contexts and buffers of the file writer */
+#define MiB (1.0 / 1048576.0)
+
+vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
+                                const char *tmp_dir, const vx_stream_build_opts *xo,
+                                vx_stream *out, vx_build_stats *stats, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (stats) memset(stats, 0, sizeof *stats);
+  if (!mesh || !opts) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh or no options");
+  vx_transform xf;
+  vx_status st = vx_voxelize_transform(mesh, opts->resolution, &xf, err);
+  if (st != VX_OK) return st;
+  uint32_t depth = 0;
+  while ((1u << depth) < opts->resolution) depth++;
+  float band = opts->band > 0.0f ? opts->band : VX_DEFAULT_BAND;
+  if (!isfinite(band) || band > 127.0f)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "field band %g outside (0, 127] voxels",
+                        (double)band);
+  const uint32_t blog = vx_block_log2(depth, xo ? xo->block_log2 : 0);
+  const uint32_t B = 1u << blog;
+  const uint64_t limit = opts->mem_limit;
+  /* What the build holds whatever happens, before the expensive steps: the process as it is, the
+   * sign tables (about 64 B per triangle), the bins (at least one entry per triangle), every
+   * thread's scratch and the writer. */
+  const double tris = (double)mesh->tri_count;
+  const double base0 = (double)resident_bytes();
+  const int nt_max = thread_count(opts, UINT64_MAX);
+  double fixed = tris * 64.0 + tris * 4.0 + (double)nt_max * thread_bytes(B, 0.25 * B * B * B) +
+                 WRITER_RESERVE;
+  if (limit && base0 + fixed > (double)limit)
+    return vx_error_set(err, VX_ERR_LIMIT,
+                        "a %u^3 build of this mesh needs at least about %.0f MiB even out of core "
+                        "(%.0f in use, %.0f for sign tables and bins, %.0f for %d threads' "
+                        "scratch, %.0f for the file writer), over the memory limit of %.0f MiB",
+                        opts->resolution, (base0 + fixed) * MiB, base0 * MiB,
+                        tris * 68.0 * MiB, nt_max * thread_bytes(B, 0.25 * B * B * B) * MiB,
+                        nt_max, WRITER_RESERVE * MiB, (double)limit * MiB);
+
+  vx_sign_data sign;
+  st = vx_sign_build_rule(mesh, &xf, opts->sign_rule, &sign, err); /* as vx_voxelize */
+  if (st != VX_OK) return st;
+  vx_bins bins;
+  st = vx_bins_build(mesh, &xf, depth, blog, &bins, err);
+  if (st != VX_OK) {
+    vx_sign_free(&sign);
+    return st;
+  }
+  ooc_job j;
+  memset(&j, 0, sizeof j);
+  const int nt = thread_count(opts, bins.nwork);
+  j.window = (uint64_t)nt * 4;
+  const uint64_t nwork = bins.nwork;
+  /* The budget for the levels held in memory: what is left once the process, the threads, the
+   * window, the roots and the writer are paid for, divided by 2.5 because writing a tree from
+   * memory holds the tree, its largest packed level and the compressed sections together. */
+  double base1 = (double)resident_bytes();
+  double roots = (double)nwork * (double)(8 + sizeof(vx_node) + sizeof(vx_fit_root));
+  double hold = (double)nt * thread_bytes(B, 0.25 * B * B * B) +
+                (double)j.window * (0.25 * B * B * B) * 40.0 + roots + WRITER_RESERVE;
+  uint64_t budget = 0;
+  if (limit) {
+    if (base1 + hold > (double)limit) {
+      vx_bins_free(&bins);
+      vx_sign_free(&sign);
+      return vx_error_set(err, VX_ERR_LIMIT,
+                          "a %u^3 build of this mesh needs at least about %.0f MiB even out of "
+                          "core (%.0f in use after binning, %.0f for threads, window and block "
+                          "roots), over the memory limit of %.0f MiB",
+                          opts->resolution, (base1 + hold) * MiB, base1 * MiB, hold * MiB,
+                          (double)limit * MiB);
+    }
+    double b = ((double)limit - base1 - hold) / 2.5;
+    budget = b > 1.0 ? (uint64_t)b : 1;
+  }
+  if (xo && xo->spill_budget) budget = xo->spill_budget;
+  st = vx_stream_init(out, depth, depth - blog, tmp_dir, budget, err);
+  if (st != VX_OK) {
+    vx_bins_free(&bins);
+    vx_sign_free(&sign);
+    return st;
+  }
+  out->xf = xf;
+  out->band = band;
+  out->prune_error = 0.0f;
+  j.mesh = mesh;
+  j.xf = &xf;
+  j.sign = &sign;
+  j.bins = &bins;
+  j.depth = depth;
+  j.blog = blog;
+  j.split = depth - blog;
+  j.band = band;
+  j.out = out;
+  j.status = VX_OK;
+  j.fail_block = xo ? xo->fail_block : 0;
+  j.progress = opts->progress;
+  j.user = opts->user;
+  j.slot = (blk_result *)calloc(j.window, sizeof(blk_result));
+  j.root_code = (uint64_t *)malloc((nwork ? nwork : 1) * sizeof(uint64_t));
+  j.root_node = (vx_node *)aligned_alloc(16, (nwork ? nwork : 1) * sizeof(vx_node));
+  j.root_fit = (vx_fit_root *)malloc((nwork ? nwork : 1) * sizeof(vx_fit_root));
+  if (!j.slot || !j.root_code || !j.root_node || !j.root_fit) {
+    st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block records",
+                      (unsigned long long)nwork);
+  } else {
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.cv, NULL);
+    pthread_t th[256];
+    int started = 0;
+    for (int i = 1; i < nt; i++) {
+      if (pthread_create(&th[started], NULL, worker, &j) != 0) break;
+      started++;
+    }
+    worker(&j);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_cond_destroy(&j.cv);
+    pthread_mutex_destroy(&j.mu);
+    if (j.status != VX_OK) {
+      st = j.status;
+      if (err) *err = j.err;
+    } else if (j.nroots == 0) {
+      st = vx_error_set(err, VX_ERR_EMPTY, "no surface voxels: nothing to build");
+    }
+  }
+  for (uint64_t i = 0; j.slot && i < j.window; i++) vx_tree_free(&j.slot[i].sub);
+  free(j.slot);
+  vx_bins_free(&bins);
+  vx_sign_free(&sign);
+  if (st == VX_OK) st = build_top(&j, err);
+  if (st == VX_OK) st = vx_stream_finish(out, err);
+  if (st == VX_OK && (out->level_count[depth] > UINT32_MAX))
+    st = vx_error_set(err, VX_ERR_LIMIT, "%llu surface voxels: more than the 2^32 a tree holds",
+                      (unsigned long long)out->level_count[depth]);
+  if (st == VX_OK && stats) {
+    stats->triangles = mesh->tri_count;
+    stats->surface_voxels = out->level_count[depth];
+    stats->corners = j.corners;
+    stats->pair_tests = j.pair_tests;
+    for (uint32_t l = 0; l < depth; l++) stats->nodes += out->level_count[l];
+  }
+  free(j.root_code);
+  free(j.root_node);
+  free(j.root_fit);
+  if (st != VX_OK) vx_stream_free(out);
+  return st;
+}
+
+vx_status vx_voxelize_stream(const vx_mesh *mesh, const vx_build_opts *opts, const char *tmp_dir,
+                             vx_stream *out, vx_build_stats *stats, vx_error *err) {
+  return vx_voxelize_stream_ex(mesh, opts, tmp_dir, NULL, out, stats, err);
+}
