@@ -123,7 +123,7 @@ static int write_plot(const char *path, const vx_tree *t, const row *rows, const
     perror(path);
     return 1;
   }
-  const double W = 720, H = 480, L = 80, R = 180, T = 30, B = 50;
+  const double W = 860, H = 480, L = 80, R = 250, T = 30, B = 50;
   double ymin = 1e300, ymax = 0;
   for (uint32_t l = 0; l <= t->depth; l++) {
     double v[4] = {(double)rows[l].cum_mem, (double)rows[l].float8, (double)rows[l].dense,
