@@ -36,56 +36,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#define SVO_MAGIC "VXLOD\0\r\n"
-#define SVO_VERSION 1u
-#define SVO_PROLOGUE 32u
-#define SVO_HEADER_FIXED 48u
-#define SVO_LEVEL_ENTRY 32u
-#define SVO_NODE_RECORD 12u  /* mask, errmax, errrms, flags, normal u32, d f32 */
-#define SVO_VOXEL_RECORD 8u  /* 8 corners */
-#define SVO_MAX_HEADER_FRAME 65536u
-#define SVO_DEFAULT_MEM_LIMIT ((uint64_t)16 << 30)
-#define SVO_BIG_RAW ((uint64_t)64 << 20)
-
-/* ---- little-endian fields ------------------------------------------------------------------ */
-
-static void put_u32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_f32(uint8_t *p, float f) {
-  uint32_t v;
-  memcpy(&v, &f, 4);
-  put_u32(p, v);
-}
-static void put_f64(uint8_t *p, double f) {
-  uint64_t v;
-  memcpy(&v, &f, 8);
-  put_u64(p, v);
-}
-static uint32_t get_u32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get_u64(const uint8_t *p) {
-  return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
-static float get_f32(const uint8_t *p) {
-  uint32_t v = get_u32(p);
-  float f;
-  memcpy(&f, &v, 4);
-  return f;
-}
-static double get_f64(const uint8_t *p) {
-  uint64_t v = get_u64(p);
-  double f;
-  memcpy(&f, &v, 8);
-  return f;
-}
+#include "formats/svo_codec.h"
 
 static uint64_t header_size(uint32_t depth) {
-  return SVO_HEADER_FIXED + (uint64_t)SVO_LEVEL_ENTRY * (depth + 1);
+  return VX_SVO_HEADER_FIXED + (uint64_t)VX_SVO_LEVEL_ENTRY * (depth + 1);
 }
 
 /* Low 32 bits of XXH64 (seed 0) of n bytes, taken from the content checksum of a zstd frame made
@@ -109,7 +63,7 @@ static int bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *ch
       tail[3] = out_buf[i];
     }
   } while (r != 0);
-  *check = get_u32(tail);
+  *check = vx_get_u32(tail);
   return 1;
 }
 
@@ -125,8 +79,8 @@ static void pack_nodes(const vx_node *n, uint64_t count, uint8_t *raw) {
     rec[0] = (uint8_t)vx_node_errmax_code(info);
     rec[1] = (uint8_t)vx_node_errrms_code(info);
     rec[2] = (uint8_t)vx_node_flags(info);
-    put_u32(rec + 3, n[i].normal);
-    put_f32(rec + 7, n[i].d);
+    vx_put_u32(rec + 3, n[i].normal);
+    vx_put_f32(rec + 7, n[i].d);
   }
 }
 
@@ -135,8 +89,8 @@ static void unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
   for (uint64_t i = 0; i < count; i++, rec += 11) {
     n[i].child = 0;
     n[i].info = vx_node_info(raw[i], rec[0], rec[1], rec[2]);
-    n[i].normal = get_u32(rec + 3);
-    n[i].d = get_f32(rec + 7);
+    n[i].normal = vx_get_u32(rec + 3);
+    n[i].d = vx_get_f32(rec + 7);
   }
 }
 
@@ -152,22 +106,18 @@ static void unpack_voxels(const uint8_t *raw, uint64_t count, vx_voxel *v) {
 }
 
 static uint64_t level_raw_size(const vx_tree *t, uint32_t l) {
-  return t->level_count[l] * (l < t->depth ? SVO_NODE_RECORD : SVO_VOXEL_RECORD);
+  return t->level_count[l] * (l < t->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD);
 }
 
 /* ---- encoding ------------------------------------------------------------------------------ */
 
 typedef struct svo_parts {
-  uint8_t prologue_header[SVO_PROLOGUE + SVO_MAX_HEADER_FRAME];
+  uint8_t prologue_header[VX_SVO_PROLOGUE + VX_SVO_MAX_HEADER_FRAME];
   size_t prologue_header_size;
   uint8_t *sections; /* all level frames, back to back */
   size_t sections_size;
 } svo_parts;
 
-static vx_status zstd_fail(vx_error *err, const char *what, size_t code) {
-  return vx_error_set(err, VX_ERR_NOMEM, "zstd failed while %s: %s", what,
-                      ZSTD_getErrorName(code));
-}
 
 static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx_error *err) {
   p->sections = NULL;
@@ -189,8 +139,7 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
     if (r > raw_max) raw_max = r;
     bound_total += ZSTD_compressBound((size_t)r);
   }
-  int level = zstd_level > 0 ? zstd_level : (raw_total < SVO_BIG_RAW ? 19 : 3);
-  if (level > ZSTD_maxCLevel()) level = ZSTD_maxCLevel();
+  int level = vx_svo_zstd_level(zstd_level, raw_total);
 
   ZSTD_CCtx *cc = ZSTD_createCCtx(), *ck = ZSTD_createCCtx();
   uint8_t *raw = (uint8_t *)malloc(raw_max ? (size_t)raw_max : 1);
@@ -207,19 +156,17 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
   size_t rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
   if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
   if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
-  if (!ZSTD_isError(rc) && raw_total >= SVO_BIG_RAW) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int workers = cpus > 1 ? (int)(cpus > 8 ? 8 : cpus) : 0;
-    if (workers) (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers); /* may be absent */
-  }
-  uint8_t hdr[SVO_HEADER_FIXED + SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
+  int workers = vx_svo_zstd_workers(raw_total);
+  if (!ZSTD_isError(rc) && workers)
+    (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers); /* may be absent */
+  uint8_t hdr[VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
   size_t hsize = (size_t)header_size(t->depth);
-  put_u32(hdr + 0, t->depth);
-  put_f32(hdr + 4, t->band);
-  put_f32(hdr + 8, t->prune_error);
-  put_u32(hdr + 12, 0);
-  for (int i = 0; i < 3; i++) put_f64(hdr + 16 + 8 * i, t->xf.origin[i]);
-  put_f64(hdr + 40, t->xf.scale);
+  vx_put_u32(hdr + 0, t->depth);
+  vx_put_f32(hdr + 4, t->band);
+  vx_put_f32(hdr + 8, t->prune_error);
+  vx_put_u32(hdr + 12, 0);
+  for (int i = 0; i < 3; i++) vx_put_f64(hdr + 16 + 8 * i, t->xf.origin[i]);
+  vx_put_f64(hdr + 40, t->xf.scale);
 
   size_t used = 0;
   for (uint32_t l = 0; l <= t->depth && !ZSTD_isError(rc); l++) {
@@ -233,17 +180,17 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
       rc = z;
       break;
     }
-    uint8_t *e = hdr + SVO_HEADER_FIXED + SVO_LEVEL_ENTRY * l;
-    put_u64(e, count);
-    put_u64(e + 8, z);
-    put_u64(e + 16, r);
+    uint8_t *e = hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * l;
+    vx_put_u64(e, count);
+    vx_put_u64(e + 8, z);
+    vx_put_u64(e + 16, r);
     uint32_t check = 0;
     if (!bytes_check(ck, p->sections + used, z, &check)) {
       rc = (size_t)-1;
       break;
     }
-    put_u32(e + 24, check);
-    put_u32(e + 28, 0);
+    vx_put_u32(e + 24, check);
+    vx_put_u32(e + 28, 0);
     used += z;
   }
   free(raw);
@@ -252,31 +199,31 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
     ZSTD_freeCCtx(ck);
     free(p->sections);
     p->sections = NULL;
-    return zstd_fail(err, "compressing a level", rc);
+    return vx_svo_zstd_fail(err, "compressing a level", rc);
   }
   p->sections_size = used;
   /* The header: one small frame, always single-threaded at a high level. */
   (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, 0);
   (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 19);
-  size_t hz = ZSTD_compress2(cc, p->prologue_header + SVO_PROLOGUE, SVO_MAX_HEADER_FRAME, hdr, hsize);
+  size_t hz = ZSTD_compress2(cc, p->prologue_header + VX_SVO_PROLOGUE, VX_SVO_MAX_HEADER_FRAME, hdr, hsize);
   ZSTD_freeCCtx(cc);
   uint32_t hcheck = 0;
-  if (!ZSTD_isError(hz) && !bytes_check(ck, p->prologue_header + SVO_PROLOGUE, hz, &hcheck))
+  if (!ZSTD_isError(hz) && !bytes_check(ck, p->prologue_header + VX_SVO_PROLOGUE, hz, &hcheck))
     hz = (size_t)-1;
   ZSTD_freeCCtx(ck);
   if (ZSTD_isError(hz)) {
     free(p->sections);
     p->sections = NULL;
-    return zstd_fail(err, "compressing the header", hz);
+    return vx_svo_zstd_fail(err, "compressing the header", hz);
   }
-  memcpy(p->prologue_header, SVO_MAGIC, 8);
-  put_u32(p->prologue_header + 8, SVO_VERSION);
-  put_u32(p->prologue_header + 12, 0);
-  put_u32(p->prologue_header + 16, (uint32_t)hz);
-  put_u32(p->prologue_header + 20, (uint32_t)hsize);
-  put_u32(p->prologue_header + 24, hcheck);
-  put_u32(p->prologue_header + 28, 0);
-  p->prologue_header_size = SVO_PROLOGUE + hz;
+  memcpy(p->prologue_header, VX_SVO_MAGIC, 8);
+  vx_put_u32(p->prologue_header + 8, VX_SVO_VERSION);
+  vx_put_u32(p->prologue_header + 12, 0);
+  vx_put_u32(p->prologue_header + 16, (uint32_t)hz);
+  vx_put_u32(p->prologue_header + 20, (uint32_t)hsize);
+  vx_put_u32(p->prologue_header + 24, hcheck);
+  vx_put_u32(p->prologue_header + 28, 0);
+  p->prologue_header_size = VX_SVO_PROLOGUE + hz;
   return VX_OK;
 }
 
@@ -408,35 +355,35 @@ static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_f
   size_t have = src->size < 8 ? (size_t)src->size : 8;
   if (have == 0) return vx_error_set(err, VX_ERR_FORMAT, "%s: empty file, not a .svo", name);
   if ((s = src_get(src, 0, have, &p, err)) != VX_OK) return s;
-  if (memcmp(p, SVO_MAGIC, have) != 0) {
-    if (have >= 5 && memcmp(p, SVO_MAGIC, 5) == 0)
+  if (memcmp(p, VX_SVO_MAGIC, have) != 0) {
+    if (have >= 5 && memcmp(p, VX_SVO_MAGIC, 5) == 0)
       return vx_error_set(err, VX_ERR_CORRUPT, "%s: damaged .svo signature", name);
     return vx_error_set(err, VX_ERR_FORMAT, "%s: not a voxlod .svo file (bad signature)", name);
   }
-  if (src->size < SVO_PROLOGUE)
+  if (src->size < VX_SVO_PROLOGUE)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: truncated .svo file (%llu bytes)", name,
                         (unsigned long long)src->size);
-  if ((s = src_get(src, 0, SVO_PROLOGUE, &p, err)) != VX_OK) return s;
-  uint32_t version = get_u32(p + 8), flags = get_u32(p + 12);
-  uint32_t hz = get_u32(p + 16), hraw = get_u32(p + 20);
-  uint32_t hcheck = get_u32(p + 24), preserved = get_u32(p + 28);
+  if ((s = src_get(src, 0, VX_SVO_PROLOGUE, &p, err)) != VX_OK) return s;
+  uint32_t version = vx_get_u32(p + 8), flags = vx_get_u32(p + 12);
+  uint32_t hz = vx_get_u32(p + 16), hraw = vx_get_u32(p + 20);
+  uint32_t hcheck = vx_get_u32(p + 24), preserved = vx_get_u32(p + 28);
   if (info) {
     memset(info, 0, sizeof *info);
     info->version = version;
     info->file_bytes = src->size;
   }
-  if (version > SVO_VERSION)
+  if (version > VX_SVO_VERSION)
     return vx_error_set(err, VX_ERR_VERSION,
                         "%s: made by a newer voxlod (file version %u, this reads up to %u)", name,
-                        version, SVO_VERSION);
+                        version, VX_SVO_VERSION);
   if (version == 0) return vx_error_set(err, VX_ERR_CORRUPT, "%s: file version 0 is invalid", name);
   if (flags != 0 || preserved != 0)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: unknown flags 0x%x in a version-%u file", name,
                         flags, version);
   if (hraw < header_size(VX_MIN_DEPTH) || hraw > header_size(VX_MAX_DEPTH) ||
-      (hraw - SVO_HEADER_FIXED) % SVO_LEVEL_ENTRY != 0 || hz > SVO_MAX_HEADER_FRAME)
+      (hraw - VX_SVO_HEADER_FIXED) % VX_SVO_LEVEL_ENTRY != 0 || hz > VX_SVO_MAX_HEADER_FRAME)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: header sizes %u/%u are impossible", name, hz, hraw);
-  uint8_t hdr[SVO_HEADER_FIXED + SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
+  uint8_t hdr[VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
   ZSTD_DCtx *dc = ZSTD_createDCtx();
   ZSTD_CCtx *ck = ZSTD_createCCtx();
   if (!dc || !ck) {
@@ -444,7 +391,7 @@ static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_f
     ZSTD_freeCCtx(ck);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
-  if ((s = src_get(src, SVO_PROLOGUE, hz, &p, err)) != VX_OK ||
+  if ((s = src_get(src, VX_SVO_PROLOGUE, hz, &p, err)) != VX_OK ||
       (s = checked(ck, p, hz, hcheck, name, "the header", err)) != VX_OK ||
       (s = unframe(dc, p, hz, hdr, hraw, name, "the header", err)) != VX_OK) {
     ZSTD_freeDCtx(dc);
@@ -452,12 +399,12 @@ static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_f
     return s;
   }
   memset(t, 0, sizeof *t);
-  t->depth = get_u32(hdr);
-  t->band = get_f32(hdr + 4);
-  t->prune_error = get_f32(hdr + 8);
-  uint32_t reserved = get_u32(hdr + 12);
-  for (int i = 0; i < 3; i++) t->xf.origin[i] = get_f64(hdr + 16 + 8 * i);
-  t->xf.scale = get_f64(hdr + 40);
+  t->depth = vx_get_u32(hdr);
+  t->band = vx_get_f32(hdr + 4);
+  t->prune_error = vx_get_f32(hdr + 8);
+  uint32_t reserved = vx_get_u32(hdr + 12);
+  for (int i = 0; i < 3; i++) t->xf.origin[i] = vx_get_f64(hdr + 16 + 8 * i);
+  t->xf.scale = vx_get_f64(hdr + 40);
   s = VX_OK;
   if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH || header_size(t->depth) != hraw)
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: depth %u is out of range or disagrees with the header", name, t->depth);
@@ -472,13 +419,13 @@ static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_f
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: grid-to-world transform is not finite", name);
   uint64_t zsize[VX_MAX_DEPTH + 1];
   uint32_t zcheck[VX_MAX_DEPTH + 1];
-  uint64_t offset = (uint64_t)SVO_PROLOGUE + hz, end = offset;
+  uint64_t offset = (uint64_t)VX_SVO_PROLOGUE + hz, end = offset;
   for (uint32_t l = 0; s == VX_OK && l <= t->depth; l++) {
-    const uint8_t *e = hdr + SVO_HEADER_FIXED + SVO_LEVEL_ENTRY * l;
-    uint64_t count = get_u64(e), z = get_u64(e + 8), raw = get_u64(e + 16);
-    zcheck[l] = get_u32(e + 24);
-    uint64_t rec = l < t->depth ? SVO_NODE_RECORD : SVO_VOXEL_RECORD;
-    if (get_u32(e + 28) != 0)
+    const uint8_t *e = hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * l;
+    uint64_t count = vx_get_u64(e), z = vx_get_u64(e + 8), raw = vx_get_u64(e + 16);
+    zcheck[l] = vx_get_u32(e + 24);
+    uint64_t rec = l < t->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD;
+    if (vx_get_u32(e + 28) != 0)
       s = vx_error_set(err, VX_ERR_CORRUPT, "%s: level %u: reserved field is not 0", name, l);
     else if (l == 0 && count != 1)
       s = vx_error_set(err, VX_ERR_CORRUPT, "%s: level 0 holds %llu nodes, not 1", name, (unsigned long long)count);
@@ -496,7 +443,7 @@ static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_f
     if (info && s == VX_OK) info->level_disk_bytes[l] = z;
     end += z;
   }
-  if (info) info->header_bytes = (uint64_t)SVO_PROLOGUE + hz;
+  if (info) info->header_bytes = (uint64_t)VX_SVO_PROLOGUE + hz;
   if (s == VX_OK && end != src->size)
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: file has %llu bytes but its header describes %llu", name,
                      (unsigned long long)src->size, (unsigned long long)end);
@@ -506,7 +453,7 @@ static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_f
     levels = (uint32_t)opts->max_level + 1;
   uint64_t nodes = 0, voxels = 0, raw_max = 0, z_max = 0;
   for (uint32_t l = 0; s == VX_OK && l < levels; l++) {
-    uint64_t rec = l < t->depth ? SVO_NODE_RECORD : SVO_VOXEL_RECORD;
+    uint64_t rec = l < t->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD;
     if (l < t->depth) nodes += t->level_count[l];
     else voxels = t->level_count[l];
     if (t->level_count[l] * rec > raw_max) raw_max = t->level_count[l] * rec;
@@ -514,7 +461,7 @@ static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_f
   }
   if (s == VX_OK && (nodes > UINT32_MAX || voxels > UINT32_MAX))
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: more than 2^32 nodes or voxels", name);
-  uint64_t limit = opts && opts->mem_limit ? opts->mem_limit : SVO_DEFAULT_MEM_LIMIT;
+  uint64_t limit = opts && opts->mem_limit ? opts->mem_limit : VX_SVO_DEFAULT_MEM_LIMIT;
   uint64_t need = nodes * sizeof(vx_node) + voxels * sizeof(vx_voxel) + raw_max + (src->mem ? 0 : z_max);
   if (s == VX_OK && need > limit)
     s = vx_error_set(err, VX_ERR_LIMIT, "%s: loading needs %.1f MiB, over the %.1f MiB limit", name,
@@ -529,7 +476,7 @@ static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_f
   for (uint32_t l = 0; s == VX_OK && l < levels; l++) {
     char what[32];
     snprintf(what, sizeof what, "level %u", l);
-    uint64_t rs = l < t->depth ? t->level_count[l] * SVO_NODE_RECORD : t->level_count[l] * SVO_VOXEL_RECORD;
+    uint64_t rs = l < t->depth ? t->level_count[l] * VX_SVO_NODE_RECORD : t->level_count[l] * VX_SVO_VOXEL_RECORD;
     if ((s = src_get(src, offset, zsize[l], &p, err)) != VX_OK) break;
     if ((s = checked(ck, p, zsize[l], zcheck[l], name, what, err)) != VX_OK) break;
     if ((s = unframe(dc, p, zsize[l], raw, rs, name, what, err)) != VX_OK) break;

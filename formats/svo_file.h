@@ -26,7 +26,7 @@ typedef struct vx_file_info {
   uint64_t header_bytes;
 } vx_file_info;
 
-/* Writes t to path atomically. level compression: zstd level (0: default 19 for small, 3 big). */
+/* Writes t to path atomically. level compression: zstd level (0: by size: 19 under 8 MiB decoded, 9 under 64 MiB, 3 above). */
 vx_status vx_svo_write(const char *path, const vx_tree *t, int zstd_level, vx_error *err);
 
 /* Serializes to memory (for tests and fuzzing). *out is malloc'ed; caller frees. */

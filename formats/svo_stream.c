@@ -18,6 +18,7 @@
 #define _FILE_OFFSET_BITS 64
 #define _POSIX_C_SOURCE 200809L
 #include "formats/svo_stream.h"
+#include "formats/svo_codec.h"
 #include "formats/atomic_file.h"
 
 #include <errno.h>
@@ -29,25 +30,11 @@
 
 #define PIECE ((size_t)1 << 20)
 
-static void put_u32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_f32(uint8_t *p, float f) {
-  uint32_t v;
-  memcpy(&v, &f, 4);
-  put_u32(p, v);
-}
-static void put_f64(uint8_t *p, double f) {
-  uint64_t v;
-  memcpy(&v, &f, 8);
-  put_u64(p, v);
-}
-
 int vx_svo_zstd_level(int requested, uint64_t raw_total) {
-  int level = requested > 0 ? requested : (raw_total < VX_SVO_BIG_RAW ? 19 : 3);
+  int level = requested > 0               ? requested
+              : raw_total < VX_SVO_SMALL_RAW ? 19
+              : raw_total < VX_SVO_BIG_RAW   ? 9
+                                             : 3;
   return level > ZSTD_maxCLevel() ? ZSTD_maxCLevel() : level;
 }
 
@@ -114,8 +101,8 @@ static vx_status section_fill(section_reader *r, uint8_t *dst, size_t n, vx_erro
         rec[0] = (uint8_t)vx_node_errmax_code(info);
         rec[1] = (uint8_t)vx_node_errrms_code(info);
         rec[2] = (uint8_t)vx_node_flags(info);
-        put_u32(rec + 3, nd[i].normal);
-        put_f32(rec + 7, nd[i].d);
+        vx_put_u32(rec + 3, nd[i].normal);
+        vx_put_f32(rec + 7, nd[i].d);
         size_t take = 11 - (size_t)skip;
         if (take > n) take = n;
         memcpy(dst, rec + skip, take);
@@ -195,10 +182,6 @@ static vx_status stage_write(writer *w, const void *p, size_t n, vx_error *err) 
   return VX_OK;
 }
 
-static vx_status zfail(vx_error *err, const char *what, size_t code) {
-  return vx_error_set(err, VX_ERR_NOMEM, "zstd failed while %s: %s", what,
-                      ZSTD_isError(code) ? ZSTD_getErrorName(code) : "out of memory");
-}
 
 /* Compresses one level into the staging file; returns its frame size and check. */
 static vx_status write_level(writer *w, uint32_t level, int threaded, uint64_t *zsize,
@@ -214,11 +197,11 @@ static vx_status write_level(writer *w, uint32_t level, int threaded, uint64_t *
   if (!r.scratch) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   vx_status st = VX_OK;
   *zsize = 0;
-  if (!check_begin(&w->ck)) st = zfail(err, "checksumming", 0);
+  if (!check_begin(&w->ck)) st = vx_svo_zstd_fail(err, "checksumming", 0);
   if (st == VX_OK && threaded) {
     size_t rc = ZSTD_CCtx_reset(w->cc, ZSTD_reset_session_only);
     if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setPledgedSrcSize(w->cc, r.raw);
-    if (ZSTD_isError(rc)) st = zfail(err, "starting a level", rc);
+    if (ZSTD_isError(rc)) st = vx_svo_zstd_fail(err, "starting a level", rc);
     while (st == VX_OK) {
       size_t n = r.raw - r.pos < PIECE ? (size_t)(r.raw - r.pos) : PIECE;
       if ((st = section_fill(&r, w->in, n, err)) != VX_OK) break;
@@ -228,11 +211,11 @@ static vx_status write_level(writer *w, uint32_t level, int threaded, uint64_t *
         ZSTD_outBuffer out = {w->out, w->out_cap, 0};
         rc = ZSTD_compressStream2(w->cc, &out, &in, end);
         if (ZSTD_isError(rc)) {
-          st = zfail(err, "compressing a level", rc);
+          st = vx_svo_zstd_fail(err, "compressing a level", rc);
           break;
         }
         if ((st = stage_write(w, w->out, out.pos, err)) != VX_OK) break;
-        if (!check_feed(&w->ck, w->out, out.pos, ZSTD_e_continue)) st = zfail(err, "checksumming", 0);
+        if (!check_feed(&w->ck, w->out, out.pos, ZSTD_e_continue)) st = vx_svo_zstd_fail(err, "checksumming", 0);
         *zsize += out.pos;
       } while (st == VX_OK && (end == ZSTD_e_end ? rc != 0 : in.pos < in.size));
       if (st == VX_OK) st = tick(w, n, err);
@@ -248,9 +231,9 @@ static vx_status write_level(writer *w, uint32_t level, int threaded, uint64_t *
     } else if ((st = section_fill(&r, raw, (size_t)r.raw, err)) == VX_OK) {
       size_t zn = ZSTD_compress2(w->cc, z, bound, raw, (size_t)r.raw);
       if (ZSTD_isError(zn))
-        st = zfail(err, "compressing a level", zn);
+        st = vx_svo_zstd_fail(err, "compressing a level", zn);
       else if ((st = stage_write(w, z, zn, err)) == VX_OK) {
-        if (!check_feed(&w->ck, z, zn, ZSTD_e_continue)) st = zfail(err, "checksumming", 0);
+        if (!check_feed(&w->ck, z, zn, ZSTD_e_continue)) st = vx_svo_zstd_fail(err, "checksumming", 0);
         *zsize = zn;
         if (st == VX_OK) st = tick(w, r.raw, err);
       }
@@ -258,7 +241,7 @@ static vx_status write_level(writer *w, uint32_t level, int threaded, uint64_t *
     free(raw);
     free(z);
   }
-  if (st == VX_OK && !check_feed(&w->ck, NULL, 0, ZSTD_e_end)) st = zfail(err, "checksumming", 0);
+  if (st == VX_OK && !check_feed(&w->ck, NULL, 0, ZSTD_e_end)) st = vx_svo_zstd_fail(err, "checksumming", 0);
   *check = check_value(&w->ck);
   if (st == VX_OK && level < s->depth && r.children != s->level_count[level + 1])
     st = vx_error_set(err, VX_ERR_INVALID_ARG,
@@ -320,7 +303,7 @@ vx_status vx_svo_write_stream(const char *path, vx_stream *s, int zstd_level,
                                        vx_svo_zstd_level(zstd_level, raw_total));
     if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(w.cc, ZSTD_c_checksumFlag, 1);
     if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(w.cc, ZSTD_c_contentSizeFlag, 1);
-    if (ZSTD_isError(rc)) st = zfail(err, "setting parameters", rc);
+    if (ZSTD_isError(rc)) st = vx_svo_zstd_fail(err, "setting parameters", rc);
     int workers = vx_svo_zstd_workers(raw_total);
     if (st == VX_OK && workers)
       threaded = !ZSTD_isError(ZSTD_CCtx_setParameter(w.cc, ZSTD_c_nbWorkers, workers));
@@ -328,23 +311,23 @@ vx_status vx_svo_write_stream(const char *path, vx_stream *s, int zstd_level,
   if (st == VX_OK) st = open_stage(&w, err);
   uint8_t hdr[VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
   const size_t hsize = VX_SVO_HEADER_FIXED + (size_t)VX_SVO_LEVEL_ENTRY * (D + 1);
-  put_u32(hdr + 0, D);
-  put_f32(hdr + 4, s->band);
-  put_f32(hdr + 8, s->prune_error);
-  put_u32(hdr + 12, 0);
-  for (int i = 0; i < 3; i++) put_f64(hdr + 16 + 8 * i, s->xf.origin[i]);
-  put_f64(hdr + 40, s->xf.scale);
+  vx_put_u32(hdr + 0, D);
+  vx_put_f32(hdr + 4, s->band);
+  vx_put_f32(hdr + 8, s->prune_error);
+  vx_put_u32(hdr + 12, 0);
+  for (int i = 0; i < 3; i++) vx_put_f64(hdr + 16 + 8 * i, s->xf.origin[i]);
+  vx_put_f64(hdr + 40, s->xf.scale);
   uint64_t staged = 0;
   for (uint32_t l = 0; l <= D && st == VX_OK; l++) {
     uint64_t z = 0;
     uint32_t check = 0;
     st = write_level(&w, l, threaded, &z, &check, err);
     uint8_t *e = hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * l;
-    put_u64(e, s->level_count[l]);
-    put_u64(e + 8, z);
-    put_u64(e + 16, s->level_count[l] * (l < D ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD));
-    put_u32(e + 24, check);
-    put_u32(e + 28, 0);
+    vx_put_u64(e, s->level_count[l]);
+    vx_put_u64(e + 8, z);
+    vx_put_u64(e + 16, s->level_count[l] * (l < D ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD));
+    vx_put_u32(e + 24, check);
+    vx_put_u32(e + 28, 0);
     staged += z;
   }
   if (st == VX_OK && fflush(w.stage) != 0)
@@ -358,16 +341,16 @@ vx_status vx_svo_write_stream(const char *path, vx_stream *s, int zstd_level,
     hz = ZSTD_compress2(w.cc, ph + VX_SVO_PROLOGUE, VX_SVO_MAX_HEADER_FRAME, hdr, hsize);
     if (ZSTD_isError(hz) || !check_begin(&w.ck) ||
         !check_feed(&w.ck, ph + VX_SVO_PROLOGUE, hz, ZSTD_e_end))
-      st = zfail(err, "compressing the header", hz);
+      st = vx_svo_zstd_fail(err, "compressing the header", hz);
   }
   if (st == VX_OK) {
     memcpy(ph, VX_SVO_MAGIC, 8);
-    put_u32(ph + 8, VX_SVO_VERSION);
-    put_u32(ph + 12, 0);
-    put_u32(ph + 16, (uint32_t)hz);
-    put_u32(ph + 20, (uint32_t)hsize);
-    put_u32(ph + 24, check_value(&w.ck));
-    put_u32(ph + 28, 0);
+    vx_put_u32(ph + 8, VX_SVO_VERSION);
+    vx_put_u32(ph + 12, 0);
+    vx_put_u32(ph + 16, (uint32_t)hz);
+    vx_put_u32(ph + 20, (uint32_t)hsize);
+    vx_put_u32(ph + 24, check_value(&w.ck));
+    vx_put_u32(ph + 28, 0);
   }
   /* Prologue and header, then the staged sections, into the atomic temporary. */
   if (st == VX_OK) {

@@ -17,21 +17,6 @@
 VX_EXTERN_C_BEGIN
 
 /* ---- shared with svo_file.c (keep the two writers in step) ---------------------------------- */
-#define VX_SVO_MAGIC "VXLOD\0\r\n"
-#define VX_SVO_VERSION 1u
-#define VX_SVO_PROLOGUE 32u
-#define VX_SVO_HEADER_FIXED 48u
-#define VX_SVO_LEVEL_ENTRY 32u
-#define VX_SVO_NODE_RECORD 12u            /* mask, then errmax, errrms, flags, normal, d */
-#define VX_SVO_VOXEL_RECORD 8u
-#define VX_SVO_MAX_HEADER_FRAME 65536u
-#define VX_SVO_BIG_RAW ((uint64_t)64 << 20) /* level 3 and worker threads from here on */
-
-/* The zstd level vx_svo_write uses for `requested` (0: default) and a decoded total of raw_total
- * bytes, and the number of zstd worker threads it asks for (0: single-threaded). */
-int vx_svo_zstd_level(int requested, uint64_t raw_total);
-int vx_svo_zstd_workers(uint64_t raw_total);
-
 /* ---- the streaming writer ------------------------------------------------------------------- */
 
 /* Writes the stream to path atomically (formats/atomic_file.h), the same bytes vx_svo_write would

@@ -23,16 +23,12 @@ typedef enum vx_gpu_schedule {
                            counter until the frame is done */
 } vx_gpu_schedule;
 
-/* Kernel variant. Zero = default (tiled, 8x8 blocks, no register cap). */
+/* Kernel variant. Zero = default (tiled, 16x8 blocks, no register cap). */
 typedef struct vx_gpu_config {
   uint32_t block_w, block_h; /* threads per block in x and y; block_w * block_h <= 256 */
   int schedule;              /* vx_gpu_schedule */
   int reg_cap;               /* 0: the compiler's choice; else registers per thread are capped to
                                 about this (one of 128, 85, 64, 42 through __launch_bounds__) */
-  int beam;                  /* beam pre-pass (trace.h vx_trace_beam): 0 default (off: slower,
-                                docs/GPU_NOTES.md), -1 off, else
-                                the tile edge in pixels (2, 4, 8 or 16) */
-  int beam_node;             /* 0: rays start at the tile's start node; -1: start distance only */
 } vx_gpu_config;
 
 typedef struct vx_gpu_bench_result {

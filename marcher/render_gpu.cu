@@ -7,8 +7,9 @@
  * two images agree up to float contraction (see tests/test_gpu_render.c).
  *
  * Schedules (vx_gpu_config, measured in docs/GPU_NOTES.md):
- *   tiled       one thread per pixel, 2D blocks (default 8x8: a warp is an 8x4 pixel tile, whose
- *               rays are coherent, which is what keeps the warp's traversal paths together);
+ *   tiled       one thread per pixel, 2D blocks (default 16x8: a warp is a 16x2 pixel tile, whose
+ *               rays are coherent, which is what keeps the warp's traversal paths together;
+ *               16x8 measured 0-6 % faster than 8x8 on the dragons, framed and zoomed, session 3);
  *   persistent  a grid that just fills the machine; each warp takes 8x4 tiles from a global
  *               atomic counter until none is left (Aila & Laine 2009, "Understanding the
  *               efficiency of ray traversal on GPUs", persistent threads at warp granularity:
@@ -36,11 +37,6 @@
 #include "marcher/gpu_bench.h"
 #include "marcher/scene.h"
 #include "marcher/trace.h"
-
-/* Beam pre-pass tile edge when vx_gpu_config.beam is 0 (docs/GPU_NOTES.md: measured). */
-#ifndef VX_GPU_BEAM_DEFAULT
-#define VX_GPU_BEAM_DEFAULT (-1) /* off: it measured slower, see GPU_NOTES */
-#endif
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
@@ -83,7 +79,6 @@ typedef struct gpu_ctx {
   float *depth;
   uint32_t *visits;
   unsigned int *counter; /* persistent schedule's tile counter */
-  uint4 *beams;          /* beam pre-pass: one record per tile (smallest tile: 2x2) */
   uint32_t width, height;
 } gpu_ctx;
 
@@ -96,7 +91,6 @@ static void gpu_free(gpu_ctx *c) {
   if (c->depth) cudaFree(c->depth);
   if (c->visits) cudaFree(c->visits);
   if (c->counter) cudaFree(c->counter);
-  if (c->beams) cudaFree(c->beams);
   memset(c, 0, sizeof *c);
 }
 
@@ -161,8 +155,6 @@ static vx_status gpu_frame(gpu_ctx *c, uint32_t w, uint32_t h, int with_visits, 
   if (with_visits)
     VX_CU(cudaMalloc((void **)&c->visits, n * sizeof(uint32_t)), "allocating the visit counts");
   VX_CU(cudaMalloc((void **)&c->counter, sizeof(unsigned int)), "allocating the tile counter");
-  VX_CU(cudaMalloc((void **)&c->beams, (size_t)((w + 1) / 2) * ((h + 1) / 2) * sizeof(uint4)),
-        "allocating the beam records");
   c->width = w;
   c->height = h;
 done:
@@ -185,47 +177,11 @@ static vx_status gpu_scene(const gpu_ctx *c, const vx_tree *t, const vx_render_o
 
 /* ---- kernels -------------------------------------------------------------------------------- */
 
-/* Beam records: one uint4 per tile of 2^shift x 2^shift pixels, row-major over the tiles:
- * (t bits, node, x | y << 16, z | level << 16). */
-typedef struct beam_args {
-  const uint4 *rec; /* NULL: no beam */
-  uint32_t shift, tiles_x;
-  int node;         /* 0: start distance only */
-} beam_args;
-
-/* The beam pre-pass: one thread per tile. */
-__global__ void vx_kernel_beam(const vx_trace_scene s, uint4 *__restrict__ rec, uint32_t shift,
-                               uint32_t tiles_x, uint32_t tiles_y, int node) {
-  uint32_t tx = blockIdx.x * blockDim.x + threadIdx.x, ty = blockIdx.y * blockDim.y + threadIdx.y;
-  if (tx >= tiles_x || ty >= tiles_y) return;
-  uint32_t x0 = tx << shift, y0 = ty << shift;
-  uint32_t x1 = min(x0 + (1u << shift), s.width), y1 = min(y0 + (1u << shift), s.height);
-  vx_beam b;
-  vx_trace_beam(&s, x0, y0, x1, y1, &b);
-  if (!node) b.level = 0;
-  rec[(size_t)ty * tiles_x + tx] =
-      make_uint4(__float_as_uint(b.t), b.node, b.cell[0] | b.cell[1] << 16, b.cell[2] | b.level << 16);
-}
-
-template <bool BEAM>
 __device__ __forceinline__ void store_pixel(const vx_trace_scene &s, uint32_t px, uint32_t py,
-                                            const beam_args &ba, uint8_t *__restrict__ rgb,
-                                            float *__restrict__ depth,
+                                            uint8_t *__restrict__ rgb, float *__restrict__ depth,
                                             uint32_t *__restrict__ visits) {
   vx_pixel p;
-  if (BEAM) {
-    uint4 r = __ldg(&ba.rec[(size_t)(py >> ba.shift) * ba.tiles_x + (px >> ba.shift)]);
-    vx_beam b;
-    b.t = __uint_as_float(r.x);
-    b.node = r.y;
-    b.cell[0] = r.z & 0xffffu;
-    b.cell[1] = r.z >> 16;
-    b.cell[2] = r.w & 0xffffu;
-    b.level = r.w >> 16;
-    vx_render_pixel_beam(&s, px, py, &b, &p);
-  } else {
-    vx_render_pixel(&s, px, py, &p);
-  }
+  vx_render_pixel(&s, px, py, &p);
   size_t i = (size_t)py * s.width + px;
   rgb[3 * i + 0] = p.rgb[0];
   rgb[3 * i + 1] = p.rgb[1];
@@ -235,20 +191,20 @@ __device__ __forceinline__ void store_pixel(const vx_trace_scene &s, uint32_t px
 }
 
 /* One thread per pixel. The scene is a kernel parameter (constant bank, no local copy). */
-template <int MINB, bool BEAM>
+template <int MINB>
 __global__ void __launch_bounds__(256, MINB)
-    vx_kernel_tiled(const vx_trace_scene s, const beam_args ba, uint8_t *__restrict__ rgb,
-                    float *__restrict__ depth, uint32_t *__restrict__ visits) {
+    vx_kernel_tiled(const vx_trace_scene s, uint8_t *__restrict__ rgb, float *__restrict__ depth,
+                    uint32_t *__restrict__ visits) {
   uint32_t px = blockIdx.x * blockDim.x + threadIdx.x;
   uint32_t py = blockIdx.y * blockDim.y + threadIdx.y;
   if (px >= s.width || py >= s.height) return;
-  store_pixel<BEAM>(s, px, py, ba, rgb, depth, visits);
+  store_pixel(s, px, py, rgb, depth, visits);
 }
 
 /* Persistent warps: each warp takes the next 8x4 tile until the counter passes the last one. */
-template <int MINB, bool BEAM>
+template <int MINB>
 __global__ void __launch_bounds__(256, MINB)
-    vx_kernel_persistent(const vx_trace_scene s, const beam_args ba, uint8_t *__restrict__ rgb,
+    vx_kernel_persistent(const vx_trace_scene s, uint8_t *__restrict__ rgb,
                          float *__restrict__ depth, uint32_t *__restrict__ visits,
                          unsigned int *__restrict__ counter) {
   const uint32_t lane = threadIdx.x & 31u;
@@ -260,7 +216,7 @@ __global__ void __launch_bounds__(256, MINB)
     if (tile >= tiles) return;
     uint32_t px = (tile % tiles_x) * 8u + (lane & 7u);
     uint32_t py = (tile / tiles_x) * 4u + (lane >> 3);
-    if (px < s.width && py < s.height) store_pixel<BEAM>(s, px, py, ba, rgb, depth, visits);
+    if (px < s.width && py < s.height) store_pixel(s, px, py, rgb, depth, visits);
   }
 }
 
@@ -269,8 +225,6 @@ typedef struct launch_plan {
   int persistent;
   const void *fn; /* for cudaFuncGetAttributes */
   int minb;
-  int beam_shift;  /* 0: no beam pre-pass; else tiles of 2^beam_shift pixels */
-  int beam_node;
 } launch_plan;
 
 static int minb_for_cap(int cap) {
@@ -281,18 +235,20 @@ static int minb_for_cap(int cap) {
   return 6;
 }
 
-template <int MINB, bool BEAM> static const void *kernel_fn_t(int persistent) {
-  return persistent ? (const void *)vx_kernel_persistent<MINB, BEAM>
-                    : (const void *)vx_kernel_tiled<MINB, BEAM>;
+template <int MINB> static const void *tiled_fn(void) {
+  return (const void *)vx_kernel_tiled<MINB>;
+}
+template <int MINB> static const void *persistent_fn(void) {
+  return (const void *)vx_kernel_persistent<MINB>;
 }
 
-static const void *kernel_fn(int persistent, int minb, int beam) {
+static const void *kernel_fn(int persistent, int minb) {
   switch (minb) {
-  case 2: return beam ? kernel_fn_t<2, true>(persistent) : kernel_fn_t<2, false>(persistent);
-  case 3: return beam ? kernel_fn_t<3, true>(persistent) : kernel_fn_t<3, false>(persistent);
-  case 4: return beam ? kernel_fn_t<4, true>(persistent) : kernel_fn_t<4, false>(persistent);
-  case 6: return beam ? kernel_fn_t<6, true>(persistent) : kernel_fn_t<6, false>(persistent);
-  default: return beam ? kernel_fn_t<1, true>(persistent) : kernel_fn_t<1, false>(persistent);
+  case 2: return persistent ? persistent_fn<2>() : tiled_fn<2>();
+  case 3: return persistent ? persistent_fn<3>() : tiled_fn<3>();
+  case 4: return persistent ? persistent_fn<4>() : tiled_fn<4>();
+  case 6: return persistent ? persistent_fn<6>() : tiled_fn<6>();
+  default: return persistent ? persistent_fn<1>() : tiled_fn<1>();
   }
 }
 
@@ -304,7 +260,7 @@ static vx_status plan_launch(const gpu_ctx *c, const vx_gpu_config *cfg, launch_
   if (cfg) d = *cfg;
   p->persistent = d.schedule == VX_GPU_PERSISTENT;
   if (d.block_w == 0 || d.block_h == 0) {
-    d.block_w = p->persistent ? 128 : 8;
+    d.block_w = p->persistent ? 128 : 16;
     d.block_h = p->persistent ? 1 : 8;
   }
   uint32_t threads = d.block_w * d.block_h;
@@ -313,14 +269,7 @@ static vx_status plan_launch(const gpu_ctx *c, const vx_gpu_config *cfg, launch_
                         "GPU: block %ux%u: at most 256 threads (a multiple of 32 when persistent)",
                         d.block_w, d.block_h);
   p->minb = minb_for_cap(d.reg_cap);
-  {
-    int bt = d.beam == 0 ? VX_GPU_BEAM_DEFAULT : d.beam;
-    p->beam_shift = bt == 2 ? 1 : bt == 4 ? 2 : bt == 8 ? 3 : bt == 16 ? 4 : 0;
-    if (bt > 0 && p->beam_shift == 0)
-      return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: beam tile %d: one of 2, 4, 8, 16", bt);
-    p->beam_node = d.beam_node >= 0;
-  }
-  p->fn = kernel_fn(p->persistent, p->minb, p->beam_shift != 0);
+  p->fn = kernel_fn(p->persistent, p->minb);
   if (p->persistent) {
     int per_sm = 0;
     VX_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->fn, (int)threads, 0),
@@ -336,21 +285,14 @@ done:
   return st;
 }
 
-template <int MINB, bool BEAM>
-static void launch_minb_t(const launch_plan *p, const vx_trace_scene &s, const beam_args &ba,
-                          const gpu_ctx *c, uint32_t *visits, cudaStream_t stream) {
-  if (p->persistent)
-    vx_kernel_persistent<MINB, BEAM><<<p->grid, p->block, 0, stream>>>(s, ba, c->rgb, c->depth,
-                                                                       visits, c->counter);
-  else
-    vx_kernel_tiled<MINB, BEAM><<<p->grid, p->block, 0, stream>>>(s, ba, c->rgb, c->depth, visits);
-}
-
 template <int MINB>
-static void launch_minb(const launch_plan *p, const vx_trace_scene &s, const beam_args &ba,
-                        const gpu_ctx *c, uint32_t *visits, cudaStream_t stream) {
-  if (ba.rec) launch_minb_t<MINB, true>(p, s, ba, c, visits, stream);
-  else launch_minb_t<MINB, false>(p, s, ba, c, visits, stream);
+static void launch_minb(const launch_plan *p, const vx_trace_scene &s, const gpu_ctx *c,
+                        uint32_t *visits, cudaStream_t stream) {
+  if (p->persistent)
+    vx_kernel_persistent<MINB><<<p->grid, p->block, 0, stream>>>(s, c->rgb, c->depth, visits,
+                                                                 c->counter);
+  else
+    vx_kernel_tiled<MINB><<<p->grid, p->block, 0, stream>>>(s, c->rgb, c->depth, visits);
 }
 
 /* Launches one frame (asynchronously) and checks the launch. */
@@ -358,28 +300,14 @@ static vx_status gpu_launch(const gpu_ctx *c, const launch_plan *p, const vx_tra
                             int with_visits, cudaStream_t stream, vx_error *err) {
   vx_status st = VX_OK;
   uint32_t *visits = with_visits ? c->visits : NULL;
-  beam_args ba;
-  memset(&ba, 0, sizeof ba);
   if (p->persistent)
     VX_CU(cudaMemsetAsync(c->counter, 0, sizeof(unsigned int), stream), "resetting the tile counter");
-  if (p->beam_shift) {
-    uint32_t ts = 1u << p->beam_shift;
-    uint32_t tx = (c->width + ts - 1) >> p->beam_shift, ty = (c->height + ts - 1) >> p->beam_shift;
-    dim3 bb(16, 4, 1), bg((tx + 15) / 16, (ty + 3) / 4, 1);
-    vx_kernel_beam<<<bg, bb, 0, stream>>>(*s, c->beams, (uint32_t)p->beam_shift, tx, ty,
-                                          p->beam_node);
-    VX_CU(cudaGetLastError(), "launching the beam pre-pass");
-    ba.rec = c->beams;
-    ba.shift = (uint32_t)p->beam_shift;
-    ba.tiles_x = tx;
-    ba.node = p->beam_node;
-  }
   switch (p->minb) {
-  case 2: launch_minb<2>(p, *s, ba, c, visits, stream); break;
-  case 3: launch_minb<3>(p, *s, ba, c, visits, stream); break;
-  case 4: launch_minb<4>(p, *s, ba, c, visits, stream); break;
-  case 6: launch_minb<6>(p, *s, ba, c, visits, stream); break;
-  default: launch_minb<1>(p, *s, ba, c, visits, stream); break;
+  case 2: launch_minb<2>(p, *s, c, visits, stream); break;
+  case 3: launch_minb<3>(p, *s, c, visits, stream); break;
+  case 4: launch_minb<4>(p, *s, c, visits, stream); break;
+  case 6: launch_minb<6>(p, *s, c, visits, stream); break;
+  default: launch_minb<1>(p, *s, c, visits, stream); break;
   }
   VX_CU(cudaGetLastError(), "launching the ray-marching kernel");
 done:

@@ -22,7 +22,10 @@ cmake --build "$B" -j2 --target voxlod bench_nanovdb test_gpu_render test_gpu_na
 # the binaries load (directly or through another copied library) is copied.
 core='^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|libz\.|libpthread|libdl\.|librt\.)'
 mkdir -p "$B/lib"
+# $B/bench_nanovdb_base (optional): a bench_nanovdb built from the code before a change, copied
+# there by hand, so that the device times both in the same run.
 bins=("$B/voxlod" "$B/bench_nanovdb" "$B"/tests/test_gpu_*)
+[ -f "$B/bench_nanovdb_base" ] && bins+=("$B/bench_nanovdb_base")
 todo=()
 for f in "${bins[@]}"; do [ -f "$f" ] && [ -x "$f" ] && todo+=("$f"); done
 seen=" "
@@ -33,7 +36,8 @@ while [ ${#todo[@]} -gt 0 ]; do
     [[ $name =~ $core ]] && continue
     [[ $seen == *" $name "* ]] && continue
     seen="$seen$name "
-    cp -L "$path" "$B/lib/$name"
+    # already bundled (a binary whose RPATH finds $B/lib): nothing to copy
+    [ "$(readlink -f "$path")" = "$(readlink -f "$B/lib/$name" 2>/dev/null)" ] || cp -L "$path" "$B/lib/$name"
     todo+=("$path")
   done < <(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
 done
@@ -49,6 +53,8 @@ EXCL=$(git -C "$ROOT" rev-parse --git-path info/exclude)
 grep -qx '/devdata/' "$EXCL" 2>/dev/null || echo '/devdata/' >> "$EXCL"
 
 du -sh "$B/voxlod" "$B/bench_nanovdb" "$B/lib" "$B"/tests/test_gpu_* "$ROOT/devdata" | sed 's/^/  /'
-echo "carry: [\"$BN/voxlod\", \"$BN/bench_nanovdb\", \"$BN/lib\", \"$BN/tests/test_gpu_render\", \"$BN/tests/test_gpu_nanovdb\", \"devdata\"]"
+base=""
+[ -f "$B/bench_nanovdb_base" ] && base=", \"$BN/bench_nanovdb_base\""
+echo "carry: [\"$BN/voxlod\", \"$BN/bench_nanovdb\", \"$BN/lib\", \"$BN/tests/test_gpu_render\", \"$BN/tests/test_gpu_nanovdb\", \"devdata\"$base]"
 echo "run:   VX_BUILD=$BN bash scripts/device_gpu_tests.sh"
 

@@ -135,19 +135,6 @@ static void gpu_variants_give_identical_images(void) {
       CHECK_MSG(memcmp(ref.visits, img.visits, (size_t)W * H * 4) == 0,
                 "variant %d: visit counts differ", k);
     }
-    /* the beam pre-pass (off, tile sizes, start node off) changes visits, never the image */
-    const int beam[5] = {4, 2, 8, 16, 8}, node[5] = {0, 0, 0, 0, -1};
-    for (int k = 0; k < 5; k++) {
-      vx_gpu_config cfg;
-      memset(&cfg, 0, sizeof cfg);
-      cfg.beam = beam[k];
-      cfg.beam_node = node[k];
-      if (gpu_render(&o, &cfg, &img) != VX_OK) continue;
-      CHECK_MSG(memcmp(ref.rgb, img.rgb, (size_t)W * H * 3) == 0, "beam %d/%d: image differs",
-                beam[k], node[k]);
-      CHECK_MSG(memcmp(ref.depth, img.depth, (size_t)W * H * 4) == 0,
-                "beam %d/%d: depths differ", beam[k], node[k]);
-    }
   }
   vx_image_free(&ref);
   vx_image_free(&img);

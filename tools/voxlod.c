@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/mesh_import.h"
 #include "formats/png.h"
@@ -51,10 +52,11 @@ static const char *convert_help =
     "  --mem-limit SIZE keep the peak memory under SIZE (e.g. 8G): the octree's levels spill to\n"
     "                   temporary files beside OUT.svo when they would not fit (removed on exit,\n"
     "                   also on failure or Ctrl-C); a limit too small even for that is refused\n"
-    "                   at once with an estimate\n"
+    "                   at once with an estimate (default: 80% of physical memory)\n"
     "  --sign RULE      inside/outside rule: winding (generalized winding number, default) or\n"
     "                   pseudo-normal (faster; exact on closed manifold meshes)\n"
-    "  --zstd-level L   compression level 1..22 (default: 19 for small trees, 3 for large)\n"
+    "  --zstd-level L   compression level 1..22 (default by decoded size: 19 under 8 MiB, 9 under\n"
+    "                   64 MiB, 3 above)\n"
     "  -q, --quiet      no progress output\n";
 
 static const char *render_help_head =
@@ -152,6 +154,10 @@ int vx_cmd_convert(int argc, char **argv) {
   if (!in || !out) return vx_cli_usage_error("convert", "needs MESH and OUT.svo");
   if (!have_res) return vx_cli_usage_error("convert", "--res N is required");
 
+  if (bo.mem_limit == 0) { /* default: stay within 80% of the machine's physical memory */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && page > 0) bo.mem_limit = (uint64_t)((double)pages * (double)page * 0.8);
+  }
   vx_cli_install_signals();
   double t0 = vx_now_seconds();
   vx_error e;

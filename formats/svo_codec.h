@@ -1,0 +1,72 @@
+/* svo_codec.h - what the two .svo writers (svo_file.c, svo_stream.c) and the reader share: the
+ * format's constants (formats/SVO_FORMAT.md is the byte map), explicit little-endian field access,
+ * and the zstd settings. Internal to formats/. Keeping one copy is what keeps the in-memory and the
+ * streaming writer byte-identical. */
+#ifndef VOXLOD_FORMATS_SVO_CODEC_H
+#define VOXLOD_FORMATS_SVO_CODEC_H
+
+#include <stdint.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "svo/svo.h"
+
+#define VX_SVO_MAGIC "VXLOD\0\r\n"
+#define VX_SVO_VERSION 1u
+#define VX_SVO_PROLOGUE 32u
+#define VX_SVO_HEADER_FIXED 48u
+#define VX_SVO_LEVEL_ENTRY 32u
+#define VX_SVO_NODE_RECORD 12u /* mask, then errmax, errrms, flags, normal u32, d f32 */
+#define VX_SVO_VOXEL_RECORD 8u /* 8 corners */
+#define VX_SVO_MAX_HEADER_FRAME 65536u
+#define VX_SVO_DEFAULT_MEM_LIMIT ((uint64_t)16 << 30)
+#define VX_SVO_SMALL_RAW ((uint64_t)8 << 20) /* below: zstd level 19 */
+#define VX_SVO_BIG_RAW ((uint64_t)64 << 20)  /* from here: level 3 and worker threads; between: 9 */
+
+static inline void vx_put_u32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void vx_put_u64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void vx_put_f32(uint8_t *p, float f) {
+  uint32_t v;
+  memcpy(&v, &f, 4);
+  vx_put_u32(p, v);
+}
+static inline void vx_put_f64(uint8_t *p, double f) {
+  uint64_t v;
+  memcpy(&v, &f, 8);
+  vx_put_u64(p, v);
+}
+static inline uint32_t vx_get_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t vx_get_u64(const uint8_t *p) {
+  return (uint64_t)vx_get_u32(p) | (uint64_t)vx_get_u32(p + 4) << 32;
+}
+static inline float vx_get_f32(const uint8_t *p) {
+  uint32_t v = vx_get_u32(p);
+  float f;
+  memcpy(&f, &v, 4);
+  return f;
+}
+static inline double vx_get_f64(const uint8_t *p) {
+  uint64_t v = vx_get_u64(p);
+  double f;
+  memcpy(&f, &v, 8);
+  return f;
+}
+
+/* The zstd level for `requested` (0: default by size) and a decoded total of raw_total bytes, and
+ * the number of zstd worker threads (0: single-threaded). Defined in svo_stream.c. */
+int vx_svo_zstd_level(int requested, uint64_t raw_total);
+int vx_svo_zstd_workers(uint64_t raw_total);
+
+/* A zstd failure as a status with a message. */
+static inline vx_status vx_svo_zstd_fail(vx_error *err, const char *what, size_t code) {
+  return vx_error_set(err, VX_ERR_NOMEM, "zstd failed while %s: %s", what,
+                      ZSTD_isError(code) ? ZSTD_getErrorName(code) : "out of memory");
+}
+
+#endif
