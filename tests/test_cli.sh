@@ -63,6 +63,7 @@ cp "$T/b.svo" "$T/corrupt.svo"
 printf '\xff\xee' | dd of="$T/corrupt.svo" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
 expect_fail "corrupted svo" "corrupt|checksum|invalid" "$VOXLOD" stats "$T/corrupt.svo"
 expect_fail "unwritable png" "cannot|permission|no such|denied|write" "$VOXLOD" render "$T/b.svo" "$T/no/dir/x.png" --size 32x32 --cpu
+expect_fail "file over --mem-limit" "limit" "$VOXLOD" stats "$T/b.svo" --mem-limit 1K
 expect_fail "bad size" "bad value" "$VOXLOD" render "$T/b.svo" "$T/x.png" --size 0x10
 expect_fail "bad lod" "bad value" "$VOXLOD" render "$T/b.svo" "$T/x.png" --lod deep
 if [ ! -e "$T/x.png" ] && [ ! -e "$T/x.svo" ]; then ok "no output from failures"; else bad "a failed command left output"; fi

@@ -29,6 +29,7 @@ static const char *bench_help =
     "                  auto), 'auto', a level, or a comma list such as 8,10,12,auto\n"
     "  --zoom Z        move the eye to Z times the framing distance (default 1; 0.4 fills the frame)\n"
     "  --elevation E   orbit elevation in degrees (default 20)\n"
+    "  --mem-limit SIZE    refuse a file whose decoded size exceeds SIZE (default 16G)\n"
     "  --json          one JSON object per level on stdout instead of the table\n";
 
 static int parse_lods(const char *s, uint32_t depth, int *lods, int max) {
@@ -87,7 +88,7 @@ int vx_cmd_bench(int argc, char **argv) {
   memset(&e, 0, sizeof e);
   vx_tree t;
   memset(&t, 0, sizeof t);
-  if (vx_svo_read(in, NULL, &t, NULL, &e) != VX_OK) return vx_cli_fail("bench", &e);
+  if (vx_cli_read(in, -1, &t, NULL, &e) != VX_OK) return vx_cli_fail("bench", &e);
   int lods[VX_MAX_DEPTH + 8];
   int nl = parse_lods(lod_list, t.depth, lods, VX_MAX_DEPTH + 8);
   if (nl <= 0) {

@@ -2,6 +2,7 @@
  * shared by the voxlod commands. */
 #define _POSIX_C_SOURCE 200809L
 #include "tools/cli.h"
+#include "formats/svo_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,6 +15,27 @@
 
 volatile sig_atomic_t vx_cli_interrupted = 0;
 int vx_cli_quiet = 0;
+uint64_t vx_cli_read_limit = 0;
+
+int vx_cli_take_read_limit(int *argc, char **argv, const char *cmd) {
+  for (int i = 2; i < *argc; i++) {
+    if (strcmp(argv[i], "--mem-limit") != 0) continue;
+    if (i + 1 >= *argc || vx_parse_bytes(argv[i + 1], &vx_cli_read_limit))
+      return vx_cli_usage_error(cmd, "bad --mem-limit (use e.g. 8G or 512M)");
+    for (int k = i; k + 2 < *argc; k++) argv[k] = argv[k + 2];
+    *argc -= 2;
+    i--;
+  }
+  return 0;
+}
+
+vx_status vx_cli_read(const char *path, int max_level, vx_tree *t, vx_file_info *info, vx_error *e) {
+  vx_read_opts rd;
+  memset(&rd, 0, sizeof rd);
+  rd.max_level = max_level;
+  rd.mem_limit = vx_cli_read_limit;
+  return vx_svo_read(path, &rd, t, info, e);
+}
 
 int vx_cli_fail(const char *what, const vx_error *e) {
   vx_cli_progress_done();
@@ -191,7 +213,8 @@ const char *vx_view_args_help =
     "  --shade MODE        smooth (trilinear zero crossing, default), blocks (voxel cubes),\n"
     "                      normals (normal as colour)\n"
     "  --gpu | --cpu       force the CUDA or the CPU renderer (default: GPU if usable, else CPU)\n"
-    "  --threads N         CPU threads (default: all cores)\n";
+    "  --threads N         CPU threads (default: all cores)\n"
+    "  --mem-limit SIZE    refuse a file whose decoded size exceeds SIZE (default 16G)\n";
 
 void vx_view_args_init(vx_view_args *a) {
   memset(a, 0, sizeof *a);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "svo/svo.h"
 #include "marcher/marcher.h"
+#include "formats/svo_file.h"
 
 extern volatile sig_atomic_t vx_cli_interrupted;
 extern int vx_cli_quiet;
@@ -49,6 +50,13 @@ extern const char *vx_view_args_help;
  * notice. *used_gpu tells which ran. */
 vx_status vx_cli_render(const vx_tree *t, const vx_render_opts *o, const vx_view_args *a,
                         vx_image *img, int *used_gpu, vx_error *err);
+
+/* Reading .svo files: the memory limit the reader checks a file's declared sizes against before
+ * allocating (--mem-limit of render, stats, bench, compare; 0: the reader's default, 16 GiB). */
+extern uint64_t vx_cli_read_limit;
+/* Removes "--mem-limit SIZE" from argv (commands other than convert); 0 ok, 2 bad usage. */
+int vx_cli_take_read_limit(int *argc, char **argv, const char *cmd);
+vx_status vx_cli_read(const char *path, int max_level, vx_tree *t, vx_file_info *info, vx_error *e);
 
 double vx_now_seconds(void);
 void vx_format_bytes(double bytes, char *buf, size_t n);

@@ -104,8 +104,8 @@ int vx_cmd_compare(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
   vx_file_info fa, fb;
-  if (vx_svo_read(pa, NULL, &a, &fa, &e) != VX_OK) return vx_cli_fail("compare", &e);
-  if (vx_svo_read(pb, NULL, &b, &fb, &e) != VX_OK) {
+  if (vx_cli_read(pa, -1, &a, &fa, &e) != VX_OK) return vx_cli_fail("compare", &e);
+  if (vx_cli_read(pb, -1, &b, &fb, &e) != VX_OK) {
     vx_tree_free(&a);
     return vx_cli_fail("compare", &e);
   }

@@ -31,6 +31,7 @@ static const char *stats_help =
     "  --error E         also prune a copy at max error E (finest voxels) and report its memory and\n"
     "                    its image error against the full tree (PSNR, depth > 1 voxel)\n"
     "  --views N         views for --error's image comparison (default 4)\n"
+    "  --mem-limit SIZE    refuse a file whose decoded size exceeds SIZE (default 16G)\n"
     "  --json            machine-readable output\n";
 
 typedef struct row {
@@ -233,7 +234,7 @@ int vx_cmd_stats(int argc, char **argv) {
   memset(&t, 0, sizeof t);
   vx_file_info fi;
   memset(&fi, 0, sizeof fi);
-  if (vx_svo_read(in, NULL, &t, &fi, &e) != VX_OK) return vx_cli_fail("stats", &e);
+  if (vx_cli_read(in, -1, &t, &fi, &e) != VX_OK) return vx_cli_fail("stats", &e);
   row rows[VX_MAX_DEPTH + 1], prow[VX_MAX_DEPTH + 1];
   make_rows(&t, &fi, rows);
   if (json) print_json(&t, rows, fi.file_bytes);

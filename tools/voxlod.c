@@ -286,7 +286,7 @@ int vx_cmd_render(int argc, char **argv) {
   rd.max_level = va.ro.lod >= 0 ? va.ro.lod : -1;
   vx_tree tree;
   memset(&tree, 0, sizeof tree);
-  if (vx_svo_read(in, &rd, &tree, NULL, &e) != VX_OK) return vx_cli_fail("render", &e);
+  if (vx_cli_read(in, rd.max_level, &tree, NULL, &e) != VX_OK) return vx_cli_fail("render", &e);
   vx_render_opts ro = va.ro;
   if (ro.lod == -2 || ro.lod > (int)tree.depth) ro.lod = (int)tree.depth;
   vx_view_args_camera(&va, &tree, &ro.cam);
@@ -325,6 +325,7 @@ int main(int argc, char **argv) {
   }
   const char *c = argv[1];
   if (strcmp(c, "convert") == 0) return vx_cmd_convert(argc, argv);
+  if (vx_cli_take_read_limit(&argc, argv, c)) return 2;
   if (strcmp(c, "render") == 0) return vx_cmd_render(argc, argv);
   if (strcmp(c, "stats") == 0) return vx_cmd_stats(argc, argv);
   if (strcmp(c, "bench") == 0) return vx_cmd_bench(argc, argv);
