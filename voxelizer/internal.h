@@ -35,6 +35,11 @@ static inline void vx_grid_tri(const vx_mesh *m, const vx_transform *xf, uint64_
     for (int i = 0; i < 3; i++) g[v * 3 + i] = ((double)p[v * 3 + i] - xf->origin[i]) / xf->scale;
 }
 
+/* voxelize.c: checks the build options and derives the grid (transform, depth, band); every
+ * build path starts here. */
+vx_status vx_voxelize_setup(const vx_mesh *mesh, const vx_build_opts *opts, vx_transform *xf,
+                            uint32_t *depth, float *band, vx_error *err);
+
 /* ---- sign (sign.c) --------------------------------------------------------------------------- */
 
 /* What decides a corner's sign, built once for the whole mesh: either the winding-number tree

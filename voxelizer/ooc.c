@@ -285,26 +285,22 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
                                 vx_stream *out, vx_build_stats *stats, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (stats) memset(stats, 0, sizeof *stats);
-  if (!mesh || !opts) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh or no options");
   vx_transform xf;
-  vx_status st = vx_voxelize_transform(mesh, opts->resolution, &xf, err);
+  uint32_t depth;
+  float band;
+  vx_status st = vx_voxelize_setup(mesh, opts, &xf, &depth, &band, err);
   if (st != VX_OK) return st;
-  uint32_t depth = 0;
-  while ((1u << depth) < opts->resolution) depth++;
-  float band = opts->band > 0.0f ? opts->band : VX_DEFAULT_BAND;
-  if (!isfinite(band) || band > 127.0f)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "field band %g outside (0, 127] voxels",
-                        (double)band);
   const uint32_t blog = vx_block_log2(depth, xo ? xo->block_log2 : 0);
   const uint32_t B = 1u << blog;
   const uint64_t limit = opts->mem_limit;
   /* What the build holds whatever happens, before the expensive steps: the process as it is, the
-   * sign tables (about 64 B per triangle), the bins (at least one entry per triangle), every
-   * thread's scratch and the writer. */
+   * sign tables (about 64 B per triangle, 200 B with the winding number's tree), the bins (at
+   * least one entry per triangle), every thread's scratch and the writer. */
   const double tris = (double)mesh->tri_count;
+  const double sign_bytes = opts->sign_rule == VX_SIGN_PSEUDO_NORMAL ? 64.0 : 200.0;
   const double base0 = (double)resident_bytes();
   const int nt_max = thread_count(opts, UINT64_MAX);
-  double fixed = tris * 64.0 + tris * 4.0 + (double)nt_max * thread_bytes(B, 0.25 * B * B * B) +
+  double fixed = tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, 0.25 * B * B * B) +
                  WRITER_RESERVE;
   if (limit && base0 + fixed > (double)limit)
     return vx_error_set(err, VX_ERR_LIMIT,
@@ -312,7 +308,7 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
                         "(%.0f in use, %.0f for sign tables and bins, %.0f for %d threads' "
                         "scratch, %.0f for the file writer), over the memory limit of %.0f MiB",
                         opts->resolution, (base0 + fixed) * MiB, base0 * MiB,
-                        tris * 68.0 * MiB, nt_max * thread_bytes(B, 0.25 * B * B * B) * MiB,
+                        tris * (sign_bytes + 4.0) * MiB, nt_max * thread_bytes(B, 0.25 * B * B * B) * MiB,
                         nt_max, WRITER_RESERVE * MiB, (double)limit * MiB);
 
   vx_sign_data sign;

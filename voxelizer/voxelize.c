@@ -64,23 +64,32 @@ static double estimate_bytes(const vx_mesh *m, const vx_transform *xf, double *v
   return *voxels * 40.0 + (double)m->tri_count * 66.0;
 }
 
+vx_status vx_voxelize_setup(const vx_mesh *mesh, const vx_build_opts *opts, vx_transform *xf,
+                            uint32_t *depth, float *band, vx_error *err) {
+  if (!mesh || !opts) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh or no options");
+  vx_status st = vx_voxelize_transform(mesh, opts->resolution, xf, err);
+  if (st != VX_OK) return st;
+  *depth = 0;
+  while ((1u << *depth) < opts->resolution) (*depth)++;
+  *band = opts->band > 0.0f ? opts->band : VX_DEFAULT_BAND;
+  if (!isfinite(*band) || *band > 127.0f)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "field band %g outside (0, 127] voxels",
+                        (double)*band);
+  if (opts->max_error < 0.0f || !isfinite(opts->max_error))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "max error %g is not a non-negative number",
+                        (double)opts->max_error);
+  return VX_OK;
+}
+
 vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
                       vx_build_stats *stats, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (stats) memset(stats, 0, sizeof *stats);
-  if (!mesh || !opts) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh or no options");
   vx_transform xf;
-  vx_status st = vx_voxelize_transform(mesh, opts->resolution, &xf, err);
+  uint32_t depth;
+  float band;
+  vx_status st = vx_voxelize_setup(mesh, opts, &xf, &depth, &band, err);
   if (st != VX_OK) return st;
-  uint32_t depth = 0;
-  while ((1u << depth) < opts->resolution) depth++;
-  float band = opts->band > 0.0f ? opts->band : VX_DEFAULT_BAND;
-  if (!isfinite(band) || band > 127.0f)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "field band %g outside (0, 127] voxels",
-                        (double)band);
-  if (opts->max_error < 0.0f || !isfinite(opts->max_error))
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "max error %g is not a non-negative number",
-                        (double)opts->max_error);
   if (opts->mem_limit) {
     double voxels, need = estimate_bytes(mesh, &xf, &voxels);
     if (need > (double)opts->mem_limit)
