@@ -59,7 +59,7 @@ static inline double vx_get_f64(const uint8_t *p) {
 }
 
 /* The zstd level for `requested` (0: default by size) and a decoded total of raw_total bytes, and
- * the number of zstd worker threads (0: single-threaded). Defined in svo_stream.c. */
+ * the number of zstd worker threads (0: single-threaded). Defined in svo_file.c. */
 int vx_svo_zstd_level(int requested, uint64_t raw_total);
 int vx_svo_zstd_workers(uint64_t raw_total);
 

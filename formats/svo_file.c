@@ -38,6 +38,20 @@
 
 #include "formats/svo_codec.h"
 
+int vx_svo_zstd_level(int requested, uint64_t raw_total) {
+  int level = requested > 0               ? requested
+              : raw_total < VX_SVO_SMALL_RAW ? 19
+              : raw_total < VX_SVO_BIG_RAW   ? 9
+                                             : 3;
+  return level > ZSTD_maxCLevel() ? ZSTD_maxCLevel() : level;
+}
+
+int vx_svo_zstd_workers(uint64_t raw_total) {
+  if (raw_total < VX_SVO_BIG_RAW) return 0;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 1 ? (int)(cpus > 8 ? 8 : cpus) : 0;
+}
+
 static uint64_t header_size(uint32_t depth) {
   return VX_SVO_HEADER_FIXED + (uint64_t)VX_SVO_LEVEL_ENTRY * (depth + 1);
 }
