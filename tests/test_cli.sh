@@ -69,17 +69,17 @@ expect_fail "bad lod" "bad value" "$VOXLOD" render "$T/b.svo" "$T/x.png" --lod d
 if [ ! -e "$T/x.png" ] && [ ! -e "$T/x.svo" ]; then ok "no output from failures"; else bad "a failed command left output"; fi
 no_temp_left "$T" "after failures"
 
-# Interrupted convert: the previous output stays intact and no temporary is left.
-if [ -f "$SHARED/stanford_bunny/bun_zipper.ply" ]; then
+# Interrupted convert (SIGINT, SIGTERM): the previous output stays intact and no temporary is left.
+for sig in INT TERM; do
   cp "$T/keep.svo" "$T/int.svo"
-  "$VOXLOD" convert "$SHARED/stanford_bunny/bun_zipper.ply" "$T/int.svo" --res 1024 -q &
+  "$VOXLOD" convert "$DATA/bunny.ply" "$T/int.svo" --res 2048 -q &
   pid=$!
   sleep 1.5
-  kill -INT $pid 2>/dev/null
+  kill -$sig $pid 2>/dev/null
   wait $pid; rc=$?
-  if [ $rc -ne 0 ] && cmp -s "$T/keep.svo" "$T/int.svo"; then ok "SIGINT keeps previous output"; else bad "SIGINT keeps previous output (rc $rc)"; fi
-  no_temp_left "$T" "after SIGINT"
-fi
+  if [ $rc -ne 0 ] && cmp -s "$T/keep.svo" "$T/int.svo"; then ok "SIG$sig keeps previous output"; else bad "SIG$sig keeps previous output (rc $rc)"; fi
+  no_temp_left "$T" "after SIG$sig"
+done
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
