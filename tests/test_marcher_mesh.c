@@ -145,20 +145,6 @@ static void marcher_thin_features_survive_voxelization(void) {
           if (!isfinite(ref_ray_triangles(ro, rd, ms[k]->pos, ms[k]->tri_count))) continue;
           ref++;
           lost += !isfinite(img.depth[(size_t)y * W + x]);
-          if (getenv("VX_DIAG") && !isfinite(img.depth[(size_t)y * W + x])) {
-            double tr = ref_ray_triangles(ro, rd, ms[k]->pos, ms[k]->tri_count), g[3];
-            for (int i = 0; i < 3; i++) g[i] = (ro[i] + tr * rd[i] - t.xf.origin[i]) / t.xf.scale;
-            uint32_t vx = (uint32_t)g[0], vy = (uint32_t)g[1], vz = (uint32_t)g[2], ni = 0, found = 1;
-            for (uint32_t l = 0; l < t.depth; l++) {
-              uint32_t sh = t.depth - 1 - l, msk = vx_node_mask(t.nodes[ni].info);
-              uint32_t sl = ((vx >> sh) & 1) | ((vy >> sh) & 1) << 1 | ((vz >> sh) & 1) << 2;
-              if (!(msk >> sl & 1)) { found = 0; break; }
-              ni = vx_child_index(t.nodes[ni].child, msk, sl);
-            }
-            fprintf(stderr, "lost %u,%u voxel %u %u %u (%.2f %.2f %.2f) %s:", x, y, vx, vy, vz, g[0] - vx, g[1] - vy, g[2] - vz, found ? "" : "ABSENT");
-            for (int c = 0; found && c < 8; c++) fprintf(stderr, " %d", t.voxels[ni].c[c]);
-            fprintf(stderr, "\n");
-          }
         }
       CHECK(ref > 50);
       /* a pixel at the rim may see the rim's sub-voxel rounding (the field is sampled at
