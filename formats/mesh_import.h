@@ -21,6 +21,14 @@ vx_status vx_mesh_import(const char *path, vx_mesh *out, vx_error *err);
 vx_status vx_mesh_import_memory(const void *data, size_t size, const char *hint, vx_mesh *out,
                                 vx_error *err);
 
+/* vx_mesh_import in a child process (fork) with a time limit, so that an importer that loops or
+ * aborts on a hostile file (assimp 5.2 does both on some inputs) costs the caller an error message,
+ * not a hang or a crash. The triangles come back through a pipe, bit for bit what vx_mesh_import
+ * gives. timeout_s <= 0: no limit. Errors: as vx_mesh_import, plus VX_ERR_FORMAT when the import
+ * ran out of time or the child died, VX_ERR_IO when no child process can be started. The caller
+ * must not hold other threads that the child would need (fork copies only the calling thread). */
+vx_status vx_mesh_import_isolated(const char *path, double timeout_s, vx_mesh *out, vx_error *err);
+
 VX_EXTERN_C_END
 
 #endif

@@ -262,6 +262,32 @@ static void cleanup_dir(void) {
   rmdir(tmpdir);
 }
 
+/* The isolated import gives the in-process result bit for bit, the same errors, and a time-out
+ * instead of a hang. */
+static void mesh_import_isolated_matches_and_times_out(void) {
+  const char *path = VX_DATA_DIR "/bunny.ply";
+  vx_mesh a, b;
+  vx_error e;
+  CHECK(vx_mesh_import(path, &a, &e) == VX_OK);
+  CHECK_MSG(vx_mesh_import_isolated(path, 60.0, &b, &e) == VX_OK, "%s", e.msg);
+  CHECK(a.tri_count == b.tri_count && a.tri_count > 60000);
+  CHECK(a.skipped_degenerate == b.skipped_degenerate && a.mesh_count == b.mesh_count);
+  CHECK(a.pos && b.pos && memcmp(a.pos, b.pos, (size_t)a.tri_count * 9 * sizeof(float)) == 0);
+  for (int i = 0; i < 3; i++) CHECK(a.bbox_min[i] == b.bbox_min[i] && a.bbox_max[i] == b.bbox_max[i]);
+  vx_mesh_free(&a);
+  vx_mesh_free(&b);
+  /* same error as in process */
+  vx_error e1, e2;
+  CHECK(vx_mesh_import("/nonexistent/x.obj", &a, &e1) == VX_ERR_IO);
+  CHECK(vx_mesh_import_isolated("/nonexistent/x.obj", 60.0, &b, &e2) == VX_ERR_IO);
+  CHECK(strcmp(e1.msg, e2.msg) == 0);
+  CHECK(b.pos == NULL && b.tri_count == 0);
+  /* a 3 MB ASCII PLY takes far longer than a microsecond to parse */
+  CHECK(vx_mesh_import_isolated(path, 1e-6, &b, &e) == VX_ERR_FORMAT);
+  CHECK_MSG(strstr(e.msg, "did not finish") != NULL, "%s", e.msg);
+  CHECK(b.pos == NULL);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/vx_test_mesh.XXXXXX");
   if (!mkdtemp(tmpdir)) CHECK_SKIP("cannot make a temporary directory");
@@ -269,6 +295,7 @@ int main(void) {
   RUN(mesh_import_counts_dropped_triangles);
   RUN(mesh_import_expands_node_instances);
   RUN(mesh_import_from_memory);
+  RUN(mesh_import_isolated_matches_and_times_out);
   RUN(mesh_import_rejects_gzip_from_shared);
   cleanup_dir();
   RUN(mesh_import_shared_meshes_match_sources); /* last: skips the program when shared is absent */

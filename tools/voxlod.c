@@ -53,6 +53,9 @@ static const char *convert_help =
     "                   temporary files beside OUT.svo when they would not fit (removed on exit,\n"
     "                   also on failure or Ctrl-C); a limit too small even for that is refused\n"
     "                   at once with an estimate (default: 80% of physical memory)\n"
+    "  --import-timeout S  give up reading MESH after S seconds (default 300; 0: never). The\n"
+    "                   import runs in a child process, so an importer that loops or crashes on\n"
+    "                   a damaged file gives an error instead of a hang\n"
     "  --sign RULE      inside/outside rule: winding (generalized winding number, default) or\n"
     "                   pseudo-normal (faster; exact on closed manifold meshes)\n"
     "  --zstd-level L   compression level 1..22 (default by decoded size: 19 under 8 MiB, 9 under\n"
@@ -100,6 +103,7 @@ int vx_cmd_convert(int argc, char **argv) {
   vx_build_opts bo;
   memset(&bo, 0, sizeof bo);
   int zlevel = 0, have_res = 0;
+  double import_timeout = 300.0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -129,6 +133,11 @@ int vx_cmd_convert(int argc, char **argv) {
       } else if (strcmp(a, "--mem-limit") == 0) {
         if (vx_parse_bytes(v, &bo.mem_limit))
           return vx_cli_usage_error("convert", "bad --mem-limit '%s' (use e.g. 8G or 512M)", v);
+      } else if (strcmp(a, "--import-timeout") == 0) {
+        float secs;
+        if (vx_parse_float(v, &secs) || !(secs >= 0.0f))
+          return vx_cli_usage_error("convert", "bad --import-timeout '%s' (seconds, 0: none)", v);
+        import_timeout = secs;
       } else if (strcmp(a, "--sign") == 0) {
         if (strcmp(v, "winding") == 0)
           bo.sign_rule = VX_SIGN_WINDING;
@@ -164,7 +173,8 @@ int vx_cmd_convert(int argc, char **argv) {
   memset(&e, 0, sizeof e);
   vx_mesh mesh;
   memset(&mesh, 0, sizeof mesh);
-  if (vx_mesh_import(in, &mesh, &e) != VX_OK) return vx_cli_fail("convert", &e);
+  if (vx_mesh_import_isolated(in, import_timeout, &mesh, &e) != VX_OK)
+    return vx_cli_fail("convert", &e);
   double t_import = vx_now_seconds() - t0;
   if (!vx_cli_quiet) {
     fprintf(stderr, "%s: %llu triangles from %u mesh(es) in %.2fs", in,
