@@ -18,6 +18,25 @@
 #include "check.h"
 #include "meshgen.h"
 
+/* Renders t at full detail from an orbit view (azimuth, elevation, 35 degree field of view) on
+ * the CPU into a freshly allocated img; o receives the options used (its camera for the rays). */
+static int render_view(const vx_tree *t, double az, double el, uint32_t W, uint32_t H, vx_shade shade,
+                       vx_render_opts *o, vx_image *img) {
+  memset(o, 0, sizeof *o);
+  o->width = W;
+  o->height = H;
+  o->lod = (int)t->depth;
+  o->shade = shade;
+  vx_camera_orbit(t, az, el, 35.0, &o->cam);
+  vx_error e;
+  if (vx_image_alloc(img, W, H, 0, &e) != VX_OK || vx_render_cpu(t, o, img, 2, &e) != VX_OK) {
+    CHECK_MSG(0, "render: %s", e.msg);
+    vx_image_free(img);
+    return 0;
+  }
+  return 1;
+}
+
 static void compare_views_opt(const vx_mesh *m, uint32_t res, const char *name, int check_depth) {
   vx_build_opts bo;
   memset(&bo, 0, sizeof bo);
@@ -33,14 +52,8 @@ static void compare_views_opt(const vx_mesh *m, uint32_t res, const char *name, 
   const uint32_t W = 96, H = 80;
   for (int v = 0; v < 4; v++) {
     vx_render_opts o;
-    memset(&o, 0, sizeof o);
-    o.width = W;
-    o.height = H;
-    o.lod = (int)t.depth;
-    vx_camera_orbit(&t, views[v][0], views[v][1], 35.0, &o.cam);
     vx_image img;
-    CHECK(vx_image_alloc(&img, W, H, 0, NULL) == VX_OK);
-    CHECK_MSG(vx_render_cpu(&t, &o, &img, 2, &e) == VX_OK, "%s", e.msg);
+    if (!render_view(&t, views[v][0], views[v][1], W, H, VX_SHADE_SMOOTH, &o, &img)) continue;
     uint64_t agree = 0, both = 0, close = 0, ref_hits = 0;
     for (uint32_t y = 0; y < H; y++)
       for (uint32_t x = 0; x < W; x++) {
@@ -129,14 +142,8 @@ static void marcher_thin_features_survive_voxelization(void) {
     const double views[3][2] = {{20.0, 30.0}, {200.0, -25.0}, {75.0, 60.0}};
     for (int v = 0; v < 3; v++) {
       vx_render_opts o;
-      memset(&o, 0, sizeof o);
-      o.width = W;
-      o.height = H;
-      o.lod = (int)t.depth;
-      vx_camera_orbit(&t, views[v][0], views[v][1], 35.0, &o.cam);
       vx_image img;
-      CHECK(vx_image_alloc(&img, W, H, 0, NULL) == VX_OK);
-      CHECK(vx_render_cpu(&t, &o, &img, 2, &e) == VX_OK);
+      if (!render_view(&t, views[v][0], views[v][1], W, H, VX_SHADE_SMOOTH, &o, &img)) continue;
       uint64_t ref = 0, lost = 0;
       for (uint32_t y = 0; y < H; y++)
         for (uint32_t x = 0; x < W; x++) {
@@ -183,15 +190,8 @@ static void marcher_voxelized_sphere_matches_analytic(void) {
   const double views[3][2] = {{30.0, 20.0}, {160.0, -35.0}, {-80.0, 70.0}};
   for (int v = 0; v < 3; v++) {
     vx_render_opts o;
-    memset(&o, 0, sizeof o);
-    o.width = W;
-    o.height = H;
-    o.lod = (int)t.depth;
-    o.shade = VX_SHADE_NORMALS;
-    vx_camera_orbit(&t, views[v][0], views[v][1], 35.0, &o.cam);
     vx_image img;
-    CHECK(vx_image_alloc(&img, W, H, 0, NULL) == VX_OK);
-    CHECK(vx_render_cpu(&t, &o, &img, 2, &e) == VX_OK);
+    if (!render_view(&t, views[v][0], views[v][1], W, H, VX_SHADE_NORMALS, &o, &img)) continue;
     uint64_t both = 0, depth_ok = 0, normal_ok = 0;
     double worst = 0.0;
     for (uint32_t y = 0; y < H; y++)
