@@ -23,6 +23,7 @@
  */
 #include "voxelizer/internal.h"
 #include "voxelizer/distance.h"
+#include "voxelizer/field_eval.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -70,7 +71,7 @@ uint64_t vx_block_field(vx_block *b) {
   for (uint64_t i = 0; i < b->nclist; i++) {
     uint32_t idx = b->clist[i];
     int64_t cx = idx % C, cy = idx / C % C, cz = idx / (C * C);
-    double p[3], q[3];
+    double p[3];
     p[0] = (double)(b->org[0] + cx);
     p[1] = (double)(b->org[1] + cy);
     p[2] = (double)(b->org[2] + cz);
@@ -79,13 +80,8 @@ uint64_t vx_block_field(vx_block *b) {
       b->cval[idx] = 127;
       continue;
     }
-    double d = sqrt(b->cd2[idx]), s = 1.0;
-    if (vx_corner_quantize(d, b->band) != 0) {
-      int feat = vx_closest_on_triangle(p, b->tg + (uint64_t)t * 9, q);
-      s = b->sign->wind.node_count ? vx_sign_winding(b->sign, b->tris[t], feat, p, q, d)
-                                   : vx_sign_of(b->sign, b->tris[t], feat, p, q);
-    }
-    b->cval[idx] = vx_corner_quantize(s * d, b->band);
+    b->cval[idx] = vx_corner_eval(b->sign, b->tris[t], b->tg + (uint64_t)t * 9, p, b->cd2[idx],
+                                  b->band);
   }
   return b->nclist;
 }
@@ -111,7 +107,7 @@ typedef struct thin_item {
   uint32_t i;    /* index into the block's sorted surface list / field */
   double best;   /* squared distance centre-triangle */
   uint32_t tri;  /* local triangle index, UINT32_MAX: none */
-  int zero;      /* some corner value is 0 */
+  int kind;      /* vx_thin_kind */
 } thin_item;
 
 static int cmp_thin(const void *a, const void *b) {
@@ -122,32 +118,21 @@ static int cmp_thin(const void *a, const void *b) {
 uint64_t vx_block_thin_fix(vx_block *b, vx_voxel *field) {
   const int64_t H = (int64_t)b->B + 2;
   uint64_t n = 0;
-  for (uint64_t i = 0; i < b->nlist; i++) {
-    int pos = 0, neg = 0;
-    for (int c = 0; c < 8; c++) {
-      pos += field[i].c[c] > 0;
-      neg += field[i].c[c] < 0;
-    }
-    n += neg == 0 && pos > 0;
-  }
+  for (uint64_t i = 0; i < b->nlist; i++) n += vx_thin_kind(&field[i]) != 0;
   if (n == 0) return 0;
   thin_item *it = (thin_item *)malloc(n * sizeof *it);
   if (!it) return 0; /* keep the plain values: rendering may show a gap there, nothing worse */
   n = 0;
   for (uint64_t i = 0; i < b->nlist; i++) {
-    int pos = 0, neg = 0;
-    for (int c = 0; c < 8; c++) {
-      pos += field[i].c[c] > 0;
-      neg += field[i].c[c] < 0;
-    }
-    if (!(neg == 0 && pos > 0)) continue; /* a sign change, all zero, or all inside */
+    int kind = vx_thin_kind(&field[i]);
+    if (!kind) continue;
     uint32_t x, y, z;
     vx_morton_decode(b->list[i], &x, &y, &z);
     it[n].halo = (uint32_t)((x + 1) + (y + 1) * H + (z + 1) * H * H);
     it[n].i = (uint32_t)i;
     it[n].best = INFINITY;
     it[n].tri = UINT32_MAX;
-    it[n].zero = pos + neg < 8;
+    it[n].kind = kind;
     n++;
   }
   qsort(it, n, sizeof *it, cmp_thin);
@@ -158,8 +143,8 @@ uint64_t vx_block_thin_fix(vx_block *b, vx_voxel *field) {
     if (!hit) continue;
     uint32_t x, y, z;
     vx_morton_decode(b->list[hit->i], &x, &y, &z);
-    double p[3] = {(double)(b->org[0] + x) + 0.5, (double)(b->org[1] + y) + 0.5,
-                   (double)(b->org[2] + z) + 0.5};
+    double p[3];
+    vx_voxel_centre(b->org[0] + x, b->org[1] + y, b->org[2] + z, p);
     double d2 = vx_tri_dist2(p, b->tg + (uint64_t)b->pair_tri[k] * 9, NULL);
     if (d2 < hit->best) { /* pairs ascend by triangle: a tie keeps the lowest index */
       hit->best = d2;
@@ -169,37 +154,11 @@ uint64_t vx_block_thin_fix(vx_block *b, vx_voxel *field) {
   uint64_t fixed = 0;
   for (uint64_t k = 0; k < n; k++) {
     if (it[k].tri == UINT32_MAX) continue;
-    /* With a zero corner the surface may merely touch the voxel (a convex closed surface through a
-     * corner): re-sign only when the triangle passes within half a voxel of the centre. */
-    if (it[k].zero && !(it[k].best < 0.25)) continue;
-    const double *t = b->tg + (uint64_t)it[k].tri * 9;
-    double e1[3], e2[3], nrm[3];
-    for (int a = 0; a < 3; a++) {
-      e1[a] = t[3 + a] - t[a];
-      e2[a] = t[6 + a] - t[a];
-    }
-    nrm[0] = e1[1] * e2[2] - e1[2] * e2[1];
-    nrm[1] = e1[2] * e2[0] - e1[0] * e2[2];
-    nrm[2] = e1[0] * e2[1] - e1[1] * e2[0];
     uint32_t x, y, z;
     vx_morton_decode(b->list[it[k].i], &x, &y, &z);
-    double side[8];
-    int above = 0, below = 0;
-    for (int c = 0; c < 8; c++) {
-      double q[3] = {(double)(b->org[0] + x + (c & 1)) - t[0],
-                     (double)(b->org[1] + y + (c >> 1 & 1)) - t[1],
-                     (double)(b->org[2] + z + (c >> 2 & 1)) - t[2]};
-      side[c] = nrm[0] * q[0] + nrm[1] * q[1] + nrm[2] * q[2];
-      above += side[c] > 0.0;
-      below += side[c] < 0.0;
-    }
-    if (above == 0 || below == 0) continue; /* the plane does not cut the voxel */
-    vx_voxel *v = &field[it[k].i];
-    for (int c = 0; c < 8; c++) {
-      int mag = v->c[c] < 0 ? -v->c[c] : v->c[c];
-      v->c[c] = (int8_t)(side[c] < 0.0 ? -mag : mag);
-    }
-    fixed++;
+    fixed += (uint64_t)vx_thin_resign(b->tg + (uint64_t)it[k].tri * 9, it[k].best, it[k].kind,
+                                      b->org[0] + x, b->org[1] + y, b->org[2] + z,
+                                      &field[it[k].i]);
   }
   free(it);
   return fixed;

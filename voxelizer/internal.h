@@ -24,6 +24,7 @@
 #include "svo/stream.h"
 #include "voxelizer/voxelizer.h"
 #include "voxelizer/winding.h"
+#include "voxelizer/sign_eval.h"
 
 /* ---- grid coordinates ------------------------------------------------------------------------ */
 
@@ -42,25 +43,6 @@ vx_status vx_voxelize_setup(const vx_mesh *mesh, const vx_build_opts *opts, vx_t
 
 /* ---- sign (sign.c) --------------------------------------------------------------------------- */
 
-/* What decides a corner's sign, built once for the whole mesh: either the winding-number tree
- * (winding.c; used whenever wind.node_count > 0) or pseudo-normals (Baerentzen & Aanaes 2005).
- * Pseudo-normals are directions only: the same in world and grid coordinates (the grid map is a
- * uniform scale and a shift); the winding tree lives in the grid frame of the surface build. */
-typedef struct vx_sign_data {
-  vx_wind_tree wind;   /* winding rule: hierarchy over the grid triangles; empty otherwise */
-  float *face_n;       /* 3 per triangle: unit face normal (0 for a numerically flat triangle) */
-  float *edge_n;       /* 9 per triangle: edge k (vertex k -> k+1): mean of the unit normals of
-                          every triangle sharing the welded edge (short when they cancel) */
-  uint32_t *vid;       /* 3 per triangle: welded vertex id (exact position match) */
-  float *vert_n;       /* 3 per welded vertex: angle-weighted mean of incident unit face normals */
-  uint64_t vert_count;
-  uint64_t boundary_edges;    /* edges with one incident triangle (holes) */
-  uint64_t nonmanifold_edges; /* edges with more than two */
-  uint8_t *clean;      /* winding rule: 1 per triangle whose pseudo-normals may decide (sign.c) */
-  uint8_t *vclean;     /* winding rule: 1 per welded vertex whose triangles are all clean */
-  uint64_t clean_count;
-} vx_sign_data;
-
 /* Pseudo-normal tables only (the winding tree stays empty): the VX_SIGN_PSEUDO_NORMAL rule.
  * The winding rule builds them too, plus the tree and the clean flags. */
 vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err);
@@ -70,20 +52,8 @@ vx_status vx_sign_build_rule(const vx_mesh *m, const vx_transform *xf, int rule,
                              vx_error *err);
 void vx_sign_free(vx_sign_data *s);
 
-/* The pseudo-normal of feature `feat` (distance.h codes) of triangle `tri`. */
-void vx_sign_normal(const vx_sign_data *s, uint64_t tri, int feat, double n[3]);
-
-/* -1 when grid point p lies inside by the winding rule, +1 otherwise: the pseudo-normal of
- * feature `feat` of `tri` (q: p's closest point on it, d: the distance) when the triangles around
- * that feature are clean and d > VX_SIGN_FACE_MIN voxels, else the winding number (sign.c). */
-#define VX_SIGN_FACE_MIN 0.1
-double vx_sign_winding(const vx_sign_data *s, uint64_t tri, int feat, const double p[3],
-                       const double q[3], double d);
-
-/* -1 when p lies inside by the pseudo-normal rule, +1 otherwise; q is the closest point of `tri`
- * to p and feat its feature. */
-double vx_sign_of(const vx_sign_data *s, uint64_t tri, int feat, const double p[3],
-                  const double q[3]);
+/* The rules themselves (vx_sign_winding, vx_sign_of, vx_sign_normal) are in sign_eval.h, host
+ * and device. */
 
 /* ---- surface voxels and field (blocks.c, field.c) -------------------------------------------- */
 

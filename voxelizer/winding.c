@@ -61,7 +61,6 @@
 #include <string.h>
 
 #define LEAF 4
-#define STACK 192
 
 void vx_wind_free(vx_wind_tree *t) {
   if (!t) return;
@@ -71,24 +70,7 @@ void vx_wind_free(vx_wind_tree *t) {
 }
 
 double vx_wind_triangle(const double *a, const double *b, const double *c, const double p[3]) {
-  double x[3], y[3], z[3];
-  for (int i = 0; i < 3; i++) {
-    x[i] = a[i] - p[i];
-    y[i] = b[i] - p[i];
-    z[i] = c[i] - p[i];
-  }
-  double lx = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
-  double ly = sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
-  double lz = sqrt(z[0] * z[0] + z[1] * z[1] + z[2] * z[2]);
-  double det = x[0] * (y[1] * z[2] - y[2] * z[1]) + x[1] * (y[2] * z[0] - y[0] * z[2]) +
-               x[2] * (y[0] * z[1] - y[1] * z[0]);
-  /* In the triangle's plane (up to rounding; or degenerate): no solid angle. Without the
-   * tolerance a point on the face would get +-1/2 from the rounding of det. */
-  if (fabs(det) <= 1e-12 * lx * ly * lz) return 0.0;
-  double den = lx * ly * lz + (x[0] * y[0] + x[1] * y[1] + x[2] * y[2]) * lz +
-               (y[0] * z[0] + y[1] * z[1] + y[2] * z[2]) * lx +
-               (z[0] * x[0] + z[1] * x[1] + z[2] * x[2]) * ly;
-  return atan2(det, den) * (0.5 / M_PI); /* Omega / (4 pi), Omega = 2 atan2 */
+  return vx_wind_solid(a, b, c, p);
 }
 
 /* ---- build ----------------------------------------------------------------------------------- */
@@ -321,33 +303,5 @@ double vx_wind_at(const vx_wind_tree *t, const double p[3]) {
 }
 
 double vx_wind_at_beta(const vx_wind_tree *t, const double p[3], double beta) {
-  uint32_t stack[STACK];
-  int sp = 0;
-  double far = 0.0, near = 0.0;
-  const double b2 = beta * beta;
-  stack[sp++] = 0;
-  while (sp > 0) {
-    const vx_wind_node *nd = t->nodes + stack[--sp];
-    double x = (double)nd->c[0] - p[0], y = (double)nd->c[1] - p[1], z = (double)nd->c[2] - p[2];
-    double d2 = x * x + y * y + z * z, r = nd->r;
-    if (d2 > b2 * r * r) {
-      /* FAR: K(c).N + sum_ij dK_i/dx_j(c) M_ij with K(x) = (x - p)/|x - p|^3 */
-      const float *m = nd->m;
-      double inv = 1.0 / sqrt(d2), inv3 = inv * inv * inv;
-      double t1 = x * nd->n[0] + y * nd->n[1] + z * nd->n[2];
-      double tr = (double)m[0] + m[4] + m[8];
-      double xmx = x * (m[0] * x + m[1] * y + m[2] * z) + y * (m[3] * x + m[4] * y + m[5] * z) +
-                   z * (m[6] * x + m[7] * y + m[8] * z);
-      far += (t1 + tr) * inv3 - 3.0 * xmx * inv3 * inv * inv;
-    } else if (nd->count) {
-      /* LEAF near p: exact solid angles */
-      const double *g = t->tri + (uint64_t)nd->first * 9;
-      for (uint32_t k = 0; k < nd->count; k++, g += 9) near += vx_wind_triangle(g, g + 3, g + 6, p);
-    } else {
-      /* INNER near p: left child first */
-      stack[sp++] = nd->first + 1;
-      stack[sp++] = nd->first;
-    }
-  }
-  return near + far * (0.25 / M_PI);
+  return vx_wind_eval(t->nodes, t->tri, p, beta);
 }

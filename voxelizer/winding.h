@@ -12,7 +12,9 @@
 #ifndef VOXLOD_VOXELIZER_WINDING_H
 #define VOXLOD_VOXELIZER_WINDING_H
 
+#include <math.h>
 #include <stdint.h>
+#include "svo/hostdev.h"
 #include "svo/mesh.h"
 #include "svo/svo.h"
 
@@ -51,5 +53,68 @@ double vx_wind_at_beta(const vx_wind_tree *t, const double p[3], double beta);
 /* Signed solid angle / 4pi of triangle (a, b, c) seen from p (Van Oosterom & Strackee 1983);
  * positive when p lies behind the triangle's counter-clockwise front. 0 when p is on it. */
 double vx_wind_triangle(const double *a, const double *b, const double *c, const double p[3]);
+
+/* ---- evaluation, host and device (the GPU build runs these same functions) ------------------ */
+
+#define VX_WIND_PI 3.14159265358979323846
+#define VX_WIND_STACK 192 /* tree depth is bounded by the 63-bit Morton split (winding.c) */
+
+/* vx_wind_triangle's body: Van Oosterom & Strackee's signed solid angle / 4pi. */
+VX_HD double vx_wind_solid(const double *a, const double *b, const double *c, const double p[3]) {
+  double x[3], y[3], z[3];
+  int i;
+  for (i = 0; i < 3; i++) {
+    x[i] = a[i] - p[i];
+    y[i] = b[i] - p[i];
+    z[i] = c[i] - p[i];
+  }
+  double lx = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+  double ly = sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
+  double lz = sqrt(z[0] * z[0] + z[1] * z[1] + z[2] * z[2]);
+  double det = x[0] * (y[1] * z[2] - y[2] * z[1]) + x[1] * (y[2] * z[0] - y[0] * z[2]) +
+               x[2] * (y[0] * z[1] - y[1] * z[0]);
+  /* In the triangle's plane (up to rounding; or degenerate): no solid angle. Without the
+   * tolerance a point on the face would get +-1/2 from the rounding of det. */
+  if (fabs(det) <= 1e-12 * lx * ly * lz) return 0.0;
+  double den = lx * ly * lz + (x[0] * y[0] + x[1] * y[1] + x[2] * y[2]) * lz +
+               (y[0] * z[0] + y[1] * z[1] + y[2] * z[2]) * lx +
+               (z[0] * x[0] + z[1] * x[1] + z[2] * x[2]) * ly;
+  return atan2(det, den) * (0.5 / VX_WIND_PI); /* Omega / (4 pi), Omega = 2 atan2 */
+}
+
+/* vx_wind_at_beta's body over a node array and the tree-ordered triangles. */
+VX_HD double vx_wind_eval(const vx_wind_node *nodes, const double *tri, const double p[3],
+                          double beta) {
+  uint32_t stack[VX_WIND_STACK];
+  int sp = 0;
+  double far = 0.0, near = 0.0;
+  const double b2 = beta * beta;
+  stack[sp++] = 0;
+  while (sp > 0) {
+    const vx_wind_node *nd = nodes + stack[--sp];
+    double x = (double)nd->c[0] - p[0], y = (double)nd->c[1] - p[1], z = (double)nd->c[2] - p[2];
+    double d2 = x * x + y * y + z * z, r = nd->r;
+    if (d2 > b2 * r * r) {
+      /* FAR: K(c).N + sum_ij dK_i/dx_j(c) M_ij with K(x) = (x - p)/|x - p|^3 */
+      const float *m = nd->m;
+      double inv = 1.0 / sqrt(d2), inv3 = inv * inv * inv;
+      double t1 = x * nd->n[0] + y * nd->n[1] + z * nd->n[2];
+      double tr = (double)m[0] + m[4] + m[8];
+      double xmx = x * (m[0] * x + m[1] * y + m[2] * z) + y * (m[3] * x + m[4] * y + m[5] * z) +
+                   z * (m[6] * x + m[7] * y + m[8] * z);
+      far += (t1 + tr) * inv3 - 3.0 * xmx * inv3 * inv * inv;
+    } else if (nd->count) {
+      /* LEAF near p: exact solid angles */
+      const double *g = tri + (uint64_t)nd->first * 9;
+      uint32_t k;
+      for (k = 0; k < nd->count; k++, g += 9) near += vx_wind_solid(g, g + 3, g + 6, p);
+    } else if (sp + 2 <= VX_WIND_STACK) {
+      /* INNER near p: left child first */
+      stack[sp++] = nd->first + 1;
+      stack[sp++] = nd->first;
+    }
+  }
+  return near + far * (0.25 / VX_WIND_PI);
+}
 
 #endif

@@ -1,0 +1,88 @@
+/* sign_eval.h - the sign rules' per-corner decision, host and device.
+ *
+ * sign.c builds the tables (welded vertices, pseudo-normals, clean flags, the winding tree) and
+ * documents both rules; this header holds only what a corner query runs, in the C subset nvcc
+ * also accepts (hostdev.h), so the CPU build (field.c) and the GPU build (gpu_build.cu) decide
+ * every sign with the same code. On the GPU the table pointers of vx_sign_data point to device
+ * copies of the same arrays.
+ */
+#ifndef VOXLOD_VOXELIZER_SIGN_EVAL_H
+#define VOXLOD_VOXELIZER_SIGN_EVAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include "svo/hostdev.h"
+#include "voxelizer/distance.h"
+#include "voxelizer/winding.h"
+
+/* What decides a corner's sign, built once for the whole mesh: either the winding-number tree
+ * (winding.c; used whenever wind.node_count > 0) or pseudo-normals (Baerentzen & Aanaes 2005).
+ * Pseudo-normals are directions only: the same in world and grid coordinates (the grid map is a
+ * uniform scale and a shift); the winding tree lives in the grid frame of the surface build. */
+typedef struct vx_sign_data {
+  vx_wind_tree wind;   /* winding rule: hierarchy over the grid triangles; empty otherwise */
+  float *face_n;       /* 3 per triangle: unit face normal (0 for a numerically flat triangle) */
+  float *edge_n;       /* 9 per triangle: edge k (vertex k -> k+1): mean of the unit normals of
+                          every triangle sharing the welded edge (short when they cancel) */
+  uint32_t *vid;       /* 3 per triangle: welded vertex id (exact position match) */
+  float *vert_n;       /* 3 per welded vertex: angle-weighted mean of incident unit face normals */
+  uint64_t vert_count;
+  uint64_t boundary_edges;    /* edges with one incident triangle (holes) */
+  uint64_t nonmanifold_edges; /* edges with more than two */
+  uint8_t *clean;      /* winding rule: 1 per triangle whose pseudo-normals may decide (sign.c) */
+  uint8_t *vclean;     /* winding rule: 1 per welded vertex whose triangles are all clean */
+  uint64_t clean_count;
+} vx_sign_data;
+
+/* Pseudo-normals decide only beyond this distance (voxels); nearer corners ask the winding number. */
+#define VX_SIGN_FACE_MIN 0.1
+
+/* The pseudo-normal of feature `feat` (distance.h codes) of triangle `tri`. */
+VX_HD void vx_sign_normal(const vx_sign_data *s, uint64_t tri, int feat, double n[3]) {
+  const float *src;
+  int i;
+  if (feat >= VX_FEAT_E01)
+    src = s->edge_n + tri * 9 + (uint64_t)(feat - VX_FEAT_E01) * 3;
+  else if (feat >= VX_FEAT_V0)
+    src = s->vert_n + (uint64_t)s->vid[tri * 3 + (uint64_t)(feat - VX_FEAT_V0)] * 3;
+  else
+    src = s->face_n + tri * 3;
+  for (i = 0; i < 3; i++) n[i] = src[i];
+  /* A pseudo-normal that cancelled (opposite windings meet) says nothing: use the face's own. */
+  if (n[0] * n[0] + n[1] * n[1] + n[2] * n[2] < 1e-6)
+    for (i = 0; i < 3; i++) n[i] = s->face_n[tri * 3 + i];
+}
+
+/* -1 when p lies inside by the pseudo-normal rule, +1 otherwise; q is the closest point of `tri`
+ * to p and feat its feature. */
+VX_HD double vx_sign_of(const vx_sign_data *s, uint64_t tri, int feat, const double p[3],
+                        const double q[3]) {
+  double n[3], d[3];
+  int i;
+  vx_sign_normal(s, tri, feat, n);
+  for (i = 0; i < 3; i++) d[i] = p[i] - q[i];
+  return vx_dot3d(d, n) < 0.0 ? -1.0 : 1.0;
+}
+
+/* -1 when grid point p lies inside by the winding rule, +1 otherwise: the pseudo-normal of
+ * feature `feat` of `tri` (q: p's closest point on it, d: the distance) when the triangles around
+ * that feature are clean and d > VX_SIGN_FACE_MIN voxels, else the winding number (sign.c). */
+VX_HD double vx_sign_winding(const vx_sign_data *s, uint64_t tri, int feat, const double p[3],
+                             const double q[3], double d) {
+  if (d > VX_SIGN_FACE_MIN) {
+    const uint32_t *v = s->vid + tri * 3;
+    int clean;
+    if (feat >= VX_FEAT_E01) { /* both ends clean alike: so are the two triangles on the edge */
+      clean = s->vclean[v[feat - VX_FEAT_E01]];
+      if (clean != s->vclean[v[(feat - VX_FEAT_E01 + 1) % 3]]) clean = 0;
+    } else if (feat >= VX_FEAT_V0) {
+      clean = s->vclean[v[feat - VX_FEAT_V0]];
+    } else {
+      clean = s->clean[tri];
+    }
+    if (clean) return clean == 1 ? vx_sign_of(s, tri, feat, p, q) : -vx_sign_of(s, tri, feat, p, q);
+  }
+  return fabs(vx_wind_eval(s->wind.nodes, s->wind.tri, p, VX_WIND_BETA)) > 0.5 ? -1.0 : 1.0;
+}
+
+#endif
