@@ -49,6 +49,9 @@ cp "$MESHES/stanford_bunny/bun_zipper.ply" "$ROOT/devdata/bunny.ply"
 if [ ! -f "$ROOT/devdata/dragon.ply" ]; then
   gunzip -c "$MESHES/stanford_dragon/dragon_871k.ply.gz" > "$ROOT/devdata/dragon.ply"
 fi
+mkdir -p "$ROOT/devdata/shared/messy" "$ROOT/devdata/shared/fandisk"
+cp "$MESHES"/messy/* "$ROOT/devdata/shared/messy/"
+cp "$MESHES"/fandisk/fandisk.off "$ROOT/devdata/shared/fandisk/"
 EXCL=$(git -C "$ROOT" rev-parse --git-path info/exclude)
 grep -qx '/devdata/' "$EXCL" 2>/dev/null || echo '/devdata/' >> "$EXCL"
 

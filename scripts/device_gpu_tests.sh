@@ -31,11 +31,12 @@ for s in $steps; do
   case $s in
   tests)
     stamp "gpu tests"
+    export VOXLOD_DATA_DIR=$PWD/data VOXLOD_SHARED_MESHES=$PWD/$D/shared
     for t in $B/tests/test_gpu_*; do
       [ -x "$t" ] || continue
       timeout 300 "$t" > /tmp/vx/t.log 2>&1
       rc=$?
-      tail -n 25 /tmp/vx/t.log
+      tail -n 40 /tmp/vx/t.log
       echo "RESULT $(basename "$t"): rc=$rc ($([ $rc = 0 ] && echo pass || ([ $rc = 77 ] && echo skip || echo FAIL)))"
     done
     ;;
@@ -67,6 +68,31 @@ for s in $steps; do
     timeout 300 $B/bench_nanovdb /tmp/vx/dragon4096.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
       --lods --out /tmp/vx/d4k --json /tmp/vx/d4k/bench.json
     cat /tmp/vx/d4k/bench.json 2>/dev/null
+    ;;
+  gpubuild)
+    # convert --gpu against the CPU build (same file, byte for byte) and its time; peak RSS from
+    # /usr/bin/time when present. VX_GB_RES: resolutions; VX_GB_CPU: the largest one the CPU
+    # build also runs for the comparison.
+    stamp "gpu build"
+    conv() { # mesh res tag [--gpu]
+      local tv=""
+      [ -x /usr/bin/time ] && tv="/usr/bin/time -f peak_rss_kb=%M"
+      $tv timeout 280 $B/voxlod convert "$1" /tmp/vx/$3.svo --res "$2" ${4:-} 2>&1 | tr '\r' '\n' | grep -v '%' | tail -n 4
+    }
+    for m in bunny dragon; do
+      for r in ${VX_GB_RES:-512 2048 4096 8192}; do
+        echo "-- $m $r"
+        conv $D/$m.ply "$r" "${m}_${r}_gpu" --gpu
+        if [ "$r" -le "${VX_GB_CPU:-4096}" ]; then
+          conv $D/$m.ply "$r" "${m}_${r}_cpu"
+          cmp /tmp/vx/${m}_${r}_gpu.svo /tmp/vx/${m}_${r}_cpu.svo && echo "SAME FILE $m $r"
+          rm -f /tmp/vx/${m}_${r}_cpu.svo
+        fi
+        ls -l /tmp/vx/${m}_${r}_gpu.svo
+        [ "$r" = 8192 ] && timeout 120 $B/voxlod stats /tmp/vx/${m}_${r}_gpu.svo 2>&1 | tail -n 18
+        rm -f /tmp/vx/${m}_${r}_gpu.svo
+      done
+    done
     ;;
   zoom)
     # the model filling most of the frame (eye at 0.4 x the framing distance): most rays hit
@@ -111,11 +137,12 @@ for s in $steps; do
     ) > /tmp/vx/convert.log 2>&1 &
     cpid=$!
     stamp "gpu tests (while converting)"
+    export VOXLOD_DATA_DIR=$PWD/data VOXLOD_SHARED_MESHES=$PWD/$D/shared
     for t in $B/tests/test_gpu_*; do
       [ -x "$t" ] || continue
       timeout 200 "$t" > /tmp/vx/t.log 2>&1
       rc=$?
-      tail -n 25 /tmp/vx/t.log
+      tail -n 40 /tmp/vx/t.log
       echo "RESULT $(basename "$t"): rc=$rc ($([ $rc = 0 ] && echo pass || ([ $rc = 77 ] && echo skip || echo FAIL)))"
     done
     stamp "sass check"

@@ -14,3 +14,9 @@ if(VOXLOD_HAVE_CUDA)
            -DOUT=${CMAKE_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/gpu_ptx_check.cmake)
   set_tests_properties(test_gpu_ptx PROPERTIES LABELS ptx)
 endif()
+if(VOXLOD_HAVE_CUDA)
+  # The GPU build against the CPU build, byte for byte.
+  vx_add_test(test_gpu_build SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_build.c
+              LIBS vx_voxelizer vx_formats Threads::Threads LABELS gpu)
+  target_link_options(test_gpu_build PRIVATE "LINKER:-u,vx_mesh_import")
+endif()

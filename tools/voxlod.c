@@ -49,6 +49,9 @@ static const char *convert_help =
     "                   (max error bound); 0 keeps the full tree (default 0)\n"
     "  --band B         truncate the distance field at +-B voxels (default 2)\n"
     "  --threads N      worker threads (default: all cores)\n"
+    "  --gpu            voxelize and compute the field on the GPU (CUDA): the same file, bit for\n"
+    "                   bit; falls back to the CPU with a notice when no GPU can run it\n"
+    "  --cpu            voxelize on the CPU (default)\n"
     "  --mem-limit SIZE keep the peak memory under SIZE (e.g. 8G): the octree's levels spill to\n"
     "                   temporary files beside OUT.svo when they would not fit (removed on exit,\n"
     "                   also on failure or Ctrl-C); a limit too small even for that is refused\n"
@@ -102,13 +105,18 @@ int vx_cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   vx_build_opts bo;
   memset(&bo, 0, sizeof bo);
-  int zlevel = 0, have_res = 0;
+  int zlevel = 0, have_res = 0, want_cpu = 0;
   double import_timeout = 300.0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
       vx_cli_quiet = 1;
+    } else if (strcmp(a, "--gpu") == 0 || strcmp(a, "--cpu") == 0) {
+      if (want_cpu + bo.gpu && (a[2] == 'g') != bo.gpu)
+        return vx_cli_usage_error("convert", "--gpu and --cpu exclude each other");
+      bo.gpu = a[2] == 'g';
+      want_cpu = !bo.gpu;
     } else if (a[0] == '-' && a[1] == '-') {
       if (!v) return vx_cli_usage_error("convert", "%s needs a value", a);
       i++;
@@ -198,6 +206,12 @@ int vx_cmd_convert(int argc, char **argv) {
   vx_stream stream;
   vx_status s = tmp_dir ? vx_voxelize_stream(&mesh, &bo, tmp_dir, &stream, &bs, &e)
                         : vx_error_set(&e, VX_ERR_NOMEM, "out of memory");
+  if (tmp_dir && bo.gpu && (s == VX_ERR_NO_GPU || s == VX_ERR_CUDA || s == VX_ERR_NOMEM)) {
+    vx_cli_progress_done();
+    fprintf(stderr, "voxlod convert: GPU build unavailable (%s); building on the CPU\n", e.msg);
+    bo.gpu = 0;
+    s = vx_voxelize_stream(&mesh, &bo, tmp_dir, &stream, &bs, &e);
+  }
   free(tmp_dir);
   vx_mesh_free(&mesh);
   int spilled = s == VX_OK && stream.spilled;
@@ -268,6 +282,10 @@ int vx_cmd_convert(int argc, char **argv) {
             (unsigned long long)tree.node_count, b,
             tree.voxel_count ? (double)size / (double)tree.voxel_count : 0.0, t_import, t_build,
             t_write, vx_now_seconds() - t0);
+    fprintf(stderr, "%s: build on the %s: sign tables %.2fs, surface voxels and field %.2fs%s",
+            out, bo.gpu ? "GPU" : "CPU", bs.sec_sign, bs.sec_voxels,
+            bo.gpu ? "" : " (with the octree)\n");
+    if (bo.gpu) fprintf(stderr, ", octree and planes %.2fs\n", bs.sec_tree);
   }
   vx_tree_free(&tree);
   return 0;

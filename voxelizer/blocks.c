@@ -37,21 +37,6 @@ void vx_surface_free(vx_surface *s) {
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-/* Voxels [lo, hi] (inclusive, clamped to the grid) whose closed boxes meet the triangle's
- * bounding box. Returns 0 when the range is empty. */
-static int tri_range(const double *g, int64_t R, int64_t lo[3], int64_t hi[3]) {
-  for (int i = 0; i < 3; i++) {
-    double mn = vx_min3d(g[i], g[3 + i], g[6 + i]), mx = vx_max3d(g[i], g[3 + i], g[6 + i]);
-    if (!(mx >= 0.0) || !(mn <= (double)R)) return 0;
-    lo[i] = (int64_t)ceil(mn) - 1;
-    hi[i] = (int64_t)floor(mx);
-    if (lo[i] < 0) lo[i] = 0;
-    if (hi[i] > R - 1) hi[i] = R - 1;
-    if (lo[i] > hi[i]) return 0;
-  }
-  return 1;
-}
-
 typedef struct job {
   const vx_mesh *mesh;
   const vx_transform *xf;
@@ -154,7 +139,7 @@ static int scan_range(vx_block *b, uint32_t t, const double *g, const int64_t lo
 static int scan_triangle(vx_block *b, uint32_t t, int64_t R) {
   const double *g = b->tg + (uint64_t)t * 9;
   int64_t lo[3], hi[3];
-  if (!tri_range(g, R, lo, hi)) return 1;
+  if (!vx_tri_voxel_range(g, R, lo, hi)) return 1;
   uint64_t vol = 1;
   for (int i = 0; i < 3; i++) {
     int64_t a = b->org[i] - 1, e = b->org[i] + b->B;
@@ -311,7 +296,7 @@ static void bin_pass(const vx_mesh *m, const vx_transform *xf, int64_t R, uint32
     double g[9];
     int64_t lo[3], hi[3], bl[3], bh[3];
     vx_grid_tri(m, xf, t, g);
-    if (!tri_range(g, R, lo, hi)) continue;
+    if (!vx_tri_voxel_range(g, R, lo, hi)) continue;
     for (int i = 0; i < 3; i++) {
       bl[i] = floor_div(lo[i] - 1, B);
       bh[i] = floor_div(hi[i] + 1, B);

@@ -26,6 +26,8 @@
 #include "voxelizer/winding.h"
 #include "voxelizer/sign_eval.h"
 
+VX_EXTERN_C_BEGIN
+
 /* ---- grid coordinates ------------------------------------------------------------------------ */
 
 /* Triangle t of the mesh in grid coordinates (finest voxels), double. Every module maps through
@@ -157,6 +159,21 @@ vx_status vx_block_run(vx_block *b, const vx_mesh *mesh, const vx_transform *xf,
  * the next vx_block_run. */
 void vx_block_take(vx_block *b, vx_voxel *field);
 
+/* ---- the GPU build (gpu_build.cu; gpu_build_stub.c without CUDA) --------------------------- */
+
+typedef struct vx_gpu_build_opts {
+  uint32_t part_log2;  /* partitions of at most 2^part_log2 voxels per axis (tests); 0: the whole
+                          grid, split only when GPU memory requires it */
+  uint64_t mem_budget; /* GPU bytes a partition may use; 0: 85% of the free memory */
+} vx_gpu_build_opts;
+
+/* vx_surface_build's result computed on the GPU, bit for bit the same (gpu_build.cu explains
+ * the one exception). `go` may be NULL. VX_ERR_NO_GPU without a usable device or without CUDA. */
+vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+                               const vx_sign_data *sign, float band, const vx_gpu_build_opts *go,
+                               vx_progress_fn progress, void *user, vx_surface *out,
+                               vx_build_stats *stats, vx_error *err);
+
 /* ---- the streaming build (ooc.c) ------------------------------------------------------------ */
 
 /* Knobs for tests (zeroed: what vx_voxelize_stream does). */
@@ -165,10 +182,13 @@ typedef struct vx_stream_build_opts {
                             from the first block) */
   uint32_t block_log2;   /* log2 of the block edge; 0: vx_block_log2's choice */
   uint64_t fail_block;   /* k > 0: block k-1 fails with VX_ERR_IO (cleanup tests) */
+  vx_gpu_build_opts gpu; /* GPU build (opts->gpu): partition size and memory budget */
 } vx_stream_build_opts;
 
 vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
                                 const char *tmp_dir, const vx_stream_build_opts *xo,
                                 vx_stream *out, vx_build_stats *stats, vx_error *err);
+
+VX_EXTERN_C_END
 
 #endif

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct blk_result {
@@ -48,7 +49,12 @@ typedef struct ooc_job {
   const vx_mesh *mesh;
   const vx_transform *xf;
   const vx_sign_data *sign;
-  const vx_bins *bins;
+  const vx_bins *bins;        /* CPU build: blocks with triangles (work = bins->work) */
+  const vx_surface *surf;     /* GPU build: the surface computed already; block k is
+                                 surf[soff[k] .. soff[k+1]) */
+  const uint64_t *work;       /* block Morton codes, ascending */
+  const uint64_t *soff;
+  uint64_t nwork;
   uint32_t depth, blog, split;
   float band;
   uint64_t window;
@@ -76,9 +82,14 @@ static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, u
   memset(r, 0, sizeof *r);
   if (j->fail_block && k + 1 == j->fail_block)
     return vx_error_set(err, VX_ERR_IO, "injected failure in block %llu", (unsigned long long)k);
-  uint64_t corners = 0;
-  vx_status st = vx_block_run(b, j->mesh, j->xf, j->bins, j->bins->work[k], &corners);
-  const uint64_t n = b->nlist;
+  uint64_t corners = 0, n;
+  vx_status st = VX_OK;
+  if (j->surf) { /* GPU build: the block's slice of the surface */
+    n = j->soff[k + 1] - j->soff[k];
+  } else {
+    st = vx_block_run(b, j->mesh, j->xf, j->bins, j->work[k], &corners);
+    n = b->nlist;
+  }
   if (st == VX_OK && n > *cap) {
     uint64_t c = n + n / 2;
     uint64_t *nc = (uint64_t *)realloc(*codes, c * sizeof(uint64_t));
@@ -91,11 +102,17 @@ static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, u
       st = VX_ERR_NOMEM;
   }
   if (st != VX_OK) {
-    vx_block_take(b, NULL);
+    if (!j->surf) vx_block_take(b, NULL);
     return vx_error_set(err, st, "out of memory voxelizing block %llu", (unsigned long long)k);
   }
-  for (uint64_t i = 0; i < n; i++) (*codes)[i] = b->list[i];
-  vx_block_take(b, *field);
+  if (j->surf) {
+    const uint64_t mask = ((uint64_t)1 << (3 * j->blog)) - 1, *src = j->surf->codes + j->soff[k];
+    for (uint64_t i = 0; i < n; i++) (*codes)[i] = src[i] & mask;
+    memcpy(*field, j->surf->field + j->soff[k], n * sizeof(vx_voxel));
+  } else {
+    for (uint64_t i = 0; i < n; i++) (*codes)[i] = b->list[i];
+    vx_block_take(b, *field);
+  }
   pthread_mutex_lock(&j->mu);
   j->corners += corners;
   j->pair_tests += b->pair_tests;
@@ -120,7 +137,7 @@ static vx_status emit(ooc_job *j, blk_result *r, uint64_t k, vx_error *err) {
                           err);
   if (st == VX_OK) st = vx_stream_append(j->out, j->depth, t->voxels, t->voxel_count, err);
   if (st != VX_OK) return st;
-  j->root_code[j->nroots] = j->bins->work[k];
+  j->root_code[j->nroots] = j->work[k];
   j->root_node[j->nroots] = t->nodes[0];
   j->root_fit[j->nroots] = r->root;
   j->nroots++;
@@ -139,13 +156,14 @@ static void fail_locked(ooc_job *j, vx_status st, const vx_error *e) {
 
 static void *worker(void *arg) {
   ooc_job *j = (ooc_job *)arg;
-  const uint64_t nwork = j->bins->nwork;
+  const uint64_t nwork = j->nwork;
   vx_block b;
   vx_error e;
   memset(&e, 0, sizeof e);
+  memset(&b, 0, sizeof b);
   uint64_t *codes = NULL, cap = 0;
   vx_voxel *field = NULL;
-  int ok = vx_block_init(&b, 1u << j->blog, j->band, j->sign);
+  int ok = j->surf ? 1 : vx_block_init(&b, 1u << j->blog, j->band, j->sign);
   pthread_mutex_lock(&j->mu);
   if (!ok) {
     vx_error_set(&e, VX_ERR_NOMEM, "cannot allocate a %u^3 block's scratch", 1u << j->blog);
@@ -280,6 +298,49 @@ static double thread_bytes(uint32_t B, double vox) {
 #define WRITER_RESERVE (256.0 * 1048576.0) /* zstd contexts and buffers of the file writer */
 #define MiB (1.0 / 1048576.0)
 
+/* The GPU build's surface cut into the blocks the workers take: the blocks holding voxels, in
+ * Morton order, and where each one's voxels start. */
+typedef struct gpu_input {
+  vx_surface surf;
+  vx_build_stats stats;
+  uint64_t *work, *soff, nwork;
+} gpu_input;
+
+static vx_status gpu_blocks(gpu_input *g, uint32_t blog, vx_error *err) {
+  const vx_surface *s = &g->surf;
+  const uint32_t sh = 3 * blog;
+  uint64_t n = 0;
+  for (uint64_t i = 0; i < s->count; i++) n += i == 0 || s->codes[i] >> sh != s->codes[i - 1] >> sh;
+  g->work = (uint64_t *)malloc((n ? n : 1) * sizeof(uint64_t));
+  g->soff = (uint64_t *)malloc((n + 1) * sizeof(uint64_t));
+  if (!g->work || !g->soff)
+    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block records",
+                        (unsigned long long)n);
+  n = 0;
+  for (uint64_t i = 0; i < s->count; i++)
+    if (i == 0 || s->codes[i] >> sh != s->codes[i - 1] >> sh) {
+      g->work[n] = s->codes[i] >> sh;
+      g->soff[n++] = i;
+    }
+  g->soff[n] = s->count;
+  g->nwork = n;
+  return VX_OK;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void free_inputs(vx_bins *b, gpu_input *g) {
+  vx_bins_free(b);
+  vx_surface_free(&g->surf);
+  free(g->work);
+  free(g->soff);
+  memset(g, 0, sizeof *g);
+}
+
 vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
                                 const char *tmp_dir, const vx_stream_build_opts *xo,
                                 vx_stream *out, vx_build_stats *stats, vx_error *err) {
@@ -311,20 +372,34 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
                         tris * (sign_bytes + 4.0) * MiB, nt_max * thread_bytes(B, 0.25 * B * B * B) * MiB,
                         nt_max, WRITER_RESERVE * MiB, (double)limit * MiB);
 
+  double t0 = now_s();
   vx_sign_data sign;
   st = vx_sign_build_rule(mesh, &xf, opts->sign_rule, &sign, err); /* as vx_voxelize */
   if (st != VX_OK) return st;
+  const double t1 = now_s();
   vx_bins bins;
-  st = vx_bins_build(mesh, &xf, depth, blog, &bins, err);
+  gpu_input gi;
+  memset(&bins, 0, sizeof bins);
+  memset(&gi, 0, sizeof gi);
+  if (opts->gpu) { /* the surface from the GPU now; the sign tables are not needed after it */
+    st = vx_surface_build_gpu(mesh, &xf, depth, &sign, band, xo ? &xo->gpu : NULL,
+                              opts->progress, opts->user, &gi.surf, &gi.stats, err);
+    vx_sign_free(&sign);
+    if (st == VX_OK) st = gpu_blocks(&gi, blog, err);
+  } else {
+    st = vx_bins_build(mesh, &xf, depth, blog, &bins, err);
+  }
   if (st != VX_OK) {
     vx_sign_free(&sign);
+    free_inputs(&bins, &gi);
     return st;
   }
+  const double t2 = now_s();
   ooc_job j;
   memset(&j, 0, sizeof j);
-  const int nt = thread_count(opts, bins.nwork);
+  const uint64_t nwork = opts->gpu ? gi.nwork : bins.nwork;
+  const int nt = thread_count(opts, nwork);
   j.window = (uint64_t)nt * 4;
-  const uint64_t nwork = bins.nwork;
   /* The budget for the levels held in memory: what is left once the process, the threads, the
    * window, the roots and the writer are paid for, divided by 2.5 because writing a tree from
    * memory holds the tree, its largest packed level and the compressed sections together. */
@@ -335,7 +410,7 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
   uint64_t budget = 0;
   if (limit) {
     if (base1 + hold > (double)limit) {
-      vx_bins_free(&bins);
+      free_inputs(&bins, &gi);
       vx_sign_free(&sign);
       return vx_error_set(err, VX_ERR_LIMIT,
                           "a %u^3 build of this mesh needs at least about %.0f MiB even out of "
@@ -350,7 +425,7 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
   if (xo && xo->spill_budget) budget = xo->spill_budget;
   st = vx_stream_init(out, depth, depth - blog, tmp_dir, budget, err);
   if (st != VX_OK) {
-    vx_bins_free(&bins);
+    free_inputs(&bins, &gi);
     vx_sign_free(&sign);
     return st;
   }
@@ -361,6 +436,10 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
   j.xf = &xf;
   j.sign = &sign;
   j.bins = &bins;
+  j.surf = opts->gpu ? &gi.surf : NULL;
+  j.work = opts->gpu ? gi.work : bins.work;
+  j.soff = gi.soff;
+  j.nwork = nwork;
   j.depth = depth;
   j.blog = blog;
   j.split = depth - blog;
@@ -399,7 +478,7 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
   }
   for (uint64_t i = 0; j.slot && i < j.window; i++) vx_tree_free(&j.slot[i].sub);
   free(j.slot);
-  vx_bins_free(&bins);
+  free_inputs(&bins, &gi);
   vx_sign_free(&sign);
   if (st == VX_OK) st = build_top(&j, err);
   if (st == VX_OK) st = vx_stream_finish(out, err);
@@ -409,8 +488,11 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
   if (st == VX_OK && stats) {
     stats->triangles = mesh->tri_count;
     stats->surface_voxels = out->level_count[depth];
-    stats->corners = j.corners;
-    stats->pair_tests = j.pair_tests;
+    stats->sec_sign = t1 - t0;
+    stats->sec_voxels = opts->gpu ? t2 - t1 : now_s() - t1;
+    stats->sec_tree = opts->gpu ? now_s() - t2 : 0.0;
+    stats->corners = opts->gpu ? gi.stats.corners : j.corners;
+    stats->pair_tests = opts->gpu ? gi.stats.pair_tests : j.pair_tests;
     for (uint32_t l = 0; l < depth; l++) stats->nodes += out->level_count[l];
   }
   free(j.root_code);

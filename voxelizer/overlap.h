@@ -117,4 +117,21 @@ VX_HD int vx_tri_voxel_overlap(const double *t, int64_t x, int64_t y, int64_t z)
   return vx_tri_box_overlap(t, c, h);
 }
 
+/* Voxels [lo, hi] (inclusive, clamped to the grid of R voxels per axis) whose closed boxes meet
+ * the triangle's bounding box: voxel k meets [mn, mx] when k <= mx and k + 1 >= mn. Returns 0
+ * when the range is empty. */
+VX_HD int vx_tri_voxel_range(const double *g, int64_t R, int64_t lo[3], int64_t hi[3]) {
+  int i;
+  for (i = 0; i < 3; i++) {
+    double mn = vx_min3d(g[i], g[3 + i], g[6 + i]), mx = vx_max3d(g[i], g[3 + i], g[6 + i]);
+    if (!(mx >= 0.0) || !(mn <= (double)R)) return 0;
+    lo[i] = (int64_t)ceil(mn) - 1;
+    hi[i] = (int64_t)floor(mx);
+    if (lo[i] < 0) lo[i] = 0;
+    if (hi[i] > R - 1) hi[i] = R - 1;
+    if (lo[i] > hi[i]) return 0;
+  }
+  return 1;
+}
+
 #endif

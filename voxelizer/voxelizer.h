@@ -44,6 +44,8 @@ typedef struct vx_build_opts {
   vx_progress_fn progress; /* may be NULL */
   void *user;
   int sign_rule;           /* VX_SIGN_WINDING (0, default) or VX_SIGN_PSEUDO_NORMAL */
+  int gpu;                 /* vx_voxelize_stream: 1 = surface voxels and field on the GPU (the same
+                              bits; VX_ERR_NO_GPU / VX_ERR_CUDA when it cannot run) */
 } vx_build_opts;
 
 typedef struct vx_build_stats {
@@ -52,6 +54,9 @@ typedef struct vx_build_stats {
   uint64_t corners;        /* distinct corners whose distance was computed */
   uint64_t pair_tests;     /* triangle/voxel overlap tests run */
   uint64_t nodes;          /* nodes in the final tree */
+  double sec_sign;         /* vx_voxelize_stream's stages, wall seconds: sign tables, */
+  double sec_voxels;       /* surface voxels and field (the CPU build: with the octree), */
+  double sec_tree;         /* octree and planes (the GPU build's CPU part) */
 } vx_build_stats;
 
 /* The grid transform used for a mesh at resolution R (see above). */

@@ -1,0 +1,243 @@
+/* test_gpu_build.c - the GPU build (`convert --gpu`) against the CPU build, byte for byte (ctest
+ * label gpu; exits 77 where no GPU is usable).
+ *
+ * Reference: vx_surface_build, the CPU build's blocks (itself checked against brute force over
+ * all triangles in test_voxelizer_surface/field). The GPU build must give the same surface voxels
+ * and the same quantized corner values, bit for bit: for analytic meshes (sphere + torus, an open
+ * sheet and a slab thinner than a voxel that need the thin-voxel rule, a box whose faces lie on
+ * voxel faces), the bundled bunny and, when ../shared is there, the messy meshes and the fandisk;
+ * with both sign rules; as one partition, with partitions forced down to 8^3 and 32^3 voxels (so
+ * partition faces cut through triangles, along faces and through voxel corners), and with a GPU
+ * memory budget so small that the build has to split partitions itself. Then whole files:
+ * vx_voxelize_stream with opts.gpu against the CPU stream, written and compared byte for byte.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "voxelizer/internal.h"
+#include "formats/mesh_import.h"
+#include "formats/svo_stream.h"
+#include "check.h"
+#include "meshgen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#pragma weak vx_mesh_import
+
+/* First difference between the two surfaces, or -1. */
+static int64_t first_diff(const vx_surface *a, const vx_surface *b) {
+  uint64_t n = a->count < b->count ? a->count : b->count;
+  for (uint64_t i = 0; i < n; i++)
+    if (a->codes[i] != b->codes[i] || memcmp(&a->field[i], &b->field[i], sizeof(vx_voxel)) != 0)
+      return (int64_t)i;
+  return a->count == b->count ? -1 : (int64_t)n;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Distinct corners of the surface voxels, by sorting all 8 per voxel. */
+static uint64_t distinct_corners(const vx_surface *s, uint32_t res) {
+  const uint64_t C = (uint64_t)res + 1;
+  uint64_t *k = (uint64_t *)malloc(s->count * 8 * sizeof(uint64_t)), n = 0;
+  if (!k) return 0;
+  for (uint64_t i = 0; i < s->count; i++) {
+    uint32_t x, y, z;
+    vx_morton_decode(s->codes[i], &x, &y, &z);
+    for (int c = 0; c < 8; c++)
+      k[i * 8 + c] = (x + (c & 1)) + (y + (c >> 1 & 1)) * C + (z + (c >> 2 & 1)) * C * C;
+  }
+  qsort(k, s->count * 8, sizeof(uint64_t), cmp_u64);
+  for (uint64_t i = 0; i < s->count * 8; i++) n += i == 0 || k[i] != k[i - 1];
+  free(k);
+  return n;
+}
+
+static void same_surface(const char *what, const vx_mesh *m, uint32_t res, int rule,
+                         uint32_t part_log2, uint64_t budget) {
+  vx_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.resolution = res;
+  o.sign_rule = rule;
+  vx_transform xf;
+  uint32_t depth;
+  float band;
+  vx_error e;
+  CHECK(vx_voxelize_setup(m, &o, &xf, &depth, &band, &e) == VX_OK);
+  vx_sign_data sg;
+  CHECK_MSG(vx_sign_build_rule(m, &xf, rule, &sg, &e) == VX_OK, "%s", e.msg);
+  vx_surface_opts so;
+  memset(&so, 0, sizeof so);
+  so.band = band;
+  vx_surface cpu, gpu;
+  vx_build_stats cs, gs;
+  CHECK(vx_surface_build(m, &xf, depth, &sg, &so, &cpu, &cs, &e) == VX_OK);
+  vx_gpu_build_opts go;
+  memset(&go, 0, sizeof go);
+  go.part_log2 = part_log2;
+  go.mem_budget = budget;
+  vx_status s = vx_surface_build_gpu(m, &xf, depth, &sg, band, &go, NULL, NULL, &gpu, &gs, &e);
+  vx_sign_free(&sg);
+  if (s == VX_ERR_NO_GPU) {
+    vx_surface_free(&cpu);
+    CHECK_SKIP("%s", e.msg);
+  }
+  CHECK_MSG(s == VX_OK, "%s: %s", what, e.msg);
+  if (s == VX_OK) {
+    int64_t d = first_diff(&cpu, &gpu);
+    CHECK_MSG(d < 0, "%s at %u^3 (rule %d, partitions 2^%u, budget %llu): %llu vs %llu voxels, "
+              "first difference at %lld", what, res, rule, part_log2,
+              (unsigned long long)budget, (unsigned long long)cpu.count,
+              (unsigned long long)gpu.count, (long long)d);
+    CHECK(gs.surface_voxels == cpu.count);
+    /* One partition computes every distinct corner exactly once (the CPU build computes a corner
+     * on a block face once per block). */
+    if (part_log2 == 0 && budget == 0) {
+      uint64_t distinct = distinct_corners(&cpu, res);
+      CHECK_MSG(gs.corners == distinct, "%llu corners computed, %llu distinct",
+                (unsigned long long)gs.corners, (unsigned long long)distinct);
+    }
+    fprintf(stderr, "  %-22s %5u^3 rule %d part 2^%-2u: %9llu voxels, %10llu corners: %s\n", what,
+            res, rule, part_log2, (unsigned long long)gpu.count,
+            (unsigned long long)gs.corners, d < 0 ? "same" : "DIFFERENT");
+  }
+  vx_surface_free(&cpu);
+  vx_surface_free(&gpu);
+}
+
+static void analytic_meshes(void) {
+  vx_mesh m;
+  memset(&m, 0, sizeof m);
+  meshgen_sphere(&m, 0.1, -0.2, 0.05, 0.8, 40, 20);
+  meshgen_torus(&m, 0.3, 0.2, -0.1, 0.6, 0.2, 36, 16);
+  for (int rule = 0; rule < 2; rule++) {
+    same_surface("sphere+torus", &m, 64, rule, 0, 0);
+    same_surface("sphere+torus", &m, 64, rule, 3, 0);
+  }
+  same_surface("sphere+torus", &m, 256, VX_SIGN_WINDING, 5, 0);
+  vx_mesh_free(&m);
+
+  /* An open sheet at an angle and a slab 0.3 voxels thick at 64^3: the thin-voxel rule. */
+  memset(&m, 0, sizeof m);
+  const double p0[3] = {-1.0, -0.9, -0.7}, u[3] = {2.0, 0.3, 0.4}, w[3] = {0.2, 1.8, 0.5};
+  meshgen_sheet(&m, p0, u, w);
+  const double lo[3] = {-0.5, -0.5, 0.1}, hi[3] = {0.5, 0.5, 0.1 + 0.3 * 2.0 / 64.0};
+  meshgen_box(&m, lo, hi);
+  same_surface("sheet+slab", &m, 64, VX_SIGN_WINDING, 0, 0);
+  same_surface("sheet+slab", &m, 64, VX_SIGN_WINDING, 3, 0);
+  vx_mesh_free(&m);
+
+  /* A box whose faces lie on voxel faces (and on partition faces at 2^3). */
+  memset(&m, 0, sizeof m);
+  const double blo[3] = {0.0, 0.0, 0.0}, bhi[3] = {1.0, 0.75, 0.5};
+  meshgen_box(&m, blo, bhi);
+  same_surface("box on voxel faces", &m, 32, VX_SIGN_WINDING, 0, 0);
+  same_surface("box on voxel faces", &m, 32, VX_SIGN_WINDING, 3, 0);
+  vx_mesh_free(&m);
+}
+
+/* Mesh folders: the compiled-in paths, or $VOXLOD_DATA_DIR / $VOXLOD_SHARED_MESHES (the GPU
+ * machine runs a copy of the tree at another path). */
+static const char *mesh_path(const char *env, const char *dflt, const char *rel, char *buf,
+                             size_t n) {
+  const char *dir = getenv(env);
+  snprintf(buf, n, "%s/%s", dir && *dir ? dir : dflt, rel);
+  return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+static int load(const char *path, vx_mesh *m) {
+  vx_error e;
+  memset(m, 0, sizeof *m);
+  if (!path || !vx_mesh_import) return 0;
+  if (vx_mesh_import(path, m, &e) != VX_OK) {
+    fprintf(stderr, "  (skipped %s: %s)\n", path, e.msg);
+    return 0;
+  }
+  return 1;
+}
+
+static void bunny(void) {
+  vx_mesh m;
+  char buf[1024];
+  if (!load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) return;
+  same_surface("bunny", &m, 128, VX_SIGN_WINDING, 0, 0);
+  same_surface("bunny", &m, 128, VX_SIGN_PSEUDO_NORMAL, 4, 0);
+  same_surface("bunny", &m, 512, VX_SIGN_WINDING, 0, 0);
+  /* 72 MiB: partitions split because memory says so (part_bytes has a 64 MiB floor) */
+  same_surface("bunny (small budget)", &m, 256, VX_SIGN_WINDING, 0, 72ull << 20);
+  vx_mesh_free(&m);
+}
+
+static void shared_meshes(void) {
+  static const char *names[] = {"messy/sphereWithHole.stl", "messy/degenerated.obj",
+                                "messy/two-boxes-bad-self-union.ply", "messy/cube_with_fold.ply",
+                                "fandisk/fandisk.off"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char buf[1024];
+    vx_mesh m;
+    if (!load(mesh_path("VOXLOD_SHARED_MESHES", VX_SHARED_MESHES, names[i], buf, sizeof buf), &m))
+      continue;
+    same_surface(names[i], &m, 128, VX_SIGN_WINDING, 0, 0);
+    same_surface(names[i], &m, 64, VX_SIGN_WINDING, 3, 0);
+    vx_mesh_free(&m);
+  }
+}
+
+/* Whole files: the streaming build with opts.gpu against the CPU one. */
+static void same_file(void) {
+  vx_mesh m;
+  char buf[1024];
+  if (!load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) return;
+  char dir[] = "/tmp/voxlod_gpu_build_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  uint8_t *bytes[2] = {NULL, NULL};
+  long size[2] = {0, 0};
+  for (int gpu = 0; gpu < 2; gpu++) {
+    vx_build_opts o;
+    memset(&o, 0, sizeof o);
+    o.resolution = 256;
+    o.gpu = gpu;
+    vx_stream_build_opts x;
+    memset(&x, 0, sizeof x);
+    x.block_log2 = 4;
+    x.gpu.part_log2 = 6;
+    vx_stream s;
+    vx_error e;
+    vx_status r = vx_voxelize_stream_ex(&m, &o, dir, &x, &s, NULL, &e);
+    if (r == VX_ERR_NO_GPU) CHECK_SKIP("%s", e.msg);
+    CHECK_MSG(r == VX_OK, "%s", e.msg);
+    if (r != VX_OK) break;
+    char path[256];
+    snprintf(path, sizeof path, "%s/%d.svo", dir, gpu);
+    CHECK(vx_svo_write_stream(path, &s, 0, NULL, NULL, &e) == VX_OK);
+    vx_stream_free(&s);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) break;
+    fseek(f, 0, SEEK_END);
+    size[gpu] = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    bytes[gpu] = (uint8_t *)malloc((size_t)size[gpu]);
+    CHECK(fread(bytes[gpu], 1, (size_t)size[gpu], f) == (size_t)size[gpu]);
+    fclose(f);
+    unlink(path);
+  }
+  CHECK_MSG(bytes[0] && bytes[1] && size[0] == size[1] &&
+                memcmp(bytes[0], bytes[1], (size_t)size[0]) == 0,
+            "GPU file %ld bytes, CPU file %ld bytes, or contents differ", size[1], size[0]);
+  free(bytes[0]);
+  free(bytes[1]);
+  rmdir(dir);
+  vx_mesh_free(&m);
+}
+
+int main(void) {
+  RUN(analytic_meshes);
+  RUN(bunny);
+  RUN(shared_meshes);
+  RUN(same_file);
+  return check_summary();
+}

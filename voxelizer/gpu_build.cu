@@ -1,0 +1,720 @@
+/* gpu_build.cu - surface voxels and corner values on the GPU (`voxlod convert --gpu`).
+ *
+ * Same result as the CPU build (blocks.c + field.c), bit for bit: the same overlap test
+ * (overlap.h), the same candidate triangles per corner, the same winner (lowest squared distance,
+ * ties to the lowest triangle index), the same value and sign code (field_eval.h, sign_eval.h,
+ * winding.h), all in double precision. This file is compiled with --fmad=false: without fused
+ * multiply-adds every double operation rounds as the host's does, so distances and plane tests
+ * agree to the bit. The one function that may differ is atan2 (the winding number's solid
+ * angles; CUDA's is within 2 ulp): it can change a sign only when |w| lies within about 1e-15
+ * of 1/2, where either answer is as good. The GPU tests compare both builds byte for byte.
+ *
+ * Space is cut into aligned cubes of 2^k voxels ("partitions", one contiguous Morton range each),
+ * processed in Morton order; the whole grid is one partition unless the work would not fit in GPU
+ * memory, then a partition splits into its 8 octants (or when a test asks for small ones).
+ * Per partition, with G = the partition grown by one voxel (the halo that corners on its faces
+ * need), all sort/scan/run-length steps from CUB:
+ *  1. per triangle: its voxel range (vx_tri_voxel_range) clipped to G, its dominant normal axis a
+ *     and the number of columns along a that the range covers;
+ *  2. per column (one thread each, found by binary search in the scanned column counts): the
+ *     voxels along a that the triangle's plane can reach inside the column (the plane's extent
+ *     over the column's square plus a margin; all of the column for a sliver), each tested with
+ *     the exact closed test: counted, scanned, then emitted as (Morton code, triangle) pairs in
+ *     triangle order;
+ *  3. a stable radix sort by code gives every voxel's triangles in ascending order; run-length
+ *     encoding gives the voxels of G (U) and their pair ranges; a hash table maps code -> index;
+ *  4. per surface voxel of the partition (a contiguous index range of U): its 26 neighbours from
+ *     the hash; each of its 8 corners is computed by the lowest-indexed partition voxel that shares
+ *     it (so once), from the pairs of all (<= 8) voxels around it, and written into the field of
+ *     every partition voxel that shares it;
+ *  5. per voxel: the thin-feature rule (field_eval.h) with the voxel's own triangles;
+ *  6. codes and fields are copied to the host and appended (the Morton order is global).
+ * Memory per partition is estimated from the pair count before anything large is allocated.
+ */
+#include <cub/cub.cuh>
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "voxelizer/internal.h"
+#include "voxelizer/overlap.h"
+#include "voxelizer/field_eval.h"
+
+namespace {
+
+struct tri_box {
+  int32_t lo[3], hi[3]; /* voxel range of the triangle clipped to G (lo > hi: none) */
+  int32_t axis;         /* dominant normal axis; +3 when every column takes its whole range */
+};
+
+struct part_ctx {
+  /* whole-build inputs (device) */
+  const double *tg; /* 9 per triangle, grid coordinates */
+  uint64_t ntri;
+  vx_sign_data sign; /* table pointers on the device */
+  int64_t R;
+  uint32_t depth;
+  float band;
+  /* the partition: G = [glo, ghi] voxels, Morton range [pbase, pend) */
+  int64_t glo[3], ghi[3];
+  uint64_t pbase, pend;
+};
+
+#define CK(call)                                                                               \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) return fail(err, e_, #call, __LINE__);                              \
+  } while (0)
+
+vx_status fail(vx_error *err, cudaError_t e, const char *what, int line) {
+  cudaGetLastError();
+  if (e == cudaErrorMemoryAllocation)
+    return vx_error_set(err, VX_ERR_NOMEM, "GPU build: out of GPU memory (%s)", what);
+  return vx_error_set(err, e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver
+                               ? VX_ERR_NO_GPU : VX_ERR_CUDA,
+                      "GPU build: %s failed: %s (gpu_build.cu:%d)", what, cudaGetErrorString(e),
+                      line);
+}
+
+/* ---- step 1: ranges and columns --------------------------------------------------------------- */
+
+__device__ void tri_normal(const double *g, double n[3], double *e2prod) {
+  double e0[3], e1[3];
+  for (int i = 0; i < 3; i++) {
+    e0[i] = g[3 + i] - g[i];
+    e1[i] = g[6 + i] - g[i];
+  }
+  n[0] = e0[1] * e1[2] - e0[2] * e1[1];
+  n[1] = e0[2] * e1[0] - e0[0] * e1[2];
+  n[2] = e0[0] * e1[1] - e0[1] * e1[0];
+  *e2prod = (e0[0] * e0[0] + e0[1] * e0[1] + e0[2] * e0[2]) *
+            (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
+}
+
+__global__ void k_columns(part_ctx c, tri_box *box, uint64_t *ncols) {
+  uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= c.ntri) return;
+  const double *g = c.tg + t * 9;
+  int64_t lo[3], hi[3];
+  tri_box b;
+  uint64_t cols = 0;
+  if (vx_tri_voxel_range(g, c.R, lo, hi)) {
+    cols = 1;
+    for (int i = 0; i < 3; i++) {
+      if (lo[i] < c.glo[i]) lo[i] = c.glo[i];
+      if (hi[i] > c.ghi[i]) hi[i] = c.ghi[i];
+      if (lo[i] > hi[i]) cols = 0;
+    }
+  }
+  if (cols) {
+    double n[3], e2;
+    tri_normal(g, n, &e2);
+    int a = 0;
+    for (int i = 1; i < 3; i++)
+      if (fabs(n[i]) > fabs(n[a])) a = i;
+    int u = (a + 1) % 3, w = (a + 2) % 3;
+    cols = (uint64_t)(hi[u] - lo[u] + 1) * (uint64_t)(hi[w] - lo[w] + 1);
+    /* A sliver (normal tiny against its edges) has no reliable plane: whole columns. */
+    b.axis = n[a] * n[a] < 1e-12 * e2 ? a + 3 : a;
+    for (int i = 0; i < 3; i++) {
+      b.lo[i] = (int32_t)lo[i];
+      b.hi[i] = (int32_t)hi[i];
+    }
+  } else {
+    for (int i = 0; i < 3; i++) {
+      b.lo[i] = 0;
+      b.hi[i] = -1;
+    }
+    b.axis = 0;
+  }
+  box[t] = b;
+  ncols[t] = cols;
+}
+
+/* Column item i -> its triangle (the last t with start[t] <= i) and the voxel range along the axis
+ * that the triangle's plane can reach in that column. */
+__device__ uint64_t column_of(const uint64_t *start, uint64_t ntri, uint64_t i) {
+  uint64_t lo = 0, hi = ntri; /* start[lo] <= i < start[hi] */
+  while (hi - lo > 1) {
+    uint64_t mid = (lo + hi) / 2;
+    if (start[mid] <= i) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+__device__ void column_range(const part_ctx &c, const tri_box &b, const double *g, uint64_t j,
+                             int64_t xyz[3], int *a, int64_t *k0, int64_t *k1) {
+  int ax = b.axis % 3, u = (ax + 1) % 3, w = (ax + 2) % 3;
+  uint64_t nu = (uint64_t)(b.hi[u] - b.lo[u] + 1);
+  xyz[u] = b.lo[u] + (int64_t)(j % nu);
+  xyz[w] = b.lo[w] + (int64_t)(j / nu);
+  *a = ax;
+  *k0 = b.lo[ax];
+  *k1 = b.hi[ax];
+  if (b.axis >= 3) return;
+  double n[3], e2;
+  tri_normal(g, n, &e2);
+  double mn = 1e300, mx = -1e300;
+  for (int s = 0; s < 4; s++) {
+    double pu = (double)(xyz[u] + (s & 1)) - g[u], pw = (double)(xyz[w] + (s >> 1)) - g[w];
+    double h = g[ax] - (n[u] * pu + n[w] * pw) / n[ax];
+    mn = h < mn ? h : mn;
+    mx = h > mx ? h : mx;
+  }
+  /* Voxel k touches height h when k <= h <= k + 1; the margin covers rounding of the plane
+   * (far above it for any triangle that is not a sliver). */
+  int64_t f0 = (int64_t)floor(mn - 1e-3) - 1, f1 = (int64_t)floor(mx + 1e-3);
+  if (f0 > *k0) *k0 = f0;
+  if (f1 < *k1) *k1 = f1;
+}
+
+__global__ void k_count(part_ctx c, const tri_box *box, const uint64_t *start, uint64_t ncols,
+                        uint32_t *cnt) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= ncols) return;
+  uint64_t t = column_of(start, c.ntri, i);
+  const double *g = c.tg + t * 9;
+  int64_t xyz[3], k0, k1;
+  int a;
+  column_range(c, box[t], g, i - start[t], xyz, &a, &k0, &k1);
+  uint32_t n = 0;
+  for (int64_t k = k0; k <= k1; k++) {
+    xyz[a] = k;
+    n += (uint32_t)vx_tri_voxel_overlap(g, xyz[0], xyz[1], xyz[2]);
+  }
+  cnt[i] = n;
+}
+
+__global__ void k_emit(part_ctx c, const tri_box *box, const uint64_t *start, uint64_t ncols,
+                       const uint64_t *off, uint64_t *keys, uint32_t *tris) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= ncols) return;
+  uint64_t t = column_of(start, c.ntri, i);
+  const double *g = c.tg + t * 9;
+  int64_t xyz[3], k0, k1;
+  int a;
+  column_range(c, box[t], g, i - start[t], xyz, &a, &k0, &k1);
+  uint64_t o = off[i];
+  for (int64_t k = k0; k <= k1; k++) {
+    xyz[a] = k;
+    if (vx_tri_voxel_overlap(g, xyz[0], xyz[1], xyz[2])) {
+      keys[o] = vx_morton_encode((uint32_t)xyz[0], (uint32_t)xyz[1], (uint32_t)xyz[2]);
+      tris[o] = (uint32_t)t;
+      o++;
+    }
+  }
+}
+
+/* ---- step 3: code -> index hash (open addressing, linear probing) ----------------------------- */
+
+#define EMPTY_KEY (~0ull)
+
+__device__ uint64_t mix(uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x7fb5d329728ea185ull;
+  x ^= x >> 27;
+  x *= 0x81dadef4bc2dd44dull;
+  return x ^ (x >> 33);
+}
+
+__global__ void k_hash_insert(const uint64_t *codes, uint64_t n, unsigned long long *hkey,
+                              uint32_t *hval, uint64_t mask) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  uint64_t h = mix(codes[i]) & mask;
+  for (;;) {
+    unsigned long long prev = atomicCAS(hkey + h, EMPTY_KEY, (unsigned long long)codes[i]);
+    if (prev == EMPTY_KEY || prev == codes[i]) break;
+    h = (h + 1) & mask;
+  }
+  hval[h] = (uint32_t)i;
+}
+
+__device__ uint32_t hash_find(const unsigned long long *hkey, const uint32_t *hval,
+                              uint64_t mask, uint64_t code) {
+  uint64_t h = mix(code) & mask;
+  for (;;) {
+    unsigned long long k = hkey[h];
+    if (k == code) return hval[h];
+    if (k == EMPTY_KEY) return UINT32_MAX;
+    h = (h + 1) & mask;
+  }
+}
+
+/* ---- steps 4 and 5: corner values, thin voxels ------------------------------------------------- */
+
+struct voxel_set {
+  const uint64_t *code;   /* U: the voxels of G that some triangle overlaps, ascending */
+  const uint64_t *start;  /* pair range of U[i]: [start[i], start[i + 1]) */
+  const uint32_t *tri;    /* the sorted pairs' triangles */
+  const unsigned long long *hkey;
+  const uint32_t *hval;
+  uint64_t mask;
+  uint32_t first, last;   /* the partition's voxels: U[first .. last) */
+};
+
+__global__ void k_field(part_ctx c, voxel_set u, vx_voxel *field, unsigned long long *corners) {
+  uint64_t me = u.first + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  uint32_t computed = 0;
+  if (me < u.last) {
+    uint32_t x, y, z;
+    vx_morton_decode(u.code[me], &x, &y, &z);
+    uint32_t nb[27];
+    for (int k = 0; k < 27; k++) {
+      int64_t nx = (int64_t)x + k % 3 - 1, ny = (int64_t)y + k / 3 % 3 - 1,
+              nz = (int64_t)z + k / 9 - 1;
+      nb[k] = (nx < 0 || ny < 0 || nz < 0 || nx >= c.R || ny >= c.R || nz >= c.R)
+                  ? UINT32_MAX
+                  : k == 13 ? (uint32_t)me
+                            : hash_find(u.hkey, u.hval, u.mask,
+                                        vx_morton_encode((uint32_t)nx, (uint32_t)ny, (uint32_t)nz));
+    }
+    for (int cc = 0; cc < 8; cc++) {
+      int cx = cc & 1, cy = cc >> 1 & 1, cz = cc >> 2 & 1;
+      /* the 8 voxels around the corner: offsets (cx - 1 + a, cy - 1 + b, cz - 1 + d) */
+      uint32_t owner = UINT32_MAX;
+      for (int s = 0; s < 8; s++) {
+        uint32_t n = nb[(cz + (s >> 2)) * 9 + (cy + (s >> 1 & 1)) * 3 + cx + (s & 1)];
+        if (n != UINT32_MAX && n >= u.first && n < u.last && n < owner) owner = n;
+      }
+      if (owner != (uint32_t)me) continue;
+      double p[3] = {(double)(x + cx), (double)(y + cy), (double)(z + cz)};
+      double best = INFINITY;
+      uint32_t bt = UINT32_MAX;
+      for (int s = 0; s < 8; s++) {
+        uint32_t n = nb[(cz + (s >> 2)) * 9 + (cy + (s >> 1 & 1)) * 3 + cx + (s & 1)];
+        if (n == UINT32_MAX) continue;
+        for (uint64_t q = u.start[n]; q < u.start[n + 1]; q++) {
+          uint32_t t = u.tri[q];
+          double d2 = vx_tri_dist2(p, c.tg + (uint64_t)t * 9, NULL);
+          if (d2 < best || (d2 == best && t < bt)) {
+            best = d2;
+            bt = t;
+          }
+        }
+      }
+      int8_t v = bt == UINT32_MAX ? (int8_t)127
+                                  : vx_corner_eval(&c.sign, bt, c.tg + (uint64_t)bt * 9, p, best,
+                                                   c.band);
+      computed++;
+      for (int s = 0; s < 8; s++) {
+        uint32_t n = nb[(cz + (s >> 2)) * 9 + (cy + (s >> 1 & 1)) * 3 + cx + (s & 1)];
+        if (n == UINT32_MAX || n < u.first || n >= u.last) continue;
+        /* seen from voxel n the corner is its corner (1 - a, 1 - b, 1 - d) */
+        field[n - u.first].c[(~s) & 7] = v;
+      }
+    }
+  }
+  unsigned sum = __reduce_add_sync(0xffffffffu, computed);
+  if ((threadIdx.x & 31) == 0 && sum) atomicAdd(corners, (unsigned long long)sum);
+}
+
+__global__ void k_thin(part_ctx c, voxel_set u, vx_voxel *field) {
+  uint64_t me = u.first + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (me >= u.last) return;
+  vx_voxel v = field[me - u.first];
+  int kind = vx_thin_kind(&v);
+  if (!kind) return;
+  uint32_t x, y, z;
+  vx_morton_decode(u.code[me], &x, &y, &z);
+  double p[3];
+  vx_voxel_centre(x, y, z, p);
+  double best = INFINITY;
+  uint32_t bt = UINT32_MAX;
+  for (uint64_t q = u.start[me]; q < u.start[me + 1]; q++) { /* ascending triangles */
+    uint32_t t = u.tri[q];
+    double d2 = vx_tri_dist2(p, c.tg + (uint64_t)t * 9, NULL);
+    if (d2 < best) {
+      best = d2;
+      bt = t;
+    }
+  }
+  if (bt != UINT32_MAX && vx_thin_resign(c.tg + (uint64_t)bt * 9, best, kind, x, y, z, &v))
+    field[me - u.first] = v;
+}
+
+__global__ void k_bounds(const uint64_t *code, uint64_t n, uint64_t lo, uint64_t hi,
+                         uint64_t *out) {
+  /* first index with code >= lo and first with code >= hi (one thread; two binary searches) */
+  uint64_t b[2] = {lo, hi};
+  for (int k = 0; k < 2; k++) {
+    uint64_t a = 0, e = n;
+    while (a < e) {
+      uint64_t m = (a + e) / 2;
+      if (code[m] < b[k]) a = m + 1;
+      else e = m;
+    }
+    out[k] = a;
+  }
+}
+
+/* ---- host side ------------------------------------------------------------------------------ */
+
+unsigned grid_of(uint64_t n, unsigned block) { return (unsigned)((n + block - 1) / block); }
+
+template <typename T> vx_status dev_alloc(T **p, uint64_t count, cudaStream_t s, vx_error *err) {
+  CK(cudaMallocAsync((void **)p, (count ? count : 1) * sizeof(T), s));
+  return VX_OK;
+}
+
+struct device_inputs {
+  double *tg;
+  float *face_n, *edge_n, *vert_n;
+  uint32_t *vid;
+  uint8_t *clean, *vclean;
+  vx_wind_node *nodes;
+  double *wtri;
+};
+
+template <typename T>
+vx_status upload(T **d, const T *h, uint64_t count, vx_error *err) {
+  *d = NULL;
+  if (!h || count == 0) return VX_OK;
+  CK(cudaMalloc((void **)d, count * sizeof(T)));
+  CK(cudaMemcpy(*d, h, count * sizeof(T), cudaMemcpyHostToDevice));
+  return VX_OK;
+}
+
+void free_inputs(device_inputs *in) {
+  cudaFree(in->tg);
+  cudaFree(in->face_n);
+  cudaFree(in->edge_n);
+  cudaFree(in->vert_n);
+  cudaFree(in->vid);
+  cudaFree(in->clean);
+  cudaFree(in->vclean);
+  cudaFree(in->nodes);
+  cudaFree(in->wtri);
+  memset(in, 0, sizeof *in);
+}
+
+/* Bytes a partition with P pairs and C columns may hold at its peak (worst case: every pair its
+ * own voxel): sort buffers and CUB scratch, U with its ranges, the hash, the field. */
+double part_bytes(double P, double C) {
+  return C * 12.0 + P * (24.0 + 8.0) + P * (8.0 + 8.0 + 8.0) + P * 2.0 * 12.0 * 2.0 + P * 8.0 +
+         64.0 * 1048576.0;
+}
+
+struct host_out {
+  vx_surface *s;
+  uint64_t cap;
+};
+
+vx_status append(host_out *o, const uint64_t *dcode, const vx_voxel *dfield, uint64_t n,
+                 vx_error *err) {
+  if (o->s->count + n > o->cap) {
+    uint64_t cap = (o->s->count + n) + (o->s->count + n) / 2;
+    uint64_t *c = (uint64_t *)realloc(o->s->codes, cap * sizeof(uint64_t));
+    if (c) o->s->codes = c;
+    vx_voxel *f = (vx_voxel *)realloc(o->s->field, cap * sizeof(vx_voxel));
+    if (f) o->s->field = f;
+    if (!c || !f)
+      return vx_error_set(err, VX_ERR_NOMEM, "out of host memory for %llu surface voxels",
+                          (unsigned long long)cap);
+    o->cap = cap;
+  }
+  CK(cudaMemcpy(o->s->codes + o->s->count, dcode, n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(o->s->field + o->s->count, dfield, n * sizeof(vx_voxel), cudaMemcpyDeviceToHost));
+  o->s->count += n;
+  return VX_OK;
+}
+
+struct scratch { /* one partition's device arrays, freed together */
+  tri_box *box;
+  uint64_t *colstart, *pairoff, *keys[2], *ucode, *ustart, *bounds;
+  uint32_t *cnt, *tris[2], *hval;
+  unsigned long long *hkey;
+  int *nruns;
+  vx_voxel *field;
+  void *tmp;
+  size_t tmp_bytes;
+};
+
+void scratch_free(scratch *s, cudaStream_t st) {
+  void *p[] = {s->box, s->colstart, s->pairoff, s->keys[0], s->keys[1], s->ucode, s->ustart,
+               s->bounds, s->cnt, s->tris[0], s->tris[1], s->hval, s->hkey, s->nruns, s->field,
+               s->tmp};
+  for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+    if (p[i]) cudaFreeAsync(p[i], st);
+  memset(s, 0, sizeof *s);
+}
+
+/* CUB scratch of at least `bytes`. */
+vx_status need_tmp(scratch *s, size_t bytes, cudaStream_t st, vx_error *err) {
+  if (bytes <= s->tmp_bytes) return VX_OK;
+  if (s->tmp) cudaFreeAsync(s->tmp, st);
+  s->tmp = NULL;
+  s->tmp_bytes = 0;
+  CK(cudaMallocAsync(&s->tmp, bytes, st));
+  s->tmp_bytes = bytes;
+  return VX_OK;
+}
+
+enum part_result { PART_DONE, PART_SPLIT };
+
+/* One partition: appends its voxels to `o`, or asks for a split when it would not fit. */
+vx_status run_partition(part_ctx c, const vx_gpu_build_opts *go, uint32_t plog, double budget,
+                        cudaStream_t st, scratch *s, host_out *o, unsigned long long *dcorners,
+                        part_result *res, uint64_t *pairs_total, vx_error *err) {
+  const unsigned TB = 256;
+  vx_status r;
+  *res = PART_DONE;
+  /* 1. columns per triangle */
+  if ((r = dev_alloc(&s->box, c.ntri, st, err)) != VX_OK) return r;
+  if ((r = dev_alloc(&s->colstart, c.ntri + 1, st, err)) != VX_OK) return r;
+  k_columns<<<grid_of(c.ntri, TB), TB, 0, st>>>(c, s->box, s->colstart);
+  CK(cudaGetLastError());
+  CK(cudaMemsetAsync(s->colstart + c.ntri, 0, sizeof(uint64_t), st));
+  size_t tb = 0;
+  CK(cub::DeviceScan::ExclusiveSum(NULL, tb, s->colstart, s->colstart, c.ntri + 1, st));
+  if ((r = need_tmp(s, tb, st, err)) != VX_OK) return r;
+  CK(cub::DeviceScan::ExclusiveSum(s->tmp, tb, s->colstart, s->colstart, c.ntri + 1, st));
+  uint64_t C = 0;
+  CK(cudaMemcpyAsync(&C, s->colstart + c.ntri, sizeof C, cudaMemcpyDeviceToHost, st));
+  CK(cudaStreamSynchronize(st));
+  if (C == 0) return VX_OK;
+  if (C >= (1ull << 31) || part_bytes((double)C * 2.0, (double)C) > budget) {
+    *res = PART_SPLIT;
+    return VX_OK;
+  }
+  /* 2. overlaps per column, their offsets, the pairs */
+  if ((r = dev_alloc(&s->cnt, C, st, err)) != VX_OK) return r;
+  if ((r = dev_alloc(&s->pairoff, C + 1, st, err)) != VX_OK) return r;
+  k_count<<<grid_of(C, TB), TB, 0, st>>>(c, s->box, s->colstart, C, s->cnt);
+  CK(cudaGetLastError());
+  CK(cudaMemsetAsync(s->pairoff + C, 0, sizeof(uint64_t), st));
+  CK(cub::DeviceScan::ExclusiveSum(NULL, tb, s->cnt, s->pairoff, C, st));
+  if ((r = need_tmp(s, tb, st, err)) != VX_OK) return r;
+  CK(cub::DeviceScan::ExclusiveSum(s->tmp, tb, s->cnt, s->pairoff, C, st));
+  uint64_t last[2] = {0, 0};
+  uint32_t lastc = 0;
+  CK(cudaMemcpyAsync(&last[0], s->pairoff + C - 1, sizeof(uint64_t), cudaMemcpyDeviceToHost, st));
+  CK(cudaMemcpyAsync(&lastc, s->cnt + C - 1, sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+  CK(cudaStreamSynchronize(st));
+  const uint64_t P = last[0] + lastc;
+  if (P == 0) return VX_OK;
+  if (P >= (1ull << 31) - 1 || part_bytes((double)P, (double)C) > budget) {
+    if (plog > 1) {
+      *res = PART_SPLIT;
+      return VX_OK;
+    }
+    return vx_error_set(err, VX_ERR_NOMEM, "GPU build: %llu overlaps in one 2^3 partition",
+                        (unsigned long long)P);
+  }
+  *pairs_total += P;
+  cudaFreeAsync(s->cnt, st);
+  s->cnt = NULL;
+  for (int k = 0; k < 2; k++) {
+    if ((r = dev_alloc(&s->keys[k], P, st, err)) != VX_OK) return r;
+    if ((r = dev_alloc(&s->tris[k], P, st, err)) != VX_OK) return r;
+  }
+  k_emit<<<grid_of(C, TB), TB, 0, st>>>(c, s->box, s->colstart, C, s->pairoff, s->keys[0],
+                                        s->tris[0]);
+  CK(cudaGetLastError());
+  cudaFreeAsync(s->pairoff, st);
+  s->pairoff = NULL;
+  /* 3. sort by code (stable: triangles stay ascending per voxel), voxels and their ranges */
+  const int bits = 3 * (int)c.depth;
+  cub::DoubleBuffer<uint64_t> kb(s->keys[0], s->keys[1]);
+  cub::DoubleBuffer<uint32_t> vb(s->tris[0], s->tris[1]);
+  CK(cub::DeviceRadixSort::SortPairs(NULL, tb, kb, vb, (int64_t)P, 0, bits, st));
+  if ((r = need_tmp(s, tb, st, err)) != VX_OK) return r;
+  CK(cub::DeviceRadixSort::SortPairs(s->tmp, tb, kb, vb, (int64_t)P, 0, bits, st));
+  uint64_t *skeys = kb.Current(), *other = kb.Alternate();
+  uint32_t *stris = vb.Current();
+  if ((r = dev_alloc(&s->ucode, P, st, err)) != VX_OK) return r;
+  if ((r = dev_alloc(&s->ustart, P + 1, st, err)) != VX_OK) return r;
+  if ((r = dev_alloc(&s->nruns, 1, st, err)) != VX_OK) return r;
+  uint32_t *ucount = (uint32_t *)other; /* the free half of the key buffers */
+  CK(cub::DeviceRunLengthEncode::Encode(NULL, tb, skeys, s->ucode, ucount, s->nruns, (int)P, st));
+  if ((r = need_tmp(s, tb, st, err)) != VX_OK) return r;
+  CK(cub::DeviceRunLengthEncode::Encode(s->tmp, tb, skeys, s->ucode, ucount, s->nruns, (int)P,
+                                        st));
+  int nU = 0;
+  CK(cudaMemcpyAsync(&nU, s->nruns, sizeof nU, cudaMemcpyDeviceToHost, st));
+  CK(cudaStreamSynchronize(st));
+  CK(cudaMemsetAsync(ucount + nU, 0, sizeof(uint32_t), st));
+  CK(cub::DeviceScan::ExclusiveSum(NULL, tb, ucount, s->ustart, (int64_t)nU + 1, st));
+  if ((r = need_tmp(s, tb, st, err)) != VX_OK) return r;
+  CK(cub::DeviceScan::ExclusiveSum(s->tmp, tb, ucount, s->ustart, (int64_t)nU + 1, st));
+  uint64_t hsize = 1;
+  while (hsize < 2 * (uint64_t)nU) hsize <<= 1;
+  if ((r = dev_alloc(&s->hkey, hsize, st, err)) != VX_OK) return r;
+  if ((r = dev_alloc(&s->hval, hsize, st, err)) != VX_OK) return r;
+  CK(cudaMemsetAsync(s->hkey, 0xff, hsize * sizeof(unsigned long long), st));
+  k_hash_insert<<<grid_of((uint64_t)nU, TB), TB, 0, st>>>(s->ucode, (uint64_t)nU, s->hkey, s->hval,
+                                                          hsize - 1);
+  CK(cudaGetLastError());
+  if ((r = dev_alloc(&s->bounds, 2, st, err)) != VX_OK) return r;
+  k_bounds<<<1, 1, 0, st>>>(s->ucode, (uint64_t)nU, c.pbase, c.pend, s->bounds);
+  CK(cudaGetLastError());
+  uint64_t bnd[2];
+  CK(cudaMemcpyAsync(bnd, s->bounds, sizeof bnd, cudaMemcpyDeviceToHost, st));
+  CK(cudaStreamSynchronize(st));
+  const uint64_t nS = bnd[1] - bnd[0];
+  if (nS == 0) return VX_OK; /* triangles only in the halo */
+  /* 4, 5. corners, thin voxels */
+  voxel_set u;
+  u.code = s->ucode;
+  u.start = s->ustart;
+  u.tri = stris;
+  u.hkey = s->hkey;
+  u.hval = s->hval;
+  u.mask = hsize - 1;
+  u.first = (uint32_t)bnd[0];
+  u.last = (uint32_t)bnd[1];
+  if ((r = dev_alloc(&s->field, nS, st, err)) != VX_OK) return r;
+  const unsigned FB = 128;
+  k_field<<<grid_of(nS, FB), FB, 0, st>>>(c, u, s->field, dcorners);
+  CK(cudaGetLastError());
+  k_thin<<<grid_of(nS, FB), FB, 0, st>>>(c, u, s->field);
+  CK(cudaGetLastError());
+  CK(cudaStreamSynchronize(st));
+  /* 6. to the host */
+  return append(o, s->ucode + bnd[0], s->field, nS, err);
+}
+
+} /* namespace */
+
+extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transform *xf,
+                                          uint32_t depth, const vx_sign_data *sign, float band,
+                                          const vx_gpu_build_opts *go, vx_progress_fn progress,
+                                          void *user, vx_surface *out, vx_build_stats *stats,
+                                          vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (mesh->tri_count >= UINT32_MAX)
+    return vx_error_set(err, VX_ERR_LIMIT, "GPU build: %llu triangles (at most 2^32 - 1)",
+                        (unsigned long long)mesh->tri_count);
+  int ndev = 0;
+  cudaError_t ce = cudaGetDeviceCount(&ndev);
+  if (ce != cudaSuccess || ndev == 0) {
+    cudaGetLastError();
+    return vx_error_set(err, VX_ERR_NO_GPU, "no usable CUDA device (%s)",
+                        ce != cudaSuccess ? cudaGetErrorString(ce) : "none found");
+  }
+  vx_status r = VX_OK;
+  device_inputs in;
+  memset(&in, 0, sizeof in);
+  part_ctx c;
+  memset(&c, 0, sizeof c);
+  cudaStream_t st = NULL;
+  unsigned long long *dcorners = NULL;
+  scratch s;
+  memset(&s, 0, sizeof s);
+  host_out o;
+  o.s = out;
+  o.cap = 0;
+  uint64_t pairs = 0;
+  /* inputs: grid triangles (the host's bits, vx_grid_tri) and the sign tables */
+  {
+    const uint64_t T = mesh->tri_count;
+    double *tg = (double *)malloc(T * 9 * sizeof(double));
+    if (!tg) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu triangles",
+                                 (unsigned long long)T);
+    for (uint64_t t = 0; t < T; t++) vx_grid_tri(mesh, xf, t, tg + t * 9);
+    r = upload(&in.tg, tg, T * 9, err);
+    free(tg);
+  }
+  c.sign = *sign;
+  if (r == VX_OK) r = upload(&in.face_n, sign->face_n, mesh->tri_count * 3, err);
+  if (r == VX_OK) r = upload(&in.edge_n, sign->edge_n, mesh->tri_count * 9, err);
+  if (r == VX_OK) r = upload(&in.vid, sign->vid, mesh->tri_count * 3, err);
+  if (r == VX_OK) r = upload(&in.vert_n, sign->vert_n, sign->vert_count * 3, err);
+  if (r == VX_OK && sign->clean) r = upload(&in.clean, sign->clean, mesh->tri_count, err);
+  if (r == VX_OK && sign->vclean) r = upload(&in.vclean, sign->vclean, sign->vert_count, err);
+  if (r == VX_OK && sign->wind.node_count) {
+    r = upload(&in.nodes, sign->wind.nodes, sign->wind.node_count, err);
+    if (r == VX_OK) r = upload(&in.wtri, sign->wind.tri, sign->wind.tri_count * 9, err);
+  }
+  c.sign.face_n = in.face_n;
+  c.sign.edge_n = in.edge_n;
+  c.sign.vid = in.vid;
+  c.sign.vert_n = in.vert_n;
+  c.sign.clean = in.clean;
+  c.sign.vclean = in.vclean;
+  c.sign.wind.nodes = in.nodes;
+  c.sign.wind.tri = in.wtri;
+  c.tg = in.tg;
+  c.ntri = mesh->tri_count;
+  c.R = (int64_t)1 << depth;
+  c.depth = depth;
+  c.band = band;
+  if (r == VX_OK) {
+    ce = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    if (ce == cudaSuccess) ce = cudaMalloc((void **)&dcorners, sizeof *dcorners);
+    if (ce == cudaSuccess) ce = cudaMemset(dcorners, 0, sizeof *dcorners);
+    if (ce != cudaSuccess) r = fail(err, ce, "stream set-up", __LINE__);
+  }
+  double budget = 0.0;
+  if (r == VX_OK) {
+    size_t fr = 0, tot = 0;
+    ce = cudaMemGetInfo(&fr, &tot);
+    if (ce != cudaSuccess) r = fail(err, ce, "cudaMemGetInfo", __LINE__);
+    budget = go && go->mem_budget ? (double)go->mem_budget : 0.85 * (double)fr;
+  }
+  /* partitions: a stack of (Morton prefix, log2 edge), popped in Morton order */
+  uint64_t stk_code[8 * (VX_MAX_DEPTH + 1)];
+  uint32_t stk_log[8 * (VX_MAX_DEPTH + 1)];
+  int sp = 0;
+  stk_code[sp] = 0;
+  stk_log[sp++] = depth;
+  double done = 0.0;
+  while (r == VX_OK && sp > 0) {
+    uint64_t pc = stk_code[--sp];
+    uint32_t pl = stk_log[sp];
+    part_result res = PART_DONE;
+    if (go && go->part_log2 && pl > go->part_log2) {
+      res = PART_SPLIT;
+    } else {
+      uint32_t px, py, pz;
+      vx_morton_decode(pc, &px, &py, &pz);
+      const int64_t S = (int64_t)1 << pl, org[3] = {(int64_t)px * S, (int64_t)py * S,
+                                                   (int64_t)pz * S};
+      for (int i = 0; i < 3; i++) {
+        c.glo[i] = org[i] > 0 ? org[i] - 1 : 0;
+        c.ghi[i] = org[i] + S < c.R ? org[i] + S : c.R - 1;
+      }
+      c.pbase = pc << (3 * pl);
+      c.pend = (pc + 1) << (3 * pl);
+      r = run_partition(c, go, pl, budget, st, &s, &o, dcorners, &res, &pairs, err);
+      scratch_free(&s, st);
+    }
+    if (r != VX_OK) break;
+    if (res == PART_SPLIT) {
+      for (int k = 7; k >= 0; k--) {
+        stk_code[sp] = pc << 3 | (uint64_t)k;
+        stk_log[sp++] = pl - 1;
+      }
+      continue;
+    }
+    done += 1.0 / (double)((uint64_t)1 << (3 * (depth - pl)));
+    if (progress && progress(user, "voxelize (GPU)", done))
+      r = vx_error_set(err, VX_ERR_INTERRUPTED, "voxelization cancelled");
+  }
+  unsigned long long corners = 0;
+  if (dcorners && r == VX_OK) {
+    ce = cudaMemcpy(&corners, dcorners, sizeof corners, cudaMemcpyDeviceToHost);
+    if (ce != cudaSuccess) r = fail(err, ce, "cudaMemcpy", __LINE__);
+  }
+  scratch_free(&s, st);
+  if (st) {
+    cudaStreamSynchronize(st);
+    cudaStreamDestroy(st);
+  }
+  cudaFree(dcorners);
+  free_inputs(&in);
+  if (r != VX_OK) {
+    vx_surface_free(out);
+    return r;
+  }
+  if (stats) {
+    stats->triangles = mesh->tri_count;
+    stats->surface_voxels = out->count;
+    stats->corners = corners;
+    stats->pair_tests = pairs; /* overlaps found (the GPU does not count its rejected tests) */
+  }
+  return VX_OK;
+}

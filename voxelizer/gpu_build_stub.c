@@ -1,0 +1,12 @@
+/* gpu_build_stub.c - vx_surface_build_gpu in a build without CUDA: says so. */
+#include "voxelizer/internal.h"
+
+#include <string.h>
+
+vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+                               const vx_sign_data *sign, float band, const vx_gpu_build_opts *go,
+                               vx_progress_fn progress, void *user, vx_surface *out,
+                               vx_build_stats *stats, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
+}
