@@ -28,6 +28,7 @@
 #include "formats/atomic_file.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ int vx_svo_zstd_level(int requested, uint64_t raw_total) {
 int vx_svo_zstd_workers(uint64_t raw_total) {
   if (raw_total < VX_SVO_BIG_RAW) return 0;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  return cpus > 1 ? (int)(cpus > 8 ? 8 : cpus) : 0;
+  return cpus > 1 ? (int)(cpus > 16 ? 16 : cpus) : 0;
 }
 
 static uint64_t header_size(uint32_t depth) {
@@ -85,9 +86,11 @@ static int bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *ch
 
 /* Masks first (one byte per node: the topology, which compresses on its own), then one 11-byte
  * record per node: errmax, errrms, flags, normal u32 LE, d f32 LE. */
-static void pack_nodes(const vx_node *n, uint64_t count, uint8_t *raw) {
-  uint8_t *rec = raw + count;
-  for (uint64_t i = 0; i < count; i++, rec += 11) {
+/* Nodes i in [lo, hi) of a level of `count`: masks first, then 11-byte records. */
+static void pack_node_range(const vx_node *n, uint64_t count, uint64_t lo, uint64_t hi,
+                            uint8_t *raw) {
+  uint8_t *rec = raw + count + lo * 11;
+  for (uint64_t i = lo; i < hi; i++, rec += 11) {
     uint32_t info = n[i].info;
     raw[i] = (uint8_t)vx_node_mask(info);
     rec[0] = (uint8_t)vx_node_errmax_code(info);
@@ -96,6 +99,41 @@ static void pack_nodes(const vx_node *n, uint64_t count, uint8_t *raw) {
     vx_put_u32(rec + 3, n[i].normal);
     vx_put_f32(rec + 7, n[i].d);
   }
+}
+
+typedef struct pack_job {
+  const vx_node *n;
+  uint64_t count, lo, hi;
+  uint8_t *raw;
+} pack_job;
+
+static void *pack_worker(void *arg) {
+  pack_job *j = (pack_job *)arg;
+  pack_node_range(j->n, j->count, j->lo, j->hi, j->raw);
+  return NULL;
+}
+
+/* A level of nodes, on up to 16 threads when it is large (the same bytes either way). */
+static void pack_nodes(const vx_node *n, uint64_t count, uint8_t *raw) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = count < ((uint64_t)1 << 20) || cpus < 2 ? 1 : cpus > 16 ? 16 : (int)cpus;
+  pthread_t th[16];
+  pack_job job[16];
+  int started = 0;
+  for (int k = 0; k < nt; k++) {
+    job[k].n = n;
+    job[k].count = count;
+    job[k].lo = count * (uint64_t)k / (uint64_t)nt;
+    job[k].hi = count * (uint64_t)(k + 1) / (uint64_t)nt;
+    job[k].raw = raw;
+  }
+  for (int k = 1; k < nt; k++) {
+    if (pthread_create(&th[k], NULL, pack_worker, &job[k]) != 0) break;
+    started = k;
+  }
+  pack_worker(&job[0]);
+  for (int k = 1; k <= started; k++) pthread_join(th[k], NULL);
+  for (int k = started + 1; k < nt; k++) pack_worker(&job[k]); /* threads refused: here */
 }
 
 static void unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
@@ -108,15 +146,32 @@ static void unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
   }
 }
 
-/* Voxels as they are: 8 corners (int8) per voxel, in Morton order. */
-static void pack_voxels(const vx_voxel *v, uint64_t count, uint8_t *raw) {
-  for (uint64_t i = 0; i < count; i++)
-    for (int k = 0; k < 8; k++) raw[8 * i + (uint64_t)k] = (uint8_t)v[i].c[k];
-}
-
+/* Voxels as they are: 8 corners (int8) per voxel, in Morton order (written straight from memory). */
 static void unpack_voxels(const uint8_t *raw, uint64_t count, vx_voxel *v) {
   for (uint64_t i = 0; i < count; i++)
     for (int k = 0; k < 8; k++) v[i].c[k] = (int8_t)raw[8 * i + (uint64_t)k];
+}
+
+typedef struct check_job {
+  ZSTD_CCtx *ck;
+  const uint8_t *p;
+  uint64_t n;
+  uint32_t level, check;
+  int ok;
+} check_job;
+
+static void *check_worker(void *arg) {
+  check_job *j = (check_job *)arg;
+  j->ok = bytes_check(j->ck, j->p, j->n, &j->check);
+  return NULL;
+}
+
+/* Joins the running check and stores it in its level's header entry; 0 when it failed. */
+static int check_finish(pthread_t *th, check_job *j, int *pending, uint8_t *hdr) {
+  pthread_join(*th, NULL);
+  *pending = 0;
+  vx_put_u32(hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * j->level + 24, j->check);
+  return j->ok;
 }
 
 static uint64_t level_raw_size(const vx_tree *t, uint32_t l) {
@@ -150,7 +205,7 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
   for (uint32_t l = 0; l <= t->depth; l++) {
     uint64_t r = level_raw_size(t, l);
     raw_total += r;
-    if (r > raw_max) raw_max = r;
+    if (l < t->depth && r > raw_max) raw_max = r; /* voxels are compressed in place */
     bound_total += ZSTD_compressBound((size_t)r);
   }
   int level = vx_svo_zstd_level(zstd_level, raw_total);
@@ -182,31 +237,45 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
   for (int i = 0; i < 3; i++) vx_put_f64(hdr + 16 + 8 * i, t->xf.origin[i]);
   vx_put_f64(hdr + 40, t->xf.scale);
 
+  /* Each level's frame check runs on a second thread while the next level compresses. */
   size_t used = 0;
+  check_job cj;
+  memset(&cj, 0, sizeof cj);
+  cj.ck = ck;
+  pthread_t cth;
+  int pending = 0;
   for (uint32_t l = 0; l <= t->depth && !ZSTD_isError(rc); l++) {
     uint64_t count = t->level_count[l], r = level_raw_size(t, l);
+    /* Voxels are stored as they lie in memory (8 int8 corners each): no packing. */
+    const uint8_t *src = raw;
     if (l < t->depth)
       pack_nodes(t->nodes + t->level_first[l], count, raw);
     else
-      pack_voxels(t->voxels, count, raw);
-    size_t z = ZSTD_compress2(cc, p->sections + used, (size_t)bound_total - used, raw, (size_t)r);
-    if (ZSTD_isError(z)) {
-      rc = z;
+      src = (const uint8_t *)t->voxels;
+    size_t z = ZSTD_compress2(cc, p->sections + used, (size_t)bound_total - used, src, (size_t)r);
+    if (pending && !check_finish(&cth, &cj, &pending, hdr)) rc = (size_t)-1;
+    if (ZSTD_isError(z) || ZSTD_isError(rc)) {
+      if (ZSTD_isError(z)) rc = z;
       break;
     }
     uint8_t *e = hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * l;
     vx_put_u64(e, count);
     vx_put_u64(e + 8, z);
     vx_put_u64(e + 16, r);
-    uint32_t check = 0;
-    if (!bytes_check(ck, p->sections + used, z, &check)) {
-      rc = (size_t)-1;
-      break;
-    }
-    vx_put_u32(e + 24, check);
     vx_put_u32(e + 28, 0);
+    cj.p = p->sections + used;
+    cj.n = z;
+    cj.level = l;
+    if (pthread_create(&cth, NULL, check_worker, &cj) == 0) {
+      pending = 1;
+    } else { /* no thread: check here */
+      check_worker(&cj);
+      vx_put_u32(e + 24, cj.check);
+      if (!cj.ok) rc = (size_t)-1;
+    }
     used += z;
   }
+  if (pending && !check_finish(&cth, &cj, &pending, hdr)) rc = (size_t)-1;
   free(raw);
   if (ZSTD_isError(rc)) {
     ZSTD_freeCCtx(cc);

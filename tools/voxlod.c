@@ -285,7 +285,12 @@ int vx_cmd_convert(int argc, char **argv) {
     fprintf(stderr, "%s: build on the %s: sign tables %.2fs, surface voxels and field %.2fs%s",
             out, bo.gpu ? "GPU" : "CPU", bs.sec_sign, bs.sec_voxels,
             bo.gpu ? "" : " (with the octree)\n");
-    if (bo.gpu) fprintf(stderr, ", octree and planes %.2fs\n", bs.sec_tree);
+    if (bo.gpu)
+      fprintf(stderr,
+              ", octree and planes %.2fs\n%s: GPU stages: upload %.2fs, overlaps %.2fs, sort and "
+              "index %.2fs, corner field %.2fs, copy back %.2fs\n",
+              bs.sec_tree, out, bs.sec_gpu[0], bs.sec_gpu[1], bs.sec_gpu[2], bs.sec_gpu[3],
+              bs.sec_gpu[4]);
   }
   vx_tree_free(&tree);
   return 0;

@@ -18,17 +18,40 @@
 /* The quantized signed value at grid point p whose nearest candidate is triangle `tri` (global
  * index; tg its grid coordinates) at squared distance d2: the distance, signed by the rule of
  * `sign` (winding when it holds a tree, else pseudo-normals), truncated at +-band and quantized.
- * A magnitude that quantizes to 0 needs no sign. */
+ * A magnitude that quantizes to 0 needs no sign. Split in two so that the GPU can gather the
+ * corners that need the (expensive) winding number and evaluate them together:
+ * vx_corner_eval_fast returns 1 with *val set, or 0 when the sign needs the winding number at p;
+ * then vx_corner_eval_wound gives the value. vx_corner_eval does both. */
+VX_HD int vx_corner_eval_fast(const vx_sign_data *sign, uint64_t tri, const double *tg,
+                              const double p[3], double d2, float band, int8_t *val) {
+  double d = sqrt(d2), s, q[3];
+  int feat, clean;
+  if (vx_corner_quantize(d, band) == 0) {
+    *val = 0;
+    return 1;
+  }
+  feat = vx_closest_on_triangle(p, tg, q);
+  if (!sign->wind.node_count) {
+    s = vx_sign_of(sign, tri, feat, p, q);
+  } else {
+    clean = vx_sign_clean(sign, tri, feat, d);
+    if (!clean) return 0;
+    s = clean == 1 ? vx_sign_of(sign, tri, feat, p, q) : -vx_sign_of(sign, tri, feat, p, q);
+  }
+  *val = vx_corner_quantize(s * d, band);
+  return 1;
+}
+
+VX_HD int8_t vx_corner_eval_wound(const vx_sign_data *sign, const double p[3], double d2,
+                                  float band) {
+  return vx_corner_quantize(vx_sign_by_winding(sign, p) * sqrt(d2), band);
+}
+
 VX_HD int8_t vx_corner_eval(const vx_sign_data *sign, uint64_t tri, const double *tg,
                             const double p[3], double d2, float band) {
-  double d = sqrt(d2), s = 1.0;
-  if (vx_corner_quantize(d, band) != 0) {
-    double q[3];
-    int feat = vx_closest_on_triangle(p, tg, q);
-    s = sign->wind.node_count ? vx_sign_winding(sign, tri, feat, p, q, d)
-                              : vx_sign_of(sign, tri, feat, p, q);
-  }
-  return vx_corner_quantize(s * d, band);
+  int8_t v;
+  if (vx_corner_eval_fast(sign, tri, tg, p, d2, band, &v)) return v;
+  return vx_corner_eval_wound(sign, p, d2, band);
 }
 
 /* Is the voxel's field all outside (no corner negative, one positive at least)? 0: no; 1: yes;

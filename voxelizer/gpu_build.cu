@@ -35,8 +35,11 @@
 #include <cuda_runtime.h>
 
 #include <stdio.h>
+#include <thread>
+#include <vector>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "voxelizer/internal.h"
 #include "voxelizer/overlap.h"
@@ -256,6 +259,47 @@ struct voxel_set {
   uint32_t first, last;   /* the partition's voxels: U[first .. last) */
 };
 
+/* The 8 voxels around corner (cx, cy, cz) of a voxel whose 3x3x3 neighbourhood is nb (index
+ * (dz+1)*9 + (dy+1)*3 + dx+1): entry s is the voxel at offset (cx-1 + (s&1), cy-1 + (s>>1&1),
+ * cz-1 + (s>>2)); seen from it the corner is its corner 7 - s. */
+__device__ uint32_t around(const uint32_t *nb, int cx, int cy, int cz, int s) {
+  return nb[(cz + (s >> 2)) * 9 + (cy + (s >> 1 & 1)) * 3 + cx + (s & 1)];
+}
+
+/* The nearest candidate of corner p among the pairs of the voxels around it (any of them, halo
+ * included): lowest squared distance, ties to the lowest triangle index. */
+__device__ void corner_best(const part_ctx &c, const voxel_set &u, const uint32_t *vox,
+                            const double p[3], double *best, uint32_t *bt) {
+  *best = INFINITY;
+  *bt = UINT32_MAX;
+  for (int s = 0; s < 8; s++) {
+    uint32_t n = vox[s];
+    if (n == UINT32_MAX) continue;
+    for (uint64_t q = u.start[n]; q < u.start[n + 1]; q++) {
+      uint32_t t = u.tri[q];
+      double d2 = vx_tri_dist2(p, c.tg + (uint64_t)t * 9, NULL);
+      if (d2 < *best || (d2 == *best && t < *bt)) {
+        *best = d2;
+        *bt = t;
+      }
+    }
+  }
+}
+
+/* Writes value v of the corner into the field of every partition voxel around it. */
+__device__ void corner_store(const voxel_set &u, const uint32_t *vox, int8_t v, vx_voxel *field) {
+  for (int s = 0; s < 8; s++) {
+    uint32_t n = vox[s];
+    if (n == UINT32_MAX || n < u.first || n >= u.last) continue;
+    field[n - u.first].c[7 - s] = v;
+  }
+}
+
+#define WOUND_MARK (-128) /* never a quantized value (they lie in [-127, 127]) */
+
+/* Step 4a: per partition voxel, the corners it owns (it is the lowest-indexed partition voxel
+ * around them). A corner whose sign needs the winding number is only marked (WOUND_MARK in the
+ * owner's own slot) and finished by k_wound, so that those costly queries run side by side. */
 __global__ void k_field(part_ctx c, voxel_set u, vx_voxel *field, unsigned long long *corners) {
   uint64_t me = u.first + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint32_t computed = 0;
@@ -274,42 +318,65 @@ __global__ void k_field(part_ctx c, voxel_set u, vx_voxel *field, unsigned long 
     }
     for (int cc = 0; cc < 8; cc++) {
       int cx = cc & 1, cy = cc >> 1 & 1, cz = cc >> 2 & 1;
-      /* the 8 voxels around the corner: offsets (cx - 1 + a, cy - 1 + b, cz - 1 + d) */
-      uint32_t owner = UINT32_MAX;
+      uint32_t vox[8], owner = UINT32_MAX;
       for (int s = 0; s < 8; s++) {
-        uint32_t n = nb[(cz + (s >> 2)) * 9 + (cy + (s >> 1 & 1)) * 3 + cx + (s & 1)];
+        uint32_t n = vox[s] = around(nb, cx, cy, cz, s);
         if (n != UINT32_MAX && n >= u.first && n < u.last && n < owner) owner = n;
       }
       if (owner != (uint32_t)me) continue;
       double p[3] = {(double)(x + cx), (double)(y + cy), (double)(z + cz)};
-      double best = INFINITY;
-      uint32_t bt = UINT32_MAX;
-      for (int s = 0; s < 8; s++) {
-        uint32_t n = nb[(cz + (s >> 2)) * 9 + (cy + (s >> 1 & 1)) * 3 + cx + (s & 1)];
-        if (n == UINT32_MAX) continue;
-        for (uint64_t q = u.start[n]; q < u.start[n + 1]; q++) {
-          uint32_t t = u.tri[q];
-          double d2 = vx_tri_dist2(p, c.tg + (uint64_t)t * 9, NULL);
-          if (d2 < best || (d2 == best && t < bt)) {
-            best = d2;
-            bt = t;
-          }
-        }
-      }
-      int8_t v = bt == UINT32_MAX ? (int8_t)127
-                                  : vx_corner_eval(&c.sign, bt, c.tg + (uint64_t)bt * 9, p, best,
-                                                   c.band);
+      double best;
+      uint32_t bt;
+      corner_best(c, u, vox, p, &best, &bt);
       computed++;
-      for (int s = 0; s < 8; s++) {
-        uint32_t n = nb[(cz + (s >> 2)) * 9 + (cy + (s >> 1 & 1)) * 3 + cx + (s & 1)];
-        if (n == UINT32_MAX || n < u.first || n >= u.last) continue;
-        /* seen from voxel n the corner is its corner (1 - a, 1 - b, 1 - d) */
-        field[n - u.first].c[(~s) & 7] = v;
+      int8_t v = 127; /* no candidate: cannot happen (a surface voxel's triangle is one) */
+      if (bt != UINT32_MAX &&
+          !vx_corner_eval_fast(&c.sign, bt, c.tg + (uint64_t)bt * 9, p, best, c.band, &v)) {
+        field[me - u.first].c[cc] = (int8_t)WOUND_MARK;
+        continue;
       }
+      corner_store(u, vox, v, field);
     }
   }
   unsigned sum = __reduce_add_sync(0xffffffffu, computed);
   if ((threadIdx.x & 31) == 0 && sum) atomicAdd(corners, (unsigned long long)sum);
+}
+
+/* Step 4b: the marked corners, listed (count, scan, emit) as (voxel index << 3 | corner). */
+__global__ void k_marks(voxel_set u, const vx_voxel *field, uint32_t *cnt, const uint64_t *off,
+                        uint64_t *list) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (uint64_t)(u.last - u.first)) return;
+  uint32_t n = 0;
+  for (int cc = 0; cc < 8; cc++)
+    if (field[i].c[cc] == (int8_t)WOUND_MARK) {
+      if (list) list[off[i] + n] = (u.first + i) << 3 | (uint64_t)cc;
+      n++;
+    }
+  if (cnt) cnt[i] = n;
+}
+
+/* Step 4c: one marked corner per thread: its candidates again, the winding number, the value. */
+__global__ void k_wound(part_ctx c, voxel_set u, const uint64_t *list, uint64_t n,
+                        vx_voxel *field) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  uint64_t me = list[i] >> 3;
+  int cc = (int)(list[i] & 7), cx = cc & 1, cy = cc >> 1 & 1, cz = cc >> 2 & 1;
+  uint32_t x, y, z, vox[8];
+  vx_morton_decode(u.code[me], &x, &y, &z);
+  for (int s = 0; s < 8; s++) {
+    int64_t nx = (int64_t)x + cx - 1 + (s & 1), ny = (int64_t)y + cy - 1 + (s >> 1 & 1),
+            nz = (int64_t)z + cz - 1 + (s >> 2);
+    vox[s] = (nx < 0 || ny < 0 || nz < 0 || nx >= c.R || ny >= c.R || nz >= c.R)
+                 ? UINT32_MAX
+                 : hash_find(u.hkey, u.hval, u.mask,
+                             vx_morton_encode((uint32_t)nx, (uint32_t)ny, (uint32_t)nz));
+  }
+  double p[3] = {(double)(x + cx), (double)(y + cy), (double)(z + cz)}, best;
+  uint32_t bt;
+  corner_best(c, u, vox, p, &best, &bt);
+  corner_store(u, vox, vx_corner_eval_wound(&c.sign, p, best, c.band), field);
 }
 
 __global__ void k_thin(part_ctx c, voxel_set u, vx_voxel *field) {
@@ -398,6 +465,34 @@ double part_bytes(double P, double C) {
          64.0 * 1048576.0;
 }
 
+/* Device -> fresh host memory, fast: the pages are touched by all cores at once (the kernel's
+ * page faults dominate a single-threaded copy into new memory) and pinned for the transfer, so
+ * it runs as one DMA instead of through the driver's staging buffers. Without the pinning (it
+ * may be refused) a plain copy. */
+cudaError_t copy_back(void *dst, const void *src, size_t bytes) {
+  unsigned nt = std::thread::hardware_concurrency();
+  nt = nt < 1 ? 1 : nt > 32 ? 32 : nt;
+  const size_t page = 4096, chunk = (bytes / nt + page - 1) / page * page;
+  std::vector<std::thread> th;
+  for (unsigned k = 0; k < nt && chunk; k++) {
+    size_t a = (size_t)k * chunk;
+    if (a >= bytes) break;
+    size_t e = a + chunk < bytes ? a + chunk : bytes;
+    th.emplace_back([=] {
+      volatile char *p = (volatile char *)dst;
+      for (size_t i = a; i < e; i += page) p[i] = 0;
+    });
+  }
+  for (auto &t : th) t.join();
+  uintptr_t lo = (uintptr_t)dst / page * page, hi = ((uintptr_t)dst + bytes + page - 1) / page * page;
+  int pinned = bytes >= (64u << 20) &&
+               cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterDefault) == cudaSuccess;
+  cudaGetLastError();
+  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+  if (pinned) cudaHostUnregister((void *)lo);
+  return e;
+}
+
 struct host_out {
   vx_surface *s;
   uint64_t cap;
@@ -416,8 +511,8 @@ vx_status append(host_out *o, const uint64_t *dcode, const vx_voxel *dfield, uin
                           (unsigned long long)cap);
     o->cap = cap;
   }
-  CK(cudaMemcpy(o->s->codes + o->s->count, dcode, n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(o->s->field + o->s->count, dfield, n * sizeof(vx_voxel), cudaMemcpyDeviceToHost));
+  CK(copy_back(o->s->codes + o->s->count, dcode, n * sizeof(uint64_t)));
+  CK(copy_back(o->s->field + o->s->count, dfield, n * sizeof(vx_voxel)));
   o->s->count += n;
   return VX_OK;
 }
@@ -425,7 +520,8 @@ vx_status append(host_out *o, const uint64_t *dcode, const vx_voxel *dfield, uin
 struct scratch { /* one partition's device arrays, freed together */
   tri_box *box;
   uint64_t *colstart, *pairoff, *keys[2], *ucode, *ustart, *bounds;
-  uint32_t *cnt, *tris[2], *hval;
+  uint32_t *cnt, *tris[2], *hval, *wcnt;
+  uint64_t *woff, *wlist;
   unsigned long long *hkey;
   int *nruns;
   vx_voxel *field;
@@ -436,7 +532,7 @@ struct scratch { /* one partition's device arrays, freed together */
 void scratch_free(scratch *s, cudaStream_t st) {
   void *p[] = {s->box, s->colstart, s->pairoff, s->keys[0], s->keys[1], s->ucode, s->ustart,
                s->bounds, s->cnt, s->tris[0], s->tris[1], s->hval, s->hkey, s->nruns, s->field,
-               s->tmp};
+               s->tmp, s->wcnt, s->woff, s->wlist};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
     if (p[i]) cudaFreeAsync(p[i], st);
   memset(s, 0, sizeof *s);
@@ -455,12 +551,29 @@ vx_status need_tmp(scratch *s, size_t bytes, cudaStream_t st, vx_error *err) {
 
 enum part_result { PART_DONE, PART_SPLIT };
 
+double now_s() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Adds the time since *t to sec[k] (after the stream's work is done) and restarts *t. */
+vx_status lap(cudaStream_t st, double *sec, int k, double *t, vx_error *err) {
+  CK(cudaStreamSynchronize(st));
+  double n = now_s();
+  sec[k] += n - *t;
+  *t = n;
+  return VX_OK;
+}
+
 /* One partition: appends its voxels to `o`, or asks for a split when it would not fit. */
 vx_status run_partition(part_ctx c, const vx_gpu_build_opts *go, uint32_t plog, double budget,
                         cudaStream_t st, scratch *s, host_out *o, unsigned long long *dcorners,
-                        part_result *res, uint64_t *pairs_total, vx_error *err) {
+                        part_result *res, uint64_t *pairs_total, double *sec, uint64_t *wound,
+                        vx_error *err) {
   const unsigned TB = 256;
   vx_status r;
+  double t = now_s();
   *res = PART_DONE;
   /* 1. columns per triangle */
   if ((r = dev_alloc(&s->box, c.ntri, st, err)) != VX_OK) return r;
@@ -516,6 +629,7 @@ vx_status run_partition(part_ctx c, const vx_gpu_build_opts *go, uint32_t plog, 
   CK(cudaGetLastError());
   cudaFreeAsync(s->pairoff, st);
   s->pairoff = NULL;
+  if ((r = lap(st, sec, 1, &t, err)) != VX_OK) return r;
   /* 3. sort by code (stable: triangles stay ascending per voxel), voxels and their ranges */
   const int bits = 3 * (int)c.depth;
   cub::DoubleBuffer<uint64_t> kb(s->keys[0], s->keys[1]);
@@ -555,6 +669,7 @@ vx_status run_partition(part_ctx c, const vx_gpu_build_opts *go, uint32_t plog, 
   CK(cudaMemcpyAsync(bnd, s->bounds, sizeof bnd, cudaMemcpyDeviceToHost, st));
   CK(cudaStreamSynchronize(st));
   const uint64_t nS = bnd[1] - bnd[0];
+  if ((r = lap(st, sec, 2, &t, err)) != VX_OK) return r;
   if (nS == 0) return VX_OK; /* triangles only in the halo */
   /* 4, 5. corners, thin voxels */
   voxel_set u;
@@ -567,14 +682,38 @@ vx_status run_partition(part_ctx c, const vx_gpu_build_opts *go, uint32_t plog, 
   u.first = (uint32_t)bnd[0];
   u.last = (uint32_t)bnd[1];
   if ((r = dev_alloc(&s->field, nS, st, err)) != VX_OK) return r;
+  CK(cudaMemsetAsync(s->field, 0, nS * sizeof(vx_voxel), st)); /* no stray WOUND_MARK */
   const unsigned FB = 128;
   k_field<<<grid_of(nS, FB), FB, 0, st>>>(c, u, s->field, dcorners);
   CK(cudaGetLastError());
+  if (c.sign.wind.node_count) { /* corners that need the winding number, all at once */
+    if ((r = dev_alloc(&s->wcnt, nS + 1, st, err)) != VX_OK) return r;
+    if ((r = dev_alloc(&s->woff, nS + 1, st, err)) != VX_OK) return r;
+    k_marks<<<grid_of(nS, TB), TB, 0, st>>>(u, s->field, s->wcnt, NULL, NULL);
+    CK(cudaGetLastError());
+    CK(cudaMemsetAsync(s->wcnt + nS, 0, sizeof(uint32_t), st));
+    CK(cub::DeviceScan::ExclusiveSum(NULL, tb, s->wcnt, s->woff, nS + 1, st));
+    if ((r = need_tmp(s, tb, st, err)) != VX_OK) return r;
+    CK(cub::DeviceScan::ExclusiveSum(s->tmp, tb, s->wcnt, s->woff, nS + 1, st));
+    uint64_t nw = 0;
+    CK(cudaMemcpyAsync(&nw, s->woff + nS, sizeof nw, cudaMemcpyDeviceToHost, st));
+    CK(cudaStreamSynchronize(st));
+    if (nw) {
+      if ((r = dev_alloc(&s->wlist, nw, st, err)) != VX_OK) return r;
+      k_marks<<<grid_of(nS, TB), TB, 0, st>>>(u, s->field, NULL, s->woff, s->wlist);
+      CK(cudaGetLastError());
+      k_wound<<<grid_of(nw, FB), FB, 0, st>>>(c, u, s->wlist, nw, s->field);
+      CK(cudaGetLastError());
+    }
+    *wound += nw;
+  }
   k_thin<<<grid_of(nS, FB), FB, 0, st>>>(c, u, s->field);
   CK(cudaGetLastError());
-  CK(cudaStreamSynchronize(st));
+  if ((r = lap(st, sec, 3, &t, err)) != VX_OK) return r;
   /* 6. to the host */
-  return append(o, s->ucode + bnd[0], s->field, nS, err);
+  r = append(o, s->ucode + bnd[0], s->field, nS, err);
+  sec[4] += now_s() - t;
+  return r;
 }
 
 } /* namespace */
@@ -607,7 +746,8 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
   host_out o;
   o.s = out;
   o.cap = 0;
-  uint64_t pairs = 0;
+  uint64_t pairs = 0, wound = 0;
+  double sec[5] = {0, 0, 0, 0, 0}, t_up = now_s();
   /* inputs: grid triangles (the host's bits, vx_grid_tri) and the sign tables */
   {
     const uint64_t T = mesh->tri_count;
@@ -648,6 +788,7 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
     if (ce == cudaSuccess) ce = cudaMemset(dcorners, 0, sizeof *dcorners);
     if (ce != cudaSuccess) r = fail(err, ce, "stream set-up", __LINE__);
   }
+  sec[0] = now_s() - t_up;
   double budget = 0.0;
   if (r == VX_OK) {
     size_t fr = 0, tot = 0;
@@ -679,7 +820,7 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
       }
       c.pbase = pc << (3 * pl);
       c.pend = (pc + 1) << (3 * pl);
-      r = run_partition(c, go, pl, budget, st, &s, &o, dcorners, &res, &pairs, err);
+      r = run_partition(c, go, pl, budget, st, &s, &o, dcorners, &res, &pairs, sec, &wound, err);
       scratch_free(&s, st);
     }
     if (r != VX_OK) break;
@@ -715,6 +856,8 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
     stats->surface_voxels = out->count;
     stats->corners = corners;
     stats->pair_tests = pairs; /* overlaps found (the GPU does not count its rejected tests) */
+    for (int k = 0; k < 5; k++) stats->sec_gpu[k] = sec[k];
+    stats->corners_wound = wound;
   }
   return VX_OK;
 }

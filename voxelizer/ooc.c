@@ -395,6 +395,7 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
     return st;
   }
   const double t2 = now_s();
+  const vx_build_stats gstats = gi.stats; /* gi is freed before the stats are filled */
   ooc_job j;
   memset(&j, 0, sizeof j);
   const uint64_t nwork = opts->gpu ? gi.nwork : bins.nwork;
@@ -491,8 +492,10 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
     stats->sec_sign = t1 - t0;
     stats->sec_voxels = opts->gpu ? t2 - t1 : now_s() - t1;
     stats->sec_tree = opts->gpu ? now_s() - t2 : 0.0;
-    stats->corners = opts->gpu ? gi.stats.corners : j.corners;
-    stats->pair_tests = opts->gpu ? gi.stats.pair_tests : j.pair_tests;
+    for (int k = 0; k < 5; k++) stats->sec_gpu[k] = gstats.sec_gpu[k];
+    stats->corners = opts->gpu ? gstats.corners : j.corners;
+    stats->corners_wound = gstats.corners_wound;
+    stats->pair_tests = opts->gpu ? gstats.pair_tests : j.pair_tests;
     for (uint32_t l = 0; l < depth; l++) stats->nodes += out->level_count[l];
   }
   free(j.root_code);

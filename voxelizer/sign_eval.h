@@ -67,22 +67,37 @@ VX_HD double vx_sign_of(const vx_sign_data *s, uint64_t tri, int feat, const dou
 /* -1 when grid point p lies inside by the winding rule, +1 otherwise: the pseudo-normal of
  * feature `feat` of `tri` (q: p's closest point on it, d: the distance) when the triangles around
  * that feature are clean and d > VX_SIGN_FACE_MIN voxels, else the winding number (sign.c). */
+/* Whether the pseudo-normal decides under the winding rule: 0 when the winding number must (p is
+ * within VX_SIGN_FACE_MIN voxels, or the triangles around the feature are not clean), else the
+ * feature's clean code (1: the pseudo-normal's side, otherwise the opposite side). */
+VX_HD int vx_sign_clean(const vx_sign_data *s, uint64_t tri, int feat, double d) {
+  const uint32_t *v = s->vid + tri * 3;
+  int clean;
+  if (!(d > VX_SIGN_FACE_MIN)) return 0;
+  if (feat >= VX_FEAT_E01) { /* both ends clean alike: so are the two triangles on the edge */
+    clean = s->vclean[v[feat - VX_FEAT_E01]];
+    if (clean != s->vclean[v[(feat - VX_FEAT_E01 + 1) % 3]]) clean = 0;
+  } else if (feat >= VX_FEAT_V0) {
+    clean = s->vclean[v[feat - VX_FEAT_V0]];
+  } else {
+    clean = s->clean[tri];
+  }
+  return clean;
+}
+
+/* -1 when |w(p)| > 1/2 (inside by the winding number), else +1. */
+VX_HD double vx_sign_by_winding(const vx_sign_data *s, const double p[3]) {
+  return fabs(vx_wind_eval(s->wind.nodes, s->wind.tri, p, VX_WIND_BETA)) > 0.5 ? -1.0 : 1.0;
+}
+
+/* -1 when grid point p lies inside by the winding rule, +1 otherwise: the pseudo-normal of
+ * feature `feat` of `tri` (q: p's closest point on it, d: the distance) when the triangles around
+ * that feature are clean and d > VX_SIGN_FACE_MIN voxels, else the winding number (sign.c). */
 VX_HD double vx_sign_winding(const vx_sign_data *s, uint64_t tri, int feat, const double p[3],
                              const double q[3], double d) {
-  if (d > VX_SIGN_FACE_MIN) {
-    const uint32_t *v = s->vid + tri * 3;
-    int clean;
-    if (feat >= VX_FEAT_E01) { /* both ends clean alike: so are the two triangles on the edge */
-      clean = s->vclean[v[feat - VX_FEAT_E01]];
-      if (clean != s->vclean[v[(feat - VX_FEAT_E01 + 1) % 3]]) clean = 0;
-    } else if (feat >= VX_FEAT_V0) {
-      clean = s->vclean[v[feat - VX_FEAT_V0]];
-    } else {
-      clean = s->clean[tri];
-    }
-    if (clean) return clean == 1 ? vx_sign_of(s, tri, feat, p, q) : -vx_sign_of(s, tri, feat, p, q);
-  }
-  return fabs(vx_wind_eval(s->wind.nodes, s->wind.tri, p, VX_WIND_BETA)) > 0.5 ? -1.0 : 1.0;
+  int clean = vx_sign_clean(s, tri, feat, d);
+  if (clean) return clean == 1 ? vx_sign_of(s, tri, feat, p, q) : -vx_sign_of(s, tri, feat, p, q);
+  return vx_sign_by_winding(s, p);
 }
 
 #endif
