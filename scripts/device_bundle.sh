@@ -16,7 +16,7 @@ BN=$(basename "$B")
 MESHES=${VX_SHARED_MESHES:-$ROOT/../shared/data/meshes}
 
 cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build "$B" -j2 --target voxlod bench_nanovdb test_gpu_render test_gpu_nanovdb "$@"
+cmake --build "$B" -j2 --target voxlod bench_nanovdb test_gpu_render test_gpu_nanovdb test_gpu_build "$@"
 
 # Libraries present on the device image: the C runtime, libstdc++, libgcc, zlib. Everything else
 # the binaries load (directly or through another copied library) is copied.
@@ -58,6 +58,6 @@ grep -qx '/devdata/' "$EXCL" 2>/dev/null || echo '/devdata/' >> "$EXCL"
 du -sh "$B/voxlod" "$B/bench_nanovdb" "$B/lib" "$B"/tests/test_gpu_* "$ROOT/devdata" | sed 's/^/  /'
 base=""
 [ -f "$B/bench_nanovdb_base" ] && base=", \"$BN/bench_nanovdb_base\""
-echo "carry: [\"$BN/voxlod\", \"$BN/bench_nanovdb\", \"$BN/lib\", \"$BN/tests/test_gpu_render\", \"$BN/tests/test_gpu_nanovdb\", \"devdata\"$base]"
+echo "carry: [\"$BN/voxlod\", \"$BN/bench_nanovdb\", \"$BN/lib\", \"$BN/tests/test_gpu_render\", \"$BN/tests/test_gpu_nanovdb\", \"$BN/tests/test_gpu_build\", \"devdata\"$base]"
 echo "run:   VX_BUILD=$BN bash scripts/device_gpu_tests.sh"
 

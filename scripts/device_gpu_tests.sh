@@ -8,7 +8,7 @@
 # bunny/{voxlod,nanovdb}.png, dragon/{voxlod,nanovdb}.png, bunny/bench.json, dragon/bench.json.
 #
 #   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k|zoom|perf|session3 ...]
-#   (default: tests sass bunny dragon dragon4k; `zoom` repeats the dragons filling the frame;
+#   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU build; `zoom` repeats the dragons filling the frame;
 #   `perf` times every model framed and zoomed with the kernel variants, 50 frames)
 set -uo pipefail
 OUT=${OUT:-/tmp/vx_out}

@@ -35,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include <stdio.h>
+#include <new>
 #include <thread>
 #include <vector>
 #include <stdlib.h>
@@ -717,6 +718,18 @@ vx_status run_partition(part_ctx c, const vx_gpu_build_opts *go, uint32_t plog, 
 }
 
 } /* namespace */
+
+/* CUDA's context creation (~0.3 s) on a thread of its own, while the CPU builds the sign tables. */
+extern "C" void *vx_gpu_warmup_start(void) {
+  return new (std::nothrow) std::thread([] { cudaFree(0); });
+}
+
+extern "C" void vx_gpu_warmup_join(void *h) {
+  std::thread *t = (std::thread *)h;
+  if (!t) return;
+  t->join();
+  delete t;
+}
 
 extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transform *xf,
                                           uint32_t depth, const vx_sign_data *sign, float band,

@@ -167,6 +167,11 @@ typedef struct vx_gpu_build_opts {
   uint64_t mem_budget; /* GPU bytes a partition may use; 0: 85% of the free memory */
 } vx_gpu_build_opts;
 
+/* Creates the CUDA context on a background thread (call before CPU work that precedes
+ * vx_surface_build_gpu, join before it); NULL and a no-op without CUDA. */
+void *vx_gpu_warmup_start(void);
+void vx_gpu_warmup_join(void *handle);
+
 /* vx_surface_build's result computed on the GPU, bit for bit the same (gpu_build.cu explains
  * the one exception). `go` may be NULL. VX_ERR_NO_GPU without a usable device or without CUDA. */
 vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
