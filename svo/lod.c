@@ -57,212 +57,32 @@
  * read before it is overwritten), then the arrays are shrunk and vx_tree_link() re-links them.
  */
 #include "svo/lod.h"
+#include "svo/lod_eval.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- moments --------------------------------------------------------------------------------- */
+/* ---- moments (public wrappers of lod_eval.h) ------------------------------------------------- */
 
 void vx_moments_add(vx_moments *m, double x, double y, double z, double f) {
-  m->n += 1.0;
-  m->s[0] += x;
-  m->s[1] += y;
-  m->s[2] += z;
-  m->ss[0] += x * x;
-  m->ss[1] += x * y;
-  m->ss[2] += x * z;
-  m->ss[3] += y * y;
-  m->ss[4] += y * z;
-  m->ss[5] += z * z;
-  m->f += f;
-  m->fs[0] += f * x;
-  m->fs[1] += f * y;
-  m->fs[2] += f * z;
-  m->ff += f * f;
-}
-
-/* Index of (i, j) in the packed symmetric 3x3: xx xy xz yy yz zz. */
-static int sym(int i, int j) {
-  static const int idx[3][3] = {{0, 1, 2}, {1, 3, 4}, {2, 4, 5}};
-  return idx[i][j];
+  vx_mom_add(m, x, y, z, f);
 }
 
 void vx_moments_merge(vx_moments *dst, const vx_moments *src, const double t[3]) {
-  const double n = src->n;
-  for (int i = 0; i < 3; i++)
-    for (int j = i; j < 3; j++)
-      dst->ss[sym(i, j)] += src->ss[sym(i, j)] + src->s[i] * t[j] + t[i] * src->s[j] + n * t[i] * t[j];
-  for (int i = 0; i < 3; i++) {
-    dst->s[i] += src->s[i] + n * t[i];
-    dst->fs[i] += src->fs[i] + src->f * t[i];
-  }
-  dst->n += n;
-  dst->f += src->f;
-  dst->ff += src->ff;
-}
-
-/* Means and centred second moments (see the top of the file). Requires m->n > 0. */
-typedef struct centred {
-  double m[3], mf; /* means of p and f */
-  double C[3][3];  /* covariance of p */
-  double c[3];     /* covariance of p and f */
-  double vf;       /* variance of f */
-  double scale;    /* trace(Q/N): the size of the terms that cancel in C */
-} centred;
-
-static void centre(const vx_moments *mo, centred *z) {
-  const double inv = 1.0 / mo->n;
-  for (int i = 0; i < 3; i++) z->m[i] = mo->s[i] * inv;
-  z->mf = mo->f * inv;
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) z->C[i][j] = mo->ss[sym(i, j)] * inv - z->m[i] * z->m[j];
-  for (int i = 0; i < 3; i++) z->c[i] = mo->fs[i] * inv - z->mf * z->m[i];
-  z->vf = mo->ff * inv - z->mf * z->mf;
-  z->scale = (mo->ss[0] + mo->ss[3] + mo->ss[5]) * inv;
-}
-
-/* Mean squared residual of q(p) = a.p + b over the samples, from the centred moments. */
-static double mean_sq_residual(const centred *z, const double a[3], double b) {
-  double aCa = 0.0, ac = 0.0, am = 0.0;
-  for (int i = 0; i < 3; i++) {
-    for (int j = 0; j < 3; j++) aCa += a[i] * z->C[i][j] * a[j];
-    ac += a[i] * z->c[i];
-    am += a[i] * z->m[i];
-  }
-  double off = am + b - z->mf;
-  double e = aCa - 2.0 * ac + z->vf + off * off;
-  return e > 0.0 ? e : 0.0;
-}
-
-/* Eigen-decomposition of a symmetric 3x3 matrix by cyclic Jacobi rotations:
- * A = V diag(lam) V^T, eigenvectors in the columns of V. A is destroyed. */
-static void eigen_sym3(double A[3][3], double lam[3], double V[3][3]) {
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) V[i][j] = i == j ? 1.0 : 0.0;
-  for (int sweep = 0; sweep < 50; sweep++) {
-    double off = A[0][1] * A[0][1] + A[0][2] * A[0][2] + A[1][2] * A[1][2];
-    double diag = A[0][0] * A[0][0] + A[1][1] * A[1][1] + A[2][2] * A[2][2];
-    if (off == 0.0 || off <= 1e-34 * diag) break;
-    for (int p = 0; p < 2; p++)
-      for (int q = p + 1; q < 3; q++) {
-        if (A[p][q] == 0.0) continue;
-        double theta = (A[q][q] - A[p][p]) / (2.0 * A[p][q]);
-        double t = fabs(theta) > 1e150 ? 0.5 / theta
-                                       : (theta >= 0.0 ? 1.0 : -1.0) /
-                                             (fabs(theta) + sqrt(theta * theta + 1.0));
-        double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
-        for (int k = 0; k < 3; k++) { /* A <- A J */
-          double akp = A[k][p], akq = A[k][q];
-          A[k][p] = c * akp - s * akq;
-          A[k][q] = s * akp + c * akq;
-        }
-        for (int k = 0; k < 3; k++) { /* A <- J^T A */
-          double apk = A[p][k], aqk = A[q][k];
-          A[p][k] = c * apk - s * aqk;
-          A[q][k] = s * apk + c * aqk;
-        }
-        for (int k = 0; k < 3; k++) { /* V <- V J */
-          double vkp = V[k][p], vkq = V[k][q];
-          V[k][p] = c * vkp - s * vkq;
-          V[k][q] = s * vkp + c * vkq;
-        }
-      }
-  }
-  for (int i = 0; i < 3; i++) lam[i] = A[i][i];
-}
-
-/* Solves C a = c by the pseudo-inverse of C; returns 1 when every direction was determined. */
-static int solve_centred(const centred *z, double a[3]) {
-  double A[3][3], lam[3], V[3][3];
-  memcpy(A, z->C, sizeof A);
-  eigen_sym3(A, lam, V);
-  double lmax = 0.0;
-  for (int k = 0; k < 3; k++)
-    if (lam[k] > lmax) lmax = lam[k];
-  /* Below this an eigenvalue is indistinguishable from 0: relative to the largest, or to the
-   * round-off of Q/N - m m^T (terms of size `scale` cancel). */
-  double tol = 1e-10 * lmax + 1e-13 * z->scale;
-  int ok = lmax > 0.0;
-  a[0] = a[1] = a[2] = 0.0;
-  for (int k = 0; k < 3; k++) {
-    if (!(lam[k] > tol)) {
-      ok = 0;
-      continue;
-    }
-    double w = (V[0][k] * z->c[0] + V[1][k] * z->c[1] + V[2][k] * z->c[2]) / lam[k];
-    for (int i = 0; i < 3; i++) a[i] += w * V[i][k];
-  }
-  return ok;
+  vx_mom_merge(dst, src, t);
 }
 
 int vx_moments_fit(const vx_moments *m, double a[3], double *b, double *rms) {
-  a[0] = a[1] = a[2] = 0.0;
-  *b = 0.0;
-  *rms = 0.0;
-  if (!(m->n > 0.0)) return 0;
-  centred z;
-  centre(m, &z);
-  int ok = solve_centred(&z, a);
-  *b = z.mf - (a[0] * z.m[0] + a[1] * z.m[1] + a[2] * z.m[2]);
-  *rms = sqrt(mean_sq_residual(&z, a, *b));
-  return ok;
-}
-
-/* ---- packed planes ----------------------------------------------------------------------------- */
-
-/* A node's plane as stored, decoded to double, in the node's frame (origin at its min corner). */
-typedef struct plane {
-  double n[3]; /* decoded unit normal */
-  double e;    /* value = n.p + e */
-} plane;
-
-static double plane_at(const plane *P, double x, double y, double z) {
-  return P->n[0] * x + P->n[1] * y + P->n[2] * z + P->e;
-}
-
-static void plane_decode(const vx_node *nd, double size, plane *P) {
-  float n[3];
-  vx_oct_decode(nd->normal, n);
-  double h = 0.5 * size;
-  for (int i = 0; i < 3; i++) P->n[i] = (double)n[i];
-  P->e = (double)nd->d * size - h * (P->n[0] + P->n[1] + P->n[2]);
+  return vx_mom_fit(m, a, b, rms);
 }
 
 float vx_node_plane_eval(const vx_node *n, uint32_t depth, uint32_t level, const double node_min[3],
                          const double p[3]) {
   double size = ldexp(1.0, (int)depth - (int)level);
-  plane P;
-  plane_decode(n, size, &P);
-  return (float)plane_at(&P, p[0] - node_min[0], p[1] - node_min[1], p[2] - node_min[2]);
+  vx_plane P;
+  vx_plane_decode(n, size, &P);
+  return (float)vx_plane_at(&P, p[0] - node_min[0], p[1] - node_min[1], p[2] - node_min[2]);
 }
-
-/* Fits the moments, writes normal and d into nd, returns the decoded plane in P, the RMS of the
- * packed plane in *rms, and VX_NODE_PLANE_OK or 0. */
-static uint32_t pack_plane(const vx_moments *m, double size, vx_node *nd, plane *P, double *rms) {
-  double a[3], b, rls;
-  int ok = vx_moments_fit(m, a, &b, &rls);
-  double g = sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
-  uint32_t code = g > 0.0 ? vx_oct_encode(a[0] / g, a[1] / g, a[2] / g) : vx_oct_encode(0, 0, 1);
-  nd->normal = code;
-  centred z;
-  if (m->n > 0.0) {
-    centre(m, &z);
-  } else {
-    memset(&z, 0, sizeof z);
-  }
-  float n[3];
-  vx_oct_decode(code, n);
-  double h = 0.5 * size;
-  double e = z.mf - ((double)n[0] * z.m[0] + (double)n[1] * z.m[1] + (double)n[2] * z.m[2]);
-  double d = (e + h * ((double)n[0] + (double)n[1] + (double)n[2])) / size;
-  nd->d = (float)d;
-  plane_decode(nd, size, P);
-  *rms = m->n > 0.0 ? sqrt(mean_sq_residual(&z, P->n, P->e)) : 0.0;
-  return ok && g > 0.05 ? VX_NODE_PLANE_OK : 0u;
-}
-
-/* A computed bound, made safe against the round-off of its own double evaluation. */
-static double pad(double e, double size) { return e * (1.0 + 1e-12) + 1e-12 * size; }
 
 /* ---- fit pass ------------------------------------------------------------------------------------ */
 
@@ -279,102 +99,38 @@ typedef struct fit_ctx {
 
 /* Fits node `idx` (global index into nodes[]) at `level`; returns its moments, its max-error
  * bound and the box of its samples [lo, hi] (node frame, finest voxels). */
-static vx_status fit_node(fit_ctx *x, uint32_t level, uint64_t idx, vx_moments *out, double *bound,
-                          double lo[3], double hi[3]) {
+static vx_status fit_node(fit_ctx *x, uint32_t level, uint64_t idx, vx_fit_root *r) {
   vx_tree *t = x->t;
   vx_node *nd = &t->nodes[idx];
   const uint32_t mask = vx_node_mask(nd->info);
-  const double size = ldexp(1.0, (int)(x->D - level)), half = 0.5 * size;
-  memset(out, 0, sizeof *out);
-  for (int i = 0; i < 3; i++) {
-    lo[i] = size;
-    hi[i] = 0.0;
-  }
+  const double size = ldexp(1.0, (int)(x->D - level));
   if (x->leaves && level == x->leaf_level) {
     /* A subtree fitted elsewhere (vx_tree_fit_top): its root's results, as fit_node gave them. */
-    const vx_fit_root *r = &x->leaves[idx - t->level_first[level]];
-    *out = r->m;
-    *bound = r->bound;
-    memcpy(lo, r->lo, sizeof r->lo);
-    memcpy(hi, r->hi, sizeof r->hi);
+    *r = x->leaves[idx - t->level_first[level]];
     return VX_OK;
   }
   if (mask == 0)
     return vx_error_set(x->err, VX_ERR_INVALID_ARG,
                         "cannot fit planes of a pruned tree (level %u node %llu has no children)",
                         level, (unsigned long long)(idx - t->level_first[level]));
-  plane P;
-  double rms, emax = 0.0;
-  uint32_t flags;
   if (level + 1 == x->D) {
-    /* Children are voxels: accumulate their corner samples, then measure the exact max error. */
-    const float band = t->band;
-    const vx_voxel *v = t->voxels + nd->child;
-    for (uint32_t s = 0, r = 0; s < 8; s++) {
-      if (!(mask >> s & 1u)) continue;
-      const vx_voxel *vox = &v[r++];
-      for (int i = 0; i < 3; i++) {
-        double o = (double)(s >> i & 1);
-        if (o < lo[i]) lo[i] = o;
-        if (o + 1.0 > hi[i]) hi[i] = o + 1.0;
-      }
-      for (int c = 0; c < 8; c++)
-        vx_moments_add(out, (double)((s & 1) + (c & 1)), (double)((s >> 1 & 1) + (c >> 1 & 1)),
-                       (double)((s >> 2 & 1) + (c >> 2 & 1)),
-                       (double)vx_corner_value(vox->c[c], band));
-    }
-    flags = pack_plane(out, size, nd, &P, &rms);
-    for (uint32_t s = 0, r = 0; s < 8; s++) {
-      if (!(mask >> s & 1u)) continue;
-      const vx_voxel *vox = &v[r++];
-      for (int c = 0; c < 8; c++) {
-        double q = plane_at(&P, (double)((s & 1) + (c & 1)), (double)((s >> 1 & 1) + (c >> 1 & 1)),
-                            (double)((s >> 2 & 1) + (c >> 2 & 1)));
-        double e = fabs(q - (double)vx_corner_value(vox->c[c], band));
-        if (e > emax) emax = e;
-      }
-    }
+    /* Children are voxels: their corner samples, the exact max error. */
+    vx_fit_over_voxels(nd, t->voxels + nd->child, mask, t->band, size, r);
     if (++x->done >= x->next_report && x->progress) {
       x->next_report = x->done + x->report_step;
       if (x->progress(x->user, "fitting planes", (double)x->done / (double)x->total))
         return vx_error_set(x->err, VX_ERR_INTERRUPTED, "plane fit interrupted");
     }
-  } else {
-    /* Children are nodes: merge their moments, then bound the error through their planes. */
-    double child_bound[8], clo[8][3], chi[8][3];
-    for (uint32_t s = 0, r = 0; s < 8; s++) {
-      if (!(mask >> s & 1u)) continue;
-      vx_moments cm;
-      vx_status st = fit_node(x, level + 1, (uint64_t)nd->child + r, &cm, &child_bound[r], clo[r], chi[r]);
-      if (st != VX_OK) return st;
-      double off[3] = {(s & 1) * half, (s >> 1 & 1) * half, (s >> 2 & 1) * half};
-      vx_moments_merge(out, &cm, off);
-      for (int i = 0; i < 3; i++) {
-        if (clo[r][i] + off[i] < lo[i]) lo[i] = clo[r][i] + off[i];
-        if (chi[r][i] + off[i] > hi[i]) hi[i] = chi[r][i] + off[i];
-      }
-      r++;
-    }
-    flags = pack_plane(out, size, nd, &P, &rms);
-    for (uint32_t s = 0, r = 0; s < 8; s++) {
-      if (!(mask >> s & 1u)) continue;
-      plane Pc;
-      plane_decode(&t->nodes[(uint64_t)nd->child + r], half, &Pc);
-      double off[3] = {(s & 1) * half, (s >> 1 & 1) * half, (s >> 2 & 1) * half};
-      double worst = 0.0; /* over the corners of the child's sample box (child frame) */
-      for (int c = 0; c < 8; c++) {
-        double lx = (c & 1) ? chi[r][0] : clo[r][0], ly = (c >> 1 & 1) ? chi[r][1] : clo[r][1],
-               lz = (c >> 2 & 1) ? chi[r][2] : clo[r][2];
-        double diff = fabs(plane_at(&P, off[0] + lx, off[1] + ly, off[2] + lz) - plane_at(&Pc, lx, ly, lz));
-        if (diff > worst) worst = diff;
-      }
-      double e = child_bound[r] + worst;
-      if (e > emax) emax = e;
-      r++;
-    }
+    return VX_OK;
   }
-  *bound = pad(emax, size);
-  nd->info = vx_node_info(mask, vx_err_encode(*bound), vx_err_encode(rms), flags);
+  /* Children are nodes: fit them first, then merge their moments and bound through their planes. */
+  vx_fit_root cr[8];
+  uint32_t nk = vx_popcount8(mask);
+  for (uint32_t k = 0; k < nk; k++) {
+    vx_status st = fit_node(x, level + 1, (uint64_t)nd->child + k, &cr[k]);
+    if (st != VX_OK) return st;
+  }
+  vx_fit_over_nodes(nd, &t->nodes[nd->child], cr, mask, size, r);
   return VX_OK;
 }
 
@@ -400,7 +156,7 @@ vx_status vx_tree_fit_subtree(vx_tree *t, vx_fit_root *root, vx_progress_fn prog
   if (progress && progress(user, "fitting planes", 0.0))
     return vx_error_set(err, VX_ERR_INTERRUPTED, "plane fit interrupted");
   vx_fit_root r;
-  vx_status s = fit_node(&x, 0, 0, &r.m, &r.bound, r.lo, r.hi);
+  vx_status s = fit_node(&x, 0, 0, &r);
   if (s != VX_OK) return s;
   if (root) *root = r;
   if (progress && progress(user, "fitting planes", 1.0))
@@ -426,7 +182,7 @@ vx_status vx_tree_fit_top(vx_tree *t, uint32_t depth, const vx_fit_root *leaves,
   x.leaf_level = t->levels_loaded - 1;
   x.err = err;
   vx_fit_root r;
-  return fit_node(&x, 0, 0, &r.m, &r.bound, r.lo, r.hi);
+  return fit_node(&x, 0, 0, &r);
 }
 
 /* ---- pruning ------------------------------------------------------------------------------------ */

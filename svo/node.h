@@ -105,18 +105,89 @@ VX_HD uint32_t vx_child_index(uint32_t child, uint32_t mask, uint32_t slot) {
 
 /* ---- error code: 8 bits, logarithmic, rounded up ---------------------------------------------
  * code 0 = 0; code k >= 1 means 2^((k-1)/10 - 10) finest voxels (about 0.001 .. 40000, 7% steps).
- * Encoding rounds up, so a decoded error is never smaller than the true one. */
+ * The decoded values are a table (the float exp2f(...) of each code, written out), so that every
+ * platform, CPU or GPU, decodes and encodes the same bits without calling a math library.
+ * Encoding rounds up: the smallest code whose decoded value is >= e (255 beyond the table), so a
+ * decoded error is never smaller than the true one. */
 VX_HD float vx_err_decode(uint32_t code) {
-  return code == 0 ? 0.0f : exp2f((float)(code - 1) * 0.1f - 10.0f);
+  static const float t[256] = {
+      0x0p+0f, 0x1p-10f, 0x1.125fc4p-10f, 0x1.261116p-10f,
+      0x1.3b2c4ap-10f, 0x1.51cb4p-10f, 0x1.6a09e6p-10f, 0x1.840606p-10f,
+      0x1.9fdf88p-10f, 0x1.bdb8d2p-10f, 0x1.ddb678p-10f, 0x1p-9f,
+      0x1.125fc4p-9f, 0x1.261116p-9f, 0x1.3b2c4ap-9f, 0x1.51cb4p-9f,
+      0x1.6a09e6p-9f, 0x1.840606p-9f, 0x1.9fdf88p-9f, 0x1.bdb8d2p-9f,
+      0x1.ddb678p-9f, 0x1p-8f, 0x1.125fc4p-8f, 0x1.261116p-8f,
+      0x1.3b2c4ap-8f, 0x1.51cb46p-8f, 0x1.6a09e6p-8f, 0x1.840606p-8f,
+      0x1.9fdf88p-8f, 0x1.bdb8d2p-8f, 0x1.ddb682p-8f, 0x1p-7f,
+      0x1.125fc4p-7f, 0x1.261116p-7f, 0x1.3b2c4ap-7f, 0x1.51cb46p-7f,
+      0x1.6a09e6p-7f, 0x1.840606p-7f, 0x1.9fdf88p-7f, 0x1.bdb8d2p-7f,
+      0x1.ddb682p-7f, 0x1p-6f, 0x1.125fbep-6f, 0x1.26111cp-6f,
+      0x1.3b2c4ap-6f, 0x1.51cb46p-6f, 0x1.6a09e6p-6f, 0x1.8405fep-6f,
+      0x1.9fdf92p-6f, 0x1.bdb8d2p-6f, 0x1.ddb682p-6f, 0x1p-5f,
+      0x1.125fbep-5f, 0x1.26111cp-5f, 0x1.3b2c4ap-5f, 0x1.51cb46p-5f,
+      0x1.6a09e6p-5f, 0x1.8405fep-5f, 0x1.9fdf92p-5f, 0x1.bdb8d2p-5f,
+      0x1.ddb682p-5f, 0x1p-4f, 0x1.125fbep-4f, 0x1.26111cp-4f,
+      0x1.3b2c4ap-4f, 0x1.51cb46p-4f, 0x1.6a09e6p-4f, 0x1.8405fep-4f,
+      0x1.9fdf92p-4f, 0x1.bdb8d2p-4f, 0x1.ddb682p-4f, 0x1p-3f,
+      0x1.125fbep-3f, 0x1.26111cp-3f, 0x1.3b2c4ap-3f, 0x1.51cb46p-3f,
+      0x1.6a09e6p-3f, 0x1.8405fep-3f, 0x1.9fdf92p-3f, 0x1.bdb8d2p-3f,
+      0x1.ddb682p-3f, 0x1p-2f, 0x1.125fc4p-2f, 0x1.261116p-2f,
+      0x1.3b2c4ap-2f, 0x1.51cb4ep-2f, 0x1.6a09e6p-2f, 0x1.840606p-2f,
+      0x1.9fdf88p-2f, 0x1.bdb8d2p-2f, 0x1.ddb68cp-2f, 0x1p-1f,
+      0x1.125fc4p-1f, 0x1.261116p-1f, 0x1.3b2c4ap-1f, 0x1.51cb4ep-1f,
+      0x1.6a09e6p-1f, 0x1.840606p-1f, 0x1.9fdf88p-1f, 0x1.bdb8d2p-1f,
+      0x1.ddb68cp-1f, 0x1p+0f, 0x1.125fc4p+0f, 0x1.261116p+0f,
+      0x1.3b2c4ap+0f, 0x1.51cb4ep+0f, 0x1.6a09e6p+0f, 0x1.840606p+0f,
+      0x1.9fdf88p+0f, 0x1.bdb8d2p+0f, 0x1.ddb68cp+0f, 0x1p+1f,
+      0x1.125fc4p+1f, 0x1.261116p+1f, 0x1.3b2c4ap+1f, 0x1.51cb4ep+1f,
+      0x1.6a09e6p+1f, 0x1.840606p+1f, 0x1.9fdf88p+1f, 0x1.bdb8d2p+1f,
+      0x1.ddb68cp+1f, 0x1p+2f, 0x1.125fc4p+2f, 0x1.261116p+2f,
+      0x1.3b2c4ap+2f, 0x1.51cb4ep+2f, 0x1.6a09e6p+2f, 0x1.840606p+2f,
+      0x1.9fdf88p+2f, 0x1.bdb8d2p+2f, 0x1.ddb68cp+2f, 0x1p+3f,
+      0x1.125fc4p+3f, 0x1.261116p+3f, 0x1.3b2c4ap+3f, 0x1.51cb4ep+3f,
+      0x1.6a09e6p+3f, 0x1.840606p+3f, 0x1.9fdf88p+3f, 0x1.bdb8d2p+3f,
+      0x1.ddb68cp+3f, 0x1p+4f, 0x1.125fc4p+4f, 0x1.261116p+4f,
+      0x1.3b2c4ap+4f, 0x1.51cb4ep+4f, 0x1.6a09e6p+4f, 0x1.840606p+4f,
+      0x1.9fdf88p+4f, 0x1.bdb8d2p+4f, 0x1.ddb68cp+4f, 0x1p+5f,
+      0x1.125fc4p+5f, 0x1.261116p+5f, 0x1.3b2c4ap+5f, 0x1.51cb4ep+5f,
+      0x1.6a09e6p+5f, 0x1.840606p+5f, 0x1.9fdf88p+5f, 0x1.bdb8d2p+5f,
+      0x1.ddb68cp+5f, 0x1p+6f, 0x1.125fc4p+6f, 0x1.261122p+6f,
+      0x1.3b2c58p+6f, 0x1.51cb4p+6f, 0x1.6a09e6p+6f, 0x1.840606p+6f,
+      0x1.9fdf9ap+6f, 0x1.bdb8e4p+6f, 0x1.ddb678p+6f, 0x1p+7f,
+      0x1.125fc4p+7f, 0x1.261122p+7f, 0x1.3b2c58p+7f, 0x1.51cb4p+7f,
+      0x1.6a09e6p+7f, 0x1.840606p+7f, 0x1.9fdf9ap+7f, 0x1.bdb8e4p+7f,
+      0x1.ddb678p+7f, 0x1p+8f, 0x1.125fc4p+8f, 0x1.261122p+8f,
+      0x1.3b2c58p+8f, 0x1.51cb4p+8f, 0x1.6a09e6p+8f, 0x1.840606p+8f,
+      0x1.9fdf9ap+8f, 0x1.bdb8e4p+8f, 0x1.ddb678p+8f, 0x1p+9f,
+      0x1.125fc4p+9f, 0x1.261122p+9f, 0x1.3b2c58p+9f, 0x1.51cb4p+9f,
+      0x1.6a09e6p+9f, 0x1.840606p+9f, 0x1.9fdf9ap+9f, 0x1.bdb8e4p+9f,
+      0x1.ddb678p+9f, 0x1p+10f, 0x1.125fc4p+10f, 0x1.261122p+10f,
+      0x1.3b2c58p+10f, 0x1.51cb4p+10f, 0x1.6a09e6p+10f, 0x1.840606p+10f,
+      0x1.9fdf9ap+10f, 0x1.bdb8e4p+10f, 0x1.ddb678p+10f, 0x1p+11f,
+      0x1.125fc4p+11f, 0x1.261122p+11f, 0x1.3b2c58p+11f, 0x1.51cb4p+11f,
+      0x1.6a09e6p+11f, 0x1.840606p+11f, 0x1.9fdf9ap+11f, 0x1.bdb8e4p+11f,
+      0x1.ddb678p+11f, 0x1p+12f, 0x1.125fc4p+12f, 0x1.261122p+12f,
+      0x1.3b2c58p+12f, 0x1.51cb4p+12f, 0x1.6a09e6p+12f, 0x1.840606p+12f,
+      0x1.9fdf9ap+12f, 0x1.bdb8e4p+12f, 0x1.ddb678p+12f, 0x1p+13f,
+      0x1.125fc4p+13f, 0x1.261122p+13f, 0x1.3b2c58p+13f, 0x1.51cb4p+13f,
+      0x1.6a09e6p+13f, 0x1.840606p+13f, 0x1.9fdf9ap+13f, 0x1.bdb8e4p+13f,
+      0x1.ddb678p+13f, 0x1p+14f, 0x1.125fc4p+14f, 0x1.261122p+14f,
+      0x1.3b2c58p+14f, 0x1.51cb4p+14f, 0x1.6a09e6p+14f, 0x1.840606p+14f,
+      0x1.9fdf9ap+14f, 0x1.bdb8e4p+14f, 0x1.ddb678p+14f, 0x1p+15f,
+      0x1.125fc4p+15f, 0x1.261122p+15f, 0x1.3b2c58p+15f, 0x1.51cb4p+15f,
+  };
+  return t[code & 0xffu];
 }
 VX_HD uint32_t vx_err_encode(double e) {
+  uint32_t lo = 1, hi = 255; /* the answer lies in [lo, hi] */
   if (!(e > 0.0)) return 0;
-  double k = ceil((log2(e) + 10.0) * 10.0 - 1e-9) + 1.0;
-  if (k < 1.0) k = 1.0;
-  if (k > 255.0) k = 255.0;
-  uint32_t c = (uint32_t)k;
-  while (c < 255 && (double)vx_err_decode(c) < e) c++; /* float rounding: keep it an upper bound */
-  return c;
+  if (!(e <= (double)vx_err_decode(255))) return 255;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if ((double)vx_err_decode(mid) >= e) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
 }
 
 /* ---- octahedral normal, 2 x 16 bits --------------------------------------------------------- */
