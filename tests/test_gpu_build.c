@@ -15,6 +15,7 @@
 #include "voxelizer/internal.h"
 #include "formats/mesh_import.h"
 #include "formats/svo_stream.h"
+#include "formats/svo_file.h"
 #include "check.h"
 #include "meshgen.h"
 
@@ -186,6 +187,54 @@ static void shared_meshes(void) {
   }
 }
 
+/* The whole build on the GPU (vx_voxelize_gpu: octree and planes there too) against the CPU's
+ * in-core build, encoded as files, byte for byte; also pruned. */
+static void same_tree(const char *what, const vx_mesh *m, uint32_t res, float max_error) {
+  uint8_t *enc[2] = {NULL, NULL};
+  size_t n[2] = {0, 0};
+  for (int gpu = 0; gpu < 2; gpu++) {
+    vx_build_opts o;
+    memset(&o, 0, sizeof o);
+    o.resolution = res;
+    o.max_error = max_error;
+    vx_tree t;
+    vx_error e;
+    vx_status r = gpu ? vx_voxelize_gpu(m, &o, &t, NULL, &e) : vx_voxelize(m, &o, &t, NULL, &e);
+    if (r == VX_ERR_NO_GPU) {
+      free(enc[0]);
+      CHECK_SKIP("%s", e.msg);
+    }
+    CHECK_MSG(r == VX_OK, "%s: %s", what, e.msg);
+    if (r != VX_OK) break;
+    CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+    CHECK(vx_svo_encode(&t, 0, &enc[gpu], &n[gpu], &e) == VX_OK);
+    vx_tree_free(&t);
+  }
+  int same = enc[0] && enc[1] && n[0] == n[1] && memcmp(enc[0], enc[1], n[0]) == 0;
+  CHECK_MSG(same, "%s at %u^3, error %g: GPU tree %zu bytes, CPU %zu, or different", what, res,
+            (double)max_error, n[1], n[0]);
+  fprintf(stderr, "  %-22s %5u^3 error %-4g: whole tree on the GPU, %zu bytes: %s\n", what, res,
+          (double)max_error, n[1], same ? "same" : "DIFFERENT");
+  free(enc[0]);
+  free(enc[1]);
+}
+
+static void gpu_trees(void) {
+  vx_mesh m;
+  memset(&m, 0, sizeof m);
+  meshgen_sphere(&m, 0.1, -0.2, 0.05, 0.8, 40, 20);
+  meshgen_torus(&m, 0.3, 0.2, -0.1, 0.6, 0.2, 36, 16);
+  same_tree("sphere+torus", &m, 2, 0.0f);
+  same_tree("sphere+torus", &m, 64, 0.0f);
+  same_tree("sphere+torus", &m, 256, 0.25f);
+  vx_mesh_free(&m);
+  char buf[1024];
+  if (!load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) return;
+  same_tree("bunny", &m, 512, 0.0f);
+  same_tree("bunny", &m, 1024, 0.5f);
+  vx_mesh_free(&m);
+}
+
 /* Whole files: the streaming build with opts.gpu against the CPU one. */
 static void same_file(void) {
   vx_mesh m;
@@ -239,5 +288,6 @@ int main(void) {
   RUN(bunny);
   RUN(shared_meshes);
   RUN(same_file);
+  RUN(gpu_trees);
   return check_summary();
 }

@@ -204,18 +204,34 @@ int vx_cmd_convert(int argc, char **argv) {
    * beside the output, on the file system that will hold the result. */
   char *tmp_dir = vx_cli_dirname(out);
   vx_stream stream;
-  vx_status s = tmp_dir ? vx_voxelize_stream(&mesh, &bo, tmp_dir, &stream, &bs, &e)
-                        : vx_error_set(&e, VX_ERR_NOMEM, "out of memory");
-  if (tmp_dir && bo.gpu && (s == VX_ERR_NO_GPU || s == VX_ERR_CUDA || s == VX_ERR_NOMEM)) {
-    vx_cli_progress_done();
-    fprintf(stderr, "voxlod convert: GPU build unavailable (%s); building on the CPU\n", e.msg);
-    bo.gpu = 0;
+  memset(&stream, 0, sizeof stream);
+  vx_status s = tmp_dir ? VX_OK : vx_error_set(&e, VX_ERR_NOMEM, "out of memory");
+  int gpu_tree = 0; /* the whole build ran on the GPU: `tree` holds the result */
+  if (s == VX_OK && bo.gpu) {
+    s = vx_voxelize_gpu(&mesh, &bo, &tree, &bs, &e);
+    gpu_tree = s == VX_OK;
+    if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) { /* the surface on the GPU, the octree here */
+      vx_cli_progress_done();
+      if (!vx_cli_quiet)
+        fprintf(stderr, "voxlod convert: %s; building the octree on the CPU, out of core\n",
+                e.msg);
+      s = vx_voxelize_stream(&mesh, &bo, tmp_dir, &stream, &bs, &e);
+    }
+    if (s == VX_ERR_NO_GPU || s == VX_ERR_CUDA || s == VX_ERR_NOMEM) {
+      vx_cli_progress_done();
+      fprintf(stderr, "voxlod convert: GPU build unavailable (%s); building on the CPU\n", e.msg);
+      bo.gpu = 0;
+      s = vx_voxelize_stream(&mesh, &bo, tmp_dir, &stream, &bs, &e);
+    }
+  } else if (s == VX_OK) {
     s = vx_voxelize_stream(&mesh, &bo, tmp_dir, &stream, &bs, &e);
   }
   free(tmp_dir);
   vx_mesh_free(&mesh);
-  int spilled = s == VX_OK && stream.spilled;
-  if (s == VX_OK && !spilled) {
+  int spilled = s == VX_OK && !gpu_tree && stream.spilled;
+  if (s == VX_OK && gpu_tree) {
+    /* vx_voxelize_gpu built (and pruned) the tree */
+  } else if (s == VX_OK && !spilled) {
     s = vx_stream_take_tree(&stream, &tree, &e);
     if (s == VX_OK && bo.max_error > 0.0f) s = vx_tree_prune(&tree, bo.max_error, &e);
     vx_stream_free(&stream);
@@ -287,10 +303,14 @@ int vx_cmd_convert(int argc, char **argv) {
             bo.gpu ? "" : " (with the octree)\n");
     if (bo.gpu)
       fprintf(stderr,
-              ", octree and planes %.2fs\n%s: GPU stages: upload %.2fs, overlaps %.2fs, sort and "
-              "index %.2fs, corner field %.2fs, copy back %.2fs\n",
-              bs.sec_tree, out, bs.sec_gpu[0], bs.sec_gpu[1], bs.sec_gpu[2], bs.sec_gpu[3],
-              bs.sec_gpu[4]);
+              ", octree and planes %.2fs%s\n%s: GPU stages: upload %.2fs, overlaps %.2fs, sort and "
+              "index %.2fs, corner field %.2fs, copy back %.2fs",
+              bs.sec_tree, gpu_tree ? " (GPU)" : " (CPU)", out, bs.sec_gpu[0], bs.sec_gpu[1],
+              bs.sec_gpu[2], bs.sec_gpu[3], bs.sec_gpu[4]);
+    if (gpu_tree)
+      fprintf(stderr, "; octree levels %.2fs, planes %.2fs, copy back %.2fs", bs.sec_gpu_tree[0],
+              bs.sec_gpu_tree[1], bs.sec_gpu_tree[2]);
+    if (bo.gpu) fputc('\n', stderr);
   }
   vx_tree_free(&tree);
   return 0;

@@ -45,8 +45,13 @@
 #include "voxelizer/internal.h"
 #include "voxelizer/overlap.h"
 #include "voxelizer/field_eval.h"
+#include "voxelizer/gpu_util.cuh"
 
 namespace {
+
+using vxgpu::copy_back;
+using vxgpu::grid_of;
+using vxgpu::now_s;
 
 struct tri_box {
   int32_t lo[3], hi[3]; /* voxel range of the triangle clipped to G (lo > hi: none) */
@@ -65,22 +70,6 @@ struct part_ctx {
   int64_t glo[3], ghi[3];
   uint64_t pbase, pend;
 };
-
-#define CK(call)                                                                               \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) return fail(err, e_, #call, __LINE__);                              \
-  } while (0)
-
-vx_status fail(vx_error *err, cudaError_t e, const char *what, int line) {
-  cudaGetLastError();
-  if (e == cudaErrorMemoryAllocation)
-    return vx_error_set(err, VX_ERR_NOMEM, "GPU build: out of GPU memory (%s)", what);
-  return vx_error_set(err, e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver
-                               ? VX_ERR_NO_GPU : VX_ERR_CUDA,
-                      "GPU build: %s failed: %s (gpu_build.cu:%d)", what, cudaGetErrorString(e),
-                      line);
-}
 
 /* ---- step 1: ranges and columns --------------------------------------------------------------- */
 
@@ -421,8 +410,6 @@ __global__ void k_bounds(const uint64_t *code, uint64_t n, uint64_t lo, uint64_t
 
 /* ---- host side ------------------------------------------------------------------------------ */
 
-unsigned grid_of(uint64_t n, unsigned block) { return (unsigned)((n + block - 1) / block); }
-
 template <typename T> vx_status dev_alloc(T **p, uint64_t count, cudaStream_t s, vx_error *err) {
   CK(cudaMallocAsync((void **)p, (count ? count : 1) * sizeof(T), s));
   return VX_OK;
@@ -466,41 +453,45 @@ double part_bytes(double P, double C) {
          64.0 * 1048576.0;
 }
 
-/* Device -> fresh host memory, fast: the pages are touched by all cores at once (the kernel's
- * page faults dominate a single-threaded copy into new memory) and pinned for the transfer, so
- * it runs as one DMA instead of through the driver's staging buffers. Without the pinning (it
- * may be refused) a plain copy. */
-cudaError_t copy_back(void *dst, const void *src, size_t bytes) {
-  unsigned nt = std::thread::hardware_concurrency();
-  nt = nt < 1 ? 1 : nt > 32 ? 32 : nt;
-  const size_t page = 4096, chunk = (bytes / nt + page - 1) / page * page;
-  std::vector<std::thread> th;
-  for (unsigned k = 0; k < nt && chunk; k++) {
-    size_t a = (size_t)k * chunk;
-    if (a >= bytes) break;
-    size_t e = a + chunk < bytes ? a + chunk : bytes;
-    th.emplace_back([=] {
-      volatile char *p = (volatile char *)dst;
-      for (size_t i = a; i < e; i += page) p[i] = 0;
-    });
-  }
-  for (auto &t : th) t.join();
-  uintptr_t lo = (uintptr_t)dst / page * page, hi = ((uintptr_t)dst + bytes + page - 1) / page * page;
-  int pinned = bytes >= (64u << 20) &&
-               cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterDefault) == cudaSuccess;
-  cudaGetLastError();
-  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
-  if (pinned) cudaHostUnregister((void *)lo);
-  return e;
-}
-
 struct host_out {
   vx_surface *s;
   uint64_t cap;
+  int device; /* the surface stays on the GPU (vx_gpu_build_opts.device_out) */
+  cudaStream_t st;
 };
 
 vx_status append(host_out *o, const uint64_t *dcode, const vx_voxel *dfield, uint64_t n,
                  vx_error *err) {
+  if (o->device) { /* grow the device arrays (once, for a single partition) and copy there */
+    if (o->s->count + n > o->cap) {
+      uint64_t cap = o->s->count + n, *c = NULL;
+      vx_voxel *f = NULL;
+      CK(cudaMallocAsync((void **)&c, cap * sizeof(uint64_t), o->st));
+      cudaError_t e = cudaMallocAsync((void **)&f, cap * sizeof(vx_voxel), o->st);
+      if (e != cudaSuccess) {
+        cudaFreeAsync(c, o->st);
+        CK(e);
+      }
+      if (o->s->count) {
+        CK(cudaMemcpyAsync(c, o->s->codes, o->s->count * sizeof(uint64_t),
+                           cudaMemcpyDeviceToDevice, o->st));
+        CK(cudaMemcpyAsync(f, o->s->field, o->s->count * sizeof(vx_voxel),
+                           cudaMemcpyDeviceToDevice, o->st));
+      }
+      if (o->s->codes) cudaFreeAsync(o->s->codes, o->st);
+      if (o->s->field) cudaFreeAsync(o->s->field, o->st);
+      o->s->codes = c;
+      o->s->field = f;
+      o->cap = cap;
+    }
+    CK(cudaMemcpyAsync(o->s->codes + o->s->count, dcode, n * sizeof(uint64_t),
+                       cudaMemcpyDeviceToDevice, o->st));
+    CK(cudaMemcpyAsync(o->s->field + o->s->count, dfield, n * sizeof(vx_voxel),
+                       cudaMemcpyDeviceToDevice, o->st));
+    CK(cudaStreamSynchronize(o->st));
+    o->s->count += n;
+    return VX_OK;
+  }
   if (o->s->count + n > o->cap) {
     uint64_t cap = (o->s->count + n) + (o->s->count + n) / 2;
     uint64_t *c = (uint64_t *)realloc(o->s->codes, cap * sizeof(uint64_t));
@@ -551,12 +542,6 @@ vx_status need_tmp(scratch *s, size_t bytes, cudaStream_t st, vx_error *err) {
 }
 
 enum part_result { PART_DONE, PART_SPLIT };
-
-double now_s() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Adds the time since *t to sec[k] (after the stream's work is done) and restarts *t. */
 vx_status lap(cudaStream_t st, double *sec, int k, double *t, vx_error *err) {
@@ -719,6 +704,12 @@ vx_status run_partition(part_ctx c, const vx_gpu_build_opts *go, uint32_t plog, 
 
 } /* namespace */
 
+extern "C" void vx_gpu_surface_free(vx_surface *s) {
+  cudaFree(s->codes);
+  cudaFree(s->field);
+  memset(s, 0, sizeof *s);
+}
+
 /* CUDA's context creation (~0.3 s) on a thread of its own, while the CPU builds the sign tables. */
 extern "C" void *vx_gpu_warmup_start(void) {
   return new (std::nothrow) std::thread([] { cudaFree(0); });
@@ -759,6 +750,8 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
   host_out o;
   o.s = out;
   o.cap = 0;
+  o.device = go && go->device_out;
+  o.st = NULL;
   uint64_t pairs = 0, wound = 0;
   double sec[5] = {0, 0, 0, 0, 0}, t_up = now_s();
   /* inputs: grid triangles (the host's bits, vx_grid_tri) and the sign tables */
@@ -797,16 +790,17 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
   c.band = band;
   if (r == VX_OK) {
     ce = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    o.st = st;
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&dcorners, sizeof *dcorners);
     if (ce == cudaSuccess) ce = cudaMemset(dcorners, 0, sizeof *dcorners);
-    if (ce != cudaSuccess) r = fail(err, ce, "stream set-up", __LINE__);
+    if (ce != cudaSuccess) r = vxgpu::fail(err, ce, "stream set-up", __LINE__);
   }
   sec[0] = now_s() - t_up;
   double budget = 0.0;
   if (r == VX_OK) {
     size_t fr = 0, tot = 0;
     ce = cudaMemGetInfo(&fr, &tot);
-    if (ce != cudaSuccess) r = fail(err, ce, "cudaMemGetInfo", __LINE__);
+    if (ce != cudaSuccess) r = vxgpu::fail(err, ce, "cudaMemGetInfo", __LINE__);
     budget = go && go->mem_budget ? (double)go->mem_budget : 0.85 * (double)fr;
   }
   /* partitions: a stack of (Morton prefix, log2 edge), popped in Morton order */
@@ -851,7 +845,7 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
   unsigned long long corners = 0;
   if (dcorners && r == VX_OK) {
     ce = cudaMemcpy(&corners, dcorners, sizeof corners, cudaMemcpyDeviceToHost);
-    if (ce != cudaSuccess) r = fail(err, ce, "cudaMemcpy", __LINE__);
+    if (ce != cudaSuccess) r = vxgpu::fail(err, ce, "cudaMemcpy", __LINE__);
   }
   scratch_free(&s, st);
   if (st) {
@@ -861,7 +855,8 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
   cudaFree(dcorners);
   free_inputs(&in);
   if (r != VX_OK) {
-    vx_surface_free(out);
+    if (o.device) vx_gpu_surface_free(out);
+    else vx_surface_free(out);
     return r;
   }
   if (stats) {

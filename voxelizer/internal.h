@@ -165,7 +165,18 @@ typedef struct vx_gpu_build_opts {
   uint32_t part_log2;  /* partitions of at most 2^part_log2 voxels per axis (tests); 0: the whole
                           grid, split only when GPU memory requires it */
   uint64_t mem_budget; /* GPU bytes a partition may use; 0: 85% of the free memory */
+  int device_out;      /* 1: the surface stays in GPU memory (out's arrays are device pointers,
+                          freed with vx_gpu_surface_free) for vx_tree_build_gpu */
 } vx_gpu_build_opts;
+
+void vx_gpu_surface_free(vx_surface *s);
+
+/* vx_tree_build + vx_tree_fit_planes on the GPU (gpu_tree.cu), bit for bit: from a surface in GPU
+ * memory (vx_gpu_build_opts.device_out) to a host tree with every level, child index and plane
+ * (xf, band and prune_error are left to the caller). sec (may be NULL) receives the seconds of
+ * the levels, the fit and the copy to the host. */
+vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, float band, vx_tree *out,
+                            double sec[3], vx_error *err);
 
 /* Creates the CUDA context on a background thread (call before CPU work that precedes
  * vx_surface_build_gpu, join before it); NULL and a no-op without CUDA. */

@@ -60,6 +60,7 @@ typedef struct vx_build_stats {
   double sec_tree;         /* octree and planes (the GPU build's CPU part) */
   double sec_gpu[5];       /* the GPU build's surface stage: upload, overlap pairs, sort and
                               voxel index, corner field, copy back to the host */
+  double sec_gpu_tree[3];  /* vx_voxelize_gpu's octree on the GPU: levels, planes, copy to host */
 } vx_build_stats;
 
 /* The grid transform used for a mesh at resolution R (see above). */
@@ -69,6 +70,14 @@ vx_status vx_voxelize_transform(const vx_mesh *mesh, uint32_t resolution, vx_tra
 /* Whole build: voxels, field, tree, planes, pruning. `stats` may be NULL. */
 vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
                       vx_build_stats *stats, vx_error *err);
+
+/* vx_voxelize on the GPU (CUDA): surface voxels, field, octree and planes computed there, the
+ * same tree bit for bit (voxelizer/gpu_build.cu). The tree must fit host memory (opts->mem_limit:
+ * VX_ERR_LIMIT, then vx_voxelize_stream with opts->gpu builds the surface on the GPU and the
+ * octree on the CPU, out of core). VX_ERR_NO_GPU or VX_ERR_CUDA when no GPU can run it,
+ * VX_ERR_NOMEM when GPU memory is short. */
+vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
+                          vx_build_stats *stats, vx_error *err);
 
 /* The same build, block by block in Morton order on all cores, into a level-by-level stream
  * (svo/stream.h) instead of a tree: the voxels, field and planes are bit for bit vx_voxelize's
