@@ -235,6 +235,51 @@ static void gpu_trees(void) {
   vx_mesh_free(&m);
 }
 
+/* The clean-triangle certificate on the GPU (gpu_sign.cu) against the CPU's, flag for flag. */
+static void same_clean_flags(const char *what, const vx_mesh *m, uint32_t res) {
+  vx_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.resolution = res;
+  vx_transform xf;
+  uint32_t depth;
+  float band;
+  vx_error e;
+  CHECK(vx_voxelize_setup(m, &o, &xf, &depth, &band, &e) == VX_OK);
+  vx_sign_data a, b;
+  CHECK(vx_sign_build_rule_ex(m, &xf, VX_SIGN_WINDING, 0, &a, &e) == VX_OK);
+  CHECK(vx_sign_build_rule_ex(m, &xf, VX_SIGN_WINDING, 1, &b, &e) == VX_OK);
+  uint64_t diff = 0;
+  for (uint64_t t = 0; t < m->tri_count; t++) diff += a.clean[t] != b.clean[t];
+  CHECK_MSG(diff == 0 && a.clean_count == b.clean_count, "%s: %llu flags differ", what,
+            (unsigned long long)diff);
+  fprintf(stderr, "  %-22s %llu of %llu triangles clean on both\n", what,
+          (unsigned long long)b.clean_count, (unsigned long long)m->tri_count);
+  vx_sign_free(&a);
+  vx_sign_free(&b);
+}
+
+static void clean_flags(void) {
+  vx_mesh m;
+  char buf[1024];
+  memset(&m, 0, sizeof m);
+  meshgen_sphere(&m, 0.1, -0.2, 0.05, 0.8, 40, 20);
+  meshgen_torus(&m, 0.3, 0.2, -0.1, 0.6, 0.2, 36, 16);
+  same_clean_flags("sphere+torus", &m, 64);
+  vx_mesh_free(&m);
+  if (load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) {
+    same_clean_flags("bunny", &m, 512);
+    vx_mesh_free(&m);
+  }
+  static const char *names[] = {"messy/sphereWithHole.stl", "messy/degenerated.obj",
+                                "messy/two-boxes-bad-self-union.ply", "messy/cube_with_fold.ply"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (!load(mesh_path("VOXLOD_SHARED_MESHES", VX_SHARED_MESHES, names[i], buf, sizeof buf), &m))
+      continue;
+    same_clean_flags(names[i], &m, 64);
+    vx_mesh_free(&m);
+  }
+}
+
 /* Whole files: the streaming build with opts.gpu against the CPU one. */
 static void same_file(void) {
   vx_mesh m;
@@ -289,5 +334,6 @@ int main(void) {
   RUN(shared_meshes);
   RUN(same_file);
   RUN(gpu_trees);
+  RUN(clean_flags);
   return check_summary();
 }

@@ -21,3 +21,8 @@ vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, float band, v
   memset(out, 0, sizeof *out);
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }
+
+vx_status vx_sign_cert_gpu(const vx_mesh *m, const vx_transform *xf, const vx_wind_tree *w,
+                           uint8_t *clean, vx_error *err) {
+  return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
+}

@@ -52,6 +52,14 @@ vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err);
  * result does not depend on how many). */
 vx_status vx_sign_build_rule(const vx_mesh *m, const vx_transform *xf, int rule, vx_sign_data *s,
                              vx_error *err);
+/* The same, certifying the clean triangles on the GPU when gpu != 0 and one can (else on the CPU;
+ * the flags are the same either way). */
+vx_status vx_sign_build_rule_ex(const vx_mesh *m, const vx_transform *xf, int rule, int gpu,
+                                vx_sign_data *s, vx_error *err);
+/* gpu_sign.cu: vx_cert_triangle (cert_eval.h) on the GPU for every triangle with clean[t] != 0,
+ * in place. Any failure (no GPU, no memory) leaves clean untouched and returns its status. */
+vx_status vx_sign_cert_gpu(const vx_mesh *m, const vx_transform *xf, const vx_wind_tree *w,
+                           uint8_t *clean, vx_error *err);
 void vx_sign_free(vx_sign_data *s);
 
 /* The rules themselves (vx_sign_winding, vx_sign_of, vx_sign_normal) are in sign_eval.h, host

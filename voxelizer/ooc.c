@@ -375,7 +375,7 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
   double t0 = now_s();
   void *warm = opts->gpu ? vx_gpu_warmup_start() : NULL;
   vx_sign_data sign;
-  st = vx_sign_build_rule(mesh, &xf, opts->sign_rule, &sign, err); /* as vx_voxelize */
+  st = vx_sign_build_rule_ex(mesh, &xf, opts->sign_rule, opts->gpu, &sign, err); /* as vx_voxelize */
   vx_gpu_warmup_join(warm);
   if (st != VX_OK) return st;
   const double t1 = now_s();

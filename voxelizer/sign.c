@@ -53,6 +53,7 @@
  */
 #include "voxelizer/internal.h"
 #include "voxelizer/distance.h"
+#include "voxelizer/cert_eval.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -272,66 +273,6 @@ typedef struct cert_job {
   atomic_uint_fast64_t next;
 } cert_job;
 
-static double orient3(const double *a, const double *b, const double *c, const double *d) {
-  double u[3], v[3], w[3];
-  for (int i = 0; i < 3; i++) {
-    u[i] = b[i] - a[i];
-    v[i] = c[i] - a[i];
-    w[i] = d[i] - a[i];
-  }
-  return u[0] * (v[1] * w[2] - v[2] * w[1]) + u[1] * (v[2] * w[0] - v[0] * w[2]) +
-         u[2] * (v[0] * w[1] - v[1] * w[0]);
-}
-
-/* Segment ab crosses triangle g properly (ends strictly on both sides, line strictly inside). */
-static int segment_crosses(const double *a, const double *b, const double *g) {
-  double da = orient3(g, g + 3, g + 6, a), db = orient3(g, g + 3, g + 6, b);
-  if (!((da > 0 && db < 0) || (da < 0 && db > 0))) return 0;
-  double s0 = orient3(a, b, g, g + 3), s1 = orient3(a, b, g + 3, g + 6), s2 = orient3(a, b, g + 6, g);
-  return (s0 > 0 && s1 > 0 && s2 > 0) || (s0 < 0 && s1 < 0 && s2 < 0);
-}
-
-static int shares_vertex(const double *g, const double *h) {
-  for (int a = 0; a < 3; a++)
-    for (int b = 0; b < 3; b++)
-      if (g[a * 3] == h[b * 3] && g[a * 3 + 1] == h[b * 3 + 1] && g[a * 3 + 2] == h[b * 3 + 2])
-        return 1;
-  return 0;
-}
-
-/* Does triangle g cut through another triangle of the tree (one sharing no vertex with it)? */
-static int crosses_other(const vx_wind_tree *t, const double *g) {
-  double c[3], r = 0.0;
-  for (int i = 0; i < 3; i++) c[i] = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
-  for (int k = 0; k < 3; k++) {
-    double d2 = 0.0;
-    for (int i = 0; i < 3; i++) d2 += (g[k * 3 + i] - c[i]) * (g[k * 3 + i] - c[i]);
-    if (d2 > r * r) r = sqrt(d2);
-  }
-  uint32_t stack[192];
-  int sp = 0;
-  stack[sp++] = 0;
-  while (sp > 0) {
-    const vx_wind_node *nd = t->nodes + stack[--sp];
-    double x = nd->c[0] - c[0], y = nd->c[1] - c[1], z = nd->c[2] - c[2], R = nd->r + r;
-    if (x * x + y * y + z * z > R * R * (1.0 + 1e-9) + 1e-12) continue;
-    if (!nd->count) {
-      stack[sp++] = nd->first + 1;
-      stack[sp++] = nd->first;
-      continue;
-    }
-    for (uint32_t k = 0; k < nd->count; k++) {
-      const double *h = t->tri + ((uint64_t)nd->first + k) * 9;
-      if (shares_vertex(g, h)) continue; /* itself, or a neighbour */
-      for (int e = 0; e < 3; e++)
-        if (segment_crosses(g + e * 3, g + (e + 1) % 3 * 3, h) ||
-            segment_crosses(h + e * 3, h + (e + 1) % 3 * 3, g))
-          return 1;
-    }
-  }
-  return 0;
-}
-
 static void *cert_worker(void *arg) {
   cert_job *j = (cert_job *)arg;
   const uint64_t T = j->m->tri_count, chunk = 1024;
@@ -341,40 +282,32 @@ static void *cert_worker(void *arg) {
     uint64_t hi = lo + chunk < T ? lo + chunk : T;
     for (uint64_t t = lo; t < hi; t++) {
       if (!j->clean[t]) continue;
-      double g[9], n[3], u[3], v[3], in[3], out[3];
+      double g[9];
       vx_grid_tri(j->m, j->xf, t, g);
-      for (int i = 0; i < 3; i++) {
-        u[i] = g[3 + i] - g[i];
-        v[i] = g[6 + i] - g[i];
-      }
-      n[0] = u[1] * v[2] - u[2] * v[1];
-      n[1] = u[2] * v[0] - u[0] * v[2];
-      n[2] = u[0] * v[1] - u[1] * v[0];
-      /* a step of 1/1000 of the triangle's size, along its unit normal */
-      double l = sqrt(vx_dot3d(n, n)), e = l > 0.0 ? 1e-3 * sqrt(l) / l : 0.0;
-      for (int i = 0; i < 3; i++) {
-        double c = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
-        in[i] = c - e * n[i];
-        out[i] = c + e * n[i];
-      }
-      if (crosses_other(j->t, g)) {
-        j->clean[t] = 0;
-        continue;
-      }
-      double wi = vx_wind_at_beta(j->t, in, 1.0), wo = vx_wind_at_beta(j->t, out, 1.0);
-      if (fabs(wi - 1.0) < 0.35 && fabs(wo) < 0.35) /* beta = 1: errors <= 0.15 */
-        j->clean[t] = 1;
-      else if (fabs(wi) < 0.35 && fabs(wo + 1.0) < 0.35) /* inverted */
-        j->clean[t] = 2;
-      else
-        j->clean[t] = 0;
+      j->clean[t] = vx_cert_triangle(j->t->nodes, j->t->tri, g);
     }
   }
   return NULL;
 }
 
+static void cpu_cert(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s) {
+  cert_job j;
+  j.m = m;
+  j.xf = xf;
+  j.t = &s->wind;
+  j.clean = s->clean;
+  atomic_init(&j.next, 0);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1, started = 0;
+  pthread_t th[64];
+  for (int i = 1; i < nt; i++)
+    if (pthread_create(&th[started], NULL, cert_worker, &j) == 0) started++;
+  cert_worker(&j);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+
 /* Marks the clean triangles (see above); returns 0 on allocation failure. */
-static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s) {
+static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s, int gpu) {
   uint64_t T = m->tri_count, n = T * 3, size = table_size(n), mask = size - 1;
   const uint32_t *vid = s->vid;
   uint64_t *key = (uint64_t *)malloc(size * sizeof *key);
@@ -416,20 +349,10 @@ static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s
     s->clean[t] = (uint8_t)(ok && cx * cx + cy * cy + cz * cz > 0.0);
   }
   free(key), free(orient), free(count), free(slot);
-  /* The centroid test, on all cores (each triangle independent: threads change nothing). */
-  cert_job j;
-  j.m = m;
-  j.xf = xf;
-  j.t = &s->wind;
-  j.clean = s->clean;
-  atomic_init(&j.next, 0);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int nt = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1, started = 0;
-  pthread_t th[64];
-  for (int i = 1; i < nt; i++)
-    if (pthread_create(&th[started], NULL, cert_worker, &j) == 0) started++;
-  cert_worker(&j);
-  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  /* The centroid test, on the GPU when asked and possible, else on all cores (each triangle
+   * independent: threads change nothing). */
+  if (!gpu || vx_sign_cert_gpu(m, xf, &s->wind, s->clean, NULL) != VX_OK)
+    cpu_cert(m, xf, s);
   s->clean_count = 0;
   memset(s->vclean, 0xff, s->vert_count); /* 0xff: no triangle seen yet */
   for (uint64_t t = 0; t < T; t++) {
@@ -444,6 +367,11 @@ static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s
 
 vx_status vx_sign_build_rule(const vx_mesh *m, const vx_transform *xf, int rule, vx_sign_data *s,
                              vx_error *err) {
+  return vx_sign_build_rule_ex(m, xf, rule, 0, s, err);
+}
+
+vx_status vx_sign_build_rule_ex(const vx_mesh *m, const vx_transform *xf, int rule, int gpu,
+                                vx_sign_data *s, vx_error *err) {
   if (rule == VX_SIGN_PSEUDO_NORMAL) return vx_sign_build(m, s, err);
   memset(s, 0, sizeof *s);
   if (rule != VX_SIGN_WINDING)
@@ -455,7 +383,7 @@ vx_status vx_sign_build_rule(const vx_mesh *m, const vx_transform *xf, int rule,
     vx_sign_free(s);
     return st;
   }
-  if (m->tri_count * 3 >= UINT32_MAX || !clean_flags(m, xf, s)) {
+  if (m->tri_count * 3 >= UINT32_MAX || !clean_flags(m, xf, s, gpu)) {
     vx_sign_free(s);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
                         (unsigned long long)m->tri_count);

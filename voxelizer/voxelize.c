@@ -166,7 +166,7 @@ vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tre
   double t0 = vx_wall_seconds();
   void *warm = vx_gpu_warmup_start();
   vx_sign_data sign;
-  st = vx_sign_build_rule(mesh, &xf, opts->sign_rule, &sign, err);
+  st = vx_sign_build_rule_ex(mesh, &xf, opts->sign_rule, 1, &sign, err);
   vx_gpu_warmup_join(warm);
   if (st != VX_OK) return st;
   double t1 = vx_wall_seconds();

@@ -1,0 +1,104 @@
+/* cert_eval.h - whether a triangle is "clean" for the winding rule's shortcut (sign.c explains
+ * the rule), host and device: sign.c certifies every triangle on all cores, the GPU build on the
+ * GPU (gpu_sign.cu), with these functions. Double precision; the winding numbers use atan2, the
+ * one function whose last bit may differ between the host's library and CUDA's, which could only
+ * matter for a winding number within an ulp of a 0.35 threshold.
+ */
+#ifndef VOXLOD_VOXELIZER_CERT_EVAL_H
+#define VOXLOD_VOXELIZER_CERT_EVAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include "svo/hostdev.h"
+#include "voxelizer/winding.h"
+
+VX_HD double vx_orient3(const double *a, const double *b, const double *c, const double *d) {
+  double u[3], v[3], w[3];
+  for (int i = 0; i < 3; i++) {
+    u[i] = b[i] - a[i];
+    v[i] = c[i] - a[i];
+    w[i] = d[i] - a[i];
+  }
+  return u[0] * (v[1] * w[2] - v[2] * w[1]) + u[1] * (v[2] * w[0] - v[0] * w[2]) +
+         u[2] * (v[0] * w[1] - v[1] * w[0]);
+}
+
+/* Segment ab crosses triangle g properly (ends strictly on both sides, line strictly inside). */
+VX_HD int vx_segment_crosses(const double *a, const double *b, const double *g) {
+  double da = vx_orient3(g, g + 3, g + 6, a), db = vx_orient3(g, g + 3, g + 6, b);
+  if (!((da > 0 && db < 0) || (da < 0 && db > 0))) return 0;
+  double s0 = vx_orient3(a, b, g, g + 3), s1 = vx_orient3(a, b, g + 3, g + 6), s2 = vx_orient3(a, b, g + 6, g);
+  return (s0 > 0 && s1 > 0 && s2 > 0) || (s0 < 0 && s1 < 0 && s2 < 0);
+}
+
+VX_HD int vx_shares_vertex(const double *g, const double *h) {
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      if (g[a * 3] == h[b * 3] && g[a * 3 + 1] == h[b * 3 + 1] && g[a * 3 + 2] == h[b * 3 + 2])
+        return 1;
+  return 0;
+}
+
+/* Does triangle g cut through another triangle of the tree (one sharing no vertex with it)? */
+VX_HD int vx_crosses_other(const vx_wind_node *nodes, const double *tri, const double *g) {
+  double c[3], r = 0.0;
+  for (int i = 0; i < 3; i++) c[i] = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
+  for (int k = 0; k < 3; k++) {
+    double d2 = 0.0;
+    for (int i = 0; i < 3; i++) d2 += (g[k * 3 + i] - c[i]) * (g[k * 3 + i] - c[i]);
+    if (d2 > r * r) r = sqrt(d2);
+  }
+  uint32_t stack[VX_WIND_STACK];
+  int sp = 0;
+  stack[sp++] = 0;
+  while (sp > 0) {
+    const vx_wind_node *nd = nodes + stack[--sp];
+    double x = nd->c[0] - c[0], y = nd->c[1] - c[1], z = nd->c[2] - c[2], R = nd->r + r;
+    if (x * x + y * y + z * z > R * R * (1.0 + 1e-9) + 1e-12) continue;
+    if (!nd->count) {
+      if (sp + 2 > VX_WIND_STACK) continue;
+      stack[sp++] = nd->first + 1;
+      stack[sp++] = nd->first;
+      continue;
+    }
+    for (uint32_t k = 0; k < nd->count; k++) {
+      const double *h = tri + ((uint64_t)nd->first + k) * 9;
+      if (vx_shares_vertex(g, h)) continue; /* itself, or a neighbour */
+      for (int e = 0; e < 3; e++)
+        if (vx_segment_crosses(g + e * 3, g + (e + 1) % 3 * 3, h) ||
+            vx_segment_crosses(h + e * 3, h + (e + 1) % 3 * 3, g))
+          return 1;
+    }
+  }
+  return 0;
+}
+
+/* The clean code of grid triangle g (9 doubles) of a mesh whose winding tree is (nodes, tri):
+ * 1 clean, 2 clean but inverted, 0 not (it crosses another triangle, or the winding number just
+ * behind and in front of its centroid is not that of a face of a closed shell). Call it only for
+ * triangles whose edges already passed the manifold test. */
+VX_HD uint8_t vx_cert_triangle(const vx_wind_node *nodes, const double *tri, const double *g) {
+  double n[3], u[3], v[3], in[3], out[3];
+  int i;
+  for (i = 0; i < 3; i++) {
+    u[i] = g[3 + i] - g[i];
+    v[i] = g[6 + i] - g[i];
+  }
+  n[0] = u[1] * v[2] - u[2] * v[1];
+  n[1] = u[2] * v[0] - u[0] * v[2];
+  n[2] = u[0] * v[1] - u[1] * v[0];
+  /* a step of 1/1000 of the triangle's size, along its unit normal */
+  double l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]), e = l > 0.0 ? 1e-3 * sqrt(l) / l : 0.0;
+  for (i = 0; i < 3; i++) {
+    double c = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
+    in[i] = c - e * n[i];
+    out[i] = c + e * n[i];
+  }
+  if (vx_crosses_other(nodes, tri, g)) return 0;
+  double wi = vx_wind_eval(nodes, tri, in, 1.0), wo = vx_wind_eval(nodes, tri, out, 1.0);
+  if (fabs(wi - 1.0) < 0.35 && fabs(wo) < 0.35) return 1; /* beta = 1: errors <= 0.15 */
+  if (fabs(wi) < 0.35 && fabs(wo + 1.0) < 0.35) return 2; /* inverted */
+  return 0;
+}
+
+#endif
