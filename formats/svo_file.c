@@ -166,14 +166,6 @@ static void *check_worker(void *arg) {
   return NULL;
 }
 
-/* Joins the running check and stores it in its level's header entry; 0 when it failed. */
-static int check_finish(pthread_t *th, check_job *j, int *pending, uint8_t *hdr) {
-  pthread_join(*th, NULL);
-  *pending = 0;
-  vx_put_u32(hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * j->level + 24, j->check);
-  return j->ok;
-}
-
 static uint64_t level_raw_size(const vx_tree *t, uint32_t l) {
   return t->level_count[l] * (l < t->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD);
 }
@@ -183,11 +175,28 @@ static uint64_t level_raw_size(const vx_tree *t, uint32_t l) {
 typedef struct svo_parts {
   uint8_t prologue_header[VX_SVO_PROLOGUE + VX_SVO_MAX_HEADER_FRAME];
   size_t prologue_header_size;
-  uint8_t *sections; /* all level frames, back to back */
-  size_t sections_size;
+  uint8_t *sections; /* level l's frame at slot[l], size[l] bytes (the file puts them back to back) */
+  size_t slot[VX_MAX_DEPTH + 1], size[VX_MAX_DEPTH + 1];
+  uint32_t levels;
+  size_t sections_size; /* sum of size[] */
 } svo_parts;
 
+typedef struct validate_job {
+  const vx_tree *t;
+  vx_error err;
+  vx_status status;
+} validate_job;
 
+static void *validate_worker(void *arg) {
+  validate_job *j = (validate_job *)arg;
+  j->status = vx_tree_validate(j->t, &j->err);
+  return NULL;
+}
+
+
+/* Compresses every level into its own slot; each finished frame's check runs on a thread of its
+ * own while the next levels compress, and the tree's validation runs beside them all (it must
+ * pass before anything is kept). */
 static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx_error *err) {
   p->sections = NULL;
   p->sections_size = 0;
@@ -195,17 +204,25 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
     return vx_error_set(err, VX_ERR_INVALID_ARG,
                         "cannot write a partially loaded tree (levels %u of %u)",
                         t ? t->levels_loaded : 0, t ? t->depth + 1 : 0);
-  vx_status s = vx_tree_validate(t, err);
-  if (s != VX_OK) return s;
   if (!isfinite(t->xf.origin[0]) || !isfinite(t->xf.origin[1]) || !isfinite(t->xf.origin[2]) ||
       !isfinite(t->xf.scale) || !isfinite(t->prune_error) || t->prune_error < 0.0f)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "tree transform or prune error is not finite");
+  if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "tree depth %u out of range", t->depth);
+  validate_job vj;
+  memset(&vj, 0, sizeof vj);
+  vj.t = t;
+  pthread_t vth;
+  int vthread = pthread_create(&vth, NULL, validate_worker, &vj) == 0;
+  if (!vthread) validate_worker(&vj);
 
   uint64_t raw_total = 0, raw_max = 0, bound_total = 0;
+  p->levels = t->depth + 1;
   for (uint32_t l = 0; l <= t->depth; l++) {
     uint64_t r = level_raw_size(t, l);
     raw_total += r;
     if (l < t->depth && r > raw_max) raw_max = r; /* voxels are compressed in place */
+    p->slot[l] = (size_t)bound_total;
     bound_total += ZSTD_compressBound((size_t)r);
   }
   int level = vx_svo_zstd_level(zstd_level, raw_total);
@@ -213,21 +230,48 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
   ZSTD_CCtx *cc = ZSTD_createCCtx(), *ck = ZSTD_createCCtx();
   uint8_t *raw = (uint8_t *)malloc(raw_max ? (size_t)raw_max : 1);
   p->sections = (uint8_t *)malloc((size_t)bound_total);
-  if (!cc || !ck || !raw || !p->sections) {
-    ZSTD_freeCCtx(cc);
-    ZSTD_freeCCtx(ck);
-    free(raw);
-    free(p->sections);
-    p->sections = NULL;
-    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB to compress the tree",
-                        (double)(raw_max + bound_total) / 1048576.0);
+  check_job cj[VX_MAX_DEPTH + 1];
+  pthread_t cth[VX_MAX_DEPTH + 1];
+  int threaded[VX_MAX_DEPTH + 1];
+  memset(cj, 0, sizeof cj);
+  memset(threaded, 0, sizeof threaded);
+  size_t rc = (size_t)-1;
+  if (cc && ck && raw && p->sections) {
+    rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
+    if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+    if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
+    int workers = vx_svo_zstd_workers(raw_total);
+    if (!ZSTD_isError(rc) && workers)
+      (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers); /* may be absent */
   }
-  size_t rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
-  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
-  int workers = vx_svo_zstd_workers(raw_total);
-  if (!ZSTD_isError(rc) && workers)
-    (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers); /* may be absent */
+  /* Levels in increasing order through one context: zstd's multi-threaded output can depend on
+   * what the context compressed before, and the streaming writer (svo_stream.c) goes this way. */
+  for (int l = 0; l <= (int)t->depth && p->sections && !ZSTD_isError(rc); l++) {
+    uint64_t count = t->level_count[l], r = level_raw_size(t, (uint32_t)l);
+    /* Voxels are stored as they lie in memory (8 int8 corners each): no packing. */
+    const uint8_t *src = raw;
+    if (l < (int)t->depth)
+      pack_nodes(t->nodes + t->level_first[l], count, raw);
+    else
+      src = (const uint8_t *)t->voxels;
+    size_t z = ZSTD_compress2(cc, p->sections + p->slot[l], (size_t)bound_total - p->slot[l],
+                              src, (size_t)r);
+    if (ZSTD_isError(z)) {
+      rc = z;
+      break;
+    }
+    p->size[l] = z;
+    cj[l].ck = ZSTD_createCCtx();
+    cj[l].p = p->sections + p->slot[l];
+    cj[l].n = z;
+    cj[l].level = (uint32_t)l;
+    if (!cj[l].ck) {
+      rc = (size_t)-1;
+      break;
+    }
+    threaded[l] = pthread_create(&cth[l], NULL, check_worker, &cj[l]) == 0;
+    if (!threaded[l]) check_worker(&cj[l]); /* no thread: check here */
+  }
   uint8_t hdr[VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
   size_t hsize = (size_t)header_size(t->depth);
   vx_put_u32(hdr + 0, t->depth);
@@ -236,55 +280,34 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
   vx_put_u32(hdr + 12, 0);
   for (int i = 0; i < 3; i++) vx_put_f64(hdr + 16 + 8 * i, t->xf.origin[i]);
   vx_put_f64(hdr + 40, t->xf.scale);
-
-  /* Each level's frame check runs on a second thread while the next level compresses. */
-  size_t used = 0;
-  check_job cj;
-  memset(&cj, 0, sizeof cj);
-  cj.ck = ck;
-  pthread_t cth;
-  int pending = 0;
-  for (uint32_t l = 0; l <= t->depth && !ZSTD_isError(rc); l++) {
-    uint64_t count = t->level_count[l], r = level_raw_size(t, l);
-    /* Voxels are stored as they lie in memory (8 int8 corners each): no packing. */
-    const uint8_t *src = raw;
-    if (l < t->depth)
-      pack_nodes(t->nodes + t->level_first[l], count, raw);
-    else
-      src = (const uint8_t *)t->voxels;
-    size_t z = ZSTD_compress2(cc, p->sections + used, (size_t)bound_total - used, src, (size_t)r);
-    if (pending && !check_finish(&cth, &cj, &pending, hdr)) rc = (size_t)-1;
-    if (ZSTD_isError(z) || ZSTD_isError(rc)) {
-      if (ZSTD_isError(z)) rc = z;
-      break;
-    }
+  for (uint32_t l = 0; l <= t->depth; l++) {
+    if (threaded[l]) pthread_join(cth[l], NULL);
+    ZSTD_freeCCtx(cj[l].ck);
+    if (cj[l].ck && !cj[l].ok && !ZSTD_isError(rc)) rc = (size_t)-1;
     uint8_t *e = hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * l;
-    vx_put_u64(e, count);
-    vx_put_u64(e + 8, z);
-    vx_put_u64(e + 16, r);
+    vx_put_u64(e, t->level_count[l]);
+    vx_put_u64(e + 8, p->size[l]);
+    vx_put_u64(e + 16, level_raw_size(t, l));
+    vx_put_u32(e + 24, cj[l].check);
     vx_put_u32(e + 28, 0);
-    cj.p = p->sections + used;
-    cj.n = z;
-    cj.level = l;
-    if (pthread_create(&cth, NULL, check_worker, &cj) == 0) {
-      pending = 1;
-    } else { /* no thread: check here */
-      check_worker(&cj);
-      vx_put_u32(e + 24, cj.check);
-      if (!cj.ok) rc = (size_t)-1;
-    }
-    used += z;
+    p->sections_size += p->size[l];
   }
-  if (pending && !check_finish(&cth, &cj, &pending, hdr)) rc = (size_t)-1;
   free(raw);
-  if (ZSTD_isError(rc)) {
+  if (vthread) pthread_join(vth, NULL);
+  if (vj.status != VX_OK || ZSTD_isError(rc) || !p->sections) {
     ZSTD_freeCCtx(cc);
     ZSTD_freeCCtx(ck);
     free(p->sections);
     p->sections = NULL;
+    if (vj.status != VX_OK) {
+      if (err) *err = vj.err;
+      return vj.status;
+    }
+    if (!ZSTD_isError(rc) || rc == (size_t)-1)
+      return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB to compress the tree",
+                          (double)(raw_max + bound_total) / 1048576.0);
     return vx_svo_zstd_fail(err, "compressing a level", rc);
   }
-  p->sections_size = used;
   /* The header: one small frame, always single-threaded at a high level. */
   (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, 0);
   (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 19);
@@ -325,7 +348,11 @@ vx_status vx_svo_encode(const vx_tree *t, int zstd_level, uint8_t **out, size_t 
                        (double)n / 1048576.0);
     } else {
       memcpy(buf, p->prologue_header, p->prologue_header_size);
-      memcpy(buf + p->prologue_header_size, p->sections, p->sections_size);
+      size_t at = p->prologue_header_size;
+      for (uint32_t l = 0; l < p->levels; l++) {
+        memcpy(buf + at, p->sections + p->slot[l], p->size[l]);
+        at += p->size[l];
+      }
       *out = buf;
       *out_size = n;
     }
@@ -344,7 +371,8 @@ vx_status vx_svo_write(const char *path, const vx_tree *t, int zstd_level, vx_er
     s = vx_atomic_open(&af, path, err);
     if (s == VX_OK) {
       s = vx_atomic_write(&af, p->prologue_header, p->prologue_header_size, err);
-      if (s == VX_OK) s = vx_atomic_write(&af, p->sections, p->sections_size, err);
+      for (uint32_t l = 0; l < p->levels && s == VX_OK; l++)
+        s = vx_atomic_write(&af, p->sections + p->slot[l], p->size[l], err);
       if (s == VX_OK)
         s = vx_atomic_commit(&af, err);
       else

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <thread>
 #include <vector>
@@ -44,6 +45,12 @@ inline double now_s() {
  * it runs as one DMA instead of through the driver's staging buffers. Without the pinning (it
  * may be refused) a plain copy. */
 inline cudaError_t copy_back(void *dst, const void *src, size_t bytes) {
+  /* 2 MiB pages where the kernel offers them on request: 512 times fewer faults and pins */
+  {
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)dst + huge - 1) / huge * huge, e = ((uintptr_t)dst + bytes) / huge * huge;
+    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
+  }
   unsigned nt = std::thread::hardware_concurrency();
   nt = nt < 1 ? 1 : nt > 32 ? 32 : nt;
   const size_t page = 4096, chunk = (bytes / nt + page - 1) / page * page;
