@@ -71,6 +71,7 @@ void vx_sign_free(vx_sign_data *s) {
   vx_wind_free(&s->wind);
   free(s->clean);
   free(s->vclean);
+  free(s->eid);
   memset(s, 0, sizeof *s);
 }
 
@@ -222,6 +223,7 @@ vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err) {
       ecount[e]++;
       for (int i = 0; i < 3; i++) eacc[(uint64_t)e * 3 + i] += s->face_n[t * 3 + i];
     }
+    s->edge_count = edges;
     for (uint32_t e = 0; e < edges; e++) {
       if (ecount[e] == 1) s->boundary_edges++;
       if (ecount[e] > 2) s->nonmanifold_edges++;
@@ -233,7 +235,7 @@ vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err) {
     free(eacc);
     free(ecount);
   }
-  free(eid);
+  s->eid = eid; /* clean_flags uses it, then frees it */
   return VX_OK;
 nomem:
   free(eid);
@@ -308,35 +310,27 @@ static void cpu_cert(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s) 
 
 /* Marks the clean triangles (see above); returns 0 on allocation failure. */
 static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s, int gpu) {
-  uint64_t T = m->tri_count, n = T * 3, size = table_size(n), mask = size - 1;
-  const uint32_t *vid = s->vid;
-  uint64_t *key = (uint64_t *)malloc(size * sizeof *key);
-  int32_t *orient = (int32_t *)calloc(size, sizeof *orient); /* +1 per a->b with a < b, -1 else */
-  uint32_t *count = (uint32_t *)calloc(size, sizeof *count);
-  uint32_t *slot = (uint32_t *)malloc(n * sizeof *slot);
+  uint64_t T = m->tri_count, n = T * 3, E = s->edge_count;
+  const uint32_t *vid = s->vid, *eid = s->eid;
+  int32_t *orient = (int32_t *)calloc(E ? E : 1, sizeof *orient); /* +1 per a->b with a < b, -1 else */
+  uint32_t *count = (uint32_t *)calloc(E ? E : 1, sizeof *count);
   s->clean = (uint8_t *)malloc(T);
   s->vclean = (uint8_t *)malloc(s->vert_count ? s->vert_count : 1);
-  if (!key || !orient || !count || !slot || !s->clean || !s->vclean) {
-    free(key), free(orient), free(count), free(slot);
+  if (!eid || !orient || !count || !s->clean || !s->vclean) {
+    free(orient), free(count);
     return 0;
   }
-  memset(key, 0xff, size * sizeof *key);
-  for (uint64_t c = 0; c < n; c++) {
+  for (uint64_t c = 0; c < n; c++) { /* the edges as vx_sign_build welded them */
     uint64_t t = c / 3, k = c % 3;
-    uint32_t a = vid[c], b = vid[t * 3 + (k + 1) % 3];
-    uint64_t kk = a < b ? (uint64_t)a << 32 | b : (uint64_t)b << 32 | a;
-    uint64_t h = mix64(kk) & mask;
-    while (key[h] != UINT64_MAX && key[h] != kk) h = (h + 1) & mask;
-    key[h] = kk;
-    count[h]++;
-    orient[h] += a < b ? 1 : a > b ? -1 : 2; /* a collapsed edge never balances */
-    slot[c] = (uint32_t)h;
+    uint32_t a = vid[c], b = vid[t * 3 + (k + 1) % 3], e = eid[c];
+    count[e]++;
+    orient[e] += a < b ? 1 : a > b ? -1 : 2; /* a collapsed edge never balances */
   }
   for (uint64_t t = 0; t < T; t++) {
     int ok = 1;
     for (int k = 0; k < 3; k++) {
-      uint32_t h = slot[t * 3 + k];
-      ok &= count[h] == 2 && orient[h] == 0;
+      uint32_t e = eid[t * 3 + k];
+      ok &= count[e] == 2 && orient[e] == 0;
     }
     const float *p = m->pos + t * 9;
     double u[3], v[3];
@@ -348,7 +342,9 @@ static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s
            cz = u[0] * v[1] - u[1] * v[0];
     s->clean[t] = (uint8_t)(ok && cx * cx + cy * cy + cz * cz > 0.0);
   }
-  free(key), free(orient), free(count), free(slot);
+  free(orient), free(count);
+  free(s->eid);
+  s->eid = NULL;
   /* The centroid test, on the GPU when asked and possible, else on all cores (each triangle
    * independent: threads change nothing). */
   if (!gpu || vx_sign_cert_gpu(m, xf, &s->wind, s->clean, NULL) != VX_OK)
@@ -365,6 +361,20 @@ static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s
   return 1;
 }
 
+typedef struct wind_job {
+  const vx_mesh *m;
+  const vx_transform *xf;
+  vx_wind_tree tree;
+  vx_status status;
+  vx_error err;
+} wind_job;
+
+static void *wind_worker(void *arg) {
+  wind_job *j = (wind_job *)arg;
+  j->status = vx_wind_build(j->m, j->xf, &j->tree, &j->err);
+  return NULL;
+}
+
 vx_status vx_sign_build_rule(const vx_mesh *m, const vx_transform *xf, int rule, vx_sign_data *s,
                              vx_error *err) {
   return vx_sign_build_rule_ex(m, xf, rule, 0, s, err);
@@ -376,13 +386,26 @@ vx_status vx_sign_build_rule_ex(const vx_mesh *m, const vx_transform *xf, int ru
   memset(s, 0, sizeof *s);
   if (rule != VX_SIGN_WINDING)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown sign rule %d", rule);
+  /* The winding tree needs only the triangles: built on a second thread beside the tables. */
+  wind_job wj;
+  memset(&wj, 0, sizeof wj);
+  wj.m = m;
+  wj.xf = xf;
+  pthread_t wth;
+  int wthread = pthread_create(&wth, NULL, wind_worker, &wj) == 0;
+  if (!wthread) wind_worker(&wj);
   vx_status st = vx_sign_build(m, s, err);
-  if (st != VX_OK) return st;
-  st = vx_wind_build(m, xf, &s->wind, err);
+  if (wthread) pthread_join(wth, NULL);
   if (st != VX_OK) {
-    vx_sign_free(s);
+    vx_wind_free(&wj.tree);
     return st;
   }
+  if (wj.status != VX_OK) {
+    vx_sign_free(s);
+    if (err) *err = wj.err;
+    return wj.status;
+  }
+  s->wind = wj.tree;
   if (m->tri_count * 3 >= UINT32_MAX || !clean_flags(m, xf, s, gpu)) {
     vx_sign_free(s);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",

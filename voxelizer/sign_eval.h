@@ -32,6 +32,9 @@ typedef struct vx_sign_data {
   uint8_t *clean;      /* winding rule: 1 per triangle whose pseudo-normals may decide (sign.c) */
   uint8_t *vclean;     /* winding rule: 1 per welded vertex whose triangles are all clean */
   uint64_t clean_count;
+  uint32_t *eid;       /* during the build only: welded edge id of each triangle edge (3 per
+                          triangle), for the winding rule's clean test; NULL afterwards */
+  uint64_t edge_count;
 } vx_sign_data;
 
 /* Pseudo-normals decide only beyond this distance (voxels); nearer corners ask the winding number. */
