@@ -69,4 +69,46 @@ static inline vx_status vx_svo_zstd_fail(vx_error *err, const char *what, size_t
                       ZSTD_isError(code) ? ZSTD_getErrorName(code) : "out of memory");
 }
 
+/* ---- frame checks, incrementally: the low 32 bits of XXH64 of a section's bytes, taken from the
+ * content checksum of a zstd frame made of them at the fastest level (zstd's public API offers
+ * XXH64 only that way); only the last 4 bytes of that output are kept. c->cc is the caller's. */
+/* -------------------------------------------------------------- */
+
+typedef struct vx_svo_checker {
+  ZSTD_CCtx *cc;
+  uint8_t tail[4];
+  uint8_t buf[16384];
+} vx_svo_checker;
+
+static inline int vx_svo_check_begin(vx_svo_checker *c) {
+  memset(c->tail, 0, sizeof c->tail);
+  size_t r = ZSTD_CCtx_reset(c->cc, ZSTD_reset_session_and_parameters);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c->cc, ZSTD_c_compressionLevel, ZSTD_minCLevel());
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c->cc, ZSTD_c_checksumFlag, 1);
+  return !ZSTD_isError(r);
+}
+
+static inline int vx_svo_check_feed(vx_svo_checker *c, const void *p, size_t n, ZSTD_EndDirective end) {
+  ZSTD_inBuffer in = {p, n, 0};
+  size_t r;
+  do {
+    ZSTD_outBuffer out = {c->buf, sizeof c->buf, 0};
+    r = ZSTD_compressStream2(c->cc, &out, &in, end);
+    if (ZSTD_isError(r)) return 0;
+    for (size_t i = 0; i < out.pos; i++) {
+      c->tail[0] = c->tail[1];
+      c->tail[1] = c->tail[2];
+      c->tail[2] = c->tail[3];
+      c->tail[3] = c->buf[i];
+    }
+  } while (end == ZSTD_e_end ? r != 0 : in.pos < in.size);
+  return 1;
+}
+
+static inline uint32_t vx_svo_check_value(const vx_svo_checker *c) {
+  return (uint32_t)c->tail[0] | (uint32_t)c->tail[1] << 8 | (uint32_t)c->tail[2] << 16 |
+         (uint32_t)c->tail[3] << 24;
+}
+
+
 #endif

@@ -57,29 +57,47 @@ static uint64_t header_size(uint32_t depth) {
   return VX_SVO_HEADER_FIXED + (uint64_t)VX_SVO_LEVEL_ENTRY * (depth + 1);
 }
 
-/* Low 32 bits of XXH64 (seed 0) of n bytes, taken from the content checksum of a zstd frame made
- * of them at the fastest level (zstd's public API offers XXH64 only that way). The output is
- * streamed through a small buffer and only its last 4 bytes, the checksum, are kept. */
+/* The check of n bytes (svo_codec.h's checker, in one call). */
 static int bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check) {
-  uint8_t out_buf[16384], tail[4] = {0, 0, 0, 0};
-  size_t r = ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
-  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, ZSTD_minCLevel());
-  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-  if (ZSTD_isError(r)) return 0;
-  ZSTD_inBuffer in = {p, (size_t)n, 0};
-  do {
-    ZSTD_outBuffer out = {out_buf, sizeof out_buf, 0};
-    r = ZSTD_compressStream2(cc, &out, &in, ZSTD_e_end);
-    if (ZSTD_isError(r)) return 0;
-    for (size_t i = 0; i < out.pos; i++) {
-      tail[0] = tail[1];
-      tail[1] = tail[2];
-      tail[2] = tail[3];
-      tail[3] = out_buf[i];
-    }
-  } while (r != 0);
-  *check = vx_get_u32(tail);
+  vx_svo_checker c;
+  c.cc = cc;
+  if (!vx_svo_check_begin(&c) || !vx_svo_check_feed(&c, p, (size_t)n, ZSTD_e_end)) return 0;
+  *check = vx_svo_check_value(&c);
   return 1;
+}
+
+/* With zstd workers: a level streamed through cc in 1 MiB pieces with its size pledged (the
+ * frame ZSTD_compress2 gives, which is also what svo_stream.c writes), the check computed on this
+ * thread from the output as it appears while the workers compress. Returns the frame size or a
+ * zstd error code. */
+static size_t compress_checked(ZSTD_CCtx *cc, ZSTD_CCtx *ck, uint8_t *dst, size_t cap,
+                               const uint8_t *src, size_t n, uint32_t *check) {
+  const size_t piece = (size_t)1 << 20;
+  vx_svo_checker c;
+  c.cc = ck;
+  if (!vx_svo_check_begin(&c)) return (size_t)-1;
+  size_t rc = ZSTD_CCtx_reset(cc, ZSTD_reset_session_only);
+  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setPledgedSrcSize(cc, n);
+  if (ZSTD_isError(rc)) return rc;
+  ZSTD_outBuffer out = {dst, cap, 0};
+  size_t pos = 0;
+  for (;;) {
+    size_t len = n - pos < piece ? n - pos : piece;
+    ZSTD_EndDirective end = pos + len == n ? ZSTD_e_end : ZSTD_e_continue;
+    ZSTD_inBuffer in = {src + pos, len, 0};
+    do {
+      size_t before = out.pos;
+      rc = ZSTD_compressStream2(cc, &out, &in, end);
+      if (ZSTD_isError(rc)) return rc;
+      if (!vx_svo_check_feed(&c, dst + before, out.pos - before, ZSTD_e_continue))
+        return (size_t)-1;
+    } while (end == ZSTD_e_end ? rc != 0 : in.pos < in.size);
+    pos += len;
+    if (end == ZSTD_e_end) break;
+  }
+  if (!vx_svo_check_feed(&c, NULL, 0, ZSTD_e_end)) return (size_t)-1;
+  *check = vx_svo_check_value(&c);
+  return out.pos;
 }
 
 /* ---- section packing ----------------------------------------------------------------------- */
@@ -236,13 +254,14 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
   memset(cj, 0, sizeof cj);
   memset(threaded, 0, sizeof threaded);
   size_t rc = (size_t)-1;
+  int threaded_z = 0;
   if (cc && ck && raw && p->sections) {
     rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
     if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
     if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
     int workers = vx_svo_zstd_workers(raw_total);
-    if (!ZSTD_isError(rc) && workers)
-      (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers); /* may be absent */
+    if (!ZSTD_isError(rc) && workers) /* may be absent: then single-threaded */
+      threaded_z = !ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers));
   }
   /* Levels in increasing order through one context: zstd's multi-threaded output can depend on
    * what the context compressed before, and the streaming writer (svo_stream.c) goes this way. */
@@ -254,6 +273,17 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
       pack_nodes(t->nodes + t->level_first[l], count, raw);
     else
       src = (const uint8_t *)t->voxels;
+    if (threaded_z) { /* checked while the workers compress */
+      size_t z = compress_checked(cc, ck, p->sections + p->slot[l],
+                                  (size_t)bound_total - p->slot[l], src, (size_t)r, &cj[l].check);
+      if (ZSTD_isError(z)) {
+        rc = z;
+        break;
+      }
+      p->size[l] = z;
+      cj[l].ok = 1;
+      continue;
+    }
     size_t z = ZSTD_compress2(cc, p->sections + p->slot[l], (size_t)bound_total - p->slot[l],
                               src, (size_t)r);
     if (ZSTD_isError(z)) {
@@ -283,7 +313,7 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
   for (uint32_t l = 0; l <= t->depth; l++) {
     if (threaded[l]) pthread_join(cth[l], NULL);
     ZSTD_freeCCtx(cj[l].ck);
-    if (cj[l].ck && !cj[l].ok && !ZSTD_isError(rc)) rc = (size_t)-1;
+    if (!cj[l].ok && !ZSTD_isError(rc)) rc = (size_t)-1;
     uint8_t *e = hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * l;
     vx_put_u64(e, t->level_count[l]);
     vx_put_u64(e + 8, p->size[l]);

@@ -103,50 +103,12 @@ static vx_status section_fill(section_reader *r, uint8_t *dst, size_t n, vx_erro
   return VX_OK;
 }
 
-/* ---- frame checks, incrementally -------------------------------------------------------------- */
-
-typedef struct checker {
-  ZSTD_CCtx *cc;
-  uint8_t tail[4];
-  uint8_t buf[16384];
-} checker;
-
-static int check_begin(checker *c) {
-  memset(c->tail, 0, sizeof c->tail);
-  size_t r = ZSTD_CCtx_reset(c->cc, ZSTD_reset_session_and_parameters);
-  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c->cc, ZSTD_c_compressionLevel, ZSTD_minCLevel());
-  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c->cc, ZSTD_c_checksumFlag, 1);
-  return !ZSTD_isError(r);
-}
-
-static int check_feed(checker *c, const void *p, size_t n, ZSTD_EndDirective end) {
-  ZSTD_inBuffer in = {p, n, 0};
-  size_t r;
-  do {
-    ZSTD_outBuffer out = {c->buf, sizeof c->buf, 0};
-    r = ZSTD_compressStream2(c->cc, &out, &in, end);
-    if (ZSTD_isError(r)) return 0;
-    for (size_t i = 0; i < out.pos; i++) {
-      c->tail[0] = c->tail[1];
-      c->tail[1] = c->tail[2];
-      c->tail[2] = c->tail[3];
-      c->tail[3] = c->buf[i];
-    }
-  } while (end == ZSTD_e_end ? r != 0 : in.pos < in.size);
-  return 1;
-}
-
-static uint32_t check_value(const checker *c) {
-  return (uint32_t)c->tail[0] | (uint32_t)c->tail[1] << 8 | (uint32_t)c->tail[2] << 16 |
-         (uint32_t)c->tail[3] << 24;
-}
-
 /* ---- the writer ------------------------------------------------------------------------------- */
 
 typedef struct writer {
   vx_stream *s;
   ZSTD_CCtx *cc;
-  checker ck;
+  vx_svo_checker ck;
   FILE *stage;        /* compressed sections, unlinked */
   uint8_t *in, *out;  /* PIECE-sized buffers */
   size_t out_cap;
@@ -184,7 +146,7 @@ static vx_status write_level(writer *w, uint32_t level, int threaded, uint64_t *
   if (!r.scratch) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   vx_status st = VX_OK;
   *zsize = 0;
-  if (!check_begin(&w->ck)) st = vx_svo_zstd_fail(err, "checksumming", 0);
+  if (!vx_svo_check_begin(&w->ck)) st = vx_svo_zstd_fail(err, "checksumming", 0);
   if (st == VX_OK && threaded) {
     size_t rc = ZSTD_CCtx_reset(w->cc, ZSTD_reset_session_only);
     if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setPledgedSrcSize(w->cc, r.raw);
@@ -202,7 +164,7 @@ static vx_status write_level(writer *w, uint32_t level, int threaded, uint64_t *
           break;
         }
         if ((st = stage_write(w, w->out, out.pos, err)) != VX_OK) break;
-        if (!check_feed(&w->ck, w->out, out.pos, ZSTD_e_continue)) st = vx_svo_zstd_fail(err, "checksumming", 0);
+        if (!vx_svo_check_feed(&w->ck, w->out, out.pos, ZSTD_e_continue)) st = vx_svo_zstd_fail(err, "checksumming", 0);
         *zsize += out.pos;
       } while (st == VX_OK && (end == ZSTD_e_end ? rc != 0 : in.pos < in.size));
       if (st == VX_OK) st = tick(w, n, err);
@@ -220,7 +182,7 @@ static vx_status write_level(writer *w, uint32_t level, int threaded, uint64_t *
       if (ZSTD_isError(zn))
         st = vx_svo_zstd_fail(err, "compressing a level", zn);
       else if ((st = stage_write(w, z, zn, err)) == VX_OK) {
-        if (!check_feed(&w->ck, z, zn, ZSTD_e_continue)) st = vx_svo_zstd_fail(err, "checksumming", 0);
+        if (!vx_svo_check_feed(&w->ck, z, zn, ZSTD_e_continue)) st = vx_svo_zstd_fail(err, "checksumming", 0);
         *zsize = zn;
         if (st == VX_OK) st = tick(w, r.raw, err);
       }
@@ -228,8 +190,8 @@ static vx_status write_level(writer *w, uint32_t level, int threaded, uint64_t *
     free(raw);
     free(z);
   }
-  if (st == VX_OK && !check_feed(&w->ck, NULL, 0, ZSTD_e_end)) st = vx_svo_zstd_fail(err, "checksumming", 0);
-  *check = check_value(&w->ck);
+  if (st == VX_OK && !vx_svo_check_feed(&w->ck, NULL, 0, ZSTD_e_end)) st = vx_svo_zstd_fail(err, "checksumming", 0);
+  *check = vx_svo_check_value(&w->ck);
   if (st == VX_OK && level < s->depth && r.children != s->level_count[level + 1])
     st = vx_error_set(err, VX_ERR_INVALID_ARG,
                       "level %u: masks name %llu children but level %u holds %llu", level,
@@ -326,8 +288,8 @@ vx_status vx_svo_write_stream(const char *path, vx_stream *s, int zstd_level,
     (void)ZSTD_CCtx_setParameter(w.cc, ZSTD_c_nbWorkers, 0);
     (void)ZSTD_CCtx_setParameter(w.cc, ZSTD_c_compressionLevel, 19);
     hz = ZSTD_compress2(w.cc, ph + VX_SVO_PROLOGUE, VX_SVO_MAX_HEADER_FRAME, hdr, hsize);
-    if (ZSTD_isError(hz) || !check_begin(&w.ck) ||
-        !check_feed(&w.ck, ph + VX_SVO_PROLOGUE, hz, ZSTD_e_end))
+    if (ZSTD_isError(hz) || !vx_svo_check_begin(&w.ck) ||
+        !vx_svo_check_feed(&w.ck, ph + VX_SVO_PROLOGUE, hz, ZSTD_e_end))
       st = vx_svo_zstd_fail(err, "compressing the header", hz);
   }
   if (st == VX_OK) {
@@ -336,7 +298,7 @@ vx_status vx_svo_write_stream(const char *path, vx_stream *s, int zstd_level,
     vx_put_u32(ph + 12, 0);
     vx_put_u32(ph + 16, (uint32_t)hz);
     vx_put_u32(ph + 20, (uint32_t)hsize);
-    vx_put_u32(ph + 24, check_value(&w.ck));
+    vx_put_u32(ph + 24, vx_svo_check_value(&w.ck));
     vx_put_u32(ph + 28, 0);
   }
   /* Prologue and header, then the staged sections, into the atomic temporary. */

@@ -298,9 +298,9 @@ int vx_cmd_convert(int argc, char **argv) {
             (unsigned long long)tree.node_count, b,
             tree.voxel_count ? (double)size / (double)tree.voxel_count : 0.0, t_import, t_build,
             t_write, vx_now_seconds() - t0);
-    fprintf(stderr, "%s: build on the %s: sign tables %.2fs, surface voxels and field %.2fs%s",
-            out, bo.gpu ? "GPU" : "CPU", bs.sec_sign, bs.sec_voxels,
-            bo.gpu ? "" : " (with the octree)\n");
+    fprintf(stderr, "%s: build on the %s: sign tables %.2fs%s, surface voxels and field %.2fs%s",
+            out, bo.gpu ? "GPU" : "CPU", bs.sec_sign, gpu_tree ? " (on a CPU thread meanwhile)" : "",
+            bs.sec_voxels, bo.gpu ? "" : " (with the octree)\n");
     if (bo.gpu)
       fprintf(stderr,
               ", octree and planes %.2fs%s\n%s: GPU stages: upload %.2fs, overlaps %.2fs, sort and "

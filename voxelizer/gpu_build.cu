@@ -541,6 +541,50 @@ vx_status need_tmp(scratch *s, size_t bytes, cudaStream_t st, vx_error *err) {
   return VX_OK;
 }
 
+/* The sign tables: given, or still being built on another thread (vx_gpu_build_opts.sign_wait);
+ * uploaded the first time a partition needs them, so the overlap and sort steps of the first
+ * partition run meanwhile. */
+struct sign_source {
+  const vx_sign_data *ready;
+  const vx_sign_data *(*wait)(void *ctx, vx_error *err);
+  void *ctx;
+  uint64_t ntri;
+  device_inputs *in;
+  vx_sign_data dev; /* table pointers on the device, once uploaded */
+  int uploaded;
+};
+
+vx_status sign_upload(sign_source *ss, vx_error *err) {
+  if (ss->uploaded) return VX_OK;
+  const vx_sign_data *sign = ss->ready ? ss->ready : ss->wait(ss->ctx, err);
+  if (!sign) return err && err->status != VX_OK ? err->status : VX_ERR_INVALID_ARG;
+  device_inputs *in = ss->in;
+  const uint64_t T = ss->ntri;
+  vx_status r = upload(&in->face_n, sign->face_n, T * 3, err);
+  if (r == VX_OK) r = upload(&in->edge_n, sign->edge_n, T * 9, err);
+  if (r == VX_OK) r = upload(&in->vid, sign->vid, T * 3, err);
+  if (r == VX_OK) r = upload(&in->vert_n, sign->vert_n, sign->vert_count * 3, err);
+  if (r == VX_OK && sign->clean) r = upload(&in->clean, sign->clean, T, err);
+  if (r == VX_OK && sign->vclean) r = upload(&in->vclean, sign->vclean, sign->vert_count, err);
+  if (r == VX_OK && sign->wind.node_count) {
+    r = upload(&in->nodes, sign->wind.nodes, sign->wind.node_count, err);
+    if (r == VX_OK) r = upload(&in->wtri, sign->wind.tri, sign->wind.tri_count * 9, err);
+  }
+  if (r != VX_OK) return r;
+  ss->dev = *sign;
+  ss->dev.face_n = in->face_n;
+  ss->dev.edge_n = in->edge_n;
+  ss->dev.vid = in->vid;
+  ss->dev.vert_n = in->vert_n;
+  ss->dev.clean = in->clean;
+  ss->dev.vclean = in->vclean;
+  ss->dev.wind.nodes = in->nodes;
+  ss->dev.wind.tri = in->wtri;
+  ss->dev.eid = NULL;
+  ss->uploaded = 1;
+  return VX_OK;
+}
+
 enum part_result { PART_DONE, PART_SPLIT };
 
 /* Adds the time since *t to sec[k] (after the stream's work is done) and restarts *t. */
@@ -553,7 +597,7 @@ vx_status lap(cudaStream_t st, double *sec, int k, double *t, vx_error *err) {
 }
 
 /* One partition: appends its voxels to `o`, or asks for a split when it would not fit. */
-vx_status run_partition(part_ctx c, const vx_gpu_build_opts *go, uint32_t plog, double budget,
+vx_status run_partition(part_ctx c, sign_source *ss, uint32_t plog, double budget,
                         cudaStream_t st, scratch *s, host_out *o, unsigned long long *dcorners,
                         part_result *res, uint64_t *pairs_total, double *sec, uint64_t *wound,
                         vx_error *err) {
@@ -657,7 +701,9 @@ vx_status run_partition(part_ctx c, const vx_gpu_build_opts *go, uint32_t plog, 
   const uint64_t nS = bnd[1] - bnd[0];
   if ((r = lap(st, sec, 2, &t, err)) != VX_OK) return r;
   if (nS == 0) return VX_OK; /* triangles only in the halo */
-  /* 4, 5. corners, thin voxels */
+  /* 4, 5. corners, thin voxels: they need the sign tables */
+  if ((r = sign_upload(ss, err)) != VX_OK) return r;
+  c.sign = ss->dev;
   voxel_set u;
   u.code = s->ucode;
   u.start = s->ustart;
@@ -764,25 +810,14 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
     r = upload(&in.tg, tg, T * 9, err);
     free(tg);
   }
-  c.sign = *sign;
-  if (r == VX_OK) r = upload(&in.face_n, sign->face_n, mesh->tri_count * 3, err);
-  if (r == VX_OK) r = upload(&in.edge_n, sign->edge_n, mesh->tri_count * 9, err);
-  if (r == VX_OK) r = upload(&in.vid, sign->vid, mesh->tri_count * 3, err);
-  if (r == VX_OK) r = upload(&in.vert_n, sign->vert_n, sign->vert_count * 3, err);
-  if (r == VX_OK && sign->clean) r = upload(&in.clean, sign->clean, mesh->tri_count, err);
-  if (r == VX_OK && sign->vclean) r = upload(&in.vclean, sign->vclean, sign->vert_count, err);
-  if (r == VX_OK && sign->wind.node_count) {
-    r = upload(&in.nodes, sign->wind.nodes, sign->wind.node_count, err);
-    if (r == VX_OK) r = upload(&in.wtri, sign->wind.tri, sign->wind.tri_count * 9, err);
-  }
-  c.sign.face_n = in.face_n;
-  c.sign.edge_n = in.edge_n;
-  c.sign.vid = in.vid;
-  c.sign.vert_n = in.vert_n;
-  c.sign.clean = in.clean;
-  c.sign.vclean = in.vclean;
-  c.sign.wind.nodes = in.nodes;
-  c.sign.wind.tri = in.wtri;
+  sign_source ss;
+  memset(&ss, 0, sizeof ss);
+  ss.ready = sign;
+  ss.wait = go ? go->sign_wait : NULL;
+  ss.ctx = go ? go->sign_ctx : NULL;
+  ss.ntri = mesh->tri_count;
+  ss.in = &in;
+  if (!sign && !ss.wait) r = vx_error_set(err, VX_ERR_INVALID_ARG, "GPU build: no sign tables");
   c.tg = in.tg;
   c.ntri = mesh->tri_count;
   c.R = (int64_t)1 << depth;
@@ -827,7 +862,7 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
       }
       c.pbase = pc << (3 * pl);
       c.pend = (pc + 1) << (3 * pl);
-      r = run_partition(c, go, pl, budget, st, &s, &o, dcorners, &res, &pairs, sec, &wound, err);
+      r = run_partition(c, &ss, pl, budget, st, &s, &o, dcorners, &res, &pairs, sec, &wound, err);
       scratch_free(&s, st);
     }
     if (r != VX_OK) break;

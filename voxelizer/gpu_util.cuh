@@ -7,7 +7,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <thread>
 #include <vector>
@@ -40,37 +39,62 @@ inline double now_s() {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Device -> fresh host memory, fast: the pages are touched by all cores at once (the kernel's
- * page faults dominate a single-threaded copy into new memory) and pinned for the transfer, so
- * it runs as one DMA instead of through the driver's staging buffers. Without the pinning (it
- * may be refused) a plain copy. */
-inline cudaError_t copy_back(void *dst, const void *src, size_t bytes) {
-  /* 2 MiB pages where the kernel offers them on request: 512 times fewer faults and pins */
-  {
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t a = ((uintptr_t)dst + huge - 1) / huge * huge, e = ((uintptr_t)dst + bytes) / huge * huge;
-    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
-  }
+/* Copies [lo, hi) of src to dst on up to 16 threads (parallel page faults on fresh memory). */
+inline void parallel_copy(char *dst, const char *src, size_t bytes) {
   unsigned nt = std::thread::hardware_concurrency();
-  nt = nt < 1 ? 1 : nt > 32 ? 32 : nt;
-  const size_t page = 4096, chunk = (bytes / nt + page - 1) / page * page;
+  nt = nt < 1 ? 1 : nt > 16 ? 16 : nt;
+  if (bytes < ((size_t)4 << 20)) nt = 1;
   std::vector<std::thread> th;
-  for (unsigned k = 0; k < nt && chunk; k++) {
-    size_t a = (size_t)k * chunk;
+  size_t per = (bytes + nt - 1) / nt;
+  for (unsigned k = 1; k < nt; k++) {
+    size_t a = per * k;
     if (a >= bytes) break;
-    size_t e = a + chunk < bytes ? a + chunk : bytes;
-    th.emplace_back([=] {
-      volatile char *p = (volatile char *)dst;
-      for (size_t i = a; i < e; i += page) p[i] = 0;
-    });
+    size_t n = a + per < bytes ? per : bytes - a;
+    th.emplace_back([=] { memcpy(dst + a, src + a, n); });
   }
+  memcpy(dst, src, per < bytes ? per : bytes);
   for (auto &t : th) t.join();
-  uintptr_t lo = (uintptr_t)dst / page * page, hi = ((uintptr_t)dst + bytes + page - 1) / page * page;
-  int pinned = bytes >= (64u << 20) &&
-               cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterDefault) == cudaSuccess;
-  cudaGetLastError();
-  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
-  if (pinned) cudaHostUnregister((void *)lo);
+}
+
+/* Device -> fresh (pageable) host memory, fast: through two pinned 64 MiB staging buffers, the DMA
+ * of one chunk running while all cores copy the previous one out (a plain cudaMemcpy to pageable
+ * memory is staged by the driver on one thread and pays every page fault there). Falls back to
+ * cudaMemcpy when pinned memory is refused. Synchronous. */
+inline cudaError_t copy_back(void *dst, const void *src, size_t bytes) {
+  const size_t CH = (size_t)64 << 20;
+  if (bytes < 2 * CH) return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+  char *stage = NULL;
+  cudaStream_t st = NULL;
+  cudaEvent_t ev[2] = {NULL, NULL};
+  cudaError_t e = cudaMallocHost((void **)&stage, 2 * CH);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev[0], cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev[1], cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+  } else {
+    const size_t n = (bytes + CH - 1) / CH;
+    auto issue = [&](size_t i) -> cudaError_t {
+      size_t off = i * CH, len = off + CH < bytes ? CH : bytes - off;
+      cudaError_t r = cudaMemcpyAsync(stage + (i & 1) * CH, (const char *)src + off, len,
+                                      cudaMemcpyDeviceToHost, st);
+      return r == cudaSuccess ? cudaEventRecord(ev[i & 1], st) : r;
+    };
+    e = issue(0);
+    for (size_t i = 0; i < n && e == cudaSuccess; i++) {
+      if (i + 1 < n) e = issue(i + 1); /* its buffer was emptied in the previous round */
+      if (e == cudaSuccess) e = cudaEventSynchronize(ev[i & 1]);
+      if (e != cudaSuccess) break;
+      size_t off = i * CH, len = off + CH < bytes ? CH : bytes - off;
+      parallel_copy((char *)dst + off, stage + (i & 1) * CH, len);
+    }
+    if (st) cudaStreamSynchronize(st);
+  }
+  if (ev[0]) cudaEventDestroy(ev[0]);
+  if (ev[1]) cudaEventDestroy(ev[1]);
+  if (st) cudaStreamDestroy(st);
+  if (stage) cudaFreeHost(stage);
   return e;
 }
 

@@ -175,6 +175,10 @@ typedef struct vx_gpu_build_opts {
   uint64_t mem_budget; /* GPU bytes a partition may use; 0: 85% of the free memory */
   int device_out;      /* 1: the surface stays in GPU memory (out's arrays are device pointers,
                           freed with vx_gpu_surface_free) for vx_tree_build_gpu */
+  /* With sign == NULL: called (once) when the sign tables are first needed, after the first
+   * partition's overlaps are sorted; returns them (kept by the caller) or NULL with *err set. */
+  const vx_sign_data *(*sign_wait)(void *ctx, vx_error *err);
+  void *sign_ctx;
 } vx_gpu_build_opts;
 
 void vx_gpu_surface_free(vx_surface *s);
@@ -192,7 +196,7 @@ void *vx_gpu_warmup_start(void);
 void vx_gpu_warmup_join(void *handle);
 
 /* vx_surface_build's result computed on the GPU, bit for bit the same (gpu_build.cu explains
- * the one exception). `go` may be NULL. VX_ERR_NO_GPU without a usable device or without CUDA. */
+ * the one exception). `go` may be NULL; `sign` may be NULL when go->sign_wait supplies it. VX_ERR_NO_GPU without a usable device or without CUDA. */
 vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
                                const vx_sign_data *sign, float band, const vx_gpu_build_opts *go,
                                vx_progress_fn progress, void *user, vx_surface *out,

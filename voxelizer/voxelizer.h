@@ -55,7 +55,8 @@ typedef struct vx_build_stats {
   uint64_t pair_tests;     /* triangle/voxel overlap tests run */
   uint64_t corners_wound;  /* GPU build: corners whose sign needed the winding number */
   uint64_t nodes;          /* nodes in the final tree */
-  double sec_sign;         /* vx_voxelize_stream's stages, wall seconds: sign tables, */
+  double sec_sign;         /* the build's stages, wall seconds: sign tables (vx_voxelize_gpu:
+                              built beside the GPU's first steps, so inside sec_voxels), */
   double sec_voxels;       /* surface voxels and field (the CPU build: with the octree), */
   double sec_tree;         /* octree and planes (the GPU build's CPU part) */
   double sec_gpu[5];       /* the GPU build's surface stage: upload, overlap pairs, sort and
