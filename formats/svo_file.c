@@ -66,40 +66,6 @@ static int bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *ch
   return 1;
 }
 
-/* With zstd workers: a level streamed through cc in 1 MiB pieces with its size pledged (the
- * frame ZSTD_compress2 gives, which is also what svo_stream.c writes), the check computed on this
- * thread from the output as it appears while the workers compress. Returns the frame size or a
- * zstd error code. */
-static size_t compress_checked(ZSTD_CCtx *cc, ZSTD_CCtx *ck, uint8_t *dst, size_t cap,
-                               const uint8_t *src, size_t n, uint32_t *check) {
-  const size_t piece = (size_t)1 << 20;
-  vx_svo_checker c;
-  c.cc = ck;
-  if (!vx_svo_check_begin(&c)) return (size_t)-1;
-  size_t rc = ZSTD_CCtx_reset(cc, ZSTD_reset_session_only);
-  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setPledgedSrcSize(cc, n);
-  if (ZSTD_isError(rc)) return rc;
-  ZSTD_outBuffer out = {dst, cap, 0};
-  size_t pos = 0;
-  for (;;) {
-    size_t len = n - pos < piece ? n - pos : piece;
-    ZSTD_EndDirective end = pos + len == n ? ZSTD_e_end : ZSTD_e_continue;
-    ZSTD_inBuffer in = {src + pos, len, 0};
-    do {
-      size_t before = out.pos;
-      rc = ZSTD_compressStream2(cc, &out, &in, end);
-      if (ZSTD_isError(rc)) return rc;
-      if (!vx_svo_check_feed(&c, dst + before, out.pos - before, ZSTD_e_continue))
-        return (size_t)-1;
-    } while (end == ZSTD_e_end ? rc != 0 : in.pos < in.size);
-    pos += len;
-    if (end == ZSTD_e_end) break;
-  }
-  if (!vx_svo_check_feed(&c, NULL, 0, ZSTD_e_end)) return (size_t)-1;
-  *check = vx_svo_check_value(&c);
-  return out.pos;
-}
-
 /* ---- section packing ----------------------------------------------------------------------- */
 
 /* Masks first (one byte per node: the topology, which compresses on its own), then one 11-byte
@@ -254,14 +220,13 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
   memset(cj, 0, sizeof cj);
   memset(threaded, 0, sizeof threaded);
   size_t rc = (size_t)-1;
-  int threaded_z = 0;
   if (cc && ck && raw && p->sections) {
     rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
     if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
     if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
     int workers = vx_svo_zstd_workers(raw_total);
-    if (!ZSTD_isError(rc) && workers) /* may be absent: then single-threaded */
-      threaded_z = !ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers));
+    if (!ZSTD_isError(rc) && workers)
+      (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers); /* may be absent */
   }
   /* Levels in increasing order through one context: zstd's multi-threaded output can depend on
    * what the context compressed before, and the streaming writer (svo_stream.c) goes this way. */
@@ -273,17 +238,6 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
       pack_nodes(t->nodes + t->level_first[l], count, raw);
     else
       src = (const uint8_t *)t->voxels;
-    if (threaded_z) { /* checked while the workers compress */
-      size_t z = compress_checked(cc, ck, p->sections + p->slot[l],
-                                  (size_t)bound_total - p->slot[l], src, (size_t)r, &cj[l].check);
-      if (ZSTD_isError(z)) {
-        rc = z;
-        break;
-      }
-      p->size[l] = z;
-      cj[l].ok = 1;
-      continue;
-    }
     size_t z = ZSTD_compress2(cc, p->sections + p->slot[l], (size_t)bound_total - p->slot[l],
                               src, (size_t)r);
     if (ZSTD_isError(z)) {
