@@ -33,6 +33,12 @@ if "$VOXLOD" render "$T/b.svo" "$T/blocks.png" --shade blocks --size 64x48 --cpu
 if "$VOXLOD" stats "$T/b.svo" >"$T/stats" && grep -q "64^3" "$T/stats" && grep -q "per surface voxel" "$T/stats"; then ok stats; else bad stats; cat "$T/stats"; fi
 if "$VOXLOD" stats "$T/b.svo" --plot "$T/m.svg" --error 0.5 --views 1 --size 64x48 --cpu >"$T/stats2" && grep -q "<svg" "$T/m.svg" && grep -q "psnr_db" "$T/stats2"; then ok "stats --plot --error"; else bad "stats --plot --error"; cat "$T/stats2"; fi
 if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/p.svo" --res 64 --error 1 -q && "$VOXLOD" compare "$T/b.svo" "$T/p.svo" --views 1 --size 64x48 --cpu >"$T/cmp" && grep -q PSNR "$T/cmp"; then ok "convert --error, compare"; else bad "convert --error, compare"; fi
+# convert --gpu: the same file as the CPU build, on the GPU where there is one, else through the
+# CPU fallback with a one-line notice (what CI sees)
+if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/g.svo" --res 64 --gpu -q 2>"$T/gerr" && cmp -s "$T/g.svo" "$T/b.svo"; then
+  ok "convert --gpu: same file$(grep -q 'building on the CPU' "$T/gerr" && echo ' (CPU fallback)')"
+else bad "convert --gpu: same file"; cat "$T/gerr"; fi
+expect_fail "--gpu with --cpu" "exclude" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/x.svo" --res 16 --gpu --cpu
 for c in convert render stats bench compare; do
   if "$VOXLOD" $c --help | grep -q "usage: voxlod $c"; then ok "$c --help"; else bad "$c --help"; fi
 done
