@@ -231,6 +231,17 @@ VX_HD uint32_t vx_pack_plane(const vx_moments *m, double size, vx_node *nd, vx_p
 VX_HD double vx_fit_pad(double e, double size) { return e * (1.0 + 1e-12) + 1e-12 * size; }
 
 
+/* An empty result for a node of edge `size`: no moments, an inverted sample box. */
+VX_HD void vx_fit_begin(vx_fit_root *r, double size) {
+  int i;
+  vx_mom_clear(&r->m);
+  r->bound = 0.0;
+  for (i = 0; i < 3; i++) {
+    r->lo[i] = size;
+    r->hi[i] = 0.0;
+  }
+}
+
 /* One node whose children are voxels (level D-1): v holds its children's fields in slot order
  * (mask), size is the node's edge in finest voxels. Fits and packs the plane into nd (normal, d,
  * info with mask, error codes and flags) and returns what the parent needs in r: the moments of
@@ -242,11 +253,7 @@ VX_HD void vx_fit_over_voxels(vx_node *nd, const vx_voxel *v, uint32_t mask, flo
   double rms, emax = 0.0;
   uint32_t flags, s, k;
   int i, c;
-  vx_mom_clear(out);
-  for (i = 0; i < 3; i++) {
-    r->lo[i] = size;
-    r->hi[i] = 0.0;
-  }
+  vx_fit_begin(r, size);
   for (s = 0, k = 0; s < 8; s++) {
     if (!(mask >> s & 1u)) continue;
     const vx_voxel *vox = &v[k++];
@@ -285,11 +292,7 @@ VX_HD void vx_fit_over_nodes(vx_node *nd, const vx_node *kids, const vx_fit_root
   double rms, emax = 0.0;
   uint32_t flags, s, k;
   int i, c;
-  vx_mom_clear(out);
-  for (i = 0; i < 3; i++) {
-    r->lo[i] = size;
-    r->hi[i] = 0.0;
-  }
+  vx_fit_begin(r, size);
   for (s = 0, k = 0; s < 8; s++) {
     if (!(mask >> s & 1u)) continue;
     double off[3];

@@ -164,8 +164,10 @@ __device__ void column_range(const part_ctx &c, const tri_box &b, const double *
   if (f1 < *k1) *k1 = f1;
 }
 
-__global__ void k_count(part_ctx c, const tri_box *box, const uint64_t *start, uint64_t ncols,
-                        uint32_t *cnt) {
+/* Pairs per column: counted (keys == NULL: cnt[i] = overlaps of column i), or emitted at off[i]
+ * as (Morton code, triangle); both passes walk the same candidates. */
+__global__ void k_pairs(part_ctx c, const tri_box *box, const uint64_t *start, uint64_t ncols,
+                        uint32_t *cnt, const uint64_t *off, uint64_t *keys, uint32_t *tris) {
   uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= ncols) return;
   uint64_t t = column_of(start, c.ntri, i);
@@ -173,32 +175,18 @@ __global__ void k_count(part_ctx c, const tri_box *box, const uint64_t *start, u
   int64_t xyz[3], k0, k1;
   int a;
   column_range(c, box[t], g, i - start[t], xyz, &a, &k0, &k1);
+  uint64_t o = keys ? off[i] : 0;
   uint32_t n = 0;
   for (int64_t k = k0; k <= k1; k++) {
     xyz[a] = k;
-    n += (uint32_t)vx_tri_voxel_overlap(g, xyz[0], xyz[1], xyz[2]);
-  }
-  cnt[i] = n;
-}
-
-__global__ void k_emit(part_ctx c, const tri_box *box, const uint64_t *start, uint64_t ncols,
-                       const uint64_t *off, uint64_t *keys, uint32_t *tris) {
-  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= ncols) return;
-  uint64_t t = column_of(start, c.ntri, i);
-  const double *g = c.tg + t * 9;
-  int64_t xyz[3], k0, k1;
-  int a;
-  column_range(c, box[t], g, i - start[t], xyz, &a, &k0, &k1);
-  uint64_t o = off[i];
-  for (int64_t k = k0; k <= k1; k++) {
-    xyz[a] = k;
-    if (vx_tri_voxel_overlap(g, xyz[0], xyz[1], xyz[2])) {
-      keys[o] = vx_morton_encode((uint32_t)xyz[0], (uint32_t)xyz[1], (uint32_t)xyz[2]);
-      tris[o] = (uint32_t)t;
-      o++;
+    if (!vx_tri_voxel_overlap(g, xyz[0], xyz[1], xyz[2])) continue;
+    if (keys) {
+      keys[o + n] = vx_morton_encode((uint32_t)xyz[0], (uint32_t)xyz[1], (uint32_t)xyz[2]);
+      tris[o + n] = (uint32_t)t;
     }
+    n++;
   }
+  if (!keys) cnt[i] = n;
 }
 
 /* ---- step 3: code -> index hash (open addressing, linear probing) ----------------------------- */
@@ -626,7 +614,7 @@ vx_status run_partition(part_ctx c, sign_source *ss, uint32_t plog, double budge
   /* 2. overlaps per column, their offsets, the pairs */
   if ((r = dev_alloc(&s->cnt, C, st, err)) != VX_OK) return r;
   if ((r = dev_alloc(&s->pairoff, C + 1, st, err)) != VX_OK) return r;
-  k_count<<<grid_of(C, TB), TB, 0, st>>>(c, s->box, s->colstart, C, s->cnt);
+  k_pairs<<<grid_of(C, TB), TB, 0, st>>>(c, s->box, s->colstart, C, s->cnt, NULL, NULL, NULL);
   CK(cudaGetLastError());
   CK(cudaMemsetAsync(s->pairoff + C, 0, sizeof(uint64_t), st));
   CK(cub::DeviceScan::ExclusiveSum(NULL, tb, s->cnt, s->pairoff, C, st));
@@ -654,8 +642,8 @@ vx_status run_partition(part_ctx c, sign_source *ss, uint32_t plog, double budge
     if ((r = dev_alloc(&s->keys[k], P, st, err)) != VX_OK) return r;
     if ((r = dev_alloc(&s->tris[k], P, st, err)) != VX_OK) return r;
   }
-  k_emit<<<grid_of(C, TB), TB, 0, st>>>(c, s->box, s->colstart, C, s->pairoff, s->keys[0],
-                                        s->tris[0]);
+  k_pairs<<<grid_of(C, TB), TB, 0, st>>>(c, s->box, s->colstart, C, NULL, s->pairoff, s->keys[0],
+                                         s->tris[0]);
   CK(cudaGetLastError());
   cudaFreeAsync(s->pairoff, st);
   s->pairoff = NULL;

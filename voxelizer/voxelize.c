@@ -73,6 +73,19 @@ static double estimate_bytes(const vx_mesh *m, const vx_transform *xf, double *v
   return *voxels * 40.0 + (double)m->tri_count * 66.0;
 }
 
+/* VX_ERR_LIMIT when even the low estimate is over opts->mem_limit. */
+static vx_status check_limit(const vx_mesh *mesh, const vx_build_opts *opts,
+                             const vx_transform *xf, const char *what, vx_error *err) {
+  if (!opts->mem_limit) return VX_OK;
+  double voxels, need = estimate_bytes(mesh, xf, &voxels);
+  if (need <= (double)opts->mem_limit) return VX_OK;
+  return vx_error_set(err, VX_ERR_LIMIT,
+                      "a %u^3 %sbuild of this mesh needs at least about %.2f GiB (%.3g surface "
+                      "voxels), over the memory limit of %.2f GiB",
+                      opts->resolution, what, need / 1073741824.0, voxels,
+                      (double)opts->mem_limit / 1073741824.0);
+}
+
 vx_status vx_voxelize_setup(const vx_mesh *mesh, const vx_build_opts *opts, vx_transform *xf,
                             uint32_t *depth, float *band, vx_error *err) {
   if (!mesh || !opts) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh or no options");
@@ -99,15 +112,8 @@ vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *o
   float band;
   vx_status st = vx_voxelize_setup(mesh, opts, &xf, &depth, &band, err);
   if (st != VX_OK) return st;
-  if (opts->mem_limit) {
-    double voxels, need = estimate_bytes(mesh, &xf, &voxels);
-    if (need > (double)opts->mem_limit)
-      return vx_error_set(err, VX_ERR_LIMIT,
-                          "a %u^3 build of this mesh needs at least about %.2f GiB (%.3g surface "
-                          "voxels), over the memory limit of %.2f GiB",
-                          opts->resolution, need / 1073741824.0, voxels,
-                          (double)opts->mem_limit / 1073741824.0);
-  }
+  st = check_limit(mesh, opts, &xf, "", err);
+  if (st != VX_OK) return st;
 
   vx_sign_data sign;
   st = vx_sign_build_rule(mesh, &xf, opts->sign_rule, &sign, err);
@@ -190,15 +196,8 @@ vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tre
   float band;
   vx_status st = vx_voxelize_setup(mesh, opts, &xf, &depth, &band, err);
   if (st != VX_OK) return st;
-  if (opts->mem_limit) { /* the whole tree comes back to host memory */
-    double voxels, need = estimate_bytes(mesh, &xf, &voxels);
-    if (need > (double)opts->mem_limit)
-      return vx_error_set(err, VX_ERR_LIMIT,
-                          "a %u^3 GPU build of this mesh needs at least about %.2f GiB of host "
-                          "memory (%.3g surface voxels), over the memory limit of %.2f GiB",
-                          opts->resolution, need / 1073741824.0, voxels,
-                          (double)opts->mem_limit / 1073741824.0);
-  }
+  st = check_limit(mesh, opts, &xf, "GPU ", err); /* the whole tree comes back to host memory */
+  if (st != VX_OK) return st;
   /* The sign tables are built on a second thread while the GPU finds and sorts the overlaps;
    * the field waits for them (sign_wait). */
   double t0 = vx_wall_seconds();
