@@ -103,16 +103,22 @@ vx_status vx_voxelize_setup(const vx_mesh *mesh, const vx_build_opts *opts, vx_t
   return VX_OK;
 }
 
-vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
-                      vx_build_stats *stats, vx_error *err) {
+/* What both in-core builds do first: clear the outputs, derive the grid, check the limit. */
+static vx_status begin_in_core(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
+                               vx_build_stats *stats, vx_transform *xf, uint32_t *depth,
+                               float *band, const char *what, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (stats) memset(stats, 0, sizeof *stats);
+  vx_status st = vx_voxelize_setup(mesh, opts, xf, depth, band, err);
+  return st != VX_OK ? st : check_limit(mesh, opts, xf, what, err);
+}
+
+vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
+                      vx_build_stats *stats, vx_error *err) {
   vx_transform xf;
   uint32_t depth;
   float band;
-  vx_status st = vx_voxelize_setup(mesh, opts, &xf, &depth, &band, err);
-  if (st != VX_OK) return st;
-  st = check_limit(mesh, opts, &xf, "", err);
+  vx_status st = begin_in_core(mesh, opts, out, stats, &xf, &depth, &band, "", err);
   if (st != VX_OK) return st;
 
   vx_sign_data sign;
@@ -189,14 +195,11 @@ static const vx_sign_data *sign_wait(void *ctx, vx_error *err) {
 
 vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
                           vx_build_stats *stats, vx_error *err) {
-  memset(out, 0, sizeof *out);
-  if (stats) memset(stats, 0, sizeof *stats);
   vx_transform xf;
   uint32_t depth;
   float band;
-  vx_status st = vx_voxelize_setup(mesh, opts, &xf, &depth, &band, err);
-  if (st != VX_OK) return st;
-  st = check_limit(mesh, opts, &xf, "GPU ", err); /* the whole tree comes back to host memory */
+  /* the whole tree comes back to host memory */
+  vx_status st = begin_in_core(mesh, opts, out, stats, &xf, &depth, &band, "GPU ", err);
   if (st != VX_OK) return st;
   /* The sign tables are built on a second thread while the GPU finds and sorts the overlaps;
    * the field waits for them (sign_wait). */
