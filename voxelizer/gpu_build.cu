@@ -536,6 +536,8 @@ struct sign_source {
   const vx_sign_data *ready;
   const vx_sign_data *(*wait)(void *ctx, vx_error *err);
   void *ctx;
+  void (*on_count)(void *ctx, uint64_t voxels); /* vx_gpu_build_opts' */
+  void *count_ctx;
   uint64_t ntri;
   device_inputs *in;
   vx_sign_data dev; /* table pointers on the device, once uploaded */
@@ -688,6 +690,7 @@ vx_status run_partition(part_ctx c, sign_source *ss, uint32_t plog, double budge
   CK(cudaStreamSynchronize(st));
   const uint64_t nS = bnd[1] - bnd[0];
   if ((r = lap(st, sec, 2, &t, err)) != VX_OK) return r;
+  if (ss->on_count && c.pbase == 0 && plog == c.depth) ss->on_count(ss->count_ctx, nS);
   if (nS == 0) return VX_OK; /* triangles only in the halo */
   /* 4, 5. corners, thin voxels: they need the sign tables */
   if ((r = sign_upload(ss, err)) != VX_OK) return r;
@@ -803,6 +806,8 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
   ss.ready = sign;
   ss.wait = go ? go->sign_wait : NULL;
   ss.ctx = go ? go->sign_ctx : NULL;
+  ss.on_count = go ? go->on_count : NULL;
+  ss.count_ctx = go ? go->count_ctx : NULL;
   ss.ntri = mesh->tri_count;
   ss.in = &in;
   if (!sign && !ss.wait) r = vx_error_set(err, VX_ERR_INVALID_ARG, "GPU build: no sign tables");

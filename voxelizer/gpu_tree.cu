@@ -82,7 +82,8 @@ struct level_arrays {
 } /* namespace */
 
 extern "C" vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
-                                       vx_tree *out, double sec[3], vx_error *err) {
+                                       vx_tree_prealloc *pre, vx_tree *out, double sec[3],
+                                       vx_error *err) {
   memset(out, 0, sizeof *out);
   if (dev->count == 0) return vx_error_set(err, VX_ERR_EMPTY, "no surface voxels");
   if (dev->count >= (1ull << 31))
@@ -191,8 +192,16 @@ extern "C" vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, fl
     if (sec) sec[1] = now_s() - t;
     t = now_s();
     /* to the host */
-    vx_status s = vx_tree_alloc(out, err);
-    if (s != VX_OK) return s;
+    if (pre && pre->nodes && pre->voxels && pre->node_cap >= nodes &&
+        pre->voxel_cap >= dev->count) { /* memory the caller prepared (level_first is set) */
+      out->nodes = pre->nodes;
+      out->voxels = pre->voxels;
+      pre->nodes = NULL;
+      pre->voxels = NULL;
+    } else {
+      vx_status s = vx_tree_alloc(out, err);
+      if (s != VX_OK) return s;
+    }
     CK(vxgpu::copy_back(out->nodes, dnodes, nodes * sizeof(vx_node)));
     CK(vxgpu::copy_back(out->voxels, dev->field, dev->count * sizeof(vx_voxel)));
     if (sec) sec[2] = now_s() - t;

@@ -179,7 +179,20 @@ typedef struct vx_gpu_build_opts {
    * partition's overlaps are sorted; returns them (kept by the caller) or NULL with *err set. */
   const vx_sign_data *(*sign_wait)(void *ctx, vx_error *err);
   void *sign_ctx;
+  /* Called (may be NULL) with the number of surface voxels as soon as it is known, when the whole
+   * grid is one partition: the caller can prepare host memory while the GPU computes the field. */
+  void (*on_count)(void *ctx, uint64_t voxels);
+  void *count_ctx;
 } vx_gpu_build_opts;
+
+/* Host arrays for vx_tree_build_gpu's result, allocated (and their pages touched) ahead of time;
+ * used when large enough, else the tree allocates its own. The tree takes the ones it uses. */
+typedef struct vx_tree_prealloc {
+  vx_node *nodes;   /* 16-byte aligned, free()-able */
+  uint64_t node_cap;
+  vx_voxel *voxels;
+  uint64_t voxel_cap;
+} vx_tree_prealloc;
 
 void vx_gpu_surface_free(vx_surface *s);
 
@@ -187,8 +200,8 @@ void vx_gpu_surface_free(vx_surface *s);
  * memory (vx_gpu_build_opts.device_out) to a host tree with every level, child index and plane
  * (xf, band and prune_error are left to the caller). sec (may be NULL) receives the seconds of
  * the levels, the fit and the copy to the host. */
-vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, float band, vx_tree *out,
-                            double sec[3], vx_error *err);
+vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
+                            vx_tree_prealloc *pre, vx_tree *out, double sec[3], vx_error *err);
 
 /* Creates the CUDA context on a background thread (call before CPU work that precedes
  * vx_surface_build_gpu, join before it); NULL and a no-op without CUDA. */
