@@ -228,9 +228,11 @@ static vx_status encode_parts(const vx_tree *t, int zstd_level, svo_parts *p, vx
     if (!ZSTD_isError(rc) && workers)
       (void)ZSTD_CCtx_setParameter(cc, ZSTD_c_nbWorkers, workers); /* may be absent */
   }
-  /* Levels in increasing order through one context: zstd's multi-threaded output can depend on
-   * what the context compressed before, and the streaming writer (svo_stream.c) goes this way. */
-  for (int l = 0; l <= (int)t->depth && p->sections && !ZSTD_isError(rc); l++) {
+  /* The voxels (the largest section) first, so that their frame's check runs while the node
+   * levels compress; a frame does not depend on what the context compressed before (each call
+   * starts a new session), so the order changes no byte. */
+  for (int o = 0; o <= (int)t->depth && p->sections && !ZSTD_isError(rc); o++) {
+    const int l = o == 0 ? (int)t->depth : o - 1;
     uint64_t count = t->level_count[l], r = level_raw_size(t, (uint32_t)l);
     /* Voxels are stored as they lie in memory (8 int8 corners each): no packing. */
     const uint8_t *src = raw;
