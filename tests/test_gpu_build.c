@@ -57,17 +57,22 @@ static uint64_t distinct_corners(const vx_surface *s, uint32_t res) {
   return n;
 }
 
-static void same_surface(const char *what, const vx_mesh *m, uint32_t res, int rule,
-                         uint32_t part_log2, uint64_t budget) {
+/* The build's grid for mesh m at res^3 (transform, depth, band), as every build path derives it. */
+static void grid_for(const vx_mesh *m, uint32_t res, vx_transform *xf, uint32_t *depth,
+                     float *band) {
   vx_build_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = res;
-  o.sign_rule = rule;
+  CHECK(vx_voxelize_setup(m, &o, xf, depth, band, NULL) == VX_OK);
+}
+
+static void same_surface(const char *what, const vx_mesh *m, uint32_t res, int rule,
+                         uint32_t part_log2, uint64_t budget) {
   vx_transform xf;
   uint32_t depth;
   float band;
   vx_error e;
-  CHECK(vx_voxelize_setup(m, &o, &xf, &depth, &band, &e) == VX_OK);
+  grid_for(m, res, &xf, &depth, &band);
   vx_sign_data sg;
   CHECK_MSG(vx_sign_build_rule(m, &xf, rule, &sg, &e) == VX_OK, "%s", e.msg);
   vx_surface_opts so;
@@ -237,14 +242,11 @@ static void gpu_trees(void) {
 
 /* The clean-triangle certificate on the GPU (gpu_sign.cu) against the CPU's, flag for flag. */
 static void same_clean_flags(const char *what, const vx_mesh *m, uint32_t res) {
-  vx_build_opts o;
-  memset(&o, 0, sizeof o);
-  o.resolution = res;
   vx_transform xf;
   uint32_t depth;
   float band;
   vx_error e;
-  CHECK(vx_voxelize_setup(m, &o, &xf, &depth, &band, &e) == VX_OK);
+  grid_for(m, res, &xf, &depth, &band);
   vx_sign_data a, b;
   CHECK(vx_sign_build_rule_ex(m, &xf, VX_SIGN_WINDING, 0, &a, &e) == VX_OK);
   CHECK(vx_sign_build_rule_ex(m, &xf, VX_SIGN_WINDING, 1, &b, &e) == VX_OK);

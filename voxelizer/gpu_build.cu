@@ -193,19 +193,11 @@ __global__ void k_pairs(part_ctx c, const tri_box *box, const uint64_t *start, u
 
 #define EMPTY_KEY (~0ull)
 
-__device__ uint64_t mix(uint64_t x) {
-  x ^= x >> 31;
-  x *= 0x7fb5d329728ea185ull;
-  x ^= x >> 27;
-  x *= 0x81dadef4bc2dd44dull;
-  return x ^ (x >> 33);
-}
-
 __global__ void k_hash_insert(const uint64_t *codes, uint64_t n, unsigned long long *hkey,
                               uint32_t *hval, uint64_t mask) {
   uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  uint64_t h = mix(codes[i]) & mask;
+  uint64_t h = vx_mix64(codes[i]) & mask;
   for (;;) {
     unsigned long long prev = atomicCAS(hkey + h, EMPTY_KEY, (unsigned long long)codes[i]);
     if (prev == EMPTY_KEY || prev == codes[i]) break;
@@ -216,7 +208,7 @@ __global__ void k_hash_insert(const uint64_t *codes, uint64_t n, unsigned long l
 
 __device__ uint32_t hash_find(const unsigned long long *hkey, const uint32_t *hval,
                               uint64_t mask, uint64_t code) {
-  uint64_t h = mix(code) & mask;
+  uint64_t h = vx_mix64(code) & mask;
   for (;;) {
     unsigned long long k = hkey[h];
     if (k == code) return hval[h];

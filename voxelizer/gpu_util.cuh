@@ -39,7 +39,7 @@ inline double now_s() {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Copies [lo, hi) of src to dst on up to 16 threads (parallel page faults on fresh memory). */
+/* Copies `bytes` from src to dst on up to 16 threads. */
 inline void parallel_copy(char *dst, const char *src, size_t bytes) {
   unsigned nt = std::thread::hardware_concurrency();
   nt = nt < 1 ? 1 : nt > 16 ? 16 : nt;

@@ -28,6 +28,16 @@
 
 VX_EXTERN_C_BEGIN
 
+/* A 64-bit mixing function for the hash tables (sign.c on the CPU, gpu_build.cu on the GPU). */
+VX_HD uint64_t vx_mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
 /* ---- grid coordinates ------------------------------------------------------------------------ */
 
 /* Triangle t of the mesh in grid coordinates (finest voxels), double. Every module maps through
@@ -62,8 +72,8 @@ vx_status vx_sign_cert_gpu(const vx_mesh *m, const vx_transform *xf, const vx_wi
                            uint8_t *clean, vx_error *err);
 void vx_sign_free(vx_sign_data *s);
 
-/* The rules themselves (vx_sign_winding, vx_sign_of, vx_sign_normal) are in sign_eval.h, host
- * and device. */
+/* The rules themselves (vx_sign_clean, vx_sign_by_winding, vx_sign_of, vx_sign_normal) are in
+ * sign_eval.h, host and device; field_eval.h combines them per corner. */
 
 /* ---- surface voxels and field (blocks.c, field.c) -------------------------------------------- */
 

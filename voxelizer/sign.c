@@ -75,15 +75,6 @@ void vx_sign_free(vx_sign_data *s) {
   memset(s, 0, sizeof *s);
 }
 
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
-
 static uint32_t float_key(float f) {
   uint32_t u;
   if (f == 0.0f) f = 0.0f; /* -0 welds with +0 */
@@ -107,7 +98,7 @@ static int64_t weld(const vx_mesh *m, uint32_t *vid) {
   for (uint64_t c = 0; c < n; c++) {
     const float *p = m->pos + c * 3;
     uint32_t kx = float_key(p[0]), ky = float_key(p[1]), kz = float_key(p[2]);
-    uint64_t h = mix64(((uint64_t)kx << 32 | ky) ^ mix64(kz)) & mask;
+    uint64_t h = vx_mix64(((uint64_t)kx << 32 | ky) ^ vx_mix64(kz)) & mask;
     for (;;) {
       uint32_t e = slot[h];
       if (e == 0) {
@@ -212,7 +203,7 @@ vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err) {
       uint64_t t = c / 3, k = c % 3;
       uint32_t a = s->vid[c], b = s->vid[t * 3 + (k + 1) % 3];
       uint64_t kk = a < b ? (uint64_t)a << 32 | b : (uint64_t)b << 32 | a;
-      uint64_t h = mix64(kk) & mask;
+      uint64_t h = vx_mix64(kk) & mask;
       while (key[h] != UINT64_MAX && key[h] != kk) h = (h + 1) & mask;
       if (key[h] == UINT64_MAX) {
         key[h] = kk;

@@ -67,12 +67,10 @@ VX_HD double vx_sign_of(const vx_sign_data *s, uint64_t tri, int feat, const dou
   return vx_dot3d(d, n) < 0.0 ? -1.0 : 1.0;
 }
 
-/* -1 when grid point p lies inside by the winding rule, +1 otherwise: the pseudo-normal of
- * feature `feat` of `tri` (q: p's closest point on it, d: the distance) when the triangles around
- * that feature are clean and d > VX_SIGN_FACE_MIN voxels, else the winding number (sign.c). */
 /* Whether the pseudo-normal decides under the winding rule: 0 when the winding number must (p is
  * within VX_SIGN_FACE_MIN voxels, or the triangles around the feature are not clean), else the
- * feature's clean code (1: the pseudo-normal's side, otherwise the opposite side). */
+ * feature's clean code (1: the pseudo-normal's side, otherwise the opposite side). The per-corner
+ * rule that combines this with vx_sign_of and vx_sign_by_winding is field_eval.h's. */
 VX_HD int vx_sign_clean(const vx_sign_data *s, uint64_t tri, int feat, double d) {
   const uint32_t *v = s->vid + tri * 3;
   int clean;
@@ -91,16 +89,6 @@ VX_HD int vx_sign_clean(const vx_sign_data *s, uint64_t tri, int feat, double d)
 /* -1 when |w(p)| > 1/2 (inside by the winding number), else +1. */
 VX_HD double vx_sign_by_winding(const vx_sign_data *s, const double p[3]) {
   return fabs(vx_wind_eval(s->wind.nodes, s->wind.tri, p, VX_WIND_BETA)) > 0.5 ? -1.0 : 1.0;
-}
-
-/* -1 when grid point p lies inside by the winding rule, +1 otherwise: the pseudo-normal of
- * feature `feat` of `tri` (q: p's closest point on it, d: the distance) when the triangles around
- * that feature are clean and d > VX_SIGN_FACE_MIN voxels, else the winding number (sign.c). */
-VX_HD double vx_sign_winding(const vx_sign_data *s, uint64_t tri, int feat, const double p[3],
-                             const double q[3], double d) {
-  int clean = vx_sign_clean(s, tri, feat, d);
-  if (clean) return clean == 1 ? vx_sign_of(s, tri, feat, p, q) : -vx_sign_of(s, tri, feat, p, q);
-  return vx_sign_by_winding(s, p);
 }
 
 #endif
