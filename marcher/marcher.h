@@ -36,6 +36,8 @@ typedef struct vx_render_opts {
   float lod_scale;  /* auto LOD: a node is fine enough when its projection < lod_scale pixels; 0: 1 */
   vx_shade shade;
   vx_camera cam;
+  int no_cull;      /* 1: walk every cell the ray crosses, without plane-bound culling (trace.h);
+                       the image is the same, for measuring what culling saves */
 } vx_render_opts;
 
 typedef struct vx_image {

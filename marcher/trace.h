@@ -69,6 +69,8 @@ typedef struct vx_trace_scene {
   float du[3], dv[3];     /* change of direction per pixel in x (right) and y (down) */
   float light[3];         /* unit direction towards the light, grid space */
   float world_per_grid;   /* multiply a grid distance by this for world units */
+  int cull;               /* 1: full-detail walks skip nodes whose plane bound excludes a zero */
+  float cull_eps;         /* float round-off allowance of that test, field units (voxels) */
 } vx_trace_scene;
 
 typedef struct vx_pixel {
@@ -136,6 +138,51 @@ typedef struct vx_trace_hit {
 VX_HD float vx_tr_min(float a, float b) { return a < b ? a : b; }
 VX_HD float vx_tr_max(float a, float b) { return a > b ? a : b; }
 
+/* 1/sqrt(x): the hardware approximation on the GPU (relative error ~1e-7); only used where a
+ * margin covers it, so CPU and GPU may differ in the last bits. */
+VX_HD float vx_rsqrt_approx(float x) {
+#if defined(__CUDA_ARCH__)
+  return rsqrtf(x);
+#else
+  return 1.0f / sqrtf(x);
+#endif
+}
+
+/* Plane-bound culling. A node's packed plane P and its max-error bound E hold |f - P| <= E at
+ * every corner sample below it (svo/lod.h), and inside a voxel f - P is the trilinear
+ * interpolation of its corner differences (P is affine), so |f - P| <= E in every voxel of the
+ * subtree. P is affine along the ray, so if P > E + eps at both ends of the ray's segment in the
+ * node's box (or < -(E + eps) at both), the field has no zero on that segment and no voxel below
+ * can be hit: the walk steps over the node. eps covers the float evaluation (scene.c).
+ * P along the ray: with c the node's centre and tm_i = (tx0_i + tx1_i) / 2 the t at which the ray
+ * crosses the centre plane of axis i, o_i - c_i = -tm_i d_i, so
+ *   P(t) = n . (o + t d - c) + d_node size = sum_i n_i d_i (t - tm_i) + d_node size,
+ * from the slab t's the walk already has (d: the direction those t's describe).
+ * Returns 1 for "no zero possible"; *neg is set when the field is negative at the entry. */
+VX_HD int vx_node_excludes_zero(const vx_node *nd, const float d[3], const float tx0[3],
+                                const float tx1[3], float size, float tc0, float tc1, float eps,
+                                int *neg) {
+  uint32_t code = vx_node_errmax_code(nd->info);
+  /* the decoded bound (node.h: 2^((code-1)/10 - 10)), rounded up generously */
+  float e = exp2f((float)code * 0.1f - 10.1f) * 1.001f + eps + 1e-5f * size;
+  float u = (float)(nd->normal & 0xffffu) * (2.0f / 65535.0f) - 1.0f;
+  float v = (float)(nd->normal >> 16) * (2.0f / 65535.0f) - 1.0f;
+  float z = 1.0f - fabsf(u) - fabsf(v);
+  if (z < 0.0f) {
+    float ou = u;
+    u = (1.0f - fabsf(v)) * vx_sign_nz(ou);
+    v = (1.0f - fabsf(ou)) * vx_sign_nz(v);
+  }
+  float il = vx_rsqrt_approx(u * u + v * v + z * z);
+  float w0 = u * il * d[0], w1 = v * il * d[1], w2 = z * il * d[2];
+  float g0 = w0 * (tc0 - 0.5f * (tx0[0] + tx1[0])) + w1 * (tc0 - 0.5f * (tx0[1] + tx1[1])) +
+             w2 * (tc0 - 0.5f * (tx0[2] + tx1[2])) + nd->d * size;
+  float g1 = g0 + (w0 + w1 + w2) * (tc1 - tc0);
+  *neg = g0 < 0.0f;
+  /* code 0 (no samples) and 255 (a bound beyond the code range) never cull */
+  return code - 1u < 254u && ((g0 > e && g1 > e) || (g0 < -e && g1 < -e));
+}
+
 /* Value of the cubic k[0] + k[1] s + k[2] s^2 + k[3] s^3 (Horner). */
 VX_HD float vx_cubic_eval(const float k[4], float s) {
   return ((k[3] * s + k[2]) * s + k[1]) * s + k[0];
@@ -178,11 +225,13 @@ VX_HD void vx_trilinear_grad(const float c[8], const float x[3], float g[3]) {
          wx1 * wy1 * (c[7] - c[3]);
 }
 
-/* First root of the cubic k on [0, smax], or a negative number when it has none there.
- * The derivative's roots split [0, smax] into monotone pieces; the first piece whose ends differ
- * in sign (or touch zero) holds the first root, refined by bisection. Exact up to float rounding
- * of the coefficients: a sign change, however narrow, is never stepped over. */
-VX_HD float vx_cubic_first_root(const float k[4], float smax) {
+/* The first root of the cubic k on [0, smax], isolated: returns 1 with br = {lo, hi, f(lo),
+ * f(hi)}, a bracket on a monotone piece whose ends differ in sign (lo == hi: an exact zero there),
+ * or 0 when the cubic has no zero on [0, smax]. The derivative's roots split [0, smax] into
+ * monotone pieces; the first piece whose ends differ in sign (or touch zero) holds the first
+ * root. Exact up to float rounding of the coefficients: a sign change, however narrow, is never
+ * stepped over. The walk calls this per voxel; the refinement runs once per ray (below). */
+VX_HD int vx_cubic_first_bracket(const float k[4], float smax, float br[4]) {
   /* derivative 3 k3 s^2 + 2 k2 s + k1 */
   float A = 3.0f * k[3], B = 2.0f * k[2], C = k[1];
   float r0 = smax, r1 = smax; /* split points in (0, smax), sorted; smax = none */
@@ -205,31 +254,47 @@ VX_HD float vx_cubic_first_root(const float k[4], float smax) {
   /* Any sign change counts, either way: a ray that enters the solid without crossing a stored
    * zero (through the grid boundary, or where a scan's sign is flipped) still stops at the next
    * zero of the field, never at a voxel face. */
-  if (fa == 0.0f) return 0.0f;
+  br[0] = br[1] = 0.0f;
+  br[2] = br[3] = 0.0f;
+  if (fa == 0.0f) return 1;
   VX_UNROLL
   for (int piece = 0; piece < 3; piece++) {
     float sb = piece == 0 ? r0 : (piece == 1 ? r1 : smax);
     if (sb <= sa) continue;
     float fb = vx_cubic_eval(k, sb);
-    if (fb == 0.0f) return sb;
-    if ((fa < 0.0f) != (fb < 0.0f)) {
-      /* bisection on a monotone piece: 12 halvings leave a bracket of <= 2^-12 of a voxel's
-       * segment (<= 4.3e-4 voxel), then one secant step inside it: on a monotone piece the
-       * cubic is nearly linear there, so the result is within float noise of the root (24
-       * halvings before: the same to ~1e-6 voxel, twice the serial chain). */
-      float lo = sa, hi = sb, flo = fa, fhi = fb;
-      for (int it = 0; it < 12; it++) {
-        float mid = 0.5f * (lo + hi);
-        float fm = vx_cubic_eval(k, mid);
-        if (fm == 0.0f) return mid;
-        if ((fm < 0.0f) == (flo < 0.0f)) { lo = mid; flo = fm; } else { hi = mid; fhi = fm; }
-      }
-      return lo + (hi - lo) * (flo / (flo - fhi));
+    if (fb == 0.0f || (fa < 0.0f) != (fb < 0.0f)) {
+      br[0] = fb == 0.0f ? sb : sa;
+      br[1] = sb;
+      br[2] = fb == 0.0f ? 0.0f : fa;
+      br[3] = fb;
+      return 1;
     }
     sa = sb;
     fa = fb;
   }
-  return -1.0f;
+  return 0;
+}
+
+/* The root inside a bracket of vx_cubic_first_bracket: bisection on the monotone piece, 12
+ * halvings leave <= 2^-12 of a voxel's segment (<= 4.3e-4 voxel), then one secant step inside
+ * it: on a monotone piece the cubic is nearly linear there, so the result is within float noise
+ * of the root (24 halvings before: the same to ~1e-6 voxel, twice the serial chain). */
+VX_HD float vx_cubic_refine(const float k[4], const float br[4]) {
+  float lo = br[0], hi = br[1], flo = br[2], fhi = br[3];
+  if (lo == hi) return lo;
+  for (int it = 0; it < 12; it++) {
+    float mid = 0.5f * (lo + hi);
+    float fm = vx_cubic_eval(k, mid);
+    if (fm == 0.0f) return mid;
+    if ((fm < 0.0f) == (flo < 0.0f)) { lo = mid; flo = fm; } else { hi = mid; fhi = fm; }
+  }
+  return lo + (hi - lo) * (flo / (flo - fhi));
+}
+
+/* First root of the cubic k on [0, smax], or a negative number when it has none there. */
+VX_HD float vx_cubic_first_root(const float k[4], float smax) {
+  float br[4];
+  return vx_cubic_first_bracket(k, smax, br) ? vx_cubic_refine(k, br) : -1.0f;
 }
 
 /* Box face normal at the entry of a cell: the axis whose entry plane is the last one crossed.
@@ -252,15 +317,24 @@ VX_HD void vx_box_entry_normal(const float tx0[3], float tc0, const float d[3], 
 }
 
 /* Intersects a final cell with the ray on [tc0, tc1]. The cell is a voxel (level == depth) or a
- * node. cmin: the cell's real minimum corner (grid units), size: its edge. Returns 1 on a hit. */
+ * node. cmin: the cell's real minimum corner (grid units), size: its edge. Returns 1 on a hit.
+ * refine 0: only decides whether the cell is hit and sets *exit_val and *entry_val (the field
+ * where the ray leaves and enters it, for the crack rule; a box's entry is +1: the rule does not
+ * change a box); h is not written. refine 1: also the hit's t and normal in h.
+ * The walk calls it with 0 per cell and, for the one cell that is hit, with 1 after its loop,
+ * where the warp's lanes have converged (the root refinement is the longest serial chain). The
+ * two calls take the same branches, so they agree on the hit. */
 VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d[3], uint32_t level,
                         const float cmin[3], float size, float tc0, float tc1, const float tx0[3],
-                        const vx_node *node, const vx_voxel *vox, int crack, float *exit_val,
-                        vx_trace_hit *h) {
+                        const vx_node *node, const vx_voxel *vox, int crack, int refine,
+                        float *exit_val, float *entry_val, vx_trace_hit *h) {
+  *entry_val = 1.0f;
   if (s->shade == 1 /* VX_SHADE_BLOCKS */ ||
       (level < s->depth && !(vx_node_flags(node->info) & VX_NODE_PLANE_OK))) {
-    h->t = tc0;
-    vx_box_entry_normal(tx0, tc0, d, h->n);
+    if (refine) {
+      h->t = tc0;
+      vx_box_entry_normal(tx0, tc0, d, h->n);
+    }
     return 1;
   }
   /* 1/size exactly: size is a power of two, so its reciprocal's exponent is the negated one
@@ -282,11 +356,13 @@ VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d
     float g0 = n[0] * (a[0] - 0.5f) + n[1] * (a[1] - 0.5f) + n[2] * (a[2] - 0.5f) + node->d;
     float slope = (n[0] * d[0] + n[1] * d[1] + n[2] * d[2]) * inv_size;
     *exit_val = g0 + slope * (tc1 - tc0);
+    *entry_val = g0;
     float sr;
     if (g0 == 0.0f || (crack && g0 < 0.0f)) sr = 0.0f;
     else if (slope == 0.0f) return 0;
     else sr = -g0 / slope;
     if (!(sr >= 0.0f) || tc0 + sr > tc1) return 0;
+    if (!refine) return 1;
     h->t = tc0 + sr;
     h->n[0] = n[0];
     h->n[1] = n[1];
@@ -302,6 +378,7 @@ VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d
   float k[4];
   vx_trilinear_cubic(c, a, d, k); /* size is 1 for voxels: s is in grid units */
   float smax = tc1 - tc0;
+  *entry_val = k[0];
   {
     /* Exact early out: on [0, smax] the cubic is a convex combination of its Bernstein
      * coefficients b0..b3 (convex-hull property), so if all four have one sign it has no zero
@@ -321,8 +398,13 @@ VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d
     }
   }
   *exit_val = vx_cubic_eval(k, smax);
-  float sr = (crack && k[0] < 0.0f) ? 0.0f : vx_cubic_first_root(k, smax);
-  if (sr < 0.0f) return 0;
+  float sr = 0.0f, br[4];
+  if (!(crack && k[0] < 0.0f)) {
+    if (!vx_cubic_first_bracket(k, smax, br)) return 0;
+    if (!refine) return 1;
+    sr = vx_cubic_refine(k, br);
+  }
+  if (!refine) return 1;
   float x[3];
   VX_UNROLL
   for (int i = 0; i < 3; i++) x[i] = vx_tr_min(vx_tr_max(a[i] + sr * d[i], 0.0f), 1.0f);
@@ -343,8 +425,53 @@ VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d
   return 1;
 }
 
+/* Index of the highest set bit of x (x != 0). */
+VX_HD uint32_t vx_highest_bit(uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return 31u - (uint32_t)__clz(x);
+#elif defined(__GNUC__)
+  return 31u - (uint32_t)__builtin_clz(x);
+#else
+  uint32_t b = 0;
+  while (x >>= 1) b++;
+  return b;
+#endif
+}
+
+/* Does a cell that the walk of vx_trace_ray would draw (a final cell) hold the ray's points just
+ * before t? A descent from the root along that point with the walk's slab t's and final-cell
+ * rules (lmax: the deepest level drawn). Used only to settle the crack rule after culling. */
+VX_HD int vx_final_cell_before(const vx_trace_scene *s, const float inv[3], const float ob[3],
+                               uint32_t mirror, int lmax, float t, uint32_t *visits) {
+  const uint32_t D = s->depth;
+  uint32_t S = 1u << D, pos[3] = {0u, 0u, 0u};
+  vx_node node = vx_fetch_node(&s->nodes[0]);
+  (*visits)++;
+  for (uint32_t cl = 1; cl <= D; cl++) {
+    uint32_t mask = vx_node_mask(node.info), idx = 0;
+    S >>= 1;
+    float tc0 = 0.0f;
+    VX_UNROLL
+    for (int i = 0; i < 3; i++) {
+      uint32_t bit = (float)(pos[i] + S) * inv[i] - ob[i] < t ? 1u : 0u;
+      idx |= bit << i;
+      pos[i] += bit * S;
+      tc0 = vx_tr_max(tc0, (float)pos[i] * inv[i] - ob[i]);
+    }
+    uint32_t slot = idx ^ mirror;
+    if (!(mask >> slot & 1u)) return 0;
+    if (cl == D) return 1; /* a voxel */
+    node = vx_fetch_node(&s->nodes[vx_child_index(node.child, mask, slot)]);
+    (*visits)++;
+    if (vx_node_mask(node.info) == 0 || (int)cl >= lmax ||
+        (s->auto_lod && (float)S < tc0 * s->pixel_angle))
+      return 1;
+  }
+  return 0;
+}
+
 /* Traces a ray in grid space: origin o, unit direction d. Fills h; returns h->hit. */
-VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[3],
+VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_in[3],
                        vx_trace_hit *h) {
   const uint32_t D = s->depth;
   const uint32_t R = 1u << D;
@@ -354,18 +481,20 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[
   h->n[0] = h->n[1] = h->n[2] = 0.0f;
   h->visits = 0;
 
-  /* mirror into the positive octant */
+  /* mirror into the positive octant; d: the direction with components under 1e-12 raised to
+   * +-1e-12, the ray the slab t's below describe */
   uint32_t mirror = 0;
-  float inv[3], ob[3]; /* a plane P of the mirrored grid is crossed at t = P * inv - ob */
+  float d[3], inv[3], ob[3]; /* a plane P of the mirrored grid is crossed at t = P * inv - ob */
   VX_UNROLL
   for (int i = 0; i < 3; i++) {
-    float di = d[i], oi = o[i];
+    float di = d_in[i], oi = o[i];
     if (di < 0.0f) {
       mirror |= 1u << i;
       di = -di;
       oi = Rf - oi;
     }
     if (di < 1e-12f) di = 1e-12f;
+    d[i] = (mirror >> i & 1u) ? -di : di;
     inv[i] = 1.0f / di;
     ob[i] = oi * inv[i];
   }
@@ -396,16 +525,20 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[
       float rtx0[3];
       VX_UNROLL
       for (int i = 0; i < 3; i++) rtx0[i] = tx0[i];
-      float v1;
-      h->hit = vx_trace_cell(s, o, d, 0, cmin, Rf, t0, t1, rtx0, &node, 0, 0, &v1, h);
+      float v0, v1;
+      h->hit = vx_trace_cell(s, o, d, 0, cmin, Rf, t0, t1, rtx0, &node, 0, 0, 1, &v1, &v0, h);
       if (!h->hit) h->t = INFINITY;
       return h->hit;
     }
   }
+  /* culling needs every drawn cell below a culled node to be a voxel: full detail, and with auto
+   * LOD only while nodes of 2 voxels are still wider than the pixel cone (see below) */
+  const int cull = s->cull && lmax == (int)D;
 
   /* State: the node at level l whose children we walk (child, mask), the current child's
-   * mirrored slot idx, origin pos (mirrored grid units) and size S = 2^(D-l-1). */
-  uint32_t stk_child[VX_MAX_DEPTH], stk_info[VX_MAX_DEPTH];
+   * mirrored slot idx, origin pos (mirrored grid units) and size S = 2^(D-l-1). The stack holds
+   * the (child, mask) of the nodes above; a popped cell's slot and origin follow from pos. */
+  uint32_t stk_child[VX_MAX_DEPTH], stk_mask[VX_MAX_DEPTH];
   uint32_t child = node.child, mask = vx_node_mask(node.info);
   uint32_t l = 0;
   uint32_t S = R >> 1;
@@ -419,6 +552,9 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[
   }
 
   float prev_t1 = -1.0f, prev_v1 = 0.0f; /* exit of the last final cell, and the field there */
+  int prev_culled = 0;                   /* ... or of a node culled as positive */
+  int hit = 0, hit_crack = 0;            /* the cell being visited is hit (crack rule or not) */
+  vx_voxel vox = {{0}}; /* the last voxel visited */
   for (uint32_t iter = 0; iter < (1u << 26); iter++) {
     float Sf = (float)S;
     float tc0 = 0.0f, tc1 = INFINITY;
@@ -433,16 +569,32 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[
     if ((mask >> slot & 1u) && tc0 <= tc1) {
       uint32_t ci = vx_child_index(child, mask, slot);
       uint32_t cl = l + 1; /* the cell's level */
-      int final_cell = 1;
+      int final_cell = 1, culled = 0;
       if (cl < D) {
         node = vx_fetch_node(&s->nodes[ci]); /* one 16-byte load */
         h->visits++;
         uint32_t cmask = vx_node_mask(node.info);
         final_cell = cmask == 0 || (int)cl >= lmax || (s->auto_lod && Sf < tc0 * s->pixel_angle);
-        if (!final_cell) {
+        /* With auto LOD a node below is drawn as a plane when its size < t * pixel_angle; t <=
+         * tc1 below this node, so tc1 * pixel_angle <= 2 keeps every node above the voxels. */
+        if (!final_cell && cull && (!s->auto_lod || tc1 * s->pixel_angle <= 2.0f)) {
+          /* Plane-bound culling: no zero of the field on this segment, so no voxel below can be
+           * hit; step over the node. Kept when the crack rule could fire at its entry (a
+           * negative node right after a final cell left positive). */
+          int neg = 0;
+          if (vx_node_excludes_zero(&node, d, tx0, tx1, Sf, tc0, tc1, s->cull_eps, &neg) &&
+              !(neg && prev_v1 > 0.0f && tc0 - prev_t1 <= 1e-5f * (1.0f + tc0))) {
+            culled = 1;
+            /* the crack state its cells would leave: the field's sign up to the node's exit */
+            prev_t1 = tc1;
+            prev_v1 = neg ? -1.0f : 1.0f;
+            prev_culled = !neg;
+          }
+        }
+        if (!final_cell && !culled) {
           // PUSH: descend into the cell; its first child is the one holding the entry point.
           stk_child[l] = child;
-          stk_info[l] = mask | idx << 8;
+          stk_mask[l] = mask;
           child = node.child;
           mask = cmask;
           l = cl;
@@ -458,57 +610,97 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d[
           continue;
         }
       }
-      /* a final cell: plane, box or voxel */
-      float cmin[3], rtx0[3];
-      VX_UNROLL
-      for (int i = 0; i < 3; i++) {
-        cmin[i] = (mirror >> i & 1u) ? Rf - (float)pos[i] - Sf : (float)pos[i];
-        rtx0[i] = tx0[i];
-      }
-      vx_voxel vox;
-      if (cl == D) {
-        vox = vx_fetch_voxel(&s->voxels[ci]); /* one 8-byte load */
-        h->visits++;
-      }
-      /* Crack filling: two adjacent final cells approximated by different planes (LOD cuts,
-       * pruned leaves) need not meet on their common face. A ray that leaves one cell outside
-       * (field > 0) and enters the adjacent one inside (< 0) passed through such a crack: it hits
-       * the entry face. Finest voxels share corner values, so there the field is continuous and
-       * this never fires between two voxels. */
-      int crack = prev_v1 > 0.0f && tc0 - prev_t1 <= 1e-5f * (1.0f + tc0);
-      float v1 = 0.0f;
-      if (vx_trace_cell(s, o, d, cl, cmin, Sf, tc0, tc1, rtx0, &node, &vox, crack, &v1, h)) {
-        h->hit = 1;
-        return 1;
-      }
-      prev_t1 = tc1;
-      prev_v1 = v1;
-    }
-    // ADVANCE: step over the cell's exit planes; when that leaves the parent, POP first.
-    for (;;) {
-      float te = vx_tr_min(vx_tr_min(tx1[0], tx1[1]), tx1[2]);
-      uint32_t step = (tx1[0] <= te ? 1u : 0u) | (tx1[1] <= te ? 2u : 0u) | (tx1[2] <= te ? 4u : 0u);
-      if (!(idx & step)) {
-        idx |= step;
+      if (!culled) {
+        /* a final cell: plane, box or voxel */
+        float cmin[3];
         VX_UNROLL
-        for (int i = 0; i < 3; i++) pos[i] += (step >> i & 1u) * S;
-        break;
+        for (int i = 0; i < 3; i++)
+          cmin[i] = (mirror >> i & 1u) ? Rf - (float)pos[i] - Sf : (float)pos[i];
+        if (cl == D) {
+          vox = vx_fetch_voxel(&s->voxels[ci]); /* one 8-byte load */
+          h->visits++;
+        }
+        /* Crack filling: two adjacent final cells approximated by different planes (LOD cuts,
+         * pruned leaves) need not meet on their common face. A ray that leaves one cell outside
+         * (field > 0) and enters the adjacent one inside (< 0) passed through such a crack: it
+         * hits the entry face. Finest voxels share corner values, so between two voxels this
+         * fires only where the thin-feature rule re-signed one of them (voxelizer). */
+        int crack = prev_v1 > 0.0f && tc0 - prev_t1 <= 1e-5f * (1.0f + tc0);
+        /* After a culled node that is positive to its exit, whether a final cell of it ended
+         * there (the plain walk's crack state) is unknown; it only matters when this cell
+         * starts negative, rare (a sign discontinuity), and then a walk to that point tells. */
+        int unsure = crack && prev_culled;
+        float v0 = 0.0f, v1 = 0.0f;
+        int hc = vx_trace_cell(s, o, d, cl, cmin, Sf, tc0, tc1, tx0, &node, &vox, crack && !unsure,
+                               0, &v1, &v0, h);
+        if (unsure) {
+          crack = v0 < 0.0f && vx_final_cell_before(s, inv, ob, mirror, lmax, tc0, &h->visits);
+          hc |= crack; /* the crack rule hits at the entry */
+        }
+        if (hc) {
+          hit = 1;
+          hit_crack = crack;
+          break;
+        }
+        prev_t1 = tc1;
+        prev_v1 = v1;
+        prev_culled = 0;
       }
-      // POP: the current cell becomes the parent's cell; its exit is re-examined.
-      if (l == 0) return 0;
-      l--;
-      S <<= 1;
-      child = stk_child[l];
-      mask = stk_info[l] & 0xffu;
-      idx = stk_info[l] >> 8;
+    }
+    // ADVANCE: step over the cell's exit planes, within the parent when they are inside it.
+    float te = vx_tr_min(vx_tr_min(tx1[0], tx1[1]), tx1[2]);
+    uint32_t step = (tx1[0] <= te ? 1u : 0u) | (tx1[1] <= te ? 2u : 0u) | (tx1[2] <= te ? 4u : 0u);
+    if (!(idx & step)) {
+      idx |= step;
       VX_UNROLL
-      for (int i = 0; i < 3; i++) {
-        pos[i] &= ~(S - 1u);
-        tx1[i] = (float)(pos[i] + S) * inv[i] - ob[i];
-      }
+      for (int i = 0; i < 3; i++) pos[i] += (step >> i & 1u) * S;
+      continue;
+    }
+    // POP (ESVO): the highest bit that the step changes in pos names the level of the first
+    // ancestor whose cell the ray stays in; its walk resumes at the cell holding the new pos
+    // (the chain of one-level pops reaches the same cell: a parent exits through the same planes).
+    uint32_t diff = 0;
+    VX_UNROLL
+    for (int i = 0; i < 3; i++) {
+      uint32_t np = pos[i] + (step >> i & 1u) * S;
+      diff |= pos[i] ^ np;
+      pos[i] = np;
+    }
+    uint32_t hb = vx_highest_bit(diff); /* the new cell's size is 2^hb */
+    if (hb >= D) break;                  /* left the root */
+    l = D - 1u - hb;
+    S = 1u << hb;
+    child = stk_child[l];
+    mask = stk_mask[l];
+    idx = 0;
+    VX_UNROLL
+    for (int i = 0; i < 3; i++) {
+      pos[i] &= ~(S - 1u);
+      idx |= (pos[i] >> hb & 1u) << i;
     }
   }
-  return 0;
+  if (!hit) return 0;
+
+  /* The hit cell, once more with the root refinement and the normal: the loop's state still
+   * describes it (the break left it as it was), and every lane of a warp that hits runs this
+   * together after the loop instead of alone inside it. */
+  {
+    float Sf = (float)S;
+    float tc0 = 0.0f, tc1 = INFINITY, cmin[3];
+    VX_UNROLL
+    for (int i = 0; i < 3; i++) {
+      tx0[i] = (float)pos[i] * inv[i] - ob[i];
+      tx1[i] = (float)(pos[i] + S) * inv[i] - ob[i];
+      tc0 = vx_tr_max(tc0, tx0[i]);
+      tc1 = vx_tr_min(tc1, tx1[i]);
+      cmin[i] = (mirror >> i & 1u) ? Rf - (float)pos[i] - Sf : (float)pos[i];
+    }
+    float v0, v1;
+    h->hit = vx_trace_cell(s, o, d, l + 1, cmin, Sf, tc0, tc1, tx0, &node, &vox, hit_crack, 1, &v1,
+                           &v0, h);
+    if (!h->hit) h->t = INFINITY; /* cannot happen: the same branches as in the loop */
+  }
+  return h->hit;
 }
 
 /* 8-bit channel from a linear value: gamma 2 (sqrt), clamped. */

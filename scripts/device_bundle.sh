@@ -52,7 +52,8 @@ fi
 mkdir -p "$ROOT/devdata/shared/messy" "$ROOT/devdata/shared/fandisk"
 cp "$MESHES"/messy/* "$ROOT/devdata/shared/messy/"
 cp "$MESHES"/fandisk/fandisk.off "$ROOT/devdata/shared/fandisk/"
-EXCL=$(git -C "$ROOT" rev-parse --git-path info/exclude)
+EXCL=$(cd "$ROOT" && realpath -m "$(git rev-parse --git-path info/exclude)")
+mkdir -p "$(dirname "$EXCL")"
 grep -qx '/devdata/' "$EXCL" 2>/dev/null || echo '/devdata/' >> "$EXCL"
 
 du -sh "$B/voxlod" "$B/bench_nanovdb" "$B/lib" "$B"/tests/test_gpu_* "$ROOT/devdata" | sed 's/^/  /'

@@ -7,7 +7,7 @@
 # Results go under $OUT (at most 8 files come back): gpu_log.txt, sass_check.txt,
 # bunny/{voxlod,nanovdb}.png, dragon/{voxlod,nanovdb}.png, bunny/bench.json, dragon/bench.json.
 #
-#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k|zoom|perf|session3 ...]
+#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k|zoom|perf|session3|trees|versus|ncu ...]
 #   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU build; `zoom` repeats the dragons filling the frame;
 #   `perf` times every model framed and zoomed with the kernel variants, 50 frames)
 set -uo pipefail
@@ -123,6 +123,56 @@ for s in $steps; do
     done
     stamp "voxlod bench dragon4096 zoomed"
     timeout 100 $B/voxlod bench /tmp/vx/dragon4096.svo --zoom 0.4 --lod 12,11,10,auto --frames 50
+    ;;
+  trees)
+    # the benchmark trees, built on the GPU (convert --gpu gives the CPU's file, GPU_BUILD.md)
+    stamp "trees (convert --gpu)"
+    for m in bunny512:bunny:512 dragon2048:dragon:2048 dragon4096:dragon:4096; do
+      IFS=: read -r name src res <<< "$m"
+      [ -f /tmp/vx/$name.svo ] || timeout 120 $B/voxlod convert $D/$src.ply /tmp/vx/$name.svo --res $res --gpu -q 2>&1 | tail -n 2
+    done
+    ls -l /tmp/vx/*.svo
+    ;;
+  versus)
+    # this build against $B/bench_nanovdb_base (the code before a change) in the same run: every
+    # model framed and zoomed, the sweep (culling off, block shapes, caps) and NanoVDB
+    FRAMES=${VX_FRAMES:-50}
+    for name in dragon4096 dragon2048 bunny512; do
+      for z in 0.4 1; do
+        stamp "versus $name zoom $z"
+        mkdir -p "/tmp/vx/vs/$name-z$z"
+        if [ -x $B/bench_nanovdb_base ]; then
+          echo "-- base:"
+          timeout 100 $B/bench_nanovdb_base /tmp/vx/$name.svo --size 1920x1080 --frames "$FRAMES" \
+            --views 8 --zoom $z --no-nanovdb --out /tmp/vx
+        fi
+        echo "-- this build:"
+        timeout 200 $B/bench_nanovdb /tmp/vx/$name.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
+          --zoom $z ${VX_SWEEP---sweep} --out "/tmp/vx/vs/$name-z$z" --json "/tmp/vx/vs/$name-z$z/bench.json"
+        cat "/tmp/vx/vs/$name-z$z/bench.json"
+      done
+    done
+    cp /tmp/vx/vs/dragon4096-z0.4/voxlod.png "$OUT/voxlod_dragon4096_z04.png"
+    stamp "voxlod bench dragon4096 zoomed, every level"
+    timeout 100 $B/voxlod bench /tmp/vx/dragon4096.svo --zoom 0.4 --lod all --frames "$FRAMES"
+    ;;
+  ncu)
+    # Nsight Compute on one frame (view 0, zoomed dragon 4096^3) of the base and of this build:
+    # the details page (occupancy, pipes, stall reasons, memory) and the per-instruction SASS page
+    stamp "ncu"
+    mkdir -p "$OUT/ncu"
+    for v in base new; do
+      bin=$B/voxlod
+      [ $v = base ] && bin=$B/voxlod_base
+      [ -x $bin ] || continue
+      timeout 240 ncu --set full --import-source yes -k regex:vx_kernel_tiled --launch-skip 8 \
+        --launch-count 1 -f -o /tmp/vx/prof_$v $bin bench /tmp/vx/dragon4096.svo --zoom 0.4 \
+        --lod 12 --frames 3 > /tmp/vx/ncu_$v.log 2>&1 || tail -n 20 /tmp/vx/ncu_$v.log
+      ncu -i /tmp/vx/prof_$v.ncu-rep --page details --csv > "$OUT/ncu/details_$v.csv" 2>&1
+      ncu -i /tmp/vx/prof_$v.ncu-rep --page source --csv --print-source sass \
+        > "$OUT/ncu/sass_$v.csv" 2>&1 || tail -n 5 "$OUT/ncu/sass_$v.csv"
+      grep -E '"(Duration|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|Executed Ipc Active|Branch Efficiency|Avg. Divergent Branches|L1/TEX Hit Rate|L2 Hit Rate|Memory Throughput|Compute \(SM\) Throughput|Warp Cycles Per Issued Instruction|Avg. Active Threads Per Warp|Executed Instructions)"' "$OUT/ncu/details_$v.csv" | cut -d, -f12- | head -40
+    done
     ;;
   session3)
     # the per-ray changes of session 3: every model framed and zoomed, this build (with the sweep

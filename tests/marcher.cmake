@@ -7,3 +7,5 @@ vx_add_test(test_marcher_lod SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_lo
             LIBS vx_marcher)
 vx_add_test(test_marcher_mesh SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_mesh.c
             LIBS vx_marcher vx_voxelizer vx_formats)
+vx_add_test(test_marcher_cull SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_cull.c
+            LIBS vx_marcher vx_voxelizer vx_formats)

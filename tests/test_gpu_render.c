@@ -135,6 +135,20 @@ static void gpu_variants_give_identical_images(void) {
       CHECK_MSG(memcmp(ref.visits, img.visits, (size_t)W * H * 4) == 0,
                 "variant %d: visit counts differ", k);
     }
+    /* the plain walk (no plane-bound culling): the same image, more node fetches */
+    vx_render_opts op = o;
+    op.no_cull = 1;
+    if (gpu_render(&op, NULL, &img) == VX_OK) {
+      CHECK_MSG(memcmp(ref.rgb, img.rgb, (size_t)W * H * 3) == 0, "no culling: image differs");
+      CHECK_MSG(memcmp(ref.depth, img.depth, (size_t)W * H * 4) == 0, "no culling: depth differs");
+      uint64_t vc = 0, vp = 0;
+      for (size_t i = 0; i < (size_t)W * H; i++) {
+        vc += ref.visits[i];
+        vp += img.visits[i];
+      }
+      CHECK_MSG(vc <= vp, "culling fetched more nodes (%llu) than the plain walk (%llu)",
+                (unsigned long long)vc, (unsigned long long)vp);
+    }
   }
   vx_image_free(&ref);
   vx_image_free(&img);

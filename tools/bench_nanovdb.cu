@@ -113,16 +113,15 @@ int main(int argc, char **argv) {
   print_result("voxlod default (tiled 16x8)", &ours);
 
   if (sweep) {
-    struct { const char *name; uint32_t bw, bh; int sched, cap; } vs[] = {
-        {"tiled 8x8", 8, 8, VX_GPU_TILED, 0},   {"tiled 32x4", 32, 4, VX_GPU_TILED, 0},
-        {"tiled 8x4", 8, 4, VX_GPU_TILED, 0},     {"tiled 16x16", 16, 16, VX_GPU_TILED, 0},
-        {"tiled 32x8", 32, 8, VX_GPU_TILED, 0},   {"tiled 8x8 cap 64", 8, 8, VX_GPU_TILED, 64},
-        {"tiled 8x8 cap 42", 8, 8, VX_GPU_TILED, 42}, {"tiled 8x8 cap 85", 8, 8, VX_GPU_TILED, 85},
-        {"persistent 128", 128, 1, VX_GPU_PERSISTENT, 0},
-        {"persistent 256", 256, 1, VX_GPU_PERSISTENT, 0},
-        {"persistent 64", 64, 1, VX_GPU_PERSISTENT, 0},
-        {"persistent 128 cap 64", 128, 1, VX_GPU_PERSISTENT, 64},
-        {"tiled 16x8 again (spread)", 16, 8, VX_GPU_TILED, 0}};
+    struct { const char *name; uint32_t bw, bh; int sched, cap, no_cull; } vs[] = {
+        {"tiled 16x8 no culling", 16, 8, VX_GPU_TILED, 0, 1},
+        {"tiled 8x8", 8, 8, VX_GPU_TILED, 0, 0},   {"tiled 32x4", 32, 4, VX_GPU_TILED, 0, 0},
+        {"tiled 8x4", 8, 4, VX_GPU_TILED, 0, 0},     {"tiled 16x16", 16, 16, VX_GPU_TILED, 0, 0},
+        {"tiled 16x8 cap 64", 16, 8, VX_GPU_TILED, 64, 0},
+        {"tiled 16x8 cap 42", 16, 8, VX_GPU_TILED, 42, 0},
+        {"persistent 128", 128, 1, VX_GPU_PERSISTENT, 0, 0},
+        {"persistent 128 cap 64", 128, 1, VX_GPU_PERSISTENT, 64, 0},
+        {"tiled 16x8 again (spread)", 16, 8, VX_GPU_TILED, 0, 0}};
     for (size_t k = 0; k < sizeof vs / sizeof vs[0]; k++) {
       vx_gpu_config cfg;
       memset(&cfg, 0, sizeof cfg);
@@ -130,8 +129,10 @@ int main(int argc, char **argv) {
       cfg.block_h = vs[k].bh;
       cfg.schedule = vs[k].sched;
       cfg.reg_cap = vs[k].cap;
+      vx_render_opts ov = o;
+      ov.no_cull = vs[k].no_cull;
       vx_gpu_bench_result r;
-      if (vx_gpu_bench(&t, &o, views, nviews, frames, &cfg, &r, &e) != VX_OK) {
+      if (vx_gpu_bench(&t, &ov, views, nviews, frames, &cfg, &r, &e) != VX_OK) {
         fprintf(stderr, "%s: %s\n", vs[k].name, e.msg);
         continue;
       }
