@@ -12,7 +12,7 @@
 #include "svo/svo.h"
 
 #define VX_SVO_MAGIC "VXLOD\0\r\n"
-#define VX_SVO_VERSION 1u
+#define VX_SVO_VERSION 2u
 #define VX_SVO_PROLOGUE 32u
 #define VX_SVO_HEADER_FIXED 48u
 #define VX_SVO_LEVEL_ENTRY 32u

@@ -130,6 +130,18 @@ static void unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
   }
 }
 
+/* Version 1 defined flags bits 0 and 1 only; bits 2..7 (the drawn-plane bound code) came with
+ * version 2. */
+static vx_status no_bound_codes(const vx_node *n, uint64_t count, const char *name,
+                                const char *what, vx_error *err) {
+  for (uint64_t i = 0; i < count; i++)
+    if (vx_node_bound_code(n[i].info) != 0)
+      return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s node %llu: unknown flags 0x%x in a "
+                          "version-1 file", name, what, (unsigned long long)i,
+                          vx_node_flags(n[i].info));
+  return VX_OK;
+}
+
 /* Voxels as they are: 8 corners (int8) per voxel, in Morton order (written straight from memory). */
 static void unpack_voxels(const uint8_t *raw, uint64_t count, vx_voxel *v) {
   for (uint64_t i = 0; i < count; i++)
@@ -577,9 +589,12 @@ static vx_status decode(svo_src *src, const vx_read_opts *opts, vx_tree *t, vx_f
     if ((s = src_get(src, offset, zsize[l], &p, err)) != VX_OK) break;
     if ((s = checked(ck, p, zsize[l], zcheck[l], name, what, err)) != VX_OK) break;
     if ((s = unframe(dc, p, zsize[l], raw, rs, name, what, err)) != VX_OK) break;
-    if (l < t->depth)
+    if (l < t->depth) {
       unpack_nodes(raw, t->level_count[l], t->nodes + t->level_first[l]);
-    else
+      if (version < 2 && (s = no_bound_codes(t->nodes + t->level_first[l], t->level_count[l], name,
+                                             what, err)) != VX_OK)
+        break;
+    } else
       unpack_voxels(raw, t->level_count[l], t->voxels);
     offset += zsize[l];
   }

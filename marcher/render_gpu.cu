@@ -232,6 +232,7 @@ static int minb_for_cap(int cap) {
   if (cap >= 128) return 2;
   if (cap >= 85) return 3;
   if (cap >= 64) return 4;
+  if (cap >= 48) return 5;
   return 6;
 }
 
@@ -247,6 +248,7 @@ static const void *kernel_fn(int persistent, int minb) {
   case 2: return persistent ? persistent_fn<2>() : tiled_fn<2>();
   case 3: return persistent ? persistent_fn<3>() : tiled_fn<3>();
   case 4: return persistent ? persistent_fn<4>() : tiled_fn<4>();
+  case 5: return persistent ? persistent_fn<5>() : tiled_fn<5>();
   case 6: return persistent ? persistent_fn<6>() : tiled_fn<6>();
   default: return persistent ? persistent_fn<1>() : tiled_fn<1>();
   }
@@ -306,6 +308,7 @@ static vx_status gpu_launch(const gpu_ctx *c, const launch_plan *p, const vx_tra
   case 2: launch_minb<2>(p, *s, c, visits, stream); break;
   case 3: launch_minb<3>(p, *s, c, visits, stream); break;
   case 4: launch_minb<4>(p, *s, c, visits, stream); break;
+  case 5: launch_minb<5>(p, *s, c, visits, stream); break;
   case 6: launch_minb<6>(p, *s, c, visits, stream); break;
   default: launch_minb<1>(p, *s, c, visits, stream); break;
   }

@@ -111,13 +111,12 @@ vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_tree *t, const vx_rend
   normalize3(l);
   for (int i = 0; i < 3; i++) s->light[i] = (float)l[i];
   s->world_per_grid = (float)t->xf.scale;
-  /* Plane-bound culling (trace.h): only where every drawn cell is a voxel of an unpruned tree
-   * (a pruned leaf or a cut draws planes, which the bound says nothing about) and voxels are
-   * drawn as the field's zero set (not as boxes). trace.h also requires full detail per ray.
-   * eps: the float round-off of the plane test and of the voxel test's own evaluation point,
+  /* Plane-bound culling (trace.h): wherever cells are drawn as the zero set of the field or of
+   * a plane (not as boxes). eps: the float round-off of the plane test and of the voxel test's own evaluation point,
    * both ~2^-24 times the coordinates' magnitude M (eye, grid, ray parameter), the latter
    * times the field's steepest gradient (2 band per voxel, across a diagonal); taken 4x larger. */
-  s->cull = !o->no_cull && t->prune_error == 0.0f && o->shade != VX_SHADE_BLOCKS;
+  s->cull = !o->no_cull && o->shade != VX_SHADE_BLOCKS;
+  s->pruned = t->prune_error != 0.0f;
   double M = 2.0 * (double)(1u << t->depth);
   for (int i = 0; i < 3; i++) M += fabs((double)s->eye[i]);
   s->cull_eps = (float)(ldexp(M, -19) * (1.0 + 2.0 * (double)t->band));

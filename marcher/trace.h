@@ -69,7 +69,8 @@ typedef struct vx_trace_scene {
   float du[3], dv[3];     /* change of direction per pixel in x (right) and y (down) */
   float light[3];         /* unit direction towards the light, grid space */
   float world_per_grid;   /* multiply a grid distance by this for world units */
-  int cull;               /* 1: full-detail walks skip nodes whose plane bound excludes a zero */
+  int cull;               /* 1: skip nodes whose plane bounds exclude a zero (trace.h) */
+  int pruned;             /* the tree has pruned leaves (drawn as planes at any level) */
   float cull_eps;         /* float round-off allowance of that test, field units (voxels) */
 } vx_trace_scene;
 
@@ -88,6 +89,16 @@ VX_HD void vx_render_pixel(const vx_trace_scene *s, uint32_t px, uint32_t py, vx
 #define VX_UNROLL _Pragma("unroll")
 #else
 #define VX_UNROLL
+#endif
+
+/* Warp convergence on the GPU (nothing on the CPU): VX_WARP_LANES() names the lanes that are
+ * here together, VX_WARP_JOIN(m) waits until all of them have arrived. */
+#if defined(__CUDA_ARCH__)
+#define VX_WARP_LANES() __activemask()
+#define VX_WARP_JOIN(m) __syncwarp(m)
+#else
+#define VX_WARP_LANES() 0u
+#define VX_WARP_JOIN(m) ((void)(m))
 #endif
 
 /* One node: one 16-byte load; on the GPU through the read-only data path (PTX
@@ -151,20 +162,26 @@ VX_HD float vx_rsqrt_approx(float x) {
 /* Plane-bound culling. A node's packed plane P and its max-error bound E hold |f - P| <= E at
  * every corner sample below it (svo/lod.h), and inside a voxel f - P is the trilinear
  * interpolation of its corner differences (P is affine), so |f - P| <= E in every voxel of the
- * subtree. P is affine along the ray, so if P > E + eps at both ends of the ray's segment in the
- * node's box (or < -(E + eps) at both), the field has no zero on that segment and no voxel below
- * can be hit: the walk steps over the node. eps covers the float evaluation (scene.c).
+ * subtree. The planes that a render may draw below it instead (a --lod cut, auto LOD, pruned
+ * leaves), each across its whole box, are within the node's drawn-plane bound B of P (node.h).
+ * P is affine along the ray, so if P > m + eps at both ends of the ray's segment in the node's
+ * box (or < -(m + eps) at both), m = E for voxels, B for planes, the larger when either can be
+ * drawn, nothing below has a zero on that segment and the walk steps over the node. eps covers
+ * the float evaluation (scene.c).
  * P along the ray: with c the node's centre and tm_i = (tx0_i + tx1_i) / 2 the t at which the ray
  * crosses the centre plane of axis i, o_i - c_i = -tm_i d_i, so
  *   P(t) = n . (o + t d - c) + d_node size = sum_i n_i d_i (t - tm_i) + d_node size,
  * from the slab t's the walk already has (d: the direction those t's describe).
- * Returns 1 for "no zero possible"; *neg is set when the field is negative at the entry. */
+ * Returns 1 for "no zero possible"; *neg is set when P is negative at the entry. */
 VX_HD int vx_node_excludes_zero(const vx_node *nd, const float d[3], const float tx0[3],
                                 const float tx1[3], float size, float tc0, float tc1, float eps,
-                                int *neg) {
+                                int voxels, int planes, int *neg) {
   uint32_t code = vx_node_errmax_code(nd->info);
-  /* the decoded bound (node.h: 2^((code-1)/10 - 10)), rounded up generously */
-  float e = exp2f((float)code * 0.1f - 10.1f) * 1.001f + eps + 1e-5f * size;
+  /* the decoded bounds (node.h: E = 2^((code-1)/10 - 10)), E rounded up generously; code 0 (no
+   * samples) and 255 (a bound beyond the code range) never cull, nor does B's code 0 (none) */
+  float m = voxels ? exp2f((float)code * 0.1f - 10.1f) * 1.001f : 0.0f;
+  if (planes) m = vx_tr_max(m, vx_bound_decode(vx_node_bound_code(nd->info)));
+  m += eps + 1e-5f * size;
   float u = (float)(nd->normal & 0xffffu) * (2.0f / 65535.0f) - 1.0f;
   float v = (float)(nd->normal >> 16) * (2.0f / 65535.0f) - 1.0f;
   float z = 1.0f - fabsf(u) - fabsf(v);
@@ -179,8 +196,7 @@ VX_HD int vx_node_excludes_zero(const vx_node *nd, const float d[3], const float
              w2 * (tc0 - 0.5f * (tx0[2] + tx1[2])) + nd->d * size;
   float g1 = g0 + (w0 + w1 + w2) * (tc1 - tc0);
   *neg = g0 < 0.0f;
-  /* code 0 (no samples) and 255 (a bound beyond the code range) never cull */
-  return code - 1u < 254u && ((g0 > e && g1 > e) || (g0 < -e && g1 < -e));
+  return code - 1u < 254u && ((g0 > m && g1 > m) || (g0 < -m && g1 < -m));
 }
 
 /* Value of the cubic k[0] + k[1] s + k[2] s^2 + k[3] s^3 (Horner). */
@@ -439,10 +455,11 @@ VX_HD uint32_t vx_highest_bit(uint32_t x) {
 }
 
 /* Does a cell that the walk of vx_trace_ray would draw (a final cell) hold the ray's points just
- * before t? A descent from the root along that point with the walk's slab t's and final-cell
- * rules (lmax: the deepest level drawn). Used only to settle the crack rule after culling. */
-VX_HD int vx_final_cell_before(const vx_trace_scene *s, const float inv[3], const float ob[3],
-                               uint32_t mirror, int lmax, float t, uint32_t *visits) {
+ * before t (after = 0) or just after t (after = 1)? A descent from the root along that point with
+ * the walk's slab t's and final-cell rules (lmax: the deepest level drawn). Used only to settle
+ * the crack rule after culling. */
+VX_HD int vx_final_cell_at(const vx_trace_scene *s, const float inv[3], const float ob[3],
+                           uint32_t mirror, int lmax, float t, int after, uint32_t *visits) {
   const uint32_t D = s->depth;
   uint32_t S = 1u << D, pos[3] = {0u, 0u, 0u};
   vx_node node = vx_fetch_node(&s->nodes[0]);
@@ -453,7 +470,8 @@ VX_HD int vx_final_cell_before(const vx_trace_scene *s, const float inv[3], cons
     float tc0 = 0.0f;
     VX_UNROLL
     for (int i = 0; i < 3; i++) {
-      uint32_t bit = (float)(pos[i] + S) * inv[i] - ob[i] < t ? 1u : 0u;
+      float tm = (float)(pos[i] + S) * inv[i] - ob[i];
+      uint32_t bit = (after ? tm <= t : tm < t) ? 1u : 0u;
       idx |= bit << i;
       pos[i] += bit * S;
       tc0 = vx_tr_max(tc0, (float)pos[i] * inv[i] - ob[i]);
@@ -531,9 +549,10 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
       return h->hit;
     }
   }
-  /* culling needs every drawn cell below a culled node to be a voxel: full detail, and with auto
-   * LOD only while nodes of 2 voxels are still wider than the pixel cone (see below) */
-  const int cull = s->cull && lmax == (int)D;
+  /* what a culled node could have drawn below it: voxels (full detail, auto LOD), planes (a
+   * cut, auto LOD, pruned leaves) */
+  const int voxels_drawn = lmax == (int)D;
+  const int planes_drawn = lmax < (int)D || s->auto_lod || s->pruned;
 
   /* State: the node at level l whose children we walk (child, mask), the current child's
    * mirrored slot idx, origin pos (mirrored grid units) and size S = 2^(D-l-1). The stack holds
@@ -551,10 +570,11 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
     pos[i] = bit * S;
   }
 
-  float prev_t1 = -1.0f, prev_v1 = 0.0f; /* exit of the last final cell, and the field there */
-  int prev_culled = 0;                   /* ... or of a node culled as positive */
-  int hit = 0, hit_crack = 0;            /* the cell being visited is hit (crack rule or not) */
-  vx_voxel vox = {{0}}; /* the last voxel visited */
+  /* exit of the last final cell and the field there; +INFINITY: the exit of a node culled as
+   * positive, whose cells' exit values are unknown but positive */
+  float prev_t1 = -1.0f, prev_v1 = 0.0f;
+  int hit = 0, hit_crack = 0; /* the cell being visited is hit (crack rule or not) */
+  const uint32_t lanes = VX_WARP_LANES();
   for (uint32_t iter = 0; iter < (1u << 26); iter++) {
     float Sf = (float)S;
     float tc0 = 0.0f, tc1 = INFINITY;
@@ -575,20 +595,22 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
         h->visits++;
         uint32_t cmask = vx_node_mask(node.info);
         final_cell = cmask == 0 || (int)cl >= lmax || (s->auto_lod && Sf < tc0 * s->pixel_angle);
-        /* With auto LOD a node below is drawn as a plane when its size < t * pixel_angle; t <=
-         * tc1 below this node, so tc1 * pixel_angle <= 2 keeps every node above the voxels. */
-        if (!final_cell && cull && (!s->auto_lod || tc1 * s->pixel_angle <= 2.0f)) {
-          /* Plane-bound culling: no zero of the field on this segment, so no voxel below can be
-           * hit; step over the node. Kept when the crack rule could fire at its entry (a
-           * negative node right after a final cell left positive). */
+        if (!final_cell && s->cull) {
+          /* Plane-bound culling: nothing drawn below has a zero on this segment, so step over
+           * the node. Kept when the crack rule could fire at its entry (a negative node right
+           * after a final cell left positive). With auto LOD a node below is drawn as a plane
+           * when its size < t * pixel_angle, and t <= tc1 below this node: no planes while
+           * tc1 * pixel_angle <= 2 in a tree without pruned leaves. */
+          int planes = planes_drawn && !(s->auto_lod && !s->pruned && voxels_drawn &&
+                                         tc1 * s->pixel_angle <= 2.0f);
           int neg = 0;
-          if (vx_node_excludes_zero(&node, d, tx0, tx1, Sf, tc0, tc1, s->cull_eps, &neg) &&
+          if (vx_node_excludes_zero(&node, d, tx0, tx1, Sf, tc0, tc1, s->cull_eps, voxels_drawn,
+                                    planes, &neg) &&
               !(neg && prev_v1 > 0.0f && tc0 - prev_t1 <= 1e-5f * (1.0f + tc0))) {
             culled = 1;
             /* the crack state its cells would leave: the field's sign up to the node's exit */
             prev_t1 = tc1;
-            prev_v1 = neg ? -1.0f : 1.0f;
-            prev_culled = !neg;
+            prev_v1 = neg ? -1.0f : INFINITY;
           }
         }
         if (!final_cell && !culled) {
@@ -616,6 +638,7 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
         VX_UNROLL
         for (int i = 0; i < 3; i++)
           cmin[i] = (mirror >> i & 1u) ? Rf - (float)pos[i] - Sf : (float)pos[i];
+        vx_voxel vox = {{0}};
         if (cl == D) {
           vox = vx_fetch_voxel(&s->voxels[ci]); /* one 8-byte load */
           h->visits++;
@@ -627,14 +650,19 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
          * fires only where the thin-feature rule re-signed one of them (voxelizer). */
         int crack = prev_v1 > 0.0f && tc0 - prev_t1 <= 1e-5f * (1.0f + tc0);
         /* After a culled node that is positive to its exit, whether a final cell of it ended
-         * there (the plain walk's crack state) is unknown; it only matters when this cell
-         * starts negative, rare (a sign discontinuity), and then a walk to that point tells. */
-        int unsure = crack && prev_culled;
+         * within the tolerance before this one (the plain walk's crack state) is unknown; it
+         * only matters when this cell starts negative, rare (a sign discontinuity), and then
+         * descents to the ends of that window tell (the cells there are positive: the node's
+         * bound). Not seen: a final cell lying wholly inside the window, between the two. */
+        int unsure = crack && prev_v1 == INFINITY;
         float v0 = 0.0f, v1 = 0.0f;
         int hc = vx_trace_cell(s, o, d, cl, cmin, Sf, tc0, tc1, tx0, &node, &vox, crack && !unsure,
                                0, &v1, &v0, h);
         if (unsure) {
-          crack = v0 < 0.0f && vx_final_cell_before(s, inv, ob, mirror, lmax, tc0, &h->visits);
+          crack = v0 < 0.0f &&
+                  (vx_final_cell_at(s, inv, ob, mirror, lmax, tc0, 0, &h->visits) ||
+                   vx_final_cell_at(s, inv, ob, mirror, lmax, tc0 - 1e-5f * (1.0f + tc0), 1,
+                                    &h->visits));
           hc |= crack; /* the crack rule hits at the entry */
         }
         if (hc) {
@@ -644,7 +672,6 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
         }
         prev_t1 = tc1;
         prev_v1 = v1;
-        prev_culled = 0;
       }
     }
     // ADVANCE: step over the cell's exit planes, within the parent when they are inside it.
@@ -679,12 +706,20 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
       idx |= (pos[i] >> hb & 1u) << i;
     }
   }
+  /* The lanes that walked together leave the loop together: the compiler does not reconverge
+   * them at its exit by itself (measured: the refinement below ran with 4 of 32 lanes). */
+  VX_WARP_JOIN(lanes);
   if (!hit) return 0;
 
   /* The hit cell, once more with the root refinement and the normal: the loop's state still
    * describes it (the break left it as it was), and every lane of a warp that hits runs this
-   * together after the loop instead of alone inside it. */
+   * together after the loop instead of alone inside it. Its node or voxel is read again (a cache
+   * hit, not counted in visits) rather than kept in registers through the loop. */
   {
+    uint32_t ci = vx_child_index(child, mask, idx ^ mirror);
+    vx_voxel vox = {{0}};
+    if (l + 1 < D) node = vx_fetch_node(&s->nodes[ci]);
+    else vox = vx_fetch_voxel(&s->voxels[ci]);
     float Sf = (float)S;
     float tc0 = 0.0f, tc1 = INFINITY, cmin[3];
     VX_UNROLL

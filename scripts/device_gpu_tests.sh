@@ -130,6 +130,9 @@ for s in $steps; do
     for m in bunny512:bunny:512 dragon2048:dragon:2048 dragon4096:dragon:4096; do
       IFS=: read -r name src res <<< "$m"
       [ -f /tmp/vx/$name.svo ] || timeout 120 $B/voxlod convert $D/$src.ply /tmp/vx/$name.svo --res $res --gpu -q 2>&1 | tail -n 2
+      # the same tree from the code before a change (it may not read this build's files)
+      [ -x $B/voxlod_base ] && { [ -f /tmp/vx/$name.base.svo ] || timeout 120 $B/voxlod_base convert \
+        $D/$src.ply /tmp/vx/$name.base.svo --res $res --gpu -q 2>&1 | tail -n 2; }
     done
     ls -l /tmp/vx/*.svo
     ;;
@@ -143,7 +146,9 @@ for s in $steps; do
         mkdir -p "/tmp/vx/vs/$name-z$z"
         if [ -x $B/bench_nanovdb_base ]; then
           echo "-- base:"
-          timeout 100 $B/bench_nanovdb_base /tmp/vx/$name.svo --size 1920x1080 --frames "$FRAMES" \
+          bt=/tmp/vx/$name.svo
+          [ -f /tmp/vx/$name.base.svo ] && bt=/tmp/vx/$name.base.svo
+          timeout 100 $B/bench_nanovdb_base $bt --size 1920x1080 --frames "$FRAMES" \
             --views 8 --zoom $z --no-nanovdb --out /tmp/vx
         fi
         echo "-- this build:"
@@ -161,12 +166,12 @@ for s in $steps; do
     # the details page (occupancy, pipes, stall reasons, memory) and the per-instruction SASS page
     stamp "ncu"
     mkdir -p "$OUT/ncu"
-    for v in base new; do
+    for v in ${VX_NCU:-base new}; do
       bin=$B/voxlod
       [ $v = base ] && bin=$B/voxlod_base
       [ -x $bin ] || continue
       timeout 240 ncu --set full --import-source yes -k regex:vx_kernel_tiled --launch-skip 8 \
-        --launch-count 1 -f -o /tmp/vx/prof_$v $bin bench /tmp/vx/dragon4096.svo --zoom 0.4 \
+        --launch-count 1 -f -o /tmp/vx/prof_$v $bin bench $([ $v = base ] && [ -f /tmp/vx/dragon4096.base.svo ] && echo /tmp/vx/dragon4096.base.svo || echo /tmp/vx/dragon4096.svo) --zoom 0.4 \
         --lod 12 --frames 3 > /tmp/vx/ncu_$v.log 2>&1 || tail -n 20 /tmp/vx/ncu_$v.log
       ncu -i /tmp/vx/prof_$v.ncu-rep --page details --csv > "$OUT/ncu/details_$v.csv" 2>&1
       ncu -i /tmp/vx/prof_$v.ncu-rep --page source --csv --print-source sass \

@@ -278,6 +278,7 @@ VX_HD void vx_fit_over_voxels(vx_node *nd, const vx_voxel *v, uint32_t mask, flo
     }
   }
   r->bound = vx_fit_pad(emax, size);
+  flags |= 1u << 2; /* drawn-plane bound 0: only voxels below (node.h) */
   nd->info = vx_node_info(mask, vx_err_encode(r->bound), vx_err_encode(rms), flags);
 }
 
@@ -307,6 +308,7 @@ VX_HD void vx_fit_over_nodes(vx_node *nd, const vx_node *kids, const vx_fit_root
     k++;
   }
   flags = vx_pack_plane(out, size, nd, &P, &rms);
+  double drawn = 0.0; /* drawn-plane bound (node.h); negative: none */
   for (s = 0, k = 0; s < 8; s++) {
     if (!(mask >> s & 1u)) continue;
     vx_plane Pc;
@@ -316,18 +318,27 @@ VX_HD void vx_fit_over_nodes(vx_node *nd, const vx_node *kids, const vx_fit_root
     off[1] = (s >> 1 & 1) * half;
     off[2] = (s >> 2 & 1) * half;
     double worst = 0.0; /* over the corners of the child's sample box (child frame) */
+    double wbox = 0.0;  /* over the corners of the child's whole box */
     for (c = 0; c < 8; c++) {
       double lx = (c & 1) ? cr[k].hi[0] : cr[k].lo[0], ly = (c >> 1 & 1) ? cr[k].hi[1] : cr[k].lo[1],
              lz = (c >> 2 & 1) ? cr[k].hi[2] : cr[k].lo[2];
       double diff = fabs(vx_plane_at(&P, off[0] + lx, off[1] + ly, off[2] + lz) -
                          vx_plane_at(&Pc, lx, ly, lz));
       if (diff > worst) worst = diff;
+      double bx = (c & 1) * half, by = (c >> 1 & 1) * half, bz = (c >> 2 & 1) * half;
+      diff = fabs(vx_plane_at(&P, off[0] + bx, off[1] + by, off[2] + bz) - vx_plane_at(&Pc, bx, by, bz));
+      if (diff > wbox) wbox = diff;
     }
     double e = cr[k].bound + worst;
     if (e > emax) emax = e;
+    uint32_t kid_code = vx_node_bound_code(kids[k].info);
+    if (!(vx_node_flags(kids[k].info) & VX_NODE_PLANE_OK) || kid_code == 0u) drawn = -1.0;
+    else if (drawn >= 0.0 && wbox + (double)vx_bound_decode(kid_code) > drawn)
+      drawn = wbox + (double)vx_bound_decode(kid_code);
     k++;
   }
   r->bound = vx_fit_pad(emax, size);
+  flags |= (drawn < 0.0 ? 0u : vx_bound_encode(vx_fit_pad(drawn, size))) << 2;
   nd->info = vx_node_info(mask, vx_err_encode(r->bound), vx_err_encode(rms), flags);
 }
 

@@ -29,7 +29,8 @@
  *   byte  5      errmax  uint8   bound on the plane's max |error| over the subtree's corner
  *                                samples, in finest voxels, coded by vx_err_encode (rounded up).
  *   byte  6      errrms  uint8   the plane's RMS error over the same samples, same code.
- *   byte  7      flags   uint8   VX_NODE_* below.
+ *   byte  7      flags   uint8   VX_NODE_* below (bits 0, 1) and the drawn-plane bound code
+ *                                (bits 2..7, vx_node_bound_code).
  *   byte  8..11  normal  uint32  unit plane normal, octahedral, 2 x 16 bits (x low, y high).
  *   byte 12..15  d       float   plane offset in node units: the plane is
  *                                  n . (u - (0.5,0.5,0.5)) + d = 0,  u = (p - node_min) / node_size
@@ -185,6 +186,37 @@ VX_HD uint32_t vx_err_encode(double e) {
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
     if ((double)vx_err_decode(mid) >= e) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/* ---- drawn-plane bound: flags bits 2..7 (info bits 26..31) ------------------------------------
+ * B bounds |Pc(x) - P(x)| over every node c below this one (any level) and every point x of c's
+ * box, P and Pc the packed planes, in finest voxels. A render that stops below this node at
+ * planes (a --lod cut, auto LOD, pruned leaves) draws them across their boxes, so where this
+ * node's plane exceeds B none of them has a zero (marcher/trace.h culls on it). Computed by the
+ * fit bottom-up (svo/lod_eval.h): B = max over children c of (B_c + max over c's box corners of
+ * |Pc - P|), 0 above voxels only.
+ * code 0: no bound (a node below has no usable plane, B > 609 voxels, or a version-1 file);
+ * code 1: B = 0 (only voxels below: level D-1);
+ * code k >= 2: m[(k-2) & 3] * 2^((k-2)/4 - 6) voxels, m = 2^(j/4) written out, so 0.0156 .. 609
+ * in 19% steps, exact floats on every platform. Encoding rounds up. */
+VX_HD uint32_t vx_node_bound_code(uint32_t info) { return info >> 26; }
+VX_HD float vx_bound_decode(uint32_t code) {
+  static const float m[4] = {0x1p+0f, 0x1.306fep+0f, 0x1.6a09e6p+0f, 0x1.ae89fap+0f};
+  code &= 63u;
+  if (code == 0u) return INFINITY;
+  if (code == 1u) return 0.0f;
+  return ldexpf(m[(code - 2u) & 3u], (int)((code - 2u) >> 2) - 6);
+}
+VX_HD uint32_t vx_bound_encode(double b) {
+  uint32_t lo = 2, hi = 63; /* the answer lies in [lo, hi] */
+  if (!(b <= (double)vx_bound_decode(63))) return 0; /* NaN or beyond the range */
+  if (b <= 0.0) return 1;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if ((double)vx_bound_decode(mid) >= b) hi = mid;
     else lo = mid + 1;
   }
   return lo;

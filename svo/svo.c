@@ -213,9 +213,6 @@ vx_status vx_tree_validate(const vx_tree *t, vx_error *err) {
     uint64_t run = 0;
     for (uint64_t k = 0; k < t->level_count[l]; k++) {
       uint32_t info = lvl[k].info, mask = vx_node_mask(info), flags = vx_node_flags(info);
-      if (flags & ~(uint32_t)(VX_NODE_PLANE_OK | VX_NODE_PRUNED))
-        return vx_error_set(err, VX_ERR_CORRUPT, "level %u node %llu: unknown flags 0x%x", l,
-                            (unsigned long long)k, flags);
       if (mask == 0 && !(flags & VX_NODE_PRUNED))
         return vx_error_set(err, VX_ERR_CORRUPT,
                             "level %u node %llu: no children but not marked as a pruned leaf", l,

@@ -44,7 +44,8 @@ static void random_tree(uint32_t depth, uint64_t n, vx_tree *t) {
   free(f);
   for (uint64_t k = 0; k < t->node_count; k++) {
     vx_node *nd = &t->nodes[k];
-    nd->info = vx_node_info(vx_node_mask(nd->info), rnd() & 255, rnd() & 255, rnd() & 1);
+    nd->info = vx_node_info(vx_node_mask(nd->info), rnd() & 255, rnd() & 255,
+                            (rnd() & 1) | (rnd() & 63) << 2); /* plane ok, drawn-plane bound */
     nd->normal = rnd() ^ rnd() << 16;
     nd->d = (float)((double)rnd() / 4294967296.0 * 1.8 - 0.9);
   }
@@ -89,7 +90,7 @@ static void svo_file_round_trip_keeps_every_byte(void) {
     CHECK_MSG(s == VX_OK, "depth %u: %s", depth, e.msg);
     CHECK(trees_equal(&t, &r));
     CHECK(vx_tree_validate(&r, NULL) == VX_OK);
-    CHECK(info.version == 1 && info.file_bytes == n);
+    CHECK(info.version == 2 && info.file_bytes == n);
     uint64_t sum = info.header_bytes;
     for (uint32_t l = 0; l <= depth; l++) sum += info.level_disk_bytes[l];
     CHECK(sum == n);
@@ -206,17 +207,43 @@ static void svo_file_single_byte_corruption_sweep(void) {
           tried, rejected, tried - rejected, accepted_identical);
 }
 
+/* Version 1 (before the drawn-plane bound codes in flags bits 2..7) still reads, as long as those
+ * bits are 0 there. */
+static void svo_file_reads_version_1(void) {
+  vx_tree t, r;
+  random_tree(4, 200, &t);
+  size_t n;
+  uint8_t *buf = encode(&t, &n);
+  buf[8] = 1;
+  vx_error e;
+  CHECK(vx_svo_decode(buf, n, NULL, &r, NULL, &e) == VX_ERR_CORRUPT);
+  CHECK_MSG(strstr(e.msg, "version-1 file") != NULL, "%s", e.msg);
+  free(buf);
+  for (uint64_t k = 0; k < t.node_count; k++)
+    t.nodes[k].info = vx_node_info(vx_node_mask(t.nodes[k].info), vx_node_errmax_code(t.nodes[k].info),
+                                   vx_node_errrms_code(t.nodes[k].info),
+                                   vx_node_flags(t.nodes[k].info) & 3u);
+  buf = encode(&t, &n);
+  buf[8] = 1;
+  vx_file_info info;
+  CHECK_MSG(vx_svo_decode(buf, n, NULL, &r, &info, &e) == VX_OK, "%s", e.msg);
+  CHECK(info.version == 1 && trees_equal(&t, &r));
+  vx_tree_free(&r);
+  free(buf);
+  vx_tree_free(&t);
+}
+
 static void svo_file_rejects_newer_version(void) {
   vx_tree t;
   random_tree(3, 10, &t);
   size_t n;
   uint8_t *buf = encode(&t, &n);
-  buf[8] = 2;
+  buf[8] = 3;
   vx_tree r;
   vx_error e;
   CHECK(vx_svo_decode(buf, n, NULL, &r, NULL, &e) == VX_ERR_VERSION);
-  CHECK_MSG(strstr(e.msg, "newer voxlod (file version 2, this reads up to 1)") != NULL, "%s", e.msg);
-  buf[8] = 1;
+  CHECK_MSG(strstr(e.msg, "newer voxlod (file version 3, this reads up to 2)") != NULL, "%s", e.msg);
+  buf[8] = 2;
   memcpy(buf, "PK\3\4xxxx", 8);
   CHECK(vx_svo_decode(buf, n, NULL, &r, NULL, &e) == VX_ERR_FORMAT);
   free(buf);
@@ -313,7 +340,7 @@ static uint8_t *join(parts *p, uint32_t depth, size_t *n) {
     used += z;
   }
   memcpy(out, "VXLOD\0\r\n", 8);
-  wr32(out + 8, 1);
+  wr32(out + 8, 2);
   wr32(out + 12, 0);
   size_t hz = zframe(p->hdr, p->hdr_size, out + 32, cap - 32);
   wr32(out + 16, (uint32_t)hz);
@@ -347,7 +374,7 @@ static vx_status decode_edited(const vx_tree *t, int edit, vx_error *e) {
   case 4: { float nanf_ = NAN; memcpy(p.hdr + 4, &nanf_, 4); } break; /* band NaN */
   case 5: { double inf = INFINITY; memcpy(p.hdr + 40, &inf, 8); } break; /* scale inf */
   case 6: p.sec_data[1][0] ^= 0x01; break;                    /* a mask bit: links no longer add up */
-  case 7: p.sec_data[0][3 * 1] = 0x80; break;                 /* unknown node flag */
+  case 7: p.sec_data[0][3 * 1] = 0x02; break;                 /* root marked as a pruned leaf */
   case 8: p.hdr[0] = 15; break;                               /* depth 15 */
   case 9: { uint64_t c = rd64(lv + 32 * depth); wr64(lv + 32 * depth, c * 4);
             wr64(lv + 32 * depth + 16, c * 4 * 8); } break;   /* voxel count inflated, sizes agree */
@@ -499,6 +526,7 @@ int main(void) {
   RUN(svo_file_rejects_every_truncated_prefix);
   RUN(svo_file_single_byte_corruption_sweep);
   RUN(svo_file_rejects_newer_version);
+  RUN(svo_file_reads_version_1);
   RUN(svo_file_respects_memory_limit);
   RUN(svo_file_rejects_hostile_headers_with_valid_checksums);
   RUN(svo_file_write_read_and_errors);

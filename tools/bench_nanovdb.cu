@@ -118,7 +118,8 @@ int main(int argc, char **argv) {
         {"tiled 8x8", 8, 8, VX_GPU_TILED, 0, 0},   {"tiled 32x4", 32, 4, VX_GPU_TILED, 0, 0},
         {"tiled 8x4", 8, 4, VX_GPU_TILED, 0, 0},     {"tiled 16x16", 16, 16, VX_GPU_TILED, 0, 0},
         {"tiled 16x8 cap 64", 16, 8, VX_GPU_TILED, 64, 0},
-        {"tiled 16x8 cap 42", 16, 8, VX_GPU_TILED, 42, 0},
+        {"tiled 16x8 cap 48", 16, 8, VX_GPU_TILED, 48, 0},
+        {"tiled 16x8 cap 40", 16, 8, VX_GPU_TILED, 40, 0},
         {"persistent 128", 128, 1, VX_GPU_PERSISTENT, 0, 0},
         {"persistent 128 cap 64", 128, 1, VX_GPU_PERSISTENT, 64, 0},
         {"tiled 16x8 again (spread)", 16, 8, VX_GPU_TILED, 0, 0}};
