@@ -18,12 +18,13 @@
 VX_EXTERN_C_BEGIN
 
 typedef enum vx_gpu_schedule {
-  VX_GPU_TILED = 0,     /* one thread per pixel, a 2D grid of block_w x block_h blocks */
-  VX_GPU_PERSISTENT = 1 /* one block per SM slot; each warp takes 8x4 pixel tiles from an atomic
-                           counter until the frame is done */
+  VX_GPU_DEFAULT = 0,    /* persistent, 128-thread blocks (docs/GPU_NOTES.md: fastest, session 6) */
+  VX_GPU_TILED = 1,      /* one thread per pixel, a 2D grid of block_w x block_h blocks */
+  VX_GPU_PERSISTENT = 2  /* one block per SM slot; each warp takes 8x4 pixel tiles from an atomic
+                            counter until the frame is done */
 } vx_gpu_schedule;
 
-/* Kernel variant. Zero = default (tiled, 16x8 blocks, no register cap). */
+/* Kernel variant. Zero = default (persistent, 128-thread blocks, no register cap). */
 typedef struct vx_gpu_config {
   uint32_t block_w, block_h; /* threads per block in x and y; block_w * block_h <= 256 */
   int schedule;              /* vx_gpu_schedule */

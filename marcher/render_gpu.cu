@@ -7,13 +7,14 @@
  * two images agree up to float contraction (see tests/test_gpu_render.c).
  *
  * Schedules (vx_gpu_config, measured in docs/GPU_NOTES.md):
- *   tiled       one thread per pixel, 2D blocks (default 16x8: a warp is a 16x2 pixel tile, whose
- *               rays are coherent, which is what keeps the warp's traversal paths together;
- *               16x8 measured 0-6 % faster than 8x8 on the dragons, framed and zoomed, session 3);
- *   persistent  a grid that just fills the machine; each warp takes 8x4 tiles from a global
- *               atomic counter until none is left (Aila & Laine 2009, "Understanding the
+ *   persistent  (default) a grid that just fills the machine; each warp takes 8x4 tiles from a
+ *               global atomic counter until none is left (Aila & Laine 2009, "Understanding the
  *               efficiency of ray traversal on GPUs", persistent threads at warp granularity:
- *               vx_render_pixel is not restartable, so lanes cannot refill one by one).
+ *               vx_render_pixel is not restartable, so lanes cannot refill one by one). Since
+ *               the walk got cheaper (session 6) it beats the tiled grid by 6-8 % on views the
+ *               model fills (a warp that finishes early takes the next tile instead of idling in
+ *               its block) and matches it on framed views;
+ *   tiled       one thread per pixel, 2D blocks (16x8 by default: a warp is a 16x2 pixel tile).
  *   reg_cap     __launch_bounds__(256, MINB) instances cap registers at 65536 / (256 * MINB).
  *
  * Node fetches. trace.h reads a node with one 16-byte load through the read-only path
@@ -260,7 +261,7 @@ static vx_status plan_launch(const gpu_ctx *c, const vx_gpu_config *cfg, launch_
   vx_gpu_config d;
   memset(&d, 0, sizeof d);
   if (cfg) d = *cfg;
-  p->persistent = d.schedule == VX_GPU_PERSISTENT;
+  p->persistent = d.schedule == VX_GPU_PERSISTENT || d.schedule == VX_GPU_DEFAULT;
   if (d.block_w == 0 || d.block_h == 0) {
     d.block_w = p->persistent ? 128 : 16;
     d.block_h = p->persistent ? 1 : 8;

@@ -180,7 +180,12 @@ VX_HD int vx_node_excludes_zero(const vx_node *nd, const float d[3], const float
   /* the decoded bounds (node.h: E = 2^((code-1)/10 - 10)), E rounded up generously; code 0 (no
    * samples) and 255 (a bound beyond the code range) never cull, nor does B's code 0 (none) */
   float m = voxels ? exp2f((float)code * 0.1f - 10.1f) * 1.001f : 0.0f;
-  if (planes) m = vx_tr_max(m, vx_bound_decode(vx_node_bound_code(nd->info)));
+  if (planes) {
+    /* node.h's drawn-plane bound, rounded up, by arithmetic (its table would be a second load) */
+    uint32_t b = vx_node_bound_code(nd->info);
+    float bm = b == 0u ? INFINITY : (b == 1u ? 0.0f : exp2f((float)b * 0.25f - 6.5f) * 1.001f);
+    m = vx_tr_max(m, bm);
+  }
   m += eps + 1e-5f * size;
   float u = (float)(nd->normal & 0xffffu) * (2.0f / 65535.0f) - 1.0f;
   float v = (float)(nd->normal >> 16) * (2.0f / 65535.0f) - 1.0f;

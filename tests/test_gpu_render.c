@@ -59,12 +59,16 @@ static void gpu_render_writes_every_pixel(void) {
   vx_image img;
   opts_for(&o, 203, 97, (int)tree.depth, 30.0, 20.0); /* sizes that no block shape divides */
   CHECK(vx_image_alloc(&img, o.width, o.height, 1, NULL) == VX_OK);
-  vx_gpu_config cfg[3];
+  vx_gpu_config cfg[4]; /* the default, persistent 64, tiled 16x8, tiled 32x4 */
   memset(cfg, 0, sizeof cfg);
   cfg[1].schedule = VX_GPU_PERSISTENT;
-  cfg[2].block_w = 32;
-  cfg[2].block_h = 4;
-  for (int k = 0; k < 3; k++) {
+  cfg[1].block_w = 64;
+  cfg[1].block_h = 1;
+  cfg[2].schedule = VX_GPU_TILED;
+  cfg[3].schedule = VX_GPU_TILED;
+  cfg[3].block_w = 32;
+  cfg[3].block_h = 4;
+  for (int k = 0; k < 4; k++) {
     if (gpu_render(&o, &cfg[k], &img) != VX_OK) continue;
     size_t unwritten = 0, hits = 0;
     for (size_t i = 0; i < (size_t)o.width * o.height; i++) {

@@ -110,11 +110,12 @@ int main(int argc, char **argv) {
     rc = fail("voxlod GPU bench", &e);
     goto done;
   }
-  print_result("voxlod default (tiled 16x8)", &ours);
+  print_result("voxlod default (persistent)", &ours);
 
   if (sweep) {
     struct { const char *name; uint32_t bw, bh; int sched, cap, no_cull; } vs[] = {
-        {"tiled 16x8 no culling", 16, 8, VX_GPU_TILED, 0, 1},
+        {"default, no culling", 0, 0, VX_GPU_DEFAULT, 0, 1},
+        {"tiled 16x8", 16, 8, VX_GPU_TILED, 0, 0},
         {"tiled 8x8", 8, 8, VX_GPU_TILED, 0, 0},   {"tiled 32x4", 32, 4, VX_GPU_TILED, 0, 0},
         {"tiled 8x4", 8, 4, VX_GPU_TILED, 0, 0},     {"tiled 16x16", 16, 16, VX_GPU_TILED, 0, 0},
         {"tiled 16x8 cap 64", 16, 8, VX_GPU_TILED, 64, 0},
@@ -122,7 +123,7 @@ int main(int argc, char **argv) {
         {"tiled 16x8 cap 40", 16, 8, VX_GPU_TILED, 40, 0},
         {"persistent 128", 128, 1, VX_GPU_PERSISTENT, 0, 0},
         {"persistent 128 cap 64", 128, 1, VX_GPU_PERSISTENT, 64, 0},
-        {"tiled 16x8 again (spread)", 16, 8, VX_GPU_TILED, 0, 0}};
+        {"default again (spread)", 0, 0, VX_GPU_DEFAULT, 0, 0}};
     for (size_t k = 0; k < sizeof vs / sizeof vs[0]; k++) {
       vx_gpu_config cfg;
       memset(&cfg, 0, sizeof cfg);
