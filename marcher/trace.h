@@ -18,10 +18,16 @@
  *    integer grid coordinates (exact in float up to 2^24), the entry/exit t of a cell is a max / min
  *    of plane * (1/d) - o * (1/d) per axis (one FMA per plane on the GPU), the first child is chosen
  *    by comparing the entry t with the node's mid-plane t per axis, and ADVANCE steps over every axis
- *    whose exit plane is the cell's exit; when that step leaves the parent, POP. The stack holds
- *    (first child, mask | slot << 8) per level: at most VX_MAX_DEPTH entries, two words each. A
- *    popped cell's origin is the child's origin with its low bits cleared, so no coordinates are
- *    stacked.
+ *    whose exit plane is the cell's exit; when that step leaves the parent, POP straight to the
+ *    ancestor named by the highest position bit the step changes (ESVO), whose walk resumes at
+ *    the cell holding the new position. The stack holds (first child, mask) per level: at most
+ *    VX_MAX_DEPTH entries, two words each; slots and origins follow from the position.
+ * 2b. Culling: before descending into a node, its packed plane and error bounds (the max error E
+ *    for voxels, the drawn-plane bound of node.h for the planes a cut or auto LOD draws) are
+ *    evaluated at the ends of the ray's segment in the node; if they keep every drawable cell
+ *    below from crossing zero there, the walk steps over the node (vx_node_excludes_zero). The
+ *    image does not change (tests/test_marcher_cull.c): the crack state such a node would have
+ *    left is reproduced, with a descent to the point in the rare case it matters.
  * 3. A node at level l is final (not descended) when l reaches s->max_level or the last loaded
  *    level, when it is a pruned leaf (mask 0), or, with auto LOD, when its size 2^(D-l) is below
  *    t_entry * s->pixel_angle (ESVO's pixel-cone rule). A final node with a usable plane
@@ -41,6 +47,9 @@
  *    feature thinner than any step cannot be tunnelled through: if the cubic changes sign in the
  *    voxel the crossing is found. The normal is the normalised gradient of the trilinear field at the
  *    hit.
+ *    Inside the walk a voxel is only asked whether it holds a root (vx_cubic_first_bracket); the
+ *    refinement and the normal run once after the walk, where the GPU rejoins the warp's lanes
+ *    (VX_WARP_JOIN), instead of a few lanes at a time inside it.
  * 5. Shading: Lambert with s->light plus ambient, a gamma of 2 to 8 bits; background constant.
  *
  * GPU notes: a node is fetched as one 16-byte struct copy (one 128-bit load), a voxel as one
