@@ -196,16 +196,10 @@ VX_HD int vx_node_excludes_zero(const vx_node *nd, const float d[3], const float
     m = vx_tr_max(m, bm);
   }
   m += eps + 1e-5f * size;
-  float u = (float)(nd->normal & 0xffffu) * (2.0f / 65535.0f) - 1.0f;
-  float v = (float)(nd->normal >> 16) * (2.0f / 65535.0f) - 1.0f;
-  float z = 1.0f - fabsf(u) - fabsf(v);
-  if (z < 0.0f) {
-    float ou = u;
-    u = (1.0f - fabsf(v)) * vx_sign_nz(ou);
-    v = (1.0f - fabsf(ou)) * vx_sign_nz(v);
-  }
-  float il = vx_rsqrt_approx(u * u + v * v + z * z);
-  float w0 = u * il * d[0], w1 = v * il * d[1], w2 = z * il * d[2];
+  float n[3];
+  vx_oct_unfold(nd->normal, n);
+  float il = vx_rsqrt_approx(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+  float w0 = n[0] * il * d[0], w1 = n[1] * il * d[1], w2 = n[2] * il * d[2];
   float g0 = w0 * (tc0 - 0.5f * (tx0[0] + tx1[0])) + w1 * (tc0 - 0.5f * (tx0[1] + tx1[1])) +
              w2 * (tc0 - 0.5f * (tx0[2] + tx1[2])) + nd->d * size;
   float g1 = g0 + (w0 + w1 + w2) * (tc1 - tc0);
@@ -455,6 +449,22 @@ VX_HD int vx_trace_cell(const vx_trace_scene *s, const float o[3], const float d
   return 1;
 }
 
+/* The slab t's of the mirrored cell at pos with edge S: entry and exit per axis, and the cell's
+ * entry tc0 (not before 0) and exit tc1. */
+VX_HD void vx_cell_slabs(const uint32_t pos[3], uint32_t S, const float inv[3], const float ob[3],
+                         float tx0[3], float tx1[3], float *tc0, float *tc1) {
+  float t0 = 0.0f, t1 = INFINITY;
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) {
+    tx0[i] = (float)pos[i] * inv[i] - ob[i];
+    tx1[i] = (float)(pos[i] + S) * inv[i] - ob[i];
+    t0 = vx_tr_max(t0, tx0[i]);
+    t1 = vx_tr_min(t1, tx1[i]);
+  }
+  *tc0 = t0;
+  *tc1 = t1;
+}
+
 /* Index of the highest set bit of x (x != 0). */
 VX_HD uint32_t vx_highest_bit(uint32_t x) {
 #if defined(__CUDA_ARCH__)
@@ -590,15 +600,8 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
   int hit = 0, hit_crack = 0; /* the cell being visited is hit (crack rule or not) */
   const uint32_t lanes = VX_WARP_LANES();
   for (uint32_t iter = 0; iter < (1u << 26); iter++) {
-    float Sf = (float)S;
-    float tc0 = 0.0f, tc1 = INFINITY;
-    VX_UNROLL
-    for (int i = 0; i < 3; i++) {
-      tx0[i] = (float)pos[i] * inv[i] - ob[i];
-      tx1[i] = (float)(pos[i] + S) * inv[i] - ob[i];
-      tc0 = vx_tr_max(tc0, tx0[i]);
-      tc1 = vx_tr_min(tc1, tx1[i]);
-    }
+    float Sf = (float)S, tc0, tc1;
+    vx_cell_slabs(pos, S, inv, ob, tx0, tx1, &tc0, &tc1);
     uint32_t slot = idx ^ mirror;
     if ((mask >> slot & 1u) && tc0 <= tc1) {
       uint32_t ci = vx_child_index(child, mask, slot);
@@ -734,16 +737,10 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
     vx_voxel vox = {{0}};
     if (l + 1 < D) node = vx_fetch_node(&s->nodes[ci]);
     else vox = vx_fetch_voxel(&s->voxels[ci]);
-    float Sf = (float)S;
-    float tc0 = 0.0f, tc1 = INFINITY, cmin[3];
+    float Sf = (float)S, tc0, tc1, cmin[3];
+    vx_cell_slabs(pos, S, inv, ob, tx0, tx1, &tc0, &tc1);
     VX_UNROLL
-    for (int i = 0; i < 3; i++) {
-      tx0[i] = (float)pos[i] * inv[i] - ob[i];
-      tx1[i] = (float)(pos[i] + S) * inv[i] - ob[i];
-      tc0 = vx_tr_max(tc0, tx0[i]);
-      tc1 = vx_tr_min(tc1, tx1[i]);
-      cmin[i] = (mirror >> i & 1u) ? Rf - (float)pos[i] - Sf : (float)pos[i];
-    }
+    for (int i = 0; i < 3; i++) cmin[i] = (mirror >> i & 1u) ? Rf - (float)pos[i] - Sf : (float)pos[i];
     float v0, v1;
     h->hit = vx_trace_cell(s, o, d, l + 1, cmin, Sf, tc0, tc1, tx0, &node, &vox, hit_crack, 1, &v1,
                            &v0, h);

@@ -243,7 +243,9 @@ VX_HD uint32_t vx_oct_encode(double nx, double ny, double nz) {
   return (uint32_t)qu | (uint32_t)qv << 16;
 }
 
-VX_HD void vx_oct_decode(uint32_t code, float n[3]) {
+/* The octahedral code unfolded to a vector of the normal's direction, not yet unit length
+ * (|u| + |v| + |z| = 1, so its length is in [1/sqrt(3), 1]). */
+VX_HD void vx_oct_unfold(uint32_t code, float m[3]) {
   float u = (float)(code & 0xffffu) * (2.0f / 65535.0f) - 1.0f;
   float v = (float)(code >> 16) * (2.0f / 65535.0f) - 1.0f;
   float z = 1.0f - fabsf(u) - fabsf(v);
@@ -252,10 +254,18 @@ VX_HD void vx_oct_decode(uint32_t code, float n[3]) {
     u = (1.0f - fabsf(v)) * vx_sign_nz(ou);
     v = (1.0f - fabsf(ou)) * vx_sign_nz(v);
   }
-  float len = sqrtf(u * u + v * v + z * z);
-  n[0] = u / len;
-  n[1] = v / len;
-  n[2] = z / len;
+  m[0] = u;
+  m[1] = v;
+  m[2] = z;
+}
+
+VX_HD void vx_oct_decode(uint32_t code, float n[3]) {
+  float m[3];
+  vx_oct_unfold(code, m);
+  float len = sqrtf(m[0] * m[0] + m[1] * m[1] + m[2] * m[2]);
+  n[0] = m[0] / len;
+  n[1] = m[1] / len;
+  n[2] = m[2] / len;
 }
 
 /* ---- Morton codes: x in bit 0, y in bit 1, z in bit 2 of each 3-bit group ------------------- */
