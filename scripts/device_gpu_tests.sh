@@ -7,7 +7,7 @@
 # Results go under $OUT (at most 8 files come back): gpu_log.txt, sass_check.txt,
 # bunny/{voxlod,nanovdb}.png, dragon/{voxlod,nanovdb}.png, bunny/bench.json, dragon/bench.json.
 #
-#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k|zoom|perf|session3|trees|versus|ncu ...]
+#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k|zoom|perf|session3|trees|versus|big|ncu ...]
 #   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU build; `zoom` repeats the dragons filling the frame;
 #   `perf` times every model framed and zoomed with the kernel variants, 50 frames)
 set -uo pipefail
@@ -160,6 +160,28 @@ for s in $steps; do
     cp /tmp/vx/vs/dragon4096-z0.4/voxlod.png "$OUT/voxlod_dragon4096_z04.png"
     stamp "voxlod bench dragon4096 zoomed, every level"
     timeout 100 $B/voxlod bench /tmp/vx/dragon4096.svo --zoom 0.4 --lod all --frames "$FRAMES"
+    ;;
+  big)
+    # the dragon at 8192^3 (convert --gpu): voxlod bench framed and zoomed at the finest levels and
+    # auto, NanoVDB on the zoomed views; then one `voxlod render` image of the 4096^3 tree end to
+    # end (process start, file read, upload, frame, PNG) with --gpu and with --cpu
+    stamp "dragon 8192"
+    [ -f /tmp/vx/dragon8192.svo ] || timeout 200 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon8192.svo \
+      --res 8192 --gpu -q 2>&1 | tail -n 2
+    ls -l /tmp/vx/dragon8192.svo
+    for z in 1 0.4; do
+      timeout 200 $B/voxlod bench /tmp/vx/dragon8192.svo --zoom $z --lod 13,12,11,auto --frames "$FRAMES"
+    done
+    mkdir -p /tmp/vx/nv8k
+    timeout 240 $B/bench_nanovdb /tmp/vx/dragon8192.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
+      --zoom 0.4 --out /tmp/vx/nv8k
+    stamp "single images (dragon 4096^3)"
+    TIMEFORMAT="%R s wall"
+    for p in gpu cpu gpu; do
+      echo "-- voxlod render --$p"
+      time timeout 100 $B/voxlod render /tmp/vx/dragon4096.svo /tmp/vx/r_$p.png --size 1920x1080 --$p
+    done
+    cmp -s /tmp/vx/r_gpu.png /tmp/vx/r_cpu.png && echo "the --gpu and --cpu PNGs are the same bytes"
     ;;
   ncu)
     # Nsight Compute on one frame (view 0, zoomed dragon 4096^3) of the base and of this build:
