@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 static void af_reset(vx_atomic_file *af) {
-  free(af->path);
-  free(af->tmp_path);
+  vx_free(af->path);
+  vx_free(af->tmp_path);
   af->path = NULL;
   af->tmp_path = NULL;
   af->fd = -1;
@@ -31,8 +31,8 @@ vx_status vx_atomic_open(vx_atomic_file *af, const char *path, vx_error *err) {
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return vx_error_set(err, VX_ERR_IO, "cannot write '%s': it is a directory", path);
   size_t n = strlen(path);
-  af->path = (char *)malloc(n + 1);
-  af->tmp_path = (char *)malloc(n + 12);
+  af->path = (char *)vx_malloc(n + 1);
+  af->tmp_path = (char *)vx_malloc(n + 12);
   if (!af->path || !af->tmp_path) {
     af_reset(af);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
@@ -83,14 +83,14 @@ static mode_t target_mode(const char *path) {
 }
 
 static void fsync_dir(const char *path) {
-  char *copy = strdup(path);
+  char *copy = vx_strdup(path);
   if (!copy) return;
   int fd = open(dirname(copy), O_RDONLY);
   if (fd >= 0) {
     fsync(fd); /* best effort: some file systems refuse fsync on directories */
     close(fd);
   }
-  free(copy);
+  vx_free(copy);
 }
 
 vx_status vx_atomic_commit(vx_atomic_file *af, vx_error *err) {

@@ -1,6 +1,6 @@
 /* import_isolated.c - mesh import in a child process with a time limit.
  *
- * The parent forks; the child runs vx_mesh_import() and streams the result through a pipe: a
+ * The parent forks; the child runs vx_soup_import() and streams the result through a pipe: a
  * fixed record (status, message, counts, bounding box; explicit little-endian fields) followed by
  * the positions, 9 floats per triangle. The parent reads with poll() against a deadline. When the
  * deadline passes it kills the child (SIGKILL) and reports a time-out; when the pipe ends early it
@@ -8,6 +8,7 @@
  * child is running code that just parsed a hostile file.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "svo/system.h"
 #include "formats/mesh_import.h"
 #include "formats/svo_codec.h"
 
@@ -36,10 +37,10 @@ static int write_all(int fd, const void *p, size_t n) {
 }
 
 static void child(int fd, const char *path) {
-  vx_mesh m;
+  vx_soup m;
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_status s = vx_mesh_import(path, &m, &e);
+  vx_status s = vx_soup_import(path, &m, &e);
   uint8_t rec[REC];
   memset(rec, 0, sizeof rec);
   vx_put_u32(rec, (uint32_t)s);
@@ -59,11 +60,6 @@ static void child(int fd, const char *path) {
   _exit(bad ? 1 : 0);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Reads n bytes before the deadline: 0 done, 1 time out, 2 end of pipe or error. */
 static int read_until(int fd, void *p, size_t n, double deadline) {
@@ -71,7 +67,7 @@ static int read_until(int fd, void *p, size_t n, double deadline) {
   while (n) {
     int ms = -1;
     if (deadline > 0) {
-      double left = deadline - now_s();
+      double left = deadline - vx_clock_seconds();
       if (left <= 0) return 1;
       ms = left > 3600.0 ? 3600000 : (int)(left * 1000.0) + 1;
     }
@@ -104,7 +100,7 @@ static vx_status died(const char *path, pid_t pid, vx_error *err) {
   return vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s': the importer stopped early", path);
 }
 
-vx_status vx_mesh_import_isolated(const char *path, double timeout_s, vx_mesh *out,
+vx_status vx_soup_import_isolated(const char *path, double timeout_s, vx_soup *out,
                                   vx_error *err) {
   memset(out, 0, sizeof *out);
   int fds[2];
@@ -124,7 +120,7 @@ vx_status vx_mesh_import_isolated(const char *path, double timeout_s, vx_mesh *o
     child(fds[1], path);
   }
   close(fds[1]);
-  double deadline = timeout_s > 0 ? now_s() + timeout_s : 0.0;
+  double deadline = timeout_s > 0 ? vx_clock_seconds() + timeout_s : 0.0;
   uint8_t rec[REC];
   vx_status s = VX_OK;
   int r = read_until(fds[0], rec, sizeof rec, deadline);
@@ -151,7 +147,7 @@ vx_status vx_mesh_import_isolated(const char *path, double timeout_s, vx_mesh *o
         out->bbox_min[i] = vx_get_f64(q + 36 + 8 * i);
         out->bbox_max[i] = vx_get_f64(q + 60 + 8 * i);
       }
-      out->pos = (float *)malloc(n ? (size_t)n * 9 * sizeof(float) : 1);
+      out->pos = (float *)vx_malloc(n ? (size_t)n * 9 * sizeof(float) : 1);
       if (!out->pos)
         s = vx_error_set(err, VX_ERR_NOMEM, "cannot hold %llu triangles in memory",
                          (unsigned long long)n);
@@ -174,6 +170,6 @@ vx_status vx_mesh_import_isolated(const char *path, double timeout_s, vx_mesh *o
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
     }
   }
-  if (s != VX_OK) vx_mesh_free(out);
+  if (s != VX_OK) vx_soup_free(out);
   return s;
 }

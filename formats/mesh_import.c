@@ -6,14 +6,14 @@
  * not applied otherwise: Debian's assimp 5.2 aborts the process in an assertion of
  * TriangulateProcess on a face with no indices (found by fuzz/fuzz_mesh.c); such scenes are
  * triangulated here as fans, and faces with fewer than 3 indices are counted as points/lines. No step that removes or merges geometry is used: degenerate and
- * non-finite triangles are dropped and counted by vx_mesh_append() (svo/mesh.c), and points and
+ * non-finite triangles are dropped and counted by vx_soup_append() (svo/soup.c), and points and
  * lines are counted here, so the user hears about every triangle that was not kept.
  *
  * The node hierarchy is walked depth first with an explicit stack (a hostile file cannot
  * overflow the C stack), multiplying node transforms in double precision from the root down;
  * every reference of a node to a mesh is one instance, expanded with that node's global
  * transform (what aiProcess_PreTransformVertices would do, without merging or copying the scene).
- * Triangles go to vx_mesh_append in chunks, so the extra memory is bounded.
+ * Triangles go to vx_soup_append in chunks, so the extra memory is bounded.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "formats/mesh_import.h"
@@ -60,7 +60,7 @@ static void xform(const double m[12], const struct aiVector3D *v, float *out) {
 }
 
 /* Appends one instance of mesh am under transform m. */
-static vx_status add_instance(const struct aiMesh *am, const double m[12], float *buf, vx_mesh *out,
+static vx_status add_instance(const struct aiMesh *am, const double m[12], float *buf, vx_soup *out,
                               vx_error *err) {
   uint32_t nb = 0;
   const unsigned nv = am->mNumVertices;
@@ -83,21 +83,21 @@ static vx_status add_instance(const struct aiMesh *am, const double m[12], float
       xform(m, &am->mVertices[face->mIndices[k]], buf + 9 * nb + 3);
       xform(m, &am->mVertices[face->mIndices[k + 1]], buf + 9 * nb + 6);
       if (++nb == CHUNK_TRIS) {
-        vx_status s = vx_mesh_append(out, buf, nb, err);
+        vx_status s = vx_soup_append(out, buf, nb, err);
         if (s != VX_OK) return s;
         nb = 0;
       }
     }
   }
-  return nb ? vx_mesh_append(out, buf, nb, err) : VX_OK;
+  return nb ? vx_soup_append(out, buf, nb, err) : VX_OK;
 }
 
-static vx_status walk_scene(const struct aiScene *sc, const char *name, vx_mesh *out, vx_error *err) {
+static vx_status walk_scene(const struct aiScene *sc, const char *name, vx_soup *out, vx_error *err) {
   if (!sc->mRootNode || !sc->mMeshes)
     return vx_error_set(err, VX_ERR_EMPTY, "'%s' has no meshes", name);
   size_t cap = 64, top = 0;
-  walk_item *stack = (walk_item *)malloc(cap * sizeof *stack);
-  float *buf = (float *)malloc((size_t)CHUNK_TRIS * 9 * sizeof(float));
+  walk_item *stack = (walk_item *)vx_malloc(cap * sizeof *stack);
+  float *buf = (float *)vx_malloc((size_t)CHUNK_TRIS * 9 * sizeof(float));
   vx_status s = VX_OK;
   if (!stack || !buf) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory importing '%s'", name);
   if (s == VX_OK) {
@@ -123,7 +123,7 @@ static vx_status walk_scene(const struct aiScene *sc, const char *name, vx_mesh 
       const struct aiNode *child = it.node->mChildren[c];
       if (!child) continue;
       if (top == cap) {
-        walk_item *g = (walk_item *)realloc(stack, 2 * cap * sizeof *stack);
+        walk_item *g = (walk_item *)vx_realloc(stack, 2 * cap * sizeof *stack);
         if (!g) {
           s = vx_error_set(err, VX_ERR_NOMEM, "out of memory importing '%s'", name);
           break;
@@ -138,8 +138,8 @@ static vx_status walk_scene(const struct aiScene *sc, const char *name, vx_mesh 
       top++;
     }
   }
-  free(stack);
-  free(buf);
+  vx_free(stack);
+  vx_free(buf);
   if (s == VX_OK && out->tri_count == 0)
     s = vx_error_set(err, VX_ERR_EMPTY,
                      "'%s' has no usable triangles (%u mesh instances; dropped %llu degenerate, "
@@ -165,7 +165,7 @@ static int faces_well_formed(const struct aiScene *sc) {
   return 1;
 }
 
-static vx_status finish(const struct aiScene *sc, const char *name, vx_mesh *out, vx_error *err) {
+static vx_status finish(const struct aiScene *sc, const char *name, vx_soup *out, vx_error *err) {
   if (sc && faces_well_formed(sc)) sc = aiApplyPostProcessing(sc, aiProcess_Triangulate);
   if (!sc) {
     const char *why = aiGetErrorString();
@@ -174,7 +174,7 @@ static vx_status finish(const struct aiScene *sc, const char *name, vx_mesh *out
   }
   vx_status s = walk_scene(sc, name, out, err);
   aiReleaseImport(sc);
-  if (s != VX_OK) vx_mesh_free(out);
+  if (s != VX_OK) vx_soup_free(out);
   return s;
 }
 
@@ -255,7 +255,7 @@ static int ends_with(const char *s, const char *suffix) {
   return 1;
 }
 
-vx_status vx_mesh_import(const char *path, vx_mesh *out, vx_error *err) {
+vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh file given");
   struct stat st;
@@ -268,7 +268,7 @@ vx_status vx_mesh_import(const char *path, vx_mesh *out, vx_error *err) {
   FILE *f = fopen(path, "rb");
   if (!f) return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   enum { HEAD = 65536 };
-  unsigned char *magic = (unsigned char *)malloc(HEAD);
+  unsigned char *magic = (unsigned char *)vx_malloc(HEAD);
   if (!magic) {
     fclose(f);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
@@ -277,7 +277,7 @@ vx_status vx_mesh_import(const char *path, vx_mesh *out, vx_error *err) {
   fclose(f);
   int gz = got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   int bad_ply = ply_header_bad_line(magic, got, ends_with(path, ".ply"));
-  free(magic);
+  vx_free(magic);
   if (st.st_size == 0) return vx_error_set(err, VX_ERR_FORMAT, "'%s' is empty", path);
   if (ends_with(path, ".gz") || gz)
     return vx_error_set(err, VX_ERR_FORMAT,
@@ -287,7 +287,7 @@ vx_status vx_mesh_import(const char *path, vx_mesh *out, vx_error *err) {
   return finish(aiImportFile(path, IMPORT_FLAGS), path, out, err);
 }
 
-vx_status vx_mesh_import_memory(const void *data, size_t size, const char *hint, vx_mesh *out,
+vx_status vx_soup_import_memory(const void *data, size_t size, const char *hint, vx_soup *out,
                                 vx_error *err) {
   memset(out, 0, sizeof *out);
   if (!data || size == 0) return vx_error_set(err, VX_ERR_FORMAT, "mesh data is empty");

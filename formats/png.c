@@ -34,7 +34,7 @@ static void png_sink(void *ctx, void *data, int size) {
   if (b->size + (size_t)size > b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 65536;
     while (cap < b->size + (size_t)size) cap *= 2;
-    unsigned char *g = (unsigned char *)realloc(b->data, cap);
+    unsigned char *g = (unsigned char *)vx_realloc(b->data, cap);
     if (!g) {
       b->failed = 1;
       return;
@@ -57,11 +57,11 @@ vx_status vx_png_write(const char *path, const uint8_t *rgb, uint32_t width, uin
   memset(&b, 0, sizeof b);
   int ok = stbi_write_png_to_func(png_sink, &b, (int)width, (int)height, 3, rgb, (int)width * 3);
   if (!ok || b.failed) {
-    free(b.data);
+    vx_free(b.data);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot encode a %ux%u PNG (out of memory)", width,
                         height);
   }
   vx_status s = vx_atomic_write_file(path, b.data, b.size, err);
-  free(b.data);
+  vx_free(b.data);
   return s;
 }

@@ -1,12 +1,12 @@
-/* svo_codec.h - what the two .svo writers (svo_file.c, svo_stream.c) and the reader share: the
- * format's constants (formats/SVO_FORMAT.md is the byte map), explicit little-endian field access,
- * and the zstd settings. Internal to formats/. Keeping one copy is what keeps the in-memory and the
- * streaming writer byte-identical. */
+/* svo_codec.h - what the .svo writer (svo_write.c) and reader (svo_read.c) share: the format's
+ * constants (formats/SVO_FORMAT.md is the byte map), explicit little-endian field access, the zstd
+ * settings and the frame check. Internal to formats/. */
 #ifndef VOXLOD_FORMATS_SVO_CODEC_H
 #define VOXLOD_FORMATS_SVO_CODEC_H
 
 #include <stdint.h>
 #include <string.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_customMem */
 #include <zstd.h>
 
 #include "svo/svo.h"
@@ -63,10 +63,19 @@ static inline double vx_get_f64(const uint8_t *p) {
 int vx_svo_zstd_level(int requested, uint64_t raw_total);
 int vx_svo_zstd_workers(uint64_t raw_total);
 
-/* A zstd failure as a status with a message. */
-static inline vx_status vx_svo_zstd_fail(vx_error *err, const char *what, size_t code) {
-  return vx_error_set(err, VX_ERR_NOMEM, "zstd failed while %s: %s", what,
-                      ZSTD_isError(code) ? ZSTD_getErrorName(code) : "out of memory");
+/* A zstd failure as a status with a message (a macro: the location is the caller's). */
+#define vx_svo_zstd_fail(err, what, code)                                                       \
+  vx_error_set((err), VX_ERR_NOMEM, "zstd failed while %s: %s", (what),                        \
+               ZSTD_isError(code) ? ZSTD_getErrorName(code) : "out of memory")
+
+/* zstd contexts whose memory comes from the library's allocator (svo/alloc.h). */
+static inline ZSTD_CCtx *vx_zstd_cctx(void) {
+  ZSTD_customMem m = {vx_zstd_alloc, vx_zstd_free, NULL};
+  return ZSTD_createCCtx_advanced(m);
+}
+static inline ZSTD_DCtx *vx_zstd_dctx(void) {
+  ZSTD_customMem m = {vx_zstd_alloc, vx_zstd_free, NULL};
+  return ZSTD_createDCtx_advanced(m);
 }
 
 /* ---- frame checks, incrementally: the low 32 bits of XXH64 of a section's bytes, taken from the

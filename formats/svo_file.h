@@ -1,45 +1,60 @@
 /* svo_file.h - the .svo file: header + zstd-compressed sections, level by level.
  * The byte-level specification is formats/SVO_FORMAT.md.
  *
- * Writing is atomic: the file is written to a temporary name beside the target, flushed, fsynced
- * and renamed; on any failure the temporary is removed and an existing target is left untouched.
- * Reading distrusts every byte: sizes are checked against the file size and the memory limit before
- * any allocation, every section's checksum is verified, child indices are rebuilt from masks and
- * the tree is validated before it is returned.
+ * Writing (svo_write.c): one writer over a source of levels, a tree in memory or a level stream
+ * (svo/stream.h) that may live in temporary files; both give the same bytes for the same tree.
+ * The file is written atomically (formats/atomic_file.h): readers see the old file or the
+ * complete new one, and on any failure no temporary is left and an existing file is untouched.
+ * Reading (svo_read.c) distrusts every byte: sizes are checked against the file size and the
+ * memory limit before any allocation, each level's masks are checked against the next level's
+ * count before that level is allocated, every section's checksum is verified, child indices are
+ * rebuilt from masks and the tree is validated before it is returned.
  */
 #ifndef VOXLOD_FORMATS_SVO_FILE_H
 #define VOXLOD_FORMATS_SVO_FILE_H
 
 #include "svo/svo.h"
+#include "svo/stream.h"
 
 VX_EXTERN_C_BEGIN
 
-typedef struct vx_read_opts {
+typedef struct vx_svo_read_opts {
   int max_level;      /* read levels 0..max_level only (nodes); < 0 or >= depth: everything */
-  uint64_t mem_limit; /* refuse files whose decoded size exceeds this; 0: 16 GiB default */
-} vx_read_opts;
+  uint64_t mem_limit; /* refuse files whose decoded size exceeds this; 0: vx_default_mem_limit() */
+} vx_svo_read_opts;
 
-typedef struct vx_file_info {
+typedef struct vx_svo_file_info {
   uint32_t version;
   uint64_t file_bytes;
   uint64_t level_disk_bytes[VX_MAX_DEPTH + 1]; /* compressed bytes of each level's section */
   uint64_t header_bytes;
-} vx_file_info;
+} vx_svo_file_info;
 
-/* Writes t to path atomically. level compression: zstd level (0: by size: 19 under 8 MiB decoded, 9 under 64 MiB, 3 above). */
-vx_status vx_svo_write(const char *path, const vx_tree *t, int zstd_level, vx_error *err);
+/* Writes tree t to path. zstd_level: 1..22, 0: by size (19 under 8 MiB decoded, 9 under 64 MiB,
+ * 3 above). progress (may be NULL) is called as levels compress and the file is written; a
+ * nonzero return stops with VX_ERR_INTERRUPTED. */
+vx_status vx_svo_write(const char *path, const vx_octree *t, int zstd_level, vx_progress_fn progress,
+                       void *user, vx_error *err);
 
-/* Serializes to memory (for tests and fuzzing). *out is malloc'ed; caller frees. */
-vx_status vx_svo_encode(const vx_tree *t, int zstd_level, uint8_t **out, size_t *out_size,
+/* The same from a stream: the bytes vx_svo_write gives for the tree the stream holds. Memory: a
+ * few MiB of buffers and zstd's contexts, plus the largest packed section when zstd runs without
+ * worker threads (files under 64 MiB decoded, one core). The compressed sections are staged in an
+ * unlinked temporary file in s->tmp_dir. */
+vx_status vx_svo_write_stream(const char *path, vx_stream *s, int zstd_level,
+                              vx_progress_fn progress, void *user, vx_error *err);
+
+/* Serializes to memory. *out comes from vx_malloc (svo/alloc.h); the caller vx_frees it. */
+vx_status vx_svo_encode(const vx_octree *t, int zstd_level, uint8_t **out, size_t *out_size,
                         vx_error *err);
 
-/* Reads a file. opts and info may be NULL. */
-vx_status vx_svo_read(const char *path, const vx_read_opts *opts, vx_tree *out,
-                      vx_file_info *info, vx_error *err);
+/* Reads a file (a regular file: a FIFO, device or directory is refused without blocking).
+ * opts and info may be NULL. */
+vx_status vx_svo_read(const char *path, const vx_svo_read_opts *opts, vx_octree *out,
+                      vx_svo_file_info *info, vx_error *err);
 
 /* Decodes from memory; same checks as vx_svo_read. */
-vx_status vx_svo_decode(const uint8_t *data, size_t size, const vx_read_opts *opts, vx_tree *out,
-                        vx_file_info *info, vx_error *err);
+vx_status vx_svo_decode(const uint8_t *data, size_t size, const vx_svo_read_opts *opts,
+                        vx_octree *out, vx_svo_file_info *info, vx_error *err);
 
 VX_EXTERN_C_END
 

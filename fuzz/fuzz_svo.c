@@ -6,17 +6,17 @@
 #include "formats/svo_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  vx_read_opts o = {-1, (uint64_t)64 << 20};
-  vx_tree t;
+  vx_svo_read_opts o = {-1, (uint64_t)64 << 20};
+  vx_octree t;
   vx_error e;
   if (vx_svo_decode(data, size, &o, &t, NULL, &e) == VX_OK) {
-    if (vx_tree_validate(&t, &e) != VX_OK) abort();
-    vx_tree_free(&t);
+    if (vx_octree_validate(&t, &e) != VX_OK) abort();
+    vx_octree_free(&t);
   }
   o.max_level = size ? data[size - 1] % 4 : 0;
   if (vx_svo_decode(data, size, &o, &t, NULL, &e) == VX_OK) {
-    if (vx_tree_validate(&t, &e) != VX_OK) abort();
-    vx_tree_free(&t);
+    if (vx_octree_validate(&t, &e) != VX_OK) abort();
+    vx_octree_free(&t);
   }
   return 0;
 }

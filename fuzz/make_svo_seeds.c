@@ -10,19 +10,19 @@ static int write_seed(const char *dir, const char *name, uint32_t depth, const u
   vx_voxel *f = (vx_voxel *)calloc(n, sizeof *f);
   for (uint64_t i = 0; i < n; i++)
     for (int k = 0; k < 8; k++) f[i].c[k] = (int8_t)((k & 1) * 40 - 20 + (int)(i % 7));
-  vx_tree t;
+  vx_octree t;
   vx_error e;
-  int ok = vx_tree_build(depth, codes, f, n, &t, &e) == VX_OK;
+  int ok = vx_octree_build(depth, codes, f, n, &t, &e) == VX_OK;
   free(f);
   if (!ok) return fprintf(stderr, "%s: %s\n", name, e.msg), 1;
   t.band = 2.0f;
   t.xf.scale = 0.5;
-  ok = vx_tree_fit_planes(&t, NULL, NULL, &e) == VX_OK &&
-       (prune <= 0 || vx_tree_prune(&t, prune, &e) == VX_OK);
+  ok = vx_octree_fit_planes(&t, NULL, NULL, &e) == VX_OK &&
+       (prune <= 0 || vx_octree_prune(&t, prune, &e) == VX_OK);
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  if (ok) ok = vx_svo_write(path, &t, 19, &e) == VX_OK;
-  vx_tree_free(&t);
+  if (ok) ok = vx_svo_write(path, &t, 19, NULL, NULL, &e) == VX_OK;
+  vx_octree_free(&t);
   if (!ok) return fprintf(stderr, "%s: %s\n", name, e.msg), 1;
   return 0;
 }

@@ -53,13 +53,13 @@ typedef struct vx_gpu_bench_result {
 
 /* Renders frames and times them (see the contract above). cfg may be NULL. nviews >= 1,
  * frames >= 1. */
-vx_status vx_gpu_bench(const vx_tree *t, const vx_render_opts *o, const vx_camera *views,
+vx_status vx_gpu_bench(const vx_octree *t, const vx_march_opts *o, const vx_camera *views,
                        int nviews, int frames, const vx_gpu_config *cfg, vx_gpu_bench_result *r,
                        vx_error *err);
 
 /* vx_render_gpu with a chosen kernel variant (tests compare variants pixel for pixel). */
-vx_status vx_render_gpu_config(const vx_tree *t, const vx_render_opts *o, const vx_gpu_config *cfg,
-                               vx_image *img, vx_error *err);
+vx_status vx_render_gpu_config(const vx_octree *t, const vx_march_opts *o, const vx_gpu_config *cfg,
+                               vx_march_image *img, vx_error *err);
 
 VX_EXTERN_C_END
 

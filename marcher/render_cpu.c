@@ -5,6 +5,7 @@
  * pixel is independent; the image does not depend on the thread count.
  */
 #include "marcher/scene.h"
+#include "svo/system.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,14 +17,14 @@
 
 typedef struct render_job {
   const vx_trace_scene *scene;
-  vx_image *img;
+  vx_march_image *img;
   atomic_uint next_row;
 } render_job;
 
 static void *render_worker(void *arg) {
   render_job *job = (render_job *)arg;
   const vx_trace_scene *s = job->scene;
-  vx_image *img = job->img;
+  vx_march_image *img = job->img;
   for (;;) {
     uint32_t y0 = atomic_fetch_add(&job->next_row, VX_ROWS_PER_TASK);
     if (y0 >= s->height) break;
@@ -43,7 +44,7 @@ static void *render_worker(void *arg) {
   return NULL;
 }
 
-vx_status vx_render_cpu(const vx_tree *t, const vx_render_opts *o, vx_image *img, int threads,
+vx_status vx_render_cpu(const vx_octree *t, const vx_march_opts *o, vx_march_image *img, int threads,
                         vx_error *err) {
   vx_status st = vx_render_check(t, o, err);
   if (st != VX_OK) return st;
@@ -53,24 +54,12 @@ vx_status vx_render_cpu(const vx_tree *t, const vx_render_opts *o, vx_image *img
                         o->height);
   vx_trace_scene s;
   vx_trace_scene_init(&s, t, o);
-  if (threads <= 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = n > 0 ? (int)n : 1;
-  }
-  if (threads > VX_MAX_THREADS) threads = VX_MAX_THREADS;
   uint32_t max_useful = (o->height + VX_ROWS_PER_TASK - 1) / VX_ROWS_PER_TASK;
-  if ((uint32_t)threads > max_useful) threads = (int)max_useful;
+  threads = vx_thread_count(threads, max_useful < VX_MAX_THREADS ? (int)max_useful : VX_MAX_THREADS);
   render_job job;
   job.scene = &s;
   job.img = img;
   atomic_init(&job.next_row, 0);
-  pthread_t tid[VX_MAX_THREADS];
-  int started = 0;
-  for (int i = 1; i < threads; i++) {
-    if (pthread_create(&tid[started], NULL, render_worker, &job) != 0) break;
-    started++;
-  }
-  render_worker(&job); /* the calling thread works too; fewer threads if creation failed */
-  for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
+  vx_parallel(threads, render_worker, &job);
   return VX_OK;
 }

@@ -113,13 +113,13 @@ done:
 }
 
 /* Levels a render with cut `lod` needs: 0..L for L < D, everything loaded otherwise. */
-static uint32_t levels_needed(const vx_tree *t, int lod) {
+static uint32_t levels_needed(const vx_octree *t, int lod) {
   uint32_t have = t->levels_loaded < t->depth + 1 ? t->levels_loaded : t->depth + 1;
   if (lod < 0 || (uint32_t)lod >= t->depth) return have;
   return (uint32_t)lod + 1 < have ? (uint32_t)lod + 1 : have;
 }
 
-static vx_status gpu_upload(gpu_ctx *c, const vx_tree *t, int lod, vx_error *err) {
+static vx_status gpu_upload(gpu_ctx *c, const vx_octree *t, int lod, vx_error *err) {
   vx_status st = VX_OK;
   uint32_t levels = levels_needed(t, lod);
   if (levels == 0) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the tree has no levels");
@@ -163,7 +163,7 @@ done:
 }
 
 /* The scene for the device: the host scene with device pointers and the uploaded levels. */
-static vx_status gpu_scene(const gpu_ctx *c, const vx_tree *t, const vx_render_opts *o,
+static vx_status gpu_scene(const gpu_ctx *c, const vx_octree *t, const vx_march_opts *o,
                            vx_trace_scene *s, vx_error *err) {
   vx_status st = vx_render_check(t, o, err);
   if (st != VX_OK) return st;
@@ -320,7 +320,7 @@ done:
 
 /* ---- public --------------------------------------------------------------------------------- */
 
-static vx_status check_opts(const vx_tree *t, const vx_render_opts *o, vx_error *err) {
+static vx_status check_opts(const vx_octree *t, const vx_march_opts *o, vx_error *err) {
   if (!t || !o || !t->nodes) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no tree or options");
   if (o->width == 0 || o->height == 0 || (uint64_t)o->width * o->height > ((uint64_t)1 << 31))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: image size %ux%u out of range", o->width,
@@ -328,8 +328,8 @@ static vx_status check_opts(const vx_tree *t, const vx_render_opts *o, vx_error 
   return VX_OK;
 }
 
-extern "C" vx_status vx_render_gpu_config(const vx_tree *t, const vx_render_opts *o,
-                                          const vx_gpu_config *cfg, vx_image *img, vx_error *err) {
+extern "C" vx_status vx_render_gpu_config(const vx_octree *t, const vx_march_opts *o,
+                                          const vx_gpu_config *cfg, vx_march_image *img, vx_error *err) {
   vx_status st = check_opts(t, o, err);
   if (st != VX_OK) return st;
   if (!img || !img->rgb || !img->depth || img->width != o->width || img->height != o->height)
@@ -357,12 +357,12 @@ done:
   return st;
 }
 
-extern "C" vx_status vx_render_gpu(const vx_tree *t, const vx_render_opts *o, vx_image *img,
+extern "C" vx_status vx_render_gpu(const vx_octree *t, const vx_march_opts *o, vx_march_image *img,
                                    vx_error *err) {
   return vx_render_gpu_config(t, o, NULL, img, err);
 }
 
-extern "C" const char *vx_gpu_name(void) {
+extern "C" const char *vx_cuda_device_name(void) {
   static char name[256];
   int n = 0, dev = 0;
   cudaDeviceProp prop;
@@ -380,7 +380,7 @@ static int cmp_float(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-extern "C" vx_status vx_gpu_bench(const vx_tree *t, const vx_render_opts *o,
+extern "C" vx_status vx_gpu_bench(const vx_octree *t, const vx_march_opts *o,
                                   const vx_camera *views, int nviews, int frames,
                                   const vx_gpu_config *cfg, vx_gpu_bench_result *r,
                                   vx_error *err) {
@@ -393,11 +393,11 @@ extern "C" vx_status vx_gpu_bench(const vx_tree *t, const vx_render_opts *o,
   st = gpu_open(&c, err);
   if (st != VX_OK) return st;
   size_t n = (size_t)o->width * o->height;
-  vx_trace_scene *scenes = (vx_trace_scene *)calloc((size_t)nviews, sizeof *scenes);
-  cudaEvent_t *ev = (cudaEvent_t *)calloc((size_t)frames * 2, sizeof *ev);
-  float *ms = (float *)calloc((size_t)frames, sizeof *ms);
-  uint32_t *visits = (uint32_t *)malloc(n * sizeof *visits);
-  float *depth = (float *)malloc(n * sizeof *depth);
+  vx_trace_scene *scenes = (vx_trace_scene *)vx_calloc((size_t)nviews, sizeof *scenes);
+  cudaEvent_t *ev = (cudaEvent_t *)vx_calloc((size_t)frames * 2, sizeof *ev);
+  float *ms = (float *)vx_calloc((size_t)frames, sizeof *ms);
+  uint32_t *visits = (uint32_t *)vx_malloc(n * sizeof *visits);
+  float *depth = (float *)vx_malloc(n * sizeof *depth);
   int events = 0;
   launch_plan p;
   cudaFuncAttributes fa;
@@ -410,7 +410,7 @@ extern "C" vx_status vx_gpu_bench(const vx_tree *t, const vx_render_opts *o,
   if ((st = gpu_upload(&c, t, o->lod, err)) != VX_OK) goto done;
   if ((st = gpu_frame(&c, o->width, o->height, 1, err)) != VX_OK) goto done;
   for (int v = 0; v < nviews; v++) {
-    vx_render_opts ov = *o;
+    vx_march_opts ov = *o;
     ov.cam = views[v];
     if ((st = gpu_scene(&c, t, &ov, &scenes[v], err)) != VX_OK) goto done;
   }
@@ -467,11 +467,11 @@ extern "C" vx_status vx_gpu_bench(const vx_tree *t, const vx_render_opts *o,
   r->local_bytes = (int)fa.localSizeBytes;
 done:
   for (int f = 0; f < events; f++) cudaEventDestroy(ev[f]);
-  free(scenes);
-  free(ev);
-  free(ms);
-  free(visits);
-  free(depth);
+  vx_free(scenes);
+  vx_free(ev);
+  vx_free(ms);
+  vx_free(visits);
+  vx_free(depth);
   gpu_free(&c);
   return st;
 }

@@ -46,7 +46,7 @@ static int camera_frame(const vx_camera *c, double f[3], double r[3], double u[3
   return normalize3(u);
 }
 
-vx_status vx_render_check(const vx_tree *t, const vx_render_opts *o, vx_error *err) {
+vx_status vx_render_check(const vx_octree *t, const vx_march_opts *o, vx_error *err) {
   if (!t || !o) return vx_error_set(err, VX_ERR_INVALID_ARG, "render: no tree or no options");
   if (o->width < 1 || o->height < 1 || o->width > 32768 || o->height > 32768)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "image size %ux%u outside 1x1 .. 32768x32768",
@@ -78,7 +78,7 @@ vx_status vx_render_check(const vx_tree *t, const vx_render_opts *o, vx_error *e
   return VX_OK;
 }
 
-vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_tree *t, const vx_render_opts *o) {
+vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_octree *t, const vx_march_opts *o) {
   memset(s, 0, sizeof *s);
   if (vx_render_check(t, o, NULL) != VX_OK) return VX_ERR_INVALID_ARG;
   const vx_camera *c = &o->cam;
@@ -126,7 +126,7 @@ vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_tree *t, const vx_rend
 /* Bounding box (grid units) of the cells occupied at level 2 (cells of a quarter of the grid): a
  * walk of at most 64 nodes. A fixed coarse level keeps the framing identical whatever levels
  * are loaded (--lod L reads only levels <= L) and however the tree is pruned below it. */
-static void occupied_box(const vx_tree *t, double lo[3], double hi[3]) {
+static void occupied_box(const vx_octree *t, double lo[3], double hi[3]) {
   double R = (double)(1u << t->depth);
   for (int i = 0; i < 3; i++) {
     lo[i] = 0.0;
@@ -173,7 +173,7 @@ static void occupied_box(const vx_tree *t, double lo[3], double hi[3]) {
     }
 }
 
-void vx_camera_orbit(const vx_tree *t, double azimuth_deg, double elevation_deg, double fov_y_deg,
+void vx_march_orbit(const vx_octree *t, double azimuth_deg, double elevation_deg, double fov_y_deg,
                      vx_camera *cam) {
   double lo[3], hi[3];
   occupied_box(t, lo, hi);
@@ -219,18 +219,18 @@ void vx_camera_orbit(const vx_tree *t, double azimuth_deg, double elevation_deg,
   cam->fov_y_deg = fov_y_deg;
 }
 
-vx_status vx_image_alloc(vx_image *img, uint32_t width, uint32_t height, int with_visits,
+vx_status vx_march_image_alloc(vx_march_image *img, uint32_t width, uint32_t height, int with_visits,
                          vx_error *err) {
   memset(img, 0, sizeof *img);
   if (width < 1 || height < 1 || width > 32768 || height > 32768)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "image size %ux%u outside 1x1 .. 32768x32768",
                         width, height);
   size_t n = (size_t)width * height;
-  img->rgb = (uint8_t *)malloc(n * 3);
-  img->depth = (float *)malloc(n * sizeof(float));
-  img->visits = with_visits ? (uint32_t *)malloc(n * sizeof(uint32_t)) : NULL;
+  img->rgb = (uint8_t *)vx_malloc(n * 3);
+  img->depth = (float *)vx_malloc(n * sizeof(float));
+  img->visits = with_visits ? (uint32_t *)vx_malloc(n * sizeof(uint32_t)) : NULL;
   if (!img->rgb || !img->depth || (with_visits && !img->visits)) {
-    vx_image_free(img);
+    vx_march_image_free(img);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate a %ux%u image", width, height);
   }
   img->width = width;
@@ -238,10 +238,10 @@ vx_status vx_image_alloc(vx_image *img, uint32_t width, uint32_t height, int wit
   return VX_OK;
 }
 
-void vx_image_free(vx_image *img) {
+void vx_march_image_free(vx_march_image *img) {
   if (!img) return;
-  free(img->rgb);
-  free(img->depth);
-  free(img->visits);
+  vx_free(img->rgb);
+  vx_free(img->depth);
+  vx_free(img->visits);
   memset(img, 0, sizeof *img);
 }

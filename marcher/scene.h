@@ -15,13 +15,13 @@ VX_EXTERN_C_BEGIN
  * [VX_LOD_AUTO, depth], a finite camera whose eye differs from its target and whose up is not
  * parallel to the view, fov in (0, 180), nodes present. A lod deeper than the loaded levels is not
  * an error: the render stops at the last loaded level. */
-vx_status vx_render_check(const vx_tree *t, const vx_render_opts *o, vx_error *err);
+vx_status vx_render_check(const vx_octree *t, const vx_march_opts *o, vx_error *err);
 
 /* Fills s for tree t and options o (which must have passed vx_render_check): the world camera in
  * grid space (world = xf.origin + grid * xf.scale), pixel rays through pixel centres, the LOD cut,
  * a headlight from above-left of the eye. The node and voxel pointers are t's host arrays.
  * Returns VX_ERR_INVALID_ARG (and leaves s unusable) when o does not pass vx_render_check. */
-vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_tree *t, const vx_render_opts *o);
+vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_octree *t, const vx_march_opts *o);
 
 VX_EXTERN_C_END
 

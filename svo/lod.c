@@ -47,14 +47,14 @@
  * every level in increasing index order (streaming). Moments live on the recursion stack only:
  * O(depth) memory whatever the tree size. No node positions are needed: every node works in its
  * own frame (origin at its min corner, units of finest voxels). So a subtree can be fitted alone
- * (vx_tree_fit_subtree on a tree rooted at that node) and its root's results handed to a fit of
- * the levels above (vx_tree_fit_top): the out-of-core build fits each block's subtree on the
+ * (vx_octree_fit_subtree on a tree rooted at that node) and its root's results handed to a fit of
+ * the levels above (vx_octree_fit_top): the out-of-core build fits each block's subtree on the
  * thread that voxelized it, and the values are bit for bit those of the whole-tree pass.
  *
  * Prune. Top-down, level by level: a node reached from the root whose plane is OK and whose
  * decoded bound is <= E becomes a leaf (mask 0, VX_NODE_PRUNED); its subtree is not kept. Kept
  * nodes are compacted in place (a node's new index never exceeds its old one, and each level is
- * read before it is overwritten), then the arrays are shrunk and vx_tree_link() re-links them.
+ * read before it is overwritten), then the arrays are shrunk and vx_octree_link() re-links them.
  */
 #include "svo/lod.h"
 #include "svo/lod_eval.h"
@@ -87,9 +87,9 @@ float vx_node_plane_eval(const vx_node *n, uint32_t depth, uint32_t level, const
 /* ---- fit pass ------------------------------------------------------------------------------------ */
 
 typedef struct fit_ctx {
-  vx_tree *t;
+  vx_octree *t;
   uint32_t D;
-  const vx_fit_root *leaves; /* vx_tree_fit_top: fits of the nodes at leaf_level, given */
+  const vx_fit_root *leaves; /* vx_octree_fit_top: fits of the nodes at leaf_level, given */
   uint32_t leaf_level;
   uint64_t done, total, next_report, report_step; /* level D-1 nodes, for progress */
   vx_progress_fn progress;
@@ -100,12 +100,12 @@ typedef struct fit_ctx {
 /* Fits node `idx` (global index into nodes[]) at `level`; returns its moments, its max-error
  * bound and the box of its samples [lo, hi] (node frame, finest voxels). */
 static vx_status fit_node(fit_ctx *x, uint32_t level, uint64_t idx, vx_fit_root *r) {
-  vx_tree *t = x->t;
+  vx_octree *t = x->t;
   vx_node *nd = &t->nodes[idx];
   const uint32_t mask = vx_node_mask(nd->info);
   const double size = ldexp(1.0, (int)(x->D - level));
   if (x->leaves && level == x->leaf_level) {
-    /* A subtree fitted elsewhere (vx_tree_fit_top): its root's results, as fit_node gave them. */
+    /* A subtree fitted elsewhere (vx_octree_fit_top): its root's results, as fit_node gave them. */
     *r = x->leaves[idx - t->level_first[level]];
     return VX_OK;
   }
@@ -134,7 +134,7 @@ static vx_status fit_node(fit_ctx *x, uint32_t level, uint64_t idx, vx_fit_root 
   return VX_OK;
 }
 
-vx_status vx_tree_fit_subtree(vx_tree *t, vx_fit_root *root, vx_progress_fn progress, void *user,
+vx_status vx_octree_fit_subtree(vx_octree *t, vx_fit_root *root, vx_progress_fn progress, void *user,
                                vx_error *err) {
   if (!t || !t->nodes || t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "plane fit needs a built tree");
@@ -164,11 +164,11 @@ vx_status vx_tree_fit_subtree(vx_tree *t, vx_fit_root *root, vx_progress_fn prog
   return VX_OK;
 }
 
-vx_status vx_tree_fit_planes(vx_tree *t, vx_progress_fn progress, void *user, vx_error *err) {
-  return vx_tree_fit_subtree(t, NULL, progress, user, err);
+vx_status vx_octree_fit_planes(vx_octree *t, vx_progress_fn progress, void *user, vx_error *err) {
+  return vx_octree_fit_subtree(t, NULL, progress, user, err);
 }
 
-vx_status vx_tree_fit_top(vx_tree *t, uint32_t depth, const vx_fit_root *leaves, vx_error *err) {
+vx_status vx_octree_fit_top(vx_octree *t, uint32_t depth, const vx_fit_root *leaves, vx_error *err) {
   if (!t || !t->nodes || !leaves || depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH ||
       t->levels_loaded < 1 || t->levels_loaded > depth || t->level_count[0] != 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "top-level plane fit needs levels 0..L < depth");
@@ -191,14 +191,14 @@ vx_status vx_tree_fit_top(vx_tree *t, uint32_t depth, const vx_fit_root *leaves,
  * frees the old one; keeps the old (larger, still valid) block when the allocation fails. */
 static void *shrink(void *old, size_t n, size_t size) {
   if (n == 0) {
-    free(old);
+    vx_free(old);
     return NULL;
   }
   size_t bytes = (n * size + 15) & ~(size_t)15;
-  void *p = aligned_alloc(16, bytes);
+  void *p = vx_malloc(bytes);
   if (!p) return old;
   memcpy(p, old, n * size);
-  free(old);
+  vx_free(old);
   return p;
 }
 
@@ -209,7 +209,7 @@ static int prunable(uint32_t info, float max_error) {
          vx_err_decode(code) <= max_error;
 }
 
-vx_status vx_tree_prune(vx_tree *t, float max_error, vx_error *err) {
+vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
   if (!(max_error > 0.0f)) return VX_OK;
   if (!t || !t->nodes || t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "pruning needs a built tree");
@@ -221,10 +221,10 @@ vx_status vx_tree_prune(vx_tree *t, float max_error, vx_error *err) {
   for (uint32_t l = 0; l <= D; l++)
     if (t->level_count[l] > widest) widest = t->level_count[l];
   /* keep[k]: node k of the current level survives; next[]: the same for the level below. */
-  uint8_t *keep = (uint8_t *)malloc((size_t)widest), *next = (uint8_t *)malloc((size_t)widest);
+  uint8_t *keep = (uint8_t *)vx_malloc((size_t)widest), *next = (uint8_t *)vx_malloc((size_t)widest);
   if (!keep || !next) {
-    free(keep);
-    free(next);
+    vx_free(keep);
+    vx_free(next);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB for pruning",
                         2.0 * (double)widest / 1048576.0);
   }
@@ -257,8 +257,8 @@ vx_status vx_tree_prune(vx_tree *t, float max_error, vx_error *err) {
   for (uint64_t k = 0; k < t->level_count[D]; k++)
     if (keep[k]) t->voxels[vw++] = t->voxels[k];
   count[D] = vw;
-  free(keep);
-  free(next);
+  vx_free(keep);
+  vx_free(next);
   if (w != t->node_count) t->nodes = (vx_node *)shrink(t->nodes, (size_t)w, sizeof(vx_node));
   if (vw != t->voxel_count) t->voxels = (vx_voxel *)shrink(t->voxels, (size_t)vw, sizeof(vx_voxel));
   for (uint32_t l = 0; l <= D; l++) {
@@ -268,7 +268,7 @@ vx_status vx_tree_prune(vx_tree *t, float max_error, vx_error *err) {
   t->node_count = w;
   t->voxel_count = vw;
   if (max_error > t->prune_error) t->prune_error = max_error;
-  return vx_tree_link(t, err);
+  return vx_octree_link(t, err);
 }
 
 /* The same rule on a stream, level by level: a bit per record says whether it is kept (reached
@@ -289,9 +289,9 @@ vx_status vx_stream_prune(vx_stream *in, float max_error, vx_stream *out, vx_err
   out->xf = in->xf;
   out->band = in->band;
   out->prune_error = max_error > in->prune_error ? max_error : in->prune_error;
-  uint8_t *keep = (uint8_t *)calloc((size_t)(widest / 8 + 1), 1);
-  uint8_t *next = (uint8_t *)calloc((size_t)(widest / 8 + 1), 1);
-  vx_node *buf = (vx_node *)aligned_alloc(16, PRUNE_BATCH * sizeof(vx_node));
+  uint8_t *keep = (uint8_t *)vx_calloc((size_t)(widest / 8 + 1), 1);
+  uint8_t *next = (uint8_t *)vx_calloc((size_t)(widest / 8 + 1), 1);
+  vx_node *buf = (vx_node *)vx_malloc(PRUNE_BATCH * sizeof(vx_node));
   if (!keep || !next || !buf)
     st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB for pruning",
                       (double)widest / 4.0 / 1048576.0);
@@ -331,9 +331,9 @@ vx_status vx_stream_prune(vx_stream *in, float max_error, vx_stream *out, vx_err
     next = tmp;
   }
   if (st == VX_OK) st = vx_stream_finish(out, err);
-  free(keep);
-  free(next);
-  free(buf);
+  vx_free(keep);
+  vx_free(next);
+  vx_free(buf);
   if (st != VX_OK) vx_stream_free(out);
   return st;
 }

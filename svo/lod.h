@@ -39,7 +39,7 @@ int vx_moments_fit(const vx_moments *m, double a[3], double *b, double *rms);
 
 /* Computes every node's plane, RMS error and max-error bound from the voxels (all levels must be
  * loaded). progress may be NULL. */
-vx_status vx_tree_fit_planes(vx_tree *t, vx_progress_fn progress, void *user, vx_error *err);
+vx_status vx_octree_fit_planes(vx_octree *t, vx_progress_fn progress, void *user, vx_error *err);
 
 /* What a subtree's fit hands to its parent: the moments of its samples (frame at the subtree
  * root's min corner, finest voxels), its root's max-error bound and the box of its samples. */
@@ -52,20 +52,20 @@ typedef struct vx_fit_root {
 /* Split fits (the out-of-core build). Every node's values depend only on its subtree and are
  * computed in the node's own frame, so a subtree fitted on its own as a tree whose root is that
  * node gives the bits the whole-tree fit would give.
- * vx_tree_fit_subtree: vx_tree_fit_planes, also returning the root's results (root may be NULL).
- * vx_tree_fit_top: fits levels 0 .. L-1 of a tree of `depth` levels whose levels 0 .. L are
+ * vx_octree_fit_subtree: vx_octree_fit_planes, also returning the root's results (root may be NULL).
+ * vx_octree_fit_top: fits levels 0 .. L-1 of a tree of `depth` levels whose levels 0 .. L are
  * loaded (L = t->levels_loaded - 1 < depth, child indices set for levels < L); the nodes of level
  * L already carry their planes, and leaves[k] is the vx_fit_root of node k of level L. */
-vx_status vx_tree_fit_subtree(vx_tree *t, vx_fit_root *root, vx_progress_fn progress, void *user,
+vx_status vx_octree_fit_subtree(vx_octree *t, vx_fit_root *root, vx_progress_fn progress, void *user,
                                vx_error *err);
-vx_status vx_tree_fit_top(vx_tree *t, uint32_t depth, const vx_fit_root *leaves, vx_error *err);
+vx_status vx_octree_fit_top(vx_octree *t, uint32_t depth, const vx_fit_root *leaves, vx_error *err);
 
 /* Replaces each subtree whose root plane's max error bound is <= max_error (finest voxels) by that
  * root (flag VX_NODE_PRUNED, mask 0), top-down, and compacts the arrays. max_error <= 0 changes
  * nothing. */
-vx_status vx_tree_prune(vx_tree *t, float max_error, vx_error *err);
+vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err);
 
-/* vx_tree_prune's rule applied to a stream (svo/stream.h) level by level, into a new stream *out
+/* vx_octree_prune's rule applied to a stream (svo/stream.h) level by level, into a new stream *out
  * (split 0: every level appended) that spills to files when `in` had spilled; memory: two bits
  * per record of the widest level and a batch buffer. `in` is only read. */
 vx_status vx_stream_prune(vx_stream *in, float max_error, vx_stream *out, vx_error *err);

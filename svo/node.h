@@ -40,7 +40,7 @@
  * corners of the surface voxels below the node (see lod.h), normalised so that n = a/|a|.
  *
  * vx_voxel (8 bytes): the signed distance at the voxel's 8 corners, int8 each, corner c at
- * (c&1, c>>1&1, c>>2&1); value q means q * band / 127 finest voxels (band: vx_tree.band), i.e. the
+ * (c&1, c>>1&1, c>>2&1); value q means q * band / 127 finest voxels (band: vx_octree.band), i.e. the
  * field is truncated at +-band and the quantization step is band/127. Negative is inside.
  */
 #ifndef VOXLOD_SVO_NODE_H

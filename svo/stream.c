@@ -32,7 +32,7 @@ vx_status vx_stream_init(vx_stream *s, uint32_t depth, uint32_t split, const cha
                         split);
   const char *dir = tmp_dir && tmp_dir[0] ? tmp_dir : getenv("TMPDIR");
   if (!dir || !dir[0]) dir = "/tmp";
-  s->tmp_dir = (char *)malloc(strlen(dir) + 1);
+  s->tmp_dir = (char *)vx_malloc(strlen(dir) + 1);
   if (!s->tmp_dir) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   strcpy(s->tmp_dir, dir);
   s->depth = depth;
@@ -43,18 +43,18 @@ vx_status vx_stream_init(vx_stream *s, uint32_t depth, uint32_t split, const cha
 
 static vx_status open_spill(vx_stream *s, uint32_t level, vx_error *err) {
   size_t n = strlen(s->tmp_dir) + 40;
-  char *name = (char *)malloc(n);
+  char *name = (char *)vx_malloc(n);
   if (!name) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   snprintf(name, n, "%s/.voxlod-spill-%02u-XXXXXX", s->tmp_dir, level);
   int fd = mkstemp(name);
   if (fd < 0) {
     vx_status st = vx_error_set(err, VX_ERR_IO, "cannot create a temporary file in '%s': %s",
                                 s->tmp_dir, strerror(errno));
-    free(name);
+    vx_free(name);
     return st;
   }
   unlink(name); /* nameless from now on: closing it (or dying) frees its blocks */
-  free(name);
+  vx_free(name);
   s->lv[level].f = fdopen(fd, "w+b");
   if (!s->lv[level].f) {
     close(fd);
@@ -83,7 +83,7 @@ vx_status vx_stream_spill(vx_stream *s, vx_error *err) {
   for (uint32_t l = s->split; l <= s->depth; l++) {
     uint64_t bytes = s->level_count[l] * vx_stream_record_size(s, l);
     vx_status st = file_write(s, l, s->lv[l].mem, bytes, err);
-    free(s->lv[l].mem);
+    vx_free(s->lv[l].mem);
     s->lv[l].mem = NULL;
     s->lv[l].cap = 0;
     if (st != VX_OK) return st;
@@ -111,7 +111,7 @@ vx_status vx_stream_append(vx_stream *s, uint32_t level, const void *records, ui
     if (used + bytes > L->cap) {
       uint64_t cap = L->cap ? L->cap : 4096;
       while (cap < used + bytes) cap += cap / 2 + 4096;
-      uint8_t *m = (uint8_t *)realloc(L->mem, (size_t)cap);
+      uint8_t *m = (uint8_t *)vx_realloc(L->mem, (size_t)cap);
       if (!m)
         return vx_error_set(err, VX_ERR_NOMEM, "cannot grow level %u to %.1f MiB", level,
                             (double)cap / 1048576.0);
@@ -127,7 +127,7 @@ vx_status vx_stream_append(vx_stream *s, uint32_t level, const void *records, ui
 
 vx_status vx_stream_set_top(vx_stream *s, vx_node *top, const uint64_t *counts, vx_error *err) {
   (void)err;
-  free(s->top);
+  vx_free(s->top);
   s->top = top;
   for (uint32_t l = 0; l < s->split; l++) s->level_count[l] = counts[l];
   return VX_OK;
@@ -174,7 +174,7 @@ vx_status vx_stream_read(vx_stream *s, uint32_t level, uint64_t first, uint64_t 
   return VX_OK;
 }
 
-vx_status vx_stream_take_tree(vx_stream *s, vx_tree *out, vx_error *err) {
+vx_status vx_stream_take_tree(vx_stream *s, vx_octree *out, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (s->spilled)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "the stream was spilled to files: no tree");
@@ -191,31 +191,31 @@ vx_status vx_stream_take_tree(vx_stream *s, vx_tree *out, vx_error *err) {
     return vx_error_set(err, VX_ERR_LIMIT, "more than 2^32 nodes or voxels");
   out->node_count = nodes;
   out->voxel_count = s->level_count[D];
-  out->nodes = (vx_node *)aligned_alloc(16, (size_t)(nodes ? nodes : 1) * sizeof(vx_node));
+  out->nodes = (vx_node *)vx_malloc((size_t)(nodes ? nodes : 1) * sizeof(vx_node));
   if (!out->nodes)
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu nodes (%.1f MiB)",
                         (unsigned long long)nodes, (double)nodes * 16.0 / 1048576.0);
   uint64_t top = 0;
   for (uint32_t l = 0; l < s->split; l++) top += s->level_count[l];
   if (top) memcpy(out->nodes, s->top, (size_t)top * sizeof(vx_node));
-  free(s->top);
+  vx_free(s->top);
   s->top = NULL;
   for (uint32_t l = s->split; l < D; l++) { /* one level at a time, freeing as we go */
     memcpy(out->nodes + out->level_first[l], s->lv[l].mem,
            (size_t)s->level_count[l] * sizeof(vx_node));
-    free(s->lv[l].mem);
+    vx_free(s->lv[l].mem);
     s->lv[l].mem = NULL;
   }
   uint8_t *vox = s->lv[D].mem; /* malloc'ed: 16-byte aligned on the platforms we build for */
   if (((uintptr_t)vox & 15u) != 0) {
-    vox = (uint8_t *)aligned_alloc(16, ((size_t)out->voxel_count * 8 + 15) & ~(size_t)15);
+    vox = (uint8_t *)vx_malloc(((size_t)out->voxel_count * 8 + 15) & ~(size_t)15);
     if (!vox) {
-      vx_tree_free(out);
+      vx_octree_free(out);
       return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu voxels",
                           (unsigned long long)out->voxel_count);
     }
     memcpy(vox, s->lv[D].mem, (size_t)out->voxel_count * 8);
-    free(s->lv[D].mem);
+    vx_free(s->lv[D].mem);
   }
   s->lv[D].mem = NULL;
   out->voxels = (vx_voxel *)vox;
@@ -223,18 +223,18 @@ vx_status vx_stream_take_tree(vx_stream *s, vx_tree *out, vx_error *err) {
   out->band = s->band;
   out->prune_error = s->prune_error;
   s->mem_bytes = 0;
-  vx_status st = vx_tree_link(out, err);
-  if (st != VX_OK) vx_tree_free(out);
+  vx_status st = vx_octree_link(out, err);
+  if (st != VX_OK) vx_octree_free(out);
   return st;
 }
 
 void vx_stream_free(vx_stream *s) {
   if (!s) return;
   for (uint32_t l = 0; l <= VX_MAX_DEPTH; l++) {
-    free(s->lv[l].mem);
+    vx_free(s->lv[l].mem);
     if (s->lv[l].f) fclose(s->lv[l].f);
   }
-  free(s->top);
-  free(s->tmp_dir);
+  vx_free(s->top);
+  vx_free(s->tmp_dir);
   memset(s, 0, sizeof *s);
 }

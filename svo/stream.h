@@ -11,7 +11,7 @@
  *   every appended level moves to its own temporary file (one per level, never one per block),
  *   created in tmp_dir and unlinked at once, so the kernel removes them whatever happens to the
  *   process (failure, Ctrl-C, kill). vx_stream_free releases everything.
- * - A stream still in memory becomes an ordinary vx_tree with vx_stream_take_tree; a spilled one
+ * - A stream still in memory becomes an ordinary vx_octree with vx_stream_take_tree; a spilled one
  *   is read back level by level with vx_stream_read (formats/ streams it into a .svo file).
  * - Thread-compatible: one thread appends (the builder serialises its blocks).
  */
@@ -71,9 +71,9 @@ vx_status vx_stream_finish(vx_stream *s, vx_error *err);
 vx_status vx_stream_read(vx_stream *s, uint32_t level, uint64_t first, uint64_t n, void *dst,
                          vx_error *err);
 
-/* Turns a stream that never spilled into a linked vx_tree (xf, band and prune_error copied),
+/* Turns a stream that never spilled into a linked vx_octree (xf, band and prune_error copied),
  * moving its buffers: s keeps nothing. VX_ERR_INVALID_ARG when spilled. */
-vx_status vx_stream_take_tree(vx_stream *s, vx_tree *out, vx_error *err);
+vx_status vx_stream_take_tree(vx_stream *s, vx_octree *out, vx_error *err);
 
 /* Releases memory and closes (hence deletes) the level files. free of a zeroed stream is a no-op. */
 void vx_stream_free(vx_stream *s);

@@ -6,7 +6,7 @@
  * bits or'ed into a mask. Doing that from level D up to level 0 gives every level in Morton order.
  * Because each level is sorted, the children of consecutive parents are consecutive in the level
  * below, so the first-child index of a node is the running sum of its predecessors' child counts:
- * vx_tree_link() computes exactly that, and vx_tree_validate() checks it.
+ * vx_octree_link() computes exactly that, and vx_octree_validate() checks it.
  */
 #include "svo/svo.h"
 
@@ -33,25 +33,52 @@ const char *vx_status_str(vx_status s) {
   return "unknown status";
 }
 
-vx_status vx_error_set(vx_error *err, vx_status s, const char *fmt, ...) {
+/* "dir/file.c" of a compiler's __FILE__ (which may be an absolute path). */
+static const char *short_file(const char *f) {
+  const char *last = NULL, *prev = NULL;
+  for (const char *p = f; *p; p++)
+    if (*p == '/' || *p == '\\') {
+      prev = last;
+      last = p;
+    }
+  return prev ? prev + 1 : last ? last + 1 : f;
+}
+
+vx_status vx_error_set_at(const char *file, int line, vx_error *err, vx_status s, const char *fmt,
+                          ...) {
   if (err) {
+    char loc[96];
+    int n = snprintf(loc, sizeof loc, " (%s:%d)", short_file(file), line);
+    if (n < 0 || (size_t)n >= sizeof loc) loc[0] = 0;
+    size_t room = sizeof err->msg - strlen(loc);
     va_list ap;
     va_start(ap, fmt);
     err->status = s;
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vsnprintf(err->msg, room, fmt, ap);
     va_end(ap);
+    strcat(err->msg, loc);
   }
   return s;
 }
 
-void vx_tree_free(vx_tree *t) {
+void vx_error_prefix(vx_error *err, const char *prefix) {
+  if (!err || !prefix || !*prefix) return;
+  size_t n = strlen(prefix);
+  if (strncmp(err->msg, prefix, n) == 0) return;
+  char m[sizeof err->msg + 128];
+  snprintf(m, sizeof m, "%.120s: %s", prefix, err->msg);
+  memcpy(err->msg, m, sizeof err->msg - 1);
+  err->msg[sizeof err->msg - 1] = 0;
+}
+
+void vx_octree_free(vx_octree *t) {
   if (!t) return;
-  free(t->nodes);
-  free(t->voxels);
+  vx_free(t->nodes);
+  vx_free(t->voxels);
   memset(t, 0, sizeof *t);
 }
 
-vx_status vx_tree_alloc(vx_tree *t, vx_error *err) {
+vx_status vx_octree_layout(vx_octree *t, vx_error *err) {
   if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "tree depth %u outside [%d, %d]", t->depth,
                         VX_MIN_DEPTH, VX_MAX_DEPTH);
@@ -71,23 +98,30 @@ vx_status vx_tree_alloc(vx_tree *t, vx_error *err) {
   if (voxels > UINT32_MAX)
     return vx_error_set(err, VX_ERR_LIMIT, "more than 2^32 surface voxels (%llu)",
                         (unsigned long long)voxels);
-  free(t->nodes);
-  free(t->voxels);
-  t->nodes = NULL;
-  t->voxels = NULL;
   t->node_count = nodes;
   t->voxel_count = voxels;
+  return VX_OK;
+}
+
+vx_status vx_octree_alloc(vx_octree *t, vx_error *err) {
+  vx_status st = vx_octree_layout(t, err);
+  if (st != VX_OK) return st;
+  uint64_t nodes = t->node_count, voxels = t->voxel_count;
+  vx_free(t->nodes);
+  vx_free(t->voxels);
+  t->nodes = NULL;
+  t->voxels = NULL;
   if (nodes) {
-    t->nodes = (vx_node *)aligned_alloc(16, (size_t)nodes * sizeof(vx_node));
+    t->nodes = (vx_node *)vx_malloc((size_t)nodes * sizeof(vx_node));
     if (!t->nodes)
       return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu nodes (%.1f MiB)",
                           (unsigned long long)nodes, nodes * 16.0 / 1048576.0);
     memset(t->nodes, 0, (size_t)nodes * sizeof(vx_node));
   }
   if (voxels) {
-    t->voxels = (vx_voxel *)aligned_alloc(16, ((size_t)voxels * sizeof(vx_voxel) + 15) & ~(size_t)15);
+    t->voxels = (vx_voxel *)vx_malloc(((size_t)voxels * sizeof(vx_voxel) + 15) & ~(size_t)15);
     if (!t->voxels) {
-      free(t->nodes);
+      vx_free(t->nodes);
       t->nodes = NULL;
       return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu voxels (%.1f MiB)",
                           (unsigned long long)voxels, voxels * 8.0 / 1048576.0);
@@ -96,8 +130,8 @@ vx_status vx_tree_alloc(vx_tree *t, vx_error *err) {
   return VX_OK;
 }
 
-vx_status vx_tree_build(uint32_t depth, const uint64_t *codes, const vx_voxel *field, uint64_t n,
-                        vx_tree *out, vx_error *err) {
+vx_status vx_octree_build(uint32_t depth, const uint64_t *codes, const vx_voxel *field, uint64_t n,
+                        vx_octree *out, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "depth %u outside [%d, %d]", depth, VX_MIN_DEPTH,
@@ -126,7 +160,7 @@ vx_status vx_tree_build(uint32_t depth, const uint64_t *codes, const vx_voxel *f
     }
     out->level_count[l] = c;
   }
-  vx_status s = vx_tree_alloc(out, err);
+  vx_status s = vx_octree_alloc(out, err);
   if (s != VX_OK) return s;
   memcpy(out->voxels, field, (size_t)n * sizeof(vx_voxel));
   /* Masks: node k of level l collects the slots of its children's codes. */
@@ -142,10 +176,10 @@ vx_status vx_tree_build(uint32_t depth, const uint64_t *codes, const vx_voxel *f
       lvl[k].info |= 1u << slot;
     }
   }
-  return vx_tree_link(out, err);
+  return vx_octree_link(out, err);
 }
 
-vx_status vx_tree_link(vx_tree *t, vx_error *err) {
+vx_status vx_octree_link(vx_octree *t, vx_error *err) {
   uint32_t levels = t->levels_loaded;
   for (uint32_t l = 0; l < t->depth && l < levels; l++) {
     vx_node *lvl = t->nodes + t->level_first[l];
@@ -170,7 +204,7 @@ vx_status vx_tree_link(vx_tree *t, vx_error *err) {
   return VX_OK;
 }
 
-vx_status vx_tree_validate(const vx_tree *t, vx_error *err) {
+vx_status vx_octree_validate(const vx_octree *t, vx_error *err) {
   if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_CORRUPT, "depth %u outside [%d, %d]", t->depth, VX_MIN_DEPTH,
                         VX_MAX_DEPTH);
@@ -239,10 +273,10 @@ vx_status vx_tree_validate(const vx_tree *t, vx_error *err) {
   return VX_OK;
 }
 
-void vx_tree_level_stats(const vx_tree *t, vx_level_stats *stats) {
-  memset(stats, 0, sizeof(vx_level_stats) * (t->depth + 1));
+void vx_octree_level_stats(const vx_octree *t, vx_level_bytes *stats) {
+  memset(stats, 0, sizeof(vx_level_bytes) * (t->depth + 1));
   for (uint32_t l = 0; l <= t->depth; l++) {
-    vx_level_stats *s = &stats[l];
+    vx_level_bytes *s = &stats[l];
     s->cells = t->level_count[l];
     if (l < t->depth) {
       s->topology_bytes = s->cells * 5; /* child index + mask */

@@ -1,14 +1,15 @@
 /* svo.h - the sparse voxel octree core: status codes, the tree, its builder and validator.
  *
  * Contract
- * - This module depends on nothing but the C library. It never prints, never times, never exits.
+ * - This module depends on nothing but the C library and the public vocabulary header
+ *   (include/voxlod/base.h). It never prints, never exits.
  * - Fallible functions return vx_status; when `err` is non-NULL they also leave a one-line message
  *   for the user in it. vx_status_str() names a status.
- * - A vx_tree owns its arrays; vx_tree_free() releases them (free of a zeroed tree is a no-op).
+ * - A vx_octree owns its arrays; vx_octree_free() releases them (free of a zeroed tree is a no-op).
  * - Functions are thread-compatible: distinct trees may be used from distinct threads.
  *
- * Data flow: voxelizer/ produces sorted Morton codes with corner values -> vx_tree_build() ->
- * vx_tree_fit_planes() (lod.h) -> vx_tree_prune() -> formats/ writes it; marcher/ renders it.
+ * Data flow: voxelizer/ produces sorted Morton codes with corner values -> vx_octree_build() ->
+ * vx_octree_fit_planes() (lod.h) -> vx_octree_prune() -> formats/ writes it; marcher/ renders it.
  * Node and voxel bytes are described in node.h.
  */
 #ifndef VOXLOD_SVO_H
@@ -16,39 +17,28 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "voxlod/base.h"
 #include "svo/node.h"
+#include "svo/alloc.h"
 
 VX_EXTERN_C_BEGIN
 
-typedef enum vx_status {
-  VX_OK = 0,
-  VX_ERR_INVALID_ARG, /* a caller's argument is out of range */
-  VX_ERR_IO,          /* a file could not be opened, read or written */
-  VX_ERR_NOMEM,       /* an allocation failed */
-  VX_ERR_FORMAT,      /* a file is not in a format we read */
-  VX_ERR_CORRUPT,     /* a file is truncated or its bytes are inconsistent */
-  VX_ERR_VERSION,     /* a file was made by a newer voxlod */
-  VX_ERR_EMPTY,       /* nothing to work on (no triangles, no voxels) */
-  VX_ERR_LIMIT,       /* the work needs more memory or larger counts than allowed */
-  VX_ERR_CUDA,        /* a CUDA call failed */
-  VX_ERR_NO_GPU,      /* no usable GPU, or built without CUDA */
-  VX_ERR_INTERRUPTED  /* cancelled by the caller (signal) */
-} vx_status;
+/* vx_status, vx_error and vx_progress_fn are the public ones (include/voxlod/base.h). */
 
-/* A status and a message for the user. Library functions fill it when given one. */
-typedef struct vx_error {
-  vx_status status;
-  char msg[512];
-} vx_error;
-
-const char *vx_status_str(vx_status s);
-
-/* Sets err (if non-NULL) to status s with a printf-style message; returns s. */
-vx_status vx_error_set(vx_error *err, vx_status s, const char *fmt, ...)
+/* Sets err (if non-NULL) to status s with a printf-style message followed by the library source
+ * file and line of the call, " (formats/svo_read.c:412)"; returns s. A macro, so that the location
+ * is the caller's, never a helper's. */
+vx_status vx_error_set_at(const char *file, int line, vx_error *err, vx_status s, const char *fmt,
+                          ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(printf, 5, 6)))
 #endif
     ;
+#define vx_error_set(err, s, ...) vx_error_set_at(__FILE__, __LINE__, (err), (s), __VA_ARGS__)
+
+/* Prefixes err's message with "<prefix>: " (when it does not start with prefix already), keeping
+ * the location at its end. */
+void vx_error_prefix(vx_error *err, const char *prefix);
 
 /* Grid <-> world: world = origin + grid * scale, grid in finest voxels, [0, 2^depth]^3. */
 typedef struct vx_transform {
@@ -56,10 +46,7 @@ typedef struct vx_transform {
   double scale;
 } vx_transform;
 
-/* Progress: phase name and fraction done in [0,1]. Return nonzero to cancel. May be NULL. */
-typedef int (*vx_progress_fn)(void *user, const char *phase, double fraction);
-
-typedef struct vx_tree {
+typedef struct vx_octree {
   uint32_t depth;         /* D: finest resolution 2^D */
   uint32_t levels_loaded; /* levels 0..levels_loaded-1 are present (D+1 = everything) */
   uint64_t level_count[VX_MAX_DEPTH + 1]; /* nodes at level l < D; voxels at l == D */
@@ -70,43 +57,47 @@ typedef struct vx_tree {
   uint64_t voxel_count;
   vx_transform xf;         /* grid -> world */
   float band;              /* corner values are truncated at +-band finest voxels */
-  float prune_error;       /* E of vx_tree_prune (0: full tree) */
-} vx_tree;
+  float prune_error;       /* E of vx_octree_prune (0: full tree) */
+} vx_octree;
 
-void vx_tree_free(vx_tree *t);
+void vx_octree_free(vx_octree *t);
+
+/* Fills level_first, node_count and voxel_count from depth, levels_loaded (0: all) and
+ * level_count, checking the bounds (VX_ERR_LIMIT past 2^32 nodes or voxels); allocates nothing. */
+vx_status vx_octree_layout(vx_octree *t, vx_error *err);
 
 /* Allocates nodes/voxels for the counts in t->level_count (16-byte aligned nodes) and fills
  * level_first, node_count and voxel_count. Used by the builder and the file reader. */
-vx_status vx_tree_alloc(vx_tree *t, vx_error *err);
+vx_status vx_octree_alloc(vx_octree *t, vx_error *err);
 
 /* Builds the tree bottom-up from n sorted, unique Morton codes of level-`depth` voxels with their
- * corner values (field[i] belongs to codes[i]). Planes are left empty: call vx_tree_fit_planes().
+ * corner values (field[i] belongs to codes[i]). Planes are left empty: call vx_octree_fit_planes().
  * n == 0 gives VX_ERR_EMPTY. Unsorted or duplicate codes give VX_ERR_INVALID_ARG. */
-vx_status vx_tree_build(uint32_t depth, const uint64_t *codes, const vx_voxel *field, uint64_t n,
-                        vx_tree *out, vx_error *err);
+vx_status vx_octree_build(uint32_t depth, const uint64_t *codes, const vx_voxel *field, uint64_t n,
+                        vx_octree *out, vx_error *err);
 
 /* Checks every invariant a traversal relies on, for the levels loaded: counts and level offsets
  * consistent, each child index in range and equal to the running sum of child counts (so children
  * are contiguous and every node has exactly one parent), masks non-zero below nodes that are not
  * pruned leaves, flags known, depth bounded, finite plane offsets. Returns VX_ERR_CORRUPT with the
  * first violation. Runs in O(nodes). */
-vx_status vx_tree_validate(const vx_tree *t, vx_error *err);
+vx_status vx_octree_validate(const vx_octree *t, vx_error *err);
 
 /* Rebuilds every child index from the masks (the file stores masks only). Fails with
  * VX_ERR_CORRUPT when the masks of a level do not add up to the next level's count. */
-vx_status vx_tree_link(vx_tree *t, vx_error *err);
+vx_status vx_octree_link(vx_octree *t, vx_error *err);
 
 /* Per-level memory report (one of the tool's three jobs). */
-typedef struct vx_level_stats {
+typedef struct vx_level_bytes {
   uint64_t cells;          /* nodes (l < D) or voxels (l == D) present at this level */
   uint64_t leaves;         /* pruned nodes at this level (drawn as planes) */
   uint64_t topology_bytes; /* child + mask bytes of this level's nodes */
   uint64_t lod_bytes;      /* plane + error bytes of this level's nodes */
   uint64_t field_bytes;    /* corner values (level D only) */
-} vx_level_stats;
+} vx_level_bytes;
 
 /* Fills stats[0..depth] for the tree. */
-void vx_tree_level_stats(const vx_tree *t, vx_level_stats *stats);
+void vx_octree_level_stats(const vx_octree *t, vx_level_bytes *stats);
 
 VX_EXTERN_C_END
 

@@ -18,5 +18,5 @@ if(VOXLOD_HAVE_CUDA)
   # The GPU build against the CPU build, byte for byte.
   vx_add_test(test_gpu_build SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_build.c
               LIBS vx_voxelizer vx_formats Threads::Threads LABELS gpu)
-  target_link_options(test_gpu_build PRIVATE "LINKER:-u,vx_mesh_import")
+  target_link_options(test_gpu_build PRIVATE "LINKER:-u,vx_soup_import")
 endif()

@@ -4,12 +4,12 @@
 #   2. ptxas reports no spills for the default kernel, and its stack frame is only the traversal
 #      stack (2 x VX_MAX_DEPTH words = 112 bytes) - no other array fell into local memory.
 # Usage: cmake -DNVCC=... -DSRC=render_gpu.cu -DINC=<repo> -DARCH=90 -DOUT=<dir> -P gpu_ptx_check.cmake
-execute_process(COMMAND ${NVCC} -std=c++17 -arch=sm_${ARCH} -I${INC} -ptx ${SRC} -o ${OUT}/render_gpu.ptx
+execute_process(COMMAND ${NVCC} -std=c++17 -arch=sm_${ARCH} -I${INC} -I${INC}/include -ptx ${SRC} -o ${OUT}/render_gpu.ptx
                 RESULT_VARIABLE rc ERROR_VARIABLE log)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nvcc -ptx failed: ${log}")
 endif()
-execute_process(COMMAND ${NVCC} -std=c++17 -arch=sm_${ARCH} -I${INC} -Xptxas=-v -c ${SRC}
+execute_process(COMMAND ${NVCC} -std=c++17 -arch=sm_${ARCH} -I${INC} -I${INC}/include -Xptxas=-v -c ${SRC}
                         -o ${OUT}/render_gpu_check.o
                 RESULT_VARIABLE rc ERROR_VARIABLE report OUTPUT_VARIABLE out)
 if(NOT rc EQUAL 0)

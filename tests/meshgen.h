@@ -1,9 +1,9 @@
 /* meshgen.h - analytic test meshes: sphere, box, torus, a thin sheet, a sphere with a hole.
  *
- *   vx_mesh m = {0};
+ *   vx_soup m = {0};
  *   meshgen_sphere(&m, 0, 0, 0, 1.0, 48, 24);   // centre, radius, segments around, rings
  *   ...
- *   vx_mesh_free(&m);
+ *   vx_soup_free(&m);
  *
  * Shared vertices are computed once and reused, so they are bitwise equal (the voxelizer welds
  * by exact position). Closed shapes are wound counter-clockwise seen from outside (outward
@@ -14,7 +14,7 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include "svo/mesh.h"
+#include "svo/soup.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -22,7 +22,7 @@
 
 /* Appends triangle (a, b, c) from vertex array v (3 floats each), flipped when its normal points
  * against `out` (a direction that is outward there); out == NULL keeps the given order. */
-static inline int meshgen_tri(vx_mesh *m, const float *v, int a, int b, int c, const double *out) {
+static inline int meshgen_tri(vx_soup *m, const float *v, int a, int b, int c, const double *out) {
   float t[9];
   for (int i = 0; i < 3; i++) {
     t[i] = v[a * 3 + i];
@@ -44,12 +44,12 @@ static inline int meshgen_tri(vx_mesh *m, const float *v, int a, int b, int c, c
         t[6 + i] = s;
       }
   }
-  return vx_mesh_append(m, t, 1, NULL) == VX_OK ? 0 : -1;
+  return vx_soup_append(m, t, 1, NULL) == VX_OK ? 0 : -1;
 }
 
 /* UV sphere: nu segments around z, nv rings pole to pole. When hole_z < 1, the rings whose upper
  * edge lies above z = cz + r * hole_z are left out: a sphere with a round hole at the +z pole. */
-static inline int meshgen_sphere_ex(vx_mesh *m, double cx, double cy, double cz, double r, int nu,
+static inline int meshgen_sphere_ex(vx_soup *m, double cx, double cy, double cz, double r, int nu,
                                     int nv, double hole_z) {
   int nvert = 2 + nu * (nv - 1);
   float *v = (float *)malloc((size_t)nvert * 3 * sizeof(float));
@@ -80,13 +80,13 @@ static inline int meshgen_sphere_ex(vx_mesh *m, double cx, double cy, double cz,
   return rc;
 }
 
-static inline int meshgen_sphere(vx_mesh *m, double cx, double cy, double cz, double r, int nu,
+static inline int meshgen_sphere(vx_soup *m, double cx, double cy, double cz, double r, int nu,
                                  int nv) {
   return meshgen_sphere_ex(m, cx, cy, cz, r, nu, nv, 2.0);
 }
 
 /* Axis-aligned box [lo, hi], 12 triangles. */
-static inline int meshgen_box(vx_mesh *m, const double lo[3], const double hi[3]) {
+static inline int meshgen_box(vx_soup *m, const double lo[3], const double hi[3]) {
   float v[24];
   for (int k = 0; k < 8; k++) {
     v[k * 3 + 0] = (float)(k & 1 ? hi[0] : lo[0]);
@@ -106,7 +106,7 @@ static inline int meshgen_box(vx_mesh *m, const double lo[3], const double hi[3]
 
 /* Torus around the z axis: major radius R, tube radius r, nu segments around z, nv around the
  * tube. */
-static inline int meshgen_torus(vx_mesh *m, double cx, double cy, double cz, double R, double r,
+static inline int meshgen_torus(vx_soup *m, double cx, double cy, double cz, double R, double r,
                                 int nu, int nv) {
   float *v = (float *)malloc((size_t)nu * nv * 3 * sizeof(float));
   if (!v) return -1;
@@ -133,7 +133,7 @@ static inline int meshgen_torus(vx_mesh *m, double cx, double cy, double cz, dou
 }
 
 /* A single planar quad (two triangles) p0, p0 + u, p0 + u + w, p0 + w: a thin sheet. */
-static inline int meshgen_sheet(vx_mesh *m, const double p0[3], const double u[3],
+static inline int meshgen_sheet(vx_soup *m, const double p0[3], const double u[3],
                                 const double w[3]) {
   float v[12];
   for (int i = 0; i < 3; i++) {

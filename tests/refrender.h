@@ -148,13 +148,13 @@ static inline uint64_t ref_sdf_voxels(uint32_t depth, float band, ref_sdf_fn sdf
 }
 
 /* Builds a depth-`depth` tree (band `band`, identity transform) from an analytic SDF in grid
- * units (ref_sdf_voxels). Planes are not fitted. Returns the vx_tree_build status. */
+ * units (ref_sdf_voxels). Planes are not fitted. Returns the vx_octree_build status. */
 static inline vx_status ref_sdf_tree(uint32_t depth, float band, ref_sdf_fn sdf, const void *user,
-                                     vx_tree *t) {
+                                     vx_octree *t) {
   uint64_t *codes;
   vx_voxel *field;
   uint64_t n = ref_sdf_voxels(depth, band, sdf, user, &codes, &field);
-  vx_status s = vx_tree_build(depth, codes, field, n, t, NULL);
+  vx_status s = vx_octree_build(depth, codes, field, n, t, NULL);
   free(codes);
   free(field);
   t->band = band;

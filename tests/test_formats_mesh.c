@@ -43,9 +43,9 @@ static void mesh_import_shared_meshes_match_sources(void) {
     const shared_case *c = &cases[i];
     const char *path = check_shared_mesh(c->rel, buf, sizeof buf);
     if (!path) continue;
-    vx_mesh m;
+    vx_soup m;
     vx_error e;
-    vx_status s = vx_mesh_import(path, &m, &e);
+    vx_status s = vx_soup_import(path, &m, &e);
     CHECK_MSG(s == VX_OK, "%s: %s", c->rel, e.msg);
     if (s != VX_OK) continue;
     fprintf(stderr, "  %-40s %7llu kept, %5llu degenerate, %llu non-finite, %llu points/lines, %u instances\n",
@@ -73,7 +73,7 @@ static void mesh_import_shared_meshes_match_sources(void) {
       if (v > hi[k % 3]) hi[k % 3] = v;
     }
     for (int a = 0; a < 3; a++) CHECK(lo[a] == m.bbox_min[a] && hi[a] == m.bbox_max[a]);
-    vx_mesh_free(&m);
+    vx_soup_free(&m);
   }
 }
 
@@ -81,9 +81,9 @@ static void mesh_import_rejects_gzip_from_shared(void) {
   char buf[1024];
   const char *path = check_shared_mesh("stanford_dragon/dragon_871k.ply.gz", buf, sizeof buf);
   if (!path) return;
-  vx_mesh m;
+  vx_soup m;
   vx_error e;
-  CHECK(vx_mesh_import(path, &m, &e) == VX_ERR_FORMAT);
+  CHECK(vx_soup_import(path, &m, &e) == VX_ERR_FORMAT);
   CHECK_MSG(strstr(e.msg, "gunzip it first") != NULL, "%s", e.msg);
 }
 
@@ -104,9 +104,9 @@ static const char *write_text(const char *name, const char *text) {
   return write_tmp(name, text, strlen(text));
 }
 
-static vx_status import(const char *path, vx_mesh *m, vx_error *e) {
+static vx_status import(const char *path, vx_soup *m, vx_error *e) {
   memset(e, 0, sizeof *e);
-  vx_status s = vx_mesh_import(path, m, e);
+  vx_status s = vx_soup_import(path, m, e);
   if (s != VX_OK) {
     CHECK(m->pos == NULL && m->tri_count == 0); /* nothing leaks out of a failure */
     CHECK(e->msg[0] != 0);
@@ -116,7 +116,7 @@ static vx_status import(const char *path, vx_mesh *m, vx_error *e) {
 }
 
 static void mesh_import_bad_inputs_give_clear_errors(void) {
-  vx_mesh m;
+  vx_soup m;
   vx_error e;
   char p[600];
   snprintf(p, sizeof p, "%s/does_not_exist.obj", tmpdir);
@@ -138,14 +138,14 @@ static void mesh_import_bad_inputs_give_clear_errors(void) {
   }
   vx_status s = import(write_tmp("garbage.bin", junk, sizeof junk), &m, &e);
   CHECK(s == VX_ERR_FORMAT || s == VX_ERR_EMPTY);
-  if (s == VX_OK) vx_mesh_free(&m);
+  if (s == VX_OK) vx_soup_free(&m);
   s = import(write_tmp("garbage.stl", junk, sizeof junk), &m, &e);
   CHECK(s == VX_OK || s == VX_ERR_FORMAT || s == VX_ERR_EMPTY);
-  if (s == VX_OK) vx_mesh_free(&m);
+  if (s == VX_OK) vx_soup_free(&m);
 }
 
 static void mesh_import_counts_dropped_triangles(void) {
-  vx_mesh m;
+  vx_soup m;
   vx_error e;
   /* Only degenerate faces: repeated vertex, collinear vertices. */
   CHECK(import(write_text("degenerate.obj", "v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 1 2\nf 1 2 3\n"), &m,
@@ -157,7 +157,7 @@ static void mesh_import_counts_dropped_triangles(void) {
                &m, &e) == VX_OK);
   CHECK(m.tri_count == 2 && m.skipped_degenerate == 2);
   CHECK(m.bbox_min[0] == 0 && m.bbox_max[0] == 1 && m.bbox_max[1] == 1 && m.bbox_max[2] == 0);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   /* NaN and Inf coordinates: whether the parser reads them as non-finite or rejects the file,
    * no such triangle is kept. */
   vx_status s = import(write_text("nan.obj", "v nan 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nv inf 1 1\n"
@@ -169,16 +169,16 @@ static void mesh_import_counts_dropped_triangles(void) {
     CHECK(m.tri_count + m.skipped_nonfinite + m.skipped_degenerate == 3);
     fprintf(stderr, "  nan.obj -> %llu kept, %llu non-finite\n", (unsigned long long)m.tri_count,
             (unsigned long long)m.skipped_nonfinite);
-    vx_mesh_free(&m);
+    vx_soup_free(&m);
   }
   /* Huge coordinates overflow float after a transform only; here they stay finite. */
   CHECK(import(write_text("huge.obj", "v 1e38 0 0\nv -1e38 0 0\nv 0 1e38 0\nf 1 2 3\n"), &m, &e) == VX_OK);
   CHECK(m.tri_count == 1);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   /* Points and lines are counted, not kept. */
   CHECK(import(write_text("lines.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\np 1\nl 1 2\nf 1 2 3\n"), &m, &e) == VX_OK);
   CHECK(m.tri_count == 1 && m.skipped_nontriangle == 2);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   /* A PLY whose last face has no indices: assimp's own triangulation would abort the process
    * (found by fuzz_mesh); the face is counted as a point/line instead. */
   vx_status z = import(write_text("zero_face.ply",
@@ -190,12 +190,12 @@ static void mesh_import_counts_dropped_triangles(void) {
   CHECK(z == VX_OK || z == VX_ERR_FORMAT);
   if (z == VX_OK) {
     CHECK(m.tri_count >= 1 && m.skipped_nontriangle >= 1);
-    vx_mesh_free(&m);
+    vx_soup_free(&m);
   }
   /* A quad is triangulated. */
   CHECK(import(write_text("quad.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3 4\n"), &m, &e) == VX_OK);
   CHECK(m.tri_count == 2);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* glTF with one triangle (0,0,0) (1,0,0) (0,1,0) used by three nodes: translated, scaled, and a
@@ -213,7 +213,7 @@ static const char *gltf =
     "AAAAAAAAAAAAAAAAAACAPwAAAAAAAAAAAAAAAAAAgD8AAAAA\"}]}";
 
 static void mesh_import_expands_node_instances(void) {
-  vx_mesh m;
+  vx_soup m;
   vx_error e;
   vx_status s = import(write_text("instances.gltf", gltf), &m, &e);
   CHECK_MSG(s == VX_OK, "%s", e.msg);
@@ -235,18 +235,18 @@ static void mesh_import_expands_node_instances(void) {
   }
   CHECK(found[0] && found[1] && found[2]);
   CHECK(m.bbox_min[0] == 0 && m.bbox_max[0] == 11 && m.bbox_max[1] == 2 && m.bbox_max[2] == 5);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static void mesh_import_from_memory(void) {
   const char *obj = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 2 3\nf 1 2 4\n";
-  vx_mesh m;
+  vx_soup m;
   vx_error e;
-  CHECK(vx_mesh_import_memory(obj, strlen(obj), "obj", &m, &e) == VX_OK);
+  CHECK(vx_soup_import_memory(obj, strlen(obj), "obj", &m, &e) == VX_OK);
   CHECK(m.tri_count == 2);
-  vx_mesh_free(&m);
-  CHECK(vx_mesh_import_memory("", 0, "obj", &m, &e) == VX_ERR_FORMAT);
-  vx_status s = vx_mesh_import_memory("solid x\nendsolid x\n", 20, "stl", &m, &e);
+  vx_soup_free(&m);
+  CHECK(vx_soup_import_memory("", 0, "obj", &m, &e) == VX_ERR_FORMAT);
+  vx_status s = vx_soup_import_memory("solid x\nendsolid x\n", 20, "stl", &m, &e);
   CHECK(s == VX_ERR_EMPTY || s == VX_ERR_FORMAT);
 }
 
@@ -266,24 +266,24 @@ static void cleanup_dir(void) {
  * instead of a hang. */
 static void mesh_import_isolated_matches_and_times_out(void) {
   const char *path = VX_DATA_DIR "/bunny.ply";
-  vx_mesh a, b;
+  vx_soup a, b;
   vx_error e;
-  CHECK(vx_mesh_import(path, &a, &e) == VX_OK);
-  CHECK_MSG(vx_mesh_import_isolated(path, 60.0, &b, &e) == VX_OK, "%s", e.msg);
+  CHECK(vx_soup_import(path, &a, &e) == VX_OK);
+  CHECK_MSG(vx_soup_import_isolated(path, 60.0, &b, &e) == VX_OK, "%s", e.msg);
   CHECK(a.tri_count == b.tri_count && a.tri_count > 60000);
   CHECK(a.skipped_degenerate == b.skipped_degenerate && a.mesh_count == b.mesh_count);
   CHECK(a.pos && b.pos && memcmp(a.pos, b.pos, (size_t)a.tri_count * 9 * sizeof(float)) == 0);
   for (int i = 0; i < 3; i++) CHECK(a.bbox_min[i] == b.bbox_min[i] && a.bbox_max[i] == b.bbox_max[i]);
-  vx_mesh_free(&a);
-  vx_mesh_free(&b);
+  vx_soup_free(&a);
+  vx_soup_free(&b);
   /* same error as in process */
   vx_error e1, e2;
-  CHECK(vx_mesh_import("/nonexistent/x.obj", &a, &e1) == VX_ERR_IO);
-  CHECK(vx_mesh_import_isolated("/nonexistent/x.obj", 60.0, &b, &e2) == VX_ERR_IO);
+  CHECK(vx_soup_import("/nonexistent/x.obj", &a, &e1) == VX_ERR_IO);
+  CHECK(vx_soup_import_isolated("/nonexistent/x.obj", 60.0, &b, &e2) == VX_ERR_IO);
   CHECK(strcmp(e1.msg, e2.msg) == 0);
   CHECK(b.pos == NULL && b.tri_count == 0);
   /* a 3 MB ASCII PLY takes far longer than a microsecond to parse */
-  CHECK(vx_mesh_import_isolated(path, 1e-6, &b, &e) == VX_ERR_FORMAT);
+  CHECK(vx_soup_import_isolated(path, 1e-6, &b, &e) == VX_ERR_FORMAT);
   CHECK_MSG(strstr(e.msg, "did not finish") != NULL, "%s", e.msg);
   CHECK(b.pos == NULL);
 }

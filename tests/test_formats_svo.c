@@ -28,7 +28,7 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 /* A tree over n random voxels with random payloads in every field the file stores. */
-static void random_tree(uint32_t depth, uint64_t n, vx_tree *t) {
+static void random_tree(uint32_t depth, uint64_t n, vx_octree *t) {
   uint64_t cells = (uint64_t)1 << (3 * depth);
   uint64_t *codes = (uint64_t *)malloc(n * sizeof *codes);
   for (uint64_t i = 0; i < n; i++) codes[i] = ((uint64_t)rnd() << 20 ^ rnd()) % cells;
@@ -39,7 +39,7 @@ static void random_tree(uint32_t depth, uint64_t n, vx_tree *t) {
   vx_voxel *f = (vx_voxel *)malloc(m * sizeof *f);
   for (uint64_t i = 0; i < m; i++)
     for (int k = 0; k < 8; k++) f[i].c[k] = (int8_t)(rnd() % 255 - 127);
-  CHECK(vx_tree_build(depth, codes, f, m, t, NULL) == VX_OK);
+  CHECK(vx_octree_build(depth, codes, f, m, t, NULL) == VX_OK);
   free(codes);
   free(f);
   for (uint64_t k = 0; k < t->node_count; k++) {
@@ -57,7 +57,7 @@ static void random_tree(uint32_t depth, uint64_t n, vx_tree *t) {
   t->xf.scale = 0.0078125;
 }
 
-static int trees_equal(const vx_tree *a, const vx_tree *b) {
+static int trees_equal(const vx_octree *a, const vx_octree *b) {
   if (a->depth != b->depth || a->levels_loaded != b->levels_loaded ||
       a->node_count != b->node_count || a->voxel_count != b->voxel_count)
     return 0;
@@ -70,7 +70,7 @@ static int trees_equal(const vx_tree *a, const vx_tree *b) {
   return 1;
 }
 
-static uint8_t *encode(const vx_tree *t, size_t *n) {
+static uint8_t *encode(const vx_octree *t, size_t *n) {
   uint8_t *buf = NULL;
   vx_error e;
   vx_status s = vx_svo_encode(t, 0, &buf, n, &e);
@@ -80,52 +80,52 @@ static uint8_t *encode(const vx_tree *t, size_t *n) {
 
 static void svo_file_round_trip_keeps_every_byte(void) {
   for (uint32_t depth = 1; depth <= 7; depth++) {
-    vx_tree t, r;
+    vx_octree t, r;
     random_tree(depth, depth < 3 ? 5 : 60 * depth * depth, &t);
     size_t n;
     uint8_t *buf = encode(&t, &n);
-    vx_file_info info;
+    vx_svo_file_info info;
     vx_error e;
     vx_status s = vx_svo_decode(buf, n, NULL, &r, &info, &e);
     CHECK_MSG(s == VX_OK, "depth %u: %s", depth, e.msg);
     CHECK(trees_equal(&t, &r));
-    CHECK(vx_tree_validate(&r, NULL) == VX_OK);
+    CHECK(vx_octree_validate(&r, NULL) == VX_OK);
     CHECK(info.version == 2 && info.file_bytes == n);
     uint64_t sum = info.header_bytes;
     for (uint32_t l = 0; l <= depth; l++) sum += info.level_disk_bytes[l];
     CHECK(sum == n);
     free(buf);
-    vx_tree_free(&t);
-    vx_tree_free(&r);
+    vx_octree_free(&t);
+    vx_octree_free(&r);
   }
 }
 
 static void svo_file_round_trip_pruned_tree(void) {
-  vx_tree t, r;
+  vx_octree t, r;
   random_tree(6, 3000, &t);
   for (uint64_t i = 0; i < t.voxel_count; i++)
     for (int k = 0; k < 8; k++) t.voxels[i].c[k] = (int8_t)((k & 1) * 20 - 10);
-  CHECK(vx_tree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
-  CHECK(vx_tree_prune(&t, 3.0f, NULL) == VX_OK);
-  CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+  CHECK(vx_octree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
+  CHECK(vx_octree_prune(&t, 3.0f, NULL) == VX_OK);
+  CHECK(vx_octree_validate(&t, NULL) == VX_OK);
   size_t n;
   uint8_t *buf = encode(&t, &n);
   vx_error e;
   CHECK_MSG(vx_svo_decode(buf, n, NULL, &r, NULL, &e) == VX_OK, "%s", e.msg);
   CHECK(trees_equal(&t, &r));
   free(buf);
-  vx_tree_free(&t);
-  vx_tree_free(&r);
+  vx_octree_free(&t);
+  vx_octree_free(&r);
 }
 
 static void svo_file_partial_read_loads_prefix_levels(void) {
-  vx_tree t;
+  vx_octree t;
   random_tree(6, 2000, &t);
   size_t n;
   uint8_t *buf = encode(&t, &n);
   for (int L = -1; L <= 8; L++) {
-    vx_read_opts o = {L, 0};
-    vx_tree r;
+    vx_svo_read_opts o = {L, 0};
+    vx_octree r;
     vx_error e;
     CHECK_MSG(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_OK, "L=%d: %s", L, e.msg);
     uint32_t want = (L < 0 || L >= 6) ? 7 : (uint32_t)L + 1;
@@ -141,15 +141,15 @@ static void svo_file_partial_read_loads_prefix_levels(void) {
             memcmp(&r.nodes[k].d, &t.nodes[k].d, 4) == 0);
       if (!last) CHECK(r.nodes[k].child == t.nodes[k].child);
     }
-    CHECK(vx_tree_validate(&r, NULL) == VX_OK);
-    vx_tree_free(&r);
+    CHECK(vx_octree_validate(&r, NULL) == VX_OK);
+    vx_octree_free(&r);
   }
   free(buf);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void svo_file_rejects_every_truncated_prefix(void) {
-  vx_tree t;
+  vx_octree t;
   random_tree(4, 60, &t);
   size_t n;
   uint8_t *buf = encode(&t, &n);
@@ -157,7 +157,7 @@ static void svo_file_rejects_every_truncated_prefix(void) {
   for (size_t k = 0; k < n; k++) {
     uint8_t *cut = (uint8_t *)malloc(k ? k : 1);
     memcpy(cut, buf, k);
-    vx_tree r;
+    vx_octree r;
     vx_error e;
     memset(&e, 0, sizeof e);
     vx_status s = vx_svo_decode(cut, k, NULL, &r, NULL, &e);
@@ -169,21 +169,21 @@ static void svo_file_rejects_every_truncated_prefix(void) {
   }
   fprintf(stderr, "  truncation: %d of %zu prefixes rejected\n", rejected, n);
   free(buf);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void svo_file_single_byte_corruption_sweep(void) {
   static const uint8_t patterns[] = {0x01, 0x02, 0x10, 0x80, 0xff};
   long tried = 0, rejected = 0, accepted_identical = 0;
   for (int which = 0; which < 2; which++) {
-    vx_tree t;
+    vx_octree t;
     random_tree(which ? 5 : 3, which ? 400 : 20, &t);
     size_t n;
     uint8_t *buf = encode(&t, &n);
     for (size_t i = 0; i < n; i++) {
       for (size_t p = 0; p < sizeof patterns; p++) {
         buf[i] ^= patterns[p];
-        vx_tree r;
+        vx_octree r;
         vx_error e;
         vx_status s = vx_svo_decode(buf, n, NULL, &r, NULL, &e);
         tried++;
@@ -191,17 +191,17 @@ static void svo_file_single_byte_corruption_sweep(void) {
           rejected++;
           CHECK(r.nodes == NULL && r.voxels == NULL);
         } else {
-          CHECK(vx_tree_validate(&r, NULL) == VX_OK);
+          CHECK(vx_octree_validate(&r, NULL) == VX_OK);
           accepted_identical += trees_equal(&t, &r);
           CHECK_MSG(0, "corruption at byte %zu ^ 0x%02x accepted (%s)", i, patterns[p],
                     trees_equal(&t, &r) ? "same tree" : "different tree");
-          vx_tree_free(&r);
+          vx_octree_free(&r);
         }
         buf[i] ^= patterns[p];
       }
     }
     free(buf);
-    vx_tree_free(&t);
+    vx_octree_free(&t);
   }
   fprintf(stderr, "  corruption sweep: %ld corrupted files, %ld rejected, %ld accepted (%ld same tree)\n",
           tried, rejected, tried - rejected, accepted_identical);
@@ -210,7 +210,7 @@ static void svo_file_single_byte_corruption_sweep(void) {
 /* Version 1 (before the drawn-plane bound codes in flags bits 2..7) still reads, as long as those
  * bits are 0 there. */
 static void svo_file_reads_version_1(void) {
-  vx_tree t, r;
+  vx_octree t, r;
   random_tree(4, 200, &t);
   size_t n;
   uint8_t *buf = encode(&t, &n);
@@ -225,21 +225,21 @@ static void svo_file_reads_version_1(void) {
                                    vx_node_flags(t.nodes[k].info) & 3u);
   buf = encode(&t, &n);
   buf[8] = 1;
-  vx_file_info info;
+  vx_svo_file_info info;
   CHECK_MSG(vx_svo_decode(buf, n, NULL, &r, &info, &e) == VX_OK, "%s", e.msg);
   CHECK(info.version == 1 && trees_equal(&t, &r));
-  vx_tree_free(&r);
+  vx_octree_free(&r);
   free(buf);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void svo_file_rejects_newer_version(void) {
-  vx_tree t;
+  vx_octree t;
   random_tree(3, 10, &t);
   size_t n;
   uint8_t *buf = encode(&t, &n);
   buf[8] = 3;
-  vx_tree r;
+  vx_octree r;
   vx_error e;
   CHECK(vx_svo_decode(buf, n, NULL, &r, NULL, &e) == VX_ERR_VERSION);
   CHECK_MSG(strstr(e.msg, "newer voxlod (file version 3, this reads up to 2)") != NULL, "%s", e.msg);
@@ -247,24 +247,24 @@ static void svo_file_rejects_newer_version(void) {
   memcpy(buf, "PK\3\4xxxx", 8);
   CHECK(vx_svo_decode(buf, n, NULL, &r, NULL, &e) == VX_ERR_FORMAT);
   free(buf);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void svo_file_respects_memory_limit(void) {
-  vx_tree t;
+  vx_octree t;
   random_tree(5, 500, &t);
   size_t n;
   uint8_t *buf = encode(&t, &n);
-  vx_read_opts o = {-1, 1000};
-  vx_tree r;
+  vx_svo_read_opts o = {-1, 1000};
+  vx_octree r;
   vx_error e;
   CHECK(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_ERR_LIMIT);
   CHECK(r.nodes == NULL);
   o.mem_limit = 1 << 20;
   CHECK(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_OK);
-  vx_tree_free(&r);
+  vx_octree_free(&r);
   free(buf);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 /* ---- hostile files with valid checksums: decode the header, edit, re-frame ----------------- */
@@ -357,7 +357,7 @@ static void free_parts(parts *p, uint32_t depth) {
   for (uint32_t l = 0; l <= depth; l++) free(p->sec_data[l]);
 }
 
-static vx_status decode_edited(const vx_tree *t, int edit, vx_error *e) {
+static vx_status decode_edited(const vx_octree *t, int edit, vx_error *e) {
   size_t n;
   uint8_t *buf = encode(t, &n);
   parts p;
@@ -383,15 +383,15 @@ static vx_status decode_edited(const vx_tree *t, int edit, vx_error *e) {
   size_t m;
   uint8_t *f = join(&p, depth, &m);
   free_parts(&p, depth);
-  vx_tree r;
+  vx_octree r;
   vx_status s = vx_svo_decode(f, m, NULL, &r, NULL, e);
-  if (s == VX_OK) vx_tree_free(&r);
+  if (s == VX_OK) vx_octree_free(&r);
   free(f);
   return s;
 }
 
 static void svo_file_rejects_hostile_headers_with_valid_checksums(void) {
-  vx_tree t;
+  vx_octree t;
   random_tree(4, 80, &t);
   vx_error e;
   CHECK_MSG(decode_edited(&t, 0, &e) == VX_OK, "%s", e.msg);
@@ -400,7 +400,7 @@ static void svo_file_rejects_hostile_headers_with_valid_checksums(void) {
     CHECK_MSG(s == VX_ERR_CORRUPT, "edit %d gave %s", edit, vx_status_str(s));
     fprintf(stderr, "  edit %d: %s\n", edit, e.msg);
   }
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 /* ---- files --------------------------------------------------------------------------------- */
@@ -429,21 +429,21 @@ static uint8_t *slurp(const char *path, size_t *n) {
 }
 
 static void svo_file_write_read_and_errors(void) {
-  vx_tree t, r;
+  vx_octree t, r;
   random_tree(5, 300, &t);
   char path[512];
   snprintf(path, sizeof path, "%s/a.svo", tmpdir);
   vx_error e;
-  CHECK_MSG(vx_svo_write(path, &t, 0, &e) == VX_OK, "%s", e.msg);
-  vx_file_info info;
+  CHECK_MSG(vx_svo_write(path, &t, 0, NULL, NULL, &e) == VX_OK, "%s", e.msg);
+  vx_svo_file_info info;
   CHECK_MSG(vx_svo_read(path, NULL, &r, &info, &e) == VX_OK, "%s", e.msg);
   CHECK(trees_equal(&t, &r));
   struct stat st;
   CHECK(stat(path, &st) == 0 && (uint64_t)st.st_size == info.file_bytes);
-  vx_tree_free(&r);
-  vx_read_opts o = {2, 0};
+  vx_octree_free(&r);
+  vx_svo_read_opts o = {2, 0};
   CHECK(vx_svo_read(path, &o, &r, NULL, &e) == VX_OK && r.levels_loaded == 3);
-  vx_tree_free(&r);
+  vx_octree_free(&r);
   CHECK(!dir_has_temporaries());
 
   char bad[600];
@@ -451,31 +451,31 @@ static void svo_file_write_read_and_errors(void) {
   CHECK(vx_svo_read(bad, NULL, &r, NULL, &e) == VX_ERR_IO && strstr(e.msg, "No such file"));
   CHECK(vx_svo_read(tmpdir, NULL, &r, NULL, &e) == VX_ERR_IO);
   snprintf(bad, sizeof bad, "%s/no/such/dir/x.svo", tmpdir);
-  CHECK(vx_svo_write(bad, &t, 0, &e) == VX_ERR_IO && strstr(e.msg, "No such file"));
+  CHECK(vx_svo_write(bad, &t, 0, NULL, NULL, &e) == VX_ERR_IO && strstr(e.msg, "No such file"));
   snprintf(bad, sizeof bad, "%s/a.svo/x.svo", tmpdir); /* parent is a file */
-  CHECK(vx_svo_write(bad, &t, 0, &e) == VX_ERR_IO);
-  CHECK(vx_svo_write(tmpdir, &t, 0, &e) == VX_ERR_IO); /* a directory */
+  CHECK(vx_svo_write(bad, &t, 0, NULL, NULL, &e) == VX_ERR_IO);
+  CHECK(vx_svo_write(tmpdir, &t, 0, NULL, NULL, &e) == VX_ERR_IO); /* a directory */
   /* An invalid tree is refused before the old file is touched. */
   size_t n0, n1;
   uint8_t *before = slurp(path, &n0);
-  vx_tree broken = t;
+  vx_octree broken = t;
   broken.band = -1.0f;
-  CHECK(vx_svo_write(path, &broken, 0, &e) != VX_OK);
+  CHECK(vx_svo_write(path, &broken, 0, NULL, NULL, &e) != VX_OK);
   uint8_t *after = slurp(path, &n1);
   CHECK(n0 == n1 && memcmp(before, after, n0) == 0);
   free(before);
   free(after);
   CHECK(!dir_has_temporaries());
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void svo_file_full_disk_keeps_old_file(void) {
-  vx_tree small, big;
+  vx_octree small, big;
   random_tree(3, 10, &small);
   random_tree(7, 20000, &big);
   char path[512];
   snprintf(path, sizeof path, "%s/b.svo", tmpdir);
-  CHECK(vx_svo_write(path, &small, 0, NULL) == VX_OK);
+  CHECK(vx_svo_write(path, &small, 0, NULL, NULL, NULL) == VX_OK);
   size_t n0, n1;
   uint8_t *before = slurp(path, &n0);
   fflush(NULL);
@@ -485,7 +485,7 @@ static void svo_file_full_disk_keeps_old_file(void) {
     struct rlimit rl = {4096, 4096};
     setrlimit(RLIMIT_FSIZE, &rl);
     vx_error e;
-    vx_status s = vx_svo_write(path, &big, 1, &e);
+    vx_status s = vx_svo_write(path, &big, 1, NULL, NULL, &e);
     if (s == VX_ERR_IO) fprintf(stderr, "  full disk: %s\n", e.msg);
     _exit(s == VX_ERR_IO ? 0 : 1);
   }
@@ -495,13 +495,13 @@ static void svo_file_full_disk_keeps_old_file(void) {
   uint8_t *after = slurp(path, &n1);
   CHECK(after && n0 == n1 && memcmp(before, after, n0) == 0);
   CHECK(!dir_has_temporaries());
-  vx_tree r;
+  vx_octree r;
   CHECK(vx_svo_read(path, NULL, &r, NULL, NULL) == VX_OK && trees_equal(&small, &r));
-  vx_tree_free(&r);
+  vx_octree_free(&r);
   free(before);
   free(after);
-  vx_tree_free(&small);
-  vx_tree_free(&big);
+  vx_octree_free(&small);
+  vx_octree_free(&big);
 }
 
 static void cleanup_dir(void) {

@@ -14,7 +14,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "voxelizer/internal.h"
 #include "formats/mesh_import.h"
-#include "formats/svo_stream.h"
 #include "formats/svo_file.h"
 #include "check.h"
 #include "meshgen.h"
@@ -24,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#pragma weak vx_mesh_import
+#pragma weak vx_soup_import
 
 /* First difference between the two surfaces, or -1. */
 static int64_t first_diff(const vx_surface *a, const vx_surface *b) {
@@ -58,15 +57,15 @@ static uint64_t distinct_corners(const vx_surface *s, uint32_t res) {
 }
 
 /* The build's grid for mesh m at res^3 (transform, depth, band), as every build path derives it. */
-static void grid_for(const vx_mesh *m, uint32_t res, vx_transform *xf, uint32_t *depth,
+static void grid_for(const vx_soup *m, uint32_t res, vx_transform *xf, uint32_t *depth,
                      float *band) {
-  vx_build_opts o;
+  vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = res;
   CHECK(vx_voxelize_setup(m, &o, xf, depth, band, NULL) == VX_OK);
 }
 
-static void same_surface(const char *what, const vx_mesh *m, uint32_t res, int rule,
+static void same_surface(const char *what, const vx_soup *m, uint32_t res, int rule,
                          uint32_t part_log2, uint64_t budget) {
   vx_transform xf;
   uint32_t depth;
@@ -79,7 +78,7 @@ static void same_surface(const char *what, const vx_mesh *m, uint32_t res, int r
   memset(&so, 0, sizeof so);
   so.band = band;
   vx_surface cpu, gpu;
-  vx_build_stats cs, gs;
+  vx_voxelize_stats cs, gs;
   CHECK(vx_surface_build(m, &xf, depth, &sg, &so, &cpu, &cs, &e) == VX_OK);
   vx_gpu_build_opts go;
   memset(&go, 0, sizeof go);
@@ -115,7 +114,7 @@ static void same_surface(const char *what, const vx_mesh *m, uint32_t res, int r
 }
 
 static void analytic_meshes(void) {
-  vx_mesh m;
+  vx_soup m;
   memset(&m, 0, sizeof m);
   meshgen_sphere(&m, 0.1, -0.2, 0.05, 0.8, 40, 20);
   meshgen_torus(&m, 0.3, 0.2, -0.1, 0.6, 0.2, 36, 16);
@@ -124,7 +123,7 @@ static void analytic_meshes(void) {
     same_surface("sphere+torus", &m, 64, rule, 3, 0);
   }
   same_surface("sphere+torus", &m, 256, VX_SIGN_WINDING, 5, 0);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 
   /* An open sheet at an angle and a slab 0.3 voxels thick at 64^3: the thin-voxel rule. */
   memset(&m, 0, sizeof m);
@@ -134,7 +133,7 @@ static void analytic_meshes(void) {
   meshgen_box(&m, lo, hi);
   same_surface("sheet+slab", &m, 64, VX_SIGN_WINDING, 0, 0);
   same_surface("sheet+slab", &m, 64, VX_SIGN_WINDING, 3, 0);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 
   /* A box whose faces lie on voxel faces (and on partition faces at 2^3). */
   memset(&m, 0, sizeof m);
@@ -142,7 +141,7 @@ static void analytic_meshes(void) {
   meshgen_box(&m, blo, bhi);
   same_surface("box on voxel faces", &m, 32, VX_SIGN_WINDING, 0, 0);
   same_surface("box on voxel faces", &m, 32, VX_SIGN_WINDING, 3, 0);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* Mesh folders: the compiled-in paths, or $VOXLOD_DATA_DIR / $VOXLOD_SHARED_MESHES (the GPU
@@ -154,11 +153,11 @@ static const char *mesh_path(const char *env, const char *dflt, const char *rel,
   return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
-static int load(const char *path, vx_mesh *m) {
+static int load(const char *path, vx_soup *m) {
   vx_error e;
   memset(m, 0, sizeof *m);
-  if (!path || !vx_mesh_import) return 0;
-  if (vx_mesh_import(path, m, &e) != VX_OK) {
+  if (!path || !vx_soup_import) return 0;
+  if (vx_soup_import(path, m, &e) != VX_OK) {
     fprintf(stderr, "  (skipped %s: %s)\n", path, e.msg);
     return 0;
   }
@@ -166,7 +165,7 @@ static int load(const char *path, vx_mesh *m) {
 }
 
 static void bunny(void) {
-  vx_mesh m;
+  vx_soup m;
   char buf[1024];
   if (!load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) return;
   same_surface("bunny", &m, 128, VX_SIGN_WINDING, 0, 0);
@@ -174,7 +173,7 @@ static void bunny(void) {
   same_surface("bunny", &m, 512, VX_SIGN_WINDING, 0, 0);
   /* 72 MiB: partitions split because memory says so (part_bytes has a 64 MiB floor) */
   same_surface("bunny (small budget)", &m, 256, VX_SIGN_WINDING, 0, 72ull << 20);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static void shared_meshes(void) {
@@ -183,26 +182,26 @@ static void shared_meshes(void) {
                                 "fandisk/fandisk.off"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     char buf[1024];
-    vx_mesh m;
+    vx_soup m;
     if (!load(mesh_path("VOXLOD_SHARED_MESHES", VX_SHARED_MESHES, names[i], buf, sizeof buf), &m))
       continue;
     same_surface(names[i], &m, 128, VX_SIGN_WINDING, 0, 0);
     same_surface(names[i], &m, 64, VX_SIGN_WINDING, 3, 0);
-    vx_mesh_free(&m);
+    vx_soup_free(&m);
   }
 }
 
 /* The whole build on the GPU (vx_voxelize_gpu: octree and planes there too) against the CPU's
  * in-core build, encoded as files, byte for byte; also pruned. */
-static void same_tree(const char *what, const vx_mesh *m, uint32_t res, float max_error) {
+static void same_tree(const char *what, const vx_soup *m, uint32_t res, float max_error) {
   uint8_t *enc[2] = {NULL, NULL};
   size_t n[2] = {0, 0};
   for (int gpu = 0; gpu < 2; gpu++) {
-    vx_build_opts o;
+    vx_voxelize_opts o;
     memset(&o, 0, sizeof o);
     o.resolution = res;
     o.max_error = max_error;
-    vx_tree t;
+    vx_octree t;
     vx_error e;
     vx_status r = gpu ? vx_voxelize_gpu(m, &o, &t, NULL, &e) : vx_voxelize(m, &o, &t, NULL, &e);
     if (r == VX_ERR_NO_GPU) {
@@ -211,9 +210,9 @@ static void same_tree(const char *what, const vx_mesh *m, uint32_t res, float ma
     }
     CHECK_MSG(r == VX_OK, "%s: %s", what, e.msg);
     if (r != VX_OK) break;
-    CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+    CHECK(vx_octree_validate(&t, NULL) == VX_OK);
     CHECK(vx_svo_encode(&t, 0, &enc[gpu], &n[gpu], &e) == VX_OK);
-    vx_tree_free(&t);
+    vx_octree_free(&t);
   }
   int same = enc[0] && enc[1] && n[0] == n[1] && memcmp(enc[0], enc[1], n[0]) == 0;
   CHECK_MSG(same, "%s at %u^3, error %g: GPU tree %zu bytes, CPU %zu, or different", what, res,
@@ -225,23 +224,23 @@ static void same_tree(const char *what, const vx_mesh *m, uint32_t res, float ma
 }
 
 static void gpu_trees(void) {
-  vx_mesh m;
+  vx_soup m;
   memset(&m, 0, sizeof m);
   meshgen_sphere(&m, 0.1, -0.2, 0.05, 0.8, 40, 20);
   meshgen_torus(&m, 0.3, 0.2, -0.1, 0.6, 0.2, 36, 16);
   same_tree("sphere+torus", &m, 2, 0.0f);
   same_tree("sphere+torus", &m, 64, 0.0f);
   same_tree("sphere+torus", &m, 256, 0.25f);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   char buf[1024];
   if (!load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) return;
   same_tree("bunny", &m, 512, 0.0f);
   same_tree("bunny", &m, 1024, 0.5f);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* The clean-triangle certificate on the GPU (gpu_sign.cu) against the CPU's, flag for flag. */
-static void same_clean_flags(const char *what, const vx_mesh *m, uint32_t res) {
+static void same_clean_flags(const char *what, const vx_soup *m, uint32_t res) {
   vx_transform xf;
   uint32_t depth;
   float band;
@@ -261,16 +260,16 @@ static void same_clean_flags(const char *what, const vx_mesh *m, uint32_t res) {
 }
 
 static void clean_flags(void) {
-  vx_mesh m;
+  vx_soup m;
   char buf[1024];
   memset(&m, 0, sizeof m);
   meshgen_sphere(&m, 0.1, -0.2, 0.05, 0.8, 40, 20);
   meshgen_torus(&m, 0.3, 0.2, -0.1, 0.6, 0.2, 36, 16);
   same_clean_flags("sphere+torus", &m, 64);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   if (load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) {
     same_clean_flags("bunny", &m, 512);
-    vx_mesh_free(&m);
+    vx_soup_free(&m);
   }
   static const char *names[] = {"messy/sphereWithHole.stl", "messy/degenerated.obj",
                                 "messy/two-boxes-bad-self-union.ply", "messy/cube_with_fold.ply"};
@@ -278,13 +277,13 @@ static void clean_flags(void) {
     if (!load(mesh_path("VOXLOD_SHARED_MESHES", VX_SHARED_MESHES, names[i], buf, sizeof buf), &m))
       continue;
     same_clean_flags(names[i], &m, 64);
-    vx_mesh_free(&m);
+    vx_soup_free(&m);
   }
 }
 
 /* Whole files: the streaming build with opts.gpu against the CPU one. */
 static void same_file(void) {
-  vx_mesh m;
+  vx_soup m;
   char buf[1024];
   if (!load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) return;
   char dir[] = "/tmp/voxlod_gpu_build_XXXXXX";
@@ -292,7 +291,7 @@ static void same_file(void) {
   uint8_t *bytes[2] = {NULL, NULL};
   long size[2] = {0, 0};
   for (int gpu = 0; gpu < 2; gpu++) {
-    vx_build_opts o;
+    vx_voxelize_opts o;
     memset(&o, 0, sizeof o);
     o.resolution = 256;
     o.gpu = gpu;
@@ -327,7 +326,7 @@ static void same_file(void) {
   free(bytes[0]);
   free(bytes[1]);
   rmdir(dir);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 int main(void) {

@@ -19,20 +19,20 @@
 #define W 240
 #define H 180
 
-static vx_tree tree;
+static vx_octree tree;
 static vx_nvdb *g = NULL;
 
-static void opts_for(vx_render_opts *o, double az, double el) {
+static void opts_for(vx_march_opts *o, double az, double el) {
   memset(o, 0, sizeof *o);
   o->width = W;
   o->height = H;
   o->lod = (int)tree.depth;
   o->shade = VX_SHADE_SMOOTH;
-  vx_camera_orbit(&tree, az, el, 40.0, &o->cam);
+  vx_march_orbit(&tree, az, el, 40.0, &o->cam);
 }
 
 /* 1 when the 3x3 neighbourhood of (x, y) holds both hits and misses in img: a silhouette pixel. */
-static int on_silhouette(const vx_image *img, int x, int y) {
+static int on_silhouette(const vx_march_image *img, int x, int y) {
   int hit = 0, miss = 0;
   for (int dy = -1; dy <= 1; dy++)
     for (int dx = -1; dx <= 1; dx++) {
@@ -45,7 +45,7 @@ static int on_silhouette(const vx_image *img, int x, int y) {
 }
 
 /* Compares hit masks and depths of a (voxlod) and b (NanoVDB). */
-static void compare(const vx_image *a, const vx_image *b, const char *what, int view) {
+static void compare(const vx_march_image *a, const vx_march_image *b, const char *what, int view) {
   size_t n = (size_t)W * H, hits = 0, differ = 0, inner = 0, both = 0, near = 0;
   double voxel = tree.xf.scale; /* world units per voxel */
   for (size_t i = 0; i < n; i++) {
@@ -74,28 +74,28 @@ static void compare(const vx_image *a, const vx_image *b, const char *what, int 
 static const double views[3][2] = {{30.0, 20.0}, {150.0, -10.0}, {270.0, 60.0}};
 
 static void nanovdb_host_sees_the_same_surface(void) {
-  vx_image a, b;
-  CHECK(vx_image_alloc(&a, W, H, 0, NULL) == VX_OK);
-  CHECK(vx_image_alloc(&b, W, H, 0, NULL) == VX_OK);
+  vx_march_image a, b;
+  CHECK(vx_march_image_alloc(&a, W, H, 0, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&b, W, H, 0, NULL) == VX_OK);
   for (int v = 0; v < 3; v++) {
-    vx_render_opts o;
+    vx_march_opts o;
     vx_error e;
     opts_for(&o, views[v][0], views[v][1]);
     CHECK_MSG(vx_render_cpu(&tree, &o, &a, 2, &e) == VX_OK, "%s", e.msg);
     CHECK_MSG(vx_nvdb_render_cpu(g, &tree, &o, &b, &e) == VX_OK, "%s", e.msg);
     compare(&a, &b, "host", v);
   }
-  vx_image_free(&a);
-  vx_image_free(&b);
+  vx_march_image_free(&a);
+  vx_march_image_free(&b);
 }
 
 static void nanovdb_gpu_sees_the_same_surface(void) {
-  vx_image a, b, c;
-  CHECK(vx_image_alloc(&a, W, H, 0, NULL) == VX_OK);
-  CHECK(vx_image_alloc(&b, W, H, 0, NULL) == VX_OK);
-  CHECK(vx_image_alloc(&c, W, H, 0, NULL) == VX_OK);
+  vx_march_image a, b, c;
+  CHECK(vx_march_image_alloc(&a, W, H, 0, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&b, W, H, 0, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&c, W, H, 0, NULL) == VX_OK);
   for (int v = 0; v < 3; v++) {
-    vx_render_opts o;
+    vx_march_opts o;
     vx_error e;
     opts_for(&o, views[v][0], views[v][1]);
     vx_status s = vx_render_gpu(&tree, &o, &a, &e);
@@ -109,14 +109,14 @@ static void nanovdb_gpu_sees_the_same_surface(void) {
     for (size_t i = 0; i < (size_t)W * H; i++) mism += isfinite(b.depth[i]) != isfinite(c.depth[i]);
     CHECK_MSG(mism * 1000 <= (size_t)W * H, "view %d: NanoVDB host/GPU hit masks differ on %zu", v, mism);
   }
-  vx_image_free(&a);
-  vx_image_free(&b);
-  vx_image_free(&c);
+  vx_march_image_free(&a);
+  vx_march_image_free(&b);
+  vx_march_image_free(&c);
 }
 
 int main(void) {
   CHECK(gpu_sdf_tree(7, &tree) == VX_OK);
-  CHECK(vx_tree_validate(&tree, NULL) == VX_OK);
+  CHECK(vx_octree_validate(&tree, NULL) == VX_OK);
   vx_nvdb_stats ns;
   vx_error e;
   vx_status s = vx_nvdb_create(&tree, &g, &ns, &e);
@@ -125,13 +125,13 @@ int main(void) {
   CHECK(ns.voxels_written == tree.voxel_count);
   CHECK(ns.active_values > 0 && ns.active_values <= 8 * tree.voxel_count);
   RUN(nanovdb_host_sees_the_same_surface);
-  if (vx_gpu_name() == NULL) {
+  if (vx_cuda_device_name() == NULL) {
     vx_nvdb_free(g);
     if (check_summary() != 0) return 1;
     CHECK_SKIP("no usable CUDA device (the host comparison ran)");
   }
   RUN(nanovdb_gpu_sees_the_same_surface);
   vx_nvdb_free(g);
-  vx_tree_free(&tree);
+  vx_octree_free(&tree);
   return check_summary();
 }

@@ -16,15 +16,15 @@
 #define W 256
 #define H 192
 
-static vx_tree tree;
+static vx_octree tree;
 static int have_tree = 0;
 
-static void poison(vx_image *img) {
+static void poison(vx_march_image *img) {
   memset(img->rgb, 0xab, (size_t)img->width * img->height * 3);
   for (size_t i = 0; i < (size_t)img->width * img->height; i++) img->depth[i] = NAN;
 }
 
-static vx_status gpu_render(const vx_render_opts *o, const vx_gpu_config *cfg, vx_image *img) {
+static vx_status gpu_render(const vx_march_opts *o, const vx_gpu_config *cfg, vx_march_image *img) {
   vx_error e;
   poison(img);
   vx_status s = vx_render_gpu_config(&tree, o, cfg, img, &e);
@@ -33,17 +33,17 @@ static vx_status gpu_render(const vx_render_opts *o, const vx_gpu_config *cfg, v
   return s;
 }
 
-static void opts_for(vx_render_opts *o, uint32_t w, uint32_t h, int lod, double az, double el) {
+static void opts_for(vx_march_opts *o, uint32_t w, uint32_t h, int lod, double az, double el) {
   memset(o, 0, sizeof *o);
   o->width = w;
   o->height = h;
   o->lod = lod;
   o->shade = VX_SHADE_SMOOTH;
-  vx_camera_orbit(&tree, az, el, 40.0, &o->cam);
+  vx_march_orbit(&tree, az, el, 40.0, &o->cam);
 }
 
 /* Pixels whose colour differs by more than 2/255 in some channel. */
-static size_t count_diff(const vx_image *a, const vx_image *b) {
+static size_t count_diff(const vx_march_image *a, const vx_march_image *b) {
   size_t d = 0, n = (size_t)a->width * a->height;
   for (size_t i = 0; i < n; i++)
     for (int c = 0; c < 3; c++)
@@ -55,10 +55,10 @@ static size_t count_diff(const vx_image *a, const vx_image *b) {
 }
 
 static void gpu_render_writes_every_pixel(void) {
-  vx_render_opts o;
-  vx_image img;
+  vx_march_opts o;
+  vx_march_image img;
   opts_for(&o, 203, 97, (int)tree.depth, 30.0, 20.0); /* sizes that no block shape divides */
-  CHECK(vx_image_alloc(&img, o.width, o.height, 1, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&img, o.width, o.height, 1, NULL) == VX_OK);
   vx_gpu_config cfg[4]; /* the default, persistent 64, tiled 16x8, tiled 32x4 */
   memset(cfg, 0, sizeof cfg);
   cfg[1].schedule = VX_GPU_PERSISTENT;
@@ -78,18 +78,18 @@ static void gpu_render_writes_every_pixel(void) {
     CHECK_MSG(unwritten == 0, "variant %d left %zu pixels unwritten", k, unwritten);
     CHECK_MSG(hits > (size_t)o.width * o.height / 40, "variant %d: only %zu hits", k, hits);
   }
-  vx_image_free(&img);
+  vx_march_image_free(&img);
 }
 
 static void gpu_matches_cpu_at_every_lod(void) {
-  vx_image gi, ci;
-  CHECK(vx_image_alloc(&gi, W, H, 1, NULL) == VX_OK);
-  CHECK(vx_image_alloc(&ci, W, H, 1, NULL) == VX_OK);
+  vx_march_image gi, ci;
+  CHECK(vx_march_image_alloc(&gi, W, H, 1, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&ci, W, H, 1, NULL) == VX_OK);
   const double views[3][2] = {{30.0, 20.0}, {150.0, -10.0}, {270.0, 60.0}};
   int lods[5] = {VX_LOD_AUTO, (int)tree.depth, (int)tree.depth - 1, 4, 1};
   for (int v = 0; v < 3; v++)
     for (int k = 0; k < 5; k++) {
-      vx_render_opts o;
+      vx_march_opts o;
       vx_error e;
       opts_for(&o, W, H, lods[k], views[v][0], views[v][1]);
       if (gpu_render(&o, NULL, &gi) != VX_OK) continue;
@@ -112,15 +112,15 @@ static void gpu_matches_cpu_at_every_lod(void) {
       fprintf(stderr, "  view %d lod %2d: %6zu hits, %4zu colour diffs, %3zu hit mismatches\n", v,
               lods[k], hits, diff, hit_mismatch);
     }
-  vx_image_free(&gi);
-  vx_image_free(&ci);
+  vx_march_image_free(&gi);
+  vx_march_image_free(&ci);
 }
 
 static void gpu_variants_give_identical_images(void) {
-  vx_image ref, img;
-  CHECK(vx_image_alloc(&ref, W, H, 1, NULL) == VX_OK);
-  CHECK(vx_image_alloc(&img, W, H, 1, NULL) == VX_OK);
-  vx_render_opts o;
+  vx_march_image ref, img;
+  CHECK(vx_march_image_alloc(&ref, W, H, 1, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&img, W, H, 1, NULL) == VX_OK);
+  vx_march_opts o;
   opts_for(&o, W, H, VX_LOD_AUTO, 60.0, 25.0);
   if (gpu_render(&o, NULL, &ref) == VX_OK) {
     const int sched[6] = {VX_GPU_TILED, VX_GPU_TILED, VX_GPU_TILED, VX_GPU_PERSISTENT,
@@ -140,7 +140,7 @@ static void gpu_variants_give_identical_images(void) {
                 "variant %d: visit counts differ", k);
     }
     /* the plain walk (no plane-bound culling): the same image, more node fetches */
-    vx_render_opts op = o;
+    vx_march_opts op = o;
     op.no_cull = 1;
     if (gpu_render(&op, NULL, &img) == VX_OK) {
       CHECK_MSG(memcmp(ref.rgb, img.rgb, (size_t)W * H * 3) == 0, "no culling: image differs");
@@ -154,15 +154,15 @@ static void gpu_variants_give_identical_images(void) {
                 (unsigned long long)vc, (unsigned long long)vp);
     }
   }
-  vx_image_free(&ref);
-  vx_image_free(&img);
+  vx_march_image_free(&ref);
+  vx_march_image_free(&img);
 }
 
 static void gpu_bench_reports_sane_numbers(void) {
-  vx_render_opts o;
+  vx_march_opts o;
   opts_for(&o, W, H, VX_LOD_AUTO, 0.0, 0.0);
   vx_camera views[4];
-  for (int v = 0; v < 4; v++) vx_camera_orbit(&tree, 90.0 * v, 15.0, 40.0, &views[v]);
+  for (int v = 0; v < 4; v++) vx_march_orbit(&tree, 90.0 * v, 15.0, 40.0, &views[v]);
   vx_gpu_bench_result r;
   vx_error e;
   vx_status s = vx_gpu_bench(&tree, &o, views, 4, 8, NULL, &r, &e);
@@ -180,30 +180,30 @@ static void gpu_bench_reports_sane_numbers(void) {
 }
 
 static void gpu_rejects_bad_config(void) {
-  vx_render_opts o;
-  vx_image img;
+  vx_march_opts o;
+  vx_march_image img;
   opts_for(&o, 64, 48, VX_LOD_AUTO, 0.0, 0.0);
-  CHECK(vx_image_alloc(&img, 64, 48, 0, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&img, 64, 48, 0, NULL) == VX_OK);
   vx_gpu_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.block_w = 32;
   cfg.block_h = 16; /* 512 threads */
   CHECK(vx_render_gpu_config(&tree, &o, &cfg, &img, NULL) == VX_ERR_INVALID_ARG);
-  vx_image_free(&img);
+  vx_march_image_free(&img);
 }
 
 int main(void) {
-  if (vx_gpu_name() == NULL) CHECK_SKIP("no usable CUDA device");
+  if (vx_cuda_device_name() == NULL) CHECK_SKIP("no usable CUDA device");
   CHECK(gpu_sdf_tree(7, &tree) == VX_OK);
-  have_tree = vx_tree_validate(&tree, NULL) == VX_OK;
+  have_tree = vx_octree_validate(&tree, NULL) == VX_OK;
   CHECK(have_tree);
   if (!have_tree) return check_summary();
-  fprintf(stderr, "device: %s\n", vx_gpu_name());
+  fprintf(stderr, "device: %s\n", vx_cuda_device_name());
   RUN(gpu_render_writes_every_pixel);
   RUN(gpu_matches_cpu_at_every_lod);
   RUN(gpu_variants_give_identical_images);
   RUN(gpu_bench_reports_sane_numbers);
   RUN(gpu_rejects_bad_config);
-  vx_tree_free(&tree);
+  vx_octree_free(&tree);
   return check_summary();
 }

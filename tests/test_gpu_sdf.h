@@ -27,7 +27,7 @@ static double gpu_sdf_shape(double x, double y, double z, double R) {
 }
 
 /* Builds the tree of gpu_sdf_shape at depth D (D <= 8 keeps it under a second). */
-static vx_status gpu_sdf_tree(uint32_t depth, vx_tree *t) {
+static vx_status gpu_sdf_tree(uint32_t depth, vx_octree *t) {
   const uint32_t R = 1u << depth;
   const double half_diag = 0.5 * sqrt(3.0), band = 2.0;
   uint64_t total = (uint64_t)R * R * R, n = 0, cap = 1 << 16;
@@ -53,7 +53,7 @@ static vx_status gpu_sdf_tree(uint32_t depth, vx_tree *t) {
           gpu_sdf_shape(x + (c & 1), y + (c >> 1 & 1), z + (c >> 2 & 1), R), (float)band);
     codes[n++] = m;
   }
-  st = vx_tree_build(depth, codes, field, n, t, NULL);
+  st = vx_octree_build(depth, codes, field, n, t, NULL);
   if (st == VX_OK) {
     t->band = (float)band;
     t->xf.origin[0] = t->xf.origin[1] = t->xf.origin[2] = 0.0;

@@ -54,48 +54,48 @@ static cells level_cells(const uint64_t *codes, uint64_t n, uint32_t depth, uint
 }
 
 /* Renders t; the camera is o->cam when `keep_cam`, else an orbit camera framing t. */
-static void render_cam(const vx_tree *t, int lod, vx_shade shade, double az, double el,
-                       uint32_t W, int keep_cam, vx_render_opts *o, vx_image *img) {
+static void render_cam(const vx_octree *t, int lod, vx_shade shade, double az, double el,
+                       uint32_t W, int keep_cam, vx_march_opts *o, vx_march_image *img) {
   vx_camera cam = o->cam;
   memset(o, 0, sizeof *o);
   o->width = o->height = W;
   o->lod = lod;
   o->shade = shade;
   if (keep_cam) o->cam = cam;
-  else vx_camera_orbit(t, az, el, 40.0, &o->cam);
-  CHECK(vx_image_alloc(img, W, W, 1, NULL) == VX_OK);
+  else vx_march_orbit(t, az, el, 40.0, &o->cam);
+  CHECK(vx_march_image_alloc(img, W, W, 1, NULL) == VX_OK);
   vx_error e;
   CHECK_MSG(vx_render_cpu(t, o, img, 2, &e) == VX_OK, "%s", e.msg);
 }
 
-static void render(const vx_tree *t, int lod, vx_shade shade, double az, double el,
-                   uint32_t W, vx_render_opts *o, vx_image *img) {
+static void render(const vx_octree *t, int lod, vx_shade shade, double az, double el,
+                   uint32_t W, vx_march_opts *o, vx_march_image *img) {
   render_cam(t, lod, shade, az, el, W, 0, o, img);
 }
 
-static void build(uint32_t depth, vx_tree *t, uint64_t **codes, uint64_t *n) {
+static void build(uint32_t depth, vx_octree *t, uint64_t **codes, uint64_t *n) {
   vx_voxel *field;
   *n = ref_sdf_voxels(depth, 2.0f, model_sdf, NULL, codes, &field);
-  CHECK(vx_tree_build(depth, *codes, field, *n, t, NULL) == VX_OK);
+  CHECK(vx_octree_build(depth, *codes, field, *n, t, NULL) == VX_OK);
   free(field);
   t->band = 2.0f;
   t->xf.scale = 1.0;
   vx_error e;
-  CHECK_MSG(vx_tree_fit_planes(t, NULL, NULL, &e) == VX_OK, "%s", e.msg);
-  CHECK_MSG(vx_tree_validate(t, &e) == VX_OK, "%s", e.msg);
+  CHECK_MSG(vx_octree_fit_planes(t, NULL, NULL, &e) == VX_OK, "%s", e.msg);
+  CHECK_MSG(vx_octree_validate(t, &e) == VX_OK, "%s", e.msg);
 }
 
 static void marcher_blocks_match_brute_force_boxes_at_every_level(void) {
   const uint32_t D = 5, W = 64;
-  vx_tree t;
+  vx_octree t;
   uint64_t *codes, n;
   build(D, &t, &codes, &n);
   const double views[3][2] = {{30.0, 20.0}, {-140.0, -30.0}, {90.0, 0.0}};
   for (uint32_t L = 0; L <= D; L++) {
     cells c = level_cells(codes, n, D, L);
     for (int v = 0; v < 3; v++) {
-      vx_render_opts o;
-      vx_image img;
+      vx_march_opts o;
+      vx_march_image img;
       render(&t, (int)L, VX_SHADE_BLOCKS, views[v][0], views[v][1], W, &o, &img);
       uint64_t bad = 0, hits = 0;
       for (uint32_t y = 0; y < W; y++)
@@ -117,23 +117,23 @@ static void marcher_blocks_match_brute_force_boxes_at_every_level(void) {
       CHECK_MSG(bad <= W * W / 500, "level %u view %d: %llu of %u pixels differ", L, v,
                 (unsigned long long)bad, W * W);
       CHECK(hits > 0);
-      vx_image_free(&img);
+      vx_march_image_free(&img);
     }
     free(c.lo);
   }
   free(codes);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void marcher_every_level_hits_inside_its_cells(void) {
   const uint32_t D = 5, W = 64;
-  vx_tree t;
+  vx_octree t;
   uint64_t *codes, n;
   build(D, &t, &codes, &n);
   for (uint32_t L = 0; L <= D; L++) {
     cells c = level_cells(codes, n, D, L);
-    vx_render_opts o;
-    vx_image img;
+    vx_march_opts o;
+    vx_march_image img;
     render(&t, (int)L, VX_SHADE_SMOOTH, 40.0, 25.0, W, &o, &img);
     uint64_t hits = 0, outside = 0;
     for (uint32_t y = 0; y < W; y++)
@@ -156,39 +156,39 @@ static void marcher_every_level_hits_inside_its_cells(void) {
     CHECK_MSG(hits >= W * W / 20, "level %u: only %llu hits", L, (unsigned long long)hits);
     CHECK_MSG(outside == 0, "level %u: %llu hits outside the level's cells", L,
               (unsigned long long)outside);
-    vx_image_free(&img);
+    vx_march_image_free(&img);
     free(c.lo);
   }
   free(codes);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 /* A tree holding only levels 0..L (as the file reader leaves it) renders like the cut at L. */
 static void marcher_partial_load_renders_like_the_cut(void) {
   const uint32_t D = 5, W = 48;
-  vx_tree t;
+  vx_octree t;
   uint64_t *codes, n;
   build(D, &t, &codes, &n);
   for (uint32_t L = 0; L < D; L++) {
-    vx_tree part = t;
+    vx_octree part = t;
     part.levels_loaded = L + 1;
     part.node_count = t.level_first[L] + t.level_count[L];
     part.voxels = NULL;
     part.voxel_count = 0;
-    CHECK(vx_tree_validate(&part, NULL) == VX_OK);
+    CHECK(vx_octree_validate(&part, NULL) == VX_OK);
     for (int shade = 0; shade < 2; shade++) {
-      vx_render_opts o;
-      vx_image a, b;
+      vx_march_opts o;
+      vx_march_image a, b;
       render(&t, (int)L, (vx_shade)shade, 120.0, 35.0, W, &o, &a);
       render_cam(&part, (int)D, (vx_shade)shade, 0, 0, W, 1, &o, &b); /* same camera */
       CHECK(memcmp(a.depth, b.depth, W * W * sizeof(float)) == 0);
       CHECK(memcmp(a.rgb, b.rgb, W * W * 3) == 0);
-      vx_image_free(&a);
-      vx_image_free(&b);
+      vx_march_image_free(&a);
+      vx_march_image_free(&b);
     }
   }
   free(codes);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 /* The same world sphere stored at 32^3 (scale 2) and 64^3 (scale 1): at a distant view auto
@@ -197,13 +197,13 @@ static void marcher_auto_lod_agrees_across_resolutions(void) {
   const uint32_t W = 64;
   const double world[4] = {32.3, 31.6, 32.2, 20.5};
   const double half[4] = {world[0] / 2, world[1] / 2, world[2] / 2, world[3] / 2};
-  vx_tree a, b;
+  vx_octree a, b;
   CHECK(ref_sdf_tree(5, 2.0f, ref_sphere_sdf, half, &a) == VX_OK);
   a.xf.scale = 2.0;
   CHECK(ref_sdf_tree(6, 2.0f, ref_sphere_sdf, world, &b) == VX_OK);
-  CHECK(vx_tree_fit_planes(&a, NULL, NULL, NULL) == VX_OK);
-  CHECK(vx_tree_fit_planes(&b, NULL, NULL, NULL) == VX_OK);
-  vx_render_opts o;
+  CHECK(vx_octree_fit_planes(&a, NULL, NULL, NULL) == VX_OK);
+  CHECK(vx_octree_fit_planes(&b, NULL, NULL, NULL) == VX_OK);
+  vx_march_opts o;
   memset(&o, 0, sizeof o);
   o.width = o.height = W;
   o.lod = VX_LOD_AUTO;
@@ -216,10 +216,10 @@ static void marcher_auto_lod_agrees_across_resolutions(void) {
   o.cam.eye[2] += 200.0;
   o.cam.up[1] = 1.0;
   o.cam.fov_y_deg = 30.0;
-  vx_image ia, ib, full;
-  CHECK(vx_image_alloc(&ia, W, W, 1, NULL) == VX_OK);
-  CHECK(vx_image_alloc(&ib, W, W, 1, NULL) == VX_OK);
-  CHECK(vx_image_alloc(&full, W, W, 1, NULL) == VX_OK);
+  vx_march_image ia, ib, full;
+  CHECK(vx_march_image_alloc(&ia, W, W, 1, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&ib, W, W, 1, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&full, W, W, 1, NULL) == VX_OK);
   CHECK(vx_render_cpu(&a, &o, &ia, 2, NULL) == VX_OK);
   CHECK(vx_render_cpu(&b, &o, &ib, 2, NULL) == VX_OK);
   o.lod = 6;
@@ -242,26 +242,26 @@ static void marcher_auto_lod_agrees_across_resolutions(void) {
             (unsigned long long)far, (unsigned long long)hits);
   CHECK_MSG(vb < vfull, "auto LOD visits %llu, full %llu", (unsigned long long)vb,
             (unsigned long long)vfull);
-  vx_image_free(&ia);
-  vx_image_free(&ib);
-  vx_image_free(&full);
-  vx_tree_free(&a);
-  vx_tree_free(&b);
+  vx_march_image_free(&ia);
+  vx_march_image_free(&ib);
+  vx_march_image_free(&full);
+  vx_octree_free(&a);
+  vx_octree_free(&b);
 }
 
 /* Pruned trees: leaves at many depths are drawn as planes, nothing vanishes. */
 static void marcher_pruned_tree_renders(void) {
   const uint32_t W = 64;
-  vx_tree t;
+  vx_octree t;
   CHECK(ref_sdf_tree(6, 2.0f, ref_sphere_sdf, (const double[4]){32.3, 31.6, 32.2, 20.5}, &t) ==
         VX_OK);
-  CHECK(vx_tree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
-  vx_render_opts o;
-  vx_image full, pr;
+  CHECK(vx_octree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
+  vx_march_opts o;
+  vx_march_image full, pr;
   render(&t, 6, VX_SHADE_SMOOTH, 25.0, 20.0, W, &o, &full);
   vx_error e;
-  CHECK_MSG(vx_tree_prune(&t, 0.5f, &e) == VX_OK, "%s", e.msg);
-  CHECK_MSG(vx_tree_validate(&t, &e) == VX_OK, "%s", e.msg);
+  CHECK_MSG(vx_octree_prune(&t, 0.5f, &e) == VX_OK, "%s", e.msg);
+  CHECK_MSG(vx_octree_validate(&t, &e) == VX_OK, "%s", e.msg);
   render_cam(&t, 6, VX_SHADE_SMOOTH, 0, 0, W, 1, &o, &pr); /* same camera */
   uint64_t hits = 0, differ = 0, far = 0;
   for (uint32_t i = 0; i < W * W; i++) {
@@ -275,9 +275,9 @@ static void marcher_pruned_tree_renders(void) {
             (unsigned long long)hits);
   CHECK_MSG(far <= hits / 50, "depth differs by > 1.5 voxel on %llu of %llu",
             (unsigned long long)far, (unsigned long long)hits);
-  vx_image_free(&full);
-  vx_image_free(&pr);
-  vx_tree_free(&t);
+  vx_march_image_free(&full);
+  vx_march_image_free(&pr);
+  vx_octree_free(&t);
 }
 
 int main(void) {

@@ -14,17 +14,17 @@
 
 static const double sphere64[4] = {32.3, 31.6, 32.2, 20.5};
 
-static void check_sphere_view(const vx_tree *t, const double *sph, double az, double el,
+static void check_sphere_view(const vx_octree *t, const double *sph, double az, double el,
                               uint32_t W, uint32_t H) {
-  vx_render_opts o;
+  vx_march_opts o;
   memset(&o, 0, sizeof o);
   o.width = W;
   o.height = H;
   o.lod = (int)t->depth;
   o.shade = VX_SHADE_SMOOTH;
-  vx_camera_orbit(t, az, el, 40.0, &o.cam);
-  vx_image img;
-  CHECK(vx_image_alloc(&img, W, H, 1, NULL) == VX_OK);
+  vx_march_orbit(t, az, el, 40.0, &o.cam);
+  vx_march_image img;
+  CHECK(vx_march_image_alloc(&img, W, H, 1, NULL) == VX_OK);
   vx_error e;
   CHECK_MSG(vx_render_cpu(t, &o, &img, 2, &e) == VX_OK, "%s", e.msg);
   vx_trace_scene s;
@@ -65,24 +65,24 @@ static void check_sphere_view(const vx_tree *t, const double *sph, double az, do
             (unsigned long long)normal_ok, (unsigned long long)both, worst_normal);
   CHECK_MSG(disagree <= 0.01 * ref_hits, "hit/miss differs on %llu pixels of %llu hits",
             (unsigned long long)disagree, (unsigned long long)ref_hits);
-  vx_image_free(&img);
+  vx_march_image_free(&img);
 }
 
 static void marcher_sphere_depth_and_normals_match_analytic(void) {
-  vx_tree t;
+  vx_octree t;
   CHECK(ref_sdf_tree(6, 2.0f, ref_sphere_sdf, sphere64, &t) == VX_OK);
-  CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+  CHECK(vx_octree_validate(&t, NULL) == VX_OK);
   check_sphere_view(&t, sphere64, 30.0, 20.0, 128, 128);
   check_sphere_view(&t, sphere64, 200.0, -35.0, 96, 128);
   check_sphere_view(&t, sphere64, 90.0, 0.0, 128, 80); /* axis-aligned rays: zero components */
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 /* A camera inside the grid (outside the sphere) still sees the sphere correctly. */
 static void marcher_sphere_camera_inside_grid(void) {
-  vx_tree t;
+  vx_octree t;
   CHECK(ref_sdf_tree(6, 2.0f, ref_sphere_sdf, sphere64, &t) == VX_OK);
-  vx_render_opts o;
+  vx_march_opts o;
   memset(&o, 0, sizeof o);
   o.width = o.height = 64;
   o.lod = 6;
@@ -92,8 +92,8 @@ static void marcher_sphere_camera_inside_grid(void) {
   for (int i = 0; i < 3; i++) o.cam.target[i] = sphere64[i];
   o.cam.up[1] = 1.0;
   o.cam.fov_y_deg = 70.0;
-  vx_image img;
-  CHECK(vx_image_alloc(&img, 64, 64, 0, NULL) == VX_OK);
+  vx_march_image img;
+  CHECK(vx_march_image_alloc(&img, 64, 64, 0, NULL) == VX_OK);
   CHECK(vx_render_cpu(&t, &o, &img, 1, NULL) == VX_OK);
   uint64_t bad = 0, hits = 0;
   for (uint32_t y = 0; y < 64; y++)
@@ -108,43 +108,43 @@ static void marcher_sphere_camera_inside_grid(void) {
   CHECK(hits > 1000);
   CHECK_MSG(bad <= hits / 100, "%llu bad of %llu", (unsigned long long)bad,
             (unsigned long long)hits);
-  vx_image_free(&img);
-  vx_tree_free(&t);
+  vx_march_image_free(&img);
+  vx_octree_free(&t);
 }
 
 /* The image does not depend on the number of threads. */
 static void marcher_render_is_thread_count_independent(void) {
-  vx_tree t;
+  vx_octree t;
   CHECK(ref_sdf_tree(5, 2.0f, ref_sphere_sdf, (const double[4]){16.2, 15.7, 16.1, 9.3}, &t) ==
         VX_OK);
-  vx_render_opts o;
+  vx_march_opts o;
   memset(&o, 0, sizeof o);
   o.width = 50;
   o.height = 37;
   o.lod = 5;
-  vx_camera_orbit(&t, 10.0, 30.0, 45.0, &o.cam);
-  vx_image a, b;
-  CHECK(vx_image_alloc(&a, 50, 37, 1, NULL) == VX_OK);
-  CHECK(vx_image_alloc(&b, 50, 37, 1, NULL) == VX_OK);
+  vx_march_orbit(&t, 10.0, 30.0, 45.0, &o.cam);
+  vx_march_image a, b;
+  CHECK(vx_march_image_alloc(&a, 50, 37, 1, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&b, 50, 37, 1, NULL) == VX_OK);
   CHECK(vx_render_cpu(&t, &o, &a, 1, NULL) == VX_OK);
   CHECK(vx_render_cpu(&t, &o, &b, 3, NULL) == VX_OK);
   CHECK(memcmp(a.rgb, b.rgb, 50 * 37 * 3) == 0);
   CHECK(memcmp(a.depth, b.depth, 50 * 37 * sizeof(float)) == 0);
   CHECK(memcmp(a.visits, b.visits, 50 * 37 * sizeof(uint32_t)) == 0);
-  vx_image_free(&a);
-  vx_image_free(&b);
-  vx_tree_free(&t);
+  vx_march_image_free(&a);
+  vx_march_image_free(&b);
+  vx_octree_free(&t);
 }
 
 static void marcher_rejects_bad_options(void) {
-  vx_tree t;
+  vx_octree t;
   CHECK(ref_sdf_tree(4, 2.0f, ref_sphere_sdf, (const double[4]){8, 8, 8, 5}, &t) == VX_OK);
-  vx_render_opts o;
+  vx_march_opts o;
   memset(&o, 0, sizeof o);
   o.width = o.height = 8;
-  vx_camera_orbit(&t, 0, 0, 40, &o.cam);
-  vx_image img;
-  CHECK(vx_image_alloc(&img, 8, 8, 0, NULL) == VX_OK);
+  vx_march_orbit(&t, 0, 0, 40, &o.cam);
+  vx_march_image img;
+  CHECK(vx_march_image_alloc(&img, 8, 8, 0, NULL) == VX_OK);
   vx_error e;
   o.lod = 5;
   CHECK(vx_render_cpu(&t, &o, &img, 1, &e) == VX_ERR_INVALID_ARG && strstr(e.msg, "level"));
@@ -155,7 +155,7 @@ static void marcher_rejects_bad_options(void) {
   o.cam.target[1] = o.cam.eye[1];
   o.cam.target[2] = o.cam.eye[2];
   CHECK(vx_render_cpu(&t, &o, &img, 1, &e) == VX_ERR_INVALID_ARG && strstr(e.msg, "camera"));
-  vx_camera_orbit(&t, 0, 0, 40, &o.cam);
+  vx_march_orbit(&t, 0, 0, 40, &o.cam);
   o.cam.fov_y_deg = 180.0;
   CHECK(vx_render_cpu(&t, &o, &img, 1, &e) == VX_ERR_INVALID_ARG);
   o.cam.fov_y_deg = 40.0;
@@ -165,8 +165,8 @@ static void marcher_rejects_bad_options(void) {
   CHECK(vx_render_cpu(&t, &o, &img, 1, &e) == VX_OK);
   CHECK(vx_render_gpu(&t, &o, &img, &e) == VX_OK || e.status == VX_ERR_NO_GPU ||
         e.status == VX_ERR_CUDA);
-  vx_image_free(&img);
-  vx_tree_free(&t);
+  vx_march_image_free(&img);
+  vx_octree_free(&t);
 }
 
 static double now_s(void) {
@@ -178,17 +178,17 @@ static double now_s(void) {
 static void perf(uint32_t depth) {
   double R = (double)(1u << depth);
   double sph[4] = {R * 0.503, R * 0.494, R * 0.5031, R * 0.32};
-  vx_tree t;
+  vx_octree t;
   double t0 = now_s();
   CHECK(ref_sdf_tree(depth, 2.0f, ref_sphere_sdf, sph, &t) == VX_OK);
   double t1 = now_s();
-  vx_render_opts o;
+  vx_march_opts o;
   memset(&o, 0, sizeof o);
   o.width = o.height = 512;
   o.lod = (int)depth;
-  vx_camera_orbit(&t, 30.0, 20.0, 40.0, &o.cam);
-  vx_image img;
-  CHECK(vx_image_alloc(&img, 512, 512, 1, NULL) == VX_OK);
+  vx_march_orbit(&t, 30.0, 20.0, 40.0, &o.cam);
+  vx_march_image img;
+  CHECK(vx_march_image_alloc(&img, 512, 512, 1, NULL) == VX_OK);
   vx_render_cpu(&t, &o, &img, 0, NULL); /* warm-up */
   double best = 1e30;
   for (int k = 0; k < 3; k++) {
@@ -208,8 +208,8 @@ static void perf(uint32_t depth) {
           1u << depth, (unsigned long long)t.voxel_count, t1 - t0, best * 1e3,
           512.0 * 512.0 / best * 1e-6, (double)visits / (512.0 * 512.0),
           (unsigned long long)hits);
-  vx_image_free(&img);
-  vx_tree_free(&t);
+  vx_march_image_free(&img);
+  vx_octree_free(&t);
 }
 
 static void marcher_perf(void) {

@@ -88,16 +88,16 @@ static double dense_eval(const dense *d, const double p[3], int *present) {
 }
 
 static void check_sheet(uint32_t depth, const slab *sl, double az, double el, uint32_t W) {
-  vx_tree t;
+  vx_octree t;
   CHECK(ref_sdf_tree(depth, 2.0f, slab_sdf, sl, &t) == VX_OK);
-  CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+  CHECK(vx_octree_validate(&t, NULL) == VX_OK);
   dense dn = make_dense(depth, 2.0f, sl);
   double R = (double)(1u << depth);
-  vx_render_opts o;
+  vx_march_opts o;
   memset(&o, 0, sizeof o);
   o.width = o.height = W;
   o.lod = (int)depth;
-  /* orbit around the grid centre at a fixed distance (the framing of vx_camera_orbit is not
+  /* orbit around the grid centre at a fixed distance (the framing of vx_march_orbit is not
    * what is tested here) */
   double a = az * M_PI / 180.0, e = el * M_PI / 180.0, dist = 2.2 * R;
   double dir[3] = {cos(e) * sin(a), sin(e), cos(e) * cos(a)};
@@ -107,8 +107,8 @@ static void check_sheet(uint32_t depth, const slab *sl, double az, double el, ui
   }
   o.cam.up[1] = 1.0;
   o.cam.fov_y_deg = 40.0;
-  vx_image img;
-  CHECK(vx_image_alloc(&img, W, W, 0, NULL) == VX_OK);
+  vx_march_image img;
+  CHECK(vx_march_image_alloc(&img, W, W, 0, NULL) == VX_OK);
   CHECK(vx_render_cpu(&t, &o, &img, 2, NULL) == VX_OK);
   uint64_t must = 0, missed = 0, off_sheet = 0, hits = 0, ref_hits = 0, late = 0, not_zero = 0;
   for (uint32_t y = 0; y < W; y++)
@@ -175,8 +175,8 @@ static void check_sheet(uint32_t depth, const slab *sl, double az, double el, ui
   CHECK_MSG(not_zero == 0, "%llu hits are not zeros of the field", (unsigned long long)not_zero);
   free(dn.index);
   free(dn.field);
-  vx_image_free(&img);
-  vx_tree_free(&t);
+  vx_march_image_free(&img);
+  vx_octree_free(&t);
 }
 
 static void marcher_one_voxel_sheet_is_not_lost(void) {
@@ -200,14 +200,14 @@ static void marcher_tilted_thin_sheet_never_tunnels(void) {
    * so run the dense comparison alone through check_sheet's counters */
   slab s = make_slab(0.8, 1.0, 0.3, 0.0, 0.5);
   s.c = s.n[0] * 16.0 + s.n[1] * 16.2 + s.n[2] * 15.8;
-  vx_tree t;
+  vx_octree t;
   CHECK(ref_sdf_tree(5, 2.0f, slab_sdf, &s, &t) == VX_OK);
   dense dn = make_dense(5, 2.0f, &s);
-  vx_render_opts o;
+  vx_march_opts o;
   memset(&o, 0, sizeof o);
   o.width = o.height = 64;
   o.lod = 5;
-  vx_camera_orbit(&t, 35.0, 15.0, 40.0, &o.cam);
+  vx_march_orbit(&t, 35.0, 15.0, 40.0, &o.cam);
   vx_trace_scene sc;
   CHECK(vx_trace_scene_init(&sc, &t, &o) == VX_OK);
   uint64_t ref_hits = 0, late = 0, hits = 0;
@@ -250,7 +250,7 @@ static void marcher_tilted_thin_sheet_never_tunnels(void) {
             (unsigned long long)ref_hits);
   free(dn.index);
   free(dn.field);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 int main(void) {

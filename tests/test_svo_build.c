@@ -2,9 +2,9 @@
 #include "svo/svo.h"
 #include "check.h"
 
-static vx_status build(uint32_t depth, const uint64_t *codes, uint64_t n, vx_tree *t) {
+static vx_status build(uint32_t depth, const uint64_t *codes, uint64_t n, vx_octree *t) {
   vx_voxel *f = (vx_voxel *)calloc(n ? n : 1, sizeof(vx_voxel));
-  vx_status s = vx_tree_build(depth, codes, f, n, t, NULL);
+  vx_status s = vx_octree_build(depth, codes, f, n, t, NULL);
   free(f);
   t->band = 2.0f;
   t->xf.scale = 1.0;
@@ -12,23 +12,23 @@ static vx_status build(uint32_t depth, const uint64_t *codes, uint64_t n, vx_tre
 }
 
 static void svo_build_rejects_empty(void) {
-  vx_tree t;
+  vx_octree t;
   CHECK(build(3, NULL, 0, &t) == VX_ERR_EMPTY);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void svo_build_one_voxel_has_one_node_per_level(void) {
   uint64_t code = vx_morton_encode(5, 2, 7);
-  vx_tree t;
+  vx_octree t;
   CHECK(build(3, &code, 1, &t) == VX_OK);
   for (uint32_t l = 0; l <= 3; l++) CHECK(t.level_count[l] == 1);
   CHECK(t.node_count == 3 && t.voxel_count == 1);
-  CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+  CHECK(vx_octree_validate(&t, NULL) == VX_OK);
   /* The path to (5,2,7) = binary 101, 010, 111: slots per level. */
   CHECK(vx_node_mask(t.nodes[0].info) == (1u << (1 | 0 << 1 | 1 << 2)));
   CHECK(vx_node_mask(t.nodes[1].info) == (1u << (0 | 1 << 1 | 1 << 2)));
   CHECK(vx_node_mask(t.nodes[2].info) == (1u << (1 | 0 << 1 | 1 << 2)));
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void svo_build_full_grid_counts(void) {
@@ -36,20 +36,20 @@ static void svo_build_full_grid_counts(void) {
   uint64_t n = (uint64_t)1 << (3 * depth);
   uint64_t *codes = (uint64_t *)malloc(n * sizeof *codes);
   for (uint64_t i = 0; i < n; i++) codes[i] = i;
-  vx_tree t;
+  vx_octree t;
   CHECK(build(depth, codes, n, &t) == VX_OK);
   for (uint32_t l = 0; l <= depth; l++) CHECK(t.level_count[l] == (uint64_t)1 << (3 * l));
   for (uint64_t k = 0; k < t.node_count; k++) CHECK(vx_node_mask(t.nodes[k].info) == 0xff);
-  CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+  CHECK(vx_octree_validate(&t, NULL) == VX_OK);
   free(codes);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void svo_build_rejects_unsorted(void) {
   uint64_t codes[2] = {9, 3};
-  vx_tree t;
+  vx_octree t;
   CHECK(build(2, codes, 2, &t) == VX_ERR_INVALID_ARG);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 /* Random sparse sets against a brute-force count of distinct cells per level. */
@@ -67,9 +67,9 @@ static void svo_build_random_sets_match_brute_force(void) {
       vx_morton_decode(m, &x, &y, &z);
       if (occ[x][y][z]) codes[n++] = m;
     }
-    vx_tree t;
+    vx_octree t;
     CHECK(build(depth, codes, n, &t) == VX_OK);
-    CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+    CHECK(vx_octree_validate(&t, NULL) == VX_OK);
     for (uint32_t l = 0; l <= depth; l++) {
       uint32_t s = depth - l, c = 0, cells = 1u << l;
       for (uint32_t x = 0; x < cells; x++)
@@ -88,14 +88,14 @@ static void svo_build_random_sets_match_brute_force(void) {
     /* Corrupting a child index or a mask is caught. */
     if (t.node_count > 1) {
       t.nodes[0].child += 1;
-      CHECK(vx_tree_validate(&t, NULL) == VX_ERR_CORRUPT);
+      CHECK(vx_octree_validate(&t, NULL) == VX_ERR_CORRUPT);
       t.nodes[0].child -= 1;
       t.nodes[t.node_count - 1].info ^= 0x1;
       vx_error e;
-      CHECK(vx_tree_validate(&t, &e) == VX_ERR_CORRUPT);
+      CHECK(vx_octree_validate(&t, &e) == VX_ERR_CORRUPT);
     }
     free(codes);
-    vx_tree_free(&t);
+    vx_octree_free(&t);
   }
 }
 

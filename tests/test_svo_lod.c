@@ -2,7 +2,7 @@
  *
  * References are brute force in double: least squares by Householder QR on the sample list, and
  * every sample of every node's subtree enumerated for max and RMS errors. Trees are built with
- * vx_tree_build() from voxels that an analytic surface (a plane, a sphere) passes through, with
+ * vx_octree_build() from voxels that an analytic surface (a plane, a sphere) passes through, with
  * exact distances at the corners, quantized as the voxelizer would.
  */
 #include "svo/lod.h"
@@ -120,7 +120,7 @@ static int shape_hits(const shape *s, uint32_t x, uint32_t y, uint32_t z) {
 
 static const float BAND = 2.0f;
 
-static void build_shape(uint32_t depth, const shape *s, vx_tree *t) {
+static void build_shape(uint32_t depth, const shape *s, vx_octree *t) {
   uint64_t cells = (uint64_t)1 << (3 * depth), n = 0;
   uint64_t *codes = (uint64_t *)malloc(cells * sizeof *codes);
   vx_voxel *field = (vx_voxel *)malloc(cells * sizeof *field);
@@ -132,7 +132,7 @@ static void build_shape(uint32_t depth, const shape *s, vx_tree *t) {
       field[n].c[c] = vx_corner_quantize(shape_dist(s, x + (c & 1), y + (c >> 1 & 1), z + (c >> 2 & 1)), BAND);
     codes[n++] = m;
   }
-  vx_status st = vx_tree_build(depth, codes, field, n, t, NULL);
+  vx_status st = vx_octree_build(depth, codes, field, n, t, NULL);
   CHECK(st == VX_OK);
   t->band = BAND;
   t->xf.scale = 1.0;
@@ -140,7 +140,7 @@ static void build_shape(uint32_t depth, const shape *s, vx_tree *t) {
   free(field);
 }
 
-static void clone_tree(const vx_tree *a, vx_tree *b) {
+static void clone_tree(const vx_octree *a, vx_octree *b) {
   *b = *a;
   b->nodes = (vx_node *)aligned_alloc(16, a->node_count * sizeof(vx_node));
   if (a->node_count) memcpy(b->nodes, a->nodes, a->node_count * sizeof(vx_node));
@@ -149,7 +149,7 @@ static void clone_tree(const vx_tree *a, vx_tree *b) {
 }
 
 /* Level-local Morton codes of every node (ncode) and voxel (vcode), top-down from the masks. */
-static void tree_codes(const vx_tree *t, uint64_t **ncode, uint64_t **vcode) {
+static void tree_codes(const vx_octree *t, uint64_t **ncode, uint64_t **vcode) {
   *ncode = (uint64_t *)calloc(t->node_count + 1, sizeof(uint64_t));
   *vcode = (uint64_t *)calloc(t->voxel_count + 1, sizeof(uint64_t));
   for (uint64_t i = 0; i < t->node_count; i++) {
@@ -161,7 +161,7 @@ static void tree_codes(const vx_tree *t, uint64_t **ncode, uint64_t **vcode) {
   }
 }
 
-static uint32_t level_of(const vx_tree *t, uint64_t i) {
+static uint32_t level_of(const vx_octree *t, uint64_t i) {
   uint32_t l = 0;
   while (l + 1 < t->depth && i >= t->level_first[l + 1]) l++;
   return l;
@@ -185,7 +185,7 @@ typedef struct node_truth {
   size_t count;
 } node_truth;
 
-static node_truth *brute_force(const vx_tree *t, int with_fit) {
+static node_truth *brute_force(const vx_octree *t, int with_fit) {
   uint64_t *ncode, *vcode;
   tree_codes(t, &ncode, &vcode);
   node_truth *tr = (node_truth *)calloc(t->node_count, sizeof *tr);
@@ -397,7 +397,7 @@ static double angle_between(const float n[3], const double v[3]) {
   return atan2(sqrt(cr[0] * cr[0] + cr[1] * cr[1] + cr[2] * cr[2]), n[0] * v[0] + n[1] * v[1] + n[2] * v[2]);
 }
 
-static void check_bounds(const vx_tree *t, const node_truth *tr, const char *what) {
+static void check_bounds(const vx_octree *t, const node_truth *tr, const char *what) {
   int bad_max = 0, bad_rms = 0;
   for (uint64_t i = 0; i < t->node_count; i++) {
     double bound = vx_err_decode(vx_node_errmax_code(t->nodes[i].info));
@@ -427,10 +427,10 @@ static void lod_planar_field_has_zero_error_at_every_level(void) {
     double l = sqrt(normals[k][0] * normals[k][0] + normals[k][1] * normals[k][1] + normals[k][2] * normals[k][2]);
     for (int j = 0; j < 3; j++) s.n[j] = normals[k][j] / l;
     s.d = -(s.n[0] * points[k][0] + s.n[1] * points[k][1] + s.n[2] * points[k][2]);
-    vx_tree t;
+    vx_octree t;
     build_shape(6, &s, &t);
-    CHECK(vx_tree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
-    CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+    CHECK(vx_octree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
+    CHECK(vx_octree_validate(&t, NULL) == VX_OK);
     node_truth *tr = brute_force(&t, 0);
     double worst_ang[6] = {0}, worst_err[6] = {0}, worst_bound[6] = {0}, worst_exact[6] = {0}, worst_wide_ang = 0;
     uint64_t *ncode, *vcode;
@@ -488,7 +488,7 @@ static void lod_planar_field_has_zero_error_at_every_level(void) {
     free(ncode);
     free(vcode);
     free(tr);
-    vx_tree_free(&t);
+    vx_octree_free(&t);
   }
 }
 
@@ -507,10 +507,10 @@ static shape sphere_shape(uint32_t depth) {
 static void lod_sphere_error_shrinks_with_depth(void) {
   const uint32_t D = 7;
   shape s = sphere_shape(D);
-  vx_tree t;
+  vx_octree t;
   build_shape(D, &s, &t);
-  CHECK(vx_tree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
-  CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+  CHECK(vx_octree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
+  CHECK(vx_octree_validate(&t, NULL) == VX_OK);
   node_truth *tr = brute_force(&t, 0);
   double bound_max[VX_MAX_DEPTH] = {0}, err_max[VX_MAX_DEPTH] = {0}, rms2[VX_MAX_DEPTH] = {0};
   double code_rms2[VX_MAX_DEPTH] = {0}, samples[VX_MAX_DEPTH] = {0};
@@ -550,7 +550,7 @@ static void lod_sphere_error_shrinks_with_depth(void) {
   }
   check_bounds(&t, tr, "sphere");
   free(tr);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 /* A field that no plane fits (random corner values on random voxels): the bound must still hold. */
@@ -558,7 +558,7 @@ static void lod_sphere_error_shrinks_with_depth(void) {
  * it, |Pc - P_N| at the 8 corners of c's box (the extremes of an affine function over the box)
  * must not exceed N's decoded bound; level D-1 nodes have bound 0 (code 1); code 0 (none) only
  * where a node below lacks a usable plane or the bound leaves the code's range. */
-static void check_drawn_bounds(const vx_tree *t, const char *what) {
+static void check_drawn_bounds(const vx_octree *t, const char *what) {
   uint64_t *ncode, *vcode;
   tree_codes(t, &ncode, &vcode);
   const uint32_t D = t->depth;
@@ -635,39 +635,39 @@ static void lod_bound_holds_on_random_fields(void) {
       for (int c = 0; c < 8; c++) field[n].c[c] = (int8_t)(254 * urand() - 127);
       codes[n++] = m;
     }
-    vx_tree t;
-    CHECK(vx_tree_build(D, codes, field, n, &t, NULL) == VX_OK);
+    vx_octree t;
+    CHECK(vx_octree_build(D, codes, field, n, &t, NULL) == VX_OK);
     t.band = BAND;
     t.xf.scale = 1.0;
-    CHECK(vx_tree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
-    CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+    CHECK(vx_octree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
+    CHECK(vx_octree_validate(&t, NULL) == VX_OK);
     node_truth *tr = brute_force(&t, 0);
     check_bounds(&t, tr, "random");
     check_drawn_bounds(&t, "random");
     free(tr);
-    vx_tree_free(&t);
+    vx_octree_free(&t);
     free(codes);
     free(field);
   }
   /* and on the sphere at depth 6 */
   shape s = sphere_shape(6);
-  vx_tree t;
+  vx_octree t;
   build_shape(6, &s, &t);
-  CHECK(vx_tree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
+  CHECK(vx_octree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
   node_truth *tr = brute_force(&t, 0);
   check_bounds(&t, tr, "sphere6");
   check_drawn_bounds(&t, "sphere6");
   free(tr);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 /* Packing error: the stored normal against the direct least-squares normal, and the stored
  * offset against the offset of the unit-gradient plane with that exact normal (see lod.c). */
 static void lod_packed_plane_quantization_error(void) {
   shape s = sphere_shape(6);
-  vx_tree t;
+  vx_octree t;
   build_shape(6, &s, &t);
-  CHECK(vx_tree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
+  CHECK(vx_octree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
   node_truth *tr = brute_force(&t, 1);
   double worst_ang = 0, worst_d = 0, worst_d_rel = 0;
   for (uint64_t i = 0; i < t.node_count; i++) {
@@ -692,7 +692,7 @@ static void lod_packed_plane_quantization_error(void) {
   /* the offset moves by the tilt times the distance of the sample mean from the centre (< size) */
   CHECK(worst_d_rel < 2e-4);
   free(tr);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static void lod_plane_eval_follows_node_definition(void) {
@@ -717,24 +717,24 @@ static void lod_plane_eval_follows_node_definition(void) {
 
 static void lod_prune_zero_changes_nothing(void) {
   shape s = sphere_shape(6);
-  vx_tree t, c;
+  vx_octree t, c;
   build_shape(6, &s, &t);
-  CHECK(vx_tree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
+  CHECK(vx_octree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
   clone_tree(&t, &c);
-  CHECK(vx_tree_prune(&c, 0.0f, NULL) == VX_OK);
-  CHECK(vx_tree_prune(&c, -1.0f, NULL) == VX_OK);
-  CHECK(vx_tree_prune(&c, NAN, NULL) == VX_OK);
+  CHECK(vx_octree_prune(&c, 0.0f, NULL) == VX_OK);
+  CHECK(vx_octree_prune(&c, -1.0f, NULL) == VX_OK);
+  CHECK(vx_octree_prune(&c, NAN, NULL) == VX_OK);
   CHECK(c.nodes == NULL || memcmp(c.nodes, t.nodes, t.node_count * sizeof(vx_node)) == 0);
   CHECK(memcmp(c.voxels, t.voxels, t.voxel_count * sizeof(vx_voxel)) == 0);
   CHECK(c.node_count == t.node_count && c.voxel_count == t.voxel_count && c.prune_error == 0.0f);
   CHECK(memcmp(c.level_count, t.level_count, sizeof t.level_count) == 0);
   CHECK(memcmp(c.level_first, t.level_first, sizeof t.level_first) == 0);
-  vx_tree_free(&c);
-  vx_tree_free(&t);
+  vx_octree_free(&c);
+  vx_octree_free(&t);
 }
 
 /* Finds the node at (level, code) in t by walking from the root; -1 when absent or below a leaf. */
-static int64_t find_node(const vx_tree *t, uint32_t level, uint64_t code) {
+static int64_t find_node(const vx_octree *t, uint32_t level, uint64_t code) {
   uint64_t i = 0;
   for (uint32_t l = 0; l < level; l++) {
     uint32_t mask = vx_node_mask(t->nodes[i].info), slot = (uint32_t)(code >> (3 * (level - l - 1))) & 7u;
@@ -747,19 +747,19 @@ static int64_t find_node(const vx_tree *t, uint32_t level, uint64_t code) {
 static void lod_prune_keeps_nodes_over_the_error(void) {
   const uint32_t D = 6;
   shape s = sphere_shape(D);
-  vx_tree t;
+  vx_octree t;
   build_shape(D, &s, &t);
-  CHECK(vx_tree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
+  CHECK(vx_octree_fit_planes(&t, NULL, NULL, NULL) == VX_OK);
   uint64_t *ncode, *vcode;
   tree_codes(&t, &ncode, &vcode);
   const float Es[5] = {0.01f, 0.05f, 0.2f, 1.0f, 1e4f};
   for (int k = 0; k < 5; k++) {
     const float E = Es[k];
-    vx_tree p;
+    vx_octree p;
     clone_tree(&t, &p);
     vx_error e;
-    CHECK(vx_tree_prune(&p, E, &e) == VX_OK);
-    vx_status vs = vx_tree_validate(&p, &e);
+    CHECK(vx_octree_prune(&p, E, &e) == VX_OK);
+    vx_status vs = vx_octree_validate(&p, &e);
     CHECK_MSG(vs == VX_OK, "%s", e.msg);
     CHECK(p.prune_error == E);
     /* Brute force over the original tree: a node survives exactly when no proper ancestor is
@@ -821,17 +821,17 @@ static void lod_prune_keeps_nodes_over_the_error(void) {
     free(pn);
     free(pv);
     /* pruning a pruned tree again with the same E changes nothing; fitting it is refused */
-    vx_tree q;
+    vx_octree q;
     clone_tree(&p, &q);
-    CHECK(vx_tree_prune(&q, E, NULL) == VX_OK);
+    CHECK(vx_octree_prune(&q, E, NULL) == VX_OK);
     CHECK(q.node_count == p.node_count && memcmp(q.nodes, p.nodes, p.node_count * sizeof(vx_node)) == 0);
-    if (got_leaves) CHECK(vx_tree_fit_planes(&q, NULL, NULL, NULL) == VX_ERR_INVALID_ARG);
-    vx_tree_free(&q);
-    vx_tree_free(&p);
+    if (got_leaves) CHECK(vx_octree_fit_planes(&q, NULL, NULL, NULL) == VX_ERR_INVALID_ARG);
+    vx_octree_free(&q);
+    vx_octree_free(&p);
   }
   free(ncode);
   free(vcode);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 static int cancel_at_half(void *user, const char *phase, double f) {
@@ -842,14 +842,14 @@ static int cancel_at_half(void *user, const char *phase, double f) {
 
 static void lod_fit_reports_progress_and_can_be_cancelled(void) {
   shape s = sphere_shape(5);
-  vx_tree t;
+  vx_octree t;
   build_shape(5, &s, &t);
   int calls = 0;
   vx_error e;
-  CHECK(vx_tree_fit_planes(&t, cancel_at_half, &calls, &e) == VX_ERR_INTERRUPTED);
+  CHECK(vx_octree_fit_planes(&t, cancel_at_half, &calls, &e) == VX_ERR_INTERRUPTED);
   CHECK(calls >= 2 && calls < 100); /* stopped about half way, reported in ~1% steps */
   CHECK(e.status == VX_ERR_INTERRUPTED);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
 }
 
 int main(void) {

@@ -13,22 +13,22 @@
 #include <time.h>
 
 #if defined(__GNUC__)
-#pragma weak vx_mesh_import
+#pragma weak vx_soup_import
 #endif
 
 static void build_sphere_gives_valid_tree(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 48, 24) == 0);
-  vx_build_opts o;
+  vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = 32;
-  vx_tree t;
-  vx_build_stats st;
+  vx_octree t;
+  vx_voxelize_stats st;
   vx_error err;
   vx_status s = vx_voxelize(&m, &o, &t, &st, &err);
   CHECK_MSG(s == VX_OK, "%s", err.msg);
   if (s == VX_OK) {
-    CHECK(vx_tree_validate(&t, &err) == VX_OK);
+    CHECK(vx_octree_validate(&t, &err) == VX_OK);
     CHECK(t.depth == 5 && t.band == VX_DEFAULT_BAND && t.prune_error == 0.0f);
     CHECK(t.voxel_count == st.surface_voxels && st.nodes == t.node_count);
     CHECK(st.triangles == m.tri_count && st.corners >= st.surface_voxels && st.pair_tests > 0);
@@ -48,27 +48,27 @@ static void build_sphere_gives_valid_tree(void) {
         !memcmp(surf.field, t.voxels, surf.count * sizeof(vx_voxel)));
   vx_surface_free(&surf);
   vx_sign_free(&sg);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
   /* Pruning makes the tree no larger and keeps it valid. */
   o.max_error = 0.5f;
-  vx_tree p;
+  vx_octree p;
   s = vx_voxelize(&m, &o, &p, NULL, &err);
   CHECK_MSG(s == VX_OK, "%s", err.msg);
   if (s == VX_OK) {
-    CHECK(vx_tree_validate(&p, &err) == VX_OK);
+    CHECK(vx_octree_validate(&p, &err) == VX_OK);
     CHECK(p.prune_error == 0.5f);
     CHECK(p.node_count + p.voxel_count <= st.nodes + st.surface_voxels);
   }
-  vx_tree_free(&p);
-  vx_mesh_free(&m);
+  vx_octree_free(&p);
+  vx_soup_free(&m);
 }
 
 static void build_rejects_bad_options(void) {
-  vx_mesh m = {0}, empty = {0};
+  vx_soup m = {0}, empty = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 16, 8) == 0);
-  vx_build_opts o;
+  vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
-  vx_tree t;
+  vx_octree t;
   vx_error err;
   o.resolution = 48;
   CHECK(vx_voxelize(&m, &o, &t, NULL, &err) == VX_ERR_INVALID_ARG && strstr(err.msg, "48"));
@@ -84,7 +84,7 @@ static void build_rejects_bad_options(void) {
   o.mem_limit = 1u << 20;
   CHECK(vx_voxelize(&m, &o, &t, NULL, &err) == VX_ERR_LIMIT && strstr(err.msg, "GiB"));
   CHECK(t.nodes == NULL && t.voxels == NULL);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static int cancel_now(void *user, const char *phase, double f) {
@@ -93,16 +93,16 @@ static int cancel_now(void *user, const char *phase, double f) {
 }
 
 static void build_cancel_is_interrupted(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 16, 8) == 0);
-  vx_build_opts o;
+  vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = 64;
   o.progress = cancel_now;
-  vx_tree t;
+  vx_octree t;
   CHECK(vx_voxelize(&m, &o, &t, NULL, NULL) == VX_ERR_INTERRUPTED);
   CHECK(t.nodes == NULL);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* The messy shared meshes build and validate; prints what the sign rule sees on them. */
@@ -112,23 +112,23 @@ static void build_messy_meshes(void) {
   for (int i = 0; i < 4; i++) {
     char buf[1024];
     const char *path = check_shared_mesh(names[i], buf, sizeof buf);
-    vx_mesh m = {0};
+    vx_soup m = {0};
     vx_error err;
-    if (!path || !vx_mesh_import || vx_mesh_import(path, &m, &err) != VX_OK) {
+    if (!path || !vx_soup_import || vx_soup_import(path, &m, &err) != VX_OK) {
       fprintf(stderr, "  (skipped %s)\n", names[i]);
       continue;
     }
     vx_sign_data sg;
     CHECK(vx_sign_build(&m, &sg, NULL) == VX_OK);
-    vx_build_opts o;
+    vx_voxelize_opts o;
     memset(&o, 0, sizeof o);
     o.resolution = 64;
-    vx_tree t;
+    vx_octree t;
     vx_status s = vx_voxelize(&m, &o, &t, NULL, &err);
     CHECK_MSG(s == VX_OK, "%s: %s", names[i], err.msg);
     uint64_t neg = 0, pos = 0, zero = 0, far_flips = 0;
     if (s == VX_OK) {
-      CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+      CHECK(vx_octree_validate(&t, NULL) == VX_OK);
       for (uint64_t v = 0; v < t.voxel_count; v++)
         for (int c = 0; c < 8; c++) {
           int q = t.voxels[v].c[c];
@@ -153,32 +153,32 @@ static void build_messy_meshes(void) {
             (unsigned long long)t.voxel_count, 100.0 * neg / (neg + pos + zero + 1e-9),
             100.0 * pos / (neg + pos + zero + 1e-9), 100.0 * zero / (neg + pos + zero + 1e-9),
             (unsigned long long)far_flips);
-    vx_tree_free(&t);
+    vx_octree_free(&t);
     vx_sign_free(&sg);
-    vx_mesh_free(&m);
+    vx_soup_free(&m);
   }
 }
 
 static int bench(const char *path, uint32_t res, int threads) {
-  if (!vx_mesh_import) {
+  if (!vx_soup_import) {
     fprintf(stderr, "no mesh importer linked\n");
     return 1;
   }
-  vx_mesh m = {0};
+  vx_soup m = {0};
   vx_error err;
   struct timespec a, b, c;
   clock_gettime(CLOCK_MONOTONIC, &a);
-  if (vx_mesh_import(path, &m, &err) != VX_OK) {
+  if (vx_soup_import(path, &m, &err) != VX_OK) {
     fprintf(stderr, "%s\n", err.msg);
     return 1;
   }
   clock_gettime(CLOCK_MONOTONIC, &b);
-  vx_build_opts o;
+  vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = res;
   o.threads = threads;
-  vx_tree t;
-  vx_build_stats st;
+  vx_octree t;
+  vx_voxelize_stats st;
   vx_status s = vx_voxelize(&m, &o, &t, &st, &err);
   clock_gettime(CLOCK_MONOTONIC, &c);
   if (s != VX_OK) {
@@ -192,8 +192,8 @@ static int bench(const char *path, uint32_t res, int threads) {
          path, res, (unsigned long long)st.triangles, ti, tv,
          (unsigned long long)st.surface_voxels, (unsigned long long)st.corners,
          (unsigned long long)st.pair_tests, (unsigned long long)st.nodes);
-  vx_tree_free(&t);
-  vx_mesh_free(&m);
+  vx_octree_free(&t);
+  vx_soup_free(&m);
   return 0;
 }
 

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #if defined(__GNUC__)
-#pragma weak vx_mesh_import
+#pragma weak vx_soup_import
 #endif
 
 typedef int (*inside_fn)(const double *p, const double *prm); /* grid coordinates */
@@ -30,7 +30,7 @@ typedef struct run {
   double max_err;
 } run;
 
-static int build(const vx_mesh *m, uint32_t depth, run *r) {
+static int build(const vx_soup *m, uint32_t depth, run *r) {
   vx_sign_data sg;
   vx_error err;
   vx_surface_opts o;
@@ -45,7 +45,7 @@ static int build(const vx_mesh *m, uint32_t depth, run *r) {
   return st == VX_OK ? 0 : -1;
 }
 
-static double exact_dist(const vx_mesh *m, const vx_transform *xf, const double *p) {
+static double exact_dist(const vx_soup *m, const vx_transform *xf, const double *p) {
   double best = INFINITY;
   for (uint64_t t = 0; t < m->tri_count; t++) {
     double g[9];
@@ -58,7 +58,7 @@ static double exact_dist(const vx_mesh *m, const vx_transform *xf, const double 
 
 /* Checks every corner; `inside` may be NULL (distances only); `skip` (may be NULL) excludes
  * corners from the sign check. */
-static void check_field(const vx_mesh *m, uint32_t depth, inside_fn inside, const double *prm,
+static void check_field(const vx_soup *m, uint32_t depth, inside_fn inside, const double *prm,
                         inside_fn skip, const char *name) {
   run r;
   CHECK(build(m, depth, &r) == 0);
@@ -163,7 +163,7 @@ static void to_grid(const vx_transform *xf, const double *w, double *g) {
 }
 
 static void field_sphere(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   double c[3] = {0.1, -0.2, 0.3};
   CHECK(meshgen_sphere(&m, c[0], c[1], c[2], 1.0, 48, 24) == 0);
   for (uint32_t d = 4; d <= 5; d++) {
@@ -174,11 +174,11 @@ static void field_sphere(void) {
     prm[3] = 1.0 / xf.scale;
     check_field(&m, d, in_sphere, prm, NULL, "sphere");
   }
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static void field_box(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   double lo[3] = {-0.37, 0.11, -0.2}, hi[3] = {0.9, 0.8, 0.5};
   CHECK(meshgen_box(&m, lo, hi) == 0);
   for (uint32_t d = 4; d <= 5; d++) {
@@ -189,11 +189,11 @@ static void field_box(void) {
     to_grid(&xf, hi, prm + 3);
     check_field(&m, d, in_box, prm, NULL, "box");
   }
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static void field_torus(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   double c[3] = {0.0, 0.05, -0.1};
   CHECK(meshgen_torus(&m, c[0], c[1], c[2], 1.0, 0.4, 96, 32) == 0);
   for (uint32_t d = 4; d <= 5; d++) {
@@ -205,22 +205,22 @@ static void field_torus(void) {
     prm[4] = 0.4 / xf.scale;
     check_field(&m, d, in_torus, prm, NULL, "torus");
   }
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* An open thin sheet: distances exact near it (no sign to check: it has no inside). */
 static void field_thin_sheet_distances(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   double p0[3] = {-1.0, -0.8, 0.1}, u[3] = {2.0, 0.3, 0.2}, w[3] = {0.1, 1.5, 0.4};
   CHECK(meshgen_sheet(&m, p0, u, w) == 0);
   check_field(&m, 5, NULL, NULL, NULL, "sheet");
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* Documented behaviour with a hole (sign.c): inside negative, outside positive wherever the
  * closest feature is intact surface, i.e. below the rim by more than two voxels. */
 static void field_sphere_with_hole(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   double c[3] = {0.0, 0.0, 0.0};
   CHECK(meshgen_sphere_ex(&m, c[0], c[1], c[2], 1.0, 48, 24, 0.7) == 0);
   double zmax = -INFINITY;
@@ -232,21 +232,21 @@ static void field_sphere_with_hole(void) {
   prm[3] = 1.0 / xf.scale;
   prm[4] = (zmax - xf.origin[2]) / xf.scale - 2.0;
   check_field(&m, 5, in_sphere, prm, near_hole, "sphere with hole");
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* Small real mesh from ../shared: distances only (it is open at the bottom). */
 static void field_bunny_res4_distances(void) {
   char buf[1024];
   const char *path = check_shared_mesh("stanford_bunny/bun_zipper_res4.ply", buf, sizeof buf);
-  vx_mesh m = {0};
+  vx_soup m = {0};
   vx_error err;
-  if (!path || !vx_mesh_import || vx_mesh_import(path, &m, &err) != VX_OK) {
+  if (!path || !vx_soup_import || vx_soup_import(path, &m, &err) != VX_OK) {
     fprintf(stderr, "  (skipped: no shared bunny or no importer)\n");
     return;
   }
   check_field(&m, 5, NULL, NULL, NULL, "bunny_res4");
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 int main(void) {

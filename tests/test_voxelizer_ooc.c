@@ -1,6 +1,6 @@
 /* test_voxelizer_ooc.c - the streaming (out-of-core) build against the in-core build.
  *
- * Reference: vx_voxelize (all voxels concatenated, vx_tree_build, whole-tree plane fit) written
+ * Reference: vx_voxelize (all voxels concatenated, vx_octree_build, whole-tree plane fit) written
  * with vx_svo_encode. The streaming build (vx_voxelize_stream_ex), forced to spill to files from
  * its first block and cut into small blocks so that there are many partitions, written with
  * vx_svo_write_stream, must give the same file byte for byte; so must the stream kept in memory.
@@ -11,7 +11,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "voxelizer/internal.h"
 #include "formats/svo_file.h"
-#include "formats/svo_stream.h"
 #include "formats/mesh_import.h"
 #include "svo/lod.h"
 #include "check.h"
@@ -24,13 +23,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#pragma weak vx_mesh_import
+#pragma weak vx_soup_import
 
 static char tmp_root[256];
 static int sign_rule = VX_SIGN_WINDING; /* the build's default; the big optional test is faster */
 
-static uint8_t *reference_pruned(const vx_mesh *m, uint32_t res, float max_error, size_t *n);
-static uint8_t *reference(const vx_mesh *m, uint32_t res, size_t *n) {
+static uint8_t *reference_pruned(const vx_soup *m, uint32_t res, float max_error, size_t *n);
+static uint8_t *reference(const vx_soup *m, uint32_t res, size_t *n) {
   return reference_pruned(m, res, 0.0f, n);
 }
 
@@ -60,13 +59,13 @@ static uint8_t *slurp(const char *path, size_t *n) {
 }
 
 /* In-core reference bytes (pruned when max_error > 0). */
-static uint8_t *reference_pruned(const vx_mesh *m, uint32_t res, float max_error, size_t *n) {
-  vx_build_opts o;
+static uint8_t *reference_pruned(const vx_soup *m, uint32_t res, float max_error, size_t *n) {
+  vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = res;
   o.max_error = max_error;
   o.sign_rule = sign_rule;
-  vx_tree t;
+  vx_octree t;
   vx_error e;
   uint8_t *bytes = NULL;
   *n = 0;
@@ -74,15 +73,15 @@ static uint8_t *reference_pruned(const vx_mesh *m, uint32_t res, float max_error
   CHECK_MSG(s == VX_OK, "%s", e.msg);
   if (s != VX_OK) return NULL;
   CHECK(vx_svo_encode(&t, 0, &bytes, n, &e) == VX_OK);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
   return bytes;
 }
 
 /* Streams the mesh (spilled from the first block when spill != 0) and compares both the file
  * written from the stream and, for a memory stream, the tree's encoding with ref. */
-static void stream_matches(const vx_mesh *m, uint32_t res, uint32_t blog, int threads, int spill,
+static void stream_matches(const vx_soup *m, uint32_t res, uint32_t blog, int threads, int spill,
                            const uint8_t *ref, size_t ref_n) {
-  vx_build_opts o;
+  vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = res;
   o.threads = threads;
@@ -93,7 +92,7 @@ static void stream_matches(const vx_mesh *m, uint32_t res, uint32_t blog, int th
   x.spill_budget = spill ? 1 : 0;
   vx_stream s;
   vx_error e;
-  vx_build_stats st;
+  vx_voxelize_stats st;
   int fds = open_fds();
   vx_status r = vx_voxelize_stream_ex(m, &o, tmp_root, &x, &s, &st, &e);
   CHECK_MSG(r == VX_OK, "%s", e.msg);
@@ -113,23 +112,23 @@ static void stream_matches(const vx_mesh *m, uint32_t res, uint32_t blog, int th
   free(b);
   unlink(out);
   if (!spill) {
-    vx_tree t;
+    vx_octree t;
     r = vx_stream_take_tree(&s, &t, &e);
     CHECK_MSG(r == VX_OK, "%s", e.msg);
-    CHECK(vx_tree_validate(&t, NULL) == VX_OK);
+    CHECK(vx_octree_validate(&t, NULL) == VX_OK);
     uint8_t *enc = NULL;
     size_t en = 0;
     CHECK(vx_svo_encode(&t, 0, &enc, &en, &e) == VX_OK);
     CHECK(en == ref_n && enc && memcmp(enc, ref, en) == 0);
     CHECK(t.voxel_count == st.surface_voxels && t.node_count == st.nodes);
     free(enc);
-    vx_tree_free(&t);
+    vx_octree_free(&t);
   }
   vx_stream_free(&s);
   CHECK_MSG(open_fds() == fds, "%d descriptors open, %d before", open_fds(), fds);
 }
 
-static void sphere_torus(vx_mesh *m) {
+static void sphere_torus(vx_soup *m) {
   memset(m, 0, sizeof *m);
   meshgen_sphere(m, 0.1, -0.2, 0.05, 0.8, 40, 20);
   meshgen_torus(m, 0.3, 0.2, -0.1, 0.6, 0.2, 36, 16);
@@ -137,7 +136,7 @@ static void sphere_torus(vx_mesh *m) {
 
 /* Same bytes whatever the partitioning, the thread count and spilling, at 64..256. */
 static void stream_equals_in_core(void) {
-  vx_mesh m;
+  vx_soup m;
   sphere_torus(&m);
   const uint32_t res[3] = {64, 128, 256};
   for (int i = 0; i < 3; i++) {
@@ -153,14 +152,14 @@ static void stream_equals_in_core(void) {
     }
     free(ref);
   }
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* A mesh whose box faces lie on block boundaries (x, y, z = 16 and 48 in a 64^3 grid with blocks
  * of 4, 8, 16), with vertices on block corners, plus a large slanted sheet crossing many blocks:
  * partition boundaries cut through triangles, along faces and through voxel corners. */
 static void boundaries_through_triangles_and_corners(void) {
-  vx_mesh m;
+  vx_soup m;
   memset(&m, 0, sizeof m);
   const double lo[3] = {16, 16, 16}, hi[3] = {48, 48, 48};
   meshgen_box(&m, lo, hi);
@@ -186,12 +185,12 @@ static void boundaries_through_triangles_and_corners(void) {
     stream_matches(&m, 128, 3, 2, 1, ref, ref_n);
     free(ref);
   }
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
-/* Pruning the stream (vx_stream_prune, files in, files out) gives vx_tree_prune's file. */
+/* Pruning the stream (vx_stream_prune, files in, files out) gives vx_octree_prune's file. */
 static void pruned_stream_equals_in_core(void) {
-  vx_mesh m;
+  vx_soup m;
   sphere_torus(&m);
   const float E[2] = {0.05f, 0.6f};
   for (int i = 0; i < 2; i++) {
@@ -199,7 +198,7 @@ static void pruned_stream_equals_in_core(void) {
     uint8_t *ref = reference_pruned(&m, 128, E[i], &ref_n);
     if (!ref) continue;
     for (int spill = 0; spill < 2; spill++) {
-      vx_build_opts o;
+      vx_voxelize_opts o;
       memset(&o, 0, sizeof o);
       o.resolution = 128;
       o.sign_rule = sign_rule;
@@ -233,7 +232,7 @@ static void pruned_stream_equals_in_core(void) {
     }
     free(ref);
   }
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static int cancel_after;
@@ -246,9 +245,9 @@ static int cancel_progress(void *user, const char *phase, double f) {
 
 /* An injected block failure and cancels during the build and the write leave nothing behind. */
 static void failures_leave_nothing(void) {
-  vx_mesh m;
+  vx_soup m;
   sphere_torus(&m);
-  vx_build_opts o;
+  vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = 128;
   vx_stream_build_opts x;
@@ -295,14 +294,14 @@ static void failures_leave_nothing(void) {
   CHECK(count_entries(tmp_root) == 1 && open_fds() == fds);
   snprintf(out, sizeof out, "%s/out/keep.svo", tmp_root);
   unlink(out);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* A limit that even the out-of-core build cannot meet fails at once, saying what it needs. */
 static void impossible_limit_fails_early(void) {
-  vx_mesh m;
+  vx_soup m;
   sphere_torus(&m);
-  vx_build_opts o;
+  vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = 1024;
   o.mem_limit = 1 << 20;
@@ -317,7 +316,7 @@ static void impossible_limit_fails_early(void) {
   r = vx_voxelize_stream(&m, &o, tmp_root, &s, NULL, &e);
   CHECK(r == VX_OK && !s.spilled);
   vx_stream_free(&s);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* Optional (VOXLOD_TEST_BIG=R, VOXLOD_TEST_DRAGON=unpacked .ply): the dragon at R^3 (default
@@ -327,13 +326,13 @@ static void big_dragon_matches(void) {
   const char *path = check_shared_mesh("stanford_dragon/dragon_871k.ply.gz", buf, sizeof buf);
   const char *big = getenv("VOXLOD_TEST_BIG");
   const char *ply = getenv("VOXLOD_TEST_DRAGON"); /* an unpacked copy, e.g. /tmp/dragon_871k.ply */
-  if (!big || !path || !ply || !vx_mesh_import) {
+  if (!big || !path || !ply || !vx_soup_import) {
     fprintf(stderr, "  (skipped: set VOXLOD_TEST_BIG=1 and VOXLOD_TEST_DRAGON=<ply>)\n");
     return;
   }
-  vx_mesh m = {0};
+  vx_soup m = {0};
   vx_error e;
-  if (vx_mesh_import(ply, &m, &e) != VX_OK) {
+  if (vx_soup_import(ply, &m, &e) != VX_OK) {
     fprintf(stderr, "  (skipped: %s)\n", e.msg);
     return;
   }
@@ -345,7 +344,7 @@ static void big_dragon_matches(void) {
     stream_matches(&m, res, 0, 0, 1, ref, ref_n);
     free(ref);
   }
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 int main(void) {

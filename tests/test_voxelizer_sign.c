@@ -26,7 +26,7 @@
 #include <time.h>
 
 #if defined(__GNUC__)
-#pragma weak vx_mesh_import
+#pragma weak vx_soup_import
 #endif
 
 /* ---- reference ------------------------------------------------------------------------------- */
@@ -69,7 +69,7 @@ static long double ref_triangle(const double *g, const double *p) {
   return (det > 0 ? ex : -ex) / (4.0L * (long double)M_PI);
 }
 
-static double ref_winding(const vx_mesh *m, const vx_transform *xf, const double *p) {
+static double ref_winding(const vx_soup *m, const vx_transform *xf, const double *p) {
   long double w = 0;
   for (uint64_t t = 0; t < m->tri_count; t++) {
     double g[9];
@@ -89,7 +89,7 @@ static double rnd(void) { /* uniform in [0, 1) */
 
 /* A random point: near the surface (on a random triangle, pushed along its normal by up to
  * `near` world units), or uniform in the bounding box grown by half its size. */
-static void random_point(const vx_mesh *m, int is_near, double near, double *p) {
+static void random_point(const vx_soup *m, int is_near, double near, double *p) {
   if (is_near) {
     uint64_t t = (uint64_t)(rnd() * (double)m->tri_count);
     const float *v = m->pos + t * 9;
@@ -150,7 +150,7 @@ static int in_union(const double *p) { /* the exact winding number: 0, 1 or 2 */
   return (a < 0) + (b < 0);
 }
 
-static void compare_points(const vx_mesh *m, const char *name, int n, double near,
+static void compare_points(const vx_soup *m, const char *name, int n, double near,
                            inside_fn inside) {
   vx_wind_tree t;
   vx_error err;
@@ -184,24 +184,24 @@ static void compare_points(const vx_mesh *m, const char *name, int n, double nea
 }
 
 static void winding_closed_meshes_are_indicators(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 96, 48) == 0);
   compare_points(&m, "sphere", 400, 0.05, in_sphere);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   const double lo[3] = {-1, -0.5, -0.25}, hi[3] = {1, 0.5, 0.75};
   CHECK(meshgen_box(&m, lo, hi) == 0);
   compare_points(&m, "box", 600, 0.05, in_box);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   CHECK(meshgen_torus(&m, 0, 0, 0, 1.0, 0.3, 128, 48) == 0);
   compare_points(&m, "torus", 400, 0.05, in_torus);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static void winding_fast_matches_exact_on_open_meshes(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere_ex(&m, 0, 0, 0, 1.0, 64, 32, 0.6) == 0);
   compare_points(&m, "sphere with hole", 600, 0.05, NULL);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   const char *names[] = {"stanford_bunny/bun_zipper_res4.ply", "stanford_bunny/bun_zipper.ply"};
   const int counts[] = {1000, 160};
   for (int i = 0; i < 2; i++) {
@@ -209,12 +209,12 @@ static void winding_fast_matches_exact_on_open_meshes(void) {
     const char *path = check_shared_mesh(names[i], buf, sizeof buf);
     vx_error err;
     memset(&m, 0, sizeof m);
-    if (!path || !vx_mesh_import || vx_mesh_import(path, &m, &err) != VX_OK) {
+    if (!path || !vx_soup_import || vx_soup_import(path, &m, &err) != VX_OK) {
       fprintf(stderr, "  (skipped %s)\n", names[i]);
       continue;
     }
     compare_points(&m, names[i], counts[i], 0.002, NULL);
-    vx_mesh_free(&m);
+    vx_soup_free(&m);
   }
 }
 
@@ -227,7 +227,7 @@ typedef struct census {
 /* Builds the surface of `m` at R^3 with `rule`; every corner with a nonzero value must have the
  * sign of the reference winding number (|w| > 1/2 inside, where ||w| - 1/2| > 0.05) and, when `inside` is given, the analytic
  * sign where the shape is clear of the corner. */
-static census check_rule(const vx_mesh *m, uint32_t R, int rule, inside_fn inside, int with_ref,
+static census check_rule(const vx_soup *m, uint32_t R, int rule, inside_fn inside, int with_ref,
                          const char *name) {
   census c;
   memset(&c, 0, sizeof c);
@@ -286,32 +286,32 @@ static census check_rule(const vx_mesh *m, uint32_t R, int rule, inside_fn insid
 }
 
 static void field_sign_on_analytic_shapes(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 96, 48) == 0);
   census c = check_rule(&m, 32, VX_SIGN_WINDING, in_sphere, 0, "sphere");
   CHECK(c.neg > 100);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   const double lo[3] = {-1, -0.5, -0.25}, hi[3] = {1, 0.5, 0.75};
   CHECK(meshgen_box(&m, lo, hi) == 0);
   c = check_rule(&m, 32, VX_SIGN_WINDING, in_box, 0, "box");
   CHECK(c.neg > 100);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   CHECK(meshgen_torus(&m, 0, 0, 0, 1.0, 0.3, 128, 48) == 0);
   c = check_rule(&m, 32, VX_SIGN_WINDING, in_torus, 0, "torus");
   CHECK(c.neg > 100);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   /* The union is inside throughout, next to the faces inside the other box too (w = 1 or 2). */
   CHECK(meshgen_box(&m, ua_lo, ua_hi) == 0 && meshgen_box(&m, ub_lo, ub_hi) == 0);
   compare_points(&m, "self-intersecting union", 400, 0.05, in_union);
   c = check_rule(&m, 32, VX_SIGN_WINDING, in_union, 1, "self-intersecting union");
   CHECK(c.high > 50 && c.high_neg == c.high);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* An inverted sphere (every triangle wound inward) keeps its signs by the winding rule and is
  * inside-out by the pseudo-normal rule. */
 static void field_inverted_mesh(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 24, 12) == 0);
   for (uint64_t t = 0; t < m.tri_count; t++)
     for (int i = 0; i < 3; i++) {
@@ -323,7 +323,7 @@ static void field_inverted_mesh(void) {
   CHECK(c.neg > c.corners / 3 && c.checked > 500);
   census p = check_rule(&m, 32, VX_SIGN_PSEUDO_NORMAL, NULL, 0, "inverted sphere, pseudo-normals");
   CHECK(p.neg > p.corners / 3 && p.neg + c.neg <= p.corners); /* inside-out */
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static void field_sign_on_messy_meshes(void) {
@@ -332,9 +332,9 @@ static void field_sign_on_messy_meshes(void) {
   for (int i = 0; i < 4; i++) {
     char buf[1024];
     const char *path = check_shared_mesh(names[i], buf, sizeof buf);
-    vx_mesh m = {0};
+    vx_soup m = {0};
     vx_error err;
-    if (!path || !vx_mesh_import || vx_mesh_import(path, &m, &err) != VX_OK) {
+    if (!path || !vx_soup_import || vx_soup_import(path, &m, &err) != VX_OK) {
       fprintf(stderr, "  (skipped %s)\n", names[i]);
       continue;
     }
@@ -349,13 +349,13 @@ static void field_sign_on_messy_meshes(void) {
     if (i == 1) CHECK(c.neg == 0);                  /* both windings: w ~ 0, all outside */
     if (i == 2) CHECK(c.neg > 0 && c.high_neg == c.high); /* any overlap (w ~ 2): inside */
     if (i == 3) CHECK(c.neg > 0);
-    vx_mesh_free(&m);
+    vx_soup_free(&m);
   }
 }
 
 /* The winding rule's field is the same for any block size and thread count. */
 static void field_independent_of_blocks_and_threads(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere_ex(&m, 0, 0, 0, 1.0, 64, 32, 0.6) == 0);
   const double lo[3] = {-0.3, -0.3, -1.2}, hi[3] = {0.4, 0.2, 0.5};
   CHECK(meshgen_box(&m, lo, hi) == 0); /* overlapping the holed sphere */
@@ -376,23 +376,23 @@ static void field_independent_of_blocks_and_threads(void) {
   CHECK(a.count == b.count && a.count > 1000 &&
         !memcmp(a.field, b.field, a.count * sizeof(vx_voxel)));
   /* vx_voxelize's default rule is this one. */
-  vx_build_opts bo;
+  vx_voxelize_opts bo;
   memset(&bo, 0, sizeof bo);
   bo.resolution = 64;
-  vx_tree tr;
+  vx_octree tr;
   CHECK(vx_voxelize(&m, &bo, &tr, NULL, NULL) == VX_OK);
   CHECK(tr.voxel_count == a.count && !memcmp(tr.voxels, a.field, a.count * sizeof(vx_voxel)));
-  vx_tree_free(&tr);
+  vx_octree_free(&tr);
   vx_surface_free(&a);
   vx_surface_free(&b);
   vx_sign_free(&sg);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static int bench(const char *path, int n) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   vx_error err;
-  if (!vx_mesh_import || vx_mesh_import(path, &m, &err) != VX_OK) return 1;
+  if (!vx_soup_import || vx_soup_import(path, &m, &err) != VX_OK) return 1;
   vx_transform xf;
   if (vx_voxelize_transform(&m, 512, &xf, &err) != VX_OK) return 1;
   struct timespec a, b, c;
@@ -416,7 +416,7 @@ static int bench(const char *path, int n) {
          (unsigned long long)t.node_count, tb, 1e6 * tq / n, sum / n);
   free(pts);
   vx_wind_free(&t);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
   return 0;
 }
 

@@ -14,10 +14,10 @@
 #include <string.h>
 
 #if defined(__GNUC__)
-#pragma weak vx_mesh_import
+#pragma weak vx_soup_import
 #endif
 
-static int build(const vx_mesh *m, uint32_t depth, int threads, uint32_t blog, vx_surface *s) {
+static int build(const vx_soup *m, uint32_t depth, int threads, uint32_t blog, vx_surface *s) {
   vx_transform xf;
   vx_sign_data sg;
   vx_error err;
@@ -35,7 +35,7 @@ static int build(const vx_mesh *m, uint32_t depth, int threads, uint32_t blog, v
 }
 
 /* Brute-force occupancy, R^3 bytes. */
-static unsigned char *reference(const vx_mesh *m, uint32_t depth, int all_voxels) {
+static unsigned char *reference(const vx_soup *m, uint32_t depth, int all_voxels) {
   int64_t R = (int64_t)1 << depth;
   vx_transform xf;
   vx_voxelize_transform(m, (uint32_t)R, &xf, NULL);
@@ -60,7 +60,7 @@ static unsigned char *reference(const vx_mesh *m, uint32_t depth, int all_voxels
   return occ;
 }
 
-static void compare(const vx_mesh *m, uint32_t depth, int all_voxels, const char *name) {
+static void compare(const vx_soup *m, uint32_t depth, int all_voxels, const char *name) {
   int64_t R = (int64_t)1 << depth;
   unsigned char *occ = reference(m, depth, all_voxels);
   vx_surface s;
@@ -84,17 +84,17 @@ static void compare(const vx_mesh *m, uint32_t depth, int all_voxels, const char
 }
 
 static void surface_sphere_matches_brute_force(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0.1, -0.2, 0.3, 1.0, 24, 12) == 0);
   compare(&m, 4, 1, "sphere");
   compare(&m, 5, 1, "sphere");
   compare(&m, 6, 0, "sphere");
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* A box whose faces land exactly on voxel faces: every face must set the voxels on both sides. */
 static void surface_box_on_voxel_faces_matches_brute_force(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   double lo[3] = {0, 0, 0}, hi[3] = {32, 16, 8};
   CHECK(meshgen_box(&m, lo, hi) == 0);
   double lo2[3] = {8, 4, 2}, hi2[3] = {20, 12, 6}; /* inner box: faces at integer grid planes */
@@ -112,40 +112,40 @@ static void surface_box_on_voxel_faces_matches_brute_force(void) {
   }
   CHECK(seen7 && seen8);
   vx_surface_free(&s);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static void surface_torus_and_sheet_match_brute_force(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_torus(&m, 0, 0, 0, 1.0, 0.35, 32, 12) == 0);
   double p0[3] = {-1.2, -0.9, -0.3}, u[3] = {2.1, 0.4, 0.2}, w[3] = {0.3, 1.7, 0.5};
   CHECK(meshgen_sheet(&m, p0, u, w) == 0);
   compare(&m, 5, 1, "torus+sheet");
   compare(&m, 6, 0, "torus+sheet");
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static void surface_bunny_res4_matches_brute_force(void) {
   char buf[1024];
   const char *path = check_shared_mesh("stanford_bunny/bun_zipper_res4.ply", buf, sizeof buf);
-  if (!path || !vx_mesh_import) {
+  if (!path || !vx_soup_import) {
     fprintf(stderr, "  (skipped: no shared bunny or no importer)\n");
     return;
   }
-  vx_mesh m = {0};
+  vx_soup m = {0};
   vx_error err;
-  if (vx_mesh_import(path, &m, &err) != VX_OK) {
+  if (vx_soup_import(path, &m, &err) != VX_OK) {
     fprintf(stderr, "  (skipped: import failed: %s)\n", err.msg);
     return;
   }
   compare(&m, 5, 1, "bunny_res4");
   compare(&m, 6, 0, "bunny_res4");
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 /* Same codes and the same field bytes for any thread count and block size. */
 static void surface_independent_of_threads_and_blocks(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 40, 20) == 0);
   CHECK(meshgen_torus(&m, 0.2, 0.1, 0.0, 0.6, 0.2, 40, 16) == 0);
   double p0[3] = {-0.9, -0.8, 0.35}, u[3] = {1.8, 0.1, 0.0}, w[3] = {0.0, 1.6, 0.02};
@@ -164,7 +164,7 @@ static void surface_independent_of_threads_and_blocks(void) {
       vx_surface_free(&s);
     }
   vx_surface_free(&ref);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static int cancel_after(void *user, const char *phase, double f) {
@@ -173,7 +173,7 @@ static int cancel_after(void *user, const char *phase, double f) {
 }
 
 static void surface_progress_cancels(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 40, 20) == 0);
   vx_transform xf;
   vx_sign_data sg;
@@ -192,11 +192,11 @@ static void surface_progress_cancels(void) {
   CHECK(vx_surface_build(&m, &xf, 6, &sg, &o, &s, NULL, &err) == VX_ERR_INTERRUPTED);
   CHECK(s.codes == NULL && s.count == 0);
   vx_sign_free(&sg);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 static void surface_transform_keeps_aspect(void) {
-  vx_mesh m = {0};
+  vx_soup m = {0};
   double lo[3] = {-1, 2, 10}, hi[3] = {3, 4, 11};
   CHECK(meshgen_box(&m, lo, hi) == 0);
   vx_transform xf;
@@ -207,7 +207,7 @@ static void surface_transform_keeps_aspect(void) {
   CHECK_NEAR(xf.origin[2] + 8 * xf.scale, 10.5, 1e-12);
   CHECK(vx_voxelize_transform(&m, 12, &xf, NULL) == VX_ERR_INVALID_ARG);
   CHECK(vx_voxelize_transform(&m, 1, &xf, NULL) == VX_ERR_INVALID_ARG);
-  vx_mesh_free(&m);
+  vx_soup_free(&m);
 }
 
 int main(void) {

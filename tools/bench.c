@@ -86,29 +86,29 @@ int vx_cmd_bench(int argc, char **argv) {
   if (!in) return vx_cli_usage_error("bench", "needs IN.svo");
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_tree t;
+  vx_octree t;
   memset(&t, 0, sizeof t);
   if (vx_cli_read(in, -1, &t, NULL, &e) != VX_OK) return vx_cli_fail("bench", &e);
   int lods[VX_MAX_DEPTH + 8];
   int nl = parse_lods(lod_list, t.depth, lods, VX_MAX_DEPTH + 8);
   if (nl <= 0) {
-    vx_tree_free(&t);
+    vx_octree_free(&t);
     return vx_cli_usage_error("bench", "bad --lod '%s' (levels 0..%u, auto, all)", lod_list, t.depth);
   }
   vx_camera *views = (vx_camera *)calloc(nviews, sizeof *views);
   if (!views) {
-    vx_tree_free(&t);
+    vx_octree_free(&t);
     vx_error_set(&e, VX_ERR_NOMEM, "out of memory");
     return vx_cli_fail("bench", &e);
   }
   for (uint32_t k = 0; k < nviews; k++) {
-    vx_camera_orbit(&t, 360.0 * k / nviews, elevation, 40.0, &views[k]);
+    vx_march_orbit(&t, 360.0 * k / nviews, elevation, 40.0, &views[k]);
     for (int i = 0; i < 3; i++)
       views[k].eye[i] = views[k].target[i] + zoom * (views[k].eye[i] - views[k].target[i]);
   }
   int rc = 0;
   for (int k = 0; k < nl; k++) {
-    vx_render_opts o;
+    vx_march_opts o;
     memset(&o, 0, sizeof o);
     o.width = w;
     o.height = h;
@@ -146,6 +146,6 @@ int vx_cmd_bench(int argc, char **argv) {
     fflush(stdout);
   }
   free(views);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
   return rc;
 }

@@ -76,13 +76,13 @@ int main(int argc, char **argv) {
   if (!in || frames < 1 || nviews < 1) return usage(), 2;
 
   vx_error e;
-  vx_tree t;
+  vx_octree t;
   memset(&t, 0, sizeof t);
   if (vx_svo_read(in, NULL, &t, NULL, &e) != VX_OK) return fail(in, &e);
-  const char *dev = vx_gpu_name();
+  const char *dev = vx_cuda_device_name();
   if (!dev) {
     fprintf(stderr, "bench_nanovdb: no usable CUDA device\n");
-    vx_tree_free(&t);
+    vx_octree_free(&t);
     return 77;
   }
   printf("device: %s\nzoom %.2f (eye distance factor)\ntree: %s, depth %u (%u^3), %llu nodes, %llu voxels, %ux%u, %d frames, "
@@ -92,11 +92,11 @@ int main(int argc, char **argv) {
 
   vx_camera *views = (vx_camera *)calloc((size_t)nviews, sizeof *views);
   for (int v = 0; v < nviews; v++) {
-    vx_camera_orbit(&t, 30.0 + 360.0 * v / nviews, 20.0, 40.0, &views[v]);
+    vx_march_orbit(&t, 30.0 + 360.0 * v / nviews, 20.0, 40.0, &views[v]);
     for (int i = 0; i < 3; i++) /* --zoom: the eye moves towards the target */
       views[v].eye[i] = views[v].target[i] + zoom * (views[v].eye[i] - views[v].target[i]);
   }
-  vx_render_opts o;
+  vx_march_opts o;
   memset(&o, 0, sizeof o);
   o.width = w;
   o.height = h;
@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
       cfg.block_h = vs[k].bh;
       cfg.schedule = vs[k].sched;
       cfg.reg_cap = vs[k].cap;
-      vx_render_opts ov = o;
+      vx_march_opts ov = o;
       ov.no_cull = vs[k].no_cull;
       vx_gpu_bench_result r;
       if (vx_gpu_bench(&t, &ov, views, nviews, frames, &cfg, &r, &e) != VX_OK) {
@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
     for (int L = (int)t.depth; L >= 0 && L >= (int)t.depth - 6; L--) cuts[ncuts++] = L;
     cuts[ncuts++] = VX_LOD_AUTO;
     for (int k = 0; k < ncuts; k++) {
-      vx_render_opts ol = o;
+      vx_march_opts ol = o;
       ol.lod = cuts[k];
       vx_gpu_bench_result r;
       if (vx_gpu_bench(&t, &ol, views, nviews, frames, NULL, &r, &e) != VX_OK) {
@@ -159,11 +159,11 @@ int main(int argc, char **argv) {
   }
 
   {
-    vx_image a, b;
+    vx_march_image a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     char path[4096];
-    if (vx_image_alloc(&a, w, h, 0, &e) != VX_OK || vx_image_alloc(&b, w, h, 0, &e) != VX_OK) {
+    if (vx_march_image_alloc(&a, w, h, 0, &e) != VX_OK || vx_march_image_alloc(&b, w, h, 0, &e) != VX_OK) {
       rc = fail("images", &e);
       goto images_done;
     }
@@ -233,11 +233,11 @@ int main(int argc, char **argv) {
       vx_nvdb_free(g);
     }
   images_done:
-    vx_image_free(&a);
-    vx_image_free(&b);
+    vx_march_image_free(&a);
+    vx_march_image_free(&b);
   }
 done:
   free(views);
-  vx_tree_free(&t);
+  vx_octree_free(&t);
   return rc;
 }

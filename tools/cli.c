@@ -29,8 +29,8 @@ int vx_cli_take_read_limit(int *argc, char **argv, const char *cmd) {
   return 0;
 }
 
-vx_status vx_cli_read(const char *path, int max_level, vx_tree *t, vx_file_info *info, vx_error *e) {
-  vx_read_opts rd;
+vx_status vx_cli_read(const char *path, int max_level, vx_octree *t, vx_svo_file_info *info, vx_error *e) {
+  vx_svo_read_opts rd;
   memset(&rd, 0, sizeof rd);
   rd.max_level = max_level;
   rd.mem_limit = vx_cli_read_limit;
@@ -287,16 +287,16 @@ int vx_view_args_parse(vx_view_args *a, int argc, char **argv, int *i, const cha
   return 1;
 }
 
-void vx_view_args_camera(const vx_view_args *a, const vx_tree *t, vx_camera *cam) {
-  vx_camera_orbit(t, a->azimuth, a->elevation, a->fov, cam);
+void vx_view_args_camera(const vx_view_args *a, const vx_octree *t, vx_camera *cam) {
+  vx_march_orbit(t, a->azimuth, a->elevation, a->fov, cam);
   if (a->have_target)
     for (int k = 0; k < 3; k++) cam->target[k] = a->target[k];
   if (a->have_eye)
     for (int k = 0; k < 3; k++) cam->eye[k] = a->eye[k];
 }
 
-vx_status vx_cli_render(const vx_tree *t, const vx_render_opts *o, const vx_view_args *a,
-                        vx_image *img, int *used_gpu, vx_error *err) {
+vx_status vx_cli_render(const vx_octree *t, const vx_march_opts *o, const vx_view_args *a,
+                        vx_march_image *img, int *used_gpu, vx_error *err) {
   *used_gpu = 0;
   if (!a->force_cpu) {
     vx_error ge;

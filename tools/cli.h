@@ -34,7 +34,7 @@ int vx_parse_vec3(const char *s, double v[3]);                    /* "x,y,z" */
 /* Camera/LOD/size options shared by render, bench, compare. Returns 1 if argv[*i] was consumed
  * (advancing *i past its value), 0 if not an option of this group, -1 on a bad value. */
 typedef struct vx_view_args {
-  vx_render_opts ro;
+  vx_march_opts ro;
   double azimuth, elevation, fov;
   int have_eye, have_target;
   double eye[3], target[3];
@@ -43,20 +43,20 @@ typedef struct vx_view_args {
 } vx_view_args;
 void vx_view_args_init(vx_view_args *a);
 int vx_view_args_parse(vx_view_args *a, int argc, char **argv, int *i, const char *cmd);
-void vx_view_args_camera(const vx_view_args *a, const vx_tree *t, vx_camera *cam);
+void vx_view_args_camera(const vx_view_args *a, const vx_octree *t, vx_camera *cam);
 extern const char *vx_view_args_help;
 
 /* Renders with the GPU when possible (unless forced), falling back to the CPU with a one-line
  * notice. *used_gpu tells which ran. */
-vx_status vx_cli_render(const vx_tree *t, const vx_render_opts *o, const vx_view_args *a,
-                        vx_image *img, int *used_gpu, vx_error *err);
+vx_status vx_cli_render(const vx_octree *t, const vx_march_opts *o, const vx_view_args *a,
+                        vx_march_image *img, int *used_gpu, vx_error *err);
 
 /* Reading .svo files: the memory limit the reader checks a file's declared sizes against before
  * allocating (--mem-limit of render, stats, bench, compare; 0: the reader's default, 16 GiB). */
 extern uint64_t vx_cli_read_limit;
 /* Removes "--mem-limit SIZE" from argv (commands other than convert); 0 ok, 2 bad usage. */
 int vx_cli_take_read_limit(int *argc, char **argv, const char *cmd);
-vx_status vx_cli_read(const char *path, int max_level, vx_tree *t, vx_file_info *info, vx_error *e);
+vx_status vx_cli_read(const char *path, int max_level, vx_octree *t, vx_svo_file_info *info, vx_error *e);
 
 double vx_now_seconds(void);
 void vx_format_bytes(double bytes, char *buf, size_t n);
@@ -74,7 +74,7 @@ typedef struct vx_quality {
   double hit_mismatch_frac;
   uint64_t pixels;
 } vx_quality;
-vx_status vx_cli_quality(const vx_tree *a, const vx_tree *b, const vx_view_args *va, int views,
+vx_status vx_cli_quality(const vx_octree *a, const vx_octree *b, const vx_view_args *va, int views,
                          vx_quality *q, vx_error *err);
 
 #endif

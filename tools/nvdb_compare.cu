@@ -45,7 +45,7 @@ struct vx_nvdb {
 
 /* ---- building the grid ---------------------------------------------------------------------- */
 
-extern "C" vx_status vx_nvdb_create(const vx_tree *t, vx_nvdb **out, vx_nvdb_stats *stats,
+extern "C" vx_status vx_nvdb_create(const vx_octree *t, vx_nvdb **out, vx_nvdb_stats *stats,
                                     vx_error *err) {
   *out = nullptr;
   if (!t || !t->nodes || t->levels_loaded < t->depth + 1 || !t->voxels)
@@ -165,7 +165,7 @@ __global__ void nvdb_kernel(const nanovdb::NanoGrid<float> *__restrict__ grid,
   rgb[3 * i + 2] = c[2];
 }
 
-static vx_status scene_for(const vx_tree *t, const vx_render_opts *o, vx_trace_scene *s,
+static vx_status scene_for(const vx_octree *t, const vx_march_opts *o, vx_trace_scene *s,
                            vx_error *err) {
   vx_status st = vx_render_check(t, o, err);
   if (st != VX_OK) return st;
@@ -174,8 +174,8 @@ static vx_status scene_for(const vx_tree *t, const vx_render_opts *o, vx_trace_s
   return VX_OK;
 }
 
-extern "C" vx_status vx_nvdb_render_cpu(const vx_nvdb *g, const vx_tree *t,
-                                        const vx_render_opts *o, vx_image *img, vx_error *err) {
+extern "C" vx_status vx_nvdb_render_cpu(const vx_nvdb *g, const vx_octree *t,
+                                        const vx_march_opts *o, vx_march_image *img, vx_error *err) {
   vx_trace_scene s;
   vx_status st = scene_for(t, o, &s, err);
   if (st != VX_OK) return st;
@@ -222,8 +222,8 @@ done:
   return st;
 }
 
-extern "C" vx_status vx_nvdb_render_gpu(vx_nvdb *g, const vx_tree *t, const vx_render_opts *o,
-                                        vx_image *img, vx_error *err) {
+extern "C" vx_status vx_nvdb_render_gpu(vx_nvdb *g, const vx_octree *t, const vx_march_opts *o,
+                                        vx_march_image *img, vx_error *err) {
   vx_trace_scene s;
   vx_status st = scene_for(t, o, &s, err);
   if (st != VX_OK) return st;
@@ -241,7 +241,7 @@ done:
   return st;
 }
 
-extern "C" vx_status vx_nvdb_bench(vx_nvdb *g, const vx_tree *t, const vx_render_opts *o,
+extern "C" vx_status vx_nvdb_bench(vx_nvdb *g, const vx_octree *t, const vx_march_opts *o,
                                    const vx_camera *views, int nviews, int frames,
                                    double *ms_median, double *hit_fraction, vx_error *err) {
   vx_status st = VX_OK;
@@ -249,7 +249,7 @@ extern "C" vx_status vx_nvdb_bench(vx_nvdb *g, const vx_tree *t, const vx_render
     return vx_error_set(err, VX_ERR_INVALID_ARG, "NanoVDB bench: need >= 1 view and frame");
   std::vector<vx_trace_scene> scenes((size_t)nviews);
   for (int v = 0; v < nviews; v++) {
-    vx_render_opts ov = *o;
+    vx_march_opts ov = *o;
     ov.cam = views[v];
     if ((st = scene_for(t, &ov, &scenes[(size_t)v], err)) != VX_OK) return st;
   }

@@ -32,20 +32,20 @@ typedef struct vx_nvdb_stats {
 } vx_nvdb_stats;
 
 /* Builds the grid on the host from a full tree (all levels loaded). stats may be NULL. */
-vx_status vx_nvdb_create(const vx_tree *t, vx_nvdb **out, vx_nvdb_stats *stats, vx_error *err);
+vx_status vx_nvdb_create(const vx_octree *t, vx_nvdb **out, vx_nvdb_stats *stats, vx_error *err);
 void vx_nvdb_free(vx_nvdb *g);
 
 /* Renders one view on the host (same per-pixel code as the kernel; for tests and debugging). */
-vx_status vx_nvdb_render_cpu(const vx_nvdb *g, const vx_tree *t, const vx_render_opts *o,
-                             vx_image *img, vx_error *err);
+vx_status vx_nvdb_render_cpu(const vx_nvdb *g, const vx_octree *t, const vx_march_opts *o,
+                             vx_march_image *img, vx_error *err);
 
 /* Uploads the grid (once) and renders one view on the GPU. */
-vx_status vx_nvdb_render_gpu(vx_nvdb *g, const vx_tree *t, const vx_render_opts *o, vx_image *img,
+vx_status vx_nvdb_render_gpu(vx_nvdb *g, const vx_octree *t, const vx_march_opts *o, vx_march_image *img,
                              vx_error *err);
 
 /* Warm-up (every view once), then `frames` frames cycling through views, each timed with CUDA
  * events; *ms_median receives the median kernel time per frame. Same rules as vx_gpu_bench. */
-vx_status vx_nvdb_bench(vx_nvdb *g, const vx_tree *t, const vx_render_opts *o,
+vx_status vx_nvdb_bench(vx_nvdb *g, const vx_octree *t, const vx_march_opts *o,
                         const vx_camera *views, int nviews, int frames, double *ms_median,
                         double *hit_fraction, vx_error *err);
 

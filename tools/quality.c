@@ -15,20 +15,20 @@
 #include "formats/svo_file.h"
 #include "tools/cli.h"
 
-vx_status vx_cli_quality(const vx_tree *a, const vx_tree *b, const vx_view_args *va, int views,
+vx_status vx_cli_quality(const vx_octree *a, const vx_octree *b, const vx_view_args *va, int views,
                          vx_quality *q, vx_error *err) {
   memset(q, 0, sizeof *q);
-  vx_image ia, ib;
+  vx_march_image ia, ib;
   memset(&ia, 0, sizeof ia);
   memset(&ib, 0, sizeof ib);
-  vx_status s = vx_image_alloc(&ia, va->ro.width, va->ro.height, 0, err);
-  if (s == VX_OK) s = vx_image_alloc(&ib, va->ro.width, va->ro.height, 0, err);
+  vx_status s = vx_march_image_alloc(&ia, va->ro.width, va->ro.height, 0, err);
+  if (s == VX_OK) s = vx_march_image_alloc(&ib, va->ro.width, va->ro.height, 0, err);
   double sq = 0, voxel = a->xf.scale;
   uint64_t bad = 0, mismatch = 0, n = 0;
   for (int v = 0; v < views && s == VX_OK; v++) {
     vx_view_args w = *va;
     w.azimuth = va->azimuth + 360.0 * v / views;
-    vx_render_opts o = va->ro;
+    vx_march_opts o = va->ro;
     if (o.lod == -2 || o.lod > (int)a->depth) o.lod = (int)a->depth;
     vx_view_args_camera(&w, a, &o.cam);
     int gpu;
@@ -47,8 +47,8 @@ vx_status vx_cli_quality(const vx_tree *a, const vx_tree *b, const vx_view_args 
     }
     n += px;
   }
-  vx_image_free(&ia);
-  vx_image_free(&ib);
+  vx_march_image_free(&ia);
+  vx_march_image_free(&ib);
   if (s != VX_OK) return s;
   double mse = sq / (3.0 * (double)n);
   q->psnr_db = mse > 0 ? 10.0 * log10(255.0 * 255.0 / mse) : INFINITY;
@@ -100,13 +100,13 @@ int vx_cmd_compare(int argc, char **argv) {
   if (!pa || !pb) return vx_cli_usage_error("compare", "needs FULL.svo and OTHER.svo");
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_tree a, b;
+  vx_octree a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  vx_file_info fa, fb;
+  vx_svo_file_info fa, fb;
   if (vx_cli_read(pa, -1, &a, &fa, &e) != VX_OK) return vx_cli_fail("compare", &e);
   if (vx_cli_read(pb, -1, &b, &fb, &e) != VX_OK) {
-    vx_tree_free(&a);
+    vx_octree_free(&a);
     return vx_cli_fail("compare", &e);
   }
   vx_quality q;
@@ -124,7 +124,7 @@ int vx_cmd_compare(int argc, char **argv) {
            views, va.ro.width, va.ro.height, q.psnr_db, 100.0 * q.depth_bad_frac,
            100.0 * q.hit_mismatch_frac);
   }
-  vx_tree_free(&a);
-  vx_tree_free(&b);
+  vx_octree_free(&a);
+  vx_octree_free(&b);
   return rc;
 }

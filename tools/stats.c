@@ -39,9 +39,9 @@ typedef struct row {
   uint64_t cells, leaves, topo, lod, field, disk, cum_mem, float8, dense;
 } row;
 
-static void make_rows(const vx_tree *t, const vx_file_info *fi, row *rows) {
-  vx_level_stats ls[VX_MAX_DEPTH + 1];
-  vx_tree_level_stats(t, ls);
+static void make_rows(const vx_octree *t, const vx_svo_file_info *fi, row *rows) {
+  vx_level_bytes ls[VX_MAX_DEPTH + 1];
+  vx_octree_level_stats(t, ls);
   uint64_t cum = 0, plain_nodes = 0;
   for (uint32_t l = 0; l <= t->depth; l++) {
     row *r = &rows[l];
@@ -62,7 +62,7 @@ static void make_rows(const vx_tree *t, const vx_file_info *fi, row *rows) {
   }
 }
 
-static void print_table(const vx_tree *t, const row *rows, uint64_t file_bytes) {
+static void print_table(const vx_octree *t, const row *rows, uint64_t file_bytes) {
   char b[8][24];
   printf("%-5s %7s %12s %10s %11s %11s %11s %11s %12s %8s %12s %12s\n", "level", "res", "cells",
          "leaves", "topology", "lod", "field", "disk", "render<=l", "B/cell", "float8-svo",
@@ -97,7 +97,7 @@ static void print_table(const vx_tree *t, const row *rows, uint64_t file_bytes) 
   if (t->prune_error > 0) printf("pruned at max error %g voxels\n", t->prune_error);
 }
 
-static void print_json(const vx_tree *t, const row *rows, uint64_t file_bytes) {
+static void print_json(const vx_octree *t, const row *rows, uint64_t file_bytes) {
   printf("{\"depth\": %u, \"file_bytes\": %llu, \"prune_error\": %g, \"levels\": [\n", t->depth,
          (unsigned long long)file_bytes, t->prune_error);
   for (uint32_t l = 0; l <= t->depth; l++) {
@@ -116,7 +116,7 @@ static void print_json(const vx_tree *t, const row *rows, uint64_t file_bytes) {
 }
 
 /* A log-log line chart of memory against resolution, written to a temporary and renamed. */
-static int write_plot(const char *path, const vx_tree *t, const row *rows, const row *pruned) {
+static int write_plot(const char *path, const vx_octree *t, const row *rows, const row *pruned) {
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   FILE *f = fopen(tmp, "w");
@@ -179,11 +179,11 @@ static int write_plot(const char *path, const vx_tree *t, const row *rows, const
   return 0;
 }
 
-static vx_status clone_tree(const vx_tree *a, vx_tree *b, vx_error *e) {
+static vx_status clone_tree(const vx_octree *a, vx_octree *b, vx_error *e) {
   *b = *a;
   b->nodes = NULL;
   b->voxels = NULL;
-  vx_status s = vx_tree_alloc(b, e);
+  vx_status s = vx_octree_alloc(b, e);
   if (s != VX_OK) return s;
   if (a->node_count) memcpy(b->nodes, a->nodes, a->node_count * sizeof(vx_node));
   if (a->voxel_count) memcpy(b->voxels, a->voxels, a->voxel_count * sizeof(vx_voxel));
@@ -230,9 +230,9 @@ int vx_cmd_stats(int argc, char **argv) {
   if (!in) return vx_cli_usage_error("stats", "needs IN.svo");
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_tree t;
+  vx_octree t;
   memset(&t, 0, sizeof t);
-  vx_file_info fi;
+  vx_svo_file_info fi;
   memset(&fi, 0, sizeof fi);
   if (vx_cli_read(in, -1, &t, &fi, &e) != VX_OK) return vx_cli_fail("stats", &e);
   row rows[VX_MAX_DEPTH + 1], prow[VX_MAX_DEPTH + 1];
@@ -244,11 +244,11 @@ int vx_cmd_stats(int argc, char **argv) {
     print_table(&t, rows, fi.file_bytes);
   }
   int rc = 0;
-  vx_tree p;
+  vx_octree p;
   memset(&p, 0, sizeof p);
   if (error >= 0) {
     vx_quality q;
-    if (clone_tree(&t, &p, &e) != VX_OK || vx_tree_prune(&p, error, &e) != VX_OK) {
+    if (clone_tree(&t, &p, &e) != VX_OK || vx_octree_prune(&p, error, &e) != VX_OK) {
       rc = vx_cli_fail("stats", &e);
     } else {
       make_rows(&p, NULL, prow);
@@ -268,7 +268,7 @@ int vx_cmd_stats(int argc, char **argv) {
     }
   }
   if (plot && rc == 0) rc = write_plot(plot, &t, rows, error >= 0 ? prow : NULL);
-  vx_tree_free(&p);
-  vx_tree_free(&t);
+  vx_octree_free(&p);
+  vx_octree_free(&t);
   return rc;
 }

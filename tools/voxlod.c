@@ -14,7 +14,6 @@
 #include "formats/mesh_import.h"
 #include "formats/png.h"
 #include "formats/svo_file.h"
-#include "formats/svo_stream.h"
 #include "svo/lod.h"
 #include "tools/cli.h"
 #include "voxelizer/voxelizer.h"
@@ -103,7 +102,7 @@ static int is_pow2_res(uint32_t r) {
 int vx_cmd_convert(int argc, char **argv) {
   if (check_help(argc, argv, convert_help, NULL)) return 0;
   const char *in = NULL, *out = NULL;
-  vx_build_opts bo;
+  vx_voxelize_opts bo;
   memset(&bo, 0, sizeof bo);
   int zlevel = 0, have_res = 0, want_cpu = 0;
   double import_timeout = 300.0;
@@ -179,9 +178,9 @@ int vx_cmd_convert(int argc, char **argv) {
   double t0 = vx_now_seconds();
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_mesh mesh;
+  vx_soup mesh;
   memset(&mesh, 0, sizeof mesh);
-  if (vx_mesh_import_isolated(in, import_timeout, &mesh, &e) != VX_OK)
+  if (vx_soup_import_isolated(in, import_timeout, &mesh, &e) != VX_OK)
     return vx_cli_fail("convert", &e);
   double t_import = vx_now_seconds() - t0;
   if (!vx_cli_quiet) {
@@ -195,9 +194,9 @@ int vx_cmd_convert(int argc, char **argv) {
     fputc('\n', stderr);
   }
   bo.progress = vx_cli_progress;
-  vx_tree tree;
+  vx_octree tree;
   memset(&tree, 0, sizeof tree);
-  vx_build_stats bs;
+  vx_voxelize_stats bs;
   memset(&bs, 0, sizeof bs);
   double t1 = vx_now_seconds();
   /* The streaming build keeps the peak under --mem-limit; its temporary files (if it spills) go
@@ -227,13 +226,13 @@ int vx_cmd_convert(int argc, char **argv) {
     s = vx_voxelize_stream(&mesh, &bo, tmp_dir, &stream, &bs, &e);
   }
   free(tmp_dir);
-  vx_mesh_free(&mesh);
+  vx_soup_free(&mesh);
   int spilled = s == VX_OK && !gpu_tree && stream.spilled;
   if (s == VX_OK && gpu_tree) {
     /* vx_voxelize_gpu built (and pruned) the tree */
   } else if (s == VX_OK && !spilled) {
     s = vx_stream_take_tree(&stream, &tree, &e);
-    if (s == VX_OK && bo.max_error > 0.0f) s = vx_tree_prune(&tree, bo.max_error, &e);
+    if (s == VX_OK && bo.max_error > 0.0f) s = vx_octree_prune(&tree, bo.max_error, &e);
     vx_stream_free(&stream);
   } else if (s == VX_OK && bo.max_error > 0.0f) {
     vx_stream pruned;
@@ -250,7 +249,7 @@ int vx_cmd_convert(int argc, char **argv) {
   double t_build = vx_now_seconds() - t1;
   if (vx_cli_interrupted) {
     if (spilled) vx_stream_free(&stream);
-    vx_tree_free(&tree);
+    vx_octree_free(&tree);
     e.status = VX_ERR_INTERRUPTED;
     snprintf(e.msg, sizeof e.msg, "interrupted; %s was not written", out);
     return vx_cli_fail("convert", &e);
@@ -272,12 +271,12 @@ int vx_cmd_convert(int argc, char **argv) {
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     sigprocmask(SIG_BLOCK, &block, &old);
-    s = vx_svo_write(out, &tree, zlevel, &e);
+    s = vx_svo_write(out, &tree, zlevel, NULL, NULL, &e);
     sigprocmask(SIG_SETMASK, &old, NULL);
   }
   double t_write = vx_now_seconds() - t2;
   if (s != VX_OK) {
-    vx_tree_free(&tree);
+    vx_octree_free(&tree);
     return vx_cli_fail("convert", &e);
   }
   if (!vx_cli_quiet) {
@@ -312,7 +311,7 @@ int vx_cmd_convert(int argc, char **argv) {
               bs.sec_gpu_tree[1], bs.sec_gpu_tree[2]);
     if (bo.gpu) fputc('\n', stderr);
   }
-  vx_tree_free(&tree);
+  vx_octree_free(&tree);
   return 0;
 }
 
@@ -334,18 +333,18 @@ int vx_cmd_render(int argc, char **argv) {
   if (va.force_cpu && va.force_gpu) return vx_cli_usage_error("render", "--gpu and --cpu exclude each other");
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_read_opts rd;
+  vx_svo_read_opts rd;
   memset(&rd, 0, sizeof rd);
   rd.max_level = va.ro.lod >= 0 ? va.ro.lod : -1;
-  vx_tree tree;
+  vx_octree tree;
   memset(&tree, 0, sizeof tree);
   if (vx_cli_read(in, rd.max_level, &tree, NULL, &e) != VX_OK) return vx_cli_fail("render", &e);
-  vx_render_opts ro = va.ro;
+  vx_march_opts ro = va.ro;
   if (ro.lod == -2 || ro.lod > (int)tree.depth) ro.lod = (int)tree.depth;
   vx_view_args_camera(&va, &tree, &ro.cam);
-  vx_image img;
-  if (vx_image_alloc(&img, ro.width, ro.height, 0, &e) != VX_OK) {
-    vx_tree_free(&tree);
+  vx_march_image img;
+  if (vx_march_image_alloc(&img, ro.width, ro.height, 0, &e) != VX_OK) {
+    vx_octree_free(&tree);
     return vx_cli_fail("render", &e);
   }
   double t0 = vx_now_seconds();
@@ -355,9 +354,9 @@ int vx_cmd_render(int argc, char **argv) {
   if (s == VX_OK) s = vx_png_write(out, img.rgb, img.width, img.height, &e);
   uint64_t hits = 0;
   for (uint64_t p = 0; p < (uint64_t)img.width * img.height; p++) hits += isfinite(img.depth[p]);
-  vx_image_free(&img);
+  vx_march_image_free(&img);
   uint32_t depth = tree.depth;
-  vx_tree_free(&tree);
+  vx_octree_free(&tree);
   if (s != VX_OK) return vx_cli_fail("render", &e);
   if (!vx_cli_quiet) {
     char lod[16];

@@ -18,6 +18,7 @@
  * Every decision is made in global grid coordinates from the same inputs, so the voxels and corner
  * values do not depend on B, on the number of threads, or on the order blocks finish in.
  */
+#include "svo/system.h"
 #include "voxelizer/internal.h"
 #include "voxelizer/overlap.h"
 
@@ -30,15 +31,15 @@
 
 void vx_surface_free(vx_surface *s) {
   if (!s) return;
-  free(s->codes);
-  free(s->field);
+  vx_free(s->codes);
+  vx_free(s->field);
   memset(s, 0, sizeof *s);
 }
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 typedef struct job {
-  const vx_mesh *mesh;
+  const vx_soup *mesh;
   const vx_transform *xf;
   const vx_sign_data *sign;
   const vx_bins *bins;
@@ -58,17 +59,17 @@ typedef struct job {
 } job;
 
 void vx_block_release(vx_block *b) {
-  free(b->tg);
-  free(b->surf);
-  free(b->list);
-  free(b->pair_vox);
-  free(b->pair_tri);
-  free(b->cneed);
-  free(b->cd2);
-  free(b->ctri);
-  free(b->clast);
-  free(b->cval);
-  free(b->clist);
+  vx_free(b->tg);
+  vx_free(b->surf);
+  vx_free(b->list);
+  vx_free(b->pair_vox);
+  vx_free(b->pair_tri);
+  vx_free(b->cneed);
+  vx_free(b->cd2);
+  vx_free(b->ctri);
+  vx_free(b->clast);
+  vx_free(b->cval);
+  vx_free(b->clist);
   memset(b, 0, sizeof *b);
 }
 
@@ -78,14 +79,14 @@ int vx_block_init(vx_block *b, uint32_t B, float band, const vx_sign_data *sign)
   b->B = B;
   b->band = band;
   b->sign = sign;
-  b->surf = (uint8_t *)calloc(v, 1);
-  b->list = (uint32_t *)malloc(v * sizeof(uint32_t));
-  b->cneed = (uint8_t *)calloc(c, 1);
-  b->cd2 = (double *)malloc(c * sizeof(double));
-  b->ctri = (uint32_t *)malloc(c * sizeof(uint32_t));
-  b->clast = (uint32_t *)malloc(c * sizeof(uint32_t));
-  b->cval = (int8_t *)malloc(c);
-  b->clist = (uint32_t *)malloc(c * sizeof(uint32_t));
+  b->surf = (uint8_t *)vx_calloc(v, 1);
+  b->list = (uint32_t *)vx_malloc(v * sizeof(uint32_t));
+  b->cneed = (uint8_t *)vx_calloc(c, 1);
+  b->cd2 = (double *)vx_malloc(c * sizeof(double));
+  b->ctri = (uint32_t *)vx_malloc(c * sizeof(uint32_t));
+  b->clast = (uint32_t *)vx_malloc(c * sizeof(uint32_t));
+  b->cval = (int8_t *)vx_malloc(c);
+  b->clist = (uint32_t *)vx_malloc(c * sizeof(uint32_t));
   b->list_cap = v;
   b->clist_cap = c;
   return b->surf && b->list && b->cneed && b->cd2 && b->ctri && b->clast && b->cval && b->clist;
@@ -94,10 +95,10 @@ int vx_block_init(vx_block *b, uint32_t B, float band, const vx_sign_data *sign)
 static int push_pair(vx_block *b, uint32_t vox, uint32_t tri) {
   if (b->npairs == b->pair_cap) {
     uint64_t cap = b->pair_cap ? b->pair_cap * 2 : 4096;
-    uint32_t *pv = (uint32_t *)realloc(b->pair_vox, cap * sizeof(uint32_t));
+    uint32_t *pv = (uint32_t *)vx_realloc(b->pair_vox, cap * sizeof(uint32_t));
     if (!pv) return 0;
     b->pair_vox = pv;
-    uint32_t *pt = (uint32_t *)realloc(b->pair_tri, cap * sizeof(uint32_t));
+    uint32_t *pt = (uint32_t *)vx_realloc(b->pair_tri, cap * sizeof(uint32_t));
     if (!pt) return 0;
     b->pair_tri = pt;
     b->pair_cap = cap;
@@ -179,7 +180,7 @@ static int cmp_u32(const void *a, const void *b) {
 }
 
 /* Processes work item k into j->out_*[k]. Returns VX_OK or VX_ERR_NOMEM. */
-vx_status vx_block_run(vx_block *b, const vx_mesh *mesh, const vx_transform *xf,
+vx_status vx_block_run(vx_block *b, const vx_soup *mesh, const vx_transform *xf,
                        const vx_bins *bins, uint64_t bm, uint64_t *corners) {
   const int64_t B = (int64_t)1 << bins->blog, R = (int64_t)1 << bins->depth;
   uint32_t bx, by, bz;
@@ -191,7 +192,7 @@ vx_status vx_block_run(vx_block *b, const vx_mesh *mesh, const vx_transform *xf,
   b->ntris = bins->off[bm + 1] - bins->off[bm];
   if (corners) *corners = 0;
   if (b->ntris * 9 > b->tg_cap) {
-    double *tg = (double *)realloc(b->tg, b->ntris * 9 * sizeof(double));
+    double *tg = (double *)vx_realloc(b->tg, b->ntris * 9 * sizeof(double));
     if (!tg) return VX_ERR_NOMEM;
     b->tg = tg;
     b->tg_cap = b->ntris * 9;
@@ -228,8 +229,8 @@ static vx_status process_block(job *j, vx_block *b, uint64_t k) {
   uint64_t *codes = NULL;
   vx_voxel *field = NULL;
   if (st == VX_OK) {
-    codes = (uint64_t *)malloc((n ? n : 1) * sizeof(uint64_t));
-    field = (vx_voxel *)malloc((n ? n : 1) * sizeof(vx_voxel));
+    codes = (uint64_t *)vx_malloc((n ? n : 1) * sizeof(uint64_t));
+    field = (vx_voxel *)vx_malloc((n ? n : 1) * sizeof(vx_voxel));
     if (!codes || !field) st = VX_ERR_NOMEM;
   }
   if (st == VX_OK) {
@@ -241,8 +242,8 @@ static vx_status process_block(job *j, vx_block *b, uint64_t k) {
     j->corners += corners;
     pthread_mutex_unlock(&j->mu);
   } else {
-    free(codes);
-    free(field);
+    vx_free(codes);
+    vx_free(field);
     field = NULL;
   }
   vx_block_take(b, field);
@@ -289,7 +290,7 @@ static void *worker(void *arg) {
 }
 
 /* Fills the bins: counts (pass 0) or triangle lists (pass 1). */
-static void bin_pass(const vx_mesh *m, const vx_transform *xf, int64_t R, uint32_t blog, int pass,
+static void bin_pass(const vx_soup *m, const vx_transform *xf, int64_t R, uint32_t blog, int pass,
                      uint64_t *off, uint32_t *tris) {
   const int64_t B = (int64_t)1 << blog, nb = R >> blog;
   for (uint64_t t = 0; t < m->tri_count; t++) {
@@ -333,13 +334,13 @@ uint32_t vx_block_log2(uint32_t depth, uint32_t requested) {
 
 void vx_bins_free(vx_bins *b) {
   if (!b) return;
-  free(b->off);
-  free(b->tris);
-  free(b->work);
+  vx_free(b->off);
+  vx_free(b->tris);
+  vx_free(b->work);
   memset(b, 0, sizeof *b);
 }
 
-vx_status vx_bins_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
                         uint32_t blog, vx_bins *out, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH)
@@ -359,7 +360,7 @@ vx_status vx_bins_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t de
   out->depth = depth;
   out->blog = blog;
   out->nblocks = nblocks;
-  uint64_t *off = (uint64_t *)calloc(nblocks + 1, sizeof(uint64_t));
+  uint64_t *off = (uint64_t *)vx_calloc(nblocks + 1, sizeof(uint64_t));
   if (!off)
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block bins",
                         (unsigned long long)nblocks);
@@ -373,8 +374,8 @@ vx_status vx_bins_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t de
     nwork += c != 0;
   }
   off[nblocks] = total;
-  out->tris = (uint32_t *)malloc((total ? total : 1) * sizeof(uint32_t));
-  out->work = (uint64_t *)malloc((nwork ? nwork : 1) * sizeof(uint64_t));
+  out->tris = (uint32_t *)vx_malloc((total ? total : 1) * sizeof(uint32_t));
+  out->work = (uint64_t *)vx_malloc((nwork ? nwork : 1) * sizeof(uint64_t));
   if (!out->tris || !out->work) {
     vx_bins_free(out);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu triangle bin entries",
@@ -389,9 +390,9 @@ vx_status vx_bins_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t de
   return VX_OK;
 }
 
-vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+vx_status vx_surface_build(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
                            const vx_sign_data *sign, const vx_surface_opts *opts, vx_surface *out,
-                           vx_build_stats *stats, vx_error *err) {
+                           vx_voxelize_stats *stats, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (!(opts->band > 0.0f))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "field band must be positive");
@@ -412,29 +413,17 @@ vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t
   j.progress = opts->progress;
   j.user = opts->user;
   j.status = VX_OK;
-  j.out_codes = (uint64_t **)calloc(nwork ? nwork : 1, sizeof(uint64_t *));
-  j.out_field = (vx_voxel **)calloc(nwork ? nwork : 1, sizeof(vx_voxel *));
-  j.out_count = (uint64_t *)calloc(nwork ? nwork : 1, sizeof(uint64_t));
+  j.out_codes = (uint64_t **)vx_calloc(nwork ? nwork : 1, sizeof(uint64_t *));
+  j.out_field = (vx_voxel **)vx_calloc(nwork ? nwork : 1, sizeof(vx_voxel *));
+  j.out_count = (uint64_t *)vx_calloc(nwork ? nwork : 1, sizeof(uint64_t));
   if (!j.out_codes || !j.out_field || !j.out_count) {
     st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block results",
                       (unsigned long long)nwork);
     goto done;
   }
   pthread_mutex_init(&j.mu, NULL);
-  {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t nt = opts->threads > 0 ? opts->threads : (cores > 0 ? cores : 1);
-    if ((uint64_t)nt > nwork) nt = (int64_t)(nwork ? nwork : 1);
-    if (nt > 256) nt = 256;
-    pthread_t th[256];
-    int started = 0;
-    for (int64_t i = 1; i < nt; i++) {
-      if (pthread_create(&th[started], NULL, worker, &j) != 0) break;
-      started++;
-    }
-    worker(&j);
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-  }
+  vx_parallel(vx_thread_count(opts->threads, nwork < 256 ? (int)(nwork ? nwork : 1) : 256), worker,
+              &j);
   pthread_mutex_destroy(&j.mu);
   if (j.status != VX_OK) {
     st = j.status;
@@ -444,8 +433,8 @@ vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t
   {
     uint64_t n = 0;
     for (uint64_t k = 0; k < nwork; k++) n += j.out_count[k];
-    out->codes = (uint64_t *)malloc((n ? n : 1) * sizeof(uint64_t));
-    out->field = (vx_voxel *)malloc((n ? n : 1) * sizeof(vx_voxel));
+    out->codes = (uint64_t *)vx_malloc((n ? n : 1) * sizeof(uint64_t));
+    out->field = (vx_voxel *)vx_malloc((n ? n : 1) * sizeof(vx_voxel));
     if (!out->codes || !out->field) {
       vx_surface_free(out);
       st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu surface voxels",
@@ -469,12 +458,12 @@ vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t
 done:
   if (j.out_codes)
     for (uint64_t k = 0; k < nwork; k++) {
-      free(j.out_codes[k]);
-      free(j.out_field[k]);
+      vx_free(j.out_codes[k]);
+      vx_free(j.out_field[k]);
     }
-  free(j.out_codes);
-  free(j.out_field);
-  free(j.out_count);
+  vx_free(j.out_codes);
+  vx_free(j.out_field);
+  vx_free(j.out_count);
   vx_bins_free(&bins);
   return st;
 }

@@ -120,7 +120,7 @@ uint64_t vx_block_thin_fix(vx_block *b, vx_voxel *field) {
   uint64_t n = 0;
   for (uint64_t i = 0; i < b->nlist; i++) n += vx_thin_kind(&field[i]) != 0;
   if (n == 0) return 0;
-  thin_item *it = (thin_item *)malloc(n * sizeof *it);
+  thin_item *it = (thin_item *)vx_malloc(n * sizeof *it);
   if (!it) return 0; /* keep the plain values: rendering may show a gap there, nothing worse */
   n = 0;
   for (uint64_t i = 0; i < b->nlist; i++) {
@@ -160,6 +160,6 @@ uint64_t vx_block_thin_fix(vx_block *b, vx_voxel *field) {
                                       b->org[0] + x, b->org[1] + y, b->org[2] + z,
                                       &field[it[k].i]);
   }
-  free(it);
+  vx_free(it);
   return fixed;
 }

@@ -474,9 +474,9 @@ vx_status append(host_out *o, const uint64_t *dcode, const vx_voxel *dfield, uin
   }
   if (o->s->count + n > o->cap) {
     uint64_t cap = (o->s->count + n) + (o->s->count + n) / 2;
-    uint64_t *c = (uint64_t *)realloc(o->s->codes, cap * sizeof(uint64_t));
+    uint64_t *c = (uint64_t *)vx_realloc(o->s->codes, cap * sizeof(uint64_t));
     if (c) o->s->codes = c;
-    vx_voxel *f = (vx_voxel *)realloc(o->s->field, cap * sizeof(vx_voxel));
+    vx_voxel *f = (vx_voxel *)vx_realloc(o->s->field, cap * sizeof(vx_voxel));
     if (f) o->s->field = f;
     if (!c || !f)
       return vx_error_set(err, VX_ERR_NOMEM, "out of host memory for %llu surface voxels",
@@ -751,10 +751,10 @@ extern "C" void vx_gpu_warmup_join(void *h) {
   delete t;
 }
 
-extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transform *xf,
+extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transform *xf,
                                           uint32_t depth, const vx_sign_data *sign, float band,
                                           const vx_gpu_build_opts *go, vx_progress_fn progress,
-                                          void *user, vx_surface *out, vx_build_stats *stats,
+                                          void *user, vx_surface *out, vx_voxelize_stats *stats,
                                           vx_error *err) {
   memset(out, 0, sizeof *out);
   if (mesh->tri_count >= UINT32_MAX)
@@ -786,12 +786,12 @@ extern "C" vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transfor
   /* inputs: grid triangles (the host's bits, vx_grid_tri) and the sign tables */
   {
     const uint64_t T = mesh->tri_count;
-    double *tg = (double *)malloc(T * 9 * sizeof(double));
+    double *tg = (double *)vx_malloc(T * 9 * sizeof(double));
     if (!tg) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu triangles",
                                  (unsigned long long)T);
     for (uint64_t t = 0; t < T; t++) vx_grid_tri(mesh, xf, t, tg + t * 9);
     r = upload(&in.tg, tg, T * 9, err);
-    free(tg);
+    vx_free(tg);
   }
   sign_source ss;
   memset(&ss, 0, sizeof ss);

@@ -3,10 +3,10 @@
 
 #include <string.h>
 
-vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
                                const vx_sign_data *sign, float band, const vx_gpu_build_opts *go,
                                vx_progress_fn progress, void *user, vx_surface *out,
-                               vx_build_stats *stats, vx_error *err) {
+                               vx_voxelize_stats *stats, vx_error *err) {
   memset(out, 0, sizeof *out);
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }
@@ -16,13 +16,13 @@ void vx_gpu_warmup_join(void *h) { (void)h; }
 
 void vx_gpu_surface_free(vx_surface *s) { memset(s, 0, sizeof *s); }
 
-vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
-                            vx_tree_prealloc *pre, vx_tree *out, double sec[3], vx_error *err) {
+vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
+                            vx_octree_prealloc *pre, vx_octree *out, double sec[3], vx_error *err) {
   memset(out, 0, sizeof *out);
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }
 
-vx_status vx_sign_cert_gpu(const vx_mesh *m, const vx_transform *xf, const vx_wind_tree *w,
+vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf, const vx_wind_tree *w,
                            uint8_t *clean, vx_error *err) {
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }

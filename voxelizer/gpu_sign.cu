@@ -26,7 +26,7 @@ __global__ void k_cert(const vx_wind_node *nodes, const double *wtri, const doub
 
 } /* namespace */
 
-extern "C" vx_status vx_sign_cert_gpu(const vx_mesh *m, const vx_transform *xf,
+extern "C" vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf,
                                       const vx_wind_tree *w, uint8_t *clean, vx_error *err) {
   const uint64_t T = m->tri_count;
   if (T == 0 || w->node_count == 0) return VX_OK;
@@ -35,7 +35,7 @@ extern "C" vx_status vx_sign_cert_gpu(const vx_mesh *m, const vx_transform *xf,
     cudaGetLastError();
     return vx_error_set(err, VX_ERR_NO_GPU, "no usable CUDA device");
   }
-  double *tg = (double *)malloc(T * 9 * sizeof(double));
+  double *tg = (double *)vx_malloc(T * 9 * sizeof(double));
   if (!tg) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   for (uint64_t t = 0; t < T; t++) vx_grid_tri(m, xf, t, tg + t * 9);
   double *dtg = NULL, *dwt = NULL;
@@ -61,6 +61,6 @@ extern "C" vx_status vx_sign_cert_gpu(const vx_mesh *m, const vx_transform *xf,
   cudaFree(dwt);
   cudaFree(dn);
   cudaFree(dc);
-  free(tg);
+  vx_free(tg);
   return r;
 }

@@ -1,4 +1,4 @@
-/* gpu_tree.cu - the octree and its planes on the GPU: vx_tree_build + vx_tree_fit_planes, bit for
+/* gpu_tree.cu - the octree and its planes on the GPU: vx_octree_build + vx_octree_fit_planes, bit for
  * bit, from a surface that is already in GPU memory (gpu_build.cu, device_out).
  *
  * Levels, bottom-up (CUB): the parents of level l+1 are the runs of equal code >> 3 in its sorted
@@ -12,7 +12,7 @@
  * vx_fit_root, 176 bytes) is kept only until its parent's level is done. Compiled with
  * --fmad=false like gpu_build.cu, so the arithmetic rounds as on the host: the planes, error codes
  * and flags are the CPU's (test_gpu_build compares whole files).
- * Then nodes and voxels are copied into a host vx_tree.
+ * Then nodes and voxels are copied into a host vx_octree.
  */
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
@@ -81,8 +81,8 @@ struct level_arrays {
 
 } /* namespace */
 
-extern "C" vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
-                                       vx_tree_prealloc *pre, vx_tree *out, double sec[3],
+extern "C" vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
+                                       vx_octree_prealloc *pre, vx_octree *out, double sec[3],
                                        vx_error *err) {
   memset(out, 0, sizeof *out);
   if (dev->count == 0) return vx_error_set(err, VX_ERR_EMPTY, "no surface voxels");
@@ -199,7 +199,7 @@ extern "C" vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, fl
       pre->nodes = NULL;
       pre->voxels = NULL;
     } else {
-      vx_status s = vx_tree_alloc(out, err);
+      vx_status s = vx_octree_alloc(out, err);
       if (s != VX_OK) return s;
     }
     CK(vxgpu::copy_back(out->nodes, dnodes, nodes * sizeof(vx_node)));
@@ -220,6 +220,6 @@ extern "C" vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, fl
   cudaFree(tmp);
   cudaFree(dnum);
   if (st) cudaStreamDestroy(st);
-  if (r != VX_OK) vx_tree_free(out);
+  if (r != VX_OK) vx_octree_free(out);
   return r;
 }

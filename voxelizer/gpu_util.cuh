@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "svo/system.h"
 #include "svo/svo.h"
 
 namespace vxgpu {
@@ -33,11 +34,7 @@ inline vx_status fail(vx_error *err, cudaError_t e, const char *what, int line) 
 
 inline unsigned grid_of(uint64_t n, unsigned block) { return (unsigned)((n + block - 1) / block); }
 
-inline double now_s() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+inline double now_s() { return vx_clock_seconds(); }
 
 /* Copies `bytes` from src to dst on up to 16 threads. */
 inline void parallel_copy(char *dst, const char *src, size_t bytes) {

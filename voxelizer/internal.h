@@ -2,7 +2,7 @@
  *
  * Pipeline (voxelize.c): grid transform -> sign data for the whole mesh (sign.c) -> surface voxels
  * and corner values block by block (blocks.c for binning, overlap and the work queue; field.c for
- * the corner distances and signs) -> vx_tree_build -> planes -> pruning. The streaming build
+ * the corner distances and signs) -> vx_octree_build -> planes -> pruning. The streaming build
  * (ooc.c, vx_voxelize_stream) runs the same blocks but turns each into its own fitted subtree and
  * appends it to a level-by-level stream (svo/stream.h) that can spill to disk.
  *
@@ -19,7 +19,7 @@
 #define VOXLOD_VOXELIZER_INTERNAL_H
 
 #include <stdint.h>
-#include "svo/mesh.h"
+#include "svo/soup.h"
 #include "svo/svo.h"
 #include "svo/stream.h"
 #include "voxelizer/voxelizer.h"
@@ -42,7 +42,7 @@ VX_HD uint64_t vx_mix64(uint64_t x) {
 
 /* Triangle t of the mesh in grid coordinates (finest voxels), double. Every module maps through
  * this one function, so the same triangle has the same bits everywhere. */
-static inline void vx_grid_tri(const vx_mesh *m, const vx_transform *xf, uint64_t t, double g[9]) {
+static inline void vx_grid_tri(const vx_soup *m, const vx_transform *xf, uint64_t t, double g[9]) {
   const float *p = m->pos + t * 9;
   for (int v = 0; v < 3; v++)
     for (int i = 0; i < 3; i++) g[v * 3 + i] = ((double)p[v * 3 + i] - xf->origin[i]) / xf->scale;
@@ -50,25 +50,25 @@ static inline void vx_grid_tri(const vx_mesh *m, const vx_transform *xf, uint64_
 
 /* voxelize.c: checks the build options and derives the grid (transform, depth, band); every
  * build path starts here. */
-vx_status vx_voxelize_setup(const vx_mesh *mesh, const vx_build_opts *opts, vx_transform *xf,
+vx_status vx_voxelize_setup(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_transform *xf,
                             uint32_t *depth, float *band, vx_error *err);
 
 /* ---- sign (sign.c) --------------------------------------------------------------------------- */
 
 /* Pseudo-normal tables only (the winding tree stays empty): the VX_SIGN_PSEUDO_NORMAL rule.
  * The winding rule builds them too, plus the tree and the clean flags. */
-vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err);
+vx_status vx_sign_build(const vx_soup *m, vx_sign_data *s, vx_error *err);
 /* The tables of `rule` (VX_SIGN_*) for a surface build in the grid of `xf` (uses all cores; the
  * result does not depend on how many). */
-vx_status vx_sign_build_rule(const vx_mesh *m, const vx_transform *xf, int rule, vx_sign_data *s,
+vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule, vx_sign_data *s,
                              vx_error *err);
 /* The same, certifying the clean triangles on the GPU when gpu != 0 and one can (else on the CPU;
  * the flags are the same either way). */
-vx_status vx_sign_build_rule_ex(const vx_mesh *m, const vx_transform *xf, int rule, int gpu,
+vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int rule, int gpu,
                                 vx_sign_data *s, vx_error *err);
 /* gpu_sign.cu: vx_cert_triangle (cert_eval.h) on the GPU for every triangle with clean[t] != 0,
  * in place. Any failure (no GPU, no memory) leaves clean untouched and returns its status. */
-vx_status vx_sign_cert_gpu(const vx_mesh *m, const vx_transform *xf, const vx_wind_tree *w,
+vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf, const vx_wind_tree *w,
                            uint8_t *clean, vx_error *err);
 void vx_sign_free(vx_sign_data *s);
 
@@ -96,9 +96,9 @@ void vx_surface_free(vx_surface *s);
 /* Surface voxels and corner values of `mesh` in a grid of 2^depth voxels per axis under `xf`.
  * `sign` must come from vx_sign_build on the same mesh. Stats fields triangles, surface_voxels,
  * corners and pair_tests are filled when `stats` is non-NULL. */
-vx_status vx_surface_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+vx_status vx_surface_build(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
                            const vx_sign_data *sign, const vx_surface_opts *opts, vx_surface *out,
-                           vx_build_stats *stats, vx_error *err);
+                           vx_voxelize_stats *stats, vx_error *err);
 
 /* One block's working state (blocks.c owns it; field.c fills the corners). */
 typedef struct vx_block {
@@ -158,7 +158,7 @@ typedef struct vx_bins {
 uint32_t vx_block_log2(uint32_t depth, uint32_t requested);
 
 /* Bins every triangle of `mesh` (see blocks.c). Checks depth, blog and the block count. */
-vx_status vx_bins_build(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
                         uint32_t blog, vx_bins *out, vx_error *err);
 void vx_bins_free(vx_bins *b);
 
@@ -170,7 +170,7 @@ void vx_block_release(vx_block *b);
 /* Voxelizes block `bm` (Morton code in the block grid): afterwards b->list[0 .. b->nlist) holds
  * its surface voxels' local Morton codes, ascending, and vx_block_take() reads their corner
  * values. *corners (may be NULL) receives the number of corners computed. VX_ERR_NOMEM only. */
-vx_status vx_block_run(vx_block *b, const vx_mesh *mesh, const vx_transform *xf,
+vx_status vx_block_run(vx_block *b, const vx_soup *mesh, const vx_transform *xf,
                        const vx_bins *bins, uint64_t bm, uint64_t *corners);
 
 /* Writes the corner values of b->list's voxels to field[0 .. nlist), then clears the block for
@@ -184,7 +184,7 @@ typedef struct vx_gpu_build_opts {
                           grid, split only when GPU memory requires it */
   uint64_t mem_budget; /* GPU bytes a partition may use; 0: 85% of the free memory */
   int device_out;      /* 1: the surface stays in GPU memory (out's arrays are device pointers,
-                          freed with vx_gpu_surface_free) for vx_tree_build_gpu */
+                          freed with vx_gpu_surface_free) for vx_octree_build_gpu */
   /* With sign == NULL: called (once) when the sign tables are first needed, after the first
    * partition's overlaps are sorted; returns them (kept by the caller) or NULL with *err set. */
   const vx_sign_data *(*sign_wait)(void *ctx, vx_error *err);
@@ -195,23 +195,23 @@ typedef struct vx_gpu_build_opts {
   void *count_ctx;
 } vx_gpu_build_opts;
 
-/* Host arrays for vx_tree_build_gpu's result, allocated (and their pages touched) ahead of time;
+/* Host arrays for vx_octree_build_gpu's result, allocated (and their pages touched) ahead of time;
  * used when large enough, else the tree allocates its own. The tree takes the ones it uses. */
-typedef struct vx_tree_prealloc {
-  vx_node *nodes;   /* 16-byte aligned, free()-able */
+typedef struct vx_octree_prealloc {
+  vx_node *nodes;   /* 16-byte aligned, vx_free()-able */
   uint64_t node_cap;
   vx_voxel *voxels;
   uint64_t voxel_cap;
-} vx_tree_prealloc;
+} vx_octree_prealloc;
 
 void vx_gpu_surface_free(vx_surface *s);
 
-/* vx_tree_build + vx_tree_fit_planes on the GPU (gpu_tree.cu), bit for bit: from a surface in GPU
+/* vx_octree_build + vx_octree_fit_planes on the GPU (gpu_tree.cu), bit for bit: from a surface in GPU
  * memory (vx_gpu_build_opts.device_out) to a host tree with every level, child index and plane
  * (xf, band and prune_error are left to the caller). sec (may be NULL) receives the seconds of
  * the levels, the fit and the copy to the host. */
-vx_status vx_tree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
-                            vx_tree_prealloc *pre, vx_tree *out, double sec[3], vx_error *err);
+vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
+                            vx_octree_prealloc *pre, vx_octree *out, double sec[3], vx_error *err);
 
 /* Creates the CUDA context on a background thread (call before CPU work that precedes
  * vx_surface_build_gpu, join before it); NULL and a no-op without CUDA. */
@@ -220,10 +220,10 @@ void vx_gpu_warmup_join(void *handle);
 
 /* vx_surface_build's result computed on the GPU, bit for bit the same (gpu_build.cu explains
  * the one exception). `go` may be NULL; `sign` may be NULL when go->sign_wait supplies it. VX_ERR_NO_GPU without a usable device or without CUDA. */
-vx_status vx_surface_build_gpu(const vx_mesh *mesh, const vx_transform *xf, uint32_t depth,
+vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
                                const vx_sign_data *sign, float band, const vx_gpu_build_opts *go,
                                vx_progress_fn progress, void *user, vx_surface *out,
-                               vx_build_stats *stats, vx_error *err);
+                               vx_voxelize_stats *stats, vx_error *err);
 
 /* ---- the streaming build (ooc.c) ------------------------------------------------------------ */
 
@@ -236,9 +236,9 @@ typedef struct vx_stream_build_opts {
   vx_gpu_build_opts gpu; /* GPU build (opts->gpu): partition size and memory budget */
 } vx_stream_build_opts;
 
-vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
+vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opts,
                                 const char *tmp_dir, const vx_stream_build_opts *xo,
-                                vx_stream *out, vx_build_stats *stats, vx_error *err);
+                                vx_stream *out, vx_voxelize_stats *stats, vx_error *err);
 
 VX_EXTERN_C_END
 

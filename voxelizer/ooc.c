@@ -9,9 +9,9 @@
  *    self-contained subtree of levels S .. D.
  * 2. A pool of threads takes blocks in Morton order (a shared counter). Each voxelizes its block
  *    (surface voxels and corner values, exactly as vx_surface_build), builds the block's subtree
- *    (vx_tree_build on the local codes) and fits its planes (vx_tree_fit_subtree): every node's
+ *    (vx_octree_build on the local codes) and fits its planes (vx_octree_fit_subtree): every node's
  *    plane and errors depend only on its own subtree, in its own frame, so they are the bits a
- *    whole-tree vx_tree_fit_planes gives.
+ *    whole-tree vx_octree_fit_planes gives.
  * 3. Blocks finish out of order; a reorder window of W slots holds finished blocks until all
  *    earlier ones are in, and a thread may not start block k >= (next to emit) + W, which bounds
  *    the memory in flight. Whichever thread completes the block that is next in line emits it and
@@ -19,7 +19,7 @@
  *    and its voxels to level D. Concatenating blocks in Morton order gives each level in
  *    breadth-first (Morton) order, so nothing is ever sorted or merged.
  * 4. Only each block root's fit results (moments, error bound, sample box) are kept. At the end
- *    the levels 0 .. S-1 are built from the root codes and fitted above them (vx_tree_fit_top).
+ *    the levels 0 .. S-1 are built from the root codes and fitted above them (vx_octree_fit_top).
  * Memory: the appended levels stay in memory while they fit the budget derived from the limit
  * (including what writing the file in memory will cost later); past it every level moves to one
  * temporary file (svo/stream.c), and formats/svo_stream.c later streams those files into the .svo.
@@ -27,6 +27,7 @@
  * build will hold whatever happens (bins, per-thread scratch, the window, the writer's buffers).
  */
 #define _POSIX_C_SOURCE 200809L
+#include "svo/system.h"
 #include "voxelizer/internal.h"
 #include "svo/lod.h"
 #include "svo/stream.h"
@@ -41,12 +42,12 @@
 
 typedef struct blk_result {
   int ready;
-  vx_tree sub;        /* the block's subtree (depth b); sub.nodes == NULL: no surface voxels */
+  vx_octree sub;        /* the block's subtree (depth b); sub.nodes == NULL: no surface voxels */
   vx_fit_root root;
 } blk_result;
 
 typedef struct ooc_job {
-  const vx_mesh *mesh;
+  const vx_soup *mesh;
   const vx_transform *xf;
   const vx_sign_data *sign;
   const vx_bins *bins;        /* CPU build: blocks with triangles (work = bins->work) */
@@ -92,9 +93,9 @@ static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, u
   }
   if (st == VX_OK && n > *cap) {
     uint64_t c = n + n / 2;
-    uint64_t *nc = (uint64_t *)realloc(*codes, c * sizeof(uint64_t));
+    uint64_t *nc = (uint64_t *)vx_realloc(*codes, c * sizeof(uint64_t));
     if (nc) *codes = nc;
-    vx_voxel *nf = (vx_voxel *)realloc(*field, c * sizeof(vx_voxel));
+    vx_voxel *nf = (vx_voxel *)vx_realloc(*field, c * sizeof(vx_voxel));
     if (nf) *field = nf;
     if (nc && nf)
       *cap = c;
@@ -119,11 +120,11 @@ static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, u
   pthread_mutex_unlock(&j->mu);
   b->pair_tests = 0;
   if (n == 0) return VX_OK; /* triangles only in the halo: nothing to emit */
-  st = vx_tree_build(j->blog, *codes, *field, n, &r->sub, err);
+  st = vx_octree_build(j->blog, *codes, *field, n, &r->sub, err);
   if (st != VX_OK) return st;
   r->sub.band = j->band;
-  st = vx_tree_fit_subtree(&r->sub, &r->root, NULL, NULL, err);
-  if (st != VX_OK) vx_tree_free(&r->sub);
+  st = vx_octree_fit_subtree(&r->sub, &r->root, NULL, NULL, err);
+  if (st != VX_OK) vx_octree_free(&r->sub);
   return st;
 }
 
@@ -131,7 +132,7 @@ static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, u
 static vx_status emit(ooc_job *j, blk_result *r, uint64_t k, vx_error *err) {
   vx_status st = VX_OK;
   if (!r->sub.nodes) return VX_OK;
-  const vx_tree *t = &r->sub;
+  const vx_octree *t = &r->sub;
   for (uint32_t i = 0; i < j->blog && st == VX_OK; i++)
     st = vx_stream_append(j->out, j->split + i, t->nodes + t->level_first[i], t->level_count[i],
                           err);
@@ -194,7 +195,7 @@ static void *worker(void *arg) {
       uint64_t ke = j->next_emit;
       pthread_mutex_unlock(&j->mu);
       st = emit(j, &done, ke, &e);
-      vx_tree_free(&done.sub);
+      vx_octree_free(&done.sub);
       pthread_mutex_lock(&j->mu);
       if (st != VX_OK) {
         fail_locked(j, st, &e);
@@ -210,8 +211,8 @@ static void *worker(void *arg) {
     j->emitting = 0;
   }
   pthread_mutex_unlock(&j->mu);
-  free(codes);
-  free(field);
+  vx_free(codes);
+  vx_free(field);
   vx_block_release(&b);
   return NULL;
 }
@@ -227,7 +228,7 @@ static vx_status build_top(ooc_job *j, vx_error *err) {
                           (unsigned long long)j->nroots);
     return vx_stream_set_top(j->out, NULL, counts, err);
   }
-  vx_tree t;
+  vx_octree t;
   memset(&t, 0, sizeof t);
   t.depth = D;
   t.levels_loaded = S + 1;
@@ -240,7 +241,7 @@ static vx_status build_top(ooc_job *j, vx_error *err) {
     t.level_count[l] = c;
   }
   t.level_count[S] = j->nroots;
-  vx_status st = vx_tree_alloc(&t, err);
+  vx_status st = vx_octree_alloc(&t, err);
   if (st != VX_OK) return st;
   for (uint32_t l = 0; l < S; l++) {
     uint32_t shift = 3 * (S - l);
@@ -260,32 +261,19 @@ static vx_status build_top(ooc_job *j, vx_error *err) {
       run += vx_popcount8(vx_node_mask(lvl[k].info));
     }
   }
-  st = vx_tree_fit_top(&t, D, j->root_fit, err);
+  st = vx_octree_fit_top(&t, D, j->root_fit, err);
   if (st == VX_OK) {
     for (uint32_t l = 0; l < S; l++) counts[l] = t.level_count[l];
     st = vx_stream_set_top(j->out, t.nodes, counts, err); /* the nodes of level S ride along */
     t.nodes = NULL;
   }
-  vx_tree_free(&t);
+  vx_octree_free(&t);
   return st;
 }
 
-/* Resident bytes of this process now (Linux /proc), or 0 when unknown. */
-static uint64_t resident_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  unsigned long long size = 0, res = 0;
-  int n = fscanf(f, "%llu %llu", &size, &res);
-  fclose(f);
-  long page = sysconf(_SC_PAGESIZE);
-  return n == 2 && page > 0 ? (uint64_t)res * (uint64_t)page : 0;
-}
 
-static int thread_count(const vx_build_opts *opts, uint64_t nwork) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int64_t nt = opts->threads > 0 ? opts->threads : (cores > 0 ? cores : 1);
-  if ((uint64_t)nt > nwork) nt = (int64_t)(nwork ? nwork : 1);
-  return nt > 256 ? 256 : (int)nt;
+static int thread_count(const vx_voxelize_opts *opts, uint64_t nwork) {
+  return vx_thread_count(opts->threads, nwork < 256 ? (int)(nwork ? nwork : 1) : 256);
 }
 
 /* Bytes of one thread's block scratch (blocks.c) plus its subtree and output buffers, for a block
@@ -302,7 +290,7 @@ static double thread_bytes(uint32_t B, double vox) {
  * Morton order, and where each one's voxels start. */
 typedef struct gpu_input {
   vx_surface surf;
-  vx_build_stats stats;
+  vx_voxelize_stats stats;
   uint64_t *work, *soff, nwork;
 } gpu_input;
 
@@ -311,8 +299,8 @@ static vx_status gpu_blocks(gpu_input *g, uint32_t blog, vx_error *err) {
   const uint32_t sh = 3 * blog;
   uint64_t n = 0;
   for (uint64_t i = 0; i < s->count; i++) n += i == 0 || s->codes[i] >> sh != s->codes[i - 1] >> sh;
-  g->work = (uint64_t *)malloc((n ? n : 1) * sizeof(uint64_t));
-  g->soff = (uint64_t *)malloc((n + 1) * sizeof(uint64_t));
+  g->work = (uint64_t *)vx_malloc((n ? n : 1) * sizeof(uint64_t));
+  g->soff = (uint64_t *)vx_malloc((n + 1) * sizeof(uint64_t));
   if (!g->work || !g->soff)
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block records",
                         (unsigned long long)n);
@@ -327,23 +315,18 @@ static vx_status gpu_blocks(gpu_input *g, uint32_t blog, vx_error *err) {
   return VX_OK;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void free_inputs(vx_bins *b, gpu_input *g) {
   vx_bins_free(b);
   vx_surface_free(&g->surf);
-  free(g->work);
-  free(g->soff);
+  vx_free(g->work);
+  vx_free(g->soff);
   memset(g, 0, sizeof *g);
 }
 
-vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
+vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opts,
                                 const char *tmp_dir, const vx_stream_build_opts *xo,
-                                vx_stream *out, vx_build_stats *stats, vx_error *err) {
+                                vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (stats) memset(stats, 0, sizeof *stats);
   vx_transform xf;
@@ -359,7 +342,7 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
    * least one entry per triangle), every thread's scratch and the writer. */
   const double tris = (double)mesh->tri_count;
   const double sign_bytes = opts->sign_rule == VX_SIGN_PSEUDO_NORMAL ? 64.0 : 200.0;
-  const double base0 = (double)resident_bytes();
+  const double base0 = (double)vx_resident_bytes();
   const int nt_max = thread_count(opts, UINT64_MAX);
   double fixed = tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, 0.25 * B * B * B) +
                  WRITER_RESERVE;
@@ -372,13 +355,13 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
                         tris * (sign_bytes + 4.0) * MiB, nt_max * thread_bytes(B, 0.25 * B * B * B) * MiB,
                         nt_max, WRITER_RESERVE * MiB, (double)limit * MiB);
 
-  double t0 = now_s();
+  double t0 = vx_clock_seconds();
   void *warm = opts->gpu ? vx_gpu_warmup_start() : NULL;
   vx_sign_data sign;
   st = vx_sign_build_rule_ex(mesh, &xf, opts->sign_rule, opts->gpu, &sign, err); /* as vx_voxelize */
   vx_gpu_warmup_join(warm);
   if (st != VX_OK) return st;
-  const double t1 = now_s();
+  const double t1 = vx_clock_seconds();
   vx_bins bins;
   gpu_input gi;
   memset(&bins, 0, sizeof bins);
@@ -396,8 +379,8 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
     free_inputs(&bins, &gi);
     return st;
   }
-  const double t2 = now_s();
-  const vx_build_stats gstats = gi.stats; /* gi is freed before the stats are filled */
+  const double t2 = vx_clock_seconds();
+  const vx_voxelize_stats gstats = gi.stats; /* gi is freed before the stats are filled */
   ooc_job j;
   memset(&j, 0, sizeof j);
   const uint64_t nwork = opts->gpu ? gi.nwork : bins.nwork;
@@ -406,7 +389,7 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
   /* The budget for the levels held in memory: what is left once the process, the threads, the
    * window, the roots and the writer are paid for, divided by 2.5 because writing a tree from
    * memory holds the tree, its largest packed level and the compressed sections together. */
-  double base1 = (double)resident_bytes();
+  double base1 = (double)vx_resident_bytes();
   double roots = (double)nwork * (double)(8 + sizeof(vx_node) + sizeof(vx_fit_root));
   double hold = (double)nt * thread_bytes(B, 0.25 * B * B * B) +
                 (double)j.window * (0.25 * B * B * B) * 40.0 + roots + WRITER_RESERVE;
@@ -452,24 +435,17 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
   j.fail_block = xo ? xo->fail_block : 0;
   j.progress = opts->progress;
   j.user = opts->user;
-  j.slot = (blk_result *)calloc(j.window, sizeof(blk_result));
-  j.root_code = (uint64_t *)malloc((nwork ? nwork : 1) * sizeof(uint64_t));
-  j.root_node = (vx_node *)aligned_alloc(16, (nwork ? nwork : 1) * sizeof(vx_node));
-  j.root_fit = (vx_fit_root *)malloc((nwork ? nwork : 1) * sizeof(vx_fit_root));
+  j.slot = (blk_result *)vx_calloc(j.window, sizeof(blk_result));
+  j.root_code = (uint64_t *)vx_malloc((nwork ? nwork : 1) * sizeof(uint64_t));
+  j.root_node = (vx_node *)vx_malloc((nwork ? nwork : 1) * sizeof(vx_node));
+  j.root_fit = (vx_fit_root *)vx_malloc((nwork ? nwork : 1) * sizeof(vx_fit_root));
   if (!j.slot || !j.root_code || !j.root_node || !j.root_fit) {
     st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block records",
                       (unsigned long long)nwork);
   } else {
     pthread_mutex_init(&j.mu, NULL);
     pthread_cond_init(&j.cv, NULL);
-    pthread_t th[256];
-    int started = 0;
-    for (int i = 1; i < nt; i++) {
-      if (pthread_create(&th[started], NULL, worker, &j) != 0) break;
-      started++;
-    }
-    worker(&j);
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    vx_parallel(nt, worker, &j);
     pthread_cond_destroy(&j.cv);
     pthread_mutex_destroy(&j.mu);
     if (j.status != VX_OK) {
@@ -479,8 +455,8 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
       st = vx_error_set(err, VX_ERR_EMPTY, "no surface voxels: nothing to build");
     }
   }
-  for (uint64_t i = 0; j.slot && i < j.window; i++) vx_tree_free(&j.slot[i].sub);
-  free(j.slot);
+  for (uint64_t i = 0; j.slot && i < j.window; i++) vx_octree_free(&j.slot[i].sub);
+  vx_free(j.slot);
   free_inputs(&bins, &gi);
   vx_sign_free(&sign);
   if (st == VX_OK) st = build_top(&j, err);
@@ -492,22 +468,22 @@ vx_status vx_voxelize_stream_ex(const vx_mesh *mesh, const vx_build_opts *opts,
     stats->triangles = mesh->tri_count;
     stats->surface_voxels = out->level_count[depth];
     stats->sec_sign = t1 - t0;
-    stats->sec_voxels = opts->gpu ? t2 - t1 : now_s() - t1;
-    stats->sec_tree = opts->gpu ? now_s() - t2 : 0.0;
+    stats->sec_voxels = opts->gpu ? t2 - t1 : vx_clock_seconds() - t1;
+    stats->sec_tree = opts->gpu ? vx_clock_seconds() - t2 : 0.0;
     for (int k = 0; k < 5; k++) stats->sec_gpu[k] = gstats.sec_gpu[k];
     stats->corners = opts->gpu ? gstats.corners : j.corners;
     stats->corners_wound = gstats.corners_wound;
     stats->pair_tests = opts->gpu ? gstats.pair_tests : j.pair_tests;
     for (uint32_t l = 0; l < depth; l++) stats->nodes += out->level_count[l];
   }
-  free(j.root_code);
-  free(j.root_node);
-  free(j.root_fit);
+  vx_free(j.root_code);
+  vx_free(j.root_node);
+  vx_free(j.root_fit);
   if (st != VX_OK) vx_stream_free(out);
   return st;
 }
 
-vx_status vx_voxelize_stream(const vx_mesh *mesh, const vx_build_opts *opts, const char *tmp_dir,
-                             vx_stream *out, vx_build_stats *stats, vx_error *err) {
+vx_status vx_voxelize_stream(const vx_soup *mesh, const vx_voxelize_opts *opts, const char *tmp_dir,
+                             vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
   return vx_voxelize_stream_ex(mesh, opts, tmp_dir, NULL, out, stats, err);
 }

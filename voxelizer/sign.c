@@ -51,6 +51,7 @@
  * closest triangle, at the price of a hierarchy query per corner; the pseudo-normal costs nothing
  * beyond the distance.
  */
+#include "svo/system.h"
 #include "voxelizer/internal.h"
 #include "voxelizer/distance.h"
 #include "voxelizer/cert_eval.h"
@@ -64,14 +65,14 @@
 
 void vx_sign_free(vx_sign_data *s) {
   if (!s) return;
-  free(s->face_n);
-  free(s->edge_n);
-  free(s->vid);
-  free(s->vert_n);
+  vx_free(s->face_n);
+  vx_free(s->edge_n);
+  vx_free(s->vid);
+  vx_free(s->vert_n);
   vx_wind_free(&s->wind);
-  free(s->clean);
-  free(s->vclean);
-  free(s->eid);
+  vx_free(s->clean);
+  vx_free(s->vclean);
+  vx_free(s->eid);
   memset(s, 0, sizeof *s);
 }
 
@@ -89,9 +90,9 @@ static uint64_t table_size(uint64_t n) {
 }
 
 /* Welds the 3T corners by exact position; fills s->vid, returns the vertex count or -1 on NOMEM. */
-static int64_t weld(const vx_mesh *m, uint32_t *vid) {
+static int64_t weld(const vx_soup *m, uint32_t *vid) {
   uint64_t n = m->tri_count * 3, size = table_size(n), mask = size - 1;
-  uint32_t *slot = (uint32_t *)malloc(size * sizeof *slot); /* first corner of the vertex + 1 */
+  uint32_t *slot = (uint32_t *)vx_malloc(size * sizeof *slot); /* first corner of the vertex + 1 */
   if (!slot) return -1;
   memset(slot, 0, size * sizeof *slot);
   uint32_t count = 0;
@@ -114,7 +115,7 @@ static int64_t weld(const vx_mesh *m, uint32_t *vid) {
       h = (h + 1) & mask;
     }
   }
-  free(slot);
+  vx_free(slot);
   return count;
 }
 
@@ -123,22 +124,22 @@ static void average_to(const double v[3], double w, float *out) {
   for (int i = 0; i < 3; i++) out[i] = w > 0.0 ? (float)(v[i] / w) : 0.0f;
 }
 
-vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err) {
+vx_status vx_sign_build(const vx_soup *m, vx_sign_data *s, vx_error *err) {
   memset(s, 0, sizeof *s);
   uint64_t T = m->tri_count;
   if (T == 0) return vx_error_set(err, VX_ERR_EMPTY, "no triangles");
   if (T * 3 >= UINT32_MAX)
     return vx_error_set(err, VX_ERR_LIMIT, "too many triangles for the sign tables (%llu)",
                         (unsigned long long)T);
-  s->face_n = (float *)malloc(T * 3 * sizeof(float));
-  s->edge_n = (float *)malloc(T * 9 * sizeof(float));
-  s->vid = (uint32_t *)malloc(T * 3 * sizeof(uint32_t));
-  uint32_t *eid = (uint32_t *)malloc(T * 3 * sizeof(uint32_t));
+  s->face_n = (float *)vx_malloc(T * 3 * sizeof(float));
+  s->edge_n = (float *)vx_malloc(T * 9 * sizeof(float));
+  s->vid = (uint32_t *)vx_malloc(T * 3 * sizeof(uint32_t));
+  uint32_t *eid = (uint32_t *)vx_malloc(T * 3 * sizeof(uint32_t));
   if (!s->face_n || !s->edge_n || !s->vid || !eid) goto nomem;
   int64_t nv = weld(m, s->vid);
   if (nv < 0) goto nomem;
   s->vert_count = (uint64_t)nv;
-  double *vacc = (double *)calloc((size_t)nv * 4, sizeof(double));
+  double *vacc = (double *)vx_calloc((size_t)nv * 4, sizeof(double));
   if (!vacc) goto nomem;
 
   /* Face normals and angle-weighted vertex sums. */
@@ -175,26 +176,26 @@ vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err) {
       vacc[(uint64_t)id * 4 + 3] += ang;
     }
   }
-  s->vert_n = (float *)malloc((size_t)nv * 3 * sizeof(float));
+  s->vert_n = (float *)vx_malloc((size_t)nv * 3 * sizeof(float));
   if (!s->vert_n) {
-    free(vacc);
+    vx_free(vacc);
     goto nomem;
   }
   for (int64_t i = 0; i < nv; i++) average_to(vacc + i * 4, vacc[i * 4 + 3], s->vert_n + i * 3);
-  free(vacc);
+  vx_free(vacc);
 
   /* Edges: weld by their two vertex ids, sum the face normals of all triangles on each. */
   {
     uint64_t n = T * 3, size = table_size(n), mask = size - 1;
-    uint64_t *key = (uint64_t *)malloc(size * sizeof *key);
-    uint32_t *val = (uint32_t *)malloc(size * sizeof *val);
-    double *eacc = (double *)calloc(n * 3, sizeof(double));
-    uint32_t *ecount = (uint32_t *)calloc(n, sizeof(uint32_t));
+    uint64_t *key = (uint64_t *)vx_malloc(size * sizeof *key);
+    uint32_t *val = (uint32_t *)vx_malloc(size * sizeof *val);
+    double *eacc = (double *)vx_calloc(n * 3, sizeof(double));
+    uint32_t *ecount = (uint32_t *)vx_calloc(n, sizeof(uint32_t));
     if (!key || !val || !eacc || !ecount) {
-      free(key);
-      free(val);
-      free(eacc);
-      free(ecount);
+      vx_free(key);
+      vx_free(val);
+      vx_free(eacc);
+      vx_free(ecount);
       goto nomem;
     }
     memset(key, 0xff, size * sizeof *key);
@@ -221,15 +222,15 @@ vx_status vx_sign_build(const vx_mesh *m, vx_sign_data *s, vx_error *err) {
     }
     for (uint64_t c = 0; c < n; c++)
       average_to(eacc + (uint64_t)eid[c] * 3, (double)ecount[eid[c]], s->edge_n + c * 3);
-    free(key);
-    free(val);
-    free(eacc);
-    free(ecount);
+    vx_free(key);
+    vx_free(val);
+    vx_free(eacc);
+    vx_free(ecount);
   }
   s->eid = eid; /* clean_flags uses it, then frees it */
   return VX_OK;
 nomem:
-  free(eid);
+  vx_free(eid);
   vx_sign_free(s);
   return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
                       (unsigned long long)T);
@@ -259,7 +260,7 @@ nomem:
  * queries the tree. The choice depends only on the corner and the mesh, never on blocks. */
 
 typedef struct cert_job {
-  const vx_mesh *m;
+  const vx_soup *m;
   const vx_transform *xf;
   const vx_wind_tree *t;
   uint8_t *clean;
@@ -283,32 +284,26 @@ static void *cert_worker(void *arg) {
   return NULL;
 }
 
-static void cpu_cert(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s) {
+static void cpu_cert(const vx_soup *m, const vx_transform *xf, vx_sign_data *s) {
   cert_job j;
   j.m = m;
   j.xf = xf;
   j.t = &s->wind;
   j.clean = s->clean;
   atomic_init(&j.next, 0);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int nt = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1, started = 0;
-  pthread_t th[64];
-  for (int i = 1; i < nt; i++)
-    if (pthread_create(&th[started], NULL, cert_worker, &j) == 0) started++;
-  cert_worker(&j);
-  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  vx_parallel(vx_thread_count(0, 64), cert_worker, &j);
 }
 
 /* Marks the clean triangles (see above); returns 0 on allocation failure. */
-static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s, int gpu) {
+static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, int gpu) {
   uint64_t T = m->tri_count, n = T * 3, E = s->edge_count;
   const uint32_t *vid = s->vid, *eid = s->eid;
-  int32_t *orient = (int32_t *)calloc(E ? E : 1, sizeof *orient); /* +1 per a->b with a < b, -1 else */
-  uint32_t *count = (uint32_t *)calloc(E ? E : 1, sizeof *count);
-  s->clean = (uint8_t *)malloc(T);
-  s->vclean = (uint8_t *)malloc(s->vert_count ? s->vert_count : 1);
+  int32_t *orient = (int32_t *)vx_calloc(E ? E : 1, sizeof *orient); /* +1 per a->b with a < b, -1 else */
+  uint32_t *count = (uint32_t *)vx_calloc(E ? E : 1, sizeof *count);
+  s->clean = (uint8_t *)vx_malloc(T);
+  s->vclean = (uint8_t *)vx_malloc(s->vert_count ? s->vert_count : 1);
   if (!eid || !orient || !count || !s->clean || !s->vclean) {
-    free(orient), free(count);
+    vx_free(orient), vx_free(count);
     return 0;
   }
   for (uint64_t c = 0; c < n; c++) { /* the edges as vx_sign_build welded them */
@@ -333,8 +328,8 @@ static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s
            cz = u[0] * v[1] - u[1] * v[0];
     s->clean[t] = (uint8_t)(ok && cx * cx + cy * cy + cz * cz > 0.0);
   }
-  free(orient), free(count);
-  free(s->eid);
+  vx_free(orient), vx_free(count);
+  vx_free(s->eid);
   s->eid = NULL;
   /* The centroid test, on the GPU when asked and possible, else on all cores (each triangle
    * independent: threads change nothing). */
@@ -353,7 +348,7 @@ static int clean_flags(const vx_mesh *m, const vx_transform *xf, vx_sign_data *s
 }
 
 typedef struct wind_job {
-  const vx_mesh *m;
+  const vx_soup *m;
   const vx_transform *xf;
   vx_wind_tree tree;
   vx_status status;
@@ -366,12 +361,12 @@ static void *wind_worker(void *arg) {
   return NULL;
 }
 
-vx_status vx_sign_build_rule(const vx_mesh *m, const vx_transform *xf, int rule, vx_sign_data *s,
+vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule, vx_sign_data *s,
                              vx_error *err) {
   return vx_sign_build_rule_ex(m, xf, rule, 0, s, err);
 }
 
-vx_status vx_sign_build_rule_ex(const vx_mesh *m, const vx_transform *xf, int rule, int gpu,
+vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int rule, int gpu,
                                 vx_sign_data *s, vx_error *err) {
   if (rule == VX_SIGN_PSEUDO_NORMAL) return vx_sign_build(m, s, err);
   memset(s, 0, sizeof *s);

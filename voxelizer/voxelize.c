@@ -12,6 +12,7 @@
  * bounded memory (vx_voxelize_stream), which is what `voxlod convert` uses.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "svo/system.h"
 #include "voxelizer/voxelizer.h"
 #include "voxelizer/internal.h"
 #include "svo/lod.h"
@@ -22,13 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-static double vx_wall_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
-vx_status vx_voxelize_transform(const vx_mesh *mesh, uint32_t resolution, vx_transform *xf,
+vx_status vx_voxelize_transform(const vx_soup *mesh, uint32_t resolution, vx_transform *xf,
                                 vx_error *err) {
   if (resolution < 2 || resolution > (1u << VX_MAX_DEPTH) || (resolution & (resolution - 1)))
     return vx_error_set(err, VX_ERR_INVALID_ARG,
@@ -57,7 +53,7 @@ vx_status vx_voxelize_transform(const vx_mesh *mesh, uint32_t resolution, vx_tra
  * sqrt 2; halved for surfaces that share voxels), about 40 bytes each at the peak (codes and
  * field twice while blocks are concatenated, tree voxels and nodes), plus the per-triangle tables
  * (sign 60 B, bins about 6 B). */
-static double estimate_bytes(const vx_mesh *m, const vx_transform *xf, double *voxels) {
+static double estimate_bytes(const vx_soup *m, const vx_transform *xf, double *voxels) {
   double area = 0.0;
   for (uint64_t t = 0; t < m->tri_count; t++) {
     double g[9], u[3], v[3];
@@ -75,7 +71,7 @@ static double estimate_bytes(const vx_mesh *m, const vx_transform *xf, double *v
 }
 
 /* VX_ERR_LIMIT when even the low estimate is over opts->mem_limit. */
-static vx_status check_limit(const vx_mesh *mesh, const vx_build_opts *opts,
+static vx_status check_limit(const vx_soup *mesh, const vx_voxelize_opts *opts,
                              const vx_transform *xf, const char *what, vx_error *err) {
   if (!opts->mem_limit) return VX_OK;
   double voxels, need = estimate_bytes(mesh, xf, &voxels);
@@ -87,7 +83,7 @@ static vx_status check_limit(const vx_mesh *mesh, const vx_build_opts *opts,
                       (double)opts->mem_limit / 1073741824.0);
 }
 
-vx_status vx_voxelize_setup(const vx_mesh *mesh, const vx_build_opts *opts, vx_transform *xf,
+vx_status vx_voxelize_setup(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_transform *xf,
                             uint32_t *depth, float *band, vx_error *err) {
   if (!mesh || !opts) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh or no options");
   vx_status st = vx_voxelize_transform(mesh, opts->resolution, xf, err);
@@ -105,8 +101,8 @@ vx_status vx_voxelize_setup(const vx_mesh *mesh, const vx_build_opts *opts, vx_t
 }
 
 /* What both in-core builds do first: clear the outputs, derive the grid, check the limit. */
-static vx_status begin_in_core(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
-                               vx_build_stats *stats, vx_transform *xf, uint32_t *depth,
+static vx_status begin_in_core(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octree *out,
+                               vx_voxelize_stats *stats, vx_transform *xf, uint32_t *depth,
                                float *band, const char *what, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (stats) memset(stats, 0, sizeof *stats);
@@ -114,8 +110,8 @@ static vx_status begin_in_core(const vx_mesh *mesh, const vx_build_opts *opts, v
   return st != VX_OK ? st : check_limit(mesh, opts, xf, what, err);
 }
 
-vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
-                      vx_build_stats *stats, vx_error *err) {
+vx_status vx_voxelize(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octree *out,
+                      vx_voxelize_stats *stats, vx_error *err) {
   vx_transform xf;
   uint32_t depth;
   float band;
@@ -140,19 +136,19 @@ vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *o
     return vx_error_set(err, VX_ERR_LIMIT, "%llu surface voxels: more than the 2^32 a tree holds",
                         (unsigned long long)surf.count);
   }
-  st = vx_tree_build(depth, surf.codes, surf.field, surf.count, out, err);
+  st = vx_octree_build(depth, surf.codes, surf.field, surf.count, out, err);
   vx_surface_free(&surf);
   if (st != VX_OK) return st;
   out->xf = xf;
   out->band = band;
   out->prune_error = 0.0f;
-  st = vx_tree_fit_planes(out, opts->progress, opts->user, err);
+  st = vx_octree_fit_planes(out, opts->progress, opts->user, err);
   if (st == VX_OK && opts->max_error > 0.0f) {
-    st = vx_tree_prune(out, opts->max_error, err);
+    st = vx_octree_prune(out, opts->max_error, err);
     out->prune_error = opts->max_error;
   }
   if (st != VX_OK) {
-    vx_tree_free(out);
+    vx_octree_free(out);
     return st;
   }
   if (stats) stats->nodes = out->node_count;
@@ -164,7 +160,7 @@ vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *o
  * which this moves off the critical path. Surfaces have about one node per three voxels; the
  * capacity allows one per two (a tree needing more allocates its own). */
 typedef struct prefault_job {
-  vx_tree_prealloc pre;
+  vx_octree_prealloc pre;
   pthread_t th;
   int started;
 } prefault_job;
@@ -182,14 +178,14 @@ static void prefault_start(void *ctx, uint64_t voxels) {
   if (j->started || voxels == 0) return;
   j->pre.voxel_cap = voxels;
   j->pre.node_cap = voxels / 2 + 64;
-  j->pre.voxels = (vx_voxel *)aligned_alloc(16, ((size_t)voxels * sizeof(vx_voxel) + 15) & ~(size_t)15);
-  j->pre.nodes = (vx_node *)aligned_alloc(16, (size_t)j->pre.node_cap * sizeof(vx_node));
+  j->pre.voxels = (vx_voxel *)vx_malloc(((size_t)voxels * sizeof(vx_voxel) + 15) & ~(size_t)15);
+  j->pre.nodes = (vx_node *)vx_malloc((size_t)j->pre.node_cap * sizeof(vx_node));
   if (j->pre.voxels && j->pre.nodes && pthread_create(&j->th, NULL, prefault_worker, j) == 0) {
     j->started = 1;
     return;
   }
-  free(j->pre.voxels);
-  free(j->pre.nodes);
+  vx_free(j->pre.voxels);
+  vx_free(j->pre.nodes);
   memset(&j->pre, 0, sizeof j->pre);
 }
 
@@ -200,7 +196,7 @@ static void prefault_end(prefault_job *j) {
 
 /* The GPU build's sign tables, built beside the GPU's first steps. */
 typedef struct sign_job {
-  const vx_mesh *mesh;
+  const vx_soup *mesh;
   const vx_transform *xf;
   int rule, threaded, joined;
   pthread_t *th;
@@ -212,9 +208,9 @@ typedef struct sign_job {
 
 static void *sign_worker(void *arg) {
   sign_job *j = (sign_job *)arg;
-  double t = vx_wall_seconds();
+  double t = vx_clock_seconds();
   j->status = vx_sign_build_rule_ex(j->mesh, j->xf, j->rule, 1, &j->sign, &j->err);
-  j->seconds = vx_wall_seconds() - t;
+  j->seconds = vx_clock_seconds() - t;
   return NULL;
 }
 
@@ -233,8 +229,8 @@ static const vx_sign_data *sign_wait(void *ctx, vx_error *err) {
   return &j->sign;
 }
 
-vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
-                          vx_build_stats *stats, vx_error *err) {
+vx_status vx_voxelize_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octree *out,
+                          vx_voxelize_stats *stats, vx_error *err) {
   vx_transform xf;
   uint32_t depth;
   float band;
@@ -243,7 +239,7 @@ vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tre
   if (st != VX_OK) return st;
   /* The sign tables are built on a second thread while the GPU finds and sorts the overlaps;
    * the field waits for them (sign_wait). */
-  double t0 = vx_wall_seconds();
+  double t0 = vx_clock_seconds();
   sign_job sj;
   memset(&sj, 0, sizeof sj);
   sj.mesh = mesh;
@@ -254,7 +250,7 @@ vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tre
   if (!sj.threaded) sign_worker(&sj);
   sj.th = &sth;
   vx_surface dev;
-  vx_build_stats gs;
+  vx_voxelize_stats gs;
   vx_gpu_build_opts go;
   memset(&go, 0, sizeof go);
   go.device_out = 1;
@@ -268,24 +264,24 @@ vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tre
                             &gs, err);
   sign_join(&sj);
   vx_sign_free(&sj.sign);
-  double t2 = vx_wall_seconds(), tsec[3] = {0, 0, 0};
+  double t2 = vx_clock_seconds(), tsec[3] = {0, 0, 0};
   if (st == VX_OK) {
     prefault_end(&pf);
-    st = vx_tree_build_gpu(&dev, depth, band, &pf.pre, out, tsec, err);
+    st = vx_octree_build_gpu(&dev, depth, band, &pf.pre, out, tsec, err);
   }
   vx_gpu_surface_free(&dev);
   prefault_end(&pf);
-  free(pf.pre.nodes); /* what the tree did not take */
-  free(pf.pre.voxels);
+  vx_free(pf.pre.nodes); /* what the tree did not take */
+  vx_free(pf.pre.voxels);
   if (st != VX_OK) return st;
   out->xf = xf;
   out->band = band;
   out->prune_error = 0.0f;
   if (opts->max_error > 0.0f) {
-    st = vx_tree_prune(out, opts->max_error, err);
+    st = vx_octree_prune(out, opts->max_error, err);
     out->prune_error = opts->max_error;
     if (st != VX_OK) {
-      vx_tree_free(out);
+      vx_octree_free(out);
       return st;
     }
   }
@@ -294,7 +290,7 @@ vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tre
     stats->nodes = out->node_count;
     stats->sec_sign = sj.seconds; /* on its own thread, inside sec_voxels */
     stats->sec_voxels = t2 - t0;
-    stats->sec_tree = vx_wall_seconds() - t2;
+    stats->sec_tree = vx_clock_seconds() - t2;
     for (int k = 0; k < 3; k++) stats->sec_gpu_tree[k] = tsec[k];
   }
   return VX_OK;

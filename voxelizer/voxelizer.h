@@ -1,7 +1,7 @@
 /* voxelizer.h - triangles -> surface voxels with signed distances at their corners -> octree.
  *
  * Contract
- * - Input: a vx_mesh (world coordinates). Output: a vx_tree with every level built, planes fitted
+ * - Input: a vx_soup (world coordinates). Output: a vx_octree with every level built, planes fitted
  *   (lod.h) and, when opts->max_error > 0, pruned.
  * - Grid mapping: the mesh's bounding box is mapped into [0, R]^3 with one uniform scale (aspect
  *   kept): scale = largest extent / R, the box centred on the other axes. vx_voxelize_transform()
@@ -22,20 +22,20 @@
 #define VOXLOD_VOXELIZER_H
 
 #include "svo/svo.h"
-#include "svo/mesh.h"
+#include "svo/soup.h"
 #include "svo/stream.h"
 
 VX_EXTERN_C_BEGIN
 
 #define VX_DEFAULT_BAND 2.0f
 
-/* vx_build_opts.sign_rule: how a corner is judged inside (negative) or outside. */
+/* vx_voxelize_opts.sign_rule: how a corner is judged inside (negative) or outside. */
 #define VX_SIGN_WINDING 0       /* |generalized winding number| > 1/2 (Jacobson et al. 2013), robust
                                    to holes, soups, duplicates and overlaps; default */
 #define VX_SIGN_PSEUDO_NORMAL 1 /* side of the closest feature's angle-weighted pseudo-normal
                                    (Baerentzen & Aanaes 2005); exact only on closed manifolds */
 
-typedef struct vx_build_opts {
+typedef struct vx_voxelize_opts {
   uint32_t resolution;     /* R, a power of two in [2, 2^VX_MAX_DEPTH] */
   float band;              /* truncation of the field in voxels; 0: VX_DEFAULT_BAND */
   float max_error;         /* prune subtrees whose plane error <= this (voxels); 0: keep all */
@@ -46,9 +46,9 @@ typedef struct vx_build_opts {
   int sign_rule;           /* VX_SIGN_WINDING (0, default) or VX_SIGN_PSEUDO_NORMAL */
   int gpu;                 /* vx_voxelize_stream: 1 = surface voxels and field on the GPU (the same
                               bits; VX_ERR_NO_GPU / VX_ERR_CUDA when it cannot run) */
-} vx_build_opts;
+} vx_voxelize_opts;
 
-typedef struct vx_build_stats {
+typedef struct vx_voxelize_stats {
   uint64_t triangles;      /* triangles voxelized */
   uint64_t surface_voxels; /* voxels set */
   uint64_t corners;        /* distinct corners whose distance was computed */
@@ -62,23 +62,23 @@ typedef struct vx_build_stats {
   double sec_gpu[5];       /* the GPU build's surface stage: upload, overlap pairs, sort and
                               voxel index, corner field, copy back to the host */
   double sec_gpu_tree[3];  /* vx_voxelize_gpu's octree on the GPU: levels, planes, copy to host */
-} vx_build_stats;
+} vx_voxelize_stats;
 
 /* The grid transform used for a mesh at resolution R (see above). */
-vx_status vx_voxelize_transform(const vx_mesh *mesh, uint32_t resolution, vx_transform *xf,
+vx_status vx_voxelize_transform(const vx_soup *mesh, uint32_t resolution, vx_transform *xf,
                                 vx_error *err);
 
 /* Whole build: voxels, field, tree, planes, pruning. `stats` may be NULL. */
-vx_status vx_voxelize(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
-                      vx_build_stats *stats, vx_error *err);
+vx_status vx_voxelize(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octree *out,
+                      vx_voxelize_stats *stats, vx_error *err);
 
 /* vx_voxelize on the GPU (CUDA): surface voxels, field, octree and planes computed there, the
  * same tree bit for bit (voxelizer/gpu_build.cu). The tree must fit host memory (opts->mem_limit:
  * VX_ERR_LIMIT, then vx_voxelize_stream with opts->gpu builds the surface on the GPU and the
  * octree on the CPU, out of core). VX_ERR_NO_GPU or VX_ERR_CUDA when no GPU can run it,
  * VX_ERR_NOMEM when GPU memory is short. */
-vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tree *out,
-                          vx_build_stats *stats, vx_error *err);
+vx_status vx_voxelize_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octree *out,
+                          vx_voxelize_stats *stats, vx_error *err);
 
 /* The same build, block by block in Morton order on all cores, into a level-by-level stream
  * (svo/stream.h) instead of a tree: the voxels, field and planes are bit for bit vx_voxelize's
@@ -87,8 +87,8 @@ vx_status vx_voxelize_gpu(const vx_mesh *mesh, const vx_build_opts *opts, vx_tre
  * in-memory write fit, else they spill to one temporary file per level in tmp_dir (NULL: $TMPDIR
  * or /tmp), which vanish with the stream. A limit too small even for that fails at once with
  * VX_ERR_LIMIT and an estimate of what it would take. On failure nothing is left behind. */
-vx_status vx_voxelize_stream(const vx_mesh *mesh, const vx_build_opts *opts, const char *tmp_dir,
-                             vx_stream *out, vx_build_stats *stats, vx_error *err);
+vx_status vx_voxelize_stream(const vx_soup *mesh, const vx_voxelize_opts *opts, const char *tmp_dir,
+                             vx_stream *out, vx_voxelize_stats *stats, vx_error *err);
 
 VX_EXTERN_C_END
 

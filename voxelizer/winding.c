@@ -64,8 +64,8 @@
 
 void vx_wind_free(vx_wind_tree *t) {
   if (!t) return;
-  free(t->nodes);
-  free(t->tri);
+  vx_free(t->nodes);
+  vx_free(t->tri);
   memset(t, 0, sizeof *t);
 }
 
@@ -224,7 +224,7 @@ static void build_node(builder *b, uint64_t id, uint64_t lo, uint64_t hi) {
   nd->r = (float)(((double)nd->r + err) * (1.0 + 1e-6));
 }
 
-vx_status vx_wind_build(const vx_mesh *m, const vx_transform *xf, vx_wind_tree *t, vx_error *err) {
+vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, vx_wind_tree *t, vx_error *err) {
   memset(t, 0, sizeof *t);
   uint64_t T = m ? m->tri_count : 0;
   if (T == 0) return vx_error_set(err, VX_ERR_EMPTY, "no triangles");
@@ -232,20 +232,20 @@ vx_status vx_wind_build(const vx_mesh *m, const vx_transform *xf, vx_wind_tree *
     return vx_error_set(err, VX_ERR_LIMIT, "too many triangles for the winding tree (%llu)",
                         (unsigned long long)T);
   uint64_t cap = 2 * T; /* a binary tree over T leaves or fewer has < 2T nodes */
-  keyed *keys = (keyed *)malloc(T * sizeof *keys);
-  double *g = (double *)malloc(T * 9 * sizeof(double));
+  keyed *keys = (keyed *)vx_malloc(T * sizeof *keys);
+  double *g = (double *)vx_malloc(T * 9 * sizeof(double));
   builder b;
   memset(&b, 0, sizeof b);
   b.t = t;
-  t->tri = (double *)malloc(T * 9 * sizeof(double));
-  t->nodes = (vx_wind_node *)calloc(cap, sizeof(vx_wind_node));
-  b.area = (double *)malloc(cap * sizeof(double));
-  b.cen = (double *)malloc(cap * 3 * sizeof(double));
+  t->tri = (double *)vx_malloc(T * 9 * sizeof(double));
+  t->nodes = (vx_wind_node *)vx_calloc(cap, sizeof(vx_wind_node));
+  b.area = (double *)vx_malloc(cap * sizeof(double));
+  b.cen = (double *)vx_malloc(cap * 3 * sizeof(double));
   if (!keys || !g || !t->tri || !t->nodes || !b.area || !b.cen) {
-    free(keys);
-    free(g);
-    free(b.area);
-    free(b.cen);
+    vx_free(keys);
+    vx_free(g);
+    vx_free(b.area);
+    vx_free(b.cen);
     vx_wind_free(t);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the winding tree for %llu triangles",
                         (unsigned long long)T);
@@ -282,16 +282,16 @@ vx_status vx_wind_build(const vx_mesh *m, const vx_transform *xf, vx_wind_tree *
   }
   qsort(keys, T, sizeof *keys, keyed_cmp);
   for (uint64_t k = 0; k < T; k++) memcpy(t->tri + k * 9, g + (uint64_t)keys[k].tri * 9, 72);
-  free(g);
+  vx_free(g);
   t->tri_count = T;
   b.keys = keys;
   b.used = 1;
   build_node(&b, 0, 0, T);
   t->node_count = b.used;
-  free(keys);
-  free(b.area);
-  free(b.cen);
-  vx_wind_node *shrunk = (vx_wind_node *)realloc(t->nodes, b.used * sizeof(vx_wind_node));
+  vx_free(keys);
+  vx_free(b.area);
+  vx_free(b.cen);
+  vx_wind_node *shrunk = (vx_wind_node *)vx_realloc(t->nodes, b.used * sizeof(vx_wind_node));
   if (shrunk) t->nodes = shrunk;
   return VX_OK;
 }

@@ -15,7 +15,7 @@
 #include <math.h>
 #include <stdint.h>
 #include "svo/hostdev.h"
-#include "svo/mesh.h"
+#include "svo/soup.h"
 #include "svo/svo.h"
 
 /* Far-field acceptance: a node is summed by its expansion when the query is farther than
@@ -42,7 +42,7 @@ typedef struct vx_wind_tree {
 
 /* Builds the hierarchy over every triangle of `m`, mapped into the grid of `xf` (vx_grid_tri),
  * or in world coordinates when xf is NULL. Queries then take points in the same frame. */
-vx_status vx_wind_build(const vx_mesh *m, const vx_transform *xf, vx_wind_tree *t, vx_error *err);
+vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, vx_wind_tree *t, vx_error *err);
 void vx_wind_free(vx_wind_tree *t); /* NULL and zeroed trees are fine */
 
 /* The winding number at p (hierarchical; within VX_WIND_TOL of the exact sum, see winding.c). */

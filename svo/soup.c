@@ -1,13 +1,13 @@
 /* mesh.c - the triangle soup: append with filtering of degenerate and non-finite triangles. */
-#include "svo/mesh.h"
+#include "svo/soup.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void vx_mesh_free(vx_mesh *m) {
+void vx_soup_free(vx_soup *m) {
   if (!m) return;
-  free(m->pos);
+  vx_free(m->pos);
   memset(m, 0, sizeof *m);
 }
 
@@ -29,7 +29,7 @@ static int tri_degenerate(const float *p) {
   return cx == 0.0 && cy == 0.0 && cz == 0.0;
 }
 
-vx_status vx_mesh_append(vx_mesh *m, const float *pos9, uint64_t tri_count, vx_error *err) {
+vx_status vx_soup_append(vx_soup *m, const float *pos9, uint64_t tri_count, vx_error *err) {
   if (tri_count == 0) return VX_OK;
   if (m->tri_count == 0 && m->pos == NULL) {
     for (int i = 0; i < 3; i++) {
@@ -40,7 +40,7 @@ vx_status vx_mesh_append(vx_mesh *m, const float *pos9, uint64_t tri_count, vx_e
   if (tri_count > (UINT64_C(1) << 32) || m->tri_count + tri_count > (UINT64_C(1) << 32))
     return vx_error_set(err, VX_ERR_LIMIT, "more than 2^32 triangles");
   uint64_t need = m->tri_count + tri_count;
-  float *grown = (float *)realloc(m->pos, (size_t)need * 9 * sizeof(float));
+  float *grown = (float *)vx_realloc(m->pos, (size_t)need * 9 * sizeof(float));
   if (!grown)
     return vx_error_set(err, VX_ERR_NOMEM, "cannot hold %llu triangles in memory",
                         (unsigned long long)need);

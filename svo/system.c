@@ -1,0 +1,65 @@
+/* system.c - clock, cores, memory, fork-join (system.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "svo/system.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+double vx_clock_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int vx_cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (n > 4096 ? 4096 : (int)n) : 1;
+}
+
+uint64_t vx_physical_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return (uint64_t)pages * (uint64_t)page;
+}
+
+static uint64_t statm_field(int which) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, res = 0;
+  int n = fscanf(f, "%llu %llu", &size, &res);
+  fclose(f);
+  long page = sysconf(_SC_PAGESIZE);
+  if (n != 2 || page <= 0) return 0;
+  return (which ? res : size) * (uint64_t)page;
+}
+
+uint64_t vx_resident_bytes(void) { return statm_field(1); }
+uint64_t vx_virtual_bytes(void) { return statm_field(0); }
+
+uint64_t vx_default_mem_limit(void) {
+  uint64_t m = vx_physical_memory();
+  return m ? (uint64_t)((double)m * 0.8) : (uint64_t)16 << 30;
+}
+
+int vx_thread_count(int n, int cap) {
+  if (n <= 0) n = vx_cpu_count();
+  if (cap < 1) cap = 1;
+  return n > cap ? cap : n;
+}
+
+#define VX_PARALLEL_MAX 256
+
+int vx_parallel(int threads, void *(*fn)(void *), void *arg) {
+  if (threads > VX_PARALLEL_MAX) threads = VX_PARALLEL_MAX;
+  pthread_t th[VX_PARALLEL_MAX];
+  int started = 0;
+  for (int i = 1; i < threads; i++) {
+    if (pthread_create(&th[started], NULL, fn, arg) != 0) break;
+    started++;
+  }
+  fn(arg);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  return started + 1;
+}

@@ -1,0 +1,39 @@
+/* system.h - what the library asks of the machine, each in one place: the clock, the number of
+ * cores, physical memory, and the one fork-join runner every parallel stage uses.
+ */
+#ifndef VOXLOD_SVO_SYSTEM_H
+#define VOXLOD_SVO_SYSTEM_H
+
+#include <stdint.h>
+#include "voxlod/base.h"
+
+VX_EXTERN_C_BEGIN
+
+/* Monotonic wall-clock seconds (CLOCK_MONOTONIC). */
+double vx_clock_seconds(void);
+
+/* Online cores (>= 1). */
+int vx_cpu_count(void);
+
+/* Physical memory in bytes (0 when unknown). */
+uint64_t vx_physical_memory(void);
+
+/* Resident and virtual bytes of this process now (Linux /proc/self/statm), 0 when unknown. */
+uint64_t vx_resident_bytes(void);
+uint64_t vx_virtual_bytes(void);
+
+/* The default memory limit of builds and reads: 80% of physical memory (16 GiB when unknown). */
+uint64_t vx_default_mem_limit(void);
+
+/* Threads for a request: n <= 0 means all cores; capped at cap (>= 1). */
+int vx_thread_count(int n, int cap);
+
+/* Runs fn(arg) on `threads` threads, the calling thread being one of them, and returns when all
+ * have returned. fn shares arg and takes work from it (a counter) until none is left, so the
+ * result cannot depend on how many threads started: when a thread cannot be created the others
+ * do its share. Returns the number of threads that ran (>= 1). */
+int vx_parallel(int threads, void *(*fn)(void *), void *arg);
+
+VX_EXTERN_C_END
+
+#endif
