@@ -1,39 +1,73 @@
-/* atomic_file.h - write a whole file so that readers see the old bytes or the new, never a part.
+/* atomic_file.h - every output file of the library: written whole or not at all, and never over
+ * something that must not be replaced.
  *
- * The bytes go to "<path>.tmp.XXXXXX" beside the target (same directory, hence same file
- * system), created by mkstemp; commit flushes, fsyncs, gives it the mode a plain create would
- * (0666 & ~umask, or the mode of the file it replaces), renames it over the target and fsyncs the
- * directory. Any failure unlinks the temporary, so an existing target is left untouched and no
- * temporary remains. Every write(2) result is checked: a full disk or a file size limit (EFBIG,
- * with SIGXFSZ ignored) fails cleanly with VX_ERR_IO.
+ * Where the bytes go depends on what the path names (vx_output_resolve):
+ * - nothing yet, or a regular file: a temporary "<name>.voxlod-tmp-XXXXXX" in the same directory
+ *   (same file system), flushed, fsynced, given the mode a plain create would give (0666 &
+ *   ~umask, or the replaced file's mode) and renamed over the target, then the directory is
+ *   fsynced: readers and crashes see the old file or the complete new one. A symbolic link is
+ *   followed: its final target is replaced in the target's own directory and the link stays.
+ * - a character device or a FIFO (/dev/null, /dev/stdout, a pipe), or "-" (standard output): the
+ *   bytes are written to it directly, without a temporary (such a target cannot be replaced).
+ * - a directory, a block device, a socket: refused.
+ * An output that is the same file (device and inode, through any links) as an input is refused
+ * before any work: inputs are those the caller names and every file a live library object was
+ * read from (vx_input_hold).
  *
- * Signals: a process killed between open and commit leaves its temporary behind; callers that
- * must survive SIGINT/SIGTERM block them around the write (tools/voxlod.c does).
- * Thread-compatible; commit reads the process umask (umask(2) twice), which is not thread-safe
- * against concurrent umask changes.
+ * Failure, or vx_atomic_abort, removes the temporary: an existing target is left untouched.
+ * Temporaries in progress are listed so that a fatal signal handler can remove them
+ * (vx_atomic_remove_temporaries, async-signal-safe); only SIGKILL (or a crash of the machine) can
+ * leave "<name>.voxlod-tmp-XXXXXX" behind, which is then safe to delete. Every write(2) result is
+ * checked: a full disk or a file size limit (EFBIG, with SIGXFSZ ignored) fails cleanly.
+ * Thread-safe; vx_atomic_commit reads the process umask (umask(2) twice), which races only with a
+ * concurrent umask change.
  */
 #ifndef VOXLOD_FORMATS_ATOMIC_FILE_H
 #define VOXLOD_FORMATS_ATOMIC_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "svo/svo.h"
 
 VX_EXTERN_C_BEGIN
 
 typedef struct vx_atomic_file {
   int fd;         /* -1 when closed */
-  char *path;     /* target */
-  char *tmp_path; /* temporary beside it */
+  int direct;     /* 1: writing to a device, FIFO or standard output (no temporary) */
+  char *path;     /* the final target (symbolic links resolved) */
+  char *tmp_path; /* the temporary beside it, NULL when direct */
+  int slot;       /* entry in the table of temporaries in progress, -1 when none */
 } vx_atomic_file;
 
-/* Creates the temporary for path. On failure nothing exists and af needs no cleanup. */
+/* Identity of a file (stat(2), links followed). */
+typedef struct vx_file_id {
+  uint64_t dev, ino;
+} vx_file_id;
+
+/* 1 and *id filled when path names an existing file, else 0. */
+int vx_file_id_of(const char *path, vx_file_id *id);
+
+/* Files read by live library objects (trees, meshes): outputs may not replace them. Counted:
+ * each hold needs one release. */
+void vx_input_hold(const vx_file_id *id);
+void vx_input_release(const vx_file_id *id);
+
+/* Checks that path can be written as described above, before any work: the directory exists and
+ * is writable, the target is not a directory or another refused kind, and it is none of the n
+ * input paths (those that exist) nor a held input. VX_ERR_IO or VX_ERR_INVALID_ARG with a
+ * message naming the path. When tmp_dir is given it receives the directory the temporary will
+ * live in (vx_malloc'ed; the caller vx_frees it), NULL for direct targets. */
+vx_status vx_output_check(const char *path, const char *const *inputs, size_t n, char **tmp_dir,
+                          vx_error *err);
+
+/* Opens the output (vx_output_check first). On failure nothing exists and af needs no cleanup. */
 vx_status vx_atomic_open(vx_atomic_file *af, const char *path, vx_error *err);
 
 /* Appends n bytes. On failure the caller must still call vx_atomic_abort(). */
 vx_status vx_atomic_write(vx_atomic_file *af, const void *data, size_t n, vx_error *err);
 
-/* fsync, close, rename over the target. On failure the temporary is removed. af is closed
- * either way. */
+/* Completes the file: fsync, close, rename over the target (or just close a direct target). On
+ * failure the temporary is removed. af is closed either way. */
 vx_status vx_atomic_commit(vx_atomic_file *af, vx_error *err);
 
 /* Closes and removes the temporary (no-op on a closed af). */
@@ -41,6 +75,9 @@ void vx_atomic_abort(vx_atomic_file *af);
 
 /* open + write + commit of one buffer. */
 vx_status vx_atomic_write_file(const char *path, const void *data, size_t n, vx_error *err);
+
+/* Unlinks every temporary being written now. Async-signal-safe: for a fatal signal's handler. */
+void vx_atomic_remove_temporaries(void);
 
 VX_EXTERN_C_END
 

@@ -14,9 +14,14 @@
  * every reference of a node to a mesh is one instance, expanded with that node's global
  * transform (what aiProcess_PreTransformVertices would do, without merging or copying the scene).
  * Triangles go to vx_soup_append in chunks, so the extra memory is bounded.
+ *
+ * Before assimp sees a file, the counts its header declares (PLY, binary STL, OFF) are checked
+ * against its size (mesh_precheck.c): assimp allocates what a header claims before reading the
+ * data, so a few hundred bytes could otherwise ask for gigabytes.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "formats/mesh_import.h"
+#include "formats/mesh_precheck.h"
 
 #include <assimp/cimport.h>
 #include <assimp/postprocess.h>
@@ -169,6 +174,10 @@ static vx_status finish(const struct aiScene *sc, const char *name, vx_soup *out
   if (sc && faces_well_formed(sc)) sc = aiApplyPostProcessing(sc, aiProcess_Triangulate);
   if (!sc) {
     const char *why = aiGetErrorString();
+    /* assimp turns a failed allocation (std::bad_alloc) into an import error: say what it is */
+    if (why && strstr(why, "bad_alloc"))
+      return vx_error_set(err, VX_ERR_NOMEM, "cannot read '%s': out of memory in the importer (%s)",
+                          name, why);
     return vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s' as a mesh: %s", name,
                         why && *why ? why : "unknown format or damaged file");
   }
@@ -277,13 +286,22 @@ vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err) {
   fclose(f);
   int gz = got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   int bad_ply = ply_header_bad_line(magic, got, ends_with(path, ".ply"));
+  vx_status s = VX_OK;
+  if (st.st_size == 0) {
+    s = vx_error_set(err, VX_ERR_FORMAT, "'%s' is empty", path);
+  } else if (ends_with(path, ".gz") || gz) {
+    s = vx_error_set(err, VX_ERR_FORMAT,
+                     "'%s' is gzip-compressed: gunzip it first (assimp cannot read .gz)", path);
+  } else if (bad_ply) {
+    s = vx_error_set(err, VX_ERR_FORMAT, "'%s': malformed PLY header (line %d)", path, bad_ply);
+  } else {
+    /* Header counts against the file's size, before assimp allocates what they claim. */
+    char what[600];
+    snprintf(what, sizeof what, "'%s'", path);
+    s = vx_mesh_precheck(magic, got, (uint64_t)st.st_size, vx_mesh_path_ext(path), what, err);
+  }
   vx_free(magic);
-  if (st.st_size == 0) return vx_error_set(err, VX_ERR_FORMAT, "'%s' is empty", path);
-  if (ends_with(path, ".gz") || gz)
-    return vx_error_set(err, VX_ERR_FORMAT,
-                        "'%s' is gzip-compressed: gunzip it first (assimp cannot read .gz)", path);
-  if (bad_ply)
-    return vx_error_set(err, VX_ERR_FORMAT, "'%s': malformed PLY header (line %d)", path, bad_ply);
+  if (s != VX_OK) return s;
   return finish(aiImportFile(path, IMPORT_FLAGS), path, out, err);
 }
 
@@ -299,6 +317,8 @@ vx_status vx_soup_import_memory(const void *data, size_t size, const char *hint,
                   (hint[2] | 0x20) == 'y' && hint[3] == 0;
   int bad_ply = ply_header_bad_line(b, size < 65536 ? size : 65536, named_ply);
   if (bad_ply) return vx_error_set(err, VX_ERR_FORMAT, "mesh data: malformed PLY header (line %d)", bad_ply);
+  vx_status s = vx_mesh_precheck(b, size, (uint64_t)size, hint, "the mesh data", err);
+  if (s != VX_OK) return s;
   return finish(aiImportFileFromMemory((const char *)data, (unsigned)size, IMPORT_FLAGS,
                                        hint ? hint : ""),
                 "mesh data", out, err);

@@ -8,12 +8,15 @@
 #define VOXLOD_FORMATS_MESH_IMPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "svo/soup.h"
 
 VX_EXTERN_C_BEGIN
 
 /* Reads a mesh file. Errors: VX_ERR_IO (missing, unreadable, a directory), VX_ERR_FORMAT (assimp
- * cannot read it; a gzip file), VX_ERR_EMPTY (no triangle left). *out is zeroed on failure. */
+ * cannot read it; a gzip file), VX_ERR_CORRUPT (its header declares more elements than the file
+ * holds: formats/mesh_precheck.h), VX_ERR_NOMEM (assimp ran out of memory), VX_ERR_EMPTY (no
+ * triangle left). *out is zeroed on failure. */
 vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err);
 
 /* The same from bytes in memory; hint is the format's file extension ("obj", "ply", "stl", ...)
@@ -21,13 +24,21 @@ vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err);
 vx_status vx_soup_import_memory(const void *data, size_t size, const char *hint, vx_soup *out,
                                 vx_error *err);
 
-/* vx_soup_import in a child process (fork) with a time limit, so that an importer that loops or
- * aborts on a hostile file (assimp 5.2 does both on some inputs) costs the caller an error message,
- * not a hang or a crash. The triangles come back through a pipe, bit for bit what vx_soup_import
- * gives. timeout_s <= 0: no limit. Errors: as vx_soup_import, plus VX_ERR_FORMAT when the import
- * ran out of time or the child died, VX_ERR_IO when no child process can be started. The caller
- * must not hold other threads that the child would need (fork copies only the calling thread). */
-vx_status vx_soup_import_isolated(const char *path, double timeout_s, vx_soup *out, vx_error *err);
+/* vx_soup_import in a child process (fork) with a time and a memory limit, so that an importer
+ * that loops, aborts or balloons on a hostile file (assimp 5.2 does all three on some inputs)
+ * costs the caller an error message, not a hang, a crash or the machine's memory. The triangles
+ * come back through a pipe, bit for bit what vx_soup_import gives.
+ * timeout_s <= 0: no time limit. mem_limit (bytes, 0: none) bounds the whole process: the child's
+ * address space may grow by what the caller does not use yet (mem_limit less its resident bytes
+ * at the fork, at least 16 MiB), and the triangles must fit beside what the caller holds.
+ * The header counts are checked (vx_mesh_precheck_file) before any child is started.
+ * Errors: as vx_soup_import, plus VX_ERR_LIMIT when the import or its result needs more memory
+ * than mem_limit allows ("... the import needs more than the memory limit (500.0 MiB)"),
+ * VX_ERR_FORMAT when the import ran out of time or the child died, VX_ERR_IO when no child
+ * process can be started. The caller must not hold other threads that the child would need
+ * (fork copies only the calling thread). */
+vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t mem_limit,
+                                  vx_soup *out, vx_error *err);
 
 VX_EXTERN_C_END
 

@@ -262,9 +262,12 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   uint64_t limit = opts && opts->mem_limit ? opts->mem_limit : vx_default_mem_limit();
   uint64_t need = t->node_count * sizeof(vx_node) + t->voxel_count * sizeof(vx_voxel) + raw_max +
                   (src->mem ? 0 : z_max);
-  if (s == VX_OK && need > limit)
-    s = vx_error_set(err, VX_ERR_LIMIT, "%s: loading needs %.1f MiB, over the %.1f MiB limit", name,
-                     (double)need / 1048576.0, (double)limit / 1048576.0);
+  if (s == VX_OK && need > limit) {
+    char a[32], b[32];
+    s = vx_error_set(err, VX_ERR_LIMIT, "%s: loading needs %s, over the %s limit", name,
+                     vx_bytes_text((double)need, a, sizeof a),
+                     vx_bytes_text((double)limit, b, sizeof b));
+  }
   /* Level by level, memory growing with what has been proven: level l+1 is allocated only after
    * the masks of level l, just decoded, name exactly its declared count. A file whose header
    * claims far more cells than its sections hold is refused at the first level that disagrees,

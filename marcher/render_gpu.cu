@@ -1,9 +1,10 @@
 /* render_gpu.cu - the CUDA ray-marcher: a thin loop around vx_render_pixel() (trace.h).
  *
- * Algorithm. The tree's levels 0..L (L = the --lod cut, or every loaded level for auto LOD) are
- * uploaded once as the same pointer-free arrays the host holds (node.h: nodes[] breadth first,
- * voxels[] Morton order); the scene (camera in grid space, cut, shading) travels as a kernel
- * parameter. One thread renders one pixel with the traversal shared with the CPU renderer, so the
+ * Algorithm. Every loaded level of the tree is uploaded once (vx_gpu_view_create) as the same
+ * pointer-free arrays the host holds (node.h: nodes[] breadth first, voxels[] Morton order) and
+ * stays there for any number of frames; the scene (camera in grid space, cut, shading) travels as
+ * a kernel parameter, so a frame at another camera, cut or shading costs one launch and the copy
+ * of its pixels back to host memory. One thread renders one pixel with the traversal shared with the CPU renderer, so the
  * two images agree up to float contraction (see tests/test_gpu_render.c).
  *
  * Schedules (vx_gpu_config, measured in docs/GPU_NOTES.md):
@@ -23,9 +24,8 @@
  * --dump-sass: LDG.E.128.CONSTANT); scripts/device_gpu_tests.sh repeats the SASS check and
  * docs/GPU_NOTES.md records the result and the register / stack report of ptxas.
  *
- * Errors. Every CUDA call is checked and every launch is followed by cudaGetLastError(). No
- * device, an unusable driver, or too little device memory give VX_ERR_NO_GPU (the CLI then falls
- * back to the CPU); any other failure gives VX_ERR_CUDA. Nothing is printed.
+ * Errors. Every CUDA call is checked and every launch is followed by cudaGetLastError(); the
+ * mapping to vx_status is svo/cuda_status.cuh's. Nothing is printed.
  */
 #include <cuda_runtime.h>
 
@@ -35,70 +35,44 @@
 #include <math.h>
 
 #include "marcher/marcher.h"
-#include "marcher/gpu_bench.h"
+#include "marcher/gpu_render.h"
 #include "marcher/scene.h"
 #include "marcher/trace.h"
-
-/* ---- errors ------------------------------------------------------------------------------- */
-
-static vx_status cuda_status(cudaError_t e) {
-  switch (e) {
-  case cudaErrorNoDevice:
-  case cudaErrorInsufficientDriver:
-  case cudaErrorMemoryAllocation:
-  case cudaErrorInitializationError:
-  case cudaErrorDevicesUnavailable:
-  case cudaErrorSystemDriverMismatch:
-  case cudaErrorCompatNotSupportedOnDevice:
-  case cudaErrorNoKernelImageForDevice:
-    return VX_ERR_NO_GPU;
-  default:
-    return VX_ERR_CUDA;
-  }
-}
+#include "svo/cuda_status.cuh"
+#include "svo/system.h"
 
 #define VX_CU(call, what)                                                                      \
   do {                                                                                         \
     cudaError_t vx_e_ = (call);                                                                \
     if (vx_e_ != cudaSuccess) {                                                                \
-      st = vx_error_set(err, cuda_status(vx_e_), "GPU: %s failed: %s", what,                   \
-                        cudaGetErrorString(vx_e_));                                            \
+      st = VX_CUDA_ERROR(err, vx_e_, what);                                                    \
       goto done;                                                                               \
     }                                                                                          \
   } while (0)
 
-/* ---- device state ------------------------------------------------------------------------- */
+/* ---- a tree on the GPU -------------------------------------------------------------------- */
 
-typedef struct gpu_ctx {
+struct vx_gpu_view {
   int device;
   cudaDeviceProp prop;
   vx_node *nodes;   /* device */
-  vx_voxel *voxels; /* device, NULL when the cut is above level D */
+  vx_voxel *voxels; /* device, NULL when level D is not loaded */
   uint64_t node_count, voxel_count;
   uint32_t levels;  /* levels uploaded: 0 .. levels-1 */
-  uint8_t *rgb;     /* device framebuffers */
+  /* frame buffers, grown to the largest frame drawn */
+  uint8_t *rgb;
   float *depth;
   uint32_t *visits;
   unsigned int *counter; /* persistent schedule's tile counter */
-  uint32_t width, height;
-} gpu_ctx;
+  size_t pixels_cap, visits_cap;
+  cudaStream_t stream;
+  cudaEvent_t ev[2];
+  int events;
+};
 
-static void gpu_free(gpu_ctx *c) {
-  /* Errors on free are ignored: nothing can be done about them and the status already says
-   * what went wrong first. */
-  if (c->nodes) cudaFree(c->nodes);
-  if (c->voxels) cudaFree(c->voxels);
-  if (c->rgb) cudaFree(c->rgb);
-  if (c->depth) cudaFree(c->depth);
-  if (c->visits) cudaFree(c->visits);
-  if (c->counter) cudaFree(c->counter);
-  memset(c, 0, sizeof *c);
-}
-
-static vx_status gpu_open(gpu_ctx *c, vx_error *err) {
+static vx_status gpu_open(vx_gpu_view *c, vx_error *err) {
   vx_status st = VX_OK;
   int n = 0;
-  memset(c, 0, sizeof *c);
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n <= 0) {
     cudaGetLastError(); /* clear */
@@ -108,21 +82,19 @@ static vx_status gpu_open(gpu_ctx *c, vx_error *err) {
   VX_CU(cudaGetDevice(&c->device), "cudaGetDevice");
   VX_CU(cudaGetDeviceProperties(&c->prop, c->device), "cudaGetDeviceProperties");
   VX_CU(cudaFree(0), "creating the CUDA context");
+  VX_CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "creating a stream");
+  VX_CU(cudaEventCreate(&c->ev[0]), "cudaEventCreate");
+  VX_CU(cudaEventCreate(&c->ev[1]), "cudaEventCreate");
+  c->events = 1;
 done:
   return st;
 }
 
-/* Levels a render with cut `lod` needs: 0..L for L < D, everything loaded otherwise. */
-static uint32_t levels_needed(const vx_octree *t, int lod) {
-  uint32_t have = t->levels_loaded < t->depth + 1 ? t->levels_loaded : t->depth + 1;
-  if (lod < 0 || (uint32_t)lod >= t->depth) return have;
-  return (uint32_t)lod + 1 < have ? (uint32_t)lod + 1 : have;
-}
-
-static vx_status gpu_upload(gpu_ctx *c, const vx_octree *t, int lod, vx_error *err) {
+static vx_status gpu_upload(vx_gpu_view *c, const vx_octree *t, vx_error *err) {
   vx_status st = VX_OK;
-  uint32_t levels = levels_needed(t, lod);
-  if (levels == 0) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the tree has no levels");
+  uint32_t levels = t->levels_loaded < t->depth + 1 ? t->levels_loaded : t->depth + 1;
+  if (levels == 0 || !t->nodes)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the tree has no levels");
   uint32_t node_levels = levels < t->depth ? levels : t->depth;
   uint64_t nodes = t->level_first[node_levels - 1] + t->level_count[node_levels - 1];
   uint64_t voxels = levels > t->depth ? t->voxel_count : 0;
@@ -139,6 +111,7 @@ static vx_status gpu_upload(gpu_ctx *c, const vx_octree *t, int lod, vx_error *e
     VX_CU(cudaMalloc((void **)&c->voxels, vb), "allocating the voxels");
     VX_CU(cudaMemcpy(c->voxels, t->voxels, vb, cudaMemcpyHostToDevice), "uploading the voxels");
   }
+  VX_CU(cudaMalloc((void **)&c->counter, sizeof(unsigned int)), "allocating the tile counter");
   c->node_count = nodes;
   c->voxel_count = voxels;
   c->levels = levels;
@@ -146,24 +119,34 @@ done:
   return st;
 }
 
-static vx_status gpu_frame(gpu_ctx *c, uint32_t w, uint32_t h, int with_visits, vx_error *err) {
+/* Frame buffers for n pixels (visit counts when asked), kept for later frames. */
+static vx_status gpu_frame(vx_gpu_view *c, size_t n, int with_visits, vx_error *err) {
   vx_status st = VX_OK;
-  size_t n = (size_t)w * h;
-  VX_CU(cudaMalloc((void **)&c->rgb, n * 3), "allocating the image");
-  VX_CU(cudaMalloc((void **)&c->depth, n * sizeof(float)), "allocating the depth buffer");
-  /* NaN everywhere, so a pixel the kernel missed is visible (tests check none is left). */
-  VX_CU(cudaMemset(c->depth, 0xff, n * sizeof(float)), "clearing the depth buffer");
-  if (with_visits)
+  if (n > c->pixels_cap) {
+    if (c->rgb) cudaFree(c->rgb);
+    if (c->depth) cudaFree(c->depth);
+    c->rgb = NULL;
+    c->depth = NULL;
+    c->pixels_cap = 0;
+    VX_CU(cudaMalloc((void **)&c->rgb, n * 3), "allocating the image");
+    VX_CU(cudaMalloc((void **)&c->depth, n * sizeof(float)), "allocating the depth buffer");
+    c->pixels_cap = n;
+  }
+  if (with_visits && n > c->visits_cap) {
+    if (c->visits) cudaFree(c->visits);
+    c->visits = NULL;
+    c->visits_cap = 0;
     VX_CU(cudaMalloc((void **)&c->visits, n * sizeof(uint32_t)), "allocating the visit counts");
-  VX_CU(cudaMalloc((void **)&c->counter, sizeof(unsigned int)), "allocating the tile counter");
-  c->width = w;
-  c->height = h;
+    c->visits_cap = n;
+  }
+  /* NaN everywhere, so a pixel the kernel missed is visible (tests check none is left). */
+  VX_CU(cudaMemsetAsync(c->depth, 0xff, n * sizeof(float), c->stream), "clearing the depth buffer");
 done:
   return st;
 }
 
 /* The scene for the device: the host scene with device pointers and the uploaded levels. */
-static vx_status gpu_scene(const gpu_ctx *c, const vx_octree *t, const vx_march_opts *o,
+static vx_status gpu_scene(const vx_gpu_view *c, const vx_octree *t, const vx_march_opts *o,
                            vx_trace_scene *s, vx_error *err) {
   vx_status st = vx_render_check(t, o, err);
   if (st != VX_OK) return st;
@@ -255,8 +238,8 @@ static const void *kernel_fn(int persistent, int minb) {
   }
 }
 
-static vx_status plan_launch(const gpu_ctx *c, const vx_gpu_config *cfg, launch_plan *p,
-                             vx_error *err) {
+static vx_status plan_launch(const vx_gpu_view *c, const vx_gpu_config *cfg, uint32_t width,
+                             uint32_t height, launch_plan *p, vx_error *err) {
   vx_status st = VX_OK;
   vx_gpu_config d;
   memset(&d, 0, sizeof d);
@@ -282,14 +265,14 @@ static vx_status plan_launch(const gpu_ctx *c, const vx_gpu_config *cfg, launch_
     p->grid = dim3((unsigned)(per_sm * c->prop.multiProcessorCount), 1, 1);
   } else {
     p->block = dim3(d.block_w, d.block_h, 1);
-    p->grid = dim3((c->width + d.block_w - 1) / d.block_w, (c->height + d.block_h - 1) / d.block_h, 1);
+    p->grid = dim3((width + d.block_w - 1) / d.block_w, (height + d.block_h - 1) / d.block_h, 1);
   }
 done:
   return st;
 }
 
 template <int MINB>
-static void launch_minb(const launch_plan *p, const vx_trace_scene &s, const gpu_ctx *c,
+static void launch_minb(const launch_plan *p, const vx_trace_scene &s, const vx_gpu_view *c,
                         uint32_t *visits, cudaStream_t stream) {
   if (p->persistent)
     vx_kernel_persistent<MINB><<<p->grid, p->block, 0, stream>>>(s, c->rgb, c->depth, visits,
@@ -299,7 +282,7 @@ static void launch_minb(const launch_plan *p, const vx_trace_scene &s, const gpu
 }
 
 /* Launches one frame (asynchronously) and checks the launch. */
-static vx_status gpu_launch(const gpu_ctx *c, const launch_plan *p, const vx_trace_scene *s,
+static vx_status gpu_launch(const vx_gpu_view *c, const launch_plan *p, const vx_trace_scene *s,
                             int with_visits, cudaStream_t stream, vx_error *err) {
   vx_status st = VX_OK;
   uint32_t *visits = with_visits ? c->visits : NULL;
@@ -328,32 +311,96 @@ static vx_status check_opts(const vx_octree *t, const vx_march_opts *o, vx_error
   return VX_OK;
 }
 
+extern "C" void vx_gpu_view_free(vx_gpu_view *c) {
+  if (!c) return;
+  /* Errors on free are ignored: nothing can be done about them and the status already says
+   * what went wrong first. */
+  if (c->nodes) cudaFree(c->nodes);
+  if (c->voxels) cudaFree(c->voxels);
+  if (c->rgb) cudaFree(c->rgb);
+  if (c->depth) cudaFree(c->depth);
+  if (c->visits) cudaFree(c->visits);
+  if (c->counter) cudaFree(c->counter);
+  if (c->events) {
+    cudaEventDestroy(c->ev[0]);
+    cudaEventDestroy(c->ev[1]);
+  }
+  if (c->stream) cudaStreamDestroy(c->stream);
+  cudaGetLastError();
+  vx_free(c);
+}
+
+extern "C" vx_status vx_gpu_view_create(const vx_octree *t, vx_gpu_view **out, vx_error *err) {
+  *out = NULL;
+  if (!t || !t->nodes) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no tree");
+  vx_gpu_view *c = (vx_gpu_view *)vx_calloc(1, sizeof *c);
+  if (!c) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status st = gpu_open(c, err);
+  if (st == VX_OK) st = gpu_upload(c, t, err);
+  if (st != VX_OK) {
+    vx_gpu_view_free(c);
+    return st;
+  }
+  *out = c;
+  return VX_OK;
+}
+
+extern "C" const char *vx_gpu_view_device(const vx_gpu_view *g) { return g->prop.name; }
+
+extern "C" uint64_t vx_gpu_view_tree_bytes(const vx_gpu_view *g) {
+  return g->node_count * sizeof(vx_node) + g->voxel_count * sizeof(vx_voxel);
+}
+
+extern "C" vx_status vx_gpu_view_draw(vx_gpu_view *c, const vx_octree *t, const vx_march_opts *o,
+                                      const vx_gpu_config *cfg, uint8_t *rgb, float *depth,
+                                      uint32_t *visits, vx_gpu_frame_times *times,
+                                      vx_error *err) {
+  vx_status st = check_opts(t, o, err);
+  if (st != VX_OK) return st;
+  if (!rgb) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no image memory");
+  size_t n = (size_t)o->width * o->height;
+  vx_trace_scene s;
+  launch_plan p;
+  float ms = 0.0f;
+  double t0 = 0.0;
+  if ((st = gpu_frame(c, n, visits != NULL, err)) != VX_OK) goto done;
+  if ((st = gpu_scene(c, t, o, &s, err)) != VX_OK) goto done;
+  if ((st = plan_launch(c, cfg, o->width, o->height, &p, err)) != VX_OK) goto done;
+  VX_CU(cudaEventRecord(c->ev[0], c->stream), "cudaEventRecord");
+  if ((st = gpu_launch(c, &p, &s, visits != NULL, c->stream, err)) != VX_OK) goto done;
+  VX_CU(cudaEventRecord(c->ev[1], c->stream), "cudaEventRecord");
+  VX_CU(cudaEventSynchronize(c->ev[1]), "running the ray-marching kernel");
+  VX_CU(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]), "cudaEventElapsedTime");
+  t0 = vx_clock_seconds();
+  VX_CU(cudaMemcpyAsync(rgb, c->rgb, n * 3, cudaMemcpyDeviceToHost, c->stream),
+        "downloading the image");
+  if (depth)
+    VX_CU(cudaMemcpyAsync(depth, c->depth, n * sizeof(float), cudaMemcpyDeviceToHost, c->stream),
+          "downloading the depth");
+  if (visits)
+    VX_CU(cudaMemcpyAsync(visits, c->visits, n * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                          c->stream),
+          "downloading the visit counts");
+  VX_CU(cudaStreamSynchronize(c->stream), "downloading the image");
+  if (times) {
+    times->ms_kernel = ms;
+    times->ms_copy = (vx_clock_seconds() - t0) * 1e3;
+  }
+done:
+  return st;
+}
+
 extern "C" vx_status vx_render_gpu_config(const vx_octree *t, const vx_march_opts *o,
-                                          const vx_gpu_config *cfg, vx_march_image *img, vx_error *err) {
+                                          const vx_gpu_config *cfg, vx_march_image *img,
+                                          vx_error *err) {
   vx_status st = check_opts(t, o, err);
   if (st != VX_OK) return st;
   if (!img || !img->rgb || !img->depth || img->width != o->width || img->height != o->height)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the image does not match the options");
-  gpu_ctx c;
-  st = gpu_open(&c, err);
-  if (st != VX_OK) return st;
-  size_t n = (size_t)o->width * o->height;
-  vx_trace_scene s;
-  launch_plan p;
-  if ((st = gpu_upload(&c, t, o->lod, err)) != VX_OK) goto done;
-  if ((st = gpu_frame(&c, o->width, o->height, img->visits != NULL, err)) != VX_OK) goto done;
-  if ((st = gpu_scene(&c, t, o, &s, err)) != VX_OK) goto done;
-  if ((st = plan_launch(&c, cfg, &p, err)) != VX_OK) goto done;
-  if ((st = gpu_launch(&c, &p, &s, img->visits != NULL, 0, err)) != VX_OK) goto done;
-  VX_CU(cudaDeviceSynchronize(), "running the ray-marching kernel");
-  VX_CU(cudaMemcpy(img->rgb, c.rgb, n * 3, cudaMemcpyDeviceToHost), "downloading the image");
-  VX_CU(cudaMemcpy(img->depth, c.depth, n * sizeof(float), cudaMemcpyDeviceToHost),
-        "downloading the depth");
-  if (img->visits)
-    VX_CU(cudaMemcpy(img->visits, c.visits, n * sizeof(uint32_t), cudaMemcpyDeviceToHost),
-          "downloading the visit counts");
-done:
-  gpu_free(&c);
+  vx_gpu_view *c;
+  if ((st = vx_gpu_view_create(t, &c, err)) != VX_OK) return st;
+  st = vx_gpu_view_draw(c, t, o, cfg, img->rgb, img->depth, img->visits, NULL, err);
+  vx_gpu_view_free(c);
   return st;
 }
 
@@ -375,92 +422,110 @@ extern "C" const char *vx_cuda_device_name(void) {
   return name;
 }
 
-static int cmp_float(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
-extern "C" vx_status vx_gpu_bench(const vx_octree *t, const vx_march_opts *o,
-                                  const vx_camera *views, int nviews, int frames,
-                                  const vx_gpu_config *cfg, vx_gpu_bench_result *r,
-                                  vx_error *err) {
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+extern "C" vx_status vx_gpu_view_bench(vx_gpu_view *c, const vx_octree *t, const vx_march_opts *o,
+                                       const vx_camera *views, int nviews, int frames,
+                                       const vx_gpu_config *cfg, vx_gpu_bench_result *r,
+                                       vx_error *err) {
   vx_status st = check_opts(t, o, err);
   if (st != VX_OK) return st;
   if (!views || nviews < 1 || frames < 1 || !r)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU bench: need >= 1 view and >= 1 frame");
   memset(r, 0, sizeof *r);
-  gpu_ctx c;
-  st = gpu_open(&c, err);
-  if (st != VX_OK) return st;
   size_t n = (size_t)o->width * o->height;
   vx_trace_scene *scenes = (vx_trace_scene *)vx_calloc((size_t)nviews, sizeof *scenes);
   cudaEvent_t *ev = (cudaEvent_t *)vx_calloc((size_t)frames * 2, sizeof *ev);
-  float *ms = (float *)vx_calloc((size_t)frames, sizeof *ms);
+  double *ms = (double *)vx_calloc((size_t)frames, sizeof *ms);
+  double *ms_copy = (double *)vx_calloc((size_t)frames, sizeof *ms_copy);
   uint32_t *visits = (uint32_t *)vx_malloc(n * sizeof *visits);
   float *depth = (float *)vx_malloc(n * sizeof *depth);
+  uint8_t *rgb = (uint8_t *)vx_malloc(n * 3);
   int events = 0;
   launch_plan p;
   cudaFuncAttributes fa;
   size_t free_b = 0, total_b = 0;
   double vsum = 0.0, hits = 0.0;
-  if (!scenes || !ev || !ms || !visits || !depth) {
+  if (!scenes || !ev || !ms || !ms_copy || !visits || !depth || !rgb) {
     st = vx_error_set(err, VX_ERR_NOMEM, "GPU bench: out of host memory");
     goto done;
   }
-  if ((st = gpu_upload(&c, t, o->lod, err)) != VX_OK) goto done;
-  if ((st = gpu_frame(&c, o->width, o->height, 1, err)) != VX_OK) goto done;
+  if ((st = gpu_frame(c, n, 1, err)) != VX_OK) goto done;
   for (int v = 0; v < nviews; v++) {
     vx_march_opts ov = *o;
     ov.cam = views[v];
-    if ((st = gpu_scene(&c, t, &ov, &scenes[v], err)) != VX_OK) goto done;
+    if ((st = gpu_scene(c, t, &ov, &scenes[v], err)) != VX_OK) goto done;
   }
-  if ((st = plan_launch(&c, cfg, &p, err)) != VX_OK) goto done;
+  if ((st = plan_launch(c, cfg, o->width, o->height, &p, err)) != VX_OK) goto done;
   VX_CU(cudaFuncGetAttributes(&fa, p.fn), "cudaFuncGetAttributes");
 
   /* Warm-up: every view once (module load, caches, clocks). */
   for (int v = 0; v < nviews; v++)
-    if ((st = gpu_launch(&c, &p, &scenes[v], 0, 0, err)) != VX_OK) goto done;
-  VX_CU(cudaDeviceSynchronize(), "warm-up frames");
+    if ((st = gpu_launch(c, &p, &scenes[v], 0, c->stream, err)) != VX_OK) goto done;
+  VX_CU(cudaStreamSynchronize(c->stream), "warm-up frames");
 
   for (int f = 0; f < frames * 2; f++, events++) VX_CU(cudaEventCreate(&ev[f]), "cudaEventCreate");
   for (int f = 0; f < frames; f++) {
-    VX_CU(cudaEventRecord(ev[2 * f], 0), "cudaEventRecord");
-    if ((st = gpu_launch(&c, &p, &scenes[f % nviews], 0, 0, err)) != VX_OK) goto done;
-    VX_CU(cudaEventRecord(ev[2 * f + 1], 0), "cudaEventRecord");
+    VX_CU(cudaEventRecord(ev[2 * f], c->stream), "cudaEventRecord");
+    if ((st = gpu_launch(c, &p, &scenes[f % nviews], 0, c->stream, err)) != VX_OK) goto done;
+    VX_CU(cudaEventRecord(ev[2 * f + 1], c->stream), "cudaEventRecord");
   }
   VX_CU(cudaEventSynchronize(ev[2 * frames - 1]), "timed frames");
-  for (int f = 0; f < frames; f++)
-    VX_CU(cudaEventElapsedTime(&ms[f], ev[2 * f], ev[2 * f + 1]), "cudaEventElapsedTime");
+  for (int f = 0; f < frames; f++) {
+    float m = 0.0f;
+    VX_CU(cudaEventElapsedTime(&m, ev[2 * f], ev[2 * f + 1]), "cudaEventElapsedTime");
+    ms[f] = m;
+  }
   VX_CU(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+
+  /* The same frames as a user of the renderer gets them: launch, wait, pixels into host memory. */
+  for (int f = 0; f < frames; f++) {
+    double t0 = vx_clock_seconds();
+    if ((st = gpu_launch(c, &p, &scenes[f % nviews], 0, c->stream, err)) != VX_OK) goto done;
+    VX_CU(cudaMemcpyAsync(rgb, c->rgb, n * 3, cudaMemcpyDeviceToHost, c->stream),
+          "downloading the image");
+    VX_CU(cudaStreamSynchronize(c->stream), "timed frames with copies");
+    ms_copy[f] = (vx_clock_seconds() - t0) * 1e3;
+  }
 
   /* Untimed: node visits and hits per view. */
   for (int v = 0; v < nviews; v++) {
-    if ((st = gpu_launch(&c, &p, &scenes[v], 1, 0, err)) != VX_OK) goto done;
-    VX_CU(cudaMemcpy(visits, c.visits, n * sizeof *visits, cudaMemcpyDeviceToHost),
+    if ((st = gpu_launch(c, &p, &scenes[v], 1, c->stream, err)) != VX_OK) goto done;
+    VX_CU(cudaMemcpyAsync(visits, c->visits, n * sizeof *visits, cudaMemcpyDeviceToHost, c->stream),
           "downloading the visit counts");
-    VX_CU(cudaMemcpy(depth, c.depth, n * sizeof *depth, cudaMemcpyDeviceToHost),
+    VX_CU(cudaMemcpyAsync(depth, c->depth, n * sizeof *depth, cudaMemcpyDeviceToHost, c->stream),
           "downloading the depth");
+    VX_CU(cudaStreamSynchronize(c->stream), "counting visits");
     for (size_t i = 0; i < n; i++) {
       vsum += visits[i];
-      hits += isfinite(depth[i]) ? 1.0 : 0.0;
+      hits += depth[i] == depth[i] && depth[i] != INFINITY ? 1.0 : 0.0;
     }
   }
 
-  qsort(ms, (size_t)frames, sizeof *ms, cmp_float);
-  snprintf(r->device, sizeof r->device, "%s", c.prop.name);
-  r->sm_count = c.prop.multiProcessorCount;
+  snprintf(r->device, sizeof r->device, "%s", c->prop.name);
+  r->sm_count = c->prop.multiProcessorCount;
   r->width = o->width;
   r->height = o->height;
   r->frames = frames;
   r->level = o->lod;
-  r->levels_uploaded = c.levels;
-  r->ms_median = frames % 2 ? ms[frames / 2] : 0.5 * ((double)ms[frames / 2 - 1] + ms[frames / 2]);
+  r->levels_uploaded = c->levels;
+  r->ms_min = ms[0];
+  r->ms_median = median(ms, frames);
   r->ms_min = ms[0];
   r->ms_max = ms[frames - 1];
+  r->ms_copy_median = median(ms_copy, frames);
   r->mrays_per_s = r->ms_median > 0.0 ? (double)n / (r->ms_median * 1e3) : 0.0;
   r->visits_per_ray = vsum / ((double)n * nviews);
   r->hit_fraction = hits / ((double)n * nviews);
-  r->tree_bytes = c.node_count * sizeof(vx_node) + c.voxel_count * sizeof(vx_voxel);
+  r->tree_bytes = vx_gpu_view_tree_bytes(c);
   r->frame_bytes = (uint64_t)n * (3 + sizeof(float) + sizeof(uint32_t)) + sizeof(unsigned int);
   r->device_used_bytes = (uint64_t)(total_b - free_b);
   r->regs_per_thread = fa.numRegs;
@@ -470,8 +535,22 @@ done:
   vx_free(scenes);
   vx_free(ev);
   vx_free(ms);
+  vx_free(ms_copy);
   vx_free(visits);
   vx_free(depth);
-  gpu_free(&c);
+  vx_free(rgb);
+  return st;
+}
+
+extern "C" vx_status vx_gpu_bench(const vx_octree *t, const vx_march_opts *o,
+                                  const vx_camera *views, int nviews, int frames,
+                                  const vx_gpu_config *cfg, vx_gpu_bench_result *r,
+                                  vx_error *err) {
+  vx_status st = check_opts(t, o, err);
+  if (st != VX_OK) return st;
+  vx_gpu_view *c;
+  if ((st = vx_gpu_view_create(t, &c, err)) != VX_OK) return st;
+  st = vx_gpu_view_bench(c, t, o, views, nviews, frames, cfg, r, err);
+  vx_gpu_view_free(c);
   return st;
 }

@@ -1,13 +1,15 @@
 /* render_gpu_stub.c - the GPU entry points of a build without CUDA: no GPU, say so. */
 #include "marcher/marcher.h"
-#include "marcher/gpu_bench.h"
+#include "marcher/gpu_render.h"
 
-vx_status vx_render_gpu(const vx_octree *t, const vx_march_opts *o, vx_march_image *img, vx_error *err) {
+#define NO_CUDA "this voxlod was built without CUDA: GPU rendering is not available"
+
+vx_status vx_render_gpu(const vx_octree *t, const vx_march_opts *o, vx_march_image *img,
+                        vx_error *err) {
   (void)t;
   (void)o;
   (void)img;
-  return vx_error_set(err, VX_ERR_NO_GPU,
-                      "this voxlod was built without CUDA: GPU rendering is not available");
+  return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
 }
 
 const char *vx_cuda_device_name(void) { return NULL; }
@@ -28,6 +30,44 @@ vx_status vx_gpu_bench(const vx_octree *t, const vx_march_opts *o, const vx_came
   (void)frames;
   (void)cfg;
   (void)r;
-  return vx_error_set(err, VX_ERR_NO_GPU,
-                      "this voxlod was built without CUDA: the GPU benchmark is not available");
+  return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
+}
+
+vx_status vx_gpu_view_create(const vx_octree *t, vx_gpu_view **out, vx_error *err) {
+  (void)t;
+  *out = NULL;
+  return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
+}
+
+void vx_gpu_view_free(vx_gpu_view *g) { (void)g; }
+
+const char *vx_gpu_view_device(const vx_gpu_view *g) {
+  (void)g;
+  return "";
+}
+
+uint64_t vx_gpu_view_tree_bytes(const vx_gpu_view *g) {
+  (void)g;
+  return 0;
+}
+
+vx_status vx_gpu_view_draw(vx_gpu_view *g, const vx_octree *t, const vx_march_opts *o,
+                           const vx_gpu_config *cfg, uint8_t *rgb, float *depth, uint32_t *visits,
+                           vx_gpu_frame_times *times, vx_error *err) {
+  (void)g;
+  (void)t;
+  (void)o;
+  (void)cfg;
+  (void)rgb;
+  (void)depth;
+  (void)visits;
+  (void)times;
+  return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
+}
+
+vx_status vx_gpu_view_bench(vx_gpu_view *g, const vx_octree *t, const vx_march_opts *o,
+                            const vx_camera *views, int nviews, int frames,
+                            const vx_gpu_config *cfg, vx_gpu_bench_result *r, vx_error *err) {
+  (void)g;
+  return vx_gpu_bench(t, o, views, nviews, frames, cfg, r, err);
 }

@@ -24,9 +24,13 @@ static void cross3(const double a[3], const double b[3], double r[3]) {
   r[1] = a[2] * b[0] - a[0] * b[2];
   r[2] = a[0] * b[1] - a[1] * b[0];
 }
+/* Scaled by the largest component first, so that vectors of any finite size (1e-300 .. 1e300)
+ * normalise without overflow or underflow. */
 static int normalize3(double v[3]) {
+  double m = fmax(fabs(v[0]), fmax(fabs(v[1]), fabs(v[2])));
+  if (!(m > 0.0) || !isfinite(m)) return 0;
+  for (int i = 0; i < 3; i++) v[i] /= m;
   double l = sqrt(dot3(v, v));
-  if (!(l > 0.0) || !isfinite(l)) return 0;
   v[0] /= l;
   v[1] /= l;
   v[2] /= l;
@@ -75,6 +79,15 @@ vx_status vx_render_check(const vx_octree *t, const vx_march_opts *o, vx_error *
                         "camera: eye equals target, or up is zero or parallel to the view");
   if (!(t->xf.scale > 0.0) || !isfinite(t->xf.scale))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "render: the tree's transform scale is invalid");
+  /* Rays are traced in float grid coordinates: an eye beyond 2^40 voxels (a thousand billion
+   * times the model's size at 1024^3) would lose every bit of the model's detail. */
+  for (int i = 0; i < 3; i++) {
+    double g = (c->eye[i] - t->xf.origin[i]) / t->xf.scale;
+    if (!(fabs(g) < 1099511627776.0))
+      return vx_error_set(err, VX_ERR_INVALID_ARG,
+                          "camera: the eye is %.3g voxels from the model, too far to trace (at "
+                          "most 2^40)", fabs(g));
+  }
   return VX_OK;
 }
 
@@ -207,8 +220,10 @@ void vx_march_orbit(const vx_octree *t, double azimuth_deg, double elevation_deg
     double need = z + (x > y ? x : y) / tn;
     if (need > dist) dist = need;
   }
-  dist = dist * 1.05 + 1e-9;
+  /* Relative margins only: the model may be 1e-10 or 1e30 units across. */
+  dist = dist * 1.05;
   if (dist < rad * 1.01) dist = rad * 1.01; /* keep the eye outside the model */
+  if (!(dist > 0.0)) dist = t->xf.scale; /* a box of no extent: one voxel away */
   for (int i = 0; i < 3; i++) {
     cam->eye[i] = c[i] + dist * dir[i];
     cam->target[i] = c[i];

@@ -43,6 +43,17 @@ uint64_t vx_default_mem_limit(void) {
   return m ? (uint64_t)((double)m * 0.8) : (uint64_t)16 << 30;
 }
 
+const char *vx_bytes_text(double b, char *buf, size_t n) {
+  static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int i = 0;
+  while (b >= 1024.0 && i < 6) {
+    b /= 1024.0;
+    i++;
+  }
+  snprintf(buf, n, i ? "%.2f %s" : "%.0f %s", b, unit[i]);
+  return buf;
+}
+
 int vx_thread_count(int n, int cap) {
   if (n <= 0) n = vx_cpu_count();
   if (cap < 1) cap = 1;

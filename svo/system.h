@@ -4,6 +4,7 @@
 #ifndef VOXLOD_SVO_SYSTEM_H
 #define VOXLOD_SVO_SYSTEM_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "voxlod/base.h"
 
@@ -24,6 +25,10 @@ uint64_t vx_virtual_bytes(void);
 
 /* The default memory limit of builds and reads: 80% of physical memory (16 GiB when unknown). */
 uint64_t vx_default_mem_limit(void);
+
+/* A byte count for messages, in the unit that suits it: "512 B", "1.00 KiB", "3.25 GiB". Returns
+ * buf. */
+const char *vx_bytes_text(double bytes, char *buf, size_t n);
 
 /* Threads for a request: n <= 0 means all cores; capped at cap (>= 1). */
 int vx_thread_count(int n, int cap);

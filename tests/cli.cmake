@@ -1,4 +1,4 @@
 # End-to-end tests of the voxlod command line (tests/test_cli.sh).
 add_test(NAME test_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh $<TARGET_FILE:voxlod>
-         ${CMAKE_SOURCE_DIR}/data ${VX_SHARED_MESHES})
+         ${VX_DATA_DIR} ${VX_SHARED_MESHES})
 set_tests_properties(test_cli PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)

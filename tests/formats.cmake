@@ -3,3 +3,5 @@ vx_add_test(test_formats_svo SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_sv
 vx_add_test(test_formats_mesh SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_mesh.c LIBS vx_formats)
 vx_add_test(test_formats_png SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_png.c LIBS vx_formats)
 target_include_directories(test_formats_png PRIVATE ${STB_INCLUDE_DIR})
+vx_add_test(test_formats_import_limits
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_import_limits.c LIBS vx_formats)

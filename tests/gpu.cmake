@@ -10,7 +10,7 @@ if(VOXLOD_HAVE_CUDA)
   # read-only loads and ptxas reports no spills.
   list(GET CMAKE_CUDA_ARCHITECTURES 0 vx_ptx_arch)
   add_test(NAME test_gpu_ptx COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER}
-           -DSRC=${CMAKE_SOURCE_DIR}/marcher/render_gpu.cu -DINC=${CMAKE_SOURCE_DIR} -DARCH=${vx_ptx_arch}
+           -DSRC=${VOXLOD_ROOT}/marcher/render_gpu.cu -DINC=${VOXLOD_ROOT} -DARCH=${vx_ptx_arch}
            -DOUT=${CMAKE_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/gpu_ptx_check.cmake)
   set_tests_properties(test_gpu_ptx PROPERTIES LABELS ptx)
 endif()

@@ -31,7 +31,7 @@ for lod in 3 4 5 6 auto; do
 done
 if "$VOXLOD" render "$T/b.svo" "$T/blocks.png" --shade blocks --size 64x48 --cpu 2>/dev/null; then ok "render blocks"; else bad "render blocks"; fi
 if "$VOXLOD" stats "$T/b.svo" >"$T/stats" && grep -q "64^3" "$T/stats" && grep -q "per surface voxel" "$T/stats"; then ok stats; else bad stats; cat "$T/stats"; fi
-if "$VOXLOD" stats "$T/b.svo" --plot "$T/m.svg" --error 0.5 --views 1 --size 64x48 --cpu >"$T/stats2" && grep -q "<svg" "$T/m.svg" && grep -q "psnr_db" "$T/stats2"; then ok "stats --plot --error"; else bad "stats --plot --error"; cat "$T/stats2"; fi
+if "$VOXLOD" stats "$T/b.svo" --plot "$T/m.svg" --error 0.5 --views 1 --size 64x48 --cpu >"$T/stats2" && grep -q "<svg" "$T/m.svg" && grep -q "PSNR" "$T/stats2"; then ok "stats --plot --error"; else bad "stats --plot --error"; cat "$T/stats2"; fi
 if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/p.svo" --res 64 --error 1 -q && "$VOXLOD" compare "$T/b.svo" "$T/p.svo" --views 1 --size 64x48 --cpu >"$T/cmp" && grep -q PSNR "$T/cmp"; then ok "convert --error, compare"; else bad "convert --error, compare"; fi
 # convert --gpu: the same file as the CPU build, on the GPU where there is one, else through the
 # CPU fallback with a one-line notice (what CI sees)
@@ -86,6 +86,67 @@ for sig in INT TERM; do
   if [ $rc -ne 0 ] && cmp -s "$T/keep.svo" "$T/int.svo"; then ok "SIG$sig keeps previous output"; else bad "SIG$sig keeps previous output (rc $rc)"; fi
   no_temp_left "$T" "after SIG$sig"
 done
+
+# ---- --mem-limit bounds the import and the build ---------------------------------------------
+# peak_run OUT ERR CMD...: runs CMD and prints its exit code and the peak RSS in KiB of the largest
+# of it and its descendants (the import child included), measured with getrusage.
+peak_run() {
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys
+out, err = sys.argv[1], sys.argv[2]
+with open(out, 'wb') as o, open(err, 'wb') as e:
+    rc = subprocess.call(sys.argv[3:], stdout=o, stderr=e)
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+PY
+}
+# AddressSanitizer's shadow pages are resident without being in the address space the limit bounds
+asan=0; ldd "$VOXLOD" 2>/dev/null | grep -q libasan && asan=1
+if command -v python3 >/dev/null; then
+  # a tiny model converts under a small limit, its peak under the limit
+  read rc kib < <(peak_run "$T/out" "$T/err" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/small.svo" --res 16 --mem-limit 64M -q)
+  if [ "$rc" = 0 ] && [ -s "$T/small.svo" ] && { [ $asan = 1 ] || [ "$kib" -le 65536 ]; }; then
+    ok "16^3 under --mem-limit 64M (peak RSS $((kib / 1024)) MiB)"
+  else bad "16^3 under --mem-limit 64M (exit $rc, peak RSS $((kib / 1024)) MiB)"; cat "$T/err"; fi
+  # a 3MF whose model XML inflates to 108 MB of vertices (assimp needs about 1.1 GB for it)
+  python3 - "$T/bomb.3mf" <<'PY'
+import sys, zipfile
+ct = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/'
+      'package/2006/content-types"><Default Extension="rels" ContentType="application/'
+      'vnd.openxmlformats-package.relationships+xml"/><Default Extension="model" ContentType='
+      '"application/vnd.ms-package.3dmanufacturing-3dmodel+xml"/></Types>')
+rels = ('<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats'
+        '.org/package/2006/relationships"><Relationship Target="/3D/3dmodel.model" Id="rel0" '
+        'Type="http://schemas.microsoft.com/3dmanufacturing/2013/01/3dmodel"/></Relationships>')
+head = ('<?xml version="1.0" encoding="UTF-8"?><model unit="millimeter" xmlns="http://schemas.'
+        'microsoft.com/3dmanufacturing/core/2015/02"><resources><object id="1" type="model"><mesh>'
+        '<vertices>')
+tail = ('</vertices><triangles><triangle v1="0" v2="1" v3="2"/></triangles></mesh></object>'
+        '</resources><build><item objectid="1"/></build></model>')
+with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:
+    z.writestr('[Content_Types].xml', ct)
+    z.writestr('_rels/.rels', rels)
+    with z.open('3D/3dmodel.model', 'w', force_zip64=True) as f:
+        f.write(head.encode())
+        chunk = ('<vertex x="1" y="2" z="3"/>' * 10000).encode()
+        for _ in range(400):
+            f.write(chunk)
+        f.write(tail.encode())
+PY
+  read rc kib < <(ASAN_OPTIONS=allocator_may_return_null=1 peak_run "$T/out" "$T/err" "$VOXLOD" convert "$T/bomb.3mf" "$T/bomb.svo" --res 16 --mem-limit 300M -q)
+  if [ "$rc" = 1 ] && grep -q "the import needs more than the memory limit (300.0 MiB)" "$T/err" &&
+     [ ! -e "$T/bomb.svo" ] && { [ $asan = 1 ] || [ "$kib" -le 307200 ]; }; then
+    ok "3MF zip bomb ($(($(stat -c %s "$T/bomb.3mf") / 1024)) KiB) refused under --mem-limit 300M (peak RSS $((kib / 1024)) MiB)"
+  else bad "3MF zip bomb under --mem-limit 300M (exit $rc, peak RSS $((kib / 1024)) MiB)"; cat "$T/err"; fi
+  # a 200-byte PLY header claiming 4e8 vertices: refused before any import starts
+  printf 'ply\nformat binary_little_endian 1.0\nelement vertex 400000000\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n' >"$T/bomb.ply"
+  read rc kib < <(peak_run "$T/out" "$T/err" "$VOXLOD" convert "$T/bomb.ply" "$T/bomb.svo" --res 16 --mem-limit 500M -q)
+  if [ "$rc" = 1 ] && grep -q "PLY header declares 400000000 'vertex' elements" "$T/err" &&
+     [ ! -e "$T/bomb.svo" ] && [ "$kib" -le 131072 ]; then
+    ok "PLY header bomb refused at once (peak RSS $((kib / 1024)) MiB)"
+  else bad "PLY header bomb (exit $rc, peak RSS $((kib / 1024)) MiB)"; cat "$T/err"; fi
+else
+  echo "skip --mem-limit section: python3 not found"
+fi
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

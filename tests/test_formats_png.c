@@ -56,7 +56,7 @@ static void png_write_to_unwritable_place_fails_cleanly(void) {
   char path[600];
   snprintf(path, sizeof path, "%s/no_such_dir/x.png", tmpdir);
   CHECK(vx_png_write(path, rgb, 2, 2, &e) == VX_ERR_IO);
-  CHECK_MSG(strstr(e.msg, "No such file") != NULL, "%s", e.msg);
+  CHECK_MSG(strstr(e.msg, "does not exist") != NULL, "%s", e.msg);
   /* A file where a directory should be. */
   char file[600];
   snprintf(file, sizeof file, "%s/plain", tmpdir);

@@ -451,7 +451,7 @@ static void svo_file_write_read_and_errors(void) {
   CHECK(vx_svo_read(bad, NULL, &r, NULL, &e) == VX_ERR_IO && strstr(e.msg, "No such file"));
   CHECK(vx_svo_read(tmpdir, NULL, &r, NULL, &e) == VX_ERR_IO);
   snprintf(bad, sizeof bad, "%s/no/such/dir/x.svo", tmpdir);
-  CHECK(vx_svo_write(bad, &t, 0, NULL, NULL, &e) == VX_ERR_IO && strstr(e.msg, "No such file"));
+  CHECK(vx_svo_write(bad, &t, 0, NULL, NULL, &e) == VX_ERR_IO && strstr(e.msg, "does not exist"));
   snprintf(bad, sizeof bad, "%s/a.svo/x.svo", tmpdir); /* parent is a file */
   CHECK(vx_svo_write(bad, &t, 0, NULL, NULL, &e) == VX_ERR_IO);
   CHECK(vx_svo_write(tmpdir, &t, 0, NULL, NULL, &e) == VX_ERR_IO); /* a directory */

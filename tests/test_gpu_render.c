@@ -9,7 +9,7 @@
  * the same bytes.
  */
 #include "marcher/marcher.h"
-#include "marcher/gpu_bench.h"
+#include "marcher/gpu_render.h"
 #include "check.h"
 #include "test_gpu_sdf.h"
 

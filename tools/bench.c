@@ -1,8 +1,11 @@
-/* bench.c - `voxlod bench`: GPU frame times per LOD level over a fixed orbit of views.
+/* bench.c - `voxlod bench`: what images of a tree cost, through the renderer object.
  *
- * For each requested level the tree (levels <= L) is uploaded once, every view is rendered once to
- * warm up, then N frames cycling through the views are timed with CUDA events (marcher/gpu_bench.h);
- * the median is reported with the primary-ray rate, node fetches per ray, GPU memory and device.
+ * First the first-image cost a user of `render` pays: creating the renderer (on the GPU the CUDA
+ * context and the tree's upload) plus one frame into host memory. Then, per requested level, the
+ * steady cost over a fixed orbit of views (vx_renderer_bench): every view rendered once to warm up,
+ * then N frames timed (on the GPU with CUDA events), and the same frames with the copy of the
+ * pixels into host memory; the median is reported with the primary-ray rate, node fetches per ray
+ * and GPU memory.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -10,16 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/svo_file.h"
-#include "marcher/gpu_bench.h"
 #include "tools/cli.h"
 
 static const char *bench_help =
     "usage: voxlod bench IN.svo [options]\n"
     "\n"
-    "Times the CUDA ray-marcher: per LOD level, the median ms per frame over N frames from a fixed\n"
-    "orbit of views (after a warm-up), primary rays per second, node fetches per ray, GPU memory\n"
-    "and the device.\n"
+    "Times the ray-marcher through the renderer object: the first image (renderer set-up: CUDA\n"
+    "context and upload on the GPU, plus one frame into host memory), then per LOD level the\n"
+    "median ms per frame over N frames from a fixed orbit of views (after a warm-up), with and\n"
+    "without the copy of the pixels to host memory, primary rays per second, node fetches per ray\n"
+    "and GPU memory.\n"
     "\n"
     "options:\n"
     "  --size WxH      frame size (default 1920x1080)\n"
@@ -29,123 +32,183 @@ static const char *bench_help =
     "                  auto), 'auto', a level, or a comma list such as 8,10,12,auto\n"
     "  --zoom Z        move the eye to Z times the framing distance (default 1; 0.4 fills the frame)\n"
     "  --elevation E   orbit elevation in degrees (default 20)\n"
-    "  --mem-limit SIZE    refuse a file whose decoded size exceeds SIZE (default 16G)\n"
-    "  --json          one JSON object per level on stdout instead of the table\n";
+    "  --gpu | --cpu   the renderer (default: the GPU when usable, else the CPU)\n"
+    "  --threads N     CPU renderer threads (default: all cores)\n"
+    "  --mem-limit SIZE  refuse a file whose decoded size exceeds SIZE (default: 80% of memory)\n"
+    "  --json          one JSON document on stdout instead of the table\n";
 
+/* Levels from "all", "auto", "8" or "8,10,auto": -1 for auto. Returns the count, -1 when bad. */
 static int parse_lods(const char *s, uint32_t depth, int *lods, int max) {
   int n = 0;
   if (strcmp(s, "all") == 0) {
     for (int l = (int)depth - 6 < 0 ? 0 : (int)depth - 6; l <= (int)depth && n < max; l++) lods[n++] = l;
-    if (n < max) lods[n++] = VX_LOD_AUTO;
+    if (n < max) lods[n++] = -1;
     return n;
   }
   char buf[256];
+  if (strlen(s) >= sizeof buf) return -1;
   snprintf(buf, sizeof buf, "%s", s);
   for (char *tok = strtok(buf, ","); tok && n < max; tok = strtok(NULL, ",")) {
-    int l;
-    if (vx_parse_lod(tok, &l) || (l != VX_LOD_AUTO && l > (int)depth)) return -1;
-    lods[n++] = l;
+    if (strcmp(tok, "auto") == 0) {
+      lods[n++] = -1;
+      continue;
+    }
+    char *end;
+    long l = strtol(tok, &end, 10);
+    if (*end || end == tok || tok[0] == '-' || tok[0] == '+' || l > (long)depth) return -1;
+    lods[n++] = (int)l;
   }
   return n;
 }
 
+static vx_opt bopt(const char *name, vx_opt_kind kind, void *dst, double lo, double hi,
+                   const char *hint) {
+  vx_opt o;
+  memset(&o, 0, sizeof o);
+  o.name = name;
+  o.kind = kind;
+  o.dst = dst;
+  o.lo = lo;
+  o.hi = hi;
+  o.hint = hint;
+  return o;
+}
+
 int vx_cmd_bench(int argc, char **argv) {
-  for (int i = 2; i < argc; i++)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(bench_help, stdout);
-      return 0;
-    }
-  const char *in = NULL, *lod_list = "all";
-  uint32_t w = 1920, h = 1080, frames = 50, nviews = 8;
-  float zoom = 1.0f, elevation = 20.0f;
-  int json = 0;
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--json") == 0) {
-      json = 1;
-      continue;
-    }
-    if (a[0] == '-' && a[1]) {
-      if (!v) return vx_cli_usage_error("bench", "%s needs a value", a);
-      i++;
-      int bad = 0;
-      if (strcmp(a, "--size") == 0) bad = vx_parse_size(v, &w, &h);
-      else if (strcmp(a, "--frames") == 0) bad = vx_parse_u32(v, &frames) || frames < 1 || frames > 100000;
-      else if (strcmp(a, "--views") == 0) bad = vx_parse_u32(v, &nviews) || nviews < 1 || nviews > 360;
-      else if (strcmp(a, "--lod") == 0) lod_list = v;
-      else if (strcmp(a, "--zoom") == 0) bad = vx_parse_float(v, &zoom) || !(zoom > 0.01f && zoom <= 100.0f);
-      else if (strcmp(a, "--elevation") == 0) bad = vx_parse_float(v, &elevation) || fabsf(elevation) > 89.0f;
-      else return vx_cli_usage_error("bench", "unknown option '%s'", a);
-      if (bad) return vx_cli_usage_error("bench", "bad value '%s' for %s", v, a);
-    } else if (!in) {
-      in = a;
-    } else {
-      return vx_cli_usage_error("bench", "unexpected argument '%s'", a);
-    }
-  }
-  if (!in) return vx_cli_usage_error("bench", "needs IN.svo");
+  const char *lod_list = "all";
+  uint32_t size[2] = {1920, 1080}, frames = 50, nviews = 8, threads = 0;
+  double zoom = 1.0, elevation = 20.0;
+  uint64_t mem_limit = 0;
+  int json = 0, gpu = 0, cpu = 0;
+  vx_opt o[13];
+  int n = 0;
+  o[n++] = bopt("--size", VX_OPT_SIZE, size, 1, 32768, "WxH");
+  o[n++] = bopt("--frames", VX_OPT_U32, &frames, 1, 100000, "a count");
+  o[n++] = bopt("--views", VX_OPT_U32, &nviews, 1, 360, "a count");
+  o[n++] = bopt("--lod", VX_OPT_STRING, (void *)&lod_list, 0, 0, NULL);
+  o[n++] = bopt("--zoom", VX_OPT_DOUBLE, &zoom, 0.01, 100, "a factor");
+  o[n++] = bopt("--elevation", VX_OPT_DOUBLE, &elevation, -89, 89, "degrees");
+  o[n++] = bopt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
+  o[n++] = bopt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
+  o[n++] = bopt("--threads", VX_OPT_U32, &threads, 0, 1024, "a thread count, 0: all cores");
+  o[n++] = bopt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1, 9.2e18, "a size such as 8G");
+  o[n++] = bopt("--json", VX_OPT_FLAG, &json, 0, 0, NULL);
+  memset(&o[n], 0, sizeof o[n]);
+  const char *pos[1];
+  int npos;
+  int r = vx_cli_parse("bench", argc, argv, o, pos, 1, &npos, bench_help, NULL);
+  if (r) return r < 0 ? 0 : r;
+  if (npos < 1) return vx_cli_usage_error("bench", "needs IN.svo");
+  if (gpu && cpu) return vx_cli_usage_error("bench", "--gpu and --cpu exclude each other");
+  const char *in = pos[0];
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_octree t;
-  memset(&t, 0, sizeof t);
-  if (vx_cli_read(in, -1, &t, NULL, &e) != VX_OK) return vx_cli_fail("bench", &e);
-  int lods[VX_MAX_DEPTH + 8];
-  int nl = parse_lods(lod_list, t.depth, lods, VX_MAX_DEPTH + 8);
+  vx_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.mem_limit = mem_limit;
+  vx_tree *t = NULL;
+  if (vx_tree_load(in, &ro, &t, &e) != VX_OK) return vx_cli_fail("bench", &e);
+  vx_tree_info ti;
+  memset(&ti, 0, sizeof ti);
+  ti.struct_size = sizeof ti;
+  vx_tree_get_info(t, &ti);
+  int lods[32];
+  int nl = parse_lods(lod_list, ti.depth, lods, 32);
   if (nl <= 0) {
-    vx_octree_free(&t);
-    return vx_cli_usage_error("bench", "bad --lod '%s' (levels 0..%u, auto, all)", lod_list, t.depth);
+    vx_tree_free(t);
+    return vx_cli_usage_error("bench", "bad --lod '%s' (levels 0..%u, auto, all)", lod_list,
+                              ti.depth);
   }
-  vx_camera *views = (vx_camera *)calloc(nviews, sizeof *views);
-  if (!views) {
-    vx_octree_free(&t);
-    vx_error_set(&e, VX_ERR_NOMEM, "out of memory");
+  vx_render_opts *views = (vx_render_opts *)calloc(nviews, sizeof *views);
+  size_t px = (size_t)size[0] * size[1];
+  uint8_t *rgb = (uint8_t *)malloc(px * 3);
+  if (!views || !rgb) {
+    free(views);
+    free(rgb);
+    vx_tree_free(t);
+    e.status = VX_ERR_NOMEM;
+    snprintf(e.msg, sizeof e.msg, "out of memory");
     return vx_cli_fail("bench", &e);
   }
-  for (uint32_t k = 0; k < nviews; k++) {
-    vx_march_orbit(&t, 360.0 * k / nviews, elevation, 40.0, &views[k]);
-    for (int i = 0; i < 3; i++)
-      views[k].eye[i] = views[k].target[i] + zoom * (views[k].eye[i] - views[k].target[i]);
+  /* The first image, as `voxlod render` pays it. */
+  vx_renderer_opts rop;
+  memset(&rop, 0, sizeof rop);
+  rop.struct_size = sizeof rop;
+  rop.device = gpu ? VX_DEVICE_GPU : cpu ? VX_DEVICE_CPU : VX_DEVICE_AUTO;
+  rop.threads = (int)threads;
+  double t0 = vx_cli_now();
+  vx_renderer *rd = NULL;
+  vx_status s = vx_renderer_create(t, &rop, &rd, &e);
+  vx_renderer_info ri;
+  memset(&ri, 0, sizeof ri);
+  ri.struct_size = sizeof ri;
+  double first_ms = 0.0;
+  if (s == VX_OK) {
+    vx_cli_notes("bench", vx_renderer_notes(rd));
+    vx_renderer_get_info(rd, &ri);
+    vx_render_opts fo;
+    memset(&fo, 0, sizeof fo);
+    fo.struct_size = sizeof fo;
+    fo.width = size[0];
+    fo.height = size[1];
+    s = vx_render(rd, &fo, rgb, NULL, NULL, &e);
+    first_ms = (vx_cli_now() - t0) * 1e3;
   }
-  int rc = 0;
-  for (int k = 0; k < nl; k++) {
-    vx_march_opts o;
-    memset(&o, 0, sizeof o);
-    o.width = w;
-    o.height = h;
-    o.lod = lods[k];
-    o.lod_scale = 1.0f;
-    o.shade = VX_SHADE_SMOOTH;
-    vx_gpu_bench_result r;
-    memset(&r, 0, sizeof r);
-    if (vx_gpu_bench(&t, &o, views, (int)nviews, (int)frames, NULL, &r, &e) != VX_OK) {
+  int rc = s == VX_OK ? 0 : vx_cli_fail("bench", &e);
+  if (rc == 0 && json)
+    printf("{\"file\": \"%s\", \"device\": \"%s\", \"gpu\": %s, \"width\": %u, \"height\": %u, "
+           "\"frames\": %u, \"views\": %u, \"zoom\": %g, \"renderer_create_ms\": %.3f, "
+           "\"first_image_ms\": %.3f, \"tree_bytes\": %llu, \"levels\": [",
+           in, ri.device, ri.used_gpu ? "true" : "false", size[0], size[1], frames, nviews, zoom,
+           ri.ms_create, first_ms, (unsigned long long)ri.tree_bytes);
+  else if (rc == 0)
+    printf("device: %s; %s, %ux%u, %u frames over %u views, zoom %g\n"
+           "first image: %.1f ms (renderer set-up %.1f ms: %s, then one frame into host memory)\n"
+           "%-5s %10s %10s %12s %10s %10s %8s %12s\n",
+           ri.device, in, size[0], size[1], frames, nviews, zoom, first_ms, ri.ms_create,
+           ri.used_gpu ? "CUDA context and upload" : "nothing to upload", "lod", "ms/frame",
+           "min ms", "ms +copy", "Mrays/s", "visits/ray", "hit %", "GPU used MiB");
+  for (int k = 0; k < nl && rc == 0; k++) {
+    for (uint32_t v = 0; v < nviews; v++) {
+      vx_render_opts *vo = &views[v];
+      memset(vo, 0, sizeof *vo);
+      vo->struct_size = sizeof *vo;
+      vo->width = size[0];
+      vo->height = size[1];
+      vo->lod = lods[k] < 0 ? VX_LOD_PIXEL : VX_LOD_LEVEL;
+      vo->level = lods[k];
+      vx_camera_orbit(t, 360.0 * v / nviews, elevation, 40.0, &vo->camera);
+      for (int i = 0; i < 3; i++)
+        vo->camera.eye[i] = vo->camera.target[i] + zoom * (vo->camera.eye[i] - vo->camera.target[i]);
+    }
+    vx_bench_stats b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    if (vx_renderer_bench(rd, views, (int)nviews, (int)frames, &b, &e) != VX_OK) {
       rc = vx_cli_fail("bench", &e);
       break;
     }
     char lod[16];
-    if (o.lod == VX_LOD_AUTO) snprintf(lod, sizeof lod, "auto");
-    else snprintf(lod, sizeof lod, "%d", o.lod);
-    if (json) {
-      printf("{\"file\": \"%s\", \"device\": \"%s\", \"width\": %u, \"height\": %u, \"lod\": \"%s\", "
-             "\"frames\": %d, \"views\": %u, \"zoom\": %g, \"ms_median\": %.4f, \"ms_min\": %.4f, "
-             "\"ms_max\": %.4f, \"mrays_per_s\": %.1f, \"visits_per_ray\": %.3f, "
-             "\"hit_fraction\": %.4f, \"tree_bytes\": %llu, \"device_used_bytes\": %llu, "
-             "\"regs_per_thread\": %d, \"local_bytes\": %d}\n",
-             in, r.device, w, h, lod, r.frames, nviews, zoom, r.ms_median, r.ms_min, r.ms_max,
-             r.mrays_per_s, r.visits_per_ray, r.hit_fraction, (unsigned long long)r.tree_bytes,
-             (unsigned long long)r.device_used_bytes, r.regs_per_thread, r.local_bytes);
-    } else {
-      if (k == 0)
-        printf("device: %s (%d SMs); %s, %ux%u, %d frames over %u views, zoom %g\n"
-               "%-5s %10s %10s %10s %10s %8s %12s %12s\n",
-               r.device, r.sm_count, in, w, h, r.frames, nviews, zoom, "lod", "ms/frame",
-               "min ms", "Mrays/s", "visits/ray", "hit %", "tree MiB", "GPU used MiB");
-      printf("%-5s %10.3f %10.3f %10.1f %10.2f %8.1f %12.2f %12.1f\n", lod, r.ms_median, r.ms_min,
-             r.mrays_per_s, r.visits_per_ray, 100.0 * r.hit_fraction, r.tree_bytes / 1048576.0,
-             r.device_used_bytes / 1048576.0);
-    }
+    if (lods[k] < 0) snprintf(lod, sizeof lod, "auto");
+    else snprintf(lod, sizeof lod, "%d", lods[k]);
+    if (json)
+      printf("%s\n  {\"lod\": \"%s\", \"ms_median\": %.4f, \"ms_min\": %.4f, \"ms_max\": %.4f, "
+             "\"ms_with_copy_median\": %.4f, \"mrays_per_s\": %.1f, \"visits_per_ray\": %.3f, "
+             "\"hit_fraction\": %.4f, \"device_used_bytes\": %llu, \"regs_per_thread\": %d}",
+             k ? "," : "", lod, b.ms_median, b.ms_min, b.ms_max, b.ms_copy_median, b.mrays_per_s,
+             b.visits_per_ray, b.hit_fraction, (unsigned long long)b.device_used_bytes,
+             b.regs_per_thread);
+    else
+      printf("%-5s %10.3f %10.3f %12.3f %10.1f %10.2f %8.1f %12.1f\n", lod, b.ms_median,
+             b.ms_min, b.ms_copy_median, b.mrays_per_s, b.visits_per_ray, 100.0 * b.hit_fraction,
+             b.device_used_bytes / 1048576.0);
     fflush(stdout);
   }
+  if (rc == 0 && json) printf("\n]}\n");
+  vx_renderer_free(rd);
   free(views);
-  vx_octree_free(&t);
+  free(rgb);
+  vx_tree_free(t);
   return rc;
 }

@@ -17,7 +17,7 @@
 #include <math.h>
 
 #include "marcher/marcher.h"
-#include "marcher/gpu_bench.h"
+#include "marcher/gpu_render.h"
 #include "formats/svo_file.h"
 #include "formats/png.h"
 #include "tools/nvdb_compare.h"

@@ -1,8 +1,7 @@
-/* cli.c - argument parsing, progress display, signal handling and the GPU-or-CPU render choice
- * shared by the voxlod commands. */
+/* cli.c - the option parser, progress display, signal handling and messages shared by the voxlod
+ * commands (cli.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "tools/cli.h"
-#include "formats/svo_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,38 +14,33 @@
 
 volatile sig_atomic_t vx_cli_interrupted = 0;
 int vx_cli_quiet = 0;
-uint64_t vx_cli_read_limit = 0;
 
-int vx_cli_take_read_limit(int *argc, char **argv, const char *cmd) {
-  for (int i = 2; i < *argc; i++) {
-    if (strcmp(argv[i], "--mem-limit") != 0) continue;
-    if (i + 1 >= *argc || vx_parse_bytes(argv[i + 1], &vx_cli_read_limit))
-      return vx_cli_usage_error(cmd, "bad --mem-limit (use e.g. 8G or 512M)");
-    for (int k = i; k + 2 < *argc; k++) argv[k] = argv[k + 2];
-    *argc -= 2;
-    i--;
+double vx_cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void vx_format_bytes(double b, char *buf, size_t n) {
+  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int i = 0;
+  while (b >= 1024.0 && i < 6) {
+    b /= 1024.0;
+    i++;
   }
-  return 0;
+  snprintf(buf, n, i ? "%.2f %s" : "%.0f %s", b, u[i]);
 }
 
-vx_status vx_cli_read(const char *path, int max_level, vx_octree *t, vx_svo_file_info *info, vx_error *e) {
-  vx_svo_read_opts rd;
-  memset(&rd, 0, sizeof rd);
-  rd.max_level = max_level;
-  rd.mem_limit = vx_cli_read_limit;
-  return vx_svo_read(path, &rd, t, info, e);
-}
+/* ---- messages ------------------------------------------------------------------------------- */
 
 int vx_cli_fail(const char *what, const vx_error *e) {
   vx_cli_progress_done();
-  if (e->msg[0])
-    fprintf(stderr, "voxlod: %s: %s\n", what, e->msg);
-  else
-    fprintf(stderr, "voxlod: %s: %s\n", what, vx_status_str(e->status));
+  fprintf(stderr, "voxlod: %s: %s\n", what, e->msg[0] ? e->msg : vx_status_str(e->status));
   return e->status == VX_ERR_INTERRUPTED ? 130 : 1;
 }
 
 int vx_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  vx_cli_progress_done();
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "voxlod %s: ", cmd);
@@ -56,10 +50,16 @@ int vx_cli_usage_error(const char *cmd, const char *fmt, ...) {
   return 2;
 }
 
-double vx_now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
+void vx_cli_notes(const char *cmd, const char *notes) {
+  if (!notes || !*notes) return;
+  vx_cli_progress_done();
+  const char *p = notes;
+  while (*p) {
+    const char *nl = strchr(p, '\n');
+    int len = nl ? (int)(nl - p) : (int)strlen(p);
+    fprintf(stderr, "voxlod %s: %.*s\n", cmd, len, p);
+    p += len + (nl ? 1 : 0);
+  }
 }
 
 /* ---- progress ------------------------------------------------------------------------------- */
@@ -74,7 +74,7 @@ int vx_cli_progress(void *user, const char *phase, double fraction) {
   (void)user;
   if (vx_cli_interrupted) return 1;
   if (vx_cli_quiet) return 0;
-  double now = vx_now_seconds();
+  double now = vx_cli_now();
   if (strncmp(prog.phase, phase, sizeof prog.phase - 1) != 0) {
     if (prog.active) fputc('\n', stderr);
     snprintf(prog.phase, sizeof prog.phase, "%s", phase);
@@ -103,8 +103,11 @@ void vx_cli_progress_done(void) {
   prog.phase[0] = 0;
 }
 
+/* ---- signals -------------------------------------------------------------------------------- */
+
 static void on_signal(int sig) {
-  if (vx_cli_interrupted) {
+  if (vx_cli_interrupted) { /* the second one: no more waiting for a clean stop */
+    vx_remove_temporaries();
     signal(sig, SIG_DFL);
     raise(sig);
   }
@@ -118,43 +121,40 @@ void vx_cli_install_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  signal(SIGXFSZ, SIG_IGN);
 }
 
-/* ---- parsers -------------------------------------------------------------------------------- */
+/* ---- values --------------------------------------------------------------------------------- */
 
-int vx_parse_u32(const char *s, uint32_t *out) {
+/* A decimal whole number with no sign, no space: 0 on success. */
+static int parse_u64(const char *s, uint64_t *out) {
+  if (!s || !(*s >= '0' && *s <= '9')) return -1;
   char *end;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
-  if (!*s || *end || errno || v > UINT32_MAX || s[0] == '-') return -1;
-  *out = (uint32_t)v;
+  if (*end || errno) return -1;
+  *out = v;
   return 0;
 }
 
-int vx_parse_float(const char *s, float *out) {
+/* A finite number (no leading space): 0 on success. */
+static int parse_double(const char *s, double *out) {
+  if (!s || !*s || *s == ' ' || *s == '\t') return -1;
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (!*s || *end || errno || !isfinite(v)) return -1;
-  *out = (float)v;
+  if (*end || errno == ERANGE || !isfinite(v)) return -1;
+  *out = v;
   return 0;
 }
 
-int vx_parse_size(const char *s, uint32_t *w, uint32_t *h) {
-  unsigned a, b;
-  char tail;
-  if (sscanf(s, "%ux%u%c", &a, &b, &tail) != 2 || a < 1 || b < 1 || a > 16384 || b > 16384)
-    return -1;
-  *w = a;
-  *h = b;
-  return 0;
-}
-
-int vx_parse_bytes(const char *s, uint64_t *out) {
+static int parse_bytes(const char *s, double *out) {
+  if (!s || !((*s >= '0' && *s <= '9') || *s == '.')) return -1;
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (end == s || errno || !(v > 0)) return -1;
+  if (end == s || errno == ERANGE || !isfinite(v) || v < 0) return -1;
   double mul = 1;
   switch (*end) {
   case 'k': case 'K': mul = 1024.0; end++; break;
@@ -163,46 +163,163 @@ int vx_parse_bytes(const char *s, uint64_t *out) {
   case 't': case 'T': mul = 1099511627776.0; end++; break;
   default: break;
   }
-  if (*end == 'B' || *end == 'b' || *end == 'i') end++;
-  if (*end == 'B') end++;
+  if (mul > 1 && *end == 'i') end++;
+  if (*end == 'B' || (*end == 'b' && mul > 1)) end++;
   if (*end) return -1;
-  *out = (uint64_t)(v * mul);
-  return 0;
+  *out = v * mul;
+  return isfinite(*out) ? 0 : -1;
 }
 
-int vx_parse_lod(const char *s, int *lod) {
-  if (strcmp(s, "auto") == 0) {
-    *lod = VX_LOD_AUTO;
+/* The range of an option, for messages. */
+static void range_text(const vx_opt *o, char *buf, size_t n) {
+  buf[0] = 0;
+  if (o->kind == VX_OPT_BYTES) {
+    char a[32], b[32];
+    vx_format_bytes(o->lo, a, sizeof a);
+    vx_format_bytes(o->hi, b, sizeof b);
+    snprintf(buf, n, "from %s to %s", a, b);
+  } else if (o->kind == VX_OPT_U32 || o->kind == VX_OPT_INT || o->kind == VX_OPT_SIZE ||
+             o->kind == VX_OPT_LOD) {
+    snprintf(buf, n, "from %.0f to %.0f", o->lo, o->hi);
+  } else if (o->kind == VX_OPT_DOUBLE || o->kind == VX_OPT_FLOAT) {
+    snprintf(buf, n, "from %g to %g", o->lo, o->hi);
+  }
+}
+
+/* Parses one option value into o->dst; 0 on success. */
+static int parse_value(const vx_opt *o, const char *v) {
+  uint64_t u;
+  double d;
+  switch (o->kind) {
+  case VX_OPT_FLAG:
+    *(int *)o->dst = 1;
+    return 0;
+  case VX_OPT_U32:
+    if (parse_u64(v, &u) || (double)u < o->lo || (double)u > o->hi) return -1;
+    *(uint32_t *)o->dst = (uint32_t)u;
+    return 0;
+  case VX_OPT_INT:
+    if (v[0] == '-' ? (parse_u64(v + 1, &u) || (double)u > -o->lo) : parse_u64(v, &u)) return -1;
+    d = v[0] == '-' ? -(double)u : (double)u;
+    if (d < o->lo || d > o->hi) return -1;
+    *(int *)o->dst = (int)d;
+    return 0;
+  case VX_OPT_DOUBLE:
+  case VX_OPT_FLOAT:
+    if (parse_double(v, &d) || d < o->lo || d > o->hi) return -1;
+    if (o->kind == VX_OPT_DOUBLE) *(double *)o->dst = d;
+    else *(float *)o->dst = (float)d;
+    return 0;
+  case VX_OPT_BYTES:
+    if (parse_bytes(v, &d) || d < o->lo || d > o->hi) return -1;
+    *(uint64_t *)o->dst = (uint64_t)d;
+    return 0;
+  case VX_OPT_STRING:
+    *(const char **)o->dst = v;
+    return 0;
+  case VX_OPT_CHOICE: {
+    int idx = 0;
+    for (const char *c = o->choices; *c; idx++) {
+      const char *bar = strchr(c, '|');
+      size_t len = bar ? (size_t)(bar - c) : strlen(c);
+      if (strlen(v) == len && strncmp(v, c, len) == 0) {
+        *(int *)o->dst = idx;
+        return 0;
+      }
+      c += len + (bar ? 1 : 0);
+    }
+    return -1;
+  }
+  case VX_OPT_SIZE: {
+    const char *x = strchr(v, 'x');
+    if (!x || x == v) return -1;
+    char w[32];
+    size_t len = (size_t)(x - v);
+    if (len >= sizeof w) return -1;
+    memcpy(w, v, len);
+    w[len] = 0;
+    uint64_t a, b;
+    if (parse_u64(w, &a) || parse_u64(x + 1, &b) || (double)a < o->lo || (double)a > o->hi ||
+        (double)b < o->lo || (double)b > o->hi)
+      return -1;
+    ((uint32_t *)o->dst)[0] = (uint32_t)a;
+    ((uint32_t *)o->dst)[1] = (uint32_t)b;
     return 0;
   }
-  uint32_t v;
-  if (vx_parse_u32(s, &v) || v > VX_MAX_DEPTH) return -1;
-  *lod = (int)v;
-  return 0;
-}
-
-int vx_parse_vec3(const char *s, double v[3]) {
-  char tail;
-  return sscanf(s, "%lf,%lf,%lf%c", &v[0], &v[1], &v[2], &tail) == 3 && isfinite(v[0]) &&
-                 isfinite(v[1]) && isfinite(v[2])
-             ? 0
-             : -1;
-}
-
-void vx_format_bytes(double b, char *buf, size_t n) {
-  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int i = 0;
-  while (b >= 1024.0 && i < 4) {
-    b /= 1024.0;
-    i++;
+  case VX_OPT_VEC3: {
+    double r[3];
+    const char *p = v;
+    for (int k = 0; k < 3; k++) {
+      const char *c = k < 2 ? strchr(p, ',') : p + strlen(p);
+      if (!c) return -1;
+      char num[64];
+      size_t len = (size_t)(c - p);
+      if (len == 0 || len >= sizeof num) return -1;
+      memcpy(num, p, len);
+      num[len] = 0;
+      if (parse_double(num, &r[k])) return -1;
+      p = c + 1;
+    }
+    memcpy(o->dst, r, sizeof r);
+    return 0;
   }
-  snprintf(buf, n, i ? "%.2f %s" : "%.0f %s", b, u[i]);
+  case VX_OPT_LOD:
+    if (strcmp(v, "auto") == 0) {
+      *(int *)o->dst = -1;
+      return 0;
+    }
+    if (parse_u64(v, &u) || (double)u < o->lo || (double)u > o->hi) return -1;
+    *(int *)o->dst = (int)u;
+    return 0;
+  }
+  return -1;
+}
+
+int vx_cli_parse(const char *cmd, int argc, char **argv, const vx_opt *opts, const char **pos,
+                 int max_pos, int *npos, const char *help, const char *extra) {
+  *npos = 0;
+  int only_pos = 0;
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(help, stdout);
+      if (extra) fputs(extra, stdout);
+      return -1;
+    }
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (!only_pos && strcmp(a, "--") == 0) {
+      only_pos = 1;
+      continue;
+    }
+    if (only_pos || a[0] != '-' || a[1] == 0) { /* "-" is standard output, a positional */
+      if (*npos >= max_pos) return vx_cli_usage_error(cmd, "unexpected argument '%s'", a);
+      pos[(*npos)++] = a;
+      continue;
+    }
+    const vx_opt *o = opts;
+    while (o->name && strcmp(o->name, a) != 0 && !(o->alias && strcmp(o->alias, a) == 0)) o++;
+    if (!o->name) return vx_cli_usage_error(cmd, "unknown option '%s'", a);
+    if (o->seen) *o->seen = 1;
+    if (o->kind == VX_OPT_FLAG) {
+      parse_value(o, NULL);
+      continue;
+    }
+    if (i + 1 >= argc) return vx_cli_usage_error(cmd, "%s needs a value", a);
+    const char *v = argv[++i];
+    if (parse_value(o, v) != 0) {
+      char range[96];
+      range_text(o, range, sizeof range);
+      return vx_cli_usage_error(cmd, "bad value '%s' for %s (%s%s%s)", v, o->name,
+                                o->hint ? o->hint : "", o->hint && range[0] ? ", " : "", range);
+    }
+  }
+  return 0;
 }
 
 /* ---- view options --------------------------------------------------------------------------- */
 
 const char *vx_view_args_help =
-    "  --size WxH          image size (default 800x600)\n"
+    "  --size WxH          image size (default 800x600, at most 32768x32768)\n"
     "  --lod L|auto        cut the tree at level L (0 = root .. depth = finest voxels), or choose\n"
     "                      per pixel by the pixel-cone rule (default: finest)\n"
     "  --lod-scale S       auto LOD: stop at nodes smaller than S pixels (default 1)\n"
@@ -214,104 +331,112 @@ const char *vx_view_args_help =
     "                      normals (normal as colour)\n"
     "  --gpu | --cpu       force the CUDA or the CPU renderer (default: GPU if usable, else CPU)\n"
     "  --threads N         CPU threads (default: all cores)\n"
-    "  --mem-limit SIZE    refuse a file whose decoded size exceeds SIZE (default 16G)\n";
+    "  --mem-limit SIZE    refuse a file whose decoded size exceeds SIZE (default: 80% of memory)\n";
 
 void vx_view_args_init(vx_view_args *a) {
   memset(a, 0, sizeof *a);
-  a->ro.width = 800;
-  a->ro.height = 600;
-  a->ro.lod = -2; /* finest; resolved against the tree */
-  a->ro.lod_scale = 1.0f;
-  a->ro.shade = VX_SHADE_SMOOTH;
-  a->azimuth = 30;
-  a->elevation = 20;
-  a->fov = 40;
+  a->size[0] = 800;
+  a->size[1] = 600;
+  a->lod = -2;
+  a->lod_scale = 1.0f;
+  a->camera[0] = 30;
+  a->camera[1] = 20;
+  a->camera[2] = 40;
 }
 
-int vx_view_args_parse(vx_view_args *a, int argc, char **argv, int *i, const char *cmd) {
-  const char *o = argv[*i];
-  const char *val = *i + 1 < argc ? argv[*i + 1] : NULL;
-  int takes = strcmp(o, "--size") == 0 || strcmp(o, "--lod") == 0 ||
-              strcmp(o, "--lod-scale") == 0 || strcmp(o, "--camera") == 0 ||
-              strcmp(o, "--eye") == 0 || strcmp(o, "--target") == 0 ||
-              strcmp(o, "--shade") == 0 || strcmp(o, "--threads") == 0;
-  if (strcmp(o, "--gpu") == 0) {
-    a->force_gpu = 1;
-    return 1;
-  }
-  if (strcmp(o, "--cpu") == 0) {
-    a->force_cpu = 1;
-    return 1;
-  }
-  if (!takes) return 0;
-  if (!val) {
-    vx_cli_usage_error(cmd, "%s needs a value", o);
-    return -1;
-  }
-  int bad = 0;
-  if (strcmp(o, "--size") == 0) {
-    bad = vx_parse_size(val, &a->ro.width, &a->ro.height);
-  } else if (strcmp(o, "--lod") == 0) {
-    bad = vx_parse_lod(val, &a->ro.lod);
-  } else if (strcmp(o, "--lod-scale") == 0) {
-    bad = vx_parse_float(val, &a->ro.lod_scale) || !(a->ro.lod_scale > 0);
-  } else if (strcmp(o, "--camera") == 0) {
-    double v[3] = {0, 0, a->fov};
-    char tail;
-    int n = sscanf(val, "%lf,%lf,%lf%c", &v[0], &v[1], &v[2], &tail);
-    bad = !(n == 2 || n == 3) || !(v[2] > 1 && v[2] < 179);
-    a->azimuth = v[0];
-    a->elevation = v[1];
-    a->fov = v[2];
-  } else if (strcmp(o, "--eye") == 0) {
-    bad = vx_parse_vec3(val, a->eye);
-    a->have_eye = 1;
-  } else if (strcmp(o, "--target") == 0) {
-    bad = vx_parse_vec3(val, a->target);
-    a->have_target = 1;
-  } else if (strcmp(o, "--shade") == 0) {
-    if (strcmp(val, "smooth") == 0) a->ro.shade = VX_SHADE_SMOOTH;
-    else if (strcmp(val, "blocks") == 0) a->ro.shade = VX_SHADE_BLOCKS;
-    else if (strcmp(val, "normals") == 0) a->ro.shade = VX_SHADE_NORMALS;
-    else bad = 1;
-  } else if (strcmp(o, "--threads") == 0) {
-    uint32_t t;
-    bad = vx_parse_u32(val, &t) || t > 1024;
-    a->threads = (int)t;
-  }
-  if (bad) {
-    vx_cli_usage_error(cmd, "bad value '%s' for %s", val, o);
-    return -1;
-  }
-  (*i)++;
-  return 1;
+static vx_opt mk(const char *name, vx_opt_kind kind, void *dst, double lo, double hi,
+                 const char *hint) {
+  vx_opt o;
+  memset(&o, 0, sizeof o);
+  o.name = name;
+  o.kind = kind;
+  o.dst = dst;
+  o.lo = lo;
+  o.hi = hi;
+  o.hint = hint;
+  return o;
 }
 
-void vx_view_args_camera(const vx_view_args *a, const vx_octree *t, vx_camera *cam) {
-  vx_march_orbit(t, a->azimuth, a->elevation, a->fov, cam);
-  if (a->have_target)
-    for (int k = 0; k < 3; k++) cam->target[k] = a->target[k];
-  if (a->have_eye)
-    for (int k = 0; k < 3; k++) cam->eye[k] = a->eye[k];
+int vx_view_opts(vx_view_args *a, vx_opt *opts, int n) {
+  opts[n++] = mk("--size", VX_OPT_SIZE, a->size, 1, 32768, "WxH");
+  opts[n++] = mk("--lod", VX_OPT_LOD, &a->lod, 0, 14, "a level or auto");
+  opts[n++] = mk("--lod-scale", VX_OPT_FLOAT, &a->lod_scale, 0.01, 1000, "pixels");
+  opts[n] = mk("--camera", VX_OPT_STRING, (void *)&a->camera_text, 0, 0, "AZ,EL[,FOV]");
+  opts[n++].seen = &a->have_camera;
+  opts[n] = mk("--eye", VX_OPT_VEC3, a->eye, 0, 0, "X,Y,Z");
+  opts[n++].seen = &a->have_eye;
+  opts[n] = mk("--target", VX_OPT_VEC3, a->target, 0, 0, "X,Y,Z");
+  opts[n++].seen = &a->have_target;
+  opts[n] = mk("--shade", VX_OPT_CHOICE, &a->shade, 0, 0, "smooth, blocks or normals");
+  opts[n++].choices = "smooth|blocks|normals";
+  opts[n++] = mk("--gpu", VX_OPT_FLAG, &a->gpu, 0, 0, NULL);
+  opts[n++] = mk("--cpu", VX_OPT_FLAG, &a->cpu, 0, 0, NULL);
+  opts[n++] = mk("--threads", VX_OPT_U32, &a->threads, 0, 1024, "a thread count, 0: all cores");
+  opts[n++] = mk("--mem-limit", VX_OPT_BYTES, &a->mem_limit, 1, 9.2e18, "a size such as 8G");
+  memset(&opts[n], 0, sizeof opts[n]);
+  return n;
 }
 
-vx_status vx_cli_render(const vx_octree *t, const vx_march_opts *o, const vx_view_args *a,
-                        vx_march_image *img, int *used_gpu, vx_error *err) {
-  *used_gpu = 0;
-  if (!a->force_cpu) {
-    vx_error ge;
-    memset(&ge, 0, sizeof ge);
-    vx_status s = vx_render_gpu(t, o, img, &ge);
-    if (s == VX_OK) {
-      *used_gpu = 1;
-      return VX_OK;
+int vx_view_args_check(vx_view_args *a, const char *cmd) {
+  if (a->gpu && a->cpu) return vx_cli_usage_error(cmd, "--gpu and --cpu exclude each other");
+  if (a->have_camera) {
+    const char *v = a->camera_text;
+    double r[3] = {0, 0, 40};
+    int k = 0;
+    const char *p = v;
+    while (k < 3) {
+      char *end;
+      errno = 0;
+      r[k] = strtod(p, &end);
+      if (end == p || errno == ERANGE || !isfinite(r[k])) break;
+      k++;
+      if (*end == 0) {
+        p = end;
+        break;
+      }
+      if (*end != ',') {
+        k = 0;
+        break;
+      }
+      p = end + 1;
     }
-    if (a->force_gpu) {
-      if (err) *err = ge;
-      return s;
-    }
-    fprintf(stderr, "voxlod: GPU render unavailable (%s); using the CPU\n",
-              ge.msg[0] ? ge.msg : vx_status_str(s));
+    if (!(k == 2 || k == 3) || *p || !(r[2] > 1 && r[2] < 179) || fabs(r[1]) > 90)
+      return vx_cli_usage_error(cmd, "bad value '%s' for --camera (AZ,EL[,FOV] in degrees, "
+                                "elevation within +-90, FOV from 1 to 179)", v);
+    memcpy(a->camera, r, sizeof r);
   }
-  return vx_render_cpu(t, o, img, a->threads, err);
+  return 0;
+}
+
+vx_device vx_view_args_device(const vx_view_args *a) {
+  return a->gpu ? VX_DEVICE_GPU : a->cpu ? VX_DEVICE_CPU : VX_DEVICE_AUTO;
+}
+
+void vx_view_args_render(const vx_view_args *a, const vx_tree *t, double turn, vx_render_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->width = a->size[0];
+  o->height = a->size[1];
+  if (a->lod == -1) {
+    o->lod = VX_LOD_PIXEL;
+  } else if (a->lod >= 0) {
+    o->lod = VX_LOD_LEVEL;
+    o->level = a->lod;
+  }
+  o->lod_scale = a->lod_scale;
+  o->shade = (vx_shade)a->shade;
+  vx_camera_orbit(t, a->camera[0] + turn, a->camera[1], a->camera[2], &o->camera);
+  for (int k = 0; k < 3; k++) {
+    if (a->have_target) o->camera.target[k] = a->target[k];
+    if (a->have_eye) o->camera.eye[k] = a->eye[k];
+  }
+}
+
+vx_status vx_cli_load(const char *path, const vx_view_args *a, vx_tree **t, vx_error *e) {
+  vx_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.levels = a->lod >= 0 ? (uint32_t)a->lod + 1 : 0;
+  ro.mem_limit = a->mem_limit;
+  return vx_tree_load(path, &ro, t, e);
 }

@@ -1,80 +1,111 @@
-/* cli.h - helpers shared by the voxlod commands: argument parsing, progress, messages.
- * tools/ is the only code that prints. */
+/* cli.h - what the voxlod commands share: the one option parser (every number range-checked as
+ * it is parsed), the camera/LOD/size options of the commands that render, progress, signals and
+ * messages. tools/ is the only code that prints, and it uses the public API (voxlod.h) only. */
 #ifndef VOXLOD_TOOLS_CLI_H
 #define VOXLOD_TOOLS_CLI_H
 
 #include <signal.h>
 #include <stdint.h>
-#include "svo/svo.h"
-#include "marcher/marcher.h"
-#include "formats/svo_file.h"
+#include "voxlod.h"
 
 extern volatile sig_atomic_t vx_cli_interrupted;
 extern int vx_cli_quiet;
 
-/* Prints "voxlod: <what>: <message>" to stderr and returns the exit code for status s. */
+/* Prints "voxlod: <what>: <message>" to stderr and returns the exit code for the status (1, or
+ * 130 when interrupted). */
 int vx_cli_fail(const char *what, const vx_error *e);
-int vx_cli_usage_error(const char *cmd, const char *fmt, ...);
+/* Prints "voxlod <cmd>: <message>" and a pointer to --help; returns 2. */
+int vx_cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Prints each line of a library note as "voxlod <cmd>: <line>". */
+void vx_cli_notes(const char *cmd, const char *notes);
 
 /* Progress callback printing phase, percentage and ETA on stderr; returns 1 when interrupted. */
 int vx_cli_progress(void *user, const char *phase, double fraction);
 void vx_cli_progress_done(void);
 
-/* SIGINT/SIGTERM set vx_cli_interrupted (a second one terminates at once). */
+/* SIGINT, SIGTERM and SIGHUP set vx_cli_interrupted (long calls then stop through the progress
+ * callback and clean up); a second one removes the temporaries of writes in progress and ends the
+ * process. SIGXFSZ is ignored, so that a file size limit is a write error. */
 void vx_cli_install_signals(void);
 
-/* Parsers; return 0 on success. */
-int vx_parse_u32(const char *s, uint32_t *out);
-int vx_parse_float(const char *s, float *out);
-int vx_parse_size(const char *s, uint32_t *w, uint32_t *h);       /* "1920x1080" */
-int vx_parse_bytes(const char *s, uint64_t *out);                 /* "8G", "512M", "1000000" */
-int vx_parse_lod(const char *s, int *lod);                        /* "auto" or a level */
-int vx_parse_vec3(const char *s, double v[3]);                    /* "x,y,z" */
-
-/* Camera/LOD/size options shared by render, bench, compare. Returns 1 if argv[*i] was consumed
- * (advancing *i past its value), 0 if not an option of this group, -1 on a bad value. */
-typedef struct vx_view_args {
-  vx_march_opts ro;
-  double azimuth, elevation, fov;
-  int have_eye, have_target;
-  double eye[3], target[3];
-  int force_gpu, force_cpu;
-  int threads;
-} vx_view_args;
-void vx_view_args_init(vx_view_args *a);
-int vx_view_args_parse(vx_view_args *a, int argc, char **argv, int *i, const char *cmd);
-void vx_view_args_camera(const vx_view_args *a, const vx_octree *t, vx_camera *cam);
-extern const char *vx_view_args_help;
-
-/* Renders with the GPU when possible (unless forced), falling back to the CPU with a one-line
- * notice. *used_gpu tells which ran. */
-vx_status vx_cli_render(const vx_octree *t, const vx_march_opts *o, const vx_view_args *a,
-                        vx_march_image *img, int *used_gpu, vx_error *err);
-
-/* Reading .svo files: the memory limit the reader checks a file's declared sizes against before
- * allocating (--mem-limit of render, stats, bench, compare; 0: the reader's default, 16 GiB). */
-extern uint64_t vx_cli_read_limit;
-/* Removes "--mem-limit SIZE" from argv (commands other than convert); 0 ok, 2 bad usage. */
-int vx_cli_take_read_limit(int *argc, char **argv, const char *cmd);
-vx_status vx_cli_read(const char *path, int max_level, vx_octree *t, vx_svo_file_info *info, vx_error *e);
-
-double vx_now_seconds(void);
+double vx_cli_now(void);
+/* "512 B", "1.00 KiB", "3.25 GiB". */
 void vx_format_bytes(double bytes, char *buf, size_t n);
+
+/* ---- the option parser ---------------------------------------------------------------------- */
+
+typedef enum vx_opt_kind {
+  VX_OPT_FLAG,   /* int: set to 1 */
+  VX_OPT_U32,    /* uint32_t in [lo, hi] */
+  VX_OPT_INT,    /* int in [lo, hi] */
+  VX_OPT_DOUBLE, /* double in [lo, hi], finite */
+  VX_OPT_FLOAT,  /* float in [lo, hi], finite */
+  VX_OPT_BYTES,  /* uint64_t: "8G", "512M", "1000000" (K, M, G, T: powers of 1024) in [lo, hi] */
+  VX_OPT_STRING, /* const char * */
+  VX_OPT_CHOICE, /* int: index of the value in `choices` ("a|b|c") */
+  VX_OPT_SIZE,   /* uint32_t[2]: "WxH", each in [lo, hi] */
+  VX_OPT_VEC3,   /* double[3]: "x,y,z", finite */
+  VX_OPT_LOD     /* int: a level in [lo, hi], or -1 for "auto" */
+} vx_opt_kind;
+
+typedef struct vx_opt {
+  const char *name;  /* "--res" */
+  const char *alias; /* "-q", or NULL */
+  vx_opt_kind kind;
+  void *dst;
+  double lo, hi;
+  const char *choices;
+  const char *hint;  /* what a good value looks like, for the message ("a power of two") */
+  int *seen;         /* set to 1 when given (may be NULL) */
+} vx_opt;
+
+/* Parses argv[2..] against opts (terminated by a name == NULL entry): options may come anywhere;
+ * the other arguments fill pos[0 .. max_pos-1] (*npos counts them). Prints the usage error and
+ * returns 2 on an unknown option, a missing or bad value or too many arguments; returns -1 after
+ * printing help for --help/-h (help text and `extra`); 0 otherwise. */
+int vx_cli_parse(const char *cmd, int argc, char **argv, const vx_opt *opts, const char **pos,
+                 int max_pos, int *npos, const char *help, const char *extra);
+
+/* ---- what the rendering commands share ----------------------------------------------------- */
+
+typedef struct vx_view_args {
+  uint32_t size[2];
+  int lod;              /* -2: finest (not given), -1: auto, else a level */
+  float lod_scale;
+  double camera[3];     /* azimuth, elevation, fov */
+  const char *camera_text; /* --camera as given (checked by vx_view_args_check) */
+  double eye[3], target[3];
+  int have_eye, have_target, have_camera;
+  int shade;            /* vx_shade */
+  int gpu, cpu;
+  uint32_t threads;
+  uint64_t mem_limit;   /* read limit (0: the library's default) */
+} vx_view_args;
+
+/* Defaults: 800x600, finest, camera 30,20,40, smooth, auto device. */
+void vx_view_args_init(vx_view_args *a);
+/* Appends the view options to opts (which must have room for VX_VIEW_OPTS more entries) and
+ * returns the new count; the --camera value is checked by vx_view_args_check. */
+#define VX_VIEW_OPTS 11
+int vx_view_opts(vx_view_args *a, vx_opt *opts, int n);
+extern const char *vx_view_args_help;
+/* Checks what the parser could not (--camera's numbers, --gpu with --cpu); 0 or 2 (printed). */
+int vx_view_args_check(vx_view_args *a, const char *cmd);
+
+/* The render options for tree t at orbit azimuth offset `turn` degrees. */
+void vx_view_args_render(const vx_view_args *a, const vx_tree *t, double turn, vx_render_opts *o);
+vx_device vx_view_args_device(const vx_view_args *a);
+/* Loads a .svo for rendering: levels up to --lod only, under --mem-limit. */
+vx_status vx_cli_load(const char *path, const vx_view_args *a, vx_tree **t, vx_error *e);
 
 int vx_cmd_convert(int argc, char **argv);
 int vx_cmd_render(int argc, char **argv);
 int vx_cmd_stats(int argc, char **argv);
 int vx_cmd_bench(int argc, char **argv);
 int vx_cmd_compare(int argc, char **argv);
-
-/* Image error of tree b against tree a over `views` orbit views (quality.c). */
-typedef struct vx_quality {
-  double psnr_db;         /* RGB PSNR over all pixels (INFINITY when identical) */
-  double depth_bad_frac;  /* pixels whose depth differs by > one finest voxel, or hit/miss differs */
-  double hit_mismatch_frac;
-  uint64_t pixels;
-} vx_quality;
-vx_status vx_cli_quality(const vx_octree *a, const vx_octree *b, const vx_view_args *va, int views,
-                         vx_quality *q, vx_error *err);
 
 #endif

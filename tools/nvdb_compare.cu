@@ -10,6 +10,7 @@
  * ray's first sample. NanoVDB is OpenVDB 10.0.1's (Debian's libnanovdb-dev), headers only.
  */
 #include <cuda_runtime.h>
+#include "svo/cuda_status.cuh"
 
 #include <nanovdb/util/GridBuilder.h>
 #include <nanovdb/util/HDDA.h>
@@ -33,12 +34,7 @@ struct vx_nvdb {
   do {                                                                                         \
     cudaError_t vx_e_ = (call);                                                                \
     if (vx_e_ != cudaSuccess) {                                                                \
-      vx_status vx_s_ = (vx_e_ == cudaErrorNoDevice || vx_e_ == cudaErrorInsufficientDriver || \
-                         vx_e_ == cudaErrorMemoryAllocation)                                  \
-                            ? VX_ERR_NO_GPU                                                    \
-                            : VX_ERR_CUDA;                                                     \
-      st = vx_error_set(err, vx_s_, "NanoVDB GPU: %s failed: %s", what,                        \
-                        cudaGetErrorString(vx_e_));                                            \
+      st = VX_CUDA_ERROR(err, vx_e_, what);                                                    \
       goto done;                                                                               \
     }                                                                                          \
   } while (0)

@@ -1,9 +1,9 @@
-/* quality.c - image error of one tree against another (issue 4's quality measure), and the
- * `voxlod compare` command.
+/* quality.c - image error of one tree against another, and the `voxlod compare` command.
  *
- * Both trees are rendered from the same orbit views at the same size; the error is the RGB PSNR
- * over all pixels and the fraction of pixels whose depth differs by more than one finest voxel of
- * the reference tree (a pixel that one image hits and the other misses counts as differing).
+ * Both trees are rendered from the same orbit views (framed on the reference) at the same size;
+ * the error is the RGB PSNR over all pixels and the fraction of pixels whose depth differs by more
+ * than one finest voxel of the reference tree (a pixel that one image hits and the other misses
+ * counts as differing).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -11,44 +11,64 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/png.h"
-#include "formats/svo_file.h"
-#include "tools/cli.h"
+#include "tools/quality.h"
 
-vx_status vx_cli_quality(const vx_octree *a, const vx_octree *b, const vx_view_args *va, int views,
+static vx_status renderer(const vx_tree *t, const vx_view_args *va, vx_renderer **r,
+                          vx_error *err) {
+  vx_renderer_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.device = vx_view_args_device(va);
+  o.threads = (int)va->threads;
+  vx_status s = vx_renderer_create(t, &o, r, err);
+  if (s == VX_OK) vx_cli_notes("compare", vx_renderer_notes(*r));
+  return s;
+}
+
+vx_status vx_cli_quality(const vx_tree *a, const vx_tree *b, const vx_view_args *va, int views,
                          vx_quality *q, vx_error *err) {
   memset(q, 0, sizeof *q);
-  vx_march_image ia, ib;
-  memset(&ia, 0, sizeof ia);
-  memset(&ib, 0, sizeof ib);
-  vx_status s = vx_march_image_alloc(&ia, va->ro.width, va->ro.height, 0, err);
-  if (s == VX_OK) s = vx_march_image_alloc(&ib, va->ro.width, va->ro.height, 0, err);
-  double sq = 0, voxel = a->xf.scale;
+  vx_tree_info ai;
+  memset(&ai, 0, sizeof ai);
+  ai.struct_size = sizeof ai;
+  vx_tree_get_info(a, &ai);
+  size_t px = (size_t)va->size[0] * va->size[1];
+  uint8_t *ra = (uint8_t *)malloc(px * 3), *rb = (uint8_t *)malloc(px * 3);
+  float *da = (float *)malloc(px * sizeof(float)), *db = (float *)malloc(px * sizeof(float));
+  vx_renderer *ga = NULL, *gb = NULL;
+  vx_status s = ra && rb && da && db ? VX_OK : VX_ERR_NOMEM;
+  if (s != VX_OK) {
+    err->status = s;
+    snprintf(err->msg, sizeof err->msg, "cannot allocate two %ux%u images", va->size[0],
+             va->size[1]);
+  }
+  if (s == VX_OK) s = renderer(a, va, &ga, err);
+  if (s == VX_OK) s = renderer(b, va, &gb, err);
+  double sq = 0, voxel = ai.scale;
   uint64_t bad = 0, mismatch = 0, n = 0;
   for (int v = 0; v < views && s == VX_OK; v++) {
-    vx_view_args w = *va;
-    w.azimuth = va->azimuth + 360.0 * v / views;
-    vx_march_opts o = va->ro;
-    if (o.lod == -2 || o.lod > (int)a->depth) o.lod = (int)a->depth;
-    vx_view_args_camera(&w, a, &o.cam);
-    int gpu;
-    s = vx_cli_render(a, &o, va, &ia, &gpu, err);
-    if (s == VX_OK) s = vx_cli_render(b, &o, va, &ib, &gpu, err);
+    vx_render_opts o;
+    vx_view_args_render(va, a, 360.0 * v / views, &o);
+    s = vx_render(ga, &o, ra, da, NULL, err);
+    if (s == VX_OK) s = vx_render(gb, &o, rb, db, NULL, err);
     if (s != VX_OK) break;
-    uint64_t px = (uint64_t)o.width * o.height;
-    for (uint64_t p = 0; p < px; p++) {
+    for (size_t p = 0; p < px; p++) {
       for (int c = 0; c < 3; c++) {
-        double d = (double)ia.rgb[3 * p + c] - (double)ib.rgb[3 * p + c];
+        double d = (double)ra[3 * p + c] - (double)rb[3 * p + c];
         sq += d * d;
       }
-      int ha = isfinite(ia.depth[p]), hb = isfinite(ib.depth[p]);
+      int ha = da[p] < INFINITY, hb = db[p] < INFINITY;
       if (ha != hb) mismatch++;
-      if (ha != hb || (ha && fabs((double)ia.depth[p] - ib.depth[p]) > voxel)) bad++;
+      if (ha != hb || (ha && fabs((double)da[p] - db[p]) > voxel)) bad++;
     }
     n += px;
   }
-  vx_march_image_free(&ia);
-  vx_march_image_free(&ib);
+  vx_renderer_free(ga);
+  vx_renderer_free(gb);
+  free(ra);
+  free(rb);
+  free(da);
+  free(db);
   if (s != VX_OK) return s;
   double mse = sq / (3.0 * (double)n);
   q->psnr_db = mse > 0 ? 10.0 * log10(255.0 * 255.0 / mse) : INFINITY;
@@ -61,70 +81,77 @@ vx_status vx_cli_quality(const vx_octree *a, const vx_octree *b, const vx_view_a
 static const char *compare_help =
     "usage: voxlod compare FULL.svo OTHER.svo [options]\n"
     "\n"
-    "Renders both trees from the same orbit views and prints OTHER's image error against FULL:\n"
-    "RGB PSNR and the fraction of pixels whose depth differs by more than one finest voxel,\n"
-    "with each tree's memory.\n"
+    "Renders both trees from the same orbit views (framed on FULL) and prints OTHER's image error\n"
+    "against FULL: RGB PSNR and the fraction of pixels whose depth differs by more than one\n"
+    "finest voxel of FULL, with each tree's memory. Each tree is drawn at its own finest level\n"
+    "unless --lod is given (which both trees must have).\n"
     "\n"
     "options:\n"
     "  --views N           orbit views (default 4)\n";
 
 int vx_cmd_compare(int argc, char **argv) {
-  for (int i = 2; i < argc; i++)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(compare_help, stdout);
-      fputs(vx_view_args_help, stdout);
-      return 0;
-    }
-  const char *pa = NULL, *pb = NULL;
   uint32_t views = 4;
   vx_view_args va;
   vx_view_args_init(&va);
-  va.ro.width = 400;
-  va.ro.height = 300;
-  for (int i = 2; i < argc; i++) {
-    if (strcmp(argv[i], "--views") == 0) {
-      if (i + 1 >= argc || vx_parse_u32(argv[i + 1], &views) || views < 1 || views > 64)
-        return vx_cli_usage_error("compare", "--views must be 1..64");
-      i++;
-      continue;
-    }
-    int r = vx_view_args_parse(&va, argc, argv, &i, "compare");
-    if (r < 0) return 2;
-    if (r > 0) continue;
-    if (argv[i][0] == '-' && argv[i][1])
-      return vx_cli_usage_error("compare", "unknown option '%s'", argv[i]);
-    if (!pa) pa = argv[i];
-    else if (!pb) pb = argv[i];
-    else return vx_cli_usage_error("compare", "unexpected argument '%s'", argv[i]);
-  }
-  if (!pa || !pb) return vx_cli_usage_error("compare", "needs FULL.svo and OTHER.svo");
+  va.size[0] = 400;
+  va.size[1] = 300;
+  vx_opt o[VX_VIEW_OPTS + 2];
+  int n = vx_view_opts(&va, o, 0);
+  memset(&o[n], 0, 2 * sizeof o[0]);
+  o[n].name = "--views";
+  o[n].kind = VX_OPT_U32;
+  o[n].dst = &views;
+  o[n].lo = 1;
+  o[n].hi = 64;
+  o[n++].hint = "a count";
+  const char *pos[2];
+  int npos;
+  int r = vx_cli_parse("compare", argc, argv, o, pos, 2, &npos, compare_help, vx_view_args_help);
+  if (r) return r < 0 ? 0 : r;
+  if (npos < 2) return vx_cli_usage_error("compare", "needs FULL.svo and OTHER.svo");
+  if ((r = vx_view_args_check(&va, "compare")) != 0) return r;
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_octree a, b;
-  memset(&a, 0, sizeof a);
-  memset(&b, 0, sizeof b);
-  vx_svo_file_info fa, fb;
-  if (vx_cli_read(pa, -1, &a, &fa, &e) != VX_OK) return vx_cli_fail("compare", &e);
-  if (vx_cli_read(pb, -1, &b, &fb, &e) != VX_OK) {
-    vx_octree_free(&a);
+  vx_tree *a = NULL, *b = NULL;
+  if (vx_cli_load(pos[0], &va, &a, &e) != VX_OK) return vx_cli_fail("compare", &e);
+  if (vx_cli_load(pos[1], &va, &b, &e) != VX_OK) {
+    vx_tree_free(a);
     return vx_cli_fail("compare", &e);
   }
-  vx_quality q;
+  vx_tree_info ia, ib;
+  memset(&ia, 0, sizeof ia);
+  memset(&ib, 0, sizeof ib);
+  ia.struct_size = ib.struct_size = sizeof ia;
+  vx_tree_get_info(a, &ia);
+  vx_tree_get_info(b, &ib);
   int rc = 0;
-  if (vx_cli_quality(&a, &b, &va, (int)views, &q, &e) != VX_OK) {
-    rc = vx_cli_fail("compare", &e);
+  if (va.lod >= 0 && (va.lod > (int)ia.depth || va.lod > (int)ib.depth)) {
+    rc = vx_cli_usage_error("compare", "--lod %d is beyond the depth of %s (%u)", va.lod,
+                            va.lod > (int)ia.depth ? pos[0] : pos[1],
+                            va.lod > (int)ia.depth ? ia.depth : ib.depth);
   } else {
-    uint64_t ma = a.node_count * 16 + a.voxel_count * 8, mb = b.node_count * 16 + b.voxel_count * 8;
-    printf("%s: %llu B in memory, %llu B on disk\n", pa, (unsigned long long)ma,
-           (unsigned long long)fa.file_bytes);
-    printf("%s: %llu B in memory, %llu B on disk (%.2fx less memory)\n", pb, (unsigned long long)mb,
-           (unsigned long long)fb.file_bytes, (double)ma / (double)(mb ? mb : 1));
-    printf("image error over %u views of %ux%u: PSNR %.2f dB, depth off by > 1 voxel on %.3f%% of "
-           "pixels (hit/miss differs on %.3f%%)\n",
-           views, va.ro.width, va.ro.height, q.psnr_db, 100.0 * q.depth_bad_frac,
-           100.0 * q.hit_mismatch_frac);
+    vx_quality q;
+    if (vx_cli_quality(a, b, &va, (int)views, &q, &e) != VX_OK) {
+      rc = vx_cli_fail("compare", &e);
+    } else {
+      char what[128];
+      if (va.lod == -1) snprintf(what, sizeof what, "both at auto LOD");
+      else if (va.lod >= 0) snprintf(what, sizeof what, "both at level %d", va.lod);
+      else snprintf(what, sizeof what, "each at its finest level (%u and %u)", ia.depth, ib.depth);
+      char psnr[48];
+      if (isfinite(q.psnr_db)) snprintf(psnr, sizeof psnr, "%.2f dB", q.psnr_db);
+      else snprintf(psnr, sizeof psnr, "infinite (identical images)");
+      printf("%s: %llu B in memory, %llu B on disk\n", pos[0],
+             (unsigned long long)ia.memory_bytes, (unsigned long long)ia.file_bytes);
+      printf("%s: %llu B in memory, %llu B on disk (%.2fx less memory)\n", pos[1],
+             (unsigned long long)ib.memory_bytes, (unsigned long long)ib.file_bytes,
+             (double)ia.memory_bytes / (double)(ib.memory_bytes ? ib.memory_bytes : 1));
+      printf("image error over %u views of %ux%u, %s: PSNR %s, depth off by > 1 voxel on "
+             "%.3f%% of pixels (hit/miss differs on %.3f%%)\n", views, va.size[0], va.size[1],
+             what, psnr, 100.0 * q.depth_bad_frac, 100.0 * q.hit_mismatch_frac);
+    }
   }
-  vx_octree_free(&a);
-  vx_octree_free(&b);
+  vx_tree_free(a);
+  vx_tree_free(b);
   return rc;
 }

@@ -813,14 +813,14 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
     o.st = st;
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&dcorners, sizeof *dcorners);
     if (ce == cudaSuccess) ce = cudaMemset(dcorners, 0, sizeof *dcorners);
-    if (ce != cudaSuccess) r = vxgpu::fail(err, ce, "stream set-up", __LINE__);
+    if (ce != cudaSuccess) r = VX_CUDA_ERROR(err, ce, "stream set-up");
   }
   sec[0] = now_s() - t_up;
   double budget = 0.0;
   if (r == VX_OK) {
     size_t fr = 0, tot = 0;
     ce = cudaMemGetInfo(&fr, &tot);
-    if (ce != cudaSuccess) r = vxgpu::fail(err, ce, "cudaMemGetInfo", __LINE__);
+    if (ce != cudaSuccess) r = VX_CUDA_ERROR(err, ce, "cudaMemGetInfo");
     budget = go && go->mem_budget ? (double)go->mem_budget : 0.85 * (double)fr;
   }
   /* partitions: a stack of (Morton prefix, log2 edge), popped in Morton order */
@@ -865,7 +865,7 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
   unsigned long long corners = 0;
   if (dcorners && r == VX_OK) {
     ce = cudaMemcpy(&corners, dcorners, sizeof corners, cudaMemcpyDeviceToHost);
-    if (ce != cudaSuccess) r = vxgpu::fail(err, ce, "cudaMemcpy", __LINE__);
+    if (ce != cudaSuccess) r = VX_CUDA_ERROR(err, ce, "cudaMemcpy");
   }
   scratch_free(&s, st);
   if (st) {

@@ -1,5 +1,5 @@
 /* gpu_util.cuh - what the GPU build's two files share (gpu_build.cu, gpu_tree.cu): error
- * checks that turn a CUDA failure into a vx_status, launch sizes, the wall clock and the fast
+ * checks that turn a CUDA failure into a vx_status (svo/cuda_status.cuh), launch sizes, the wall clock and the fast
  * copy back to fresh host memory. C++ (CUDA) only. */
 #ifndef VOXLOD_VOXELIZER_GPU_UTIL_CUH
 #define VOXLOD_VOXELIZER_GPU_UTIL_CUH
@@ -13,23 +13,14 @@
 
 #include "svo/system.h"
 #include "svo/svo.h"
+#include "svo/cuda_status.cuh"
 
 namespace vxgpu {
-
-inline vx_status fail(vx_error *err, cudaError_t e, const char *what, int line) {
-  cudaGetLastError();
-  if (e == cudaErrorMemoryAllocation)
-    return vx_error_set(err, VX_ERR_NOMEM, "GPU build: out of GPU memory (%s)", what);
-  return vx_error_set(err, e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver
-                               ? VX_ERR_NO_GPU : VX_ERR_CUDA,
-                      "GPU build: %s failed: %s (%s:%d)", what, cudaGetErrorString(e),
-                      __FILE__, line);
-}
 
 #define CK(call)                                                                               \
   do {                                                                                         \
     cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) return vxgpu::fail(err, e_, #call, __LINE__);                       \
+    if (e_ != cudaSuccess) return VX_CUDA_ERROR(err, e_, #call);                               \
   } while (0)
 
 inline unsigned grid_of(uint64_t n, unsigned block) { return (unsigned)((n + block - 1) / block); }

@@ -24,7 +24,9 @@
  * (including what writing the file in memory will cost later); past it every level moves to one
  * temporary file (svo/stream.c), and formats/svo_stream.c later streams those files into the .svo.
  * The limit is checked before work starts, from the resident memory already in use and what the
- * build will hold whatever happens (bins, per-thread scratch, the window, the writer's buffers).
+ * build will hold whatever happens (bins, per-thread scratch, the window, the writer's buffers),
+ * each sized from the model: its triangles, and the surface voxels its area gives at this
+ * resolution, so that a small model converts under a small limit.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "svo/system.h"
@@ -283,8 +285,69 @@ static double thread_bytes(uint32_t B, double vox) {
   return v * 5.0 + c * 22.0 + vox * (16.0 + 8.0 + 8.0 + 40.0 + 16.0) + 4.0 * 1048576.0;
 }
 
-#define WRITER_RESERVE (256.0 * 1048576.0) /* zstd contexts and buffers of the file writer */
 #define MiB (1.0 / 1048576.0)
+#define MIB_BYTES 1048576.0
+
+/* Surface voxels expected of the mesh: twice its area in voxels (grid units), at most the grid.
+ * A plane with unit normal n crosses about |nx| + |ny| + |nz| voxels per unit of area (1.5 on
+ * average over directions, at most sqrt 3), and closed triangles also take the voxels they only
+ * touch: the bundled bunny has 1.3 to 1.5 times its area from 16^3 to 1024^3. The factor 2
+ * leaves a margin for meshes of many small pieces. */
+static double expected_voxels(const vx_soup *m, const vx_transform *xf, uint32_t depth) {
+  double area = 0.0;
+  for (uint64_t t = 0; t < m->tri_count; t++) {
+    double g[9], u[3], v[3];
+    vx_grid_tri(m, xf, t, g);
+    for (int i = 0; i < 3; i++) {
+      u[i] = g[3 + i] - g[i];
+      v[i] = g[6 + i] - g[i];
+    }
+    double cx = u[1] * v[2] - u[2] * v[1], cy = u[2] * v[0] - u[0] * v[2],
+           cz = u[0] * v[1] - u[1] * v[0];
+    area += 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
+  }
+  double grid = ldexp(1.0, 3 * (int)depth), vox = 2.0 * area + 1.0;
+  return vox < grid ? vox : grid;
+}
+
+/* Bytes of a level-19 zstd context compressing S bytes in one call: zstd fits the window to the
+ * input (w = log2 S rounded up, 10..23) and sizes its two tables from it (chain log w + 1 up to
+ * 24, hash log w + 1 up to 22, 4 bytes an entry), plus about 1.2 MiB of other state. Within 8 %
+ * of ZSTD_estimateCCtxSize for S from 16 KiB to 8 MiB (zstd 1.5). */
+static double zstd19_bytes(double sect) {
+  int w = 10;
+  while (w < 23 && ldexp(1.0, w) < sect) w++;
+  int chain = w + 1 < 24 ? w + 1 : 24, hash = w + 1 < 22 ? w + 1 : 22;
+  return 4.0 * (ldexp(1.0, chain) + ldexp(1.0, hash)) + 1.2 * MIB_BYTES;
+}
+
+/* What writing the .svo (formats/svo_write.c) holds besides the levels themselves, for a tree of
+ * about `vox` surface voxels: raw bytes R = 8 per voxel + 12 per node (about vox / 3 nodes), the
+ * largest section (the voxels) S = 8 vox. The zstd level and workers follow the writer's default
+ * rule (formats/svo_codec.h: level 19 under 8 MiB raw, 9 under 64 MiB, 3 with up to 16 workers
+ * above); a level the caller asks the writer for is not known here. Measured with zstd 1.5:
+ * - the compression context: zstd19_bytes(S); level 9: 12.5 MiB; level 3 single-threaded:
+ *   1.2 MiB; level 3 with w workers streaming a large level: 56 MiB (w = 2), 82 (4), 183 (16),
+ *   bounded by 12 MiB * (w + 3);
+ * - a streamed write without workers packs and compresses whole levels: 2 S; with workers, 1 MiB
+ *   pieces in and out;
+ * - 1 MiB of record scratch, and a checksum context per level (a compressed frame, streamed:
+ *   its window of at most 512 KiB, a 128 KiB block, small tables). */
+static double writer_bytes(double vox, uint32_t depth) {
+  const double raw = 12.0 * vox, sect = 8.0 * vox;
+  double zstd, bufs = 2.0 * sect;
+  if (raw < 8.0 * MIB_BYTES) {
+    zstd = zstd19_bytes(sect);
+  } else if (raw < 64.0 * MIB_BYTES) {
+    zstd = 13.0 * MIB_BYTES;
+  } else {
+    int cpus = vx_cpu_count(), w = cpus > 1 ? (cpus > 16 ? 16 : cpus) : 0;
+    zstd = w ? 12.0 * MIB_BYTES * (w + 3) : 1.5 * MIB_BYTES;
+    if (w) bufs = 2.0 * MIB_BYTES;
+  }
+  double check = 192.0 * 1024.0 + (sect / 2 < 512.0 * 1024.0 ? sect / 2 : 512.0 * 1024.0);
+  return zstd + bufs + MIB_BYTES + (double)(depth + 2) * check;
+}
 
 /* The GPU build's surface cut into the blocks the workers take: the blocks holding voxels, in
  * Morton order, and where each one's voxels start. */
@@ -343,17 +406,21 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
   const double tris = (double)mesh->tri_count;
   const double sign_bytes = opts->sign_rule == VX_SIGN_PSEUDO_NORMAL ? 64.0 : 200.0;
   const double base0 = (double)vx_resident_bytes();
-  const int nt_max = thread_count(opts, UINT64_MAX);
-  double fixed = tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, 0.25 * B * B * B) +
-                 WRITER_RESERVE;
+  /* no more threads than blocks in the grid, no more voxels in a block than in the model */
+  const int nt_max = thread_count(opts, (uint64_t)1 << 3 * (depth - blog));
+  const double vox = limit ? expected_voxels(mesh, &xf, depth) : 0.0;
+  const double blk_vox = 0.25 * B * B * B < vox ? 0.25 * B * B * B : vox;
+  const double writer = writer_bytes(vox, depth);
+  double fixed =
+      tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, blk_vox) + writer;
   if (limit && base0 + fixed > (double)limit)
     return vx_error_set(err, VX_ERR_LIMIT,
                         "a %u^3 build of this mesh needs at least about %.0f MiB even out of core "
                         "(%.0f in use, %.0f for sign tables and bins, %.0f for %d threads' "
                         "scratch, %.0f for the file writer), over the memory limit of %.0f MiB",
                         opts->resolution, (base0 + fixed) * MiB, base0 * MiB,
-                        tris * (sign_bytes + 4.0) * MiB, nt_max * thread_bytes(B, 0.25 * B * B * B) * MiB,
-                        nt_max, WRITER_RESERVE * MiB, (double)limit * MiB);
+                        tris * (sign_bytes + 4.0) * MiB, nt_max * thread_bytes(B, blk_vox) * MiB,
+                        nt_max, writer * MiB, (double)limit * MiB);
 
   double t0 = vx_clock_seconds();
   void *warm = opts->gpu ? vx_gpu_warmup_start() : NULL;
@@ -391,8 +458,8 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
    * memory holds the tree, its largest packed level and the compressed sections together. */
   double base1 = (double)vx_resident_bytes();
   double roots = (double)nwork * (double)(8 + sizeof(vx_node) + sizeof(vx_fit_root));
-  double hold = (double)nt * thread_bytes(B, 0.25 * B * B * B) +
-                (double)j.window * (0.25 * B * B * B) * 40.0 + roots + WRITER_RESERVE;
+  double win_vox = (double)j.window * blk_vox < vox ? (double)j.window * blk_vox : vox;
+  double hold = (double)nt * thread_bytes(B, blk_vox) + win_vox * 40.0 + roots + writer;
   uint64_t budget = 0;
   if (limit) {
     if (base1 + hold > (double)limit) {

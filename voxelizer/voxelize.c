@@ -76,11 +76,12 @@ static vx_status check_limit(const vx_soup *mesh, const vx_voxelize_opts *opts,
   if (!opts->mem_limit) return VX_OK;
   double voxels, need = estimate_bytes(mesh, xf, &voxels);
   if (need <= (double)opts->mem_limit) return VX_OK;
+  char a[32], b[32];
   return vx_error_set(err, VX_ERR_LIMIT,
-                      "a %u^3 %sbuild of this mesh needs at least about %.2f GiB (%.3g surface "
-                      "voxels), over the memory limit of %.2f GiB",
-                      opts->resolution, what, need / 1073741824.0, voxels,
-                      (double)opts->mem_limit / 1073741824.0);
+                      "a %u^3 %sbuild of this mesh needs at least about %s (%.3g surface voxels), "
+                      "over the memory limit of %s",
+                      opts->resolution, what, vx_bytes_text(need, a, sizeof a), voxels,
+                      vx_bytes_text((double)opts->mem_limit, b, sizeof b));
 }
 
 vx_status vx_voxelize_setup(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_transform *xf,

@@ -1,17 +1,23 @@
-/* gpu_bench.h - timing the CUDA ray-marcher: `voxlod bench` and the NanoVDB comparison call this.
+/* gpu_render.h - the CUDA ray-marcher: a tree resident on the GPU, frames drawn from it, and the
+ * timing that `voxlod bench` and the NanoVDB comparison use.
  *
  * Contract
- * - vx_gpu_bench() uploads the tree once (levels <= o->lod, or all loaded levels for VX_LOD_AUTO),
- *   renders every view once to warm up, then renders `frames` frames cycling through `views`,
- *   each frame timed on the device with a pair of CUDA events around its launch. It then renders
- *   every view once more with node-visit counting on (untimed) to fill visits_per_ray.
- * - The frame size, LOD mode, shading and lod_scale come from `o`; o->cam is ignored (views).
+ * - vx_gpu_view_create() creates the CUDA context (once per process) and uploads every loaded
+ *   level of the tree once; vx_gpu_view_draw() then renders frames of any size, camera, cut and
+ *   shading from it, copying the pixels into host memory; vx_gpu_view_free() releases it.
+ * - vx_gpu_view_bench() renders every view once to warm up, then `frames` frames cycling through
+ *   the views, each timed on the device with a pair of CUDA events around its launch; it then
+ *   times the same frames with the copy of the RGB pixels back to host memory (wall clock), and
+ *   renders every view once more with node-visit counting on (untimed) for visits_per_ray.
+ * - vx_render_gpu_config() and vx_gpu_bench() do the same for one call (create, draw or bench,
+ *   free).
  * - Never prints. VX_ERR_NO_GPU when built without CUDA, when no device is usable or when the tree
- *   does not fit in GPU memory (the message says how much was needed and free); VX_ERR_CUDA for any
- *   other CUDA failure. A zeroed vx_gpu_config (or NULL) is the default kernel.
+ *   does not fit in GPU memory (the message says how much was needed and free); VX_ERR_NOMEM when
+ *   GPU memory runs out; VX_ERR_CUDA for any other CUDA failure (svo/cuda_status.cuh). A zeroed
+ *   vx_gpu_config (or NULL) is the default kernel.
  */
-#ifndef VOXLOD_MARCHER_GPU_BENCH_H
-#define VOXLOD_MARCHER_GPU_BENCH_H
+#ifndef VOXLOD_MARCHER_GPU_RENDER_H
+#define VOXLOD_MARCHER_GPU_RENDER_H
 
 #include "marcher/marcher.h"
 
@@ -40,6 +46,7 @@ typedef struct vx_gpu_bench_result {
   int level;                 /* o->lod as rendered (VX_LOD_AUTO for auto) */
   uint32_t levels_uploaded;  /* levels of the tree on the GPU */
   double ms_median, ms_min, ms_max; /* kernel time per frame */
+  double ms_copy_median;     /* kernel + copy of the RGB pixels to host memory, wall time */
   double mrays_per_s;        /* width * height / ms_median, in millions of primary rays per second */
   double visits_per_ray;     /* node + voxel fetches per primary ray, mean over the views */
   double hit_fraction;       /* fraction of pixels that hit the surface, over the views */
@@ -60,6 +67,32 @@ vx_status vx_gpu_bench(const vx_octree *t, const vx_march_opts *o, const vx_came
 /* vx_render_gpu with a chosen kernel variant (tests compare variants pixel for pixel). */
 vx_status vx_render_gpu_config(const vx_octree *t, const vx_march_opts *o, const vx_gpu_config *cfg,
                                vx_march_image *img, vx_error *err);
+
+/* ---- a tree resident on the GPU ---------------------------------------------------------------- */
+
+typedef struct vx_gpu_view vx_gpu_view;
+
+vx_status vx_gpu_view_create(const vx_octree *t, vx_gpu_view **out, vx_error *err);
+void vx_gpu_view_free(vx_gpu_view *g);
+
+/* GPU name and bytes of the tree uploaded. */
+const char *vx_gpu_view_device(const vx_gpu_view *g);
+uint64_t vx_gpu_view_tree_bytes(const vx_gpu_view *g);
+
+/* Timings of one frame: the kernel (CUDA events) and the copy back (wall clock). */
+typedef struct vx_gpu_frame_times {
+  double ms_kernel, ms_copy;
+} vx_gpu_frame_times;
+
+/* One frame of t (the tree the view was made from) into host memory: rgb (width*height*3) and,
+ * when not NULL, depth and visits. times may be NULL. */
+vx_status vx_gpu_view_draw(vx_gpu_view *g, const vx_octree *t, const vx_march_opts *o,
+                           const vx_gpu_config *cfg, uint8_t *rgb, float *depth, uint32_t *visits,
+                           vx_gpu_frame_times *times, vx_error *err);
+
+vx_status vx_gpu_view_bench(vx_gpu_view *g, const vx_octree *t, const vx_march_opts *o,
+                            const vx_camera *views, int nviews, int frames,
+                            const vx_gpu_config *cfg, vx_gpu_bench_result *r, vx_error *err);
 
 VX_EXTERN_C_END
 

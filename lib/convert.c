@@ -1,0 +1,255 @@
+/* convert.c - vx_convert: the whole pipeline `voxlod convert` runs, as one library call.
+ *
+ * Policy, in order:
+ * 1. Options are checked and the output path too (atomic_file.h: its directory, its kind, not an
+ *    input), before any work.
+ * 2. Device. With the GPU (VX_DEVICE_GPU, or AUTO when one is usable) the whole build runs there
+ *    when the tree fits host memory (vx_voxelize_gpu); when it does not (VX_ERR_LIMIT), or GPU
+ *    memory runs out, the surface is built on the GPU and the octree on the CPU, out of core;
+ *    when no GPU can run it, AUTO falls back to the CPU (with a note) and GPU fails. Every path
+ *    gives the same bytes (voxelizer.h).
+ * 3. The CPU build is the streaming one (vx_voxelize_stream): its levels stay in memory while
+ *    they and the later write fit the memory limit, else they spill to temporary files beside
+ *    the output (or opts->temp_dir); a limit too small even for that is refused at once.
+ * 4. Pruning on the tree in memory, or level by level on a spilled stream.
+ * 5. The .svo file through the one writer (svo_write.c), from the tree or the spilled stream.
+ */
+#include "lib/internal.h"
+#include "svo/lod.h"
+#include "svo/stream.h"
+#include "svo/system.h"
+#include "voxelizer/voxelizer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+struct vx_build {
+  vx_tree *tree;
+  vx_notes notes;
+  vx_build_stats stats;
+};
+
+void vx_notes_add(vx_notes *n, const char *fmt, ...) {
+  size_t at = strlen(n->text);
+  if (at + 2 >= sizeof n->text) return;
+  if (at) n->text[at++] = '\n';
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(n->text + at, sizeof n->text - at, fmt, ap);
+  va_end(ap);
+}
+
+void vx_build_free(vx_build *b) {
+  if (!b) return;
+  vx_tree_free(b->tree);
+  vx_free(b);
+}
+
+const vx_tree *vx_build_tree(const vx_build *b) { return b ? b->tree : NULL; }
+
+vx_tree *vx_build_take_tree(vx_build *b) {
+  if (!b) return NULL;
+  vx_tree *t = b->tree;
+  b->tree = NULL;
+  return t;
+}
+
+const char *vx_build_notes(const vx_build *b) { return b ? b->notes.text : ""; }
+
+vx_status vx_build_get_stats(const vx_build *b, vx_build_stats *st) {
+  if (!b || !st) return VX_ERR_INVALID_ARG;
+  VX_STATS_OUT(st, b->stats);
+  return VX_OK;
+}
+
+static int is_pow2_res(uint32_t r) {
+  return r >= 2 && r <= (1u << VX_MAX_DEPTH) && (r & (r - 1)) == 0;
+}
+
+static vx_status check_opts(const vx_convert_opts *o, vx_error *err) {
+  if (!is_pow2_res(o->resolution))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "resolution %u is not a power of two from 2 to %u", o->resolution,
+                        1u << VX_MAX_DEPTH);
+  if (!(o->max_error >= 0.0f) || !(o->max_error < 1e30f))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "max error %g is not a number >= 0",
+                        (double)o->max_error);
+  if (!(o->band >= 1.0f && o->band <= 64.0f))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "band %g outside 1..64 voxels", (double)o->band);
+  if (o->threads < 0 || o->threads > 1024)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "thread count %d outside 0..1024", o->threads);
+  if (o->device != VX_DEVICE_AUTO && o->device != VX_DEVICE_CPU && o->device != VX_DEVICE_GPU)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown device %d", (int)o->device);
+  if (o->sign_rule != VX_SIGN_WINDING && o->sign_rule != VX_SIGN_PSEUDO_NORMAL)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown sign rule %d", o->sign_rule);
+  if (o->zstd_level < 0 || o->zstd_level > 22)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "zstd level %d outside 1..22 (0: by size)",
+                        o->zstd_level);
+  return VX_OK;
+}
+
+/* The directory for spill files: the caller's, else the output's, else $TMPDIR or /tmp. */
+static char *spill_dir(const vx_convert_opts *o, char *out_dir) {
+  if (o->temp_dir) {
+    vx_free(out_dir);
+    return vx_strdup(o->temp_dir);
+  }
+  if (out_dir) return out_dir;
+  const char *env = getenv("TMPDIR");
+  return vx_strdup(env && *env ? env : "/tmp");
+}
+
+/* Runs the build on the chosen device; *tree or *stream (spilled, or not when *tree is set)
+ * receives the result. */
+static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device device,
+                       const char *tmp_dir, vx_octree *tree, vx_stream *stream, int *gpu_tree,
+                       vx_voxelize_stats *bs, vx_notes *notes, vx_error *err) {
+  *gpu_tree = 0;
+  vx_status s = VX_ERR_NO_GPU;
+  vx_error ge;
+  memset(&ge, 0, sizeof ge);
+  if (device != VX_DEVICE_CPU) {
+    bo->gpu = 1;
+    s = vx_voxelize_gpu(mesh, bo, tree, bs, &ge);
+    *gpu_tree = s == VX_OK;
+    if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) { /* the surface on the GPU, the octree here */
+      vx_notes_add(notes, "%s; building the octree on the CPU, out of core", ge.msg);
+      s = vx_voxelize_stream(mesh, bo, tmp_dir, stream, bs, &ge);
+    }
+    if (s == VX_ERR_NO_GPU || s == VX_ERR_CUDA || s == VX_ERR_NOMEM) {
+      if (device == VX_DEVICE_GPU) {
+        if (err) *err = ge;
+        return s;
+      }
+      vx_notes_add(notes, "GPU build unavailable (%s); building on the CPU", ge.msg);
+      bo->gpu = 0;
+      s = VX_ERR_NO_GPU; /* go on below */
+    } else if (s != VX_OK) {
+      if (err) *err = ge;
+      return s;
+    } else {
+      return VX_OK;
+    }
+  }
+  bo->gpu = 0;
+  return vx_voxelize_stream(mesh, bo, tmp_dir, stream, bs, err);
+}
+
+vx_status vx_convert(const vx_mesh *mesh, const vx_convert_opts *opts, const char *out_path,
+                     int keep_tree, vx_build **out, vx_error *err) {
+  if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the result");
+  *out = NULL;
+  if (!mesh) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh to convert");
+  if (!out_path && !keep_tree)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "neither an output file nor keep_tree: nothing "
+                        "would be kept");
+  vx_convert_opts o;
+  VX_OPTS(o, opts);
+  if (o.resolution == 0) o.resolution = 256;
+  if (o.band == 0.0f) o.band = 2.0f;
+  if (o.mem_limit == 0) o.mem_limit = vx_default_mem_limit();
+  vx_status s = check_opts(&o, err);
+  if (s != VX_OK) return s;
+  double t0 = vx_clock_seconds();
+  char *out_dir = NULL;
+  if (out_path && (s = vx_output_check(out_path, NULL, 0, &out_dir, err)) != VX_OK) return s;
+  char *tmp_dir = spill_dir(&o, out_dir);
+  vx_build *b = (vx_build *)vx_calloc(1, sizeof *b);
+  if (!tmp_dir || !b) {
+    vx_free(tmp_dir);
+    vx_free(b);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  vx_voxelize_opts bo;
+  memset(&bo, 0, sizeof bo);
+  bo.resolution = o.resolution;
+  bo.band = o.band;
+  bo.max_error = o.max_error;
+  bo.threads = o.threads;
+  bo.mem_limit = o.mem_limit;
+  bo.progress = o.progress;
+  bo.user = o.user;
+  bo.sign_rule = o.sign_rule;
+  vx_voxelize_stats bs;
+  memset(&bs, 0, sizeof bs);
+  vx_octree tree;
+  memset(&tree, 0, sizeof tree);
+  vx_stream stream;
+  memset(&stream, 0, sizeof stream);
+  int gpu_tree = 0;
+  s = build(&mesh->soup, &bo, o.device, tmp_dir, &tree, &stream, &gpu_tree, &bs, &b->notes, err);
+  vx_free(tmp_dir);
+  int spilled = s == VX_OK && !gpu_tree && stream.spilled;
+  if (s == VX_OK && gpu_tree) {
+    /* vx_voxelize_gpu built and pruned the tree */
+  } else if (s == VX_OK && !spilled) {
+    s = vx_stream_take_tree(&stream, &tree, err);
+    if (s == VX_OK && o.max_error > 0.0f) {
+      s = vx_octree_prune(&tree, o.max_error, err);
+      tree.prune_error = o.max_error;
+    }
+    vx_stream_free(&stream);
+  } else if (s == VX_OK && o.max_error > 0.0f) {
+    vx_stream pruned;
+    s = vx_stream_prune(&stream, o.max_error, &pruned, err);
+    vx_stream_free(&stream);
+    if (s == VX_OK) stream = pruned;
+  }
+  if (s == VX_OK && spilled && keep_tree) {
+    char lim[32];
+    s = vx_error_set(err, VX_ERR_LIMIT, "the tree does not fit the memory limit (%s) in memory: "
+                     "it can only be written to a file",
+                     vx_bytes_text((double)o.mem_limit, lim, sizeof lim));
+  }
+  if (s == VX_OK && o.progress && o.progress(o.user, "writing", 0.0))
+    s = vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted before writing");
+  double t1 = vx_clock_seconds();
+  if (s == VX_OK && out_path)
+    s = spilled ? vx_svo_write_stream(out_path, &stream, o.zstd_level, o.progress, o.user, err)
+                : vx_svo_write(out_path, &tree, o.zstd_level, o.progress, o.user, err);
+  double t2 = vx_clock_seconds();
+  vx_build_stats *st = &b->stats;
+  st->struct_size = sizeof *st;
+  st->resolution = o.resolution;
+  st->triangles = bs.triangles;
+  st->surface_voxels = spilled ? stream.level_count[stream.depth] : tree.voxel_count;
+  if (spilled)
+    for (uint32_t l = 0; l < stream.depth; l++) st->nodes += stream.level_count[l];
+  else
+    st->nodes = tree.node_count;
+  st->corners = bs.corners;
+  st->used_gpu = bo.gpu;
+  st->gpu_tree = gpu_tree;
+  st->spilled = spilled;
+  st->sec_build = t1 - t0;
+  st->sec_write = out_path ? t2 - t1 : 0.0;
+  st->sec_total = t2 - t0;
+  st->sec_sign = bs.sec_sign;
+  st->sec_voxels = bs.sec_voxels;
+  st->sec_tree = bs.sec_tree;
+  for (int k = 0; k < 5; k++) st->sec_gpu[k] = bs.sec_gpu[k];
+  for (int k = 0; k < 3; k++) st->sec_gpu_tree[k] = bs.sec_gpu_tree[k];
+  struct stat fs;
+  if (s == VX_OK && out_path && stat(out_path, &fs) == 0 && S_ISREG(fs.st_mode))
+    st->file_bytes = (uint64_t)fs.st_size;
+  if (spilled) vx_stream_free(&stream);
+  if (s == VX_OK && keep_tree) {
+    b->tree = vx_tree_new();
+    if (!b->tree) {
+      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    } else {
+      b->tree->oct = tree;
+      memset(&tree, 0, sizeof tree);
+    }
+  }
+  vx_octree_free(&tree);
+  if (s != VX_OK) {
+    vx_build_free(b);
+    return s;
+  }
+  *out = b;
+  return VX_OK;
+}

@@ -1,0 +1,69 @@
+/* internal.h - what the public handles of libvoxlod hold (include/voxlod.h is their contract),
+ * and the helpers the lib/ sources share. The handles wrap the core's types: a vx_tree owns a
+ * vx_octree, a vx_mesh a vx_soup.
+ */
+#ifndef VOXLOD_LIB_INTERNAL_H
+#define VOXLOD_LIB_INTERNAL_H
+
+#include <string.h>
+
+#include "voxlod.h"
+#include "formats/atomic_file.h"
+#include "formats/svo_file.h"
+#include "svo/soup.h"
+#include "svo/svo.h"
+
+struct vx_mesh {
+  vx_soup soup;       /* the triangles, world coordinates, 9 floats each */
+  double load_seconds;
+  int has_source;     /* read from a file: `source` is held (atomic_file.h) */
+  vx_file_id source;
+};
+
+struct vx_tree {
+  vx_octree oct;
+  vx_svo_file_info file; /* of the file it was read from (file.version 0: none) */
+  int has_source;
+  vx_file_id source;
+};
+
+/* A new, empty tree handle (vx_calloc'ed). */
+vx_tree *vx_tree_new(void);
+
+/* Notes collected while a call runs: lines for the user that are not errors. */
+typedef struct vx_notes {
+  char text[1024];
+} vx_notes;
+void vx_notes_add(vx_notes *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Copies a caller's option struct that starts with `uint32_t struct_size` into a zeroed local of
+ * this library's size: the fields a caller compiled against an older header does not know stay
+ * zero (their defaults). struct_size 0 means the first published layout (this version's). A
+ * larger struct_size (a newer header) copies only the fields this version knows. */
+static inline void vx_opts_copy(void *dst, size_t dst_size, const void *src) {
+  memset(dst, 0, dst_size);
+  if (!src) return;
+  uint32_t n;
+  memcpy(&n, src, sizeof n);
+  size_t take = n == 0 || n > dst_size ? dst_size : n;
+  memcpy(dst, src, take);
+}
+#define VX_OPTS(dst, src) vx_opts_copy(&(dst), sizeof(dst), (src))
+
+/* Fills a caller's statistics struct (which starts with struct_size) from a full local one:
+ * copies at most the caller's size (0: this version's), and sets its struct_size to what it got. */
+static inline void vx_stats_out(void *dst, const void *src, size_t src_size) {
+  uint32_t n;
+  memcpy(&n, dst, sizeof n);
+  size_t take = n == 0 || n > src_size ? src_size : n;
+  memcpy(dst, src, take);
+  uint32_t got = (uint32_t)take;
+  memcpy(dst, &got, sizeof got);
+}
+#define VX_STATS_OUT(dst, src) vx_stats_out((dst), &(src), sizeof(src))
+
+#endif

@@ -1,0 +1,70 @@
+/* trace_shade.h - one pixel: its ray, the walk, and the colour (part of trace.h; include that).
+ *
+ * Algorithm. The pixel's ray is dir00 + px du + py dv from the eye (scene.c), normalised. A hit
+ * is shaded Lambert with the light s->light plus an ambient term, on a constant albedo, then
+ * encoded with a gamma of 2 to 8 bits; the normal is first turned to face the viewer (zero
+ * crossings count in both directions, so a hit normal may point either way). A miss is the
+ * constant background colour. VX_SHADE_NORMALS writes the facing normal as a colour instead. */
+#ifndef VOXLOD_MARCHER_TRACE_SHADE_H
+#define VOXLOD_MARCHER_TRACE_SHADE_H
+
+#ifndef VOXLOD_MARCHER_TRACE_H
+#error "marcher/trace_shade.h is a part of marcher/trace.h: include that"
+#endif
+
+/* Background colour (8-bit RGB) and surface albedo (linear). */
+#define VX_BG_R 34
+#define VX_BG_G 38
+#define VX_BG_B 46
+#define VX_ALBEDO_R 0.86f
+#define VX_ALBEDO_G 0.80f
+#define VX_ALBEDO_B 0.72f
+#define VX_AMBIENT 0.18f
+
+/* 8-bit channel from a linear value: gamma 2 (sqrt), clamped. */
+VX_HD uint8_t vx_to_srgb8(float v) {
+  v = vx_tr_min(vx_tr_max(v, 0.0f), 1.0f);
+  return (uint8_t)(sqrtf(v) * 255.0f + 0.5f);
+}
+
+/* vx_render_pixel (declared in trace.h). */
+VX_HD void vx_render_pixel(const vx_trace_scene *s, uint32_t px, uint32_t py, vx_pixel *out) {
+  float d[3];
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) d[i] = s->dir00[i] + (float)px * s->du[i] + (float)py * s->dv[i];
+  float il = 1.0f / sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  VX_UNROLL
+  for (int i = 0; i < 3; i++) d[i] *= il;
+  vx_trace_hit h;
+  vx_trace_ray(s, s->eye, d, &h);
+  out->visits = h.visits;
+  if (!h.hit) {
+    out->rgb[0] = VX_BG_R;
+    out->rgb[1] = VX_BG_G;
+    out->rgb[2] = VX_BG_B;
+    out->depth = INFINITY;
+    return;
+  }
+  /* A hit beyond float range (world coordinates near 3.4e38) is still a hit: FLT_MAX, never
+   * the miss value INFINITY. */
+  out->depth = vx_tr_min(h.t * s->world_per_grid, 3.402823466e+38f);
+  float n[3] = {h.n[0], h.n[1], h.n[2]};
+  if (n[0] * d[0] + n[1] * d[1] + n[2] * d[2] > 0.0f) { /* face the viewer */
+    n[0] = -n[0];
+    n[1] = -n[1];
+    n[2] = -n[2];
+  }
+  if (s->shade == 2 /* VX_SHADE_NORMALS */) {
+    out->rgb[0] = (uint8_t)((n[0] * 0.5f + 0.5f) * 255.0f + 0.5f);
+    out->rgb[1] = (uint8_t)((n[1] * 0.5f + 0.5f) * 255.0f + 0.5f);
+    out->rgb[2] = (uint8_t)((n[2] * 0.5f + 0.5f) * 255.0f + 0.5f);
+    return;
+  }
+  float diff = vx_tr_max(n[0] * s->light[0] + n[1] * s->light[1] + n[2] * s->light[2], 0.0f);
+  float lum = VX_AMBIENT + (1.0f - VX_AMBIENT) * diff;
+  out->rgb[0] = vx_to_srgb8(VX_ALBEDO_R * lum);
+  out->rgb[1] = vx_to_srgb8(VX_ALBEDO_G * lum);
+  out->rgb[2] = vx_to_srgb8(VX_ALBEDO_B * lum);
+}
+
+#endif

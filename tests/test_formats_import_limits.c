@@ -1,0 +1,279 @@
+/* test_formats_import_limits.c - the mesh import under hostile sizes: headers that declare more
+ * elements than their file holds are refused before assimp allocates anything (PLY ascii and
+ * binary, binary STL, OFF; from a file, from memory and before the isolated import's fork), valid
+ * files of the same formats still import, and the isolated import keeps its child under the memory
+ * limit: a mesh that needs more fails with VX_ERR_LIMIT and a message naming the limit, the same
+ * mesh under a generous limit gives the in-process result bit for bit. Peak RSS is measured with
+ * getrusage. (The 3MF zip bomb is tested through the command line, tests/test_cli.sh.) */
+#define _POSIX_C_SOURCE 200809L
+#include "formats/mesh_import.h"
+#include "formats/mesh_precheck.h"
+#include "svo/system.h"
+#include "check.h"
+
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define VX_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VX_TEST_ASAN 1
+#endif
+#endif
+
+#ifdef VX_TEST_ASAN
+/* Under AddressSanitizer a failed allocation in the import child must reach assimp as
+ * std::bad_alloc (what it does without the sanitizer), not end the child with a report. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+#endif
+
+static char tmpdir[256];
+static const char *made[32]; /* names of the files written (literals) */
+static int nmade;
+
+static const char *write_tmp(const char *name, const void *data, size_t n) {
+  static char path[600];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "wb");
+  if (f) {
+    if (n) fwrite(data, 1, n, f);
+    fclose(f);
+  }
+  if (nmade < 32) made[nmade++] = name;
+  return path;
+}
+
+static const char *write_text(const char *name, const char *text) {
+  return write_tmp(name, text, strlen(text));
+}
+
+static long maxrss_kib(int who) {
+  struct rusage u;
+  getrusage(who, &u);
+  return u.ru_maxrss;
+}
+
+static void put_u32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_f32(unsigned char *p, float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  put_u32(p, u);
+}
+
+/* A header bomb: refused as corrupt by the in-process import, the memory import (hint) and the
+ * isolated import (before any child starts), with one message. */
+static void refused(const char *name, const void *data, size_t n, const char *hint,
+                    const char *expect) {
+  const char *path = write_tmp(name, data, n);
+  vx_soup m;
+  vx_error e1, e2, e3;
+  memset(&e1, 0, sizeof e1);
+  memset(&e2, 0, sizeof e2);
+  memset(&e3, 0, sizeof e3);
+  double t0 = vx_clock_seconds();
+  vx_status s1 = vx_soup_import(path, &m, &e1);
+  vx_status s2 = vx_soup_import_isolated(path, 60.0, (uint64_t)256 << 20, &m, &e2);
+  vx_status s3 = vx_soup_import_memory(data, n, hint, &m, &e3);
+  double dt = vx_clock_seconds() - t0;
+  fprintf(stderr, "  %s -> %s\n", name, e1.msg);
+  CHECK_MSG(s1 == VX_ERR_CORRUPT && strstr(e1.msg, expect), "%s: %s", name, e1.msg);
+  CHECK_MSG(s2 == VX_ERR_CORRUPT && strcmp(e1.msg, e2.msg) == 0, "%s: %s", name, e2.msg);
+  CHECK_MSG(s3 == VX_ERR_CORRUPT && strstr(e3.msg, "the mesh data") && strstr(e3.msg, expect),
+            "%s: %s", name, e3.msg);
+  CHECK(m.pos == NULL && m.tri_count == 0);
+  CHECK_MSG(dt < 1.0, "%s: %.2f s", name, dt);
+}
+
+static void header_bombs_refused_at_once(void) {
+  long self0 = maxrss_kib(RUSAGE_SELF), kids0 = maxrss_kib(RUSAGE_CHILDREN);
+  const char *ply_head =
+      "ply\nformat %s 1.0\nelement vertex 400000000\nproperty float x\nproperty float y\n"
+      "property float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n";
+  char buf[512];
+  snprintf(buf, sizeof buf, ply_head, "ascii");
+  strcat(buf, "0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n");
+  refused("bomb_ascii.ply", buf, strlen(buf), "ply",
+          "PLY header declares 400000000 'vertex' elements");
+  snprintf(buf, sizeof buf, ply_head, "binary_little_endian");
+  size_t n = strlen(buf);
+  memset(buf + n, 0, 40);
+  refused("bomb_binary.ply", buf, n + 40, "ply", "PLY header declares 400000000 'vertex' elements");
+  snprintf(buf, sizeof buf, ply_head, "binary_big_endian");
+  refused("bomb_big_endian.ply", buf, strlen(buf), "ply", "bytes of binary data");
+  /* an element without properties takes no bytes, but assimp still makes every instance */
+  const char *empty = "ply\nformat binary_little_endian 1.0\nelement junk 3000000000\n"
+                      "element vertex 1\nproperty float x\nend_header\n\0\0\0\0";
+  refused("bomb_empty_element.ply", empty, strlen(empty) + 4, "ply", "without properties");
+
+  /* binary STL: one facet's bytes, a count of a million; and a count whose 32-bit product with
+   * 50 wraps around to the file's size (assimp's own size check passes, then it allocates 2^31
+   * triangles) */
+  unsigned char stl[134];
+  memset(stl, 0, sizeof stl);
+  memcpy(stl, "binary", 6);
+  put_u32(stl + 80, 1000000);
+  put_f32(stl + 84 + 12 + 12, 1.0f);
+  put_f32(stl + 84 + 12 + 24 + 4, 1.0f);
+  refused("bomb_count.stl", stl, sizeof stl, "stl", "binary STL header declares 1000000 triangles");
+  put_u32(stl + 80, 0x80000001u);
+  refused("bomb_wrap.stl", stl, sizeof stl, "stl", "declares 2147483649 triangles");
+
+  const char *off = "OFF\n4000000000 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
+  refused("bomb.off", off, strlen(off), "off", "OFF header declares 4000000000 vertices");
+  const char *off2 = "# no keyword: the counts come first in a file named .off\n"
+                     "3 900000000 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
+  refused("bomb_nokey.off", off2, strlen(off2), "off", "and 900000000 faces");
+
+  long self1 = maxrss_kib(RUSAGE_SELF), kids1 = maxrss_kib(RUSAGE_CHILDREN);
+  fprintf(stderr, "  peak RSS: this process %.1f MiB (+%.1f), children %.1f MiB (+%.1f)\n",
+          self1 / 1024.0, (self1 - self0) / 1024.0, kids1 / 1024.0, (kids1 - kids0) / 1024.0);
+  CHECK_MSG(self1 - self0 < 16 * 1024, "%ld KiB more", self1 - self0);
+  CHECK_MSG(kids1 == kids0, "a child ran: %ld KiB", kids1); /* refused before the fork */
+}
+
+/* Valid files of the checked formats still import, at the exact sizes the checks allow. */
+static void valid_files_still_import(void) {
+  vx_soup m;
+  vx_error e;
+  /* ascii PLY at the fewest bytes (2 per value), the last line without its line end */
+  const char *ply = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                    "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
+                    "end_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2";
+  vx_status s = vx_soup_import(write_text("tight.ply", ply), &m, &e);
+  CHECK_MSG(s == VX_OK && m.tri_count == 1, "%s", e.msg);
+  vx_soup_free(&m);
+  /* 3 vertices * 3 values * 2 bytes + 1 face * 1 list * 2 bytes - the last line end = 19 */
+  const size_t hl = (size_t)(strstr(ply, "end_header\n") + 11 - ply);
+  const unsigned char *up = (const unsigned char *)ply;
+  CHECK(vx_mesh_precheck(up, strlen(ply), hl + 19, "ply", "x", &e) == VX_OK);
+  CHECK(vx_mesh_precheck(up, strlen(ply), hl + 18, "ply", "x", &e) == VX_ERR_CORRUPT);
+  /* binary PLY: 4 vertices, 2 faces */
+  const char *bh = "ply\nformat binary_little_endian 1.0\ncomment made by hand\nelement vertex 4\n"
+                   "property float x\nproperty float y\nproperty float z\nelement face 2\n"
+                   "property list uchar int vertex_indices\nend_header\n";
+  unsigned char bin[512];
+  size_t n = strlen(bh);
+  memcpy(bin, bh, n);
+  const float v[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  for (int i = 0; i < 12; i++, n += 4) put_f32(bin + n, v[i]);
+  const uint32_t f[2][3] = {{0, 1, 2}, {0, 1, 3}};
+  for (int k = 0; k < 2; k++) {
+    bin[n++] = 3;
+    for (int i = 0; i < 3; i++, n += 4) put_u32(bin + n, f[k][i]);
+  }
+  s = vx_soup_import(write_tmp("two.ply", bin, n), &m, &e);
+  CHECK_MSG(s == VX_OK && m.tri_count == 2, "%s", e.msg);
+  vx_soup_free(&m);
+  s = vx_soup_import_memory(bin, n, "ply", &m, &e);
+  CHECK_MSG(s == VX_OK && m.tri_count == 2, "%s", e.msg);
+  vx_soup_free(&m);
+  /* binary STL of the exact size; its header may even start with "solid" */
+  unsigned char stl[134];
+  memset(stl, 0, sizeof stl);
+  memcpy(stl, "solid but binary", 16);
+  put_u32(stl + 80, 1);
+  put_f32(stl + 84 + 12 + 12, 1.0f);
+  put_f32(stl + 84 + 12 + 24 + 4, 1.0f);
+  s = vx_soup_import(write_tmp("one.stl", stl, sizeof stl), &m, &e);
+  CHECK_MSG(s == VX_OK && m.tri_count == 1, "%s", e.msg);
+  vx_soup_free(&m);
+  /* an ascii STL: bytes 80..83 are text, not a count */
+  const char *astl = "solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\n"
+                     "vertex 0 1 0\nendloop\nendfacet\nendsolid t\n";
+  s = vx_soup_import(write_text("ascii.stl", astl), &m, &e);
+  CHECK_MSG(s == VX_OK && m.tri_count == 1, "%s", e.msg);
+  vx_soup_free(&m);
+  const char *off = "OFF\n# a comment\n4 2 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 1 2\n3 0 1 3\n";
+  s = vx_soup_import(write_text("two.off", off), &m, &e);
+  CHECK_MSG(s == VX_OK && m.tri_count == 2, "%s", e.msg);
+  vx_soup_free(&m);
+  /* the bundled meshes (ascii PLY with extra properties) */
+  s = vx_soup_import(VX_DATA_DIR "/bunny_res4.ply", &m, &e);
+  CHECK_MSG(s == VX_OK && m.tri_count == 948, "%s", e.msg);
+  vx_soup_free(&m);
+  CHECK(vx_mesh_precheck_file(VX_DATA_DIR "/bunny.ply", &e) == VX_OK);
+  /* data that is none of the checked formats, or a header cut short, is left to the importer */
+  CHECK(vx_mesh_precheck((const unsigned char *)"v 0 0 0\n", 8, 8, "obj", "x", &e) == VX_OK);
+  const char *cut = "ply\nformat ascii 1.0\nelement vertex 99999";
+  CHECK(vx_mesh_precheck((const unsigned char *)cut, strlen(cut), 1 << 20, "ply", "x", &e) ==
+        VX_OK);
+}
+
+/* An ascii OBJ grid of 2 n^2 triangles. */
+static const char *write_grid_obj(const char *name, int n) {
+  static char path[600];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  if (nmade < 32) made[nmade++] = name;
+  FILE *f = fopen(path, "w");
+  if (!f) return path;
+  for (int j = 0; j <= n; j++)
+    for (int i = 0; i <= n; i++) fprintf(f, "v %d %d %d\n", i, j, (i * j) % 7);
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < n; i++) {
+      int a = j * (n + 1) + i + 1, b = a + 1, c = a + n + 1, d = c + 1;
+      fprintf(f, "f %d %d %d\nf %d %d %d\n", a, b, d, a, d, c);
+    }
+  fclose(f);
+  return path;
+}
+
+/* A mesh whose import needs about 70 MB (assimp's OBJ faces) under 64 MiB, then under 1 GiB. */
+static void isolated_import_stays_under_the_limit(void) {
+  const char *path = write_grid_obj("grid.obj", 317); /* 200978 triangles, 5 MB */
+  const uint64_t small = (uint64_t)64 << 20;
+  vx_soup m, ref;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  long rss_parent = (long)(vx_resident_bytes() / 1024);
+  vx_status s = vx_soup_import_isolated(path, 60.0, small, &m, &e);
+  long kids = maxrss_kib(RUSAGE_CHILDREN);
+  fprintf(stderr, "  grid.obj under 64 MiB -> %s\n", e.msg);
+  fprintf(stderr, "  peak RSS of the import child %.1f MiB (this process %.1f MiB resident)\n",
+          kids / 1024.0, rss_parent / 1024.0);
+  CHECK_MSG(s == VX_ERR_LIMIT, "%d %s", (int)s, e.msg);
+  CHECK_MSG(strstr(e.msg, "the import needs more than the memory limit (64.0 MiB)"), "%s", e.msg);
+  CHECK(m.pos == NULL && m.tri_count == 0);
+#ifndef VX_TEST_ASAN /* the sanitizer's shadow pages are resident but not in the address space */
+  CHECK_MSG((uint64_t)kids * 1024 <= small, "child peak %ld KiB", kids);
+#endif
+  /* A genuine format error under a limit stays a format error. */
+  s = vx_soup_import_isolated(write_text("junk.ply", "ply\nformat ascii 1.0\nbogus\nend_header\n"),
+                              60.0, small, &m, &e);
+  CHECK_MSG(s == VX_ERR_FORMAT && strstr(e.msg, "malformed PLY header"), "%s", e.msg);
+  /* A generous limit: the in-process result, bit for bit. */
+  s = vx_soup_import_isolated(path, 60.0, (uint64_t)1 << 30, &m, &e);
+  CHECK_MSG(s == VX_OK, "%s", e.msg);
+  CHECK(vx_soup_import(path, &ref, &e) == VX_OK);
+  CHECK(s == VX_OK && m.tri_count == ref.tri_count && m.tri_count == 200978);
+  if (s == VX_OK && m.tri_count == ref.tri_count) {
+    CHECK(memcmp(m.pos, ref.pos, (size_t)m.tri_count * 9 * sizeof(float)) == 0);
+    for (int i = 0; i < 3; i++)
+      CHECK(m.bbox_min[i] == ref.bbox_min[i] && m.bbox_max[i] == ref.bbox_max[i]);
+  }
+  vx_soup_free(&m);
+  vx_soup_free(&ref);
+  /* No limit at all: the same. */
+  s = vx_soup_import_isolated(VX_DATA_DIR "/bunny_res4.ply", 60.0, 0, &m, &e);
+  CHECK_MSG(s == VX_OK && m.tri_count == 948, "%s", e.msg);
+  vx_soup_free(&m);
+}
+
+int main(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/vx_test_limits.XXXXXX");
+  if (!mkdtemp(tmpdir)) CHECK_SKIP("cannot make a temporary directory");
+  RUN(header_bombs_refused_at_once); /* first: it checks that no child ever ran */
+  RUN(valid_files_still_import);
+  RUN(isolated_import_stays_under_the_limit);
+  char p[600];
+  for (int i = 0; i < nmade; i++) {
+    snprintf(p, sizeof p, "%s/%s", tmpdir, made[i]);
+    unlink(p);
+  }
+  CHECK(rmdir(tmpdir) == 0);
+  return check_summary();
+}

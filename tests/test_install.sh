@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test_install.sh BUILD_DIR SOURCE_DIR DATA_DIR - libvoxlod as a user gets it: `cmake --install`
+# into a scratch prefix, then the examples built against the *installed* package twice (through
+# find_package(voxlod) and through pkg-config, shared and static), the installed CLI, only vx_*
+# symbols exported, the public header compiled as C++, and the checkout used by a parent project
+# through add_subdirectory().
+set -u
+B=$1 S=$2 DATA=$3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0 passes=0
+ok() { passes=$((passes + 1)); echo "ok   $1"; }
+bad() { fails=$((fails + 1)); echo "FAIL $1"; [ -f "$T/log" ] && tail -20 "$T/log"; }
+P=$T/prefix
+
+if cmake --install "$B" --prefix "$P" >"$T/log" 2>&1; then ok "cmake --install"; else bad "cmake --install"; fi
+LIB=$(dirname "$(find "$P" -name 'libvoxlod.so.0' | head -1)")
+for f in include/voxlod.h include/voxlod/base.h bin/voxlod; do
+  [ -e "$P/$f" ] && ok "installed $f" || bad "installed $f"
+done
+for f in libvoxlod.so libvoxlod.so.0 libvoxlod.a pkgconfig/voxlod.pc cmake/voxlod/voxlodConfig.cmake \
+         cmake/voxlod/voxlodConfigVersion.cmake; do
+  [ -e "$LIB/$f" ] && ok "installed lib/$f" || bad "installed lib/$f"
+done
+soname=$(objdump -p "$LIB/libvoxlod.so" 2>/dev/null | awk '/SONAME/ {print $2}')
+[ "$soname" = libvoxlod.so.0 ] && ok "SONAME $soname" || bad "SONAME is '$soname'"
+others=$(nm -D --defined-only "$LIB/libvoxlod.so" | awk '{print $3}' | grep -v '^vx_' | grep -v '^$')
+count=$(nm -D --defined-only "$LIB/libvoxlod.so" | grep -c ' vx_')
+if [ -z "$others" ] && [ "$count" -gt 20 ]; then ok "only vx_* exported ($count symbols)"
+else bad "exported symbols other than vx_*: $(echo $others | head -c 300)"; fi
+if nm -D --defined-only "$LIB/libvoxlod.so" | grep -qE ' vx_(octree|soup|svo|march|voxelize|stream)_'; then
+  bad "internal vx_ functions exported"; else ok "no internal function exported"; fi
+
+# the installed command line finds its library
+if "$P/bin/voxlod" --version >"$T/log" 2>&1 && grep -q "0\.1" "$T/log"; then ok "installed voxlod --version"; else bad "installed voxlod --version"; fi
+
+# find_package(voxlod)
+if cmake -S "$S/examples" -B "$T/ex" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Release >"$T/log" 2>&1 &&
+   cmake --build "$T/ex" >>"$T/log" 2>&1; then ok "examples built with find_package(voxlod)"; else bad "examples built with find_package(voxlod)"; fi
+if "$T/ex/tree_from_arrays" >"$T/log" 2>&1 && grep -q "surface voxels" "$T/log"; then ok "tree_from_arrays (find_package)"; else bad "tree_from_arrays (find_package)"; fi
+if "$T/ex/convert_and_render" "$DATA/bunny_res4.ply" "$T/b.svo" "$T/b.png" 32 >"$T/log" 2>&1 &&
+   grep -q "libvoxlod 0\.1" "$T/log" && head -c 8 "$T/b.png" | od -An -c | grep -q "P   N   G" &&
+   "$P/bin/voxlod" stats "$T/b.svo" >/dev/null 2>&1; then ok "convert_and_render (find_package): svo, png, version"
+else bad "convert_and_render (find_package)"; fi
+
+# pkg-config, shared and static
+export PKG_CONFIG_PATH="$LIB/pkgconfig"
+if pkg-config --exists voxlod && [ "$(pkg-config --modversion voxlod)" = 0.1.0 ]; then ok "pkg-config voxlod 0.1.0"; else bad "pkg-config voxlod"; fi
+if cc -std=c11 -Wall -Wextra -Werror "$S/examples/tree_from_arrays.c" $(pkg-config --cflags --libs voxlod) \
+     -Wl,-rpath,"$LIB" -o "$T/pc_shared" >"$T/log" 2>&1 && "$T/pc_shared" >"$T/log" 2>&1; then
+  ok "tree_from_arrays (pkg-config, shared)"; else bad "tree_from_arrays (pkg-config, shared)"; fi
+if cc -std=c11 "$S/examples/convert_and_render.c" $(pkg-config --cflags voxlod) "$LIB/libvoxlod.a" \
+     $(pkg-config --static --libs-only-l voxlod | sed 's/-lvoxlod//') -o "$T/pc_static" >"$T/log" 2>&1 &&
+   ! ldd "$T/pc_static" | grep -q libvoxlod && "$T/pc_static" "$DATA/bunny_res4.ply" "$T/s.svo" "$T/s.png" 16 >"$T/log" 2>&1 &&
+   [ -s "$T/s.png" ]; then ok "convert_and_render (pkg-config, static)"; else bad "convert_and_render (pkg-config, static)"; fi
+
+# the public header as C++
+printf '#include <voxlod.h>\n#include <cstdio>\nint main() { vx_error e; (void)e; std::printf("%%s\\n", vx_version()); return VOXLOD_VERSION_MAJOR; }\n' >"$T/cxx.cpp"
+if c++ -std=c++11 -Wall -Wextra -Werror -pedantic -I"$P/include" "$T/cxx.cpp" -L"$LIB" -lvoxlod \
+     -Wl,-rpath,"$LIB" -o "$T/cxx" >"$T/log" 2>&1 && "$T/cxx" | grep -q "0\.1"; then ok "voxlod.h compiles and links as C++"; else bad "voxlod.h as C++"; fi
+
+# add_subdirectory() of the checkout from a parent project (without CUDA, to keep it quick)
+mkdir -p "$T/parent"
+cat >"$T/parent/CMakeLists.txt" <<EOT
+cmake_minimum_required(VERSION 3.20)
+project(parent C)
+add_subdirectory("$S" voxlod)
+add_executable(uses_voxlod "$S/examples/tree_from_arrays.c")
+target_link_libraries(uses_voxlod PRIVATE voxlod::voxlod)
+EOT
+if cmake -S "$T/parent" -B "$T/parent/build" -DVOXLOD_CUDA=OFF -DCMAKE_BUILD_TYPE=Release >"$T/log" 2>&1 &&
+   cmake --build "$T/parent/build" -j"$(nproc)" --target uses_voxlod >>"$T/log" 2>&1 &&
+   "$T/parent/build/uses_voxlod" >"$T/log" 2>&1; then ok "add_subdirectory() from a parent project"; else bad "add_subdirectory()"; fi
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
