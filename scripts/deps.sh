@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
 # Installs what voxlod needs to build and test, from the distribution's packages (Debian 12 /
 # Ubuntu 22.04+), when it is missing. Run as root (or with sudo available). Idempotent.
+#   required: the compiler, CMake, assimp, zstd, stb
+#   optional (their parts are built and tested when present; the install is attempted, and a
+#   package the distribution lacks is skipped): NanoVDB and OpenVDB (grids in and out, the
+#   volumeToMesh comparison), civetweb and libturbojpeg (voxlod view), chromium with its driver
+#   and selenium (the viewer's browser test), websocket-client (its protocol test), clang's
+#   runtime (the fuzzers)
 set -euo pipefail
-pkgs=(cmake make gcc pkg-config libassimp-dev libzstd-dev libstb-dev zstd)
+pkgs=(cmake make gcc g++ pkg-config libassimp-dev libzstd-dev libstb-dev zstd)
 if [ "${VOXLOD_WITH_FUZZ:-0}" = 1 ]; then pkgs+=(clang); fi
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-# Optional: NanoVDB headers for the comparison benchmark, and libclang-rt for the fuzzers.
-for p in libnanovdb-dev $( [ "${VOXLOD_WITH_FUZZ:-0}" = 1 ] && echo libclang-rt-14-dev ); do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+optional=(libnanovdb-dev libboost-dev libboost-iostreams-dev libopenvdb-dev libopenvdb-tools python3-openvdb libcivetweb-dev
+          libturbojpeg0-dev chromium chromium-driver python3-selenium python3-websocket)
+if [ "${VOXLOD_WITH_FUZZ:-0}" = 1 ]; then optional+=(libclang-rt-14-dev); fi
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+missing=() missing_opt=()
+for p in "${pkgs[@]}"; do installed "$p" || missing+=("$p"); done
+for p in "${optional[@]}"; do installed "$p" || missing_opt+=("$p"); done
+if [ ${#missing[@]} -gt 0 ] || [ ${#missing_opt[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "deps: installing ${missing[*]}" >&2
+  echo "deps: installing ${missing[*]} ${missing_opt[*]}" >&2
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null ||
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
-      $(printf '%s\n' "${missing[@]}" | grep -v -e nanovdb -e clang-rt) >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $SUDO apt-get install -y -qq "${missing[@]}" "${missing_opt[@]}" >/dev/null; then
+    [ ${#missing[@]} -eq 0 ] || $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    for p in "${missing_opt[@]}"; do
+      $SUDO apt-get install -y -qq "$p" >/dev/null 2>&1 || echo "deps: optional $p is not available here; its parts are skipped" >&2
+    done
+  fi
 fi
