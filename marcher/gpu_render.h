@@ -46,7 +46,9 @@ typedef struct vx_gpu_bench_result {
   int level;                 /* o->lod as rendered (VX_LOD_AUTO for auto) */
   uint32_t levels_uploaded;  /* levels of the tree on the GPU */
   double ms_median, ms_min, ms_max; /* kernel time per frame */
-  double ms_copy_median;     /* kernel + copy of the RGB pixels to host memory, wall time */
+  double ms_copy_median;     /* kernel + copy of the RGB pixels to host memory, wall time, through
+                                pinned pieces (what vx_gpu_view_draw does) */
+  double ms_copy_direct_median; /* the same with one direct copy into pageable memory */
   double mrays_per_s;        /* width * height / ms_median, in millions of primary rays per second */
   double visits_per_ray;     /* node + voxel fetches per primary ray, mean over the views */
   double hit_fraction;       /* fraction of pixels that hit the surface, over the views */

@@ -7,7 +7,7 @@ function(vx_add_api_test name)
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_definitions(${name} PRIVATE VX_SHARED_MESHES="${VX_SHARED_MESHES}"
                              VX_DATA_DIR="${VX_DATA_DIR}")
-  set_target_properties(${name} PROPERTIES BUILD_RPATH "${CMAKE_BINARY_DIR}/lib")
+  set_target_properties(${name} PROPERTIES BUILD_RPATH "$ORIGIN/../lib")
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endfunction()

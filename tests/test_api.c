@@ -391,8 +391,8 @@ static void api_levels_and_prune(void) {
   pi.struct_size = sizeof pi;
   vx_tree_get_info(p, &pi);
   CHECK(pi.prune_error == 1.0f && pi.memory_bytes < ti.memory_bytes / 2);
-  CHECK(vx_tree_prune(t, -1.0f, &p, &e) == VX_ERR_INVALID_ARG && p == NULL);
   vx_tree_free(p);
+  CHECK(vx_tree_prune(t, -1.0f, &p, &e) == VX_ERR_INVALID_ARG && p == NULL);
   vx_tree_free(t);
   vx_mesh_free(m);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -403,9 +404,115 @@ static void svo_file_rejects_hostile_headers_with_valid_checksums(void) {
   vx_octree_free(&t);
 }
 
+static char tmpdir[256];
+
+/* ---- a decompression bomb: a header that claims full levels the sections do not have --------- */
+
+/* A zstd frame (with checksum and content size) of n zero bytes, streamed: the raw bytes never
+ * exist in memory. Returns its size (dst holds cap bytes). */
+static size_t zeros_frame(uint64_t n, uint8_t *dst, size_t cap) {
+  static uint8_t zero[1 << 16];
+  ZSTD_CCtx *c = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+  ZSTD_CCtx_setPledgedSrcSize(c, n);
+  ZSTD_outBuffer out = {dst, cap, 0};
+  uint64_t fed = 0;
+  size_t r;
+  do {
+    size_t k = n - fed < sizeof zero ? (size_t)(n - fed) : sizeof zero;
+    ZSTD_inBuffer in = {zero, k, 0};
+    fed += k;
+    r = ZSTD_compressStream2(c, &out, &in, fed == n ? ZSTD_e_end : ZSTD_e_continue);
+    CHECK(!ZSTD_isError(r) && in.pos == in.size);
+  } while (fed < n || r != 0);
+  ZSTD_freeCCtx(c);
+  return out.pos;
+}
+
+/* A depth-D file whose header declares 8^l cells at every level l (the most the octree allows)
+ * while level 1's masks name no children; every frame and check is valid. */
+static uint8_t *bomb(uint32_t depth, size_t *n) {
+  size_t cap = (size_t)1 << 22;
+  uint8_t *secs = (uint8_t *)malloc(cap), *out = (uint8_t *)malloc(cap);
+  uint8_t hdr[48 + 32 * 16];
+  memset(hdr, 0, sizeof hdr);
+  wr32(hdr, depth);
+  float band = 2.0f;
+  memcpy(hdr + 4, &band, 4);
+  double scale = 1.0;
+  memcpy(hdr + 40, &scale, 8);
+  size_t used = 0;
+  for (uint32_t l = 0; l <= depth; l++) {
+    uint64_t count = (uint64_t)1 << (3 * l), raw = count * (l < depth ? 12 : 8);
+    size_t z;
+    if (l == 0) {
+      uint8_t root[12] = {0xff}; /* eight children, a plain node */
+      z = zframe(root, sizeof root, secs + used, cap - used);
+    } else {
+      z = zeros_frame(raw, secs + used, cap - used); /* masks 0: no children below level 1 */
+    }
+    uint8_t *e = hdr + 48 + 32 * l;
+    wr64(e, count);
+    wr64(e + 8, z);
+    wr64(e + 16, raw);
+    wr32(e + 24, frame_check(secs + used, z));
+    used += z;
+  }
+  size_t hsize = 48 + 32 * (depth + 1);
+  memcpy(out, "VXLOD\0\r\n", 8);
+  wr32(out + 8, 2);
+  wr32(out + 12, 0);
+  size_t hz = zframe(hdr, hsize, out + 32, cap - 32);
+  wr32(out + 16, (uint32_t)hz);
+  wr32(out + 20, (uint32_t)hsize);
+  wr32(out + 24, frame_check(out + 32, hz));
+  wr32(out + 28, 0);
+  memcpy(out + 32 + hz, secs, used);
+  free(secs);
+  *n = 32 + hz + used;
+  return out;
+}
+
+static long peak_kib(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+/* The reader allocates a level only after the level above proved its count: a 9-level claim of
+ * 1.4 GiB of nodes and 1 GiB of voxels in a ~60 KB file is refused at level 1, at once. */
+static void svo_file_decompression_bomb_is_refused_early(void) {
+  size_t n;
+  uint8_t *f = bomb(9, &n);
+  char path[600];
+  snprintf(path, sizeof path, "%s/bomb.svo", tmpdir);
+  FILE *o = fopen(path, "wb");
+  CHECK(o && fwrite(f, 1, n, o) == n);
+  if (o) fclose(o);
+  free(f);
+  long before = peak_kib();
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  vx_octree t;
+  vx_error e;
+  vx_svo_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.max_level = -1;
+  ro.mem_limit = (uint64_t)8 << 30; /* what it claims is under the limit: only the masks stop it */
+  vx_status s = vx_svo_read(path, &ro, &t, NULL, &e);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  long grew = peak_kib() - before;
+  CHECK_MSG(s == VX_ERR_CORRUPT && strstr(e.msg, "level 1") && strstr(e.msg, "masks"), "status %d: %s", (int)s, e.msg);
+  CHECK_MSG(sec < 2.0 && grew < 64 * 1024, "%zu-byte bomb: %.2f s, peak RSS grew %ld KiB", n, sec,
+            grew);
+  fprintf(stderr, "  %zu-byte file claiming 9 full levels: refused in %.3f s, peak RSS +%ld KiB: "
+          "%s\n", n, sec, grew, e.msg);
+  unlink(path);
+}
+
 /* ---- files --------------------------------------------------------------------------------- */
 
-static char tmpdir[256];
 
 static int dir_has_temporaries(void) {
   DIR *d = opendir(tmpdir);
@@ -529,6 +636,7 @@ int main(void) {
   RUN(svo_file_reads_version_1);
   RUN(svo_file_respects_memory_limit);
   RUN(svo_file_rejects_hostile_headers_with_valid_checksums);
+  RUN(svo_file_decompression_bomb_is_refused_early);
   RUN(svo_file_write_read_and_errors);
   RUN(svo_file_full_disk_keeps_old_file);
   cleanup_dir();

@@ -165,10 +165,10 @@ int vx_cmd_bench(int argc, char **argv) {
   else if (rc == 0)
     printf("device: %s; %s, %ux%u, %u frames over %u views, zoom %g\n"
            "first image: %.1f ms (renderer set-up %.1f ms: %s, then one frame into host memory)\n"
-           "%-5s %10s %10s %12s %10s %10s %8s %12s\n",
+           "%-5s %10s %10s %12s %14s %10s %10s %8s %12s\n",
            ri.device, in, size[0], size[1], frames, nviews, zoom, first_ms, ri.ms_create,
            ri.used_gpu ? "CUDA context and upload" : "nothing to upload", "lod", "ms/frame",
-           "min ms", "ms +copy", "Mrays/s", "visits/ray", "hit %", "GPU used MiB");
+           "min ms", "ms +copy", "+copy direct", "Mrays/s", "visits/ray", "hit %", "GPU used MiB");
   for (int k = 0; k < nl && rc == 0; k++) {
     for (uint32_t v = 0; v < nviews; v++) {
       vx_render_opts *vo = &views[v];
@@ -194,14 +194,17 @@ int vx_cmd_bench(int argc, char **argv) {
     else snprintf(lod, sizeof lod, "%d", lods[k]);
     if (json)
       printf("%s\n  {\"lod\": \"%s\", \"ms_median\": %.4f, \"ms_min\": %.4f, \"ms_max\": %.4f, "
-             "\"ms_with_copy_median\": %.4f, \"mrays_per_s\": %.1f, \"visits_per_ray\": %.3f, "
+             "\"ms_with_copy_median\": %.4f, \"ms_with_direct_copy_median\": %.4f, "
+             "\"mrays_per_s\": %.1f, \"visits_per_ray\": %.3f, "
              "\"hit_fraction\": %.4f, \"device_used_bytes\": %llu, \"regs_per_thread\": %d}",
-             k ? "," : "", lod, b.ms_median, b.ms_min, b.ms_max, b.ms_copy_median, b.mrays_per_s,
+             k ? "," : "", lod, b.ms_median, b.ms_min, b.ms_max, b.ms_copy_median,
+             b.ms_copy_direct_median, b.mrays_per_s,
              b.visits_per_ray, b.hit_fraction, (unsigned long long)b.device_used_bytes,
              b.regs_per_thread);
     else
-      printf("%-5s %10.3f %10.3f %12.3f %10.1f %10.2f %8.1f %12.1f\n", lod, b.ms_median,
-             b.ms_min, b.ms_copy_median, b.mrays_per_s, b.visits_per_ray, 100.0 * b.hit_fraction,
+      printf("%-5s %10.3f %10.3f %12.3f %14.3f %10.1f %10.2f %8.1f %12.1f\n", lod, b.ms_median,
+             b.ms_min, b.ms_copy_median, b.ms_copy_direct_median, b.mrays_per_s, b.visits_per_ray,
+             100.0 * b.hit_fraction,
              b.device_used_bytes / 1048576.0);
     fflush(stdout);
   }
