@@ -283,7 +283,6 @@ vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nvi
       b.ms_min = g.ms_min;
       b.ms_max = g.ms_max;
       b.ms_copy_median = g.ms_copy_median;
-      b.ms_copy_direct_median = g.ms_copy_direct_median;
       b.mrays_per_s = g.mrays_per_s;
       b.visits_per_ray = g.visits_per_ray;
       b.hit_fraction = g.hit_fraction;

@@ -46,9 +46,7 @@ typedef struct vx_gpu_bench_result {
   int level;                 /* o->lod as rendered (VX_LOD_AUTO for auto) */
   uint32_t levels_uploaded;  /* levels of the tree on the GPU */
   double ms_median, ms_min, ms_max; /* kernel time per frame */
-  double ms_copy_median;     /* kernel + copy of the RGB pixels to host memory, wall time, through
-                                pinned pieces (what vx_gpu_view_draw does) */
-  double ms_copy_direct_median; /* the same with one direct copy into pageable memory */
+  double ms_copy_median;     /* kernel + copy of the RGB pixels to host memory, wall time */
   double mrays_per_s;        /* width * height / ms_median, in millions of primary rays per second */
   double visits_per_ray;     /* node + voxel fetches per primary ray, mean over the views */
   double hit_fraction;       /* fraction of pixels that hit the surface, over the views */
@@ -80,6 +78,17 @@ void vx_gpu_view_free(vx_gpu_view *g);
 /* GPU name and bytes of the tree uploaded. */
 const char *vx_gpu_view_device(const vx_gpu_view *g);
 uint64_t vx_gpu_view_tree_bytes(const vx_gpu_view *g);
+
+/* The resident arrays (device pointers, valid while g lives), the levels uploaded and the CUDA
+ * device that holds them: other kernels that read the tree (sampler/) use these instead of
+ * uploading it again. */
+typedef struct vx_gpu_tree {
+  const vx_node *nodes;
+  const vx_voxel *voxels; /* NULL when level D is not uploaded */
+  uint32_t levels;
+  int device;
+} vx_gpu_tree;
+void vx_gpu_view_tree(const vx_gpu_view *g, vx_gpu_tree *out);
 
 /* Timings of one frame: the kernel (CUDA events) and the copy back (wall clock). */
 typedef struct vx_gpu_frame_times {

@@ -52,12 +52,6 @@
 
 /* ---- a tree on the GPU -------------------------------------------------------------------- */
 
-/* The copy back goes through pinned memory in pieces: the DMA of piece k+1 runs while the host
- * copies piece k into the caller's (pageable) memory, so a frame costs about the slower of the two
- * instead of their sum, and the DMA runs at pinned speed. */
-#define VX_COPY_PIECES 16
-#define VX_COPY_PIECE ((size_t)1 << 20)
-
 struct vx_gpu_view {
   int device;
   cudaDeviceProp prop;
@@ -74,11 +68,6 @@ struct vx_gpu_view {
   cudaStream_t stream;
   cudaEvent_t ev[2];
   int events;
-  /* the copy back: pinned staging memory and one event per piece (copy_out) */
-  uint8_t *pinned;
-  size_t pinned_cap;
-  cudaEvent_t piece_ev[VX_COPY_PIECES];
-  int piece_events;
 };
 
 static vx_status gpu_open(vx_gpu_view *c, vx_error *err) {
@@ -97,9 +86,6 @@ static vx_status gpu_open(vx_gpu_view *c, vx_error *err) {
   VX_CU(cudaEventCreate(&c->ev[0]), "cudaEventCreate");
   VX_CU(cudaEventCreate(&c->ev[1]), "cudaEventCreate");
   c->events = 1;
-  for (; c->piece_events < VX_COPY_PIECES; c->piece_events++)
-    VX_CU(cudaEventCreateWithFlags(&c->piece_ev[c->piece_events], cudaEventDisableTiming),
-          "cudaEventCreate");
 done:
   return st;
 }
@@ -315,40 +301,15 @@ done:
   return st;
 }
 
-/* Copies `bytes` of device memory into host memory `dst` after the work queued on the stream. With
- * `direct` the copy goes straight into dst (pageable: the driver stages it itself); otherwise
- * through the view's pinned buffer in pieces, overlapping the DMA with the host copy. */
-static vx_status copy_out(vx_gpu_view *c, void *dst, const void *src, size_t bytes, int direct,
+/* Copies `bytes` of device memory into host memory `dst` after the work queued on the stream,
+ * straight into the caller's pageable memory. (Staging it through pinned memory in pieces, the
+ * DMA of one piece overlapping the host copy of the last, measured slower on the H100 host:
+ * docs/MARCHER.md.) */
+static vx_status copy_out(vx_gpu_view *c, void *dst, const void *src, size_t bytes,
                           vx_error *err) {
   vx_status st = VX_OK;
-  size_t piece = VX_COPY_PIECE, pieces = (bytes + piece - 1) / piece;
-  if (direct || bytes == 0) {
-    VX_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream), "copying back");
-    VX_CU(cudaStreamSynchronize(c->stream), "copying back");
-    return VX_OK;
-  }
-  if (pieces > VX_COPY_PIECES) {
-    piece = (bytes + VX_COPY_PIECES - 1) / VX_COPY_PIECES;
-    pieces = (bytes + piece - 1) / piece;
-  }
-  if (c->pinned_cap < bytes) {
-    if (c->pinned) cudaFreeHost(c->pinned);
-    c->pinned = NULL;
-    c->pinned_cap = 0;
-    VX_CU(cudaMallocHost((void **)&c->pinned, bytes), "allocating pinned memory");
-    c->pinned_cap = bytes;
-  }
-  for (size_t k = 0; k < pieces; k++) {
-    size_t at = k * piece, n = bytes - at < piece ? bytes - at : piece;
-    VX_CU(cudaMemcpyAsync(c->pinned + at, (const uint8_t *)src + at, n, cudaMemcpyDeviceToHost,
-                          c->stream), "copying back");
-    VX_CU(cudaEventRecord(c->piece_ev[k], c->stream), "cudaEventRecord");
-  }
-  for (size_t k = 0; k < pieces; k++) {
-    size_t at = k * piece, n = bytes - at < piece ? bytes - at : piece;
-    VX_CU(cudaEventSynchronize(c->piece_ev[k]), "copying back");
-    memcpy((uint8_t *)dst + at, c->pinned + at, n);
-  }
+  VX_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream), "copying back");
+  VX_CU(cudaStreamSynchronize(c->stream), "copying back");
 done:
   return st;
 }
@@ -377,8 +338,6 @@ extern "C" void vx_gpu_view_free(vx_gpu_view *c) {
     cudaEventDestroy(c->ev[0]);
     cudaEventDestroy(c->ev[1]);
   }
-  for (int k = 0; k < c->piece_events; k++) cudaEventDestroy(c->piece_ev[k]);
-  if (c->pinned) cudaFreeHost(c->pinned);
   if (c->stream) cudaStreamDestroy(c->stream);
   cudaGetLastError();
   vx_free(c);
@@ -405,6 +364,13 @@ extern "C" uint64_t vx_gpu_view_tree_bytes(const vx_gpu_view *g) {
   return g->node_count * sizeof(vx_node) + g->voxel_count * sizeof(vx_voxel);
 }
 
+extern "C" void vx_gpu_view_tree(const vx_gpu_view *g, vx_gpu_tree *out) {
+  out->nodes = g->nodes;
+  out->voxels = g->voxels;
+  out->levels = g->levels;
+  out->device = g->device;
+}
+
 extern "C" vx_status vx_gpu_view_draw(vx_gpu_view *c, const vx_octree *t, const vx_march_opts *o,
                                       const vx_gpu_config *cfg, uint8_t *rgb, float *depth,
                                       uint32_t *visits, vx_gpu_frame_times *times,
@@ -426,9 +392,9 @@ extern "C" vx_status vx_gpu_view_draw(vx_gpu_view *c, const vx_octree *t, const 
   VX_CU(cudaEventSynchronize(c->ev[1]), "running the ray-marching kernel");
   VX_CU(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]), "cudaEventElapsedTime");
   t0 = vx_clock_seconds();
-  if ((st = copy_out(c, rgb, c->rgb, n * 3, 0, err)) != VX_OK) goto done;
-  if (depth && (st = copy_out(c, depth, c->depth, n * sizeof(float), 0, err)) != VX_OK) goto done;
-  if (visits && (st = copy_out(c, visits, c->visits, n * sizeof(uint32_t), 0, err)) != VX_OK)
+  if ((st = copy_out(c, rgb, c->rgb, n * 3, err)) != VX_OK) goto done;
+  if (depth && (st = copy_out(c, depth, c->depth, n * sizeof(float), err)) != VX_OK) goto done;
+  if (visits && (st = copy_out(c, visits, c->visits, n * sizeof(uint32_t), err)) != VX_OK)
     goto done;
   if (times) {
     times->ms_kernel = ms;
@@ -534,18 +500,14 @@ extern "C" vx_status vx_gpu_view_bench(vx_gpu_view *c, const vx_octree *t, const
   }
   VX_CU(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
 
-  /* The same frames as a user of the renderer gets them: launch, wait, pixels into host memory
-   * (pageable: the caller's), through the pinned pieces and, for comparison, copied directly. */
-  for (int direct = 0; direct < 2; direct++) {
-    for (int f = 0; f < frames; f++) {
-      double t0 = vx_clock_seconds();
-      if ((st = gpu_launch(c, &p, &scenes[f % nviews], 0, c->stream, err)) != VX_OK) goto done;
-      if ((st = copy_out(c, rgb, c->rgb, n * 3, direct, err)) != VX_OK) goto done;
-      ms_copy[f] = (vx_clock_seconds() - t0) * 1e3;
-    }
-    if (direct) r->ms_copy_direct_median = median(ms_copy, frames);
-    else r->ms_copy_median = median(ms_copy, frames);
+  /* The same frames as a user of the renderer gets them: launch, wait, pixels into host memory. */
+  for (int f = 0; f < frames; f++) {
+    double t0 = vx_clock_seconds();
+    if ((st = gpu_launch(c, &p, &scenes[f % nviews], 0, c->stream, err)) != VX_OK) goto done;
+    if ((st = copy_out(c, rgb, c->rgb, n * 3, err)) != VX_OK) goto done;
+    ms_copy[f] = (vx_clock_seconds() - t0) * 1e3;
   }
+  r->ms_copy_median = median(ms_copy, frames);
 
   /* Untimed: node visits and hits per view. */
   for (int v = 0; v < nviews; v++) {

@@ -42,7 +42,8 @@ for s in $steps; do
     ;;
   sass)
     stamp "sass check"
-    cuobjdump --dump-sass "$B/voxlod" > /tmp/vx/sass.txt 2>&1 || echo "cuobjdump failed"
+    # the kernels live in the shared library
+    cuobjdump --dump-sass "$B/lib/libvoxlod.so" > /tmp/vx/sass.txt 2>&1 || echo "cuobjdump failed"
     awk '/Function : /{fn=$3}
          match($0, /(LDG|LDL|STL|STG|LDS|STS)[A-Z0-9.]*/){n[fn" "substr($0, RSTART, RLENGTH)]++}
          END{for (k in n) print k, n[k]}' /tmp/vx/sass.txt | sort > "$OUT/sass_check.txt"
@@ -186,6 +187,33 @@ for s in $steps; do
     # the same bytes only where no pixel differs (test_gpu_render bounds how many may)
     cmp -s /tmp/vx/r_gpu.png /tmp/vx/r_cpu.png && echo "--gpu and --cpu PNGs: same bytes" ||
       echo "--gpu and --cpu PNGs: differ"
+    ;;
+  lib)
+    # the library's renderer object: the first image and every later one at 1080p and 720p (the
+    # dragon at 4096^3, framed and zoomed), an orbit of 8 images from one upload, GPU against CPU
+    # images, and the same file from convert --gpu and the CPU at 2048^3
+    stamp "library: the same file from --gpu and the CPU"
+    [ -f /tmp/vx/dragon4096.svo ] || timeout 120 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon4096.svo \
+      --res 4096 --gpu 2>&1 | tail -n 3
+    timeout 100 $B/voxlod convert $D/dragon.ply /tmp/vx/d2k_gpu.svo --res 2048 --gpu -q
+    timeout 200 $B/voxlod convert $D/dragon.ply /tmp/vx/d2k_cpu.svo --res 2048 --cpu -q
+    cmp /tmp/vx/d2k_gpu.svo /tmp/vx/d2k_cpu.svo && echo "SAME FILE dragon 2048 --gpu / --cpu"
+    stamp "library: bench (first image, then per image with the copy back)"
+    for z in 1 0.4; do
+      timeout 200 $B/voxlod bench /tmp/vx/dragon4096.svo --zoom $z --lod 12,auto --frames 50 --gpu
+    done
+    timeout 100 $B/voxlod bench /tmp/vx/dragon4096.svo --size 1280x720 --lod 12 --frames 50 --gpu
+    stamp "library: render --views 8 (one upload)"
+    TIMEFORMAT="%R s wall"
+    time timeout 100 $B/voxlod render /tmp/vx/dragon4096.svo /tmp/vx/orbit.png --views 8 \
+      --size 1920x1080 --gpu
+    cp /tmp/vx/orbit_000.png "$OUT/orbit_000.png"
+    for lod in 12 8 auto; do
+      $B/voxlod render /tmp/vx/dragon4096.svo /tmp/vx/g_$lod.png --lod $lod --size 960x540 --gpu -q
+      $B/voxlod render /tmp/vx/dragon4096.svo /tmp/vx/c_$lod.png --lod $lod --size 960x540 --cpu -q
+      cmp -s /tmp/vx/g_$lod.png /tmp/vx/c_$lod.png && echo "lod $lod: GPU and CPU PNGs identical" ||
+        echo "lod $lod: GPU and CPU PNGs differ (test_gpu_render bounds how many pixels may)"
+    done
     ;;
   ncu)
     # Nsight Compute on one frame (view 0, zoomed dragon 4096^3) of the base and of this build:

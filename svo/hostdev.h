@@ -17,14 +17,6 @@
 #define VX_HD_CONST
 #endif
 
-#ifndef VX_EXTERN_C_BEGIN
-#ifdef __cplusplus
-#define VX_EXTERN_C_BEGIN extern "C" {
-#define VX_EXTERN_C_END }
-#else
-#define VX_EXTERN_C_BEGIN
-#define VX_EXTERN_C_END
-#endif
-#endif
+#include "voxlod/base.h" /* VX_EXTERN_C_BEGIN / _END */
 
 #endif

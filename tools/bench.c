@@ -61,19 +61,6 @@ static int parse_lods(const char *s, uint32_t depth, int *lods, int max) {
   return n;
 }
 
-static vx_opt bopt(const char *name, vx_opt_kind kind, void *dst, double lo, double hi,
-                   const char *hint) {
-  vx_opt o;
-  memset(&o, 0, sizeof o);
-  o.name = name;
-  o.kind = kind;
-  o.dst = dst;
-  o.lo = lo;
-  o.hi = hi;
-  o.hint = hint;
-  return o;
-}
-
 int vx_cmd_bench(int argc, char **argv) {
   const char *lod_list = "all";
   uint32_t size[2] = {1920, 1080}, frames = 50, nviews = 8, threads = 0;
@@ -82,17 +69,17 @@ int vx_cmd_bench(int argc, char **argv) {
   int json = 0, gpu = 0, cpu = 0;
   vx_opt o[13];
   int n = 0;
-  o[n++] = bopt("--size", VX_OPT_SIZE, size, 1, 32768, "WxH");
-  o[n++] = bopt("--frames", VX_OPT_U32, &frames, 1, 100000, "a count");
-  o[n++] = bopt("--views", VX_OPT_U32, &nviews, 1, 360, "a count");
-  o[n++] = bopt("--lod", VX_OPT_STRING, (void *)&lod_list, 0, 0, NULL);
-  o[n++] = bopt("--zoom", VX_OPT_DOUBLE, &zoom, 0.01, 100, "a factor");
-  o[n++] = bopt("--elevation", VX_OPT_DOUBLE, &elevation, -89, 89, "degrees");
-  o[n++] = bopt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
-  o[n++] = bopt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
-  o[n++] = bopt("--threads", VX_OPT_U32, &threads, 0, 1024, "a thread count, 0: all cores");
-  o[n++] = bopt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1, 9.2e18, "a size such as 8G");
-  o[n++] = bopt("--json", VX_OPT_FLAG, &json, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--size", VX_OPT_SIZE, size, 1, 32768, "WxH");
+  o[n++] = vx_cli_opt("--frames", VX_OPT_U32, &frames, 1, 100000, "a count");
+  o[n++] = vx_cli_opt("--views", VX_OPT_U32, &nviews, 1, 360, "a count");
+  o[n++] = vx_cli_opt("--lod", VX_OPT_STRING, (void *)&lod_list, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--zoom", VX_OPT_DOUBLE, &zoom, 0.01, 100, "a factor");
+  o[n++] = vx_cli_opt("--elevation", VX_OPT_DOUBLE, &elevation, -89, 89, "degrees");
+  o[n++] = vx_cli_opt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--threads", VX_OPT_U32, &threads, 0, 1024, "a thread count, 0: all cores");
+  o[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1, 9.2e18, "a size such as 8G");
+  o[n++] = vx_cli_opt("--json", VX_OPT_FLAG, &json, 0, 0, NULL);
   memset(&o[n], 0, sizeof o[n]);
   const char *pos[1];
   int npos;
@@ -165,10 +152,10 @@ int vx_cmd_bench(int argc, char **argv) {
   else if (rc == 0)
     printf("device: %s; %s, %ux%u, %u frames over %u views, zoom %g\n"
            "first image: %.1f ms (renderer set-up %.1f ms: %s, then one frame into host memory)\n"
-           "%-5s %10s %10s %12s %14s %10s %10s %8s %12s\n",
+           "%-5s %10s %10s %12s %10s %10s %8s %12s\n",
            ri.device, in, size[0], size[1], frames, nviews, zoom, first_ms, ri.ms_create,
            ri.used_gpu ? "CUDA context and upload" : "nothing to upload", "lod", "ms/frame",
-           "min ms", "ms +copy", "+copy direct", "Mrays/s", "visits/ray", "hit %", "GPU used MiB");
+           "min ms", "ms +copy", "Mrays/s", "visits/ray", "hit %", "GPU used MiB");
   for (int k = 0; k < nl && rc == 0; k++) {
     for (uint32_t v = 0; v < nviews; v++) {
       vx_render_opts *vo = &views[v];
@@ -194,17 +181,14 @@ int vx_cmd_bench(int argc, char **argv) {
     else snprintf(lod, sizeof lod, "%d", lods[k]);
     if (json)
       printf("%s\n  {\"lod\": \"%s\", \"ms_median\": %.4f, \"ms_min\": %.4f, \"ms_max\": %.4f, "
-             "\"ms_with_copy_median\": %.4f, \"ms_with_direct_copy_median\": %.4f, "
-             "\"mrays_per_s\": %.1f, \"visits_per_ray\": %.3f, "
+             "\"ms_with_copy_median\": %.4f, \"mrays_per_s\": %.1f, \"visits_per_ray\": %.3f, "
              "\"hit_fraction\": %.4f, \"device_used_bytes\": %llu, \"regs_per_thread\": %d}",
-             k ? "," : "", lod, b.ms_median, b.ms_min, b.ms_max, b.ms_copy_median,
-             b.ms_copy_direct_median, b.mrays_per_s,
+             k ? "," : "", lod, b.ms_median, b.ms_min, b.ms_max, b.ms_copy_median, b.mrays_per_s,
              b.visits_per_ray, b.hit_fraction, (unsigned long long)b.device_used_bytes,
              b.regs_per_thread);
     else
-      printf("%-5s %10.3f %10.3f %12.3f %14.3f %10.1f %10.2f %8.1f %12.1f\n", lod, b.ms_median,
-             b.ms_min, b.ms_copy_median, b.ms_copy_direct_median, b.mrays_per_s, b.visits_per_ray,
-             100.0 * b.hit_fraction,
+      printf("%-5s %10.3f %10.3f %12.3f %10.1f %10.2f %8.1f %12.1f\n", lod, b.ms_median,
+             b.ms_min, b.ms_copy_median, b.mrays_per_s, b.visits_per_ray, 100.0 * b.hit_fraction,
              b.device_used_bytes / 1048576.0);
     fflush(stdout);
   }

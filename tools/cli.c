@@ -344,8 +344,8 @@ void vx_view_args_init(vx_view_args *a) {
   a->camera[2] = 40;
 }
 
-static vx_opt mk(const char *name, vx_opt_kind kind, void *dst, double lo, double hi,
-                 const char *hint) {
+vx_opt vx_cli_opt(const char *name, vx_opt_kind kind, void *dst, double lo, double hi,
+                  const char *hint) {
   vx_opt o;
   memset(&o, 0, sizeof o);
   o.name = name;
@@ -358,21 +358,21 @@ static vx_opt mk(const char *name, vx_opt_kind kind, void *dst, double lo, doubl
 }
 
 int vx_view_opts(vx_view_args *a, vx_opt *opts, int n) {
-  opts[n++] = mk("--size", VX_OPT_SIZE, a->size, 1, 32768, "WxH");
-  opts[n++] = mk("--lod", VX_OPT_LOD, &a->lod, 0, 14, "a level or auto");
-  opts[n++] = mk("--lod-scale", VX_OPT_FLOAT, &a->lod_scale, 0.01, 1000, "pixels");
-  opts[n] = mk("--camera", VX_OPT_STRING, (void *)&a->camera_text, 0, 0, "AZ,EL[,FOV]");
+  opts[n++] = vx_cli_opt("--size", VX_OPT_SIZE, a->size, 1, 32768, "WxH");
+  opts[n++] = vx_cli_opt("--lod", VX_OPT_LOD, &a->lod, 0, 14, "a level or auto");
+  opts[n++] = vx_cli_opt("--lod-scale", VX_OPT_FLOAT, &a->lod_scale, 0.01, 1000, "pixels");
+  opts[n] = vx_cli_opt("--camera", VX_OPT_STRING, (void *)&a->camera_text, 0, 0, "AZ,EL[,FOV]");
   opts[n++].seen = &a->have_camera;
-  opts[n] = mk("--eye", VX_OPT_VEC3, a->eye, 0, 0, "X,Y,Z");
+  opts[n] = vx_cli_opt("--eye", VX_OPT_VEC3, a->eye, 0, 0, "X,Y,Z");
   opts[n++].seen = &a->have_eye;
-  opts[n] = mk("--target", VX_OPT_VEC3, a->target, 0, 0, "X,Y,Z");
+  opts[n] = vx_cli_opt("--target", VX_OPT_VEC3, a->target, 0, 0, "X,Y,Z");
   opts[n++].seen = &a->have_target;
-  opts[n] = mk("--shade", VX_OPT_CHOICE, &a->shade, 0, 0, "smooth, blocks or normals");
+  opts[n] = vx_cli_opt("--shade", VX_OPT_CHOICE, &a->shade, 0, 0, "smooth, blocks or normals");
   opts[n++].choices = "smooth|blocks|normals";
-  opts[n++] = mk("--gpu", VX_OPT_FLAG, &a->gpu, 0, 0, NULL);
-  opts[n++] = mk("--cpu", VX_OPT_FLAG, &a->cpu, 0, 0, NULL);
-  opts[n++] = mk("--threads", VX_OPT_U32, &a->threads, 0, 1024, "a thread count, 0: all cores");
-  opts[n++] = mk("--mem-limit", VX_OPT_BYTES, &a->mem_limit, 1, 9.2e18, "a size such as 8G");
+  opts[n++] = vx_cli_opt("--gpu", VX_OPT_FLAG, &a->gpu, 0, 0, NULL);
+  opts[n++] = vx_cli_opt("--cpu", VX_OPT_FLAG, &a->cpu, 0, 0, NULL);
+  opts[n++] = vx_cli_opt("--threads", VX_OPT_U32, &a->threads, 0, 1024, "a thread count, 0: all cores");
+  opts[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &a->mem_limit, 1, 9.2e18, "a size such as 8G");
   memset(&opts[n], 0, sizeof opts[n]);
   return n;
 }

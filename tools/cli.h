@@ -63,6 +63,10 @@ typedef struct vx_opt {
   int *seen;         /* set to 1 when given (may be NULL) */
 } vx_opt;
 
+/* One option entry (alias, choices and seen stay NULL; set them on the result when needed). */
+vx_opt vx_cli_opt(const char *name, vx_opt_kind kind, void *dst, double lo, double hi,
+                  const char *hint);
+
 /* Parses argv[2..] against opts (terminated by a name == NULL entry): options may come anywhere;
  * the other arguments fill pos[0 .. max_pos-1] (*npos counts them). Prints the usage error and
  * returns 2 on an unknown option, a missing or bad value or too many arguments; returns -1 after

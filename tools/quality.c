@@ -97,13 +97,8 @@ int vx_cmd_compare(int argc, char **argv) {
   va.size[1] = 300;
   vx_opt o[VX_VIEW_OPTS + 2];
   int n = vx_view_opts(&va, o, 0);
-  memset(&o[n], 0, 2 * sizeof o[0]);
-  o[n].name = "--views";
-  o[n].kind = VX_OPT_U32;
-  o[n].dst = &views;
-  o[n].lo = 1;
-  o[n].hi = 64;
-  o[n++].hint = "a count";
+  o[n++] = vx_cli_opt("--views", VX_OPT_U32, &views, 1, 64, "a count");
+  memset(&o[n], 0, sizeof o[n]);
   const char *pos[2];
   int npos;
   int r = vx_cli_parse("compare", argc, argv, o, pos, 2, &npos, compare_help, vx_view_args_help);

@@ -75,19 +75,6 @@ static const char *render_help =
 
 static int is_pow2_res(uint32_t r) { return r >= 2 && r <= 16384 && (r & (r - 1)) == 0; }
 
-static vx_opt opt(const char *name, vx_opt_kind kind, void *dst, double lo, double hi,
-                  const char *hint) {
-  vx_opt o;
-  memset(&o, 0, sizeof o);
-  o.name = name;
-  o.kind = kind;
-  o.dst = dst;
-  o.lo = lo;
-  o.hi = hi;
-  o.hint = hint;
-  return o;
-}
-
 int vx_cmd_convert(int argc, char **argv) {
   vx_convert_opts co;
   memset(&co, 0, sizeof co);
@@ -96,19 +83,19 @@ int vx_cmd_convert(int argc, char **argv) {
   double timeout = 300.0;
   vx_opt o[16];
   int n = 0;
-  o[n] = opt("--res", VX_OPT_U32, &co.resolution, 0, 4294967295.0, "a power of two");
+  o[n] = vx_cli_opt("--res", VX_OPT_U32, &co.resolution, 0, 4294967295.0, "a power of two");
   o[n++].seen = &have_res;
-  o[n++] = opt("--error", VX_OPT_FLOAT, &co.max_error, 0, 1e6, "voxels");
-  o[n++] = opt("--band", VX_OPT_FLOAT, &co.band, 1, 64, "voxels");
-  o[n++] = opt("--threads", VX_OPT_INT, &co.threads, 0, 1024, "a thread count, 0: all cores");
-  o[n++] = opt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
-  o[n++] = opt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
-  o[n++] = opt("--mem-limit", VX_OPT_BYTES, &co.mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
-  o[n++] = opt("--import-timeout", VX_OPT_DOUBLE, &timeout, 0, 1e7, "seconds, 0: none");
-  o[n] = opt("--sign", VX_OPT_CHOICE, &sign, 0, 0, "winding or pseudo-normal");
+  o[n++] = vx_cli_opt("--error", VX_OPT_FLOAT, &co.max_error, 0, 1e6, "voxels");
+  o[n++] = vx_cli_opt("--band", VX_OPT_FLOAT, &co.band, 1, 64, "voxels");
+  o[n++] = vx_cli_opt("--threads", VX_OPT_INT, &co.threads, 0, 1024, "a thread count, 0: all cores");
+  o[n++] = vx_cli_opt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &co.mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
+  o[n++] = vx_cli_opt("--import-timeout", VX_OPT_DOUBLE, &timeout, 0, 1e7, "seconds, 0: none");
+  o[n] = vx_cli_opt("--sign", VX_OPT_CHOICE, &sign, 0, 0, "winding or pseudo-normal");
   o[n++].choices = "winding|pseudo-normal";
-  o[n++] = opt("--zstd-level", VX_OPT_INT, &co.zstd_level, 1, 22, "a zstd level");
-  o[n] = opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--zstd-level", VX_OPT_INT, &co.zstd_level, 1, 22, "a zstd level");
+  o[n] = vx_cli_opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
   o[n++].alias = "-q";
   memset(&o[n], 0, sizeof o[n]);
   const char *pos[2];
@@ -212,8 +199,8 @@ int vx_cmd_render(int argc, char **argv) {
   uint32_t views = 1;
   vx_opt o[VX_VIEW_OPTS + 4];
   int n = vx_view_opts(&va, o, 0);
-  o[n++] = opt("--views", VX_OPT_U32, &views, 1, 3600, "a count");
-  o[n] = opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--views", VX_OPT_U32, &views, 1, 3600, "a count");
+  o[n] = vx_cli_opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
   o[n++].alias = "-q";
   memset(&o[n], 0, sizeof o[n]);
   const char *pos[2];

@@ -240,6 +240,9 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
                                 const char *tmp_dir, const vx_stream_build_opts *xo,
                                 vx_stream *out, vx_voxelize_stats *stats, vx_error *err);
 
+/* The mesh's surface area in grid units (finest voxels squared) under transform xf. */
+double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf);
+
 VX_EXTERN_C_END
 
 #endif

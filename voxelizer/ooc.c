@@ -294,18 +294,7 @@ static double thread_bytes(uint32_t B, double vox) {
  * touch: the bundled bunny has 1.3 to 1.5 times its area from 16^3 to 1024^3. The factor 2
  * leaves a margin for meshes of many small pieces. */
 static double expected_voxels(const vx_soup *m, const vx_transform *xf, uint32_t depth) {
-  double area = 0.0;
-  for (uint64_t t = 0; t < m->tri_count; t++) {
-    double g[9], u[3], v[3];
-    vx_grid_tri(m, xf, t, g);
-    for (int i = 0; i < 3; i++) {
-      u[i] = g[3 + i] - g[i];
-      v[i] = g[6 + i] - g[i];
-    }
-    double cx = u[1] * v[2] - u[2] * v[1], cy = u[2] * v[0] - u[0] * v[2],
-           cz = u[0] * v[1] - u[1] * v[0];
-    area += 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
-  }
+  double area = vx_soup_grid_area(m, xf);
   double grid = ldexp(1.0, 3 * (int)depth), vox = 2.0 * area + 1.0;
   return vox < grid ? vox : grid;
 }

@@ -53,7 +53,7 @@ vx_status vx_voxelize_transform(const vx_soup *mesh, uint32_t resolution, vx_tra
  * sqrt 2; halved for surfaces that share voxels), about 40 bytes each at the peak (codes and
  * field twice while blocks are concatenated, tree voxels and nodes), plus the per-triangle tables
  * (sign 60 B, bins about 6 B). */
-static double estimate_bytes(const vx_soup *m, const vx_transform *xf, double *voxels) {
+double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf) {
   double area = 0.0;
   for (uint64_t t = 0; t < m->tri_count; t++) {
     double g[9], u[3], v[3];
@@ -66,6 +66,11 @@ static double estimate_bytes(const vx_soup *m, const vx_transform *xf, double *v
            cz = u[0] * v[1] - u[1] * v[0];
     area += 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
   }
+  return area;
+}
+
+static double estimate_bytes(const vx_soup *m, const vx_transform *xf, double *voxels) {
+  double area = vx_soup_grid_area(m, xf);
   *voxels = area / (2.0 * sqrt(2.0));
   return *voxels * 40.0 + (double)m->tri_count * 66.0;
 }

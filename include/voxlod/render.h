@@ -81,8 +81,6 @@ typedef struct vx_bench_stats {
   double ms_median, ms_min, ms_max; /* per frame: render only (GPU: CUDA events) */
   double ms_copy_median;         /* per frame: render + copy of the RGB pixels to host memory,
                                     wall time, median (what vx_render costs) */
-  double ms_copy_direct_median;  /* GPU: the same with the pixels copied straight into pageable
-                                    memory instead of through pinned pieces (for comparison) */
   double mrays_per_s;            /* width * height / ms_median */
   double visits_per_ray;         /* node and voxel fetches per primary ray, mean over the views */
   double hit_fraction;           /* pixels that hit the surface, over the views */
