@@ -19,7 +19,6 @@
 #define VX_SVO_NODE_RECORD 12u /* mask, then errmax, errrms, flags, normal u32, d f32 */
 #define VX_SVO_VOXEL_RECORD 8u /* 8 corners */
 #define VX_SVO_MAX_HEADER_FRAME 65536u
-#define VX_SVO_DEFAULT_MEM_LIMIT ((uint64_t)16 << 30)
 #define VX_SVO_SMALL_RAW ((uint64_t)8 << 20) /* below: zstd level 19 */
 #define VX_SVO_BIG_RAW ((uint64_t)64 << 20)  /* from here: level 3 and worker threads; between: 9 */
 
@@ -59,7 +58,7 @@ static inline double vx_get_f64(const uint8_t *p) {
 }
 
 /* The zstd level for `requested` (0: default by size) and a decoded total of raw_total bytes, and
- * the number of zstd worker threads (0: single-threaded). Defined in svo_file.c. */
+ * the number of zstd worker threads (0: single-threaded). Defined in svo_write.c. */
 int vx_svo_zstd_level(int requested, uint64_t raw_total);
 int vx_svo_zstd_workers(uint64_t raw_total);
 

@@ -24,7 +24,7 @@
 VX_EXTERN_C_BEGIN
 
 typedef enum vx_gpu_schedule {
-  VX_GPU_DEFAULT = 0,    /* persistent, 128-thread blocks (docs/GPU_NOTES.md: fastest, session 6) */
+  VX_GPU_DEFAULT = 0,    /* persistent, 128-thread blocks (the fastest: docs/MARCHER.md) */
   VX_GPU_TILED = 1,      /* one thread per pixel, a 2D grid of block_w x block_h blocks */
   VX_GPU_PERSISTENT = 2  /* one block per SM slot; each warp takes 8x4 pixel tiles from an atomic
                             counter until the frame is done */

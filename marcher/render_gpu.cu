@@ -4,17 +4,18 @@
  * pointer-free arrays the host holds (node.h: nodes[] breadth first, voxels[] Morton order) and
  * stays there for any number of frames; the scene (camera in grid space, cut, shading) travels as
  * a kernel parameter, so a frame at another camera, cut or shading costs one launch and the copy
- * of its pixels back to host memory. One thread renders one pixel with the traversal shared with the CPU renderer, so the
- * two images agree up to float contraction (see tests/test_gpu_render.c).
+ * of its pixels back to host memory. One thread renders one pixel with the traversal shared with
+ * the CPU renderer, so the two images agree up to float contraction (see
+ * tests/test_gpu_render.c).
  *
- * Schedules (vx_gpu_config, measured in docs/GPU_NOTES.md):
+ * Schedules (vx_gpu_config, measured in docs/MARCHER.md):
  *   persistent  (default) a grid that just fills the machine; each warp takes 8x4 tiles from a
  *               global atomic counter until none is left (Aila & Laine 2009, "Understanding the
  *               efficiency of ray traversal on GPUs", persistent threads at warp granularity:
- *               vx_render_pixel is not restartable, so lanes cannot refill one by one). Since
- *               the walk got cheaper (session 6) it beats the tiled grid by 6-8 % on views the
- *               model fills (a warp that finishes early takes the next tile instead of idling in
- *               its block) and matches it on framed views;
+ *               vx_render_pixel is not restartable, so lanes cannot refill one by one). With
+ *               plane-bound culling and the warp rejoin it beats the tiled grid by 6-8 % on
+ *               views the model fills (a warp that finishes early takes the next tile instead
+ *               of idling in its block) and matches it on framed views;
  *   tiled       one thread per pixel, 2D blocks (16x8 by default: a warp is a 16x2 pixel tile).
  *   reg_cap     __launch_bounds__(256, MINB) instances cap registers at 65536 / (256 * MINB).
  *
@@ -22,7 +23,7 @@
  * (const __restrict__ + __ldg of a uint4 under __CUDA_ARCH__). Checked in this file's PTX
  * (nvcc -keep: ld.global.nc.v4.u32 for every node fetch) and SASS on the H100 (cuobjdump
  * --dump-sass: LDG.E.128.CONSTANT); scripts/device_gpu_tests.sh repeats the SASS check and
- * docs/GPU_NOTES.md records the result and the register / stack report of ptxas.
+ * docs/MARCHER.md records the result and the register / stack report of ptxas.
  *
  * Errors. Every CUDA call is checked and every launch is followed by cudaGetLastError(); the
  * mapping to vx_status is svo/cuda_status.cuh's. Nothing is printed.
@@ -530,8 +531,7 @@ extern "C" vx_status vx_gpu_view_bench(vx_gpu_view *c, const vx_octree *t, const
   r->frames = frames;
   r->level = o->lod;
   r->levels_uploaded = c->levels;
-  r->ms_min = ms[0];
-  r->ms_median = median(ms, frames);
+  r->ms_median = median(ms, frames); /* sorts ms */
   r->ms_min = ms[0];
   r->ms_max = ms[frames - 1];
   r->mrays_per_s = r->ms_median > 0.0 ? (double)n / (r->ms_median * 1e3) : 0.0;

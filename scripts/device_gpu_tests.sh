@@ -7,9 +7,12 @@
 # Results go under $OUT (at most 8 files come back): gpu_log.txt, sass_check.txt,
 # bunny/{voxlod,nanovdb}.png, dragon/{voxlod,nanovdb}.png, bunny/bench.json, dragon/bench.json.
 #
-#   bash scripts/device_gpu_tests.sh [tests|sass|bunny|dragon|dragon4k|zoom|perf|session3|trees|versus|big|ncu ...]
-#   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU build; `zoom` repeats the dragons filling the frame;
-#   `perf` times every model framed and zoomed with the kernel variants, 50 frames)
+#   bash scripts/device_gpu_tests.sh [STEP ...]
+#   steps: tests sass bunny dragon dragon4k gpubuild zoom perf variants trees versus big lib ncu
+#   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU
+#   build; `zoom` repeats the dragons filling the frame; `perf` times every model framed and zoomed
+#   with the kernel variants, 50 frames; `variants` does the same against a base build, with the
+#   tests and the SASS check while the trees convert; each step below says what it does)
 set -uo pipefail
 OUT=${OUT:-/tmp/vx_out}
 B=${VX_BUILD:-build-gpu}
@@ -107,7 +110,7 @@ for s in $steps; do
       --zoom 0.4 --lods --out "$OUT/zoom4k" --json "$OUT/zoom4k/bench.json"
     ;;
   perf)
-    # issue 5's speed target: every model framed and zoomed (0.4), the kernel variants (--sweep:
+    # the speed benchmark: every model framed and zoomed (0.4), the kernel variants (--sweep:
     # block shapes, register caps, persistent) and NanoVDB, 50 frames
     FRAMES=${VX_FRAMES:-50}
     for m in dragon4096:4096 dragon2048:2048 bunny512:512; do
@@ -233,9 +236,9 @@ for s in $steps; do
       grep -E '"(Duration|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|Executed Ipc Active|Branch Efficiency|Avg. Divergent Branches|L1/TEX Hit Rate|L2 Hit Rate|Memory Throughput|Compute \(SM\) Throughput|Warp Cycles Per Issued Instruction|Avg. Active Threads Per Warp|Executed Instructions)"' "$OUT/ncu/details_$v.csv" | cut -d, -f12- | head -40
     done
     ;;
-  session3)
-    # the per-ray changes of session 3: every model framed and zoomed, this build (with the sweep
-    # and NanoVDB) against $B/bench_nanovdb_base (the code before them) in the same run, 50
+  variants)
+    # every model framed and zoomed, this build (with the sweep of kernel variants and NanoVDB)
+    # against $B/bench_nanovdb_base (the code before a change) in the same run, 50
     # frames; then `voxlod bench --lod all` on the zoomed 4096^3 dragon. The trees are converted
     # first (CPU), in the background of the tests, so that no conversion runs during a timing.
     FRAMES=${VX_FRAMES:-50}
@@ -255,7 +258,7 @@ for s in $steps; do
       echo "RESULT $(basename "$t"): rc=$rc ($([ $rc = 0 ] && echo pass || ([ $rc = 77 ] && echo skip || echo FAIL)))"
     done
     stamp "sass check"
-    cuobjdump --dump-sass "$B/voxlod" > /tmp/vx/sass.txt 2>&1 || echo "cuobjdump failed"
+    cuobjdump --dump-sass "$B/lib/libvoxlod.so" > /tmp/vx/sass.txt 2>&1 || echo "cuobjdump failed"
     awk '/Function : /{fn=$3}
          match($0, /(LDG|LDL|STL|STG|LDS|STS)[A-Z0-9.]*/){n[fn" "substr($0, RSTART, RLENGTH)]++}
          END{for (k in n) print k, n[k]}' /tmp/vx/sass.txt | sort > "$OUT/sass_check.txt"
@@ -265,17 +268,17 @@ for s in $steps; do
     cat /tmp/vx/convert.log
     for name in bunny512 dragon2048 dragon4096; do
       for z in 1 0.4; do
-        stamp "session3 $name zoom $z"
-        mkdir -p "$OUT/s3/$name-z$z"
+        stamp "variants $name zoom $z"
+        mkdir -p "$OUT/variants/$name-z$z"
         if [ -x $B/bench_nanovdb_base ]; then
-          echo "-- base (before session 3):"
+          echo "-- base (the code before the change):"
           timeout 100 $B/bench_nanovdb_base /tmp/vx/$name.svo --size 1920x1080 --frames "$FRAMES" \
             --views 8 --zoom $z --no-nanovdb
         fi
         echo "-- this build:"
         timeout 150 $B/bench_nanovdb /tmp/vx/$name.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
-          --zoom $z --sweep --out "$OUT/s3/$name-z$z" --json "$OUT/s3/$name-z$z/bench.json"
-        [ "$name-$z" = dragon4096-0.4 ] || rm -f "$OUT/s3/$name-z$z"/*.png
+          --zoom $z --sweep --out "$OUT/variants/$name-z$z" --json "$OUT/variants/$name-z$z/bench.json"
+        [ "$name-$z" = dragon4096-0.4 ] || rm -f "$OUT/variants/$name-z$z"/*.png
       done
     done
     stamp "voxlod bench dragon4096 zoomed, every level"

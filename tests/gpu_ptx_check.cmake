@@ -1,7 +1,7 @@
 # gpu_ptx_check.cmake - compile-time checks of the CUDA ray-marcher (needs nvcc, not a GPU):
-#   1. every node fetch is one 128-bit load through the read-only path: the PTX of the default
-#      kernel has ld.global.nc.v4.u32 and no plain ld.global.v4 / narrower global loads of nodes;
-#   2. ptxas reports no spills for the default kernel, and its stack frame is only the traversal
+#   1. every node fetch is one 128-bit load through the read-only path: the PTX of the tiled
+#      kernel (the same per-ray device code as the persistent default) has ld.global.nc.v4.u32 and no plain ld.global.v4 / narrower global loads of nodes;
+#   2. ptxas reports no spills for that kernel, and its stack frame is only the traversal
 #      stack (2 x VX_MAX_DEPTH words = 112 bytes) - no other array fell into local memory.
 # Usage: cmake -DNVCC=... -DSRC=render_gpu.cu -DINC=<repo> -DARCH=90 -DOUT=<dir> -P gpu_ptx_check.cmake
 execute_process(COMMAND ${NVCC} -std=c++17 -arch=sm_${ARCH} -I${INC} -I${INC}/include -ptx ${SRC} -o ${OUT}/render_gpu.ptx

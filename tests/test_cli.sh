@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_cli.sh VOXLOD DATA_DIR SHARED_MESHES - the command line as a user runs it: the whole
-# pipeline on the bundled mesh, and every bad input of issue 2 giving one clear message on stderr,
+# pipeline on the bundled mesh, and each bad input below giving one clear message on stderr,
 # a non-zero exit, no crash (exit >= 128) and no half-written output.
 set -u
 VOXLOD=$1 DATA=$2 SHARED=$3

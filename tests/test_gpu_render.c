@@ -4,7 +4,7 @@
  * Both renderers run vx_render_pixel() (trace.h), so the images must agree; they are not
  * bit-identical because nvcc contracts a*b+c into FMAs (one rounding) where the host C code does
  * not (two roundings). That moves a hit by ~1e-7 relative, which flips a pixel's colour by more
- * than 2/255 only on grazing rays at silhouettes: the issue's bound, <= 0.1% of pixels, is checked.
+ * than 2/255 only on grazing rays at silhouettes: the bound, <= 0.1% of pixels, is checked.
  * Kernel variants (schedules, block shapes, register caps) run the same device code and must give
  * the same bytes.
  */

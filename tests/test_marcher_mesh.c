@@ -166,7 +166,7 @@ static void marcher_thin_features_survive_voxelization(void) {
   vx_soup_free(&slab);
 }
 
-/* Issue 3's sphere test through the whole path: a finely tessellated sphere mesh is voxelized
+/* The analytic sphere through the whole path: a finely tessellated sphere mesh is voxelized
  * (field from the triangles) and rendered; depth must be within 0.25 voxel of the analytic sphere
  * on >= 99% of the pixels both hit, and the shading normal (read back from VX_SHADE_NORMALS, which
  * encodes the viewer-facing normal as colour, +-0.5 degree) within 3 degrees on >= 99%. The

@@ -22,7 +22,7 @@
  *    the levels 0 .. S-1 are built from the root codes and fitted above them (vx_octree_fit_top).
  * Memory: the appended levels stay in memory while they fit the budget derived from the limit
  * (including what writing the file in memory will cost later); past it every level moves to one
- * temporary file (svo/stream.c), and formats/svo_stream.c later streams those files into the .svo.
+ * temporary file (svo/stream.c), and formats/svo_write.c later streams those files into the .svo.
  * The limit is checked before work starts, from the resident memory already in use and what the
  * build will hold whatever happens (bins, per-thread scratch, the window, the writer's buffers),
  * each sized from the model: its triangles, and the surface voxels its area gives at this
