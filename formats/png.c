@@ -1,5 +1,6 @@
-/* png.c - 8-bit RGB to PNG: stb_image_write encodes into memory (stbi_write_png_to_func), then
- * the bytes go to disk through the atomic writer, so a failed write leaves no partial image.
+/* png.c - 8-bit RGB to PNG: stb_image_write encodes into memory (stbi_write_png_to_func); the
+ * bytes are handed to the caller, or go to disk through the atomic writer, so a failed write
+ * leaves no partial image.
  * The only file that includes stb_image_write.
  *
  * stb_image_write does not check its allocations. Its memory comes from the library's allocator
@@ -108,9 +109,12 @@ static void png_sink(void *ctx, void *data, int size) {
   b->size += (size_t)size;
 }
 
-vx_status vx_png_write(const char *path, const uint8_t *rgb, uint32_t width, uint32_t height,
-                       vx_error *err) {
-  if (!path || !rgb || width == 0 || height == 0)
+vx_status vx_png_encode(const uint8_t *rgb, uint32_t width, uint32_t height, uint8_t **data,
+                        size_t *size, vx_error *err) {
+  if (!data || !size) return vx_error_set(err, VX_ERR_INVALID_ARG, "PNG: no place for the bytes");
+  *data = NULL;
+  *size = 0;
+  if (!rgb || width == 0 || height == 0)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "PNG of %ux%u pixels: nothing to write", width,
                         height);
   if (width > (uint32_t)(INT_MAX / 3) || (uint64_t)width * height * 3 > (uint64_t)INT_MAX / 2)
@@ -135,7 +139,20 @@ vx_status vx_png_write(const char *path, const uint8_t *rgb, uint32_t width, uin
     return vx_error_set(err, VX_ERR_NOMEM, "cannot encode a %ux%u PNG (out of memory)", width,
                         height);
   }
-  vx_status s = vx_atomic_write_file(path, b.data, b.size, err);
-  vx_free(b.data);
+  *data = b.data;
+  *size = b.size;
+  return VX_OK;
+}
+
+vx_status vx_png_write(const char *path, const uint8_t *rgb, uint32_t width, uint32_t height,
+                       vx_error *err) {
+  if (!path)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "PNG of %ux%u pixels: no path", width, height);
+  uint8_t *data;
+  size_t size;
+  vx_status s = vx_png_encode(rgb, width, height, &data, &size, err);
+  if (s != VX_OK) return s;
+  s = vx_atomic_write_file(path, data, size, err);
+  vx_free(data);
   return s;
 }

@@ -48,5 +48,9 @@
 #include "voxlod/convert.h"
 #include "voxlod/render.h"
 #include "voxlod/files.h"
+#include "voxlod/sample.h"
+#include "voxlod/image.h"
+#include "voxlod/export.h"
+#include "voxlod/meshing.h"
 
 #endif

@@ -26,12 +26,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-struct vx_build {
-  vx_tree *tree;
-  vx_notes notes;
-  vx_build_stats stats;
-};
-
 void vx_notes_add(vx_notes *n, const char *fmt, ...) {
   size_t at = strlen(n->text);
   if (at + 2 >= sizeof n->text) return;

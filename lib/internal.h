@@ -18,6 +18,15 @@ struct vx_mesh {
   double load_seconds;
   int has_source;     /* read from a file: `source` is held (atomic_file.h) */
   vx_file_id source;
+  /* The indexed form, for meshes that have one (vx_mesh_from_tree, lib/meshing.c); the soup
+   * holds the same triangles, for converting. NULL / 0 otherwise. */
+  float *vertices;    /* vertex_count * 3 */
+  float *normals;     /* vertex_count * 3 */
+  uint64_t vertex_count;
+  uint32_t *indices;  /* triangle_count * 3 */
+  uint64_t triangle_count;
+  int has_mesh_stats;
+  vx_mesh_stats mesh_stats;
 };
 
 struct vx_tree {
@@ -30,6 +39,10 @@ struct vx_tree {
 /* A new, empty tree handle (vx_calloc'ed). */
 vx_tree *vx_tree_new(void);
 
+/* The GPU copy of t that renderer r draws from, or NULL (a CPU renderer, another tree): a sampler
+ * reads it instead of uploading the tree again (lib/sample.c). */
+struct vx_gpu_view *vx_renderer_gpu_view(const vx_renderer *r, const vx_tree *t);
+
 /* Notes collected while a call runs: lines for the user that are not errors. */
 typedef struct vx_notes {
   char text[1024];
@@ -39,6 +52,13 @@ void vx_notes_add(vx_notes *n, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* The result of a conversion (convert.h), from a mesh (convert.c) or a grid (grid_convert.c). */
+struct vx_build {
+  vx_tree *tree;
+  vx_notes notes;
+  vx_build_stats stats;
+};
 
 /* Copies a caller's option struct that starts with `uint32_t struct_size` into a zeroed local of
  * this library's size: the fields a caller compiled against an older header does not know stay

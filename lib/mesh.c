@@ -10,6 +10,9 @@ void vx_mesh_free(vx_mesh *m) {
   if (!m) return;
   if (m->has_source) vx_input_release(&m->source);
   vx_soup_free(&m->soup);
+  vx_free(m->vertices);
+  vx_free(m->normals);
+  vx_free(m->indices);
   vx_free(m);
 }
 
@@ -97,7 +100,7 @@ vx_status vx_mesh_get_info(const vx_mesh *m, vx_mesh_info *info) {
   vx_mesh_info i;
   memset(&i, 0, sizeof i);
   i.struct_size = sizeof i;
-  i.triangles = m->soup.tri_count;
+  i.triangles = m->indices ? m->triangle_count : m->soup.tri_count;
   i.meshes = m->soup.mesh_count;
   for (int k = 0; k < 3; k++) {
     i.bbox_min[k] = m->soup.bbox_min[k];

@@ -296,3 +296,7 @@ vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nvi
   if (s == VX_OK) VX_STATS_OUT(stats, b);
   return s;
 }
+
+struct vx_gpu_view *vx_renderer_gpu_view(const vx_renderer *r, const vx_tree *t) {
+  return r && r->tree == t ? r->gpu : NULL;
+}

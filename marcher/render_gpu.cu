@@ -42,15 +42,6 @@
 #include "svo/cuda_status.cuh"
 #include "svo/system.h"
 
-#define VX_CU(call, what)                                                                      \
-  do {                                                                                         \
-    cudaError_t vx_e_ = (call);                                                                \
-    if (vx_e_ != cudaSuccess) {                                                                \
-      st = VX_CUDA_ERROR(err, vx_e_, what);                                                    \
-      goto done;                                                                               \
-    }                                                                                          \
-  } while (0)
-
 /* ---- a tree on the GPU -------------------------------------------------------------------- */
 
 struct vx_gpu_view {

@@ -40,33 +40,8 @@
 #define VX_WARP_JOIN(m) ((void)(m))
 #endif
 
-/* One node: one 16-byte load; on the GPU through the read-only data path (PTX
- * ld.global.nc.v4.u32, SASS LDG.E.128.CONSTANT; a plain struct copy gave ld.global.v4.u32). */
-VX_HD vx_node vx_fetch_node(const vx_node *p) {
-#if defined(__CUDA_ARCH__)
-  uint4 v = __ldg((const uint4 *)p);
-  vx_node n;
-  n.child = v.x;
-  n.info = v.y;
-  n.normal = v.z;
-  n.d = __uint_as_float(v.w);
-  return n;
-#else
-  return *p;
-#endif
-}
-
-/* One voxel: one 8-byte load (read-only path on the GPU). */
-VX_HD vx_voxel vx_fetch_voxel(const vx_voxel *p) {
-#if defined(__CUDA_ARCH__)
-  uint2 v = __ldg((const uint2 *)p);
-  vx_voxel x;
-  memcpy(&x, &v, sizeof x);
-  return x;
-#else
-  return *p;
-#endif
-}
+/* Node and voxel loads: svo/fetch.h (vx_fetch_node, vx_fetch_voxel). */
+#include "svo/fetch.h"
 
 /* The slab t's of the mirrored cell at pos with edge S: entry and exit per axis, and the cell's
  * entry tc0 (not before 0) and exit tc1. */

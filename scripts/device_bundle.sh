@@ -15,8 +15,14 @@ B=${VX_BUILD:-$ROOT/build-gpu}  # VX_BUILD: another build folder
 BN=$(basename "$B")
 MESHES=${VX_SHARED_MESHES:-$ROOT/../shared/data/meshes}
 
-cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build "$B" -j2 --target voxlod bench_nanovdb test_gpu_render test_gpu_nanovdb test_gpu_build "$@"
+# OpenVDB stays out (the device needs none of it, and its library alone is 57 MB of the 64 MB a
+# run may carry).
+cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DVOXLOD_OPENVDB=OFF >/dev/null
+cmake --build "$B" -j2 --target voxlod bench_nanovdb test_gpu_render test_gpu_nanovdb test_gpu_build \
+  test_gpu_sample "$@"
+rm -f "$B/lib/libvx_core.a" "$B/lib/libvoxlod.a" # static archives: not needed there, and large
+mkdir -p "$B/gputests" # the GPU tests, in one folder to carry
+cp "$B"/tests/test_gpu_* "$B/gputests/"
 
 # Libraries present on the device image: the C runtime, libstdc++, libgcc, zlib. Everything else
 # the binaries load (directly or through another copied library) is copied.
@@ -24,7 +30,7 @@ core='^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|libz\.|libpthread
 mkdir -p "$B/lib"
 # $B/bench_nanovdb_base (optional): a bench_nanovdb built from the code before a change, copied
 # there by hand, so that the device times both in the same run.
-bins=("$B/voxlod" "$B/bench_nanovdb" "$B"/tests/test_gpu_*)
+bins=("$B/voxlod" "$B/bench_nanovdb" "$B"/gputests/test_gpu_*)
 [ -f "$B/bench_nanovdb_base" ] && bins+=("$B/bench_nanovdb_base")
 todo=()
 for f in "${bins[@]}"; do [ -f "$f" ] && [ -x "$f" ] && todo+=("$f"); done
@@ -41,14 +47,19 @@ while [ ${#todo[@]} -gt 0 ]; do
     todo+=("$path")
   done < <(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
 done
+strip --strip-debug "$B"/lib/*.so* "$B"/gputests/* "$B/bench_nanovdb" "$B/voxlod" 2>/dev/null ||
+  true # what travels has no debug info (it stays in the build's objects here)
 echo "bundled into $BN/lib:$seen"
 
 # Test meshes for the device (it cannot reach ../shared).
 mkdir -p "$ROOT/devdata"
 cp "$MESHES/stanford_bunny/bun_zipper.ply" "$ROOT/devdata/bunny.ply"
-if [ ! -f "$ROOT/devdata/dragon.ply" ]; then
-  gunzip -c "$MESHES/stanford_dragon/dragon_871k.ply.gz" > "$ROOT/devdata/dragon.ply"
-fi
+# the dragon travels compressed (device_gpu_tests.sh unpacks it there)
+rm -f "$ROOT/devdata/dragon.ply"
+cp "$MESHES/stanford_dragon/dragon_871k.ply.gz" "$ROOT/devdata/dragon.ply.gz"
+# the viewer's protocol test runs with the device's python3 and Debian's websocket-client module
+[ -d /usr/lib/python3/dist-packages/websocket ] && mkdir -p "$ROOT/devdata/pylib" &&
+  cp -r /usr/lib/python3/dist-packages/websocket "$ROOT/devdata/pylib/"
 mkdir -p "$ROOT/devdata/shared/messy" "$ROOT/devdata/shared/fandisk"
 cp "$MESHES"/messy/* "$ROOT/devdata/shared/messy/"
 cp "$MESHES"/fandisk/fandisk.off "$ROOT/devdata/shared/fandisk/"
@@ -56,9 +67,10 @@ EXCL=$(cd "$ROOT" && realpath -m "$(git rev-parse --git-path info/exclude)")
 mkdir -p "$(dirname "$EXCL")"
 grep -qx '/devdata/' "$EXCL" 2>/dev/null || echo '/devdata/' >> "$EXCL"
 
-du -sh "$B/voxlod" "$B/bench_nanovdb" "$B/lib" "$B"/tests/test_gpu_* "$ROOT/devdata" | sed 's/^/  /'
+du -sh "$B/voxlod" "$B/bench_nanovdb" "$B/lib" "$B/gputests" "$ROOT/devdata" | sed 's/^/  /'
 base=""
 [ -f "$B/bench_nanovdb_base" ] && base=", \"$BN/bench_nanovdb_base\""
-echo "carry: [\"$BN/voxlod\", \"$BN/bench_nanovdb\", \"$BN/lib\", \"$BN/tests/test_gpu_render\", \"$BN/tests/test_gpu_nanovdb\", \"$BN/tests/test_gpu_build\", \"devdata\"$base]"
+echo "carry: [\"$BN/voxlod\", \"$BN/bench_nanovdb\", \"$BN/lib\", \"$BN/gputests\", \"devdata\"$base]"
+echo "(the Python wheel for the device's Python 3.12: python3.12 -m pip wheel --no-deps -w .whl ., carried as .whl)"
 echo "run:   VX_BUILD=$BN bash scripts/device_gpu_tests.sh"
 

@@ -21,6 +21,7 @@ D=devdata
 export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 FRAMES=${VX_FRAMES:-30}
 mkdir -p "$OUT/bunny" "$OUT/dragon" /tmp/vx
+[ -f $D/dragon.ply ] || gunzip -c $D/dragon.ply.gz > $D/dragon.ply
 exec > >(tee -a "$OUT/gpu_log.txt") 2>&1
 steps=${*:-"tests sass bunny dragon dragon4k"}
 T0=$(date +%s)
@@ -35,7 +36,7 @@ for s in $steps; do
   tests)
     stamp "gpu tests"
     export VOXLOD_DATA_DIR=$PWD/data VOXLOD_SHARED_MESHES=$PWD/$D/shared
-    for t in $B/tests/test_gpu_*; do
+    for t in $B/gputests/test_gpu_*; do
       [ -x "$t" ] || continue
       timeout 300 "$t" > /tmp/vx/t.log 2>&1
       rc=$?
@@ -218,6 +219,42 @@ for s in $steps; do
         echo "lod $lod: GPU and CPU PNGs differ (test_gpu_render bounds how many pixels may)"
     done
     ;;
+  sample)
+    # the CUDA sampler on the 4096^3 dragon: points near the surface (spread 2 and 0.5 voxels), in
+    # Morton and random order, a level cut, and the CPU for comparison
+    stamp "sampling (dragon 4096^3)"
+    [ -f /tmp/vx/dragon4096.svo ] || timeout 120 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon4096.svo \
+      --res 4096 --gpu -q 2>&1 | tail -n 2
+    for s in 2 0.5; do
+      for o in morton random; do
+        timeout 120 $B/voxlod bench /tmp/vx/dragon4096.svo --sample 2e8 --reps 10 --gpu --spread $s --order $o
+      done
+    done
+    timeout 120 $B/voxlod bench /tmp/vx/dragon4096.svo --sample 2e8 --reps 10 --gpu --level 9
+    timeout 120 $B/voxlod bench /tmp/vx/dragon4096.svo --sample 2e7 --reps 3 --cpu
+    ;;
+  python)
+    # the Python package (a cp312 wheel built here, carried as .whl) on the device's Python, with
+    # its torch and cupy: the whole pytest suite, GPU arrays included
+    stamp "python package"
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl &&
+      PYTHONPATH=/tmp/site VOXLOD_CLI=$PWD/$B/voxlod timeout 400 python3 -m pytest -q \
+        -p no:cacheprovider python/tests 2>&1 | tail -n 25
+    ;;
+  viewer)
+    # voxlod view --gpu: the protocol test (no browser there), then the served frame times
+    stamp "viewer (--gpu)"
+    export PYTHONPATH=$PWD/$D/pylib PYTHONUNBUFFERED=1
+    timeout 300 python3 tests/test_viewer_protocol.py $B/voxlod data --gpu 2>&1 | tail -n 8
+    [ -f /tmp/vx/dragon4096.svo ] || timeout 120 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon4096.svo \
+      --res 4096 --gpu -q 2>&1 | tail -n 2
+    timeout 200 python3 viewer/bench.py $B/voxlod /tmp/vx/dragon4096.svo --gpu --frames 300 \
+      --warmup 30 --label "dragon 4096^3" | tee "$OUT/viewer_bench.md"
+    [ -f /tmp/vx/dragon8192.svo ] || timeout 200 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon8192.svo \
+      --res 8192 --gpu -q 2>&1 | tail -n 2
+    timeout 200 python3 viewer/bench.py $B/voxlod /tmp/vx/dragon8192.svo --gpu --frames 300 \
+      --warmup 30 --label "dragon 8192^3" | tee -a "$OUT/viewer_bench.md"
+    ;;
   ncu)
     # Nsight Compute on one frame (view 0, zoomed dragon 4096^3) of the base and of this build:
     # the details page (occupancy, pipes, stall reasons, memory) and the per-instruction SASS page
@@ -250,7 +287,7 @@ for s in $steps; do
     cpid=$!
     stamp "gpu tests (while converting)"
     export VOXLOD_DATA_DIR=$PWD/data VOXLOD_SHARED_MESHES=$PWD/$D/shared
-    for t in $B/tests/test_gpu_*; do
+    for t in $B/gputests/test_gpu_*; do
       [ -x "$t" ] || continue
       timeout 200 "$t" > /tmp/vx/t.log 2>&1
       rc=$?

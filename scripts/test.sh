@@ -5,6 +5,7 @@
 # and each fuzz target for a bounded time.
 #   VOXLOD_FUZZ_SECONDS=N   seconds per fuzz target (default 60; 0 skips fuzzing)
 #   VOXLOD_SANITIZE=0       skip the sanitizer build
+#   VOXLOD_PYTHON_TESTS=0   skip the Python package (pip install . and pytest)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export VOXLOD_WITH_FUZZ=1
@@ -28,6 +29,32 @@ status=0
 ctest --test-dir build --output-on-failure -j"$jobs" 2>&1 | tee build/ctest.log || status=1
 count build build/ctest.log
 
+# The Python package: `pip install .` (the same CMake build, kept in build-python/ so that a
+# second run recompiles only what changed) and its pytest suite. An externally managed Python
+# (Debian's own, PEP 668) gets a virtual environment instead.
+if [ "${VOXLOD_PYTHON_TESTS:-1}" != 0 ]; then
+  echo "== Python package (pip install ., pytest python/tests)"
+  py=python3
+  pydeps=(pytest numpy libigl tqdm)
+  if ! $py -m pip install -q "${pydeps[@]}" >build-python.log 2>&1; then
+    python3 -m venv build-python/venv >>build-python.log 2>&1 && py=build-python/venv/bin/python &&
+      $py -m pip install -q "${pydeps[@]}" >>build-python.log 2>&1 || true
+  fi
+  if $py -m pip install -q . >>build-python.log 2>&1; then
+    # count_pytest LOG: pytest's closing "N passed, M failed" into the totals
+    VOXLOD_CLI="$PWD/build/voxlod" $py -m pytest -q -p no:cacheprovider python/tests 2>&1 |
+      tee build/pytest.log || status=1
+    line=$(grep -E "[0-9]+ (passed|failed)" build/pytest.log | tail -1 || true)
+    p=$(echo "$line" | grep -oE "[0-9]+ passed" | grep -oE "[0-9]+" || echo 0)
+    f=$(echo "$line" | grep -oE "[0-9]+ (failed|errors?)" | awk '{s += $1} END {print s + 0}')
+    [ -n "$line" ] || f=1
+    total_pass=$((total_pass + ${p:-0})); total_fail=$((total_fail + ${f:-0}))
+  else
+    tail -50 build-python.log
+    total_fail=$((total_fail + 1)); status=1
+  fi
+fi
+
 if [ "${VOXLOD_SANITIZE:-1}" != 0 ]; then
   echo "== ASan/UBSan build and test (build-asan/, CPU paths)"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVOXLOD_SANITIZE=ON -DVOXLOD_CUDA=OFF \
@@ -41,8 +68,9 @@ fi
 
 if [ "${VOXLOD_FUZZ_SECONDS:-60}" != 0 ] && command -v clang >/dev/null && [ -x fuzz/run.sh ]; then
   echo "== fuzzing (build-fuzz/), ${VOXLOD_FUZZ_SECONDS:-60}s per target"
-  if bash fuzz/run.sh build-fuzz "${VOXLOD_FUZZ_SECONDS:-60}"; then
-    total_pass=$((total_pass + 2))
+  mkdir -p build-fuzz
+  if bash fuzz/run.sh build-fuzz "${VOXLOD_FUZZ_SECONDS:-60}" 2>&1 | tee build-fuzz/fuzz.log; then
+    total_pass=$((total_pass + $(grep -c "^== fuzz_" build-fuzz/fuzz.log)))
   else
     total_fail=$((total_fail + 1)); status=1
   fi

@@ -37,4 +37,15 @@ static inline vx_status vx_cuda_status(cudaError_t e) {
   (cudaGetLastError(),                                                                         \
    vx_error_set((err), vx_cuda_status(e), "GPU: %s failed: %s", (what), cudaGetErrorString(e)))
 
+/* The usual shape of a CUDA call in a function with `vx_status st`, `vx_error *err` and a `done:`
+ * label that cleans up: on failure, st is set and control jumps to done. */
+#define VX_CU(call, what)                                                                      \
+  do {                                                                                         \
+    cudaError_t vx_e_ = (call);                                                                \
+    if (vx_e_ != cudaSuccess) {                                                                \
+      st = VX_CUDA_ERROR(err, vx_e_, what);                                                    \
+      goto done;                                                                               \
+    }                                                                                          \
+  } while (0)
+
 #endif

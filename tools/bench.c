@@ -35,7 +35,8 @@ static const char *bench_help =
     "  --gpu | --cpu   the renderer (default: the GPU when usable, else the CPU)\n"
     "  --threads N     CPU renderer threads (default: all cores)\n"
     "  --mem-limit SIZE  refuse a file whose decoded size exceeds SIZE (default: 80% of memory)\n"
-    "  --json          one JSON document on stdout instead of the table\n";
+    "  --json          one JSON document on stdout instead of the table\n"
+    "  --sample N      time N distance queries instead (see voxlod bench --sample 1 --help)\n";
 
 /* Levels from "all", "auto", "8" or "8,10,auto": -1 for auto. Returns the count, -1 when bad. */
 static int parse_lods(const char *s, uint32_t depth, int *lods, int max) {
@@ -62,6 +63,8 @@ static int parse_lods(const char *s, uint32_t depth, int *lods, int max) {
 }
 
 int vx_cmd_bench(int argc, char **argv) {
+  for (int i = 2; i < argc; i++) /* distance queries: their own options (bench_sample.c) */
+    if (strcmp(argv[i], "--sample") == 0) return vx_cmd_bench_sample(argc, argv);
   const char *lod_list = "all";
   uint32_t size[2] = {1920, 1080}, frames = 50, nviews = 8, threads = 0;
   double zoom = 1.0, elevation = 20.0;

@@ -110,6 +110,16 @@ int vx_cmd_convert(int argc, char **argv);
 int vx_cmd_render(int argc, char **argv);
 int vx_cmd_stats(int argc, char **argv);
 int vx_cmd_bench(int argc, char **argv);
+int vx_cmd_bench_sample(int argc, char **argv); /* bench --sample (bench_sample.c) */
 int vx_cmd_compare(int argc, char **argv);
+/* export.c: `voxlod export`, and `voxlod convert IN.vdb` (called by vx_cmd_convert after its
+ * checks; vx_cli_is_vdb tells the input apart by its .vdb extension). */
+int vx_cmd_export(int argc, char **argv);
+int vx_cmd_mesh(int argc, char **argv); /* mesh.c: `voxlod mesh` */
+int vx_cli_is_vdb(const char *path);
+int vx_cmd_convert_grid(const char *in, const char *out, vx_convert_opts *co, const char *grid,
+                        double timeout);
+/* viewer/view.c: built when civetweb and libturbojpeg are found (VOXLOD_HAVE_VIEWER). */
+int vx_cmd_view(int argc, char **argv);
 
 #endif

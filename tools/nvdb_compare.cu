@@ -30,15 +30,6 @@ struct vx_nvdb {
   uint64_t bytes = 0;
 };
 
-#define VX_CU(call, what)                                                                      \
-  do {                                                                                         \
-    cudaError_t vx_e_ = (call);                                                                \
-    if (vx_e_ != cudaSuccess) {                                                                \
-      st = VX_CUDA_ERROR(err, vx_e_, what);                                                    \
-      goto done;                                                                               \
-    }                                                                                          \
-  } while (0)
-
 /* ---- building the grid ---------------------------------------------------------------------- */
 
 extern "C" vx_status vx_nvdb_create(const vx_octree *t, vx_nvdb **out, vx_nvdb_stats *stats,

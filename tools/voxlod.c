@@ -1,4 +1,4 @@
-/* voxlod.c - the command line: convert, render, stats, bench, compare.
+/* voxlod.c - the command line: convert, render, stats, bench, compare, view.
  *
  * Each command parses its arguments (cli.c), calls the library (voxlod.h) and prints. Failures
  * give one clear line on stderr and a non-zero exit (1: the work failed, 2: bad usage, 130:
@@ -24,12 +24,20 @@ static const char *main_help =
     "  stats IN.svo                   memory per resolution, coarsest to finest\n"
     "  bench IN.svo                   frame times per LOD level (GPU, or the CPU)\n"
     "  compare FULL.svo OTHER.svo     image error of OTHER against FULL (PSNR, depth)\n"
+    "  export IN.svo OUT.{nvdb,vdb,binvox,vox,ply}  the field as a grid, voxels or points\n"
+    "  mesh IN.svo OUT.{obj,ply,stl,glb}  a triangle mesh at any level of detail (--lod, --error)\n"
+#ifdef VOXLOD_HAVE_VIEWER
+    "  view IN.svo                    a web page that flies through the tree (frames drawn here)\n"
+#else
+    "  view IN.svo                    (not built: needs civetweb and libturbojpeg)\n"
+#endif
     "\n"
     "'voxlod COMMAND --help' explains each command's options. 'voxlod --version' prints the\n"
     "library's version.\n";
 
 static const char *convert_help =
     "usage: voxlod convert MESH OUT.svo --res N [options]\n"
+    "       voxlod convert IN.vdb OUT.svo [--grid NAME] [--res N] [options]\n"
     "\n"
     "Loads MESH (OBJ, PLY, STL, glTF/GLB, FBX, DAE, 3DS, OFF, ... all meshes of the scene with\n"
     "their node transforms), maps its bounding box into an N^3 grid with one uniform scale, sets\n"
@@ -58,6 +66,9 @@ static const char *convert_help =
     "                   pseudo-normal (faster; exact on closed manifold meshes)\n"
     "  --zstd-level L   compression level 1..22 (default by decoded size: 19 under 8 MiB, 9 under\n"
     "                   64 MiB, 3 above)\n"
+    "  --grid NAME      MESH may be an OpenVDB file (.vdb): its float level set NAME (default: the\n"
+    "                   first) becomes the tree; without --res its own voxel size is kept, with\n"
+    "                   --res N its active box is mapped into N^3 and the level set rebuilt there\n"
     "  -q, --quiet      no progress output\n";
 
 static const char *render_help =
@@ -80,6 +91,7 @@ int vx_cmd_convert(int argc, char **argv) {
   memset(&co, 0, sizeof co);
   co.struct_size = sizeof co;
   int gpu = 0, cpu = 0, have_res = 0, sign = 0;
+  const char *grid = NULL;
   double timeout = 300.0;
   vx_opt o[16];
   int n = 0;
@@ -95,6 +107,7 @@ int vx_cmd_convert(int argc, char **argv) {
   o[n] = vx_cli_opt("--sign", VX_OPT_CHOICE, &sign, 0, 0, "winding or pseudo-normal");
   o[n++].choices = "winding|pseudo-normal";
   o[n++] = vx_cli_opt("--zstd-level", VX_OPT_INT, &co.zstd_level, 1, 22, "a zstd level");
+  o[n++] = vx_cli_opt("--grid", VX_OPT_STRING, &grid, 0, 0, "a grid name of the .vdb input");
   o[n] = vx_cli_opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
   o[n++].alias = "-q";
   memset(&o[n], 0, sizeof o[n]);
@@ -103,8 +116,10 @@ int vx_cmd_convert(int argc, char **argv) {
   int r = vx_cli_parse("convert", argc, argv, o, pos, 2, &npos, convert_help, NULL);
   if (r) return r < 0 ? 0 : r;
   if (npos < 2) return vx_cli_usage_error("convert", "needs MESH and OUT.svo");
-  if (!have_res) return vx_cli_usage_error("convert", "--res N is required");
-  if (!is_pow2_res(co.resolution))
+  int vdb = vx_cli_is_vdb(pos[0]);
+  if (grid && !vdb) return vx_cli_usage_error("convert", "--grid needs an OpenVDB (.vdb) input");
+  if (!have_res && !vdb) return vx_cli_usage_error("convert", "--res N is required");
+  if (have_res && !is_pow2_res(co.resolution))
     return vx_cli_usage_error("convert", "--res must be a power of two from 2 to 16384 (got %u)",
                               co.resolution);
   if (gpu && cpu) return vx_cli_usage_error("convert", "--gpu and --cpu exclude each other");
@@ -118,6 +133,7 @@ int vx_cmd_convert(int argc, char **argv) {
   /* The output is checked before any work: its directory, its kind, not the input. */
   if (vx_check_output(out, &in, 1, &e) != VX_OK) return vx_cli_fail("convert", &e);
   vx_cli_install_signals();
+  if (vdb) return vx_cmd_convert_grid(in, out, &co, grid, timeout);
   vx_mesh_load_opts lo;
   memset(&lo, 0, sizeof lo);
   lo.struct_size = sizeof lo;
@@ -301,6 +317,17 @@ int main(int argc, char **argv) {
   if (strcmp(c, "stats") == 0) return vx_cmd_stats(argc, argv);
   if (strcmp(c, "bench") == 0) return vx_cmd_bench(argc, argv);
   if (strcmp(c, "compare") == 0) return vx_cmd_compare(argc, argv);
+  if (strcmp(c, "export") == 0) return vx_cmd_export(argc, argv);
+  if (strcmp(c, "mesh") == 0) return vx_cmd_mesh(argc, argv);
+#ifdef VOXLOD_HAVE_VIEWER
+  if (strcmp(c, "view") == 0) return vx_cmd_view(argc, argv);
+#else
+  if (strcmp(c, "view") == 0) {
+    fprintf(stderr, "voxlod: 'view' is not built here: it needs civetweb and libturbojpeg "
+            "(scripts/deps.sh installs them), then a new cmake run\n");
+    return 2;
+  }
+#endif
   fprintf(stderr, "voxlod: unknown command '%s'\n\n%s", c, main_help);
   return 2;
 }

@@ -1,0 +1,435 @@
+/* grid_cut.c - a tree's field at one level as cells, grid points and solid runs (grid_cut.h).
+ *
+ * The cut is one depth-first walk in slot order, so cells come out in Morton order without a sort.
+ * A pruned leaf above the cut level is subdivided top-down: a box can hold a zero of the plane
+ * f(p) = n.p + e only when |f(centre)| <= (|n_x| + |n_y| + |n_z|) * size / 2, the largest change
+ * of a linear function from the centre to a corner, so only boxes the plane crosses are visited
+ * and the work is proportional to the cells emitted.
+ *
+ * Points are merged in an open-addressing hash table (linear probing, keys = Morton code + 1, 0 =
+ * empty) holding a running mean per point: m += (v - m) / k leaves m exactly v while every value
+ * equals v, so the voxels' shared corners keep their dequantized value bit for bit.
+ */
+#include "formats/grid_cut.h"
+#include "svo/lod_eval.h"
+#include "svo/system.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CELL_BYTES (sizeof(uint64_t) + 8 * sizeof(float))
+
+void vx_cut_free(vx_cut *c) {
+  if (!c) return;
+  vx_free(c->codes);
+  vx_free(c->field);
+  memset(c, 0, sizeof *c);
+}
+
+typedef struct walk {
+  const vx_octree *t;
+  uint32_t D, L;
+  double S;            /* a cut cell in finest voxels: 2^(D-L) */
+  vx_cut *c;
+  uint64_t max_cells;  /* from the memory limit */
+  uint64_t limit;
+  vx_progress_fn progress;
+  void *user;
+  uint64_t done, total, next_report;
+  vx_error *err;
+} walk;
+
+static vx_status push_cell(walk *w, uint32_t x, uint32_t y, uint32_t z, const float v[8],
+                           int from_plane) {
+  vx_cut *c = w->c;
+  if (c->count == c->cap) {
+    if (c->count >= w->max_cells) {
+      char lim[32];
+      return vx_error_set(w->err, VX_ERR_LIMIT,
+                          "the level-%u field has more than %llu cells: beyond the memory limit "
+                          "(%s)", w->L, (unsigned long long)c->count,
+                          vx_bytes_text((double)w->limit, lim, sizeof lim));
+    }
+    uint64_t cap = c->cap ? c->cap * 2 : 4096;
+    if (cap > w->max_cells) cap = w->max_cells;
+    uint64_t *codes = (uint64_t *)vx_realloc(c->codes, (size_t)cap * sizeof *codes);
+    if (!codes) return vx_error_set(w->err, VX_ERR_NOMEM, "out of memory for %llu cells",
+                                    (unsigned long long)cap);
+    c->codes = codes;
+    float(*field)[8] = (float(*)[8])vx_realloc(c->field, (size_t)cap * sizeof *field);
+    if (!field) return vx_error_set(w->err, VX_ERR_NOMEM, "out of memory for %llu cells",
+                                    (unsigned long long)cap);
+    c->field = field;
+    c->cap = cap;
+  }
+  c->codes[c->count] = vx_morton_encode(x, y, z);
+  memcpy(c->field[c->count], v, sizeof(float) * 8);
+  c->count++;
+  c->plane_cells += (uint64_t)from_plane;
+  return VX_OK;
+}
+
+/* The level-L cell (x, y, z) from plane P, whose frame origin is node_min (finest voxels). */
+static vx_status plane_cell(walk *w, const vx_plane *P, const double node_min[3], uint32_t x,
+                            uint32_t y, uint32_t z) {
+  float v[8];
+  double p0[3] = {x * w->S - node_min[0], y * w->S - node_min[1], z * w->S - node_min[2]};
+  for (int k = 0; k < 8; k++)
+    v[k] = (float)(vx_plane_at(P, p0[0] + (k & 1) * w->S, p0[1] + (k >> 1 & 1) * w->S,
+                               p0[2] + (k >> 2 & 1) * w->S) / w->S);
+  return push_cell(w, x, y, z, v, 1);
+}
+
+/* The level-L cells below box (x, y, z) of level m that plane P crosses, in Morton order. */
+static vx_status subdivide(walk *w, const vx_plane *P, const double node_min[3], uint32_t m,
+                           uint32_t x, uint32_t y, uint32_t z) {
+  double size = ldexp(1.0, (int)(w->D - m));
+  double h = 0.5 * size;
+  double f = vx_plane_at(P, x * size + h - node_min[0], y * size + h - node_min[1],
+                         z * size + h - node_min[2]);
+  double r = (fabs(P->n[0]) + fabs(P->n[1]) + fabs(P->n[2])) * h;
+  if (!(f - r <= 0.0 && f + r >= 0.0)) return VX_OK;
+  if (m == w->L) return plane_cell(w, P, node_min, x, y, z);
+  for (uint32_t s = 0; s < 8; s++) {
+    vx_status st = subdivide(w, P, node_min, m + 1, 2 * x + (s & 1), 2 * y + (s >> 1 & 1),
+                             2 * z + (s >> 2 & 1));
+    if (st != VX_OK) return st;
+  }
+  return VX_OK;
+}
+
+static vx_status report(walk *w) {
+  if (!w->progress || ++w->done < w->next_report) return VX_OK;
+  w->next_report = w->done + w->total / 64 + 1;
+  if (w->progress(w->user, "field", w->total ? (double)w->done / (double)w->total : 1.0))
+    return vx_error_set(w->err, VX_ERR_INTERRUPTED, "interrupted");
+  return VX_OK;
+}
+
+/* Node `idx` at level l with cell coordinates (x, y, z): its part of the cut. */
+static vx_status visit(walk *w, uint64_t idx, uint32_t l, uint32_t x, uint32_t y, uint32_t z) {
+  const vx_octree *t = w->t;
+  const vx_node *nd = &t->nodes[idx];
+  uint32_t mask = vx_node_mask(nd->info);
+  double size = ldexp(1.0, (int)(w->D - l));
+  double node_min[3] = {x * size, y * size, z * size};
+  if (l == w->L || mask == 0) {
+    vx_plane P;
+    vx_plane_decode(nd, size, &P);
+    vx_status st = l == w->L ? plane_cell(w, &P, node_min, x, y, z)
+                             : subdivide(w, &P, node_min, l, x, y, z);
+    if (st == VX_OK && l == w->L) st = report(w);
+    return st;
+  }
+  for (uint32_t s = 0; s < 8; s++) {
+    if (!(mask >> s & 1u)) continue;
+    uint32_t ci = vx_child_index(nd->child, mask, s);
+    uint32_t cx = 2 * x + (s & 1), cy = 2 * y + (s >> 1 & 1), cz = 2 * z + (s >> 2 & 1);
+    vx_status st;
+    if (l + 1 < w->D) {
+      st = visit(w, ci, l + 1, cx, cy, cz);
+    } else {
+      const vx_voxel *v = &t->voxels[ci];
+      float f[8];
+      for (int k = 0; k < 8; k++) f[k] = vx_corner_value(v->c[k], t->band);
+      st = push_cell(w, cx, cy, cz, f, 0);
+      if (st == VX_OK) st = report(w);
+    }
+    if (st != VX_OK) return st;
+  }
+  return VX_OK;
+}
+
+vx_status vx_cut_build(const vx_octree *t, uint32_t level, uint64_t mem_limit,
+                       vx_progress_fn progress, void *user, vx_cut *out, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!t || !t->nodes || t->levels_loaded != t->depth + 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "the tree is not whole (levels %u of %u loaded)",
+                        t ? t->levels_loaded : 0, t ? t->depth + 1 : 0);
+  if (level > t->depth)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "level %u is beyond the tree's depth %u (levels "
+                        "0..%u)", level, t->depth, t->depth);
+  walk w;
+  memset(&w, 0, sizeof w);
+  w.t = t;
+  w.D = t->depth;
+  w.L = level;
+  w.S = ldexp(1.0, (int)(t->depth - level));
+  w.c = out;
+  w.limit = mem_limit ? mem_limit : vx_default_mem_limit();
+  w.max_cells = w.limit / CELL_BYTES;
+  w.progress = progress;
+  w.user = user;
+  w.total = t->level_count[level];
+  w.err = err;
+  out->level = level;
+  out->res = 1u << level;
+  out->h = t->xf.scale * w.S;
+  for (int k = 0; k < 3; k++) out->origin[k] = t->xf.origin[k];
+  vx_status s = visit(&w, 0, 0, 0, 0, 0);
+  if (s == VX_OK && out->count == 0)
+    s = vx_error_set(err, VX_ERR_EMPTY, "the level-%u field has no surface cells", level);
+  if (s != VX_OK) vx_cut_free(out);
+  return s;
+}
+
+/* ---- grid points ------------------------------------------------------------------------------ */
+
+typedef struct point {
+  uint64_t key; /* Morton code + 1; 0: empty slot */
+  float v;      /* running mean of the cells' values; an extension point's value */
+  uint32_t n;   /* cells that gave a value; 0: a point of the band's extension */
+} point;
+
+typedef struct table {
+  point *p;
+  uint64_t cap, used, limit;
+} table;
+
+static uint64_t slot_of(uint64_t key, uint64_t mask) {
+  return (key * UINT64_C(0x9E3779B97F4A7C15)) >> 20 & mask;
+}
+
+static point *find(table *t, uint64_t key) {
+  uint64_t mask = t->cap - 1;
+  for (uint64_t i = slot_of(key, mask);; i = (i + 1) & mask)
+    if (t->p[i].key == key || t->p[i].key == 0) return &t->p[i];
+}
+
+static vx_status table_alloc(table *t, uint64_t cap, uint64_t count, vx_error *err) {
+  char lim[32];
+  if (cap > t->limit / sizeof(point))
+    return vx_error_set(err, VX_ERR_LIMIT, "the grid points of %llu cells do not fit the memory "
+                        "limit (%s)", (unsigned long long)count,
+                        vx_bytes_text((double)t->limit, lim, sizeof lim));
+  t->p = (point *)vx_calloc((size_t)cap, sizeof(point));
+  if (!t->p) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the grid points");
+  t->cap = cap;
+  t->used = 0;
+  return VX_OK;
+}
+
+/* Keeps the load under 0.7: doubles the table when the next insertion would pass it. */
+static vx_status room(table *t, uint64_t count, vx_error *err) {
+  if ((t->used + 1) * 10 < t->cap * 7) return VX_OK;
+  table g = *t;
+  vx_status s = table_alloc(&g, t->cap * 2, count, err);
+  if (s != VX_OK) return s;
+  for (uint64_t i = 0; i < t->cap; i++)
+    if (t->p[i].key) *find(&g, t->p[i].key) = t->p[i];
+  g.used = t->used;
+  vx_free(t->p);
+  *t = g;
+  return VX_OK;
+}
+
+static int by_key(const void *a, const void *b) {
+  uint64_t x = ((const point *)a)->key, y = ((const point *)b)->key;
+  return x < y ? -1 : x > y;
+}
+
+static int cmp_key(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The band's extension, one layer of 6-neighbours at a time: a point next to the band takes the
+ * sign of its band neighbour q and the magnitude min over them of |v_q| + 1 (a distance grows by
+ * at most one voxel per step; no edge from a band point to a point outside it crosses zero, since
+ * every cell the surface passes through is a cut cell whose corners are all in the band), until the
+ * magnitudes reach the band, also beyond the tree's box (a surface touching the box's side gets
+ * its outer band too). Then the grids' inactive regions need only their sign. */
+static vx_status extend(table *t, const vx_cut *c, float band, uint32_t pad, vx_error *err) {
+  uint64_t nf = 0, cap_f = t->used ? t->used : 1;
+  uint64_t *front = (uint64_t *)vx_malloc((size_t)cap_f * sizeof *front);
+  if (!front) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the grid points");
+  for (uint64_t i = 0; i < t->cap; i++)
+    if (t->p[i].key && fabsf(t->p[i].v) + 1.0f < band) front[nf++] = t->p[i].key;
+  vx_status s = VX_OK;
+  while (nf && s == VX_OK) {
+    qsort(front, (size_t)nf, sizeof *front, cmp_key); /* the same values in any thread or order */
+    uint64_t *next = NULL, nn = 0, cap_n = 0;
+    for (uint64_t i = 0; i < nf && s == VX_OK; i++) {
+      float v = find(t, front[i])->v;
+      float w = v < 0.0f ? v - 1.0f : v + 1.0f;
+      if (w > band) w = band;
+      if (w < -band) w = -band;
+      uint32_t x, y, z;
+      vx_morton_decode(front[i] - 1, &x, &y, &z);
+      for (int d = 0; d < 6 && s == VX_OK; d++) {
+        int64_t q[3] = {x, y, z};
+        q[d >> 1] += (d & 1) ? 1 : -1;
+        const int64_t hi = (int64_t)c->res + 2 * (int64_t)pad; /* the grid and pad around it */
+        if (q[0] < 0 || q[1] < 0 || q[2] < 0 || q[0] > hi || q[1] > hi || q[2] > hi) continue;
+        uint64_t key = vx_morton_encode((uint32_t)q[0], (uint32_t)q[1], (uint32_t)q[2]) + 1;
+        if ((s = room(t, c->count, err)) != VX_OK) break;
+        point *p = find(t, key);
+        if (p->key == 0) {
+          p->key = key;
+          p->v = w;
+          p->n = 0;
+          t->used++;
+          if (fabsf(w) + 1.0f < band) {
+            if (nn == cap_n) {
+              cap_n = cap_n ? 2 * cap_n : 1024;
+              uint64_t *b = (uint64_t *)vx_realloc(next, (size_t)cap_n * sizeof *b);
+              if (!b) {
+                s = vx_error_set(err, VX_ERR_NOMEM, "out of memory for the grid points");
+                break;
+              }
+              next = b;
+            }
+            next[nn++] = key;
+          }
+        } else if (p->n == 0 && fabsf(w) < fabsf(p->v)) {
+          p->v = w;
+        }
+      }
+    }
+    vx_free(front);
+    front = next;
+    nf = nn;
+  }
+  vx_free(front);
+  return s;
+}
+
+vx_status vx_cut_points(const vx_cut *c, float band, uint64_t mem_limit, uint64_t **keys,
+                        float **values, uint64_t *n, uint32_t *pad, vx_error *err) {
+  *pad = (uint32_t)ceilf(band) + 1;
+  const uint32_t P = *pad;
+  *keys = NULL;
+  *values = NULL;
+  *n = 0;
+  table t;
+  memset(&t, 0, sizeof t);
+  t.limit = mem_limit ? mem_limit : vx_default_mem_limit();
+  uint64_t cap = 1024;
+  while (cap < 4 * c->count) cap *= 2;
+  vx_status s = table_alloc(&t, cap, c->count, err);
+  for (uint64_t i = 0; i < c->count && s == VX_OK; i++) {
+    uint32_t x, y, z;
+    vx_morton_decode(c->codes[i], &x, &y, &z);
+    for (int k = 0; k < 8 && s == VX_OK; k++) {
+      if ((s = room(&t, c->count, err)) != VX_OK) break;
+      uint64_t key = vx_morton_encode(x + P + (k & 1), y + P + (k >> 1 & 1), z + P + (k >> 2 & 1)) + 1;
+      float v = c->field[i][k];
+      point *p = find(&t, key);
+      if (p->key == 0) {
+        p->key = key;
+        p->v = v;
+        p->n = 1;
+        t.used++;
+      } else {
+        p->n++;
+        p->v += (v - p->v) / (float)p->n;
+      }
+    }
+  }
+  /* the cells' values clamped to the band, then the band filled out around them */
+  for (uint64_t i = 0; i < t.cap && s == VX_OK; i++) {
+    float x = t.p[i].v;
+    t.p[i].v = x > band ? band : x < -band ? -band : x;
+  }
+  if (s == VX_OK) s = extend(&t, c, band, P, err);
+  if (s != VX_OK) {
+    vx_free(t.p);
+    return s;
+  }
+  /* compact the used slots to the front, sort them, split into keys and values */
+  uint64_t m = 0;
+  for (uint64_t i = 0; i < t.cap; i++)
+    if (t.p[i].key) t.p[m++] = t.p[i];
+  qsort(t.p, (size_t)m, sizeof *t.p, by_key);
+  uint64_t *k = (uint64_t *)vx_malloc((size_t)(m ? m : 1) * sizeof *k);
+  float *v = (float *)vx_malloc((size_t)(m ? m : 1) * sizeof *v);
+  if (!k || !v) {
+    vx_free(t.p);
+    vx_free(k);
+    vx_free(v);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu grid points",
+                        (unsigned long long)m);
+  }
+  for (uint64_t i = 0; i < m; i++) {
+    k[i] = t.p[i].key - 1;
+    v[i] = t.p[i].v;
+  }
+  vx_free(t.p);
+  *keys = k;
+  *values = v;
+  *n = m;
+  return VX_OK;
+}
+
+/* ---- solid runs --------------------------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* bit 0: the cell's lower y face (corners 0, 1, 4, 5) is inside; bit 1: its upper face (2, 3, 6, 7) */
+static uint64_t face_flags(const float f[8]) {
+  double lo = (double)f[0] + f[1] + f[4] + f[5], hi = (double)f[2] + f[3] + f[6] + f[7];
+  return (uint64_t)(lo < 0.0) | (uint64_t)(hi < 0.0) << 1;
+}
+
+vx_status vx_cut_runs(const vx_cut *c, int solid, uint64_t mem_limit, vx_run_fn fn, void *user,
+                      vx_error *err) {
+  uint64_t limit = mem_limit ? mem_limit : vx_default_mem_limit();
+  if (c->count > limit / sizeof(uint64_t)) {
+    char lim[32];
+    return vx_error_set(err, VX_ERR_LIMIT, "%llu cells do not fit the memory limit (%s)",
+                        (unsigned long long)c->count, vx_bytes_text((double)limit, lim, sizeof lim));
+  }
+  /* (x, z, y) order: x << 28 | z << 14 | y (14 bits each: levels <= 14), then two face flags */
+  uint64_t *k = (uint64_t *)vx_malloc((size_t)(c->count ? c->count : 1) * sizeof *k);
+  if (!k) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu cells",
+                              (unsigned long long)c->count);
+  for (uint64_t i = 0; i < c->count; i++) {
+    uint32_t x, y, z;
+    vx_morton_decode(c->codes[i], &x, &y, &z);
+    k[i] = ((uint64_t)x << 28 | (uint64_t)z << 14 | y) << 2 | face_flags(c->field[i]);
+  }
+  qsort(k, (size_t)c->count, sizeof *k, cmp_u64);
+  vx_status s = VX_OK;
+  uint64_t i = 0;
+  while (i < c->count && s == VX_OK) {
+    uint64_t col = k[i] >> 16; /* x, z */
+    uint32_t y0 = (uint32_t)(k[i] >> 2 & 0x3fff), y1 = y0 + 1;
+    uint64_t prev = k[i];
+    for (i++; i < c->count && (k[i] >> 16) == col; i++) {
+      uint32_t y = (uint32_t)(k[i] >> 2 & 0x3fff);
+      int joined = y == y1 || (solid && (prev & 2) && (k[i] & 1));
+      if (!joined) {
+        s = fn(user, (uint32_t)(col >> 14), (uint32_t)(col & 0x3fff), y0, y1, err);
+        if (s != VX_OK) break;
+        y0 = y;
+      }
+      y1 = y + 1;
+      prev = k[i];
+    }
+    if (s == VX_OK) s = fn(user, (uint32_t)(col >> 14), (uint32_t)(col & 0x3fff), y0, y1, err);
+  }
+  vx_free(k);
+  return s;
+}
+
+float vx_cut_sample(const vx_cut *c, uint64_t i, const double u[3], double grad[3]) {
+  const float *f = c->field[i];
+  double x = u[0], y = u[1], z = u[2];
+  double v = 0.0;
+  grad[0] = grad[1] = grad[2] = 0.0;
+  for (int k = 0; k < 8; k++) {
+    double wx = (k & 1) ? x : 1.0 - x, wy = (k >> 1 & 1) ? y : 1.0 - y;
+    double wz = (k >> 2 & 1) ? z : 1.0 - z;
+    double dx = (k & 1) ? 1.0 : -1.0, dy = (k >> 1 & 1) ? 1.0 : -1.0;
+    double dz = (k >> 2 & 1) ? 1.0 : -1.0;
+    v += wx * wy * wz * f[k];
+    grad[0] += dx * wy * wz * f[k];
+    grad[1] += wx * dy * wz * f[k];
+    grad[2] += wx * wy * dz * f[k];
+  }
+  return (float)v;
+}

@@ -1,0 +1,79 @@
+/* grid_cut.h - a tree's field at one level as a plain list of cells and grid points: what every
+ * grid and voxel writer (NanoVDB, OpenVDB, binvox, MagicaVoxel, PLY) takes.
+ *
+ * The cut at level L is what a render at `--lod L` draws, as cells of 2^L per axis:
+ * - L = D (the finest level): every surface voxel, its 8 corners dequantized (node.h);
+ * - L < D: every node of level L, its 8 corners evaluated on its least-squares plane;
+ * - at any L, a pruned leaf above L (a subtree replaced by its plane) gives the level-L cells of
+ *   its box that its plane crosses (some corner <= 0 and some >= 0), corners on that plane.
+ * Values are signed distances in cells of the cut (finest voxels / 2^(D-L)), negative inside,
+ * untruncated (planes) or truncated at the tree's band (voxels). Cells are in Morton order.
+ * Grid point (i, j, k), 0 <= i, j, k <= 2^L, is corner (i, j, k) of the cut and lies at world
+ * origin + (i, j, k) * h, h = tree scale * 2^(D-L).
+ *
+ * Points: each corner of a cut cell is one grid point; a point shared by several cells takes the
+ * mean of their values (voxels agree on shared corners, so there the value is the voxel's, bit for
+ * bit; planes of neighbouring nodes differ and are averaged), clamped to +-band cells. Around them
+ * the band is extended to +-band: layer by layer, a point next to the band takes its neighbour's
+ * sign and the magnitude min |v_neighbour| + 1 (a chamfer distance), clamped at the band.
+ *
+ * Solid runs: a column of cells along y (x and z fixed), surface cells and the gaps between them;
+ * a gap is inside when the faces of the two surface cells that bound it are both inside (the sum of
+ * the 4 corner values of each face < 0). Outside the first and last surface cells of a column is
+ * outside: the tree's box holds the whole surface.
+ *
+ * Memory: 40 bytes per cell; points 16 bytes per point plus a hash table while they are merged.
+ * Every count is checked against mem_limit before it is allocated. Never prints.
+ */
+#ifndef VOXLOD_FORMATS_GRID_CUT_H
+#define VOXLOD_FORMATS_GRID_CUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "svo/svo.h"
+
+VX_EXTERN_C_BEGIN
+
+typedef struct vx_cut {
+  uint32_t level;      /* L */
+  uint32_t res;        /* 2^L cells per axis */
+  double origin[3];    /* world position of grid point (0, 0, 0) */
+  double h;            /* world units per cell */
+  uint64_t count;      /* cells */
+  uint64_t *codes;     /* Morton codes of the cells (level L), ascending */
+  float (*field)[8];   /* corner values per cell, cells of the cut; corner c at (c&1, c>>1&1, c>>2&1) */
+  uint64_t plane_cells; /* cells whose values come from planes */
+  uint64_t cap;
+} vx_cut;
+
+/* Builds the cut of a whole tree (all levels loaded) at level `level` (0 .. depth). Fails with
+ * VX_ERR_LIMIT when its cells would need more than mem_limit bytes (0: the default limit),
+ * VX_ERR_INTERRUPTED when progress asks to stop. */
+vx_status vx_cut_build(const vx_octree *t, uint32_t level, uint64_t mem_limit,
+                       vx_progress_fn progress, void *user, vx_cut *out, vx_error *err);
+void vx_cut_free(vx_cut *c);
+
+/* The grid points of a cut with their merged values (see above), values in cells clamped to
+ * +-band. The band reaches past the tree's box, so points are shifted by *pad (ceil(band) + 1) on
+ * each axis: keys = Morton codes of (i + pad, j + pad, k + pad), ascending. *keys and *values come
+ * from vx_malloc. */
+vx_status vx_cut_points(const vx_cut *c, float band, uint64_t mem_limit, uint64_t **keys,
+                        float **values, uint64_t *n, uint32_t *pad, vx_error *err);
+
+/* A run of filled cells in one column: x, z fixed, y0 <= y < y1. */
+typedef vx_status (*vx_run_fn)(void *user, uint32_t x, uint32_t z, uint32_t y0, uint32_t y1,
+                               vx_error *err);
+
+/* Calls fn for every run of filled cells, ordered by x, then z, then y (binvox's order): the
+ * surface cells, and with `solid` also the inside gaps between them. Stops at the first status
+ * fn returns that is not VX_OK and returns it. */
+vx_status vx_cut_runs(const vx_cut *c, int solid, uint64_t mem_limit, vx_run_fn fn, void *user,
+                      vx_error *err);
+
+/* The field of cell i at its local point (u, v, w) in [0, 1]^3 (trilinear) and its gradient
+ * (cells of the cut per cell). */
+float vx_cut_sample(const vx_cut *c, uint64_t i, const double u[3], double grad[3]);
+
+VX_EXTERN_C_END
+
+#endif

@@ -1,0 +1,194 @@
+/* mesh_export.cpp - vx_mesh_write: an indexed triangle mesh through assimp's exporter to memory,
+ * then the atomic writer (mesh_export.h lists the formats and what each refuses).
+ *
+ * C++ because a scene handed to Assimp::Exporter must be one assimp can copy and free: aiScene's
+ * constructor sets up its private data, and the exporter copies the whole scene before it runs
+ * (SceneCombiner), so the scene built here may borrow our arrays. The positions, normals and the
+ * per-triangle index pointers point into the caller's arrays and are detached before the scene
+ * is destroyed, so assimp frees only what it allocated (the face array, the node, the material).
+ * Exceptions (std::bad_alloc, assimp's DeadlyExportError) become status codes here.
+ */
+#include <assimp/Exporter.hpp>
+#include <assimp/material.h>
+#include <assimp/postprocess.h>
+#include <assimp/scene.h>
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "formats/atomic_file.h"
+#include "formats/mesh_export.h"
+
+namespace {
+
+struct format_rule {
+  const char *ext;
+  const char *id;
+};
+
+/* Our choices where assimp has several writers for one extension. */
+const format_rule preferred[] = {
+    {"obj", "objnomtl"}, {"ply", "plyb"}, {"stl", "stlb"}, {"glb", "glb2"}, {"dae", "collada"}};
+
+std::string extension_of(const char *path) {
+  const char *slash = std::strrchr(path, '/');
+  const char *dot = std::strrchr(path, '.');
+  if (!dot || (slash && dot < slash) || !dot[1]) return std::string();
+  std::string e(dot + 1);
+  for (char &c : e)
+    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+  return e;
+}
+
+/* Detaches the borrowed arrays before assimp's destructors run. */
+struct scene_guard {
+  aiScene *scene = nullptr;
+  ~scene_guard() {
+    if (!scene) return;
+    if (scene->mMeshes && scene->mMeshes[0]) {
+      aiMesh *m = scene->mMeshes[0];
+      m->mVertices = nullptr;
+      m->mNormals = nullptr;
+      for (unsigned f = 0; m->mFaces && f < m->mNumFaces; f++) m->mFaces[f].mIndices = nullptr;
+    }
+    delete scene;
+  }
+};
+
+}  // namespace
+
+extern "C" vx_status vx_mesh_export_format(const char *path, const char **id, vx_error *err) {
+  *id = nullptr;
+  if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "no output file given");
+  std::string e = extension_of(path);
+  const char *known = "written as .obj, .ply, .stl, .glb or another format assimp exports "
+                      "(.dae, .x3d, .3mf, .fbx, ...)";
+  if (e.empty())
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "'%s' has no file extension to choose the format by: meshes are %s", path,
+                        known);
+  if (e == "gltf")
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "'%s': .gltf keeps its data in a second file; write a .glb (one file)",
+                        path);
+  for (const format_rule &r : preferred)
+    if (e == r.ext) {
+      *id = r.id;
+      return VX_OK;
+    }
+  try {
+    Assimp::Exporter ex;
+    for (size_t i = 0; i < ex.GetExportFormatCount(); i++) {
+      const aiExportFormatDesc *d = ex.GetExportFormatDescription(i);
+      if (d && d->fileExtension && e == d->fileExtension) {
+        *id = d->id;
+        return VX_OK;
+      }
+    }
+  } catch (...) {
+  }
+  return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': unknown mesh format '.%s': meshes are %s",
+                      path, e.c_str(), known);
+}
+
+extern "C" vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint64_t *bytes,
+                                   vx_error *err) {
+  if (bytes) *bytes = 0;
+  const char *id = nullptr;
+  vx_status st = vx_mesh_export_format(path, &id, err);
+  if (st != VX_OK) return st;
+  if (!m || !m->pos || m->triangle_count == 0)
+    return vx_error_set(err, VX_ERR_EMPTY, "'%s': the mesh has no triangles; nothing written",
+                        path);
+  const uint64_t nv = m->tri ? m->vertex_count : 3 * m->triangle_count;
+  if (nv > 0xffffffffu || m->triangle_count > 0xffffffffu)
+    return vx_error_set(err, VX_ERR_LIMIT,
+                        "'%s': %llu vertices and %llu triangles: assimp holds at most 2^32 - 1 of "
+                        "each in a mesh", path, (unsigned long long)nv,
+                        (unsigned long long)m->triangle_count);
+  if (!m->tri && m->vertex_count < nv)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "a triangle soup needs 3 vertices per triangle");
+  std::string e = extension_of(path);
+  if (e == "glb") {
+    /* positions and normals (24 bytes a vertex), indices (12 a triangle), JSON and headers */
+    double need = 24.0 * (double)nv + 12.0 * (double)m->triangle_count + 65536.0;
+    if (need >= 4294967296.0)
+      return vx_error_set(err, VX_ERR_LIMIT,
+                          "'%s': a .glb file holds at most 4 GiB and this mesh needs about %.1f "
+                          "GiB; write a .ply or .obj instead", path, need / 1073741824.0);
+  }
+  if (e == "3ds" && (nv > 65535 || m->triangle_count > 65535))
+    return vx_error_set(err, VX_ERR_LIMIT,
+                        "'%s': a .3ds mesh holds at most 65,535 vertices and triangles (this one "
+                        "has %llu and %llu); choose a coarser cut or another format", path,
+                        (unsigned long long)nv, (unsigned long long)m->triangle_count);
+  /* Fail on the output's directory or kind before the (long) export. */
+  st = vx_output_check(path, nullptr, 0, nullptr, err);
+  if (st != VX_OK) return st;
+  uint32_t *soup_idx = nullptr;
+  try {
+    scene_guard g;
+    g.scene = new aiScene();
+    aiScene *sc = g.scene;
+    sc->mRootNode = new aiNode();
+    sc->mRootNode->mName.Set("voxlod");
+    sc->mRootNode->mNumMeshes = 1;
+    sc->mRootNode->mMeshes = new unsigned int[1];
+    sc->mRootNode->mMeshes[0] = 0;
+    sc->mNumMaterials = 1;
+    sc->mMaterials = new aiMaterial *[1];
+    sc->mMaterials[0] = new aiMaterial();
+    aiString name("voxlod");
+    sc->mMaterials[0]->AddProperty(&name, AI_MATKEY_NAME);
+    sc->mNumMeshes = 1;
+    sc->mMeshes = new aiMesh *[1];
+    sc->mMeshes[0] = nullptr;
+    aiMesh *am = new aiMesh();
+    sc->mMeshes[0] = am;
+    am->mName.Set("voxlod");
+    am->mPrimitiveTypes = aiPrimitiveType_TRIANGLE;
+    am->mMaterialIndex = 0;
+    am->mNumVertices = (unsigned)nv;
+    am->mVertices = (aiVector3D *)const_cast<float *>(m->pos);
+    if (m->nrm && m->tri) am->mNormals = (aiVector3D *)const_cast<float *>(m->nrm);
+    const uint32_t *idx = m->tri;
+    if (!idx) {
+      soup_idx = (uint32_t *)vx_malloc((size_t)nv * sizeof(uint32_t));
+      if (!soup_idx) return vx_error_set(err, VX_ERR_NOMEM, "out of memory writing '%s'", path);
+      for (uint64_t i = 0; i < nv; i++) soup_idx[i] = (uint32_t)i;
+      idx = soup_idx;
+    }
+    am->mNumFaces = (unsigned)m->triangle_count;
+    am->mFaces = new aiFace[am->mNumFaces];
+    for (unsigned f = 0; f < am->mNumFaces; f++) {
+      am->mFaces[f].mNumIndices = 3;
+      am->mFaces[f].mIndices = const_cast<unsigned int *>(idx + 3 * (uint64_t)f);
+    }
+    Assimp::Exporter ex;
+    unsigned pre = m->tri ? 0u : (unsigned)aiProcess_JoinIdenticalVertices;
+    const aiExportDataBlob *blob = ex.ExportToBlob(sc, id, pre);
+    if (!blob) {
+      std::string why = ex.GetErrorString();
+      vx_free(soup_idx);
+      return vx_error_set(err, VX_ERR_IO, "cannot export '%s' as %s: %s", path, id,
+                          why.empty() ? "the exporter failed" : why.c_str());
+    }
+    if (blob->next) {
+      vx_free(soup_idx);
+      return vx_error_set(err, VX_ERR_INVALID_ARG,
+                          "'%s': assimp's %s exporter writes several files; choose a format that "
+                          "writes one (.obj, .ply, .stl, .glb)", path, id);
+    }
+    st = vx_atomic_write_file(path, blob->data, blob->size, err);
+    if (st == VX_OK && bytes) *bytes = blob->size;
+  } catch (const std::bad_alloc &) {
+    st = vx_error_set(err, VX_ERR_NOMEM, "out of memory writing '%s'", path);
+  } catch (const std::exception &x) {
+    st = vx_error_set(err, VX_ERR_IO, "cannot export '%s': %s", path, x.what());
+  } catch (...) {
+    st = vx_error_set(err, VX_ERR_IO, "cannot export '%s': the exporter failed", path);
+  }
+  vx_free(soup_idx);
+  return st;
+}

@@ -1,0 +1,41 @@
+/* mesh_export.h - triangle meshes written to files through assimp's exporter (the only file
+ * besides the importer that includes assimp): the format follows the file's extension.
+ *
+ * .obj  Wavefront OBJ without a material file (assimp "objnomtl"): v, vn, f lines
+ * .ply  binary little-endian PLY ("plyb"): vertex x y z nx ny nz, face lists
+ * .stl  binary STL ("stlb"): one normal per triangle (the format holds no vertex normals)
+ * .glb  binary glTF 2 ("glb2"): positions, normals, 32-bit indices, one default material
+ * and any other extension that names a single-file assimp exporter (.dae, .x3d, .3mf, .fbx, ...).
+ * What a format cannot hold is refused before anything is written, with the reason: a .glb over
+ * 4 GiB (its sizes are 32-bit), a .3ds over 65,535 vertices or triangles (16-bit counts), formats
+ * that write several files (.gltf writes a .bin beside it: use .glb), an empty mesh.
+ * The whole file is produced in memory, then written by the atomic writer (atomic_file.h): a
+ * failed export leaves no file and an existing one untouched.
+ */
+#ifndef VOXLOD_FORMATS_MESH_EXPORT_H
+#define VOXLOD_FORMATS_MESH_EXPORT_H
+
+#include <stdint.h>
+#include "svo/svo.h"
+
+VX_EXTERN_C_BEGIN
+
+typedef struct vx_mesh_data {
+  const float *pos;       /* vertex_count * 3, world coordinates */
+  const float *nrm;       /* vertex_count * 3 unit normals, or NULL */
+  uint64_t vertex_count;
+  const uint32_t *tri;    /* triangle_count * 3 indices; NULL: a soup, vertices 3k..3k+2 form
+                             triangle k (identical vertices are then merged by assimp) */
+  uint64_t triangle_count;
+} vx_mesh_data;
+
+/* The assimp exporter id for path's extension ("plyb" for x.ply), or VX_ERR_INVALID_ARG naming
+ * the formats that are written. */
+vx_status vx_mesh_export_format(const char *path, const char **id, vx_error *err);
+
+/* Writes m to path (see above). *bytes (may be NULL) receives the file's size. */
+vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint64_t *bytes, vx_error *err);
+
+VX_EXTERN_C_END
+
+#endif

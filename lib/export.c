@@ -1,0 +1,153 @@
+/* export.c - vx_tree_export (include/voxlod/export.h): options and output checked before any
+ * work, the cut at the chosen level (formats/grid_cut.h), then the format's writer
+ * (formats/grid_export.h). Grids take the cut's points; the voxel formats and PLY its cells. */
+#include "lib/internal.h"
+#include "formats/grid_export.h"
+#include "svo/system.h"
+
+#include <ctype.h>
+#include <string.h>
+
+static int ends_with(const char *s, const char *ext) {
+  size_t n = strlen(s), m = strlen(ext);
+  if (n < m) return 0;
+  for (size_t i = 0; i < m; i++)
+    if (tolower((unsigned char)s[n - m + i]) != ext[i]) return 0;
+  return 1;
+}
+
+vx_export_format vx_export_format_of(const char *path) {
+  if (!path) return VX_EXPORT_AUTO;
+  if (ends_with(path, ".nvdb")) return VX_EXPORT_NVDB;
+  if (ends_with(path, ".vdb")) return VX_EXPORT_VDB;
+  if (ends_with(path, ".binvox")) return VX_EXPORT_BINVOX;
+  if (ends_with(path, ".vox")) return VX_EXPORT_VOX;
+  if (ends_with(path, ".ply")) return VX_EXPORT_PLY;
+  return VX_EXPORT_AUTO;
+}
+
+int vx_export_available(vx_export_format f) {
+  switch (f) {
+  case VX_EXPORT_NVDB: return vx_nvdb_write_available();
+  case VX_EXPORT_VDB: return vx_vdb_write_available();
+  case VX_EXPORT_BINVOX:
+  case VX_EXPORT_VOX:
+  case VX_EXPORT_PLY: return 1;
+  default: return 0;
+  }
+}
+
+/* A grid name: 1..255 bytes, printable ASCII (NanoVDB keeps 255 in its header). */
+static int good_name(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 255) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] < 0x20 || s[i] > 0x7e) return 0;
+  return 1;
+}
+
+static vx_status check(const vx_tree *t, const char *path, vx_export_opts *o, vx_error *err) {
+  if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to export");
+  if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty output path");
+  const vx_octree *oc = &t->oct;
+  if (oc->levels_loaded != oc->depth + 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "cannot export a partially loaded tree (levels "
+                        "%u of %u)", oc->levels_loaded, oc->depth + 1);
+  if (o->format == VX_EXPORT_AUTO) o->format = vx_export_format_of(path);
+  if (o->format == VX_EXPORT_AUTO)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': unknown output format (the extension must "
+                        "be .nvdb, .vdb, .binvox, .vox or .ply)", path);
+  if (o->format < VX_EXPORT_NVDB || o->format > VX_EXPORT_PLY)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown export format %d", (int)o->format);
+  if (o->levels > oc->depth + 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "level %u is beyond the tree's depth %u (levels "
+                        "0..%u)", o->levels - 1, oc->depth, oc->depth);
+  /* what a format cannot hold is refused before any work */
+  uint32_t res = 1u << (o->levels ? o->levels - 1 : oc->depth);
+  if (o->format == VX_EXPORT_VOX && res > VX_VOX_MAX_RES)
+    return vx_error_set(err, VX_ERR_LIMIT, "a %u^3 grid is too large for .vox (MagicaVoxel's "
+                        "world is %u voxels wide): export a coarser level with --lod", res,
+                        VX_VOX_MAX_RES);
+  if (o->format == VX_EXPORT_BINVOX && res > VX_BINVOX_MAX_RES)
+    return vx_error_set(err, VX_ERR_LIMIT, "a %u^3 grid is too large for .binvox (readers hold it "
+                        "densely; at most %u^3): export a coarser level with --lod", res,
+                        VX_BINVOX_MAX_RES);
+  if (o->band == 0.0f) o->band = oc->band;
+  if (!(o->band >= 1.0f && o->band <= 64.0f))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "band %g outside 1..64 voxels", (double)o->band);
+  if (!o->grid_name) o->grid_name = "surface";
+  if (!good_name(o->grid_name))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "grid name '%.64s' must be 1 to 255 printable "
+                        "ASCII characters", o->grid_name);
+  if (!vx_export_available(o->format))
+    return vx_error_set(err, VX_ERR_FORMAT, "this voxlod was built without %s: '%s' cannot be "
+                        "written", o->format == VX_EXPORT_VDB ? "OpenVDB (libopenvdb-dev)"
+                                                              : "the NanoVDB headers",
+                        path);
+  return VX_OK;
+}
+
+vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opts *opts,
+                         vx_export_stats *stats, vx_error *err) {
+  vx_export_opts o;
+  VX_OPTS(o, opts);
+  vx_status s = check(t, path, &o, err);
+  if (s != VX_OK) return s;
+  if ((s = vx_output_check(path, NULL, 0, NULL, err)) != VX_OK) return s;
+  double t0 = vx_clock_seconds();
+  const vx_octree *oc = &t->oct;
+  uint32_t level = o.levels ? o.levels - 1 : oc->depth;
+  uint64_t limit = o.mem_limit ? o.mem_limit : vx_default_mem_limit();
+  vx_cut cut;
+  if ((s = vx_cut_build(oc, level, limit, o.progress, o.user, &cut, err)) != VX_OK) return s;
+  vx_export_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  st.level = level;
+  st.resolution = cut.res;
+  st.cells = cut.count;
+  st.plane_cells = cut.plane_cells;
+  if (o.progress && o.progress(o.user, "writing", 0.0)) {
+    vx_cut_free(&cut);
+    return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted before writing");
+  }
+  switch (o.format) {
+  case VX_EXPORT_NVDB:
+  case VX_EXPORT_VDB: {
+    vx_grid_points g;
+    memset(&g, 0, sizeof g);
+    uint64_t *keys = NULL;
+    float *values = NULL;
+    s = vx_cut_points(&cut, o.band, limit, &keys, &values, &g.count, &g.pad, err);
+    if (s != VX_OK) break;
+    g.keys = keys;
+    g.values = values;
+    for (int k = 0; k < 3; k++) g.origin[k] = cut.origin[k];
+    g.h = cut.h;
+    g.band = o.band;
+    g.name = o.grid_name;
+    st.values = g.count;
+    s = o.format == VX_EXPORT_NVDB ? vx_nvdb_write(path, &g, &st.file_bytes, err)
+                                   : vx_vdb_write(path, &g, &st.file_bytes, err);
+    vx_free(keys);
+    vx_free(values);
+    break;
+  }
+  case VX_EXPORT_BINVOX:
+    s = vx_binvox_write(path, &cut, o.solid, limit, &st.values, &st.file_bytes, err);
+    break;
+  case VX_EXPORT_VOX:
+    s = vx_vox_write(path, &cut, o.solid, limit, &st.values, &st.models, &st.file_bytes, err);
+    break;
+  default:
+    s = vx_ply_points_write(path, &cut, o.surface_points, &st.file_bytes, err);
+    st.values = cut.count;
+    break;
+  }
+  vx_cut_free(&cut);
+  if (s != VX_OK) return s;
+  if (o.progress) o.progress(o.user, "writing", 1.0);
+  st.seconds = vx_clock_seconds() - t0;
+  if (stats) VX_STATS_OUT(stats, st);
+  return VX_OK;
+}

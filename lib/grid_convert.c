@@ -1,0 +1,132 @@
+/* grid_convert.c - vx_convert_grid (include/voxlod/export.h): an OpenVDB level set -> tree, the
+ * mesh pipeline's later half.
+ *
+ * Policy, in order:
+ * 1. Options and the output are checked before any work, as vx_convert does.
+ * 2. The file's outer structure is parsed here (formats/vdb_scan.c) and the grid chosen; a file
+ *    without a float level set is refused with the list of its grids, without running OpenVDB.
+ * 3. OpenVDB reads and resamples the grid in a child process (formats/vdb_isolated.c) under the
+ *    time and memory limits; the surface voxels it sends back are checked again.
+ * 4. The octree is built from them (vx_octree_build), its planes fitted, optionally pruned, and
+ *    written by the one .svo writer: the same steps and bytes a mesh's voxels get.
+ */
+#include "lib/internal.h"
+#include "formats/vdb_read.h"
+#include "svo/lod.h"
+#include "svo/system.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts, const vx_convert_opts *opts,
+                          const char *out_path, int keep_tree, vx_build **out, vx_error *err) {
+  if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the result");
+  *out = NULL;
+  if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty .vdb path");
+  if (!out_path && !keep_tree)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "neither an output file nor keep_tree: nothing "
+                        "would be kept");
+  vx_grid_opts g;
+  VX_OPTS(g, gopts);
+  vx_convert_opts o;
+  VX_OPTS(o, opts);
+  if (o.band == 0.0f) o.band = 2.0f;
+  if (o.mem_limit == 0) o.mem_limit = vx_default_mem_limit();
+  uint32_t r = o.resolution;
+  if (r && (r < 2 || r > (1u << VX_MAX_DEPTH) || (r & (r - 1))))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "resolution %u is not a power of two from 2 to "
+                        "%u (0: the grid's own voxel size)", r, 1u << VX_MAX_DEPTH);
+  if (!(o.max_error >= 0.0f) || !(o.max_error < 1e30f))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "max error %g is not a number >= 0",
+                        (double)o.max_error);
+  if (!(o.band >= 1.0f && o.band <= 64.0f))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "band %g outside 1..64 voxels", (double)o.band);
+  if (o.threads < 0 || o.threads > 1024)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "thread count %d outside 0..1024", o.threads);
+  if (o.zstd_level < 0 || o.zstd_level > 22)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "zstd level %d outside 1..22 (0: by size)",
+                        o.zstd_level);
+  if (!(g.timeout_s == g.timeout_s)) return vx_error_set(err, VX_ERR_INVALID_ARG, "bad time-out");
+  double timeout = g.timeout_s == 0.0 ? 300.0 : g.timeout_s;
+  vx_status s;
+  if (out_path && (s = vx_output_check(out_path, &path, 1, NULL, err)) != VX_OK) return s;
+  double t0 = vx_clock_seconds();
+  if (o.progress && o.progress(o.user, "reading", 0.0))
+    return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted");
+
+  vx_vdb_listing *l = (vx_vdb_listing *)vx_malloc(sizeof *l);
+  if (!l) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  uint32_t pick = 0;
+  char name[sizeof l->grids[0].name];
+  s = vx_vdb_scan(path, l, err);
+  if (s == VX_OK) s = vx_vdb_pick(l, path, g.grid, &pick, err);
+  if (s == VX_OK) snprintf(name, sizeof name, "%s", pick < l->listed ? l->grids[pick].name : g.grid);
+  vx_free(l);
+  if (s != VX_OK) return s;
+
+  vx_vdb_surface surf;
+  s = vx_vdb_surface_read_isolated(path, name, r, o.band, o.threads, timeout, o.mem_limit, &surf,
+                                   err);
+  if (s != VX_OK) return s;
+  vx_build *b = (vx_build *)vx_calloc(1, sizeof *b);
+  vx_octree tree;
+  memset(&tree, 0, sizeof tree);
+  if (!b) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  if (s == VX_OK && o.progress && o.progress(o.user, "octree", 0.0))
+    s = vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted");
+  if (s == VX_OK) s = vx_octree_build(surf.depth, surf.codes, surf.voxels, surf.count, &tree, err);
+  uint64_t voxels = surf.count;
+  uint32_t res = 1u << surf.depth;
+  if (b) {
+    if (surf.resampled)
+      vx_notes_add(&b->notes, "resampled: the level set was sampled at voxel size %g (the file's: "
+                   "%g%s)", surf.scale, surf.src_voxel,
+                   surf.widened ? ", its narrow band widened first" : "");
+  }
+  if (s == VX_OK) {
+    for (int k = 0; k < 3; k++) tree.xf.origin[k] = surf.origin[k];
+    tree.xf.scale = surf.scale;
+    tree.band = o.band;
+  }
+  vx_vdb_surface_free(&surf);
+  if (s == VX_OK) s = vx_octree_fit_planes(&tree, o.progress, o.user, err);
+  if (s == VX_OK && o.max_error > 0.0f) {
+    s = vx_octree_prune(&tree, o.max_error, err);
+    tree.prune_error = o.max_error;
+  }
+  if (s == VX_OK) s = vx_octree_validate(&tree, err);
+  double t1 = vx_clock_seconds();
+  if (s == VX_OK && out_path) s = vx_svo_write(out_path, &tree, o.zstd_level, o.progress, o.user, err);
+  double t2 = vx_clock_seconds();
+  if (s == VX_OK) {
+    vx_build_stats *st = &b->stats;
+    st->struct_size = sizeof *st;
+    st->resolution = res;
+    st->surface_voxels = voxels;
+    st->nodes = tree.node_count;
+    st->sec_build = t1 - t0;
+    st->sec_write = out_path ? t2 - t1 : 0.0;
+    st->sec_total = t2 - t0;
+    st->sec_voxels = t1 - t0;
+    struct stat fs;
+    if (out_path && stat(out_path, &fs) == 0 && S_ISREG(fs.st_mode))
+      st->file_bytes = (uint64_t)fs.st_size;
+  }
+  if (s == VX_OK && keep_tree) {
+    b->tree = vx_tree_new();
+    if (!b->tree) {
+      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    } else {
+      b->tree->oct = tree;
+      memset(&tree, 0, sizeof tree);
+    }
+  }
+  vx_octree_free(&tree);
+  if (s != VX_OK) {
+    vx_build_free(b);
+    return s;
+  }
+  *out = b;
+  return VX_OK;
+}

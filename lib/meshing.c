@@ -1,0 +1,160 @@
+/* meshing.c - the public meshing calls (include/voxlod/meshing.h): trees to meshes through the
+ * dual contouring of mesher/, meshes to files through formats/mesh_export, and the accessors.
+ *
+ * A meshed vx_mesh keeps the indexed arrays the mesher made (moved, not copied) and, beside
+ * them, the same triangles as a soup, so that it converts like any loaded mesh.
+ */
+#include "lib/internal.h"
+#include "formats/mesh_export.h"
+#include "mesher/mesher.h"
+
+#define SOUP_CHUNK 65536u /* triangles gathered at a time */
+
+/* The soup of an indexed mesh (vx_soup_append drops zero-area triangles and counts them). */
+static vx_status fill_soup(vx_mesh *m, vx_error *err) {
+  float *buf = (float *)vx_malloc((size_t)SOUP_CHUNK * 9 * sizeof(float));
+  if (!buf) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status st = VX_OK;
+  for (uint64_t t0 = 0; st == VX_OK && t0 < m->triangle_count; t0 += SOUP_CHUNK) {
+    uint64_t k = m->triangle_count - t0 < SOUP_CHUNK ? m->triangle_count - t0 : SOUP_CHUNK;
+    for (uint64_t t = 0; t < k; t++)
+      for (int c = 0; c < 3; c++)
+        memcpy(buf + 9 * t + 3 * (uint64_t)c,
+               m->vertices + 3 * (uint64_t)m->indices[3 * (t0 + t) + (uint64_t)c],
+               3 * sizeof(float));
+    st = vx_soup_append(&m->soup, buf, k, err);
+  }
+  vx_free(buf);
+  m->soup.mesh_count = 1;
+  return st;
+}
+
+vx_status vx_mesh_from_tree(const vx_tree *t, const vx_mesh_opts *opts, vx_mesh **out,
+                            vx_error *err) {
+  if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the mesh");
+  *out = NULL;
+  if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to mesh");
+  vx_mesh_opts o;
+  VX_OPTS(o, opts);
+  const vx_octree *oc = &t->oct;
+  vx_dc_opts d;
+  memset(&d, 0, sizeof d);
+  switch (o.cut) {
+  case VX_MESH_FINEST: d.cut = VX_DC_FINEST; break;
+  case VX_MESH_LEVEL:
+    if (o.level > oc->depth)
+      return vx_error_set(err, VX_ERR_INVALID_ARG,
+                          "level %u is beyond the tree's depth %u (levels 0..%u)", o.level,
+                          oc->depth, oc->depth);
+    d.cut = VX_DC_LEVEL;
+    d.level = o.level;
+    break;
+  case VX_MESH_ERROR:
+    if (!(o.max_error > 0.0f) || !(o.max_error < 1e30f))
+      return vx_error_set(err, VX_ERR_INVALID_ARG, "max error %g is not a number of voxels > 0",
+                          (double)o.max_error);
+    d.cut = VX_DC_ERROR;
+    d.max_error = o.max_error;
+    break;
+  default:
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown cut %d", (int)o.cut);
+  }
+  if (o.threads < 0) return vx_error_set(err, VX_ERR_INVALID_ARG, "%d threads", o.threads);
+  d.threads = o.threads;
+  d.progress = o.progress;
+  d.user = o.user;
+  vx_dc_mesh dm;
+  vx_dc_stats ds;
+  vx_status st = vx_dc_extract(oc, &d, &dm, &ds, err);
+  if (st != VX_OK) return st;
+  if (dm.triangle_count == 0) {
+    vx_dc_mesh_free(&dm);
+    if (d.cut == VX_DC_LEVEL)
+      return vx_error_set(err, VX_ERR_EMPTY,
+                          "no surface crossing at level %u (%u^3 cells): choose a finer level",
+                          d.level, 1u << d.level);
+    return vx_error_set(err, VX_ERR_EMPTY, "the tree's field has no surface crossing");
+  }
+  vx_mesh *m = (vx_mesh *)vx_calloc(1, sizeof *m);
+  if (!m) {
+    vx_dc_mesh_free(&dm);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  m->vertices = dm.pos;
+  m->normals = dm.nrm;
+  m->vertex_count = dm.vertex_count;
+  m->indices = dm.tri;
+  m->triangle_count = dm.triangle_count;
+  st = fill_soup(m, err);
+  if (st != VX_OK) {
+    vx_mesh_free(m);
+    return st;
+  }
+  vx_mesh_stats *s = &m->mesh_stats;
+  s->struct_size = sizeof *s;
+  s->vertices = dm.vertex_count;
+  s->triangles = dm.triangle_count;
+  s->cells = ds.cells;
+  s->level_min = ds.level_min;
+  s->level_max = ds.level_max;
+  s->corners_shared = ds.corners_shared;
+  s->corners_disputed = ds.corners_disputed;
+  s->corners_repaired = ds.corners_repaired;
+  s->contacts_split = ds.contacts_split;
+  s->open_edges = ds.open_edges;
+  s->sec_field = ds.sec_field;
+  s->sec_vertices = ds.sec_vertices;
+  s->sec_faces = ds.sec_faces;
+  s->sec_assemble = ds.sec_assemble;
+  s->sec_total = ds.sec_total;
+  m->has_mesh_stats = 1;
+  *out = m;
+  return VX_OK;
+}
+
+vx_status vx_mesh_get_stats(const vx_mesh *m, vx_mesh_stats *st) {
+  if (!m || !st || !m->has_mesh_stats) return VX_ERR_INVALID_ARG;
+  VX_STATS_OUT(st, m->mesh_stats);
+  return VX_OK;
+}
+
+const float *vx_mesh_vertices(const vx_mesh *m, uint64_t *count) {
+  if (count) *count = !m ? 0 : m->indices ? m->vertex_count : 3 * m->soup.tri_count;
+  return !m ? NULL : m->indices ? m->vertices : m->soup.pos;
+}
+
+const float *vx_mesh_normals(const vx_mesh *m, uint64_t *count) {
+  if (count) *count = m && m->normals ? m->vertex_count : 0;
+  return m ? m->normals : NULL;
+}
+
+const uint32_t *vx_mesh_indices(const vx_mesh *m, uint64_t *count) {
+  if (count) *count = !m ? 0 : m->indices ? m->triangle_count : m->soup.tri_count;
+  return m ? m->indices : NULL;
+}
+
+vx_status vx_mesh_check_path(const char *path, const char *const *inputs, size_t n,
+                             vx_error *err) {
+  const char *id;
+  vx_status st = vx_mesh_export_format(path, &id, err);
+  if (st != VX_OK) return st;
+  return vx_check_output(path, inputs, n, err);
+}
+
+vx_status vx_mesh_save(const vx_mesh *m, const char *path, vx_error *err) {
+  if (!m) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh to save");
+  vx_mesh_data d;
+  memset(&d, 0, sizeof d);
+  if (m->indices) {
+    d.pos = m->vertices;
+    d.nrm = m->normals;
+    d.vertex_count = m->vertex_count;
+    d.tri = m->indices;
+    d.triangle_count = m->triangle_count;
+  } else {
+    d.pos = m->soup.pos;
+    d.vertex_count = 3 * m->soup.tri_count;
+    d.triangle_count = m->soup.tri_count;
+  }
+  return vx_mesh_write(path, &d, NULL, err);
+}

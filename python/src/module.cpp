@@ -1,0 +1,575 @@
+// module.cpp - voxlod._voxlod: the nanobind module over libvoxlod's public C API (voxlod.h).
+//
+// This layer only converts: Python arguments into option structs, statuses into exceptions
+// (voxlod._errors makes them), arrays into pointers. Checks a user should read as Python
+// messages (shapes, dtypes, contiguity, value ranges) happen in voxlod/__init__.py before the
+// call; the library validates everything again. Long calls release the GIL. A conversion runs
+// on a worker thread while the calling thread waits with the GIL released, waking every 50 ms
+// to report progress and to run Python's signal handlers, so Ctrl-C cancels the build
+// (the progress callback then answers "stop", the library cleans up, KeyboardInterrupt is
+// raised).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "voxlod.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// Raises voxlod.Error (the subclass for the status) with the library's message.
+[[noreturn]] void raise_status(vx_status s, const vx_error &e) {
+  nb::object make = nb::module_::import_("voxlod._errors").attr("_make_error");
+  nb::object exc = make((int)s, std::string(e.msg[0] ? e.msg : vx_status_str(s)));
+  PyErr_SetObject((PyObject *)Py_TYPE(exc.ptr()), exc.ptr());
+  throw nb::python_error();
+}
+
+void check(vx_status s, const vx_error &e) {
+  if (s != VX_OK) raise_status(s, e);
+}
+
+vx_error no_error() {
+  vx_error e;
+  std::memset(&e, 0, sizeof e);
+  return e;
+}
+
+vx_device device_of(int d) {
+  return d == 1 ? VX_DEVICE_CPU : d == 2 ? VX_DEVICE_GPU : VX_DEVICE_AUTO;
+}
+
+// ---- meshes ---------------------------------------------------------------------------------
+
+struct Mesh {
+  vx_mesh *m = nullptr;
+  ~Mesh() { vx_mesh_free(m); }
+};
+
+using Floats2 = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using Uints2 = nb::ndarray<const uint32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+Mesh *mesh_load(const std::string &path, double timeout_s) {
+  vx_mesh_load_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.timeout_s = timeout_s;
+  vx_error e = no_error();
+  vx_mesh *m = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_mesh_load(path.c_str(), &o, &m, &e);
+  }
+  check(s, e);
+  Mesh *r = new Mesh();
+  r->m = m;
+  return r;
+}
+
+Mesh *mesh_from_arrays(Floats2 v, Uints2 f) {
+  vx_error e = no_error();
+  vx_mesh *m = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_mesh_from_arrays(v.data(), v.shape(0), f.data(), f.shape(0), &m, &e);
+  }
+  check(s, e);
+  Mesh *r = new Mesh();
+  r->m = m;
+  return r;
+}
+
+nb::dict mesh_info(const Mesh &m) {
+  vx_mesh_info i;
+  std::memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  vx_mesh_get_info(m.m, &i);
+  nb::dict d;
+  d["triangles"] = i.triangles;
+  d["meshes"] = i.meshes;
+  d["bbox_min"] = nb::make_tuple(i.bbox_min[0], i.bbox_min[1], i.bbox_min[2]);
+  d["bbox_max"] = nb::make_tuple(i.bbox_max[0], i.bbox_max[1], i.bbox_max[2]);
+  d["skipped_degenerate"] = i.skipped_degenerate;
+  d["skipped_nonfinite"] = i.skipped_nonfinite;
+  d["skipped_nontriangle"] = i.skipped_nontriangle;
+  return d;
+}
+
+// ---- trees ----------------------------------------------------------------------------------
+
+// A tree with the renderer and sampler made for it on first use. The mutex serialises their
+// use (one thread at a time each, voxlod.h); the tree itself is read-only.
+struct Tree {
+  vx_tree *t = nullptr;
+  vx_renderer *renderer = nullptr;
+  int renderer_device = -1;
+  vx_sampler *sampler = nullptr;
+  int sampler_device = -1;
+  std::string notes;
+  std::mutex lock;
+  ~Tree() {
+    vx_sampler_free(sampler);
+    vx_renderer_free(renderer);
+    vx_tree_free(t);
+  }
+  vx_tree_info info() const {
+    vx_tree_info i;
+    std::memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    vx_tree_get_info(t, &i);
+    return i;
+  }
+};
+
+Tree *tree_load(const std::string &path, uint32_t levels, uint64_t mem_limit) {
+  vx_read_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.levels = levels;
+  o.mem_limit = mem_limit;
+  vx_error e = no_error();
+  vx_tree *t = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tree_load(path.c_str(), &o, &t, &e);
+  }
+  check(s, e);
+  Tree *r = new Tree();
+  r->t = t;
+  return r;
+}
+
+void tree_save(Tree &t, const std::string &path, int zstd_level) {
+  vx_save_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.zstd_level = zstd_level;
+  vx_error e = no_error();
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tree_save(t.t, path.c_str(), &o, &e);
+  }
+  check(s, e);
+}
+
+nb::dict tree_info(const Tree &t) {
+  vx_tree_info i = t.info();
+  nb::dict d;
+  d["depth"] = i.depth;
+  d["resolution"] = i.resolution;
+  d["levels_loaded"] = i.levels_loaded;
+  d["node_count"] = i.node_count;
+  d["voxel_count"] = i.voxel_count;
+  d["origin"] = nb::make_tuple(i.origin[0], i.origin[1], i.origin[2]);
+  d["scale"] = i.scale;
+  d["band"] = i.band;
+  d["prune_error"] = i.prune_error;
+  d["memory_bytes"] = i.memory_bytes;
+  d["file_bytes"] = i.file_bytes;
+  d["file_version"] = i.file_version;
+  return d;
+}
+
+// The memory table: one tuple per level, in vx_level_stats' field order.
+std::vector<std::vector<uint64_t>> tree_levels(const Tree &t) {
+  vx_tree_info i = t.info();
+  std::vector<std::vector<uint64_t>> rows;
+  for (uint32_t l = 0; l <= i.depth; l++) {
+    vx_level_stats s;
+    std::memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    if (vx_tree_get_level(t.t, l, &s) != VX_OK) continue;
+    rows.push_back({s.level, s.cells, s.leaves, s.topology_bytes, s.lod_bytes, s.field_bytes,
+                    s.disk_bytes, s.render_bytes, s.float8_bytes, s.dense_bytes});
+  }
+  return rows;
+}
+
+// Read-only views of the raw arrays; `self` (the Python Tree) stays alive while they do.
+nb::ndarray<nb::numpy, const uint8_t, nb::ndim<2>> tree_nodes(nb::handle self) {
+  Tree &t = nb::cast<Tree &>(self);
+  uint64_t n = 0;
+  const void *p = vx_tree_nodes(t.t, &n);
+  static const uint8_t empty[16] = {0};
+  size_t shape[2] = {(size_t)n, 16};
+  return nb::ndarray<nb::numpy, const uint8_t, nb::ndim<2>>(p ? p : empty, 2, shape, self);
+}
+
+nb::ndarray<nb::numpy, const int8_t, nb::ndim<2>> tree_voxels(nb::handle self) {
+  Tree &t = nb::cast<Tree &>(self);
+  uint64_t n = 0;
+  const void *p = vx_tree_voxels(t.t, &n);
+  static const int8_t empty[8] = {0};
+  size_t shape[2] = {(size_t)n, 8};
+  return nb::ndarray<nb::numpy, const int8_t, nb::ndim<2>>(p ? p : empty, 2, shape, self);
+}
+
+Tree *tree_prune(Tree &t, float max_error) {
+  vx_error e = no_error();
+  vx_tree *p = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tree_prune(t.t, max_error, &p, &e);
+  }
+  check(s, e);
+  Tree *r = new Tree();
+  r->t = p;
+  return r;
+}
+
+// ---- convert, with progress and Ctrl-C --------------------------------------------------------
+
+// What the worker thread shares with the waiting one.
+struct Progress {
+  std::mutex m;
+  std::condition_variable cv;
+  std::string phase;
+  double fraction = 0.0;
+  bool changed = false, done = false;
+  std::atomic<int> cancel{0};
+};
+
+int progress_cb(void *user, const char *phase, double fraction) {
+  Progress *p = (Progress *)user;
+  {
+    std::lock_guard<std::mutex> g(p->m);
+    p->phase = phase ? phase : "";
+    p->fraction = fraction;
+    p->changed = true;
+  }
+  return p->cancel.load();
+}
+
+Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int device,
+              uint64_t mem_limit, int threads, int sign_rule, nb::object progress) {
+  vx_convert_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.resolution = res;
+  o.max_error = max_error;
+  o.band = band;
+  o.device = device_of(device);
+  o.mem_limit = mem_limit;
+  o.threads = threads;
+  o.sign_rule = sign_rule;
+  Progress pr;
+  o.progress = progress_cb;
+  o.user = &pr;
+  vx_error e = no_error();
+  vx_build *b = nullptr;
+  vx_status s = VX_OK;
+  bool interrupted = false;
+  std::thread worker([&] {
+    vx_status r = vx_convert(mesh.m, &o, nullptr, 1, &b, &e);
+    std::lock_guard<std::mutex> g(pr.m);
+    s = r;
+    pr.done = true;
+    pr.cv.notify_all();
+  });
+  for (;;) {
+    std::string phase;
+    double fraction = 0.0;
+    bool changed = false, done = false;
+    {
+      nb::gil_scoped_release rel;
+      std::unique_lock<std::mutex> g(pr.m);
+      pr.cv.wait_for(g, std::chrono::milliseconds(50), [&] { return pr.done; });
+      done = pr.done;
+      changed = pr.changed;
+      phase = pr.phase;
+      fraction = pr.fraction;
+      pr.changed = false;
+    }
+    if (!done && !interrupted && PyErr_CheckSignals() != 0) {
+      interrupted = true; // KeyboardInterrupt is pending: stop the build, raise it after
+      pr.cancel = 1;
+      continue;
+    }
+    // the last report is delivered too, so that a short build still shows its phases' end
+    if (changed && !progress.is_none() && !interrupted) {
+      try {
+        progress(phase, fraction);
+      } catch (...) {
+        pr.cancel = 1; // the callback raised: stop, then let its exception through
+        {
+          nb::gil_scoped_release rel;
+          worker.join();
+        }
+        vx_build_free(b);
+        throw;
+      }
+    }
+    if (done) break;
+  }
+  {
+    nb::gil_scoped_release rel;
+    worker.join();
+  }
+  if (interrupted) {
+    vx_build_free(b);
+    throw nb::python_error();
+  }
+  check(s, e);
+  Tree *r = new Tree();
+  r->notes = vx_build_notes(b);
+  r->t = vx_build_take_tree(b);
+  vx_build_free(b);
+  return r;
+}
+
+// ---- render ----------------------------------------------------------------------------------
+
+using Rgb = nb::ndarray<uint8_t, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
+using Depth = nb::ndarray<float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+void ensure_renderer(Tree &t, int device) {
+  if (t.renderer && t.renderer_device == device) return;
+  vx_renderer_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.device = device_of(device);
+  vx_error e = no_error();
+  vx_renderer *r = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_renderer_create(t.t, &o, &r, &e);
+  }
+  check(s, e);
+  // a sampler that borrowed the old renderer's GPU tree goes first
+  vx_sampler_free(t.sampler);
+  t.sampler = nullptr;
+  t.sampler_device = -1;
+  vx_renderer_free(t.renderer);
+  t.renderer = r;
+  t.renderer_device = device;
+}
+
+// camera: (eye xyz, target xyz, up xyz, fov) or empty for the default orbit
+void render(Tree &t, Rgb rgb, std::optional<Depth> depth, int lod_mode, int level,
+            float lod_scale, int shade, std::vector<double> camera, int device) {
+  std::lock_guard<std::mutex> g(t.lock);
+  ensure_renderer(t, device);
+  vx_render_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.height = (uint32_t)rgb.shape(0);
+  o.width = (uint32_t)rgb.shape(1);
+  o.lod = (vx_lod_mode)lod_mode;
+  o.level = level;
+  o.lod_scale = lod_scale;
+  o.shade = (vx_shade)shade;
+  if (camera.size() == 10) {
+    for (int i = 0; i < 3; i++) {
+      o.camera.eye[i] = camera[i];
+      o.camera.target[i] = camera[3 + i];
+      o.camera.up[i] = camera[6 + i];
+    }
+    o.camera.fov_y_deg = camera[9];
+  }
+  vx_error e = no_error();
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_render(t.renderer, &o, rgb.data(), depth ? depth->data() : nullptr, nullptr, &e);
+  }
+  check(s, e);
+}
+
+std::vector<double> orbit_camera(const Tree &t, double az, double el, double fov) {
+  vx_camera c;
+  std::memset(&c, 0, sizeof c);
+  vx_camera_orbit(t.t, az, el, fov, &c);
+  return {c.eye[0], c.eye[1], c.eye[2], c.target[0], c.target[1], c.target[2],
+          c.up[0],  c.up[1],  c.up[2],  c.fov_y_deg};
+}
+
+// ---- sample ----------------------------------------------------------------------------------
+
+void ensure_sampler(Tree &t, int device) {
+  if (t.sampler && t.sampler_device == device) return;
+  vx_sampler_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.device = device_of(device);
+  o.renderer = t.renderer; // its GPU tree, when it has one: no second upload
+  vx_error e = no_error();
+  vx_sampler *s = nullptr;
+  vx_status st;
+  {
+    nb::gil_scoped_release rel;
+    st = vx_sampler_create(t.t, &o, &s, &e);
+  }
+  check(st, e);
+  vx_sampler_free(t.sampler);
+  t.sampler = s;
+  t.sampler_device = device;
+}
+
+vx_sample_opts sample_opts(int level, int fail_nonfinite) {
+  vx_sample_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.lod = level < 0 ? VX_LOD_FINEST : VX_LOD_LEVEL;
+  o.level = level;
+  o.nonfinite = fail_nonfinite ? VX_NONFINITE_FAIL : VX_NONFINITE_NAN;
+  return o;
+}
+
+using Dist = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using Grad = nb::ndarray<float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using Flags = nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// Host arrays (numpy): on all cores (device 1) or through the GPU sampler (device 2).
+void sample_host(Tree &t, Floats2 points, Dist dist, std::optional<Grad> grad,
+                 std::optional<Flags> flags, int level, int fail_nonfinite, int device) {
+  vx_sample_opts o = sample_opts(level, fail_nonfinite);
+  vx_error e = no_error();
+  vx_status s;
+  uint64_t n = points.shape(0);
+  if (device == 2) {
+    std::lock_guard<std::mutex> g(t.lock);
+    ensure_sampler(t, 2);
+    nb::gil_scoped_release rel;
+    s = vx_sampler_sample(t.sampler, &o, points.data(), n, dist.data(),
+                          grad ? grad->data() : nullptr, flags ? flags->data() : nullptr, nullptr,
+                          &e);
+  } else {
+    nb::gil_scoped_release rel;
+    s = vx_tree_sample(t.t, &o, points.data(), n, dist.data(), grad ? grad->data() : nullptr,
+                       flags ? flags->data() : nullptr, nullptr, &e);
+  }
+  check(s, e);
+}
+
+// Device arrays (torch, cupy): raw CUDA pointers, sampled in place by the GPU sampler.
+void sample_device(Tree &t, uintptr_t points, uint64_t n, uintptr_t dist, uintptr_t grad,
+                   uintptr_t flags, int level, int fail_nonfinite, uintptr_t stream) {
+  std::lock_guard<std::mutex> g(t.lock);
+  ensure_sampler(t, 2);
+  vx_sample_opts o = sample_opts(level, fail_nonfinite);
+  o.cuda_stream = (void *)stream;
+  vx_error e = no_error();
+  vx_sample_stats st;
+  std::memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_sampler_sample(t.sampler, &o, (const float *)points, n, (float *)dist, (float *)grad,
+                          (uint8_t *)flags, &st, &e);
+  }
+  check(s, e);
+  if (n && !st.device_pointers) {
+    vx_error m = no_error();
+    std::snprintf(m.msg, sizeof m.msg, "the arrays are not CUDA device memory");
+    raise_status(VX_ERR_INVALID_ARG, m);
+  }
+}
+
+void surface_points(Tree &t, Grad out, float spread, uint64_t seed, bool shuffle) {
+  vx_surface_points_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.spread = spread;
+  o.seed = seed;
+  o.shuffle = shuffle ? 1 : 0;
+  vx_error e = no_error();
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tree_surface_points(t.t, &o, out.shape(0), out.data(), &e);
+  }
+  check(s, e);
+}
+
+// Pointer, device and layout of a DLPack array (for CUDA arrays without
+// __cuda_array_interface__): (data, device type, device id, shape, strides in elements,
+// dtype code, dtype bits).
+nb::tuple dlpack_info(nb::ndarray<nb::ro> a) {
+  nb::list shape, strides;
+  for (size_t i = 0; i < a.ndim(); i++) {
+    shape.append(a.shape(i));
+    strides.append(a.stride(i));
+  }
+  return nb::make_tuple((uintptr_t)a.data(), a.device_type(), a.device_id(), nb::tuple(shape),
+                        nb::tuple(strides), (int)a.dtype().code, (int)a.dtype().bits);
+}
+
+} // namespace
+
+NB_MODULE(_voxlod, m) {
+  m.doc() = "libvoxlod bindings (internal: use the voxlod package)";
+  m.def("version", [] { return std::string(vx_version()); });
+  m.def("gpu_available", [] { return vx_gpu_available() != 0; });
+  m.def("gpu_name", [] {
+    const char *n = vx_gpu_name();
+    return n ? std::optional<std::string>(n) : std::nullopt;
+  });
+  m.def("status_name", [](int s) { return std::string(vx_status_str((vx_status)s)); });
+
+  nb::class_<Mesh>(m, "_Mesh")
+      .def_static("load", &mesh_load, "path"_a, "timeout_s"_a = 0.0,
+                  nb::rv_policy::take_ownership)
+      .def_static("from_arrays", &mesh_from_arrays, "vertices"_a.noconvert(),
+                  "faces"_a.noconvert(), nb::rv_policy::take_ownership)
+      .def("info", &mesh_info);
+
+  nb::class_<Tree>(m, "_Tree")
+      .def_static("load", &tree_load, "path"_a, "levels"_a = 0, "mem_limit"_a = 0,
+                  nb::rv_policy::take_ownership)
+      .def("save", &tree_save, "path"_a, "zstd_level"_a = 0)
+      .def("info", &tree_info)
+      .def("levels", &tree_levels)
+      .def("notes", [](const Tree &t) { return t.notes; })
+      .def("nodes", &tree_nodes)
+      .def("voxels", &tree_voxels)
+      .def("prune", &tree_prune, "max_error"_a, nb::rv_policy::take_ownership)
+      .def("render", &render, "rgb"_a.noconvert(), "depth"_a.noconvert().none(), "lod_mode"_a,
+           "level"_a, "lod_scale"_a, "shade"_a, "camera"_a, "device"_a)
+      .def("orbit_camera", &orbit_camera, "azimuth"_a, "elevation"_a, "fov"_a)
+      .def("sample_host", &sample_host, "points"_a.noconvert(), "dist"_a.noconvert(),
+           "grad"_a.noconvert().none(), "flags"_a.noconvert().none(), "level"_a,
+           "fail_nonfinite"_a, "device"_a)
+      .def("sample_device", &sample_device, "points"_a, "n"_a, "dist"_a, "grad"_a, "flags"_a,
+           "level"_a, "fail_nonfinite"_a, "stream"_a)
+      .def("surface_points", &surface_points, "out"_a.noconvert(), "spread"_a, "seed"_a,
+           "shuffle"_a)
+      .def("renderer_info", [](Tree &t) {
+        nb::dict d;
+        if (!t.renderer) return d;
+        vx_renderer_info i;
+        std::memset(&i, 0, sizeof i);
+        i.struct_size = sizeof i;
+        vx_renderer_get_info(t.renderer, &i);
+        d["gpu"] = i.used_gpu != 0;
+        d["device"] = std::string(i.device);
+        d["tree_bytes"] = i.tree_bytes;
+        return d;
+      })
+      .def("sampler_uses_gpu", [](Tree &t) { return t.sampler && vx_sampler_uses_gpu(t.sampler); });
+
+  m.def("convert", &convert, "mesh"_a, "resolution"_a, "max_error"_a, "band"_a, "device"_a,
+        "mem_limit"_a, "threads"_a, "sign_rule"_a, "progress"_a.none(),
+        nb::rv_policy::take_ownership);
+  m.def("dlpack_info", &dlpack_info, "array"_a);
+}

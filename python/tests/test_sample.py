@@ -1,0 +1,114 @@
+"""Tree.sample against a brute-force reference (every triangle, double precision, exact winding
+number) and against libigl when installed; flags, gradients, cuts; bad inputs."""
+import numpy as np
+import pytest
+
+import voxlod
+from reference import box, signed_distance, uv_sphere
+
+
+def check_bound(tree, pts, got, exact):
+    """The accuracy bound: error <= 0.5 voxel on 99.9 % of the points within the band, the sign
+    right wherever |d| > 1 voxel."""
+    vox = tree.scale
+    within = np.abs(exact) <= tree.band * vox
+    err = np.abs(got.astype(np.float64) - exact)[within] / vox
+    assert within.sum() > len(pts) // 2
+    assert (err > 0.5).mean() <= 0.001, f"{(err > 0.5).sum()} of {len(err)} over 0.5 voxel"
+    far = within & (np.abs(exact) > vox)
+    assert np.all(np.sign(got[far]) == np.sign(exact[far]))
+    return err
+
+
+@pytest.mark.parametrize("shape", ["sphere", "box"])
+def test_sample_matches_brute_force(shape):
+    v, f = uv_sphere(1.0, 40, 20) if shape == "sphere" else box((-0.7, -0.4, -0.3), (0.6, 0.5, 0.2))
+    t = voxlod.convert((v, f), res=32, progress=False, gpu=False)
+    pts = t.surface_points(4000, seed=3)
+    d = t.sample(pts)
+    exact = signed_distance(pts, v, f)
+    err = check_bound(t, pts, d, exact)
+    assert np.median(err) < 0.05
+
+
+def test_sample_against_libigl():
+    igl = pytest.importorskip("igl")
+    v, f = uv_sphere(1.0, 48, 24)
+    t = voxlod.convert((v, f), res=64, progress=False, gpu=False)
+    pts = t.surface_points(5000, seed=4)
+    s = igl.signed_distance(pts.astype(np.float64), v, f.astype(np.int64),
+                            sign_type=igl.SIGNED_DISTANCE_TYPE_WINDING_NUMBER)
+    exact = np.asarray(s[0] if isinstance(s, tuple) else s)
+    check_bound(t, pts, t.sample(pts), exact)
+
+
+def test_flags_gradients_and_far_points(sphere_tree):
+    t = sphere_tree
+    pts = np.array([[0, 0, 0.999], [0, 0, 0], [0, 0, 3.0], [0, 0, 1.04]], np.float32)
+    d, g, fl = t.sample(pts, gradient=True, flags=True)
+    assert d.dtype == np.float32 and g.shape == (4, 3) and fl.dtype == np.uint8
+    assert fl[0] == 0 and abs(d[0] + 0.001) < 0.5 * t.scale
+    assert np.linalg.norm(g[0]) == pytest.approx(1.0, abs=0.1) and g[0, 2] > 0.9
+    assert fl[1] == voxlod.SAMPLE_FAR and d[1] == pytest.approx(-t.band * t.scale)
+    assert fl[2] == voxlod.SAMPLE_FAR | voxlod.SAMPLE_OUTSIDE and d[2] == pytest.approx(2.0, rel=1e-4)
+    assert d[3] == pytest.approx(0.04, abs=0.5 * t.scale)
+    d2, g2 = t.sample(pts, gradient=True)
+    assert np.array_equal(d, d2) and np.array_equal(g, g2)
+
+
+def test_cut_levels(sphere_tree):
+    t = sphere_tree
+    pts = t.surface_points(2000, spread=0.5, seed=5)
+    exact = np.linalg.norm(pts.astype(np.float64), axis=1) - 1.0
+    for lod in (t.depth - 1, t.depth - 2):
+        d, fl = t.sample(pts, flags=True, lod=lod)
+        assert np.mean(fl & voxlod.SAMPLE_PLANE != 0) > 0.9
+        assert np.percentile(np.abs(d - exact), 99) < 1.0 * t.scale
+    with pytest.raises(ValueError):
+        t.sample(pts, lod=t.depth + 1)
+
+
+def test_float64_lists_and_empty(sphere_tree):
+    t = sphere_tree
+    p = t.surface_points(100, seed=1)
+    assert np.array_equal(t.sample(p), t.sample(p.astype(np.float64)))
+    assert t.sample(np.zeros((0, 3), np.float32)).shape == (0,)
+    with pytest.raises(TypeError):
+        t.sample(p.tolist())
+
+
+def test_bad_inputs(sphere_tree):
+    t = sphere_tree
+    p = t.surface_points(10, seed=2)
+    with pytest.raises(ValueError, match="shape"):
+        t.sample(p[:, :2])
+    with pytest.raises(ValueError, match="shape"):
+        t.sample(p.reshape(-1))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        t.sample(p.astype(np.int32))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        t.sample(np.asfortranarray(p))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        t.sample(np.repeat(p, 2, axis=0)[::2])
+    bad = p.copy()
+    bad[7, 1] = np.nan
+    with pytest.raises(ValueError, match="point 7"):
+        t.sample(bad)
+    d, fl = t.sample(bad, nonfinite="nan", flags=True)
+    assert np.isnan(d[7]) and fl[7] == voxlod.SAMPLE_INVALID and np.isfinite(d[:7]).all()
+    bad[2, 0] = np.inf
+    with pytest.raises(ValueError, match="point 2"):
+        t.sample(bad)
+    with pytest.raises(ValueError):
+        t.sample(p, nonfinite="ignore")
+    with pytest.raises(ValueError):
+        t.sample(p, device="tpu")
+
+
+def test_training_set_points(sphere_tree):
+    t = sphere_tree
+    a = t.surface_points(1000, seed=9)
+    assert np.array_equal(a, t.surface_points(1000, seed=9))
+    assert not np.array_equal(a, t.surface_points(1000, seed=10))
+    r = np.linalg.norm(a, axis=1)
+    assert np.all(np.abs(r - 1.0) < (t.band + 1.0) * t.scale * np.sqrt(3))

@@ -1,0 +1,84 @@
+/* sampler.h - the tree's signed-distance field at points: the CPU loop and the CUDA kernel around
+ * vx_sample_point() (svo/sample_eval.h, host and device), and points near the surface.
+ *
+ * Layer: depends on svo/ and on marcher/'s GPU-resident tree (marcher/gpu_render.h), which it
+ * reads instead of uploading the tree a second time.
+ *
+ * Contract
+ * - The tree must have passed vx_octree_validate() (the reader and the builder do this).
+ * - Points are xyz float triples (world coordinates); outputs are dist[n], and when not NULL
+ *   grad[3n] and flags[n] (VX_SAMPLE_* of include/voxlod/sample.h). Results do not depend on the
+ *   thread count or the device, up to float contraction on the GPU.
+ * - Never prints. GPU functions return VX_ERR_NO_GPU when built without CUDA or without a usable
+ *   device; CUDA failures map through svo/cuda_status.cuh.
+ */
+#ifndef VOXLOD_SAMPLER_H
+#define VOXLOD_SAMPLER_H
+
+#include "svo/svo.h"
+#include "svo/sample_eval.h"
+#include "marcher/gpu_render.h"
+
+VX_EXTERN_C_BEGIN
+
+/* What vx_sample_point reads, for tree t cut at `cut` (clamped to the loaded levels), with t's
+ * host arrays. */
+void vx_sample_tree_init(vx_sample_tree *s, const vx_octree *t, uint32_t cut);
+
+/* Counts of one run: points with a non-finite coordinate and the index of the first one
+ * (UINT64_MAX: none). */
+typedef struct vx_sample_count {
+  uint64_t invalid;
+  uint64_t first_invalid;
+} vx_sample_count;
+
+/* Samples n host points on `threads` CPU threads (0: all cores). */
+void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, float *dist,
+                   float *grad, uint8_t *flags, int threads, vx_sample_count *count);
+
+/* ---- GPU -------------------------------------------------------------------------------------- */
+
+typedef struct vx_gpu_sampler vx_gpu_sampler;
+
+/* A sampler over the tree resident in `view` (borrowed: it must outlive the sampler). */
+vx_status vx_gpu_sampler_create(vx_gpu_view *view, vx_gpu_sampler **out, vx_error *err);
+void vx_gpu_sampler_free(vx_gpu_sampler *g);
+
+/* Where a pointer lives: 0 host memory, 1 memory the sampler's device can read (device or
+ * managed), -1 another device's. NULL counts as host. */
+int vx_gpu_pointer_kind(const vx_gpu_sampler *g, const void *p);
+
+/* Timings of one GPU run. */
+typedef struct vx_gpu_sample_times {
+  double ms_kernel; /* CUDA events around the kernels */
+  double ms_copy;   /* host arrays: the copies (wall time less the kernels) */
+} vx_gpu_sample_times;
+
+/* Samples n points; `device` 1: the four arrays are device pointers (sampled in place on
+ * `stream`, a cudaStream_t, NULL: the legacy default stream); 0: host arrays, sent through the
+ * device in chunks. `s` gives the cut and transform (its array pointers are replaced by the
+ * view's). Returns when the results are written. times may be NULL. */
+vx_status vx_gpu_sample(vx_gpu_sampler *g, const vx_sample_tree *s, int device, void *stream,
+                        const float *points, uint64_t n, float *dist, float *grad, uint8_t *flags,
+                        vx_sample_count *count, vx_gpu_sample_times *times, vx_error *err);
+
+/* Timing for vx_sampler_bench: the host points are copied to the device once, then `reps` runs
+ * of the kernel over them are timed with CUDA events (ms[reps]); flag_counts[8] gets the points
+ * per flag bit of the last run; *regs the kernel's registers. */
+vx_status vx_gpu_sample_bench(vx_gpu_sampler *g, const vx_sample_tree *s, const float *points,
+                              uint64_t n, int reps, double *ms, uint64_t flag_counts[8], int *regs,
+                              vx_error *err);
+
+/* ---- points near the surface ------------------------------------------------------------------ */
+
+/* n points around the surface voxels of t (world coordinates, xyz into points[3n]). Point i
+ * belongs to voxel floor((i + u_i) V / n) of the V voxels (u_i uniform in [0,1): stratified, so
+ * every part of the surface gets its share), and is that voxel's centre plus a uniform offset in
+ * [-spread, spread]^3 voxels. The generator is seeded by seed; the points come in Morton order of
+ * their voxels, or shuffled. VX_ERR_EMPTY without voxels. */
+vx_status vx_octree_surface_points(const vx_octree *t, uint64_t n, float spread, uint64_t seed,
+                                   int shuffle, float *points, vx_error *err);
+
+VX_EXTERN_C_END
+
+#endif

@@ -1,0 +1,185 @@
+/* test_gpu_sample.cu - the CUDA sampler against the CPU one: host arrays, device arrays sampled in
+ * place (cudaMalloc'ed, as torch or cupy hold them), a renderer's resident tree, a cut level,
+ * non-finite points, mixed host and device arrays refused. Skips (77) without a usable GPU.
+ *
+ * Tolerance: the kernel and the CPU run the same header; nvcc may contract a*b+c into FMAs that
+ * the host compiler does not, which moves a value by a few float ulps of the distances involved
+ * (grid coordinates up to 64: ~1e-5 voxel). Points whose rule (flags) differs between the two are
+ * those that sit on a threshold within that noise; at most 1 in 10^4 may. */
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "voxlod.h"
+#include "check.h"
+#include "meshgen.h"
+
+static vx_tree *torus_tree(uint32_t res) {
+  vx_soup m = {0};
+  CHECK(meshgen_torus(&m, 0, 0, 0, 1.0, 0.3, 64, 24) == 0);
+  vx_mesh *mesh = NULL;
+  vx_error e;
+  CHECK_MSG(vx_mesh_from_arrays(m.pos, m.tri_count * 3, NULL, m.tri_count, &mesh, &e) == VX_OK,
+            "%s", e.msg);
+  vx_convert_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.resolution = res;
+  o.device = VX_DEVICE_CPU;
+  vx_build *b = NULL;
+  CHECK_MSG(vx_convert(mesh, &o, NULL, 1, &b, &e) == VX_OK, "%s", e.msg);
+  vx_tree *t = vx_build_take_tree(b);
+  vx_build_free(b);
+  vx_mesh_free(mesh);
+  vx_soup_free(&m);
+  return t;
+}
+
+/* Compares two runs: distances within tol (world units), flags equal but for 1 in 10^4. */
+static void compare(const char *what, uint64_t n, const float *d0, const uint8_t *f0,
+                    const float *d1, const uint8_t *f1, double tol) {
+  uint64_t differ = 0, over = 0;
+  double worst = 0.0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (f0[i] != f1[i]) {
+      differ++;
+      continue;
+    }
+    if (isnan(d0[i]) || isnan(d1[i])) {
+      CHECK(isnan(d0[i]) && isnan(d1[i]));
+      continue;
+    }
+    double e = fabs((double)d0[i] - d1[i]);
+    if (e > worst) worst = e;
+    over += e > tol;
+  }
+  fprintf(stderr, "  %s: %llu points, %llu flags differ, largest difference %.3g\n", what,
+          (unsigned long long)n, (unsigned long long)differ, worst);
+  CHECK(differ <= n / 10000);
+  CHECK_MSG(over == 0, "%llu points over %g", (unsigned long long)over, tol);
+}
+
+static void gpu_sampler_matches_cpu(void) {
+  vx_tree *t = torus_tree(128);
+  vx_tree_info ti;
+  memset(&ti, 0, sizeof ti);
+  ti.struct_size = sizeof ti;
+  vx_tree_get_info(t, &ti);
+  const uint64_t n = 200000;
+  float *p = (float *)malloc(n * 12);
+  vx_surface_points_opts po;
+  memset(&po, 0, sizeof po);
+  po.struct_size = sizeof po;
+  po.spread = 5.0f;
+  po.seed = 1;
+  po.shuffle = 1;
+  vx_error e;
+  CHECK(vx_tree_surface_points(t, &po, n, p, &e) == VX_OK);
+  p[30] = NAN; /* point 10 */
+  float *dc = (float *)malloc(n * 4), *dg = (float *)malloc(n * 4), *gg = (float *)malloc(n * 12);
+  uint8_t *fc = (uint8_t *)malloc(n), *fg = (uint8_t *)malloc(n);
+  CHECK(vx_tree_sample(t, NULL, p, n, dc, NULL, fc, NULL, &e) == VX_OK);
+
+  vx_sampler_opts so;
+  memset(&so, 0, sizeof so);
+  so.struct_size = sizeof so;
+  so.device = VX_DEVICE_GPU;
+  vx_sampler *s = NULL;
+  CHECK_MSG(vx_sampler_create(t, &so, &s, &e) == VX_OK, "%s", e.msg);
+  CHECK(vx_sampler_uses_gpu(s));
+  double tol = 1e-4 * ti.scale;
+
+  /* host arrays, through the device in chunks */
+  vx_sample_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  CHECK_MSG(vx_sampler_sample(s, NULL, p, n, dg, gg, fg, &st, &e) == VX_OK, "%s", e.msg);
+  CHECK(st.used_gpu && !st.device_pointers && st.invalid == 1);
+  compare("host arrays", n, dc, fc, dg, fg, tol);
+
+  /* device arrays, in place */
+  float *dp = NULL, *dd = NULL, *dgr = NULL;
+  uint8_t *df = NULL;
+  CHECK(cudaMalloc((void **)&dp, n * 12) == cudaSuccess);
+  CHECK(cudaMalloc((void **)&dd, n * 4) == cudaSuccess);
+  CHECK(cudaMalloc((void **)&dgr, n * 12) == cudaSuccess);
+  CHECK(cudaMalloc((void **)&df, n) == cudaSuccess);
+  CHECK(cudaMemcpy(dp, p, n * 12, cudaMemcpyHostToDevice) == cudaSuccess);
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  CHECK_MSG(vx_sampler_sample(s, NULL, dp, n, dd, dgr, df, &st, &e) == VX_OK, "%s", e.msg);
+  CHECK(st.used_gpu && st.device_pointers && st.invalid == 1);
+  memset(dg, 0, n * 4);
+  memset(fg, 0, n);
+  CHECK(cudaMemcpy(dg, dd, n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(cudaMemcpy(fg, df, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+  compare("device arrays", n, dc, fc, dg, fg, tol);
+
+  /* non-finite points fail the call when asked, naming the first */
+  vx_sample_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.nonfinite = VX_NONFINITE_FAIL;
+  CHECK(vx_sampler_sample(s, &o, dp, n, dd, NULL, NULL, NULL, &e) == VX_ERR_INVALID_ARG);
+  CHECK_MSG(strstr(e.msg, "point 10 ") != NULL, "%s", e.msg);
+
+  /* a cut level on the device */
+  o.nonfinite = 0;
+  o.lod = VX_LOD_LEVEL;
+  o.level = 4;
+  CHECK(vx_tree_sample(t, &o, p, n, dc, NULL, fc, NULL, &e) == VX_OK);
+  CHECK(vx_sampler_sample(s, &o, dp, n, dd, NULL, df, NULL, &e) == VX_OK);
+  CHECK(cudaMemcpy(dg, dd, n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(cudaMemcpy(fg, df, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+  compare("cut at level 4", n, dc, fc, dg, fg, tol);
+
+  /* host and device arrays in one call are refused */
+  CHECK(vx_sampler_sample(s, NULL, dp, n, dc, NULL, NULL, NULL, &e) == VX_ERR_INVALID_ARG);
+  CHECK_MSG(strstr(e.msg, "all be device memory or all host memory") != NULL, "%s", e.msg);
+
+  /* the bench: the kernel on device-resident points */
+  vx_sample_bench_stats b;
+  memset(&b, 0, sizeof b);
+  b.struct_size = sizeof b;
+  CHECK_MSG(vx_sampler_bench(s, NULL, p, n, 5, &b, &e) == VX_OK, "%s", e.msg);
+  CHECK(b.used_gpu && b.points_per_s > 0.0 && b.regs_per_thread > 0);
+  fprintf(stderr, "  bench: %.0f Mpoints/s (kernel), %.0f Mpoints/s with copies, %d registers\n",
+          b.points_per_s * 1e-6, n / (b.ms_copy_median * 1e-3) * 1e-6, b.regs_per_thread);
+  vx_sampler_free(s);
+
+  /* a sampler on a renderer's resident tree */
+  vx_renderer_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.device = VX_DEVICE_GPU;
+  vx_renderer *r = NULL;
+  CHECK_MSG(vx_renderer_create(t, &ro, &r, &e) == VX_OK, "%s", e.msg);
+  so.renderer = r;
+  CHECK_MSG(vx_sampler_create(t, &so, &s, &e) == VX_OK, "%s", e.msg);
+  CHECK(vx_tree_sample(t, NULL, p, n, dc, NULL, fc, NULL, &e) == VX_OK);
+  CHECK(vx_sampler_sample(s, NULL, p, n, dg, NULL, fg, NULL, &e) == VX_OK);
+  compare("renderer's tree", n, dc, fc, dg, fg, tol);
+  vx_sampler_free(s);
+  vx_renderer_free(r);
+
+  cudaFree(dp);
+  cudaFree(dd);
+  cudaFree(dgr);
+  cudaFree(df);
+  free(p);
+  free(dc);
+  free(dg);
+  free(gg);
+  free(fc);
+  free(fg);
+  vx_tree_free(t);
+}
+
+int main(void) {
+  if (!vx_gpu_available()) CHECK_SKIP("no usable CUDA device");
+  RUN(gpu_sampler_matches_cpu);
+  return check_summary();
+}

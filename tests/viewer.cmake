@@ -1,0 +1,25 @@
+# `voxlod view` (viewer/) and the image API it uses:
+#   test_viewer_protocol  the server without a browser (a websocket client): the page, 404s, the
+#                         token and Host/Origin checks, frames, and every bad input
+#   test_viewer_browser   the page in headless chromium driven by selenium against --cpu; skips
+#                         (77, saying why) only where chromium, its driver or selenium are missing
+#   test_api_image        vx_encode_png through the public header
+# The Python tests run on the distribution's /usr/bin/python3 (python3-websocket,
+# python3-selenium), not on whichever python3 comes first on PATH.
+if(COMMAND vx_add_api_test)
+  vx_add_api_test(test_api_image)
+  target_include_directories(test_api_image PRIVATE ${STB_INCLUDE_DIR})
+endif()
+if(TARGET voxlod AND VOXLOD_HAVE_VIEWER)
+  find_program(VX_SYSTEM_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  foreach(t protocol browser)
+    if(VX_SYSTEM_PYTHON3)
+      add_test(NAME test_viewer_${t} COMMAND ${VX_SYSTEM_PYTHON3}
+               ${CMAKE_CURRENT_SOURCE_DIR}/test_viewer_${t}.py $<TARGET_FILE:voxlod> ${VX_DATA_DIR})
+    else()
+      add_test(NAME test_viewer_${t} COMMAND sh -c "echo 'SKIP: no /usr/bin/python3'; exit 77")
+    endif()
+    set_tests_properties(test_viewer_${t} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+                         LABELS viewer)
+  endforeach()
+endif()

@@ -1,0 +1,262 @@
+/* view.c - `voxlod view IN.svo`: a web page that flies through a tree, its frames drawn here.
+ *
+ * Loads the whole tree (every level: the page switches levels at will), makes one renderer (the
+ * GPU when there is one, else the CPU), starts the render thread and civetweb (server.h tells
+ * how they share the work), prints the URL and waits for SIGINT, SIGTERM or SIGHUP. Then it
+ * stops drawing, closes every tab (civetweb waits for their handlers and writers), frees the
+ * renderer and the tree and prints what it served.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "tools/cli.h"
+#include "viewer/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *view_help =
+    "usage: voxlod view IN.svo [options]\n"
+    "\n"
+    "Serves a web page that shows IN.svo: open the printed URL in a browser, then orbit (drag),\n"
+    "pan (right or shift drag), zoom (wheel, pinch), pick the level of detail and the shading,\n"
+    "save the view as PNG or copy it as `voxlod render` arguments. Frames are drawn here, on the\n"
+    "GPU when there is one (else on the CPU), when the view changes, and streamed to the page as\n"
+    "JPEG over a websocket. Ctrl-C stops the server.\n"
+    "\n"
+    "options:\n"
+    "  --port N         TCP port (default 8080; 0: any free port, printed)\n"
+    "  --host ADDR      IPv4 address to listen on (default 127.0.0.1: this machine only). Any\n"
+    "                   other address (0.0.0.0: all) makes the server require a random token,\n"
+    "                   printed as part of the URL; requests without it are refused\n"
+    "  --token          require the token on the loopback address too (a shared machine)\n"
+    "  --gpu            draw on the GPU; fail without one\n"
+    "  --cpu            draw on the CPU\n"
+    "  --threads N      CPU renderer threads (default: all cores)\n"
+    "  --fps N          at most N frames per second per tab (default 60)\n"
+    "  --max-size WxH   largest frame drawn; larger requests are scaled down (default 4096x4096)\n"
+    "  --max-dpr X      the page draws at the screen's device pixel ratio up to X (default 2)\n"
+    "  --quality Q      JPEG quality 1..100 (default 80; the page can change it)\n"
+    "  --max-tabs N     open tabs served at once (default 8)\n"
+    "  --timeout S      drop a tab whose connection takes no data for S seconds (default 5)\n"
+    "  --stats FILE     append a JSON line per frame sent: render, copy back, encode and send\n"
+    "                   times, and the time from the input to the frame leaving the server\n"
+    "  --mem-limit SIZE refuse trees whose decoded size exceeds SIZE (default: 80% of memory)\n"
+    "  -v, --verbose    report tabs opening and closing, dropped tabs, civetweb's messages\n";
+
+static vx_opt opt(const char *name, vx_opt_kind kind, void *dst, double lo, double hi,
+                  const char *hint) {
+  vx_opt o;
+  memset(&o, 0, sizeof o);
+  o.name = name;
+  o.kind = kind;
+  o.dst = dst;
+  o.lo = lo;
+  o.hi = hi;
+  o.hint = hint;
+  return o;
+}
+
+/* 32 hex digits from /dev/urandom into tok (33 bytes); 0 or -1. */
+static int make_token(char *tok) {
+  unsigned char r[16];
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t got = 0;
+  while (got < sizeof r) {
+    ssize_t k = read(fd, r + got, sizeof r - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  close(fd);
+  if (got != sizeof r) return -1;
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; i++) {
+    tok[2 * i] = hex[r[i] >> 4];
+    tok[2 * i + 1] = hex[r[i] & 15];
+  }
+  tok[32] = 0;
+  return 0;
+}
+
+static void server_free(vw_server *s) {
+  while (s->sessions) { /* only when civetweb never started; otherwise its close handlers ran */
+    vw_session *x = s->sessions;
+    s->sessions = x->next;
+    vw_session_free(x);
+  }
+  vx_renderer_free(s->rd);
+  vx_tree_free(s->tree);
+  free(s->info_json);
+  if (s->stats) fclose(s->stats);
+  pthread_mutex_destroy(&s->lock);
+  pthread_mutex_destroy(&s->stats_lock);
+  pthread_cond_destroy(&s->render_wake);
+}
+
+static void print_summary(const vw_server *s) {
+  if (s->frames_sent == 0) {
+    fprintf(stderr, "voxlod view: stopped (%llu tab(s), no frames sent)\n",
+            (unsigned long long)s->tabs_opened);
+    return;
+  }
+  double n = (double)s->frames_sent;
+  char mb[32];
+  vx_format_bytes((double)s->bytes_sent, mb, sizeof mb);
+  fprintf(stderr,
+          "voxlod view: stopped; %llu frames (%s) to %llu tab(s)%s; per frame on average: render "
+          "%.2f ms, copy back %.2f ms, encode %.2f ms, input to sent %.2f ms\n",
+          (unsigned long long)s->frames_sent, mb, (unsigned long long)s->tabs_opened,
+          s->tabs_dropped ? " (some dropped for not reading)" : "", s->ms_render_sum / n,
+          s->ms_copy_sum / n, s->ms_encode_sum / n, s->ms_server_sum / n);
+}
+
+int vx_cmd_view(int argc, char **argv) {
+  vw_server srv;
+  memset(&srv, 0, sizeof srv);
+  vw_options *o = &srv.opt;
+  o->host = "127.0.0.1";
+  o->port = 8080;
+  o->fps = 60;
+  o->max_size[0] = o->max_size[1] = 4096;
+  o->max_dpr = 2.0;
+  o->quality = 80;
+  o->max_tabs = 8;
+  o->timeout_s = 5.0;
+  int gpu = 0, cpu = 0;
+  uint32_t threads = 0;
+  uint64_t mem_limit = 0;
+  vx_opt ops[20];
+  int n = 0;
+  ops[n++] = opt("--port", VX_OPT_U32, &o->port, 0, 65535, "a TCP port, 0: any free one");
+  ops[n++] = opt("--host", VX_OPT_STRING, (void *)&o->host, 0, 0, "an IPv4 address");
+  ops[n++] = opt("--token", VX_OPT_FLAG, &o->force_token, 0, 0, NULL);
+  ops[n++] = opt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
+  ops[n++] = opt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
+  ops[n++] = opt("--threads", VX_OPT_U32, &threads, 0, 1024, "a thread count, 0: all cores");
+  ops[n++] = opt("--fps", VX_OPT_U32, &o->fps, 1, 1000, "frames per second");
+  ops[n++] = opt("--max-size", VX_OPT_SIZE, o->max_size, 16, 16384, "WxH");
+  ops[n++] = opt("--max-dpr", VX_OPT_DOUBLE, &o->max_dpr, 0.25, 8, "a device pixel ratio");
+  ops[n++] = opt("--quality", VX_OPT_INT, &o->quality, 1, 100, "a JPEG quality");
+  ops[n++] = opt("--max-tabs", VX_OPT_U32, &o->max_tabs, 1, 64, "a count");
+  ops[n++] = opt("--timeout", VX_OPT_DOUBLE, &o->timeout_s, 0.5, 600, "seconds");
+  ops[n++] = opt("--stats", VX_OPT_STRING, (void *)&o->stats_path, 0, 0, "a file");
+  ops[n++] = opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
+  ops[n] = opt("--verbose", VX_OPT_FLAG, &o->verbose, 0, 0, NULL);
+  ops[n++].alias = "-v";
+  memset(&ops[n], 0, sizeof ops[n]);
+  const char *pos[1];
+  int npos;
+  int r = vx_cli_parse("view", argc, argv, ops, pos, 1, &npos, view_help, NULL);
+  if (r) return r < 0 ? 0 : r;
+  if (npos < 1) return vx_cli_usage_error("view", "needs IN.svo");
+  if (gpu && cpu) return vx_cli_usage_error("view", "--gpu and --cpu exclude each other");
+  o->path = pos[0];
+  if (strcmp(o->host, "localhost") == 0) o->host = "127.0.0.1";
+  struct in_addr addr;
+  if (inet_pton(AF_INET, o->host, &addr) != 1)
+    return vx_cli_usage_error("view", "--host takes an IPv4 address such as 127.0.0.1 or "
+                              "0.0.0.0 (got '%s')", o->host);
+  srv.loopback = (ntohl(addr.s_addr) >> 24) == 127;
+  if ((!srv.loopback || o->force_token) && make_token(srv.token) != 0) {
+    fprintf(stderr, "voxlod view: cannot read /dev/urandom for the access token\n");
+    return 1;
+  }
+
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  if (o->stats_path && !(srv.stats = fopen(o->stats_path, "a"))) {
+    fprintf(stderr, "voxlod view: cannot open '%s' for the timing log: %s\n", o->stats_path,
+            strerror(errno));
+    return 1;
+  }
+  pthread_mutex_init(&srv.lock, NULL);
+  pthread_mutex_init(&srv.stats_lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the render thread's deadlines: vw_now() */
+  pthread_cond_init(&srv.render_wake, &ca);
+  pthread_condattr_destroy(&ca);
+
+  vx_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.mem_limit = mem_limit;
+  if (vx_tree_load(o->path, &ro, &srv.tree, &e) != VX_OK) {
+    server_free(&srv);
+    return vx_cli_fail("view", &e);
+  }
+  vx_renderer_opts rop;
+  memset(&rop, 0, sizeof rop);
+  rop.struct_size = sizeof rop;
+  rop.device = gpu ? VX_DEVICE_GPU : cpu ? VX_DEVICE_CPU : VX_DEVICE_AUTO;
+  rop.threads = (int)threads;
+  if (vx_renderer_create(srv.tree, &rop, &srv.rd, &e) != VX_OK) {
+    server_free(&srv);
+    return vx_cli_fail("view", &e);
+  }
+  vx_cli_notes("view", vx_renderer_notes(srv.rd));
+  srv.info.struct_size = sizeof srv.info;
+  vx_tree_get_info(srv.tree, &srv.info);
+  srv.rinfo.struct_size = sizeof srv.rinfo;
+  vx_renderer_get_info(srv.rd, &srv.rinfo);
+  vx_camera_orbit(srv.tree, 30.0, 20.0, 40.0, &srv.home);
+  if (vw_info_build(&srv) != 0) {
+    server_free(&srv);
+    fprintf(stderr, "voxlod view: out of memory\n");
+    return 1;
+  }
+
+  /* Signals go to this thread only: the threads started below inherit a mask that blocks them,
+   * so a Ctrl-C interrupts no civetweb or render call. */
+  vx_cli_install_signals();
+  sigset_t sigs, old;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGHUP);
+  sigaddset(&sigs, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &sigs, &old);
+  char why[512];
+  int started = vw_render_start(&srv) == 0;
+  if (!started) snprintf(why, sizeof why, "cannot start the render thread");
+  else if (vw_http_start(&srv, why, sizeof why) != 0) started = 0;
+  sigdelset(&sigs, SIGPIPE); /* a peer gone mid-write is an error return, never a signal */
+  pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
+  if (!started) {
+    vw_render_stop(&srv);
+    server_free(&srv);
+    fprintf(stderr, "voxlod view: %s\n", why);
+    return 1;
+  }
+
+  char mem[32];
+  vx_format_bytes((double)srv.info.memory_bytes, mem, sizeof mem);
+  fprintf(stderr, "voxlod view: %s: %u^3, %llu nodes, %llu voxels (%s)%s, drawn on %s\n",
+          o->path, srv.info.resolution, (unsigned long long)srv.info.node_count,
+          (unsigned long long)srv.info.voxel_count, mem,
+          srv.info.prune_error > 0 ? ", pruned" : "", srv.rinfo.device);
+  if (!srv.loopback)
+    fprintf(stderr, "voxlod view: listening on %s: anyone who can reach it and has the URL (its "
+            "token) sees this model\n", o->host);
+  printf("%s\n", srv.url);
+  fflush(stdout);
+  fprintf(stderr, "voxlod view: open the URL above in a browser; Ctrl-C stops the server\n");
+
+  while (!vx_cli_interrupted) {
+    struct timespec ts = {0, 100000000L};
+    nanosleep(&ts, NULL);
+  }
+  fprintf(stderr, "voxlod view: stopping\n");
+  vw_render_stop(&srv);
+  vw_http_stop(&srv);
+  print_summary(&srv);
+  server_free(&srv);
+  return 0;
+}
