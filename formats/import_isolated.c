@@ -24,6 +24,7 @@
 #define _DEFAULT_SOURCE /* wait4: the child's peak memory */
 #include "svo/system.h"
 #include "formats/mesh_import.h"
+#include "formats/isolate.h"
 #include "formats/mesh_precheck.h"
 #include "formats/svo_codec.h"
 
@@ -42,48 +43,12 @@
 
 enum { REC = 4 + 512 + 8 * 4 + 4 + 6 * 8 + 8 };
 
-static int write_all(int fd, const void *p, size_t n) {
-  const uint8_t *b = (const uint8_t *)p;
-  while (n) {
-    ssize_t w = write(fd, b, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    b += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 /* The least address space a child gets under a limit, whatever the parent holds already: enough
  * for assimp to read a small mesh and fail cleanly on a large one. */
 #define MIN_BUDGET ((uint64_t)16 << 20)
 
-/* Lowers this process's address-space limit to vm (its current size) plus budget bytes. */
-static void limit_address_space(uint64_t vm, uint64_t budget) {
-  struct rlimit r;
-  if (!vm || getrlimit(RLIMIT_AS, &r) != 0) return;
-  rlim_t want = vm > (uint64_t)RLIM_INFINITY - budget ? RLIM_INFINITY : (rlim_t)(vm + budget);
-  if (r.rlim_max != RLIM_INFINITY && want > r.rlim_max) want = r.rlim_max;
-  if (r.rlim_cur != RLIM_INFINITY && want > r.rlim_cur) return; /* tighter already */
-  r.rlim_cur = want;
-  (void)setrlimit(RLIMIT_AS, &r);
-}
-
-/* This process's largest address space so far (VmPeak), 0 when unknown. */
-static uint64_t vm_peak_bytes(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return 0;
-  char line[256];
-  unsigned long long kib = 0;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, "VmPeak:", 7) == 0 && sscanf(line + 7, "%llu", &kib) == 1) break;
-  fclose(f);
-  return (uint64_t)kib * 1024;
-}
-
 static void child(int fd, const char *path, uint64_t budget) {
-  const uint64_t vm0 = vx_virtual_bytes();
-  if (budget && vm0) limit_address_space(vm0, budget);
+  const uint64_t vm0 = budget ? vx_isolate_limit_memory(budget) : 0;
   vx_soup m;
   vx_error e;
   memset(&e, 0, sizeof e);
@@ -103,75 +68,37 @@ static void child(int fd, const char *path, uint64_t budget) {
     vx_put_f64(q + 60 + 8 * i, m.bbox_max[i]);
   }
   /* how far the import grew the address space: how near it came to the limit */
-  uint64_t peak = vm_peak_bytes();
-  vx_put_u64(q + 84, vm0 && peak > vm0 ? peak - vm0 : 0);
-  int bad = write_all(fd, rec, sizeof rec);
-  if (!bad && s == VX_OK) bad = write_all(fd, m.pos, (size_t)m.tri_count * 9 * sizeof(float));
+  vx_put_u64(q + 84, vx_isolate_growth(vm0));
+  int bad = vx_isolate_write(fd, rec, sizeof rec);
+  if (!bad && s == VX_OK)
+    bad = vx_isolate_write(fd, m.pos, (size_t)m.tri_count * 9 * sizeof(float));
   _exit(bad ? 1 : 0);
 }
 
 
-/* Reads n bytes before the deadline: 0 done, 1 time out, 2 end of pipe or error. */
-static int read_until(int fd, void *p, size_t n, double deadline) {
-  uint8_t *b = (uint8_t *)p;
-  while (n) {
-    int ms = -1;
-    if (deadline > 0) {
-      double left = deadline - vx_clock_seconds();
-      if (left <= 0) return 1;
-      ms = left > 3600.0 ? 3600000 : (int)(left * 1000.0) + 1;
-    }
-    struct pollfd pf;
-    pf.fd = fd;
-    pf.events = POLLIN;
-    int r = poll(&pf, 1, ms);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return 2;
-    if (r == 0) continue; /* the loop re-checks the deadline */
-    ssize_t got = read(fd, b, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return 2;
-    b += got;
-    n -= (size_t)got;
-  }
-  return 0;
-}
-
-/* "500.0 MiB", "2.0 GiB". */
-static void fmt_limit(uint64_t b, char *out, size_t cap) {
-  if (b >= ((uint64_t)1 << 30))
-    snprintf(out, cap, "%.1f GiB", (double)b / 1073741824.0);
-  else
-    snprintf(out, cap, "%.1f MiB", (double)b / 1048576.0);
-}
-
 static vx_status over_limit(const char *path, uint64_t mem_limit, vx_error *err) {
   char lim[32];
-  fmt_limit(mem_limit, lim, sizeof lim);
   return vx_error_set(err, VX_ERR_LIMIT,
                       "cannot read '%s': the import needs more than the memory limit (%s)", path,
-                      lim);
+                      vx_bytes_text((double)mem_limit, lim, sizeof lim));
 }
 
-/* Reaps the child, which ended without a complete answer, and says why. Near its memory budget
- * (half of it or more in new pages) a child that died is taken to have run out of memory. */
+/* The child ended without a complete answer: why. */
 static vx_status died(const char *path, pid_t pid, uint64_t mem_limit, uint64_t rss0,
                       uint64_t budget, vx_error *err) {
-  int st = 0;
-  struct rusage ru;
-  memset(&ru, 0, sizeof ru);
-  while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(st) && (WTERMSIG(st) == SIGINT || WTERMSIG(st) == SIGTERM))
+  int sig = 0;
+  switch (vx_isolate_reap(pid, 0, rss0, budget, &sig)) {
+  case VX_ISOLATE_INTERRUPTED:
     return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted while reading '%s'", path);
-  uint64_t peak = ru.ru_maxrss > 0 ? (uint64_t)ru.ru_maxrss * 1024 : 0;
-  if (mem_limit && peak > rss0 && peak - rss0 >= budget / 2)
-    return over_limit(path, mem_limit, err);
-  if (WIFSIGNALED(st))
+  case VX_ISOLATE_NEAR_LIMIT:
+    if (mem_limit) return over_limit(path, mem_limit, err);
+    /* fall through */
+  case VX_ISOLATE_CRASHED:
     return vx_error_set(err, VX_ERR_FORMAT,
-                        "cannot read '%s': the importer crashed on it (signal %d)", path,
-                        WTERMSIG(st));
-  return vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s': the importer stopped early", path);
+                        "cannot read '%s': the importer crashed on it (signal %d)", path, sig);
+  default:
+    return vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s': the importer stopped early", path);
+  }
 }
 
 vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t mem_limit,
@@ -180,32 +107,15 @@ vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t m
   /* A header that claims more than its file holds is refused here, without a child. */
   vx_status s = vx_mesh_precheck_file(path, err);
   if (s != VX_OK) return s;
-  uint64_t rss0 = 0, budget = 0;
-  if (mem_limit) {
-    rss0 = vx_resident_bytes();
-    budget = mem_limit > rss0 ? mem_limit - rss0 : 0;
-    if (budget < MIN_BUDGET) budget = MIN_BUDGET;
-  }
-  int fds[2];
-  if (pipe(fds) != 0)
-    return vx_error_set(err, VX_ERR_IO, "cannot start the importer: %s", strerror(errno));
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return vx_error_set(err, VX_ERR_IO, "cannot start the importer: %s", strerror(errno));
-  }
-  if (pid == 0) {
-    /* Ctrl-C reaches the whole process group: the child stops at once, the parent reports it. */
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    close(fds[0]);
-    child(fds[1], path, budget);
-  }
-  close(fds[1]);
+  uint64_t rss0 = mem_limit ? vx_resident_bytes() : 0;
+  uint64_t budget = mem_limit ? vx_isolate_budget(mem_limit, MIN_BUDGET) : 0;
+  int fd;
+  pid_t pid = vx_isolate_fork(&fd, "the importer", err);
+  if (pid < 0) return err ? err->status : VX_ERR_IO;
+  if (pid == 0) child(fd, path, budget);
   double deadline = timeout_s > 0 ? vx_clock_seconds() + timeout_s : 0.0;
   uint8_t rec[REC];
-  int r = read_until(fds[0], rec, sizeof rec, deadline);
+  int r = vx_isolate_read(fd, rec, sizeof rec, deadline);
   if (r == 0) {
     const uint8_t *q = rec + 4 + 512;
     uint32_t cs = vx_get_u32(rec);
@@ -229,11 +139,11 @@ vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t m
                (double)vx_resident_bytes() + 2.0 * 36.0 * (double)n > (double)mem_limit) {
       /* twice 36 bytes a triangle: the child's copy stays alive while this one fills */
       char lim[32];
-      fmt_limit(mem_limit, lim, sizeof lim);
       s = vx_error_set(err, VX_ERR_LIMIT,
                        "cannot read '%s': its %llu triangles (%.1f MiB) do not fit under the "
                        "memory limit (%s)",
-                       path, (unsigned long long)n, (double)n * 36.0 / 1048576.0, lim);
+                       path, (unsigned long long)n, (double)n * 36.0 / 1048576.0,
+                       vx_bytes_text((double)mem_limit, lim, sizeof lim));
     } else {
       out->tri_count = n;
       out->skipped_degenerate = vx_get_u64(q + 8);
@@ -249,23 +159,20 @@ vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t m
         s = vx_error_set(err, VX_ERR_NOMEM, "cannot hold %llu triangles in memory",
                          (unsigned long long)n);
       else
-        r = read_until(fds[0], out->pos, (size_t)n * 9 * sizeof(float), deadline);
+        r = vx_isolate_read(fd, out->pos, (size_t)n * 9 * sizeof(float), deadline);
     }
   }
-  close(fds[0]);
+  close(fd);
+  int sig;
   if (s == VX_OK && r == 1) {
-    kill(pid, SIGKILL);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    vx_isolate_reap(pid, 1, 0, 0, &sig);
     s = vx_error_set(err, VX_ERR_FORMAT,
                      "cannot read '%s': the import did not finish within %g s (the importer may "
                      "loop on this file)", path, timeout_s);
   } else if (s == VX_OK && r == 2) {
     s = died(path, pid, mem_limit, rss0, budget, err);
   } else {
-    if (s != VX_OK) kill(pid, SIGKILL);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    vx_isolate_reap(pid, s != VX_OK, 0, 0, &sig);
   }
   if (s != VX_OK) vx_soup_free(out);
   return s;

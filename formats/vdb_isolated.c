@@ -16,6 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* wait4 */
 #include "formats/vdb_read.h"
+#include "formats/isolate.h"
 #include "formats/svo_codec.h"
 #include "svo/system.h"
 
@@ -42,68 +43,9 @@ void vx_vdb_surface_free(vx_vdb_surface *s) {
   memset(s, 0, sizeof *s);
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-  const uint8_t *b = (const uint8_t *)p;
-  while (n) {
-    ssize_t w = write(fd, b, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    b += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Reads n bytes before the deadline (0: none): 0 done, 1 time out, 2 end of pipe or error. */
-static int read_until(int fd, void *p, size_t n, double deadline) {
-  uint8_t *b = (uint8_t *)p;
-  while (n) {
-    int ms = -1;
-    if (deadline > 0) {
-      double left = deadline - vx_clock_seconds();
-      if (left <= 0) return 1;
-      ms = left > 3600.0 ? 3600000 : (int)(left * 1000.0) + 1;
-    }
-    struct pollfd pf;
-    pf.fd = fd;
-    pf.events = POLLIN;
-    int r = poll(&pf, 1, ms);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return 2;
-    if (r == 0) continue;
-    ssize_t got = read(fd, b, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return 2;
-    b += got;
-    n -= (size_t)got;
-  }
-  return 0;
-}
-
-/* This process's largest address space so far (VmPeak), 0 when unknown. */
-static uint64_t vm_peak_bytes(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return 0;
-  char line[256];
-  unsigned long long kib = 0;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, "VmPeak:", 7) == 0 && sscanf(line + 7, "%llu", &kib) == 1) break;
-  fclose(f);
-  return (uint64_t)kib * 1024;
-}
-
 static void child(int fd, const char *path, const char *name, uint32_t res, float band,
                   int threads, uint64_t budget) {
-  const uint64_t vm0 = vx_virtual_bytes();
-  struct rlimit r;
-  if (vm0 && getrlimit(RLIMIT_AS, &r) == 0) {
-    rlim_t want = vm0 > (uint64_t)RLIM_INFINITY - budget ? RLIM_INFINITY : (rlim_t)(vm0 + budget);
-    if (r.rlim_max != RLIM_INFINITY && want > r.rlim_max) want = r.rlim_max;
-    if (r.rlim_cur == RLIM_INFINITY || want < r.rlim_cur) {
-      r.rlim_cur = want;
-      (void)setrlimit(RLIMIT_AS, &r);
-    }
-  }
+  const uint64_t vm0 = vx_isolate_limit_memory(budget);
   vx_vdb_surface s;
   vx_error e;
   memset(&e, 0, sizeof e);
@@ -119,17 +61,16 @@ static void child(int fd, const char *path, const char *name, uint32_t res, floa
   vx_put_f64(q + 36, s.src_voxel);
   vx_put_u32(q + 44, (uint32_t)s.resampled | s.widened << 1);
   vx_put_u64(q + 48, st == VX_OK ? s.count : 0);
-  uint64_t peak = vm_peak_bytes();
-  vx_put_u64(q + 56, vm0 && peak > vm0 ? peak - vm0 : 0);
-  int bad = write_all(fd, rec, sizeof rec);
+  vx_put_u64(q + 56, vx_isolate_growth(vm0));
+  int bad = vx_isolate_write(fd, rec, sizeof rec);
   if (!bad && st == VX_OK) {
     uint8_t buf[8 * BATCH];
     for (uint64_t i = 0; i < s.count && !bad; i += BATCH) {
       uint64_t n = s.count - i < BATCH ? s.count - i : BATCH;
       for (uint64_t k = 0; k < n; k++) vx_put_u64(buf + 8 * k, s.codes[i + k]);
-      bad = write_all(fd, buf, (size_t)n * 8);
+      bad = vx_isolate_write(fd, buf, (size_t)n * 8);
     }
-    if (!bad) bad = write_all(fd, s.voxels, (size_t)s.count * sizeof(vx_voxel));
+    if (!bad) bad = vx_isolate_write(fd, s.voxels, (size_t)s.count * sizeof(vx_voxel));
   }
   _exit(bad ? 1 : 0);
 }
@@ -141,7 +82,7 @@ int vx_vdb_answer_read(int fd, double deadline, uint64_t mem_limit, vx_vdb_surfa
   memset(out, 0, sizeof *out);
   *st = VX_OK;
   uint8_t rec[REC];
-  int r = read_until(fd, rec, sizeof rec, deadline);
+  int r = vx_isolate_read(fd, rec, sizeof rec, deadline);
   if (r) return r;
   const uint8_t *q = rec + 4 + 512;
   uint32_t cs = vx_get_u32(rec);
@@ -198,7 +139,7 @@ int vx_vdb_answer_read(int fd, double deadline, uint64_t mem_limit, vx_vdb_surfa
   uint8_t buf[8 * BATCH];
   for (uint64_t i = 0; i < n; i += BATCH) {
     uint64_t m = n - i < BATCH ? n - i : BATCH;
-    if ((r = read_until(fd, buf, (size_t)m * 8, deadline)) != 0) {
+    if ((r = vx_isolate_read(fd, buf, (size_t)m * 8, deadline)) != 0) {
       vx_vdb_surface_free(out);
       return r;
     }
@@ -213,7 +154,7 @@ int vx_vdb_answer_read(int fd, double deadline, uint64_t mem_limit, vx_vdb_surfa
       out->codes[i + k] = c;
     }
   }
-  if ((r = read_until(fd, out->voxels, (size_t)n * sizeof(vx_voxel), deadline)) != 0) {
+  if ((r = vx_isolate_read(fd, out->voxels, (size_t)n * sizeof(vx_voxel), deadline)) != 0) {
     vx_vdb_surface_free(out);
     return r;
   }
@@ -243,52 +184,31 @@ vx_status vx_vdb_surface_read_isolated(const char *path, const char *name, uint3
     return vx_vdb_surface_read(path, name, resolution, band, threads, mem_limit, out, err);
   if (!mem_limit) mem_limit = vx_default_mem_limit();
   uint64_t rss0 = vx_resident_bytes();
-  uint64_t budget = mem_limit > rss0 ? mem_limit - rss0 : 0;
-  if (budget < MIN_BUDGET) budget = MIN_BUDGET;
-  int fds[2];
-  if (pipe(fds) != 0)
-    return vx_error_set(err, VX_ERR_IO, "cannot start the OpenVDB reader: %s", strerror(errno));
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return vx_error_set(err, VX_ERR_IO, "cannot start the OpenVDB reader: %s", strerror(errno));
-  }
-  if (pid == 0) {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    close(fds[0]);
-    child(fds[1], path, name, resolution, band, threads, budget);
-  }
-  close(fds[1]);
+  uint64_t budget = vx_isolate_budget(mem_limit, MIN_BUDGET);
+  int fd;
+  pid_t pid = vx_isolate_fork(&fd, "the OpenVDB reader", err);
+  if (pid < 0) return err ? err->status : VX_ERR_IO;
+  if (pid == 0) child(fd, path, name, resolution, band, threads, budget);
   double deadline = timeout_s > 0 ? vx_clock_seconds() + timeout_s : 0.0;
   vx_status s = VX_OK;
-  int r = vx_vdb_answer_read(fds[0], deadline, mem_limit, out, &s, err);
-  close(fds[0]);
+  int r = vx_vdb_answer_read(fd, deadline, mem_limit, out, &s, err);
+  close(fd);
   if (r == 0 && s == VX_ERR_NOMEM) s = over_limit(path, mem_limit, err);
+  int sig = 0;
   if (r == 1) {
-    kill(pid, SIGKILL);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    vx_isolate_reap(pid, 1, 0, 0, &sig);
     return vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s': OpenVDB did not finish within %g s",
                         path, timeout_s);
   }
-  int wst = 0;
-  struct rusage ru;
-  memset(&ru, 0, sizeof ru);
-  if (r == 2 || s != VX_OK) kill(pid, SIGKILL);
-  while (wait4(pid, &wst, 0, &ru) < 0 && errno == EINTR) {
-  }
+  vx_isolate_end end = vx_isolate_reap(pid, r == 2 || s != VX_OK, rss0, budget, &sig);
   if (r == 2) {
     vx_vdb_surface_free(out);
-    if (WIFSIGNALED(wst) && (WTERMSIG(wst) == SIGINT || WTERMSIG(wst) == SIGTERM))
+    if (end == VX_ISOLATE_INTERRUPTED)
       return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted while reading '%s'", path);
-    uint64_t peak = ru.ru_maxrss > 0 ? (uint64_t)ru.ru_maxrss * 1024 : 0;
-    if (peak > rss0 && peak - rss0 >= budget / 2) return over_limit(path, mem_limit, err);
-    if (WIFSIGNALED(wst))
+    if (end == VX_ISOLATE_NEAR_LIMIT) return over_limit(path, mem_limit, err);
+    if (end == VX_ISOLATE_CRASHED)
       return vx_error_set(err, VX_ERR_CORRUPT, "cannot read '%s': OpenVDB crashed on it (signal "
-                          "%d)", path, WTERMSIG(wst));
+                          "%d)", path, sig);
     return vx_error_set(err, VX_ERR_CORRUPT, "cannot read '%s': the OpenVDB reader stopped early",
                         path);
   }

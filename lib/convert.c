@@ -226,20 +226,25 @@ vx_status vx_convert(const vx_mesh *mesh, const vx_convert_opts *opts, const cha
   st->sec_tree = bs.sec_tree;
   for (int k = 0; k < 5; k++) st->sec_gpu[k] = bs.sec_gpu[k];
   for (int k = 0; k < 3; k++) st->sec_gpu_tree[k] = bs.sec_gpu_tree[k];
+  if (spilled) vx_stream_free(&stream);
+  return vx_build_finish(s, b, &tree, out_path, keep_tree, out, err);
+}
+
+vx_status vx_build_finish(vx_status s, vx_build *b, vx_octree *tree, const char *out_path,
+                          int keep_tree, vx_build **out, vx_error *err) {
   struct stat fs;
   if (s == VX_OK && out_path && stat(out_path, &fs) == 0 && S_ISREG(fs.st_mode))
-    st->file_bytes = (uint64_t)fs.st_size;
-  if (spilled) vx_stream_free(&stream);
+    b->stats.file_bytes = (uint64_t)fs.st_size;
   if (s == VX_OK && keep_tree) {
     b->tree = vx_tree_new();
     if (!b->tree) {
       s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
     } else {
-      b->tree->oct = tree;
-      memset(&tree, 0, sizeof tree);
+      b->tree->oct = *tree;
+      memset(tree, 0, sizeof *tree);
     }
   }
-  vx_octree_free(&tree);
+  vx_octree_free(tree);
   if (s != VX_OK) {
     vx_build_free(b);
     return s;

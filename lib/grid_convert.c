@@ -109,24 +109,6 @@ vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts, const vx_
     st->sec_write = out_path ? t2 - t1 : 0.0;
     st->sec_total = t2 - t0;
     st->sec_voxels = t1 - t0;
-    struct stat fs;
-    if (out_path && stat(out_path, &fs) == 0 && S_ISREG(fs.st_mode))
-      st->file_bytes = (uint64_t)fs.st_size;
   }
-  if (s == VX_OK && keep_tree) {
-    b->tree = vx_tree_new();
-    if (!b->tree) {
-      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-    } else {
-      b->tree->oct = tree;
-      memset(&tree, 0, sizeof tree);
-    }
-  }
-  vx_octree_free(&tree);
-  if (s != VX_OK) {
-    vx_build_free(b);
-    return s;
-  }
-  *out = b;
-  return VX_OK;
+  return vx_build_finish(s, b, &tree, out_path, keep_tree, out, err);
 }

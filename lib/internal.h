@@ -60,6 +60,11 @@ struct vx_build {
   vx_build_stats stats;
 };
 
+/* The end of every conversion: the file's size into b's statistics, the tree into b (keep_tree)
+ * or freed, and b handed out (*out) when s is VX_OK, else freed. Returns s (or VX_ERR_NOMEM). */
+vx_status vx_build_finish(vx_status s, vx_build *b, vx_octree *tree, const char *out_path,
+                          int keep_tree, vx_build **out, vx_error *err);
+
 /* Copies a caller's option struct that starts with `uint32_t struct_size` into a zeroed local of
  * this library's size: the fields a caller compiled against an older header does not know stay
  * zero (their defaults). struct_size 0 means the first published layout (this version's). A

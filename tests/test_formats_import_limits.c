@@ -236,7 +236,7 @@ static void isolated_import_stays_under_the_limit(void) {
   fprintf(stderr, "  peak RSS of the import child %.1f MiB (this process %.1f MiB resident)\n",
           kids / 1024.0, rss_parent / 1024.0);
   CHECK_MSG(s == VX_ERR_LIMIT, "%d %s", (int)s, e.msg);
-  CHECK_MSG(strstr(e.msg, "the import needs more than the memory limit (64.0 MiB)"), "%s", e.msg);
+  CHECK_MSG(strstr(e.msg, "the import needs more than the memory limit (64.00 MiB)"), "%s", e.msg);
   CHECK(m.pos == NULL && m.tri_count == 0);
 #ifndef VX_TEST_ASAN /* the sanitizer's shadow pages are resident but not in the address space */
   CHECK_MSG((uint64_t)kids * 1024 <= small, "child peak %ld KiB", kids);
