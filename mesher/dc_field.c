@@ -16,6 +16,13 @@
  * disagree on whether the surface crosses it. With one value per point every grid edge has one
  * crossing and one sign pair for all the cells that share it.
  *
+ * Rule 1b, re-signed voxels as a whole: a voxel that stores less than the largest value at one of
+ * its corners was re-signed, so it was all outside before and every negative corner of it is the
+ * thin rule's; a voxel storing a negative value where such a voxel had a positive one was
+ * re-signed too. The closure of these is flagged, their corners count by magnitude in rule 1, and
+ * the points of their corners are recomputed. Left half-undone, a thin part would keep negative
+ * corners next to restored positive ones across empty space: a crack.
+ *
  * Rule 2, signs next to empty space. Dual contouring puts a quad on every grid edge whose ends
  * differ in sign, between the four cells around it, so all four must be in the tree. With the
  * signs of a closed surface they are: the surface crosses the edge, so it meets the closed box of
@@ -33,7 +40,9 @@
  * they cannot be closed surfaces); isolated re-signed sheets stay open sheets.
  *
  * The walk (dc_walk.c, FIELD pass) visits every grid point once with the voxels around it,
- * reading the tree's own voxels and writing the result, so points never race. Rule 2 at one
+ * reading the tree's own voxels and writing the result, so points never race; it also flags the
+ * voxels rule 1b starts from. The closure, the recomputed points and what follows run on one
+ * thread over the few points concerned, finding voxels by descending the tree. Rule 2 at one
  * point reads its neighbours' values as stored, so a point it re-signed can change what rule 2
  * says at a neighbour: those neighbours are looked at again, one by one (in a fixed order, each
  * seeing the values written so far), until nothing changes.

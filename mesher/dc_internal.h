@@ -64,7 +64,8 @@ static inline dc_cell dc_child(const dc_tree *T, dc_cell c, uint32_t level, uint
     if (mask >> s & 1u) k.idx = vx_child_index(n->child, mask, s);
   }
   if (c.clu != DC_NONE) k.clu = c.clu;
-  else if (k.idx != DC_NONE && dc_is_cut(T, level + 1, k.idx)) k.clu = dc_cluster_id(T, level + 1, k.idx);
+  else if (k.idx != DC_NONE && dc_is_cut(T, level + 1, k.idx))
+    k.clu = dc_cluster_id(T, level + 1, k.idx);
   else k.clu = DC_NONE;
   return k;
 }

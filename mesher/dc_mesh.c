@@ -330,7 +330,8 @@ static int split_node_contacts(asm_ctx *x) {
   return 1;
 }
 
-/* ---- triangles -------------------------------------------------------------------------------- */
+/* ---- triangles --------------------------------------------------------------------------------
+ */
 
 static double dist2(const float *a, const float *b) {
   double d = 0.0;
@@ -448,7 +449,8 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
   return VX_OK;
 }
 
-/* ---- the whole extraction ---------------------------------------------------------------------- */
+/* ---- the whole extraction ----------------------------------------------------------------------
+ */
 
 static vx_status check_tree(const vx_octree *t, const vx_dc_opts *o, vx_error *err) {
   if (!t || !o) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree or no options");

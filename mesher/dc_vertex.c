@@ -8,8 +8,9 @@
  * cell, not only the crossings on its 12 edges) together with the node's stored plane, the
  * least-squares linear fit of the field below it (lod.h), as one more row (DC_PLANE_WEIGHT).
  * Where the surface has a sharp feature the crossings' planes meet there and pull the vertex to
- * it; where it is flat the regularisation holds it at the crossings' mean. Clamped to the box. Its normal is the mean of the crossings' normals (the
- * field's gradient averaged over the cell), or the plane's normal.
+ * it; where it is flat the regularisation holds it at the crossings' mean. Clamped to the box. Its
+ * normal is the mean of the crossings' normals (the field's gradient averaged over the cell), or
+ * the plane's normal.
  *
  * Parallel over subtrees: a sequential walk from the root hands out the cut cells above a task
  * level and the subtrees at that level; each thread finds the cut cells inside its subtrees.
@@ -24,9 +25,9 @@
 /* The node's plane against all its crossings together. The plane is the least-squares fit of the
  * field over the whole band of corner samples, which on curved parts sits a little off the zero
  * set (the field's level sets curve differently at different distances): as a full-weight row it
- * made the mean distance to the source 20-35 % larger on spot, bunny and fandisk (--error 0.5 .. 2).
- * Without it a few vertices near fandisk's sharp edges drift (4.7 instead of 2.7 voxels at
- * --error 2). A tenth of the crossings' weight keeps it as a tie-breaker. */
+ * made the mean distance to the source 20-35 % larger on spot, bunny and fandisk (--error 0.5
+ * to 2). Without it a few vertices near fandisk's sharp edges drift (4.7 instead of 2.7 voxels
+ * at --error 2). A tenth of the crossings' weight keeps it as a tie-breaker. */
 #define DC_PLANE_WEIGHT 0.1
 
 typedef struct vtask {
@@ -125,7 +126,8 @@ static void place_node(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t i
 
 /* Finds and places the cut cells in the subtree of present cell (level, idx) at p (its level's
  * coordinates). */
-static void visit(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t idx, const uint32_t p[3]) {
+static void visit(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t idx,
+                  const uint32_t p[3]) {
   if (dc_is_cut(T, level, idx)) {
     if (level == T->D) place_voxel(T, v, idx, p);
     else place_node(T, v, level, idx, p);
@@ -206,7 +208,8 @@ vx_status dc_vertices(const dc_tree *T, int threads, dc_verts *v, vx_progress_fn
   v->pos = (float *)vx_calloc((size_t)(n ? n : 1) * 3, sizeof(float));
   v->nrm = (float *)vx_calloc((size_t)(n ? n : 1) * 3, sizeof(float));
   int finest = !(T->cut == VX_DC_ERROR || (T->cut == VX_DC_LEVEL && T->level < T->D));
-  if (!finest) v->box = (uint64_t *)vx_calloc((size_t)(t->node_count ? t->node_count : 1), sizeof(uint64_t));
+  if (!finest)
+    v->box = (uint64_t *)vx_calloc((size_t)(t->node_count ? t->node_count : 1), sizeof(uint64_t));
   if (!v->pos || !v->nrm || (!finest && !v->box)) {
     dc_verts_free(v);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu mesh vertices",

@@ -119,7 +119,8 @@ static void vert_leaf(walk_ctx *w, const uint32_t p[3], const dc_cell *v) {
       w->out->nomem = 1;
       continue;
     }
-    mk->code = vx_morton_encode(p[0] - 1 + (i & 1), p[1] - 1 + (i >> 1 & 1), p[2] - 1 + (i >> 2 & 1));
+    mk->code =
+        vx_morton_encode(p[0] - 1 + (i & 1), p[1] - 1 + (i >> 1 & 1), p[2] - 1 + (i >> 2 & 1));
     mk->idx = v[i].idx;
     mk->pad = 0;
   }
@@ -145,7 +146,8 @@ static void vert_proc(walk_ctx *w, uint32_t l, const uint32_t p[3], const dc_cel
   vert_proc(w, l + 1, q, k);
 }
 
-/* ---- FACES pass: minimal edges of the cut ------------------------------------------------------ */
+/* ---- FACES pass: minimal edges of the cut ------------------------------------------------------
+ */
 
 /* Sums the sign changes along an edge over the finest edges below it. */
 static void edge_sum(walk_ctx *w, uint32_t l, uint32_t a, const dc_cell *e, int *net) {
@@ -481,7 +483,8 @@ static uint32_t task_level(const dc_tree *T, int pass) {
 vx_status dc_walk(const dc_tree *T, int pass, int threads, vx_voxel *field, dc_vec *items,
                   dc_out *sum, vx_progress_fn progress, void *user, const char *phase,
                   vx_error *err) {
-  const uint32_t elem = pass == DC_PASS_FACES ? (uint32_t)sizeof(dc_face) : (uint32_t)sizeof(uint64_t);
+  const uint32_t elem =
+      pass == DC_PASS_FACES ? (uint32_t)sizeof(dc_face) : (uint32_t)sizeof(uint64_t);
   memset(sum, 0, sizeof *sum);
   dc_vec_init(items, elem);
   if (threads < 1) threads = 1;
@@ -531,7 +534,7 @@ vx_status dc_walk(const dc_tree *T, int pass, int threads, vx_voxel *field, dc_v
       edge_proc(&w, 0, a, q, c);
     }
   }
-  for (uint32_t k = 0; k < 8; k++) {
+  for (uint32_t k = 0; k < 8 && pass == DC_PASS_FIELD; k++) {
     uint32_t q[3] = {k & 1, k >> 1 & 1, k >> 2 & 1};
     for (uint32_t i = 0; i < 8; i++) c[i] = i == (k ^ 7) ? root : none;
     vert_proc(&w, 0, q, c);

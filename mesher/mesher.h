@@ -13,15 +13,16 @@
  *   finest field's at those grid points, so meshes at different cuts of one tree are
  *   consistent, and adjacent cells of different sizes share their edges (no cracks).
  * - Shared corners: a grid point shared by several voxels may carry different values in them
- *   (the thin-feature rule re-signs single voxels, field.c). The mesher uses one value per grid
- *   point, the largest of those stored there ("outside wins", dc_field.c explains why), so every
- *   grid edge has one crossing and one sign pair for every cell that shares it.
- * - Guarantees: on a field whose signs are those of a closed surface (closed input, no voxel
- *   re-signed in isolation) the mesh is watertight and edge-manifold: every edge is shared by
- *   exactly two triangles that traverse it in opposite directions, at every cut. Where the
+ *   (the thin-feature rule re-signs single voxels, voxelizer/field.c). The mesher uses one value
+ *   per grid point (dc_field.c): the largest stored there ("outside wins"), re-signed voxels
+ *   undone as a whole, and signs that change next to empty space made to agree with their
+ *   neighbours there, so every grid edge has one crossing and one sign pair for every cell that
+ *   shares it, and every sign change has all four cells around it in the tree.
+ * - Guarantees: on closed input the mesh is watertight and edge-manifold at every cut: every
+ *   edge is shared by exactly two triangles that traverse it in opposite directions. Where the
  *   field's sign changes next to a cell that is not in the tree (open input: the winding
  *   number's membrane over a hole runs outside the surface voxels), that crossing has no
- *   quad: the mesh is open there, and vx_dc_stats.open_edges counts such crossings.
+ *   face: the mesh is open there, and vx_dc_stats.open_edges counts such crossings.
  * - Never prints; uses all cores through vx_parallel; every allocation through vx_malloc.
  *   Deterministic: the same tree and options give the same mesh for any number of threads.
  */

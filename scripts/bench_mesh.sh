@@ -4,13 +4,13 @@
 # mesh (in voxels), for a few meshes and several error levels (docs/MESHING.md has the results).
 #
 # usage: scripts/bench_mesh.sh [BUILD_DIR] [WORK_DIR]
-#   BUILD_DIR  a build with tools/mesh_bench (needs libopenvdb-dev; default build-mesher)
+#   BUILD_DIR  a build with tools/mesh_bench (needs libopenvdb-dev; default build)
 #   WORK_DIR   where the trees, the meshes and the tables go (default /tmp/voxlod-bench-mesh)
 # Meshes come from ../shared/data/meshes (the dragon is unpacked into WORK_DIR first).
 # Environment: SAMPLES (random points per mesh and direction, default 1000000), THREADS.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-$ROOT/build-mesher}
+BUILD=${1:-$ROOT/build}
 WORK=${2:-/tmp/voxlod-bench-mesh}
 SHARED=$ROOT/../shared/data/meshes
 SAMPLES=${SAMPLES:-1000000}

@@ -83,7 +83,8 @@ static topo check_topology(const vx_dc_mesh *m) {
 static void expect_closed(const vx_dc_mesh *m, const char *what) {
   topo r = check_topology(m);
   CHECK_MSG(m->triangle_count > 0, "%s: no triangles", what);
-  CHECK_MSG(r.bad_index == 0, "%s: %llu indices out of range", what, (unsigned long long)r.bad_index);
+  CHECK_MSG(r.bad_index == 0, "%s: %llu indices out of range", what,
+            (unsigned long long)r.bad_index);
   CHECK_MSG(r.degenerate == 0, "%s: %llu degenerate triangles", what,
             (unsigned long long)r.degenerate);
   CHECK_MSG(r.duplicated == 0, "%s: %llu directed edges used twice (non-manifold)", what,
@@ -94,7 +95,9 @@ static void expect_closed(const vx_dc_mesh *m, const char *what) {
 
 /* ---- exact point-to-triangle distance in double -------------------------------------------- */
 
-static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+static double dot3(const double *a, const double *b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
 
 static double point_tri_dist2(const double p[3], const double a[3], const double b[3],
                               const double c[3]) {
@@ -167,7 +170,8 @@ static tris tris_of_mesh(const vx_dc_mesh *m) {
   r.t = (double *)malloc((r.n ? r.n : 1) * 9 * sizeof(double));
   for (uint64_t i = 0; i < r.n; i++)
     for (int k = 0; k < 3; k++)
-      for (int c = 0; c < 3; c++) r.t[9 * i + 3 * k + c] = m->pos[3 * (uint64_t)m->tri[3 * i + k] + c];
+      for (int c = 0; c < 3; c++)
+        r.t[9 * i + 3 * k + c] = m->pos[3 * (uint64_t)m->tri[3 * i + k] + c];
   return r;
 }
 
@@ -250,6 +254,12 @@ static void shape_scene(vx_soup *s) {
   meshgen_torus(s, 0.2, 0.3, 1.3, 0.6, 0.15, 48, 24);
 }
 
+/* A cube: its faces lie on the grid's own boundary planes and its corners on the grid's corners. */
+static void shape_box(vx_soup *s) {
+  double lo[3] = {-1.0, -1.0, -1.0}, hi[3] = {1.0, 1.0, 1.0};
+  meshgen_box(s, lo, hi);
+}
+
 /* ---- the tests ---------------------------------------------------------------------------- */
 
 static void closed_at_every_cut(void (*shape)(vx_soup *), uint32_t res, const char *name) {
@@ -291,6 +301,7 @@ static void mesher_torus_is_closed_at_every_cut(void) {
 static void mesher_scene_with_grid_plane_faces_is_closed(void) {
   closed_at_every_cut(shape_scene, 64, "scene");
   closed_at_every_cut(shape_scene, 128, "scene");
+  closed_at_every_cut(shape_box, 32, "cube");
 }
 
 /* Spot (a closed scan) from ../shared, when present. */
@@ -318,7 +329,8 @@ static void mesher_spot_is_closed_at_every_cut(void) {
     }
     vx_dc_mesh m;
     vx_dc_stats st;
-    if (extract(&t, VX_DC_ERROR, 0, 1.0f, 2, &m, &st)) expect_closed(&m, "spot error 1"), vx_dc_mesh_free(&m);
+    if (extract(&t, VX_DC_ERROR, 0, 1.0f, 2, &m, &st))
+      expect_closed(&m, "spot error 1"), vx_dc_mesh_free(&m);
     vx_octree_free(&t);
   }
   vx_soup_free(&s);
@@ -373,7 +385,9 @@ static uint64_t *voxel_codes(const vx_octree *t) {
   uint64_t *cur = (uint64_t *)malloc(sizeof *cur), n = 1;
   cur[0] = 0;
   for (uint32_t l = 0; l < t->depth; l++) {
-    uint64_t *next = (uint64_t *)malloc((t->level_count[l + 1] ? t->level_count[l + 1] : 1) * sizeof *next), k = 0;
+    uint64_t *next = (uint64_t *)malloc((t->level_count[l + 1] ? t->level_count[l + 1] : 1) *
+                                        sizeof *next),
+             k = 0;
     for (uint64_t i = 0; i < n; i++) {
       uint32_t mask = vx_node_mask(t->nodes[t->level_first[l] + i].info);
       for (uint32_t s = 0; s < 8; s++)
@@ -447,7 +461,9 @@ typedef struct pv {
   uint64_t code;
   int8_t v, raw_max;
 } pv;
-static int cmp_pv(const void *a, const void *b) { return cmp_u64(&((const pv *)a)->code, &((const pv *)b)->code); }
+static int cmp_pv(const void *a, const void *b) {
+  return cmp_u64(&((const pv *)a)->code, &((const pv *)b)->code);
+}
 
 static void mesher_corner_field_is_single_valued(void) {
   vx_soup s;
@@ -552,14 +568,17 @@ static void mesher_sphere_faces_outward(void) {
     }
     double vol = 0.0;
     for (uint64_t i = 0; i < m.triangle_count; i++) {
-      const float *a = m.pos + 3 * (uint64_t)m.tri[3 * i], *b = m.pos + 3 * (uint64_t)m.tri[3 * i + 1],
+      const float *a = m.pos + 3 * (uint64_t)m.tri[3 * i],
+                  *b = m.pos + 3 * (uint64_t)m.tri[3 * i + 1],
                   *q = m.pos + 3 * (uint64_t)m.tri[3 * i + 2];
       vol += (a[0] * ((double)b[1] * q[2] - (double)b[2] * q[1]) -
               a[1] * ((double)b[0] * q[2] - (double)b[2] * q[0]) +
               a[2] * ((double)b[0] * q[1] - (double)b[1] * q[0])) / 6.0;
     }
-    fprintf(stderr, "  sphere level %u: volume %.4f (4/3 pi = %.4f)\n", levels[k], vol, 4.0 * M_PI / 3.0);
-    CHECK_MSG(inward == 0, "level %u: %llu normals point inwards", levels[k], (unsigned long long)inward);
+    fprintf(stderr, "  sphere level %u: volume %.4f (4/3 pi = %.4f)\n", levels[k], vol,
+            4.0 * M_PI / 3.0);
+    CHECK_MSG(inward == 0, "level %u: %llu normals point inwards", levels[k],
+              (unsigned long long)inward);
     CHECK_NEAR(vol, 4.0 * M_PI / 3.0, 0.1 * (7 - levels[k]));
     vx_dc_mesh_free(&m);
   }

@@ -41,7 +41,8 @@ static vx_mesh *torus(void) {
   for (int i = 0; i < NU; i++)
     for (int j = 0; j < NV; j++) {
       uint32_t a = (uint32_t)(i * NV + j), b = (uint32_t)(((i + 1) % NU) * NV + j),
-               c = (uint32_t)(i * NV + (j + 1) % NV), d = (uint32_t)(((i + 1) % NU) * NV + (j + 1) % NV);
+               c = (uint32_t)(i * NV + (j + 1) % NV),
+               d = (uint32_t)(((i + 1) % NU) * NV + (j + 1) % NV);
       *q++ = a, *q++ = b, *q++ = d;
       *q++ = a, *q++ = d, *q++ = c;
     }
@@ -111,7 +112,8 @@ static void meshing_cuts_and_accessors(void) {
       if (again) {
         vx_tree_get_info(t, &a);
         vx_tree_get_info(again, &b);
-        CHECK(llabs((long long)a.voxel_count - (long long)b.voxel_count) < (long long)a.voxel_count / 20);
+        CHECK(llabs((long long)a.voxel_count - (long long)b.voxel_count) <
+              (long long)a.voxel_count / 20);
       }
       vx_tree_free(again);
     }

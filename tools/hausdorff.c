@@ -24,7 +24,9 @@ struct vx_hd_grid {
   uint64_t tri_count;
 };
 
-static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+static double dot3(const double *a, const double *b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
 
 double vx_hd_point_tri_dist2(const double p[3], const double a[3], const double b[3],
                              const double c[3]) {

@@ -9,7 +9,8 @@
 static const char *mesh_help =
     "usage: voxlod mesh IN.svo OUT.{obj,ply,stl,glb} [--lod L | --error E] [options]\n"
     "\n"
-    "Dual-contours the tree (Ju et al. 2002): one vertex per cell of the cut, placed by the cell's\n"
+    "Dual-contours the tree (Ju et al. 2002): one vertex per cell of the cut, placed by the "
+    "cell's\n"
     "quadric error function (its surface crossings with the field's gradient, and above the\n"
     "voxels the node's least-squares plane), clamped to the cell; one quad per edge of the cut\n"
     "whose ends differ in sign. Cells of different sizes share their edges, so the mesh has no\n"
@@ -18,7 +19,8 @@ static const char *mesh_help =
     "\n"
     "The cut (default: every surface voxel, full detail):\n"
     "  --lod L          the nodes of level L (0 .. the tree's depth: 2^L cells per axis)\n"
-    "  --error E        adaptive: the coarsest nodes whose stored max error is <= E finest voxels,\n"
+    "  --error E        adaptive: the coarsest nodes whose stored max error is <= E finest "
+    "voxels,\n"
     "                   so flat parts get few large triangles and detail keeps small ones\n"
     "\n"
     "OUT's extension chooses the format (through assimp's exporter): .obj (no material file),\n"
@@ -44,8 +46,10 @@ int vx_cmd_mesh(int argc, char **argv) {
   o[n++].seen = &have_lod;
   o[n] = vx_cli_opt("--error", VX_OPT_FLOAT, &mo.max_error, 1e-6, 1e6, "finest voxels, > 0");
   o[n++].seen = &have_error;
-  o[n++] = vx_cli_opt("--threads", VX_OPT_INT, &mo.threads, 0, 1024, "a thread count, 0: all cores");
-  o[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
+  o[n++] =
+      vx_cli_opt("--threads", VX_OPT_INT, &mo.threads, 0, 1024, "a thread count, 0: all cores");
+  o[n++] =
+      vx_cli_opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
   o[n] = vx_cli_opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
   o[n++].alias = "-q";
   memset(&o[n], 0, sizeof o[n]);
@@ -54,7 +58,8 @@ int vx_cmd_mesh(int argc, char **argv) {
   int r = vx_cli_parse("mesh", argc, argv, o, pos, 2, &npos, mesh_help, NULL);
   if (r) return r < 0 ? 0 : r;
   if (npos < 2) return vx_cli_usage_error("mesh", "needs IN.svo and OUT.{obj,ply,stl,glb}");
-  if (have_lod && have_error) return vx_cli_usage_error("mesh", "--lod and --error exclude each other");
+  if (have_lod && have_error)
+    return vx_cli_usage_error("mesh", "--lod and --error exclude each other");
   const char *in = pos[0], *out = pos[1];
   mo.cut = have_lod ? VX_MESH_LEVEL : have_error ? VX_MESH_ERROR : VX_MESH_FINEST;
   mo.level = (uint32_t)lod;
@@ -87,7 +92,8 @@ int vx_cmd_mesh(int argc, char **argv) {
   vx_tree_free(t);
   vx_cli_progress_done();
   if (s != VX_OK) {
-    if (s == VX_ERR_INTERRUPTED) snprintf(e.msg, sizeof e.msg, "interrupted; %s was not written", out);
+    if (s == VX_ERR_INTERRUPTED)
+      snprintf(e.msg, sizeof e.msg, "interrupted; %s was not written", out);
     return vx_cli_fail("mesh", &e);
   }
   double t2 = vx_cli_now();
@@ -105,11 +111,14 @@ int vx_cmd_mesh(int argc, char **argv) {
   if (vx_cli_quiet) return 0;
   char cut[64];
   if (mo.cut == VX_MESH_LEVEL) snprintf(cut, sizeof cut, "level %d (%u^3)", lod, 1u << lod);
-  else if (mo.cut == VX_MESH_ERROR) snprintf(cut, sizeof cut, "error %g (levels %u..%u)", (double)mo.max_error, ms.level_min, ms.level_max);
+  else if (mo.cut == VX_MESH_ERROR)
+    snprintf(cut, sizeof cut, "error %g (levels %u..%u)", (double)mo.max_error, ms.level_min,
+             ms.level_max);
   else snprintf(cut, sizeof cut, "finest (%u^3)", ti.resolution);
-  fprintf(stderr, "%s: %llu triangles, %llu vertices, cut %s; load %.2fs, mesh %.2fs, write %.2fs\n",
-          out, (unsigned long long)ms.triangles, (unsigned long long)ms.vertices, cut, t1 - t0,
-          t2 - t1, t3 - t2);
+  fprintf(stderr,
+          "%s: %llu triangles, %llu vertices, cut %s; load %.2fs, mesh %.2fs, write %.2fs\n", out,
+          (unsigned long long)ms.triangles, (unsigned long long)ms.vertices, cut, t1 - t0, t2 - t1,
+          t3 - t2);
   fprintf(stderr, "%s: corner field: %llu shared grid points, %llu with different values (the "
           "larger kept), %llu re-signed; %llu contacts split", out,
           (unsigned long long)ms.corners_shared, (unsigned long long)ms.corners_disputed,

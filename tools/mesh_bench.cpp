@@ -80,7 +80,8 @@ void print_row(const result &r, double voxel) {
               r.setting.c_str(), (unsigned long long)r.tris, r.sec, r.hd.max / voxel,
               r.hd.p99 / voxel, r.hd.mean / voxel);
   if (std::getenv("MESH_BENCH_WHERE"))
-    std::fprintf(stderr, "  %s %s: mesh->source %.3f, source->mesh %.3f voxels; worst at %g %g %g\n",
+    std::fprintf(stderr,
+                 "  %s %s: mesh->source %.3f, source->mesh %.3f voxels; worst at %g %g %g\n",
                  r.tool.c_str(), r.setting.c_str(), r.hd.max_ab / voxel, r.hd.max_ba / voxel,
                  r.hd.at[0], r.hd.at[1], r.hd.at[2]);
   std::fflush(stdout);
@@ -211,8 +212,9 @@ int main(int argc, char **argv) {
       uint32_t x, y, z;
       vx_morton_decode(codes[i], &x, &y, &z);
       for (int c = 0; c < 8; c++)
-        acc.setValue(openvdb::Coord((int)(x + (c & 1)), (int)(y + (c >> 1 & 1)), (int)(z + (c >> 2 & 1))),
-                     (float)field[i].c[c] * q);
+        acc.setValue(
+            openvdb::Coord((int)(x + (c & 1)), (int)(y + (c >> 1 & 1)), (int)(z + (c >> 2 & 1))),
+            (float)field[i].c[c] * q);
     }
   }
   openvdb::tools::signedFloodFill(grid->tree());

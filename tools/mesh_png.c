@@ -126,13 +126,16 @@ int main(int argc, char **argv) {
     /* front faces warm grey, back faces (holes, inside) blue */
     double base[3] = {0.92, 0.86, 0.78};
     if (toward < 0) base[0] = 0.55, base[1] = 0.65, base[2] = 0.9;
-    int x0 = (int)floor(fmin(s[0][0], fmin(s[1][0], s[2][0]))), x1 = (int)ceil(fmax(s[0][0], fmax(s[1][0], s[2][0])));
-    int y0 = (int)floor(fmin(s[0][1], fmin(s[1][1], s[2][1]))), y1 = (int)ceil(fmax(s[0][1], fmax(s[1][1], s[2][1])));
+    int x0 = (int)floor(fmin(s[0][0], fmin(s[1][0], s[2][0]))),
+        x1 = (int)ceil(fmax(s[0][0], fmax(s[1][0], s[2][0])));
+    int y0 = (int)floor(fmin(s[0][1], fmin(s[1][1], s[2][1]))),
+        y1 = (int)ceil(fmax(s[0][1], fmax(s[1][1], s[2][1])));
     if (x0 < 0) x0 = 0;
     if (y0 < 0) y0 = 0;
     if (x1 > W - 1) x1 = W - 1;
     if (y1 > H - 1) y1 = H - 1;
-    double area = (s[1][0] - s[0][0]) * (s[2][1] - s[0][1]) - (s[2][0] - s[0][0]) * (s[1][1] - s[0][1]);
+    double area =
+        (s[1][0] - s[0][0]) * (s[2][1] - s[0][1]) - (s[2][0] - s[0][0]) * (s[1][1] - s[0][1]);
     if (fabs(area) < 1e-12) continue;
     for (int y = y0; y <= y1; y++)
       for (int x = x0; x <= x1; x++) {
