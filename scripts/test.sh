@@ -45,8 +45,8 @@ if [ "${VOXLOD_PYTHON_TESTS:-1}" != 0 ]; then
     VOXLOD_CLI="$PWD/build/voxlod" $py -m pytest -q -p no:cacheprovider python/tests 2>&1 |
       tee build/pytest.log || status=1
     line=$(grep -E "[0-9]+ (passed|failed)" build/pytest.log | tail -1 || true)
-    p=$(echo "$line" | grep -oE "[0-9]+ passed" | grep -oE "[0-9]+" || echo 0)
-    f=$(echo "$line" | grep -oE "[0-9]+ (failed|errors?)" | awk '{s += $1} END {print s + 0}')
+    p=$( (echo "$line" | grep -oE "[0-9]+ passed" || true) | grep -oE "[0-9]+" || true)
+    f=$( (echo "$line" | grep -oE "[0-9]+ (failed|errors?)" || true) | awk '{s += $1} END {print s + 0}')
     [ -n "$line" ] || f=1
     total_pass=$((total_pass + ${p:-0})); total_fail=$((total_fail + ${f:-0}))
   else
