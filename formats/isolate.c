@@ -117,9 +117,12 @@ vx_isolate_end vx_isolate_reap(pid_t pid, int kill_first, uint64_t rss0, uint64_
   while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR) {
   }
   *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-  if (!WIFSIGNALED(st)) return VX_ISOLATE_EXITED;
+  if (!WIFSIGNALED(st) && WIFEXITED(st) && WEXITSTATUS(st) == 0) return VX_ISOLATE_EXITED;
   if (*sig == SIGINT || *sig == SIGTERM) return VX_ISOLATE_INTERRUPTED;
+  /* Died, or exited with a failure (a sanitizer's allocator exits instead of raising), after
+   * growing by half its budget or more: out of memory. */
   uint64_t peak = ru.ru_maxrss > 0 ? (uint64_t)ru.ru_maxrss * 1024 : 0;
   if (budget && peak > rss0 && peak - rss0 >= budget / 2) return VX_ISOLATE_NEAR_LIMIT;
+  if (!WIFSIGNALED(st)) return VX_ISOLATE_EXITED;
   return VX_ISOLATE_CRASHED;
 }

@@ -45,9 +45,10 @@ int vx_isolate_read(int fd, void *p, size_t n, double deadline);
 
 /* How a child ended. */
 typedef enum vx_isolate_end {
-  VX_ISOLATE_EXITED,      /* it exited (the answer says how it went) */
+  VX_ISOLATE_EXITED,      /* it exited (the answer, if any, says how it went) */
   VX_ISOLATE_INTERRUPTED, /* SIGINT or SIGTERM */
-  VX_ISOLATE_NEAR_LIMIT,  /* died after growing by half its budget or more: out of memory */
+  VX_ISOLATE_NEAR_LIMIT,  /* died or failed after growing by half its budget or more: out of
+                             memory */
   VX_ISOLATE_CRASHED      /* died on another signal */
 } vx_isolate_end;
 
