@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """test_viewer_protocol.py VOXLOD DATA_DIR [--gpu] - `voxlod view` without a browser: the HTTP
 side (the page, 404 elsewhere, methods, Host/Origin checks, the token), frames over the websocket
-(JPEG frames, the PNG, clamped sizes, coalesced floods, several tabs) and every bad input a client
+(JPEG frames, JPEGs encoded in strips on several threads and joined with restart markers, the PNG,
+clamped sizes, coalesced floods, several tabs) and every bad input a client
 can send (malformed, unknown, oversized, binary and fragmented messages, NaN cameras, absurd sizes,
 lying acks, a tab that never reads), each followed by a check that the server still serves the
 other tabs, and a clean Ctrl-C. With --gpu the same against `voxlod view --gpu` (the device).
@@ -21,7 +22,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from viewer_common import Server, make_tree, object_fraction, png_pixels, split_binary  # noqa: E402
+from viewer_common import (Server, band_errors, jpeg_scan_markers, make_tree,  # noqa: E402
+                           object_fraction, png_pixels, split_binary)
 
 try:
     import websocket  # websocket-client
@@ -305,6 +307,36 @@ def test_frames(srv, depth):
     t.close()
 
 
+def test_strips(srv):
+    """--encode-threads 3: a 512x384 frame is encoded in 6 strips (of 32768 pixels, the smallest)
+    at once and joined into one baseline JPEG: one DRI segment, RST0..RST4 in order, EOI; decoded,
+    every band of 16 rows is close to the lossless PNG of the same view (a strip joined wrong
+    would be far off). Small frames stay in one piece. At quality 95 (4:4:4, 8-row MCUs) the
+    same."""
+    t = Tab(srv)
+    for q in (80, 95):
+        seq = t.view(512, 384, extra="q=%d" % q)
+        hdr, body = t.frame(seq=seq)
+        dri, rst, eoi = jpeg_scan_markers(body)
+        check(hdr["strips"] == 6 and body[:2] == b"\xff\xd8" and eoi and dri == 1 and
+              rst == list(range(hdr["strips"] - 1)),
+              "q%d: a 512x384 frame is 6 strips joined with restart markers" % q,
+              "strips %s, DRI %d, RST %s" % (hdr.get("strips"), dri, rst))
+        t.send("png")
+        _, png = t.frame(kind="png")
+        err = band_errors(body, png)
+        if err is None:
+            print("     (no PIL: the strips' pixels are not compared)")
+        else:
+            check(max(err) < 10 and sum(err) / len(err) < 4,
+                  "q%d: each band of 16 rows decodes close to the PNG (worst %.2f, mean %.2f)"
+                  % (q, max(err), sum(err) / len(err)), ["%.1f" % e for e in err])
+    seq = t.view(160, 120)
+    hdr, _ = t.frame(seq=seq)
+    check(hdr["strips"] == 1, "a small frame is encoded in one piece", str(hdr))
+    t.close()
+
+
 # (message, part of the expected error)
 BAD_MESSAGES = [
     (b"bogus", "unknown command"),
@@ -524,14 +556,14 @@ def test_stats(path):
         for line in f:
             rows.append(json.loads(line))
     keys = {"tab", "frame", "seq", "kind", "w", "h", "full", "gpu", "ms_wait", "ms_render",
-            "ms_copy", "ms_encode", "ms_send", "ms_server", "bytes"}
+            "ms_copy", "ms_encode", "ms_send", "ms_server", "bytes", "strips"}
     check(rows and all(keys <= set(r) for r in rows) and
           all(r["ms_server"] >= r["ms_render"] for r in rows if r["kind"] == "jpeg"),
           "--stats logs a JSON line per frame (%d lines)" % len(rows))
 
 
 def test_token(voxlod, tree, tmp, device):
-    srv = Server(voxlod, tree, device, "--token", tmp=tmp, name="token")
+    srv = Server(voxlod, tree, device, "--token", "--encode-threads", "1", tmp=tmp, name="token")
     try:
         check(srv.token and len(srv.token) == 32, "--token puts a 32-digit token into the URL", srv.url)
         check(http(srv, "/")[0] == 403, "no token: 403")
@@ -545,6 +577,10 @@ def test_token(voxlod, tree, tmp, device):
         t = Tab(srv)
         seq = t.view(32, 24)
         check(t.frame(seq=seq)[0]["w"] == 32, "a websocket with the token gets frames")
+        seq = t.view(640, 480)
+        hdr, body = t.frame(seq=seq)
+        check(hdr["strips"] == 1 and jpeg_scan_markers(body)[:2] == (0, []),
+              "--encode-threads 1: a 640x480 frame in one piece, no restart markers")
         t.close()
     finally:
         srv.stop()
@@ -566,7 +602,7 @@ def main():
     tree = make_tree(voxlod, data, tmp)
     stats = os.path.join(tmp, "stats.jsonl")
     srv = Server(voxlod, tree, device, "--max-size", "512x512", "--timeout", "2", "--max-tabs", "4",
-                 "--fps", "240", "--stats", stats, "-v", tmp=tmp)
+                 "--fps", "240", "--stats", stats, "--encode-threads", "3", "-v", tmp=tmp)
     t_all = time.time()
     try:
         first = Tab(srv)
@@ -574,6 +610,7 @@ def main():
         first.close()
         for name, fn in [("http", lambda: test_http(srv)), ("origin", lambda: test_origin(srv)),
                          ("frames", lambda: test_frames(srv, depth)),
+                         ("strips", lambda: test_strips(srv)),
                          ("bad messages", lambda: test_bad_messages(srv)),
                          ("bad frames", lambda: test_bad_frames(srv)),
                          ("flood", lambda: test_flood(srv)), ("tabs", lambda: test_tabs(srv)),
@@ -595,6 +632,8 @@ def main():
         check(code == 0 and "stopped" in log, "Ctrl-C stops the server cleanly (%.1fs)" % secs,
               "exit %s\n%s" % (code, log[-2000:]))
         check("dropping tab" in log, "the log names the dropped tabs")
+        check("JPEG on 3 threads" in log and "in one piece" not in log,
+              "the server encodes on 3 threads and never fell back to one piece")
         test_stats(stats)
         test_token(voxlod, tree, tmp, device)
     finally:

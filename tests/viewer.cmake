@@ -1,6 +1,9 @@
 # `voxlod view` (viewer/) and the image API it uses:
 #   test_viewer_protocol  the server without a browser (a websocket client): the page, 404s, the
 #                         token and Host/Origin checks, frames, and every bad input
+#   test_viewer_jpeg      the JPEG strips joined with restart markers (tests/test_viewer_jpeg.c): the same
+#                         pixels as a single-pass encode through libjpeg-turbo's decoder, the
+#                         encoder pool, refusals, changed bytes
 #   test_viewer_browser   the page in headless chromium driven by selenium against --cpu; skips
 #                         (77, saying why) only where chromium, its driver or selenium are missing
 #   test_api_image        vx_encode_png through the public header
@@ -11,6 +14,13 @@ if(COMMAND vx_add_api_test)
   target_include_directories(test_api_image PRIVATE ${STB_INCLUDE_DIR})
 endif()
 if(TARGET voxlod AND VOXLOD_HAVE_VIEWER)
+  # The JPEG strips and their join against libjpeg-turbo's decoder (the viewer's own sources).
+  add_executable(test_viewer_jpeg ${VOXLOD_ROOT}/tests/test_viewer_jpeg.c ${VOXLOD_ROOT}/viewer/jpeg.c
+                 ${VOXLOD_ROOT}/viewer/jpeg_join.c ${VOXLOD_ROOT}/viewer/encoder.c)
+  target_include_directories(test_viewer_jpeg PRIVATE ${VOXLOD_ROOT})
+  target_link_libraries(test_viewer_jpeg PRIVATE PkgConfig::TURBOJPEG Threads::Threads ${M_LIB})
+  add_test(NAME test_viewer_jpeg COMMAND test_viewer_jpeg)
+  set_tests_properties(test_viewer_jpeg PROPERTIES TIMEOUT 300 LABELS viewer)
   find_program(VX_SYSTEM_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
   foreach(t protocol browser)
     if(VX_SYSTEM_PYTHON3)

@@ -88,6 +88,37 @@ def split_binary(msg):
     return json.loads(msg[4:4 + n].decode()), msg[4 + n:]
 
 
+def jpeg_scan_markers(jpeg):
+    """A JPEG's markers as (DRI segments, the RSTn numbers in the entropy-coded data in order,
+    ends with EOI)."""
+    sos = jpeg.find(b"\xff\xda")
+    if sos < 0:
+        return 0, [], False
+    head, scan = jpeg[:sos], jpeg[sos:]
+    rst = [scan[i + 1] - 0xD0 for i in range(len(scan) - 1)
+           if scan[i] == 0xFF and 0xD0 <= scan[i + 1] <= 0xD7]
+    return head.count(b"\xff\xdd"), rst, jpeg[-2:] == b"\xff\xd9"
+
+
+def band_errors(jpeg, png, band=16):
+    """Decodes a JPEG frame (PIL: libjpeg-turbo) and the lossless PNG of the same view and
+    returns the mean absolute difference per band of `band` rows, or None without PIL. A strip
+    that decoded wrong (a lost restart, a shifted DC) stands out as a band far off."""
+    try:
+        import io
+        from PIL import Image, ImageChops, ImageStat
+    except ImportError:
+        return None
+    a = Image.open(io.BytesIO(jpeg)).convert("RGB")
+    b = Image.open(io.BytesIO(png)).convert("RGB")
+    if a.size != b.size:
+        return [255.0]
+    d = ImageChops.difference(a, b)
+    w, h = a.size
+    return [sum(ImageStat.Stat(d.crop((0, y, w, min(h, y + band)))).mean) / 3
+            for y in range(0, h, band)]
+
+
 def png_pixels(data):
     """Decodes an 8-bit RGB or RGBA, non-interlaced PNG (what vx_encode_png and chromium's
     screenshots write) to (w, h, RGB bytes). Uses PIL when it is there (fast), else plain

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench.py VOXLOD TREE.svo [--gpu|--cpu] [--sizes 1280x720,1920x1080] [--frames 200]
-[--warmup 20] [--lod finest|auto|L] [--quality 80] [--label NAME] [--moving]
+[--warmup 20] [--lod finest|auto|L] [--quality 80] [--label NAME] [--moving] [--encode-threads N]
 
 Times `voxlod view` as a page uses it: starts the server on TREE, opens one tab, and for each size
 sends a view (the default camera turned a little each time, not moving), waits for its frame and
@@ -8,6 +8,8 @@ acknowledges it, one at a time, so that every frame measures one input's way thr
 The server's timing log (--stats) gives per frame: render, copy back (GPU), JPEG encode, the
 websocket write, and input -> bytes sent (the message's arrival to the end of the write of its
 frame). Prints one markdown table row per size (medians, and the 90th percentile of the total).
+--encode-threads N is passed to the server (JPEG strips encoded at once; 0, the server's default:
+min(8, cores)); the row says how many threads and strips encoded the frames.
 --moving: the views say the camera moves, so the server may answer with a lower-resolution
 preview that fits its frame interval (--fps 60 here); the row then reports the size drawn.
 
@@ -51,10 +53,12 @@ def main():
     lod, quality = arg("--lod", "finest"), int(arg("--quality", "80"))
     label = arg("--label", os.path.basename(tree))
     moving = "--moving" in sys.argv
+    threads = arg("--encode-threads", None)
     tmp = tempfile.mkdtemp(prefix="vx_bench_")
     stats = os.path.join(tmp, "stats.jsonl")
     cmd = [voxlod, "view", tree, "--port", "0", "--fps", "60" if moving else "1000", "--stats", stats,
-           "--max-size", "8192x8192", "--quality", str(quality)] + ([device] if device else [])
+           "--max-size", "8192x8192", "--quality", str(quality)] + ([device] if device else []) + \
+        (["--encode-threads", threads] if threads is not None else [])
     err = open(os.path.join(tmp, "server.log"), "w")
     srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
     try:
@@ -109,11 +113,13 @@ def main():
     rows = [json.loads(line) for line in open(stats)]
     log = open(os.path.join(tmp, "server.log")).read()
     dev = "GPU" if rows and rows[0]["gpu"] else "CPU"
+    m = re.search(r"JPEG on (\d+) thread", log)
+    enc_threads = m.group(1) if m else "?"
     print("server: " + " ".join(cmd))
     print("timing log (a JSON line per frame): " + stats)
     print([ln for ln in log.splitlines() if "drawn on" in ln][0] if "drawn on" in log else "")
-    print("| tree | device | size | render ms | copy ms | encode ms | send ms | input -> sent ms "
-          "(median / p90) | frames/s served | JPEG KiB | round trip ms (client) |")
+    print("| tree | device | size | render ms | copy ms | encode ms (threads, strips) | send ms | "
+          "input -> sent ms (median / p90) | frames/s served | JPEG KiB | round trip ms (client) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (w, h) in sizes:
         lo, hi = seqs[(w, h)]
@@ -130,8 +136,11 @@ def main():
             dw = statistics.median(x["w"] for x in r)
             dh = statistics.median(x["h"] for x in r)
             shown += " moving (drawn %dx%d)" % (dw, dh)
-        print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %.0f | %.0f | %.2f |" % (
-            label, dev, shown, med["ms_render"], med["ms_copy"], med["ms_encode"], med["ms_send"],
+        strips = statistics.median(x.get("strips", 1) for x in r)
+        print(("| %s | %s | %s | %.2f | %.2f | %.2f (%s, %g) | %.2f | %.2f / %.2f | %.0f | %.0f "
+               "| %.2f |") % (
+            label, dev, shown, med["ms_render"], med["ms_copy"], med["ms_encode"], enc_threads,
+            strips, med["ms_send"],
             med["ms_server"], p90, 1000.0 / busy if busy > 0 else 0, med["bytes"] / 1024,
             statistics.median(client_ms[(w, h)])))
     return 0

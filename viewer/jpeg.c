@@ -1,7 +1,9 @@
 /* jpeg.c - libturbojpeg behind jpeg.h. Chroma is subsampled 4:2:0 (what video does: a third of
  * the bytes of 4:4:4 and half the encode time at 1080p), except at quality 95 and above, where
  * the user asked for detail. The JPEG is written straight into the caller's buffer (sized by
- * tjBufSize, TJFLAG_NOREALLOC), so the stream sends it without a copy. */
+ * tjBufSize, TJFLAG_NOREALLOC), so the stream sends it without a copy. No flag that changes the
+ * tables (TJFLAG_PROGRESSIVE, Huffman optimisation) is set: every strip of a frame then carries
+ * the same tables, which is what lets jpeg_join.c splice strips into one image. */
 #include "viewer/jpeg.h"
 
 #include <stdio.h>
@@ -30,6 +32,12 @@ void vw_jpeg_free(vw_jpeg *j) {
 }
 
 static int subsampling(int quality) { return quality >= 95 ? TJSAMP_444 : TJSAMP_420; }
+
+void vw_jpeg_mcu(int quality, uint32_t *width, uint32_t *height) {
+  int s = subsampling(quality);
+  *width = (uint32_t)tjMCUWidth[s];
+  *height = (uint32_t)tjMCUHeight[s];
+}
 
 size_t vw_jpeg_bound(uint32_t width, uint32_t height) {
   if (width == 0 || height == 0 || width > 65535 || height > 65535) return 0;

@@ -7,7 +7,9 @@
  *     It picks a tab that wants a frame (round robin), draws it into one of the tab's two pixel
  *     slots and hands the slot to the tab's writer.
  *   one writer per tab (session.c): encodes the slot (JPEG, or PNG for the save button) and
- *     sends it. A tab that does not read blocks only its own writer, while the render thread
+ *     sends it. A JPEG is encoded in horizontal strips at once by the writer and the encoder
+ *     pool's threads (encoder.h: --encode-threads in all, shared by every tab), then joined
+ *     into one JPEG. A tab that does not read blocks only its own writer, while the render thread
  *     serves the others; a write that times out, or frames left unacknowledged for --timeout,
  *     drop the tab (vw_session_drop).
  *
@@ -20,7 +22,8 @@
  * LOCKING
  *   One mutex (vw_server.lock) guards the session list and every session's shared fields; no
  *   rendering, encoding or network write happens under it. A session is freed when its
- *   connection has closed and the render thread holds no reference to it (refs).
+ *   connection has closed and the render thread holds no reference to it (refs). The encoder
+ *   pool has a mutex of its own (encoder.c), never taken while s->lock is held.
  */
 #ifndef VOXLOD_VIEWER_SERVER_H
 #define VOXLOD_VIEWER_SERVER_H
@@ -33,6 +36,7 @@
 
 struct mg_context;
 struct mg_connection;
+struct vw_encoder;
 
 #define VW_WINDOW 2        /* frames a tab may have in flight before it acknowledges one */
 #define VW_MAX_ERRORS 16   /* bad messages before a tab is closed */
@@ -118,6 +122,7 @@ typedef struct vw_options {
   int quality;               /* default JPEG quality */
   uint32_t max_tabs;
   double timeout_s;          /* a write that makes no progress this long drops the tab */
+  uint32_t encode_threads;   /* JPEG encoding threads in all (0: the default) */
   const char *stats_path;    /* a JSON line per frame sent */
   int verbose;
 } vw_options;
@@ -135,6 +140,7 @@ typedef struct vw_server {
   int loopback;
   char *info_json;           /* the message a tab gets when it opens (malloc) */
   struct mg_context *ctx;
+  struct vw_encoder *enc;    /* the JPEG encoder pool (encoder.h), shared by the writers */
 
   pthread_mutex_t lock;
   pthread_cond_t render_wake;

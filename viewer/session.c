@@ -8,17 +8,18 @@
  * coalesced, never queued.
  *
  * Each tab has a writer thread that encodes the frames the render thread draws for it and sends
- * them. civetweb's write blocks while the peer does not read; a write that makes no progress for
- * the request timeout (--timeout) fails and the tab is dropped (vw_session_drop): no more frames
- * are drawn for it and its connection is shut down. Only that tab's writer ever waits on its
- * socket.
+ * them. A JPEG is encoded in strips by the writer and the server's encoder pool together
+ * (encoder.h), straight into the writer's message buffer behind room for the header. civetweb's
+ * write blocks while the peer does not read; a write that makes no progress for the request
+ * timeout (--timeout) fails and the tab is dropped (vw_session_drop): no more frames are drawn
+ * for it and its connection is shut down. Only that tab's writer ever waits on its socket.
  *
  * Messages to the page: text JSON ({"type":"info"|"error"|"pong", ...}) and binary frames laid
  * out as [u32 little-endian n][n bytes of JSON header][image bytes], the header's "type" saying
  * "frame" (JPEG) or "png".
  */
 #define _POSIX_C_SOURCE 200809L
-#include "viewer/jpeg.h"
+#include "viewer/encoder.h"
 #include "viewer/protocol.h"
 #include "viewer/server.h"
 
@@ -128,23 +129,9 @@ void vw_session_drop(vw_session *x, const char *why) {
 
 /* ---- the writer ------------------------------------------------------------------------------ */
 
-typedef struct writer_buf {
-  uint8_t *p;
-  size_t cap;
-} writer_buf;
-
-static int grow(writer_buf *b, size_t n) {
-  if (b->cap >= n) return 0;
-  uint8_t *p = (uint8_t *)realloc(b->p, n);
-  if (!p) return -1;
-  b->p = p;
-  b->cap = n;
-  return 0;
-}
-
 /* Puts the header in front of the body at b->p + VW_HEADER_MAX and returns where the message
  * starts; *len gets its length. */
-static uint8_t *frame_message(writer_buf *b, const char *hdr, size_t body, size_t *len) {
+static uint8_t *frame_message(vw_buf *b, const char *hdr, size_t body, size_t *len) {
   size_t hl = strlen(hdr);
   uint8_t *m = b->p + VW_HEADER_MAX - hl - 4;
   m[0] = (uint8_t)(hl & 0xff);
@@ -166,24 +153,23 @@ static const char *lod_text(const vw_server *s, int lod, char *buf, size_t n) {
 typedef struct send_times {
   double ms_encode, ms_send, ms_server;
   size_t bytes;
+  unsigned strips; /* a JPEG's strips, encoded at once */
   int sent; /* an image went out */
 } send_times;
 
 /* Encodes and sends one slot. Returns 0, or -1 when the connection failed (the tab is dead). */
 static int send_slot(vw_session *x, struct mg_connection *c, vw_slot *sl, vw_jpeg *jp,
-                     writer_buf *b, send_times *t) {
+                     vw_buf *b, send_times *t) {
   vw_server *s = x->srv;
   memset(t, 0, sizeof *t);
   if (sl->kind == VW_KIND_ERROR) return send_error(c, sl->error) ? 0 : -1;
   char why[256], hdr[VW_HEADER_MAX - 8], lod[16];
   double t0 = vw_now();
   size_t body = 0;
+  t->strips = 1;
   if (sl->kind == VW_KIND_JPEG) {
-    size_t bound = vw_jpeg_bound(sl->width, sl->height);
-    if (bound == 0 || grow(b, VW_HEADER_MAX + bound))
-      return send_error(c, "out of memory for the frame's encoding") ? 0 : -1;
-    body = vw_jpeg_encode(jp, sl->rgb, sl->width, sl->height, sl->view.quality,
-                          b->p + VW_HEADER_MAX, bound, why, sizeof why);
+    body = vw_encode_jpeg(s->enc, jp, sl->rgb, sl->width, sl->height, sl->view.quality, b,
+                          VW_HEADER_MAX, &t->strips, why, sizeof why);
     if (body == 0) return send_error(c, why) ? 0 : -1;
   } else {
     void *png = NULL;
@@ -192,7 +178,7 @@ static int send_slot(vw_session *x, struct mg_connection *c, vw_slot *sl, vw_jpe
     memset(&e, 0, sizeof e);
     if (vx_encode_png(sl->rgb, sl->width, sl->height, &png, &n, &e) != VX_OK)
       return send_error(c, e.msg) ? 0 : -1;
-    if (grow(b, VW_HEADER_MAX + n)) {
+    if (vw_buf_reserve(b, VW_HEADER_MAX + n)) {
       vx_buffer_free(png);
       return send_error(c, "out of memory for the PNG") ? 0 : -1;
     }
@@ -206,11 +192,11 @@ static int send_slot(vw_session *x, struct mg_connection *c, vw_slot *sl, vw_jpe
   snprintf(hdr, sizeof hdr,
            "{\"type\":\"%s\",\"frame\":%u,\"seq\":%u,\"w\":%u,\"h\":%u,\"full\":%d,\"lod\":%s,"
            "\"shade\":%d,\"q\":%d,\"gpu\":%d,\"ms_render\":%.3f,\"ms_copy\":%.3f,"
-           "\"ms_encode\":%.3f,\"ms_server\":%.3f,\"bytes\":%zu}",
+           "\"ms_encode\":%.3f,\"ms_server\":%.3f,\"bytes\":%zu,\"strips\":%u}",
            sl->kind == VW_KIND_PNG ? "png" : "frame", sl->frame, sl->seq, sl->width, sl->height,
            sl->full, lod_text(s, sl->view.lod, lod, sizeof lod), sl->view.shade,
            sl->view.quality, sl->used_gpu, sl->ms_render, sl->ms_copy, t->ms_encode,
-           t->ms_server, body);
+           t->ms_server, body, t->strips);
   size_t len;
   uint8_t *m = frame_message(b, hdr, body, &len);
   int r = mg_websocket_write(c, MG_WEBSOCKET_OPCODE_BINARY, (const char *)m, len);
@@ -229,10 +215,10 @@ static void log_frame(vw_server *s, const vw_session *x, const vw_slot *sl, cons
   fprintf(s->stats,
           "{\"tab\":%u,\"frame\":%u,\"seq\":%u,\"kind\":\"%s\",\"w\":%u,\"h\":%u,\"full\":%d,"
           "\"gpu\":%d,\"ms_wait\":%.3f,\"ms_render\":%.3f,\"ms_copy\":%.3f,\"ms_encode\":%.3f,"
-          "\"ms_send\":%.3f,\"ms_server\":%.3f,\"bytes\":%zu}\n",
+          "\"ms_send\":%.3f,\"ms_server\":%.3f,\"bytes\":%zu,\"strips\":%u}\n",
           x->id, sl->frame, sl->seq, sl->kind == VW_KIND_PNG ? "png" : "jpeg", sl->width,
           sl->height, sl->full, sl->used_gpu, (sl->t_start - sl->t_input) * 1e3, sl->ms_render,
-          sl->ms_copy, t->ms_encode, t->ms_send, t->ms_server, t->bytes);
+          sl->ms_copy, t->ms_encode, t->ms_send, t->ms_server, t->bytes, t->strips);
   fflush(s->stats);
   pthread_mutex_unlock(&s->stats_lock);
 }
@@ -249,7 +235,7 @@ static void *writer_main(void *arg) {
   vw_session *x = (vw_session *)arg;
   vw_server *s = x->srv;
   vw_jpeg *jp = vw_jpeg_new();
-  writer_buf b = {NULL, 0};
+  vw_buf b = {NULL, 0};
   pthread_mutex_lock(&s->lock);
   if (!jp) x->dead = 1;
   for (;;) {

@@ -1,13 +1,14 @@
 /* view.c - `voxlod view IN.svo`: a web page that flies through a tree, its frames drawn here.
  *
  * Loads the whole tree (every level: the page switches levels at will), makes one renderer (the
- * GPU when there is one, else the CPU), starts the render thread and civetweb (server.h tells
- * how they share the work), prints the URL and waits for SIGINT, SIGTERM or SIGHUP. Then it
- * stops drawing, closes every tab (civetweb waits for their handlers and writers), frees the
- * renderer and the tree and prints what it served.
+ * GPU when there is one, else the CPU), starts the JPEG encoder pool, the render thread and
+ * civetweb (server.h tells how they share the work), prints the URL and waits for SIGINT, SIGTERM
+ * or SIGHUP. Then it stops drawing, closes every tab (civetweb waits for their handlers and
+ * writers), stops the encoder pool, frees the renderer and the tree and prints what it served.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tools/cli.h"
+#include "viewer/encoder.h"
 #include "viewer/server.h"
 
 #include <arpa/inet.h>
@@ -42,6 +43,8 @@ static const char *view_help =
     "  --max-size WxH   largest frame drawn; larger requests are scaled down (default 4096x4096)\n"
     "  --max-dpr X      the page draws at the screen's device pixel ratio up to X (default 2)\n"
     "  --quality Q      JPEG quality 1..100 (default 80; the page can change it)\n"
+    "  --encode-threads N  threads that encode a frame's JPEG at once, in strips (default 0:\n"
+    "                   min(8, cores); 1: in one piece), shared by every tab\n"
     "  --max-tabs N     open tabs served at once (default 8)\n"
     "  --timeout S      drop a tab whose connection takes no data for S seconds (default 5)\n"
     "  --stats FILE     append a JSON line per frame sent: render, copy back, encode and send\n"
@@ -91,6 +94,7 @@ static void server_free(vw_server *s) {
     s->sessions = x->next;
     vw_session_free(x);
   }
+  vw_encoder_free(s->enc);
   vx_renderer_free(s->rd);
   vx_tree_free(s->tree);
   free(s->info_json);
@@ -101,6 +105,11 @@ static void server_free(vw_server *s) {
 }
 
 static void print_summary(const vw_server *s) {
+  char why[256];
+  unsigned long fb = s->enc ? vw_encoder_fallbacks(s->enc, why, sizeof why) : 0;
+  if (fb)
+    fprintf(stderr, "voxlod view: %lu frame(s) encoded in one piece, their strips not joined: "
+            "%s\n", fb, why);
   if (s->frames_sent == 0) {
     fprintf(stderr, "voxlod view: stopped (%llu tab(s), no frames sent)\n",
             (unsigned long long)s->tabs_opened);
@@ -132,7 +141,7 @@ int vx_cmd_view(int argc, char **argv) {
   int gpu = 0, cpu = 0;
   uint32_t threads = 0;
   uint64_t mem_limit = 0;
-  vx_opt ops[20];
+  vx_opt ops[21];
   int n = 0;
   ops[n++] = opt("--port", VX_OPT_U32, &o->port, 0, 65535, "a TCP port, 0: any free one");
   ops[n++] = opt("--host", VX_OPT_STRING, (void *)&o->host, 0, 0, "an IPv4 address");
@@ -144,6 +153,8 @@ int vx_cmd_view(int argc, char **argv) {
   ops[n++] = opt("--max-size", VX_OPT_SIZE, o->max_size, 16, 16384, "WxH");
   ops[n++] = opt("--max-dpr", VX_OPT_DOUBLE, &o->max_dpr, 0.25, 8, "a device pixel ratio");
   ops[n++] = opt("--quality", VX_OPT_INT, &o->quality, 1, 100, "a JPEG quality");
+  ops[n++] = opt("--encode-threads", VX_OPT_U32, &o->encode_threads, 0, VW_ENCODE_THREADS_MAX,
+                 "a thread count, 0: min(8, cores)");
   ops[n++] = opt("--max-tabs", VX_OPT_U32, &o->max_tabs, 1, 64, "a count");
   ops[n++] = opt("--timeout", VX_OPT_DOUBLE, &o->timeout_s, 0.5, 600, "seconds");
   ops[n++] = opt("--stats", VX_OPT_STRING, (void *)&o->stats_path, 0, 0, "a file");
@@ -224,8 +235,10 @@ int vx_cmd_view(int argc, char **argv) {
   sigaddset(&sigs, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &sigs, &old);
   char why[512];
-  int started = vw_render_start(&srv) == 0;
-  if (!started) snprintf(why, sizeof why, "cannot start the render thread");
+  srv.enc = vw_encoder_new(o->encode_threads);
+  int started = srv.enc && vw_render_start(&srv) == 0;
+  if (!srv.enc) snprintf(why, sizeof why, "cannot start the JPEG encoder threads");
+  else if (!started) snprintf(why, sizeof why, "cannot start the render thread");
   else if (vw_http_start(&srv, why, sizeof why) != 0) started = 0;
   sigdelset(&sigs, SIGPIPE); /* a peer gone mid-write is an error return, never a signal */
   pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
@@ -238,10 +251,11 @@ int vx_cmd_view(int argc, char **argv) {
 
   char mem[32];
   vx_format_bytes((double)srv.info.memory_bytes, mem, sizeof mem);
-  fprintf(stderr, "voxlod view: %s: %u^3, %llu nodes, %llu voxels (%s)%s, drawn on %s\n",
-          o->path, srv.info.resolution, (unsigned long long)srv.info.node_count,
+  unsigned et = vw_encoder_threads(srv.enc);
+  fprintf(stderr, "voxlod view: %s: %u^3, %llu nodes, %llu voxels (%s)%s, drawn on %s, JPEG on "
+          "%u thread%s\n", o->path, srv.info.resolution, (unsigned long long)srv.info.node_count,
           (unsigned long long)srv.info.voxel_count, mem,
-          srv.info.prune_error > 0 ? ", pruned" : "", srv.rinfo.device);
+          srv.info.prune_error > 0 ? ", pruned" : "", srv.rinfo.device, et, et == 1 ? "" : "s");
   if (!srv.loopback)
     fprintf(stderr, "voxlod view: listening on %s: anyone who can reach it and has the URL (its "
             "token) sees this model\n", o->host);
