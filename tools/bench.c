@@ -93,16 +93,9 @@ int vx_cmd_bench(int argc, char **argv) {
   const char *in = pos[0];
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_read_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.mem_limit = mem_limit;
   vx_tree *t = NULL;
-  if (vx_tree_load(in, &ro, &t, &e) != VX_OK) return vx_cli_fail("bench", &e);
   vx_tree_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  vx_tree_get_info(t, &ti);
+  if ((r = vx_cli_open_tree("bench", in, 0, mem_limit, -1, &t, &ti)) != 0) return r;
   int lods[32];
   int nl = parse_lods(lod_list, ti.depth, lods, 32);
   if (nl <= 0) {

@@ -432,6 +432,44 @@ void vx_view_args_render(const vx_view_args *a, const vx_tree *t, double turn, v
   }
 }
 
+int vx_cli_open_tree(const char *cmd, const char *path, uint32_t levels, uint64_t mem_limit,
+                     int lod, vx_tree **t, vx_tree_info *info) {
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  vx_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.levels = levels;
+  ro.mem_limit = mem_limit;
+  *t = NULL;
+  if (vx_tree_load(path, &ro, t, &e) != VX_OK) return vx_cli_fail(cmd, &e);
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  vx_tree_get_info(*t, info);
+  if (lod > (int)info->depth) {
+    vx_tree_free(*t);
+    *t = NULL;
+    return vx_cli_usage_error(cmd, "--lod %d is beyond %s's depth %u (levels 0..%u)", lod, path,
+                              info->depth, info->depth);
+  }
+  return 0;
+}
+
+int vx_cli_finish_build(const char *cmd, const char *out, vx_status s, vx_build *b,
+                        vx_error *e, vx_build_stats *st) {
+  vx_cli_progress_done();
+  if (s != VX_OK) {
+    if (s == VX_ERR_INTERRUPTED) snprintf(e->msg, sizeof e->msg, "interrupted; %s was not written", out);
+    return vx_cli_fail(cmd, e);
+  }
+  if (!vx_cli_quiet) vx_cli_notes(cmd, vx_build_notes(b));
+  memset(st, 0, sizeof *st);
+  st->struct_size = sizeof *st;
+  vx_build_get_stats(b, st);
+  vx_build_free(b);
+  return 0;
+}
+
 vx_status vx_cli_load(const char *path, const vx_view_args *a, vx_tree **t, vx_error *e) {
   vx_read_opts ro;
   memset(&ro, 0, sizeof ro);

@@ -106,6 +106,17 @@ vx_device vx_view_args_device(const vx_view_args *a);
 /* Loads a .svo for rendering: levels up to --lod only, under --mem-limit. */
 vx_status vx_cli_load(const char *path, const vx_view_args *a, vx_tree **t, vx_error *e);
 
+/* Loads a .svo (levels 0 .. levels-1; 0: all) under mem_limit (0: the library's default) and
+ * fills *info. When lod >= 0 it must lie within the tree's depth. Prints the failure and returns
+ * its exit code (1 or 2), or 0 with *t set. */
+int vx_cli_open_tree(const char *cmd, const char *path, uint32_t levels, uint64_t mem_limit,
+                     int lod, vx_tree **t, vx_tree_info *info);
+
+/* After a conversion into out: the failure (an interrupt says out was not written) or the
+ * notes; *st gets the statistics and b is freed. Returns the exit code (0 on success). */
+int vx_cli_finish_build(const char *cmd, const char *out, vx_status s, vx_build *b,
+                        vx_error *e, vx_build_stats *st);
+
 int vx_cmd_convert(int argc, char **argv);
 int vx_cmd_render(int argc, char **argv);
 int vx_cmd_stats(int argc, char **argv);

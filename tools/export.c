@@ -76,21 +76,10 @@ int vx_cmd_export(int argc, char **argv) {
   memset(&e, 0, sizeof e);
   if (vx_check_output(out, &in, 1, &e) != VX_OK) return vx_cli_fail("export", &e);
   vx_cli_install_signals();
-  vx_read_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.mem_limit = eo.mem_limit;
   vx_tree *t = NULL;
-  if (vx_tree_load(in, &ro, &t, &e) != VX_OK) return vx_cli_fail("export", &e);
   vx_tree_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  vx_tree_get_info(t, &ti);
-  if (have_lod && (uint32_t)lod > ti.depth) {
-    vx_tree_free(t);
-    return vx_cli_usage_error("export", "--lod %d is beyond %s's depth %u (levels 0..%u)", lod, in,
-                              ti.depth, ti.depth);
-  }
+  int rc = vx_cli_open_tree("export", in, 0, eo.mem_limit, have_lod ? lod : -1, &t, &ti);
+  if (rc != 0) return rc;
   eo.levels = have_lod ? (uint32_t)lod + 1 : 0;
   eo.progress = vx_cli_progress;
   vx_export_stats st;
@@ -135,17 +124,9 @@ int vx_cmd_convert_grid(const char *in, const char *out, vx_convert_opts *co, co
   memset(&e, 0, sizeof e);
   vx_build *b = NULL;
   vx_status s = vx_convert_grid(in, &go, co, out, 0, &b, &e);
-  vx_cli_progress_done();
-  if (s != VX_OK) {
-    if (s == VX_ERR_INTERRUPTED) snprintf(e.msg, sizeof e.msg, "interrupted; %s was not written", out);
-    return vx_cli_fail("convert", &e);
-  }
-  if (!vx_cli_quiet) vx_cli_notes("convert", vx_build_notes(b));
   vx_build_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  vx_build_get_stats(b, &st);
-  vx_build_free(b);
+  int rc = vx_cli_finish_build("convert", out, s, b, &e, &st);
+  if (rc != 0) return rc;
   if (vx_cli_quiet) return 0;
   char sz[32];
   vx_format_bytes((double)st.file_bytes, sz, sizeof sz);

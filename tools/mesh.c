@@ -70,22 +70,11 @@ int vx_cmd_mesh(int argc, char **argv) {
   /* The output before any work: its format, its directory, its kind, not the input. */
   if (vx_mesh_check_path(out, &in, 1, &e) != VX_OK) return vx_cli_fail("mesh", &e);
   vx_cli_install_signals();
-  vx_read_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.mem_limit = mem_limit;
   double t0 = vx_cli_now();
   vx_tree *t = NULL;
-  if (vx_tree_load(in, &ro, &t, &e) != VX_OK) return vx_cli_fail("mesh", &e);
   vx_tree_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  vx_tree_get_info(t, &ti);
-  if (have_lod && (uint32_t)lod > ti.depth) {
-    vx_tree_free(t);
-    return vx_cli_usage_error("mesh", "--lod %d is beyond %s's depth %u (levels 0..%u)", lod, in,
-                              ti.depth, ti.depth);
-  }
+  int rc = vx_cli_open_tree("mesh", in, 0, mem_limit, have_lod ? lod : -1, &t, &ti);
+  if (rc != 0) return rc;
   double t1 = vx_cli_now();
   vx_mesh *m = NULL;
   vx_status s = vx_mesh_from_tree(t, &mo, &m, &e);

@@ -158,18 +158,8 @@ int vx_cmd_convert(int argc, char **argv) {
   vx_build *b = NULL;
   vx_status s = vx_convert(mesh, &co, out, 0, &b, &e);
   vx_mesh_free(mesh);
-  vx_cli_progress_done();
-  if (s != VX_OK) {
-    if (s == VX_ERR_INTERRUPTED)
-      snprintf(e.msg, sizeof e.msg, "interrupted; %s was not written", out);
-    return vx_cli_fail("convert", &e);
-  }
-  if (!vx_cli_quiet) vx_cli_notes("convert", vx_build_notes(b));
   vx_build_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  vx_build_get_stats(b, &st);
-  vx_build_free(b);
+  if ((r = vx_cli_finish_build("convert", out, s, b, &e, &st)) != 0) return r;
   if (vx_cli_quiet) return 0;
   if (st.spilled) fprintf(stderr, "%s: built out of core (levels spilled to temporary files)\n", out);
   char sz[32];
@@ -236,16 +226,10 @@ int vx_cmd_render(int argc, char **argv) {
     if (vx_check_output(name, &in, 1, &e) != VX_OK) return vx_cli_fail("render", &e);
   }
   vx_tree *t = NULL;
-  if (vx_cli_load(in, &va, &t, &e) != VX_OK) return vx_cli_fail("render", &e);
   vx_tree_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  vx_tree_get_info(t, &ti);
-  if (va.lod > (int)ti.depth) {
-    vx_tree_free(t);
-    return vx_cli_usage_error("render", "--lod %d is beyond %s's depth %u (levels 0..%u, auto)",
-                              va.lod, in, ti.depth, ti.depth);
-  }
+  if ((r = vx_cli_open_tree("render", in, va.lod >= 0 ? (uint32_t)va.lod + 1 : 0, va.mem_limit,
+                            va.lod, &t, &ti)) != 0)
+    return r;
   vx_renderer_opts ropts;
   memset(&ropts, 0, sizeof ropts);
   ropts.struct_size = sizeof ropts;

@@ -52,19 +52,6 @@ static const char *view_help =
     "  --mem-limit SIZE refuse trees whose decoded size exceeds SIZE (default: 80% of memory)\n"
     "  -v, --verbose    report tabs opening and closing, dropped tabs, civetweb's messages\n";
 
-static vx_opt opt(const char *name, vx_opt_kind kind, void *dst, double lo, double hi,
-                  const char *hint) {
-  vx_opt o;
-  memset(&o, 0, sizeof o);
-  o.name = name;
-  o.kind = kind;
-  o.dst = dst;
-  o.lo = lo;
-  o.hi = hi;
-  o.hint = hint;
-  return o;
-}
-
 /* 32 hex digits from /dev/urandom into tok (33 bytes); 0 or -1. */
 static int make_token(char *tok) {
   unsigned char r[16];
@@ -143,23 +130,23 @@ int vx_cmd_view(int argc, char **argv) {
   uint64_t mem_limit = 0;
   vx_opt ops[21];
   int n = 0;
-  ops[n++] = opt("--port", VX_OPT_U32, &o->port, 0, 65535, "a TCP port, 0: any free one");
-  ops[n++] = opt("--host", VX_OPT_STRING, (void *)&o->host, 0, 0, "an IPv4 address");
-  ops[n++] = opt("--token", VX_OPT_FLAG, &o->force_token, 0, 0, NULL);
-  ops[n++] = opt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
-  ops[n++] = opt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
-  ops[n++] = opt("--threads", VX_OPT_U32, &threads, 0, 1024, "a thread count, 0: all cores");
-  ops[n++] = opt("--fps", VX_OPT_U32, &o->fps, 1, 1000, "frames per second");
-  ops[n++] = opt("--max-size", VX_OPT_SIZE, o->max_size, 16, 16384, "WxH");
-  ops[n++] = opt("--max-dpr", VX_OPT_DOUBLE, &o->max_dpr, 0.25, 8, "a device pixel ratio");
-  ops[n++] = opt("--quality", VX_OPT_INT, &o->quality, 1, 100, "a JPEG quality");
-  ops[n++] = opt("--encode-threads", VX_OPT_U32, &o->encode_threads, 0, VW_ENCODE_THREADS_MAX,
+  ops[n++] = vx_cli_opt("--port", VX_OPT_U32, &o->port, 0, 65535, "a TCP port, 0: any free one");
+  ops[n++] = vx_cli_opt("--host", VX_OPT_STRING, (void *)&o->host, 0, 0, "an IPv4 address");
+  ops[n++] = vx_cli_opt("--token", VX_OPT_FLAG, &o->force_token, 0, 0, NULL);
+  ops[n++] = vx_cli_opt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
+  ops[n++] = vx_cli_opt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
+  ops[n++] = vx_cli_opt("--threads", VX_OPT_U32, &threads, 0, 1024, "a thread count, 0: all cores");
+  ops[n++] = vx_cli_opt("--fps", VX_OPT_U32, &o->fps, 1, 1000, "frames per second");
+  ops[n++] = vx_cli_opt("--max-size", VX_OPT_SIZE, o->max_size, 16, 16384, "WxH");
+  ops[n++] = vx_cli_opt("--max-dpr", VX_OPT_DOUBLE, &o->max_dpr, 0.25, 8, "a device pixel ratio");
+  ops[n++] = vx_cli_opt("--quality", VX_OPT_INT, &o->quality, 1, 100, "a JPEG quality");
+  ops[n++] = vx_cli_opt("--encode-threads", VX_OPT_U32, &o->encode_threads, 0, VW_ENCODE_THREADS_MAX,
                  "a thread count, 0: min(8, cores)");
-  ops[n++] = opt("--max-tabs", VX_OPT_U32, &o->max_tabs, 1, 64, "a count");
-  ops[n++] = opt("--timeout", VX_OPT_DOUBLE, &o->timeout_s, 0.5, 600, "seconds");
-  ops[n++] = opt("--stats", VX_OPT_STRING, (void *)&o->stats_path, 0, 0, "a file");
-  ops[n++] = opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
-  ops[n] = opt("--verbose", VX_OPT_FLAG, &o->verbose, 0, 0, NULL);
+  ops[n++] = vx_cli_opt("--max-tabs", VX_OPT_U32, &o->max_tabs, 1, 64, "a count");
+  ops[n++] = vx_cli_opt("--timeout", VX_OPT_DOUBLE, &o->timeout_s, 0.5, 600, "seconds");
+  ops[n++] = vx_cli_opt("--stats", VX_OPT_STRING, (void *)&o->stats_path, 0, 0, "a file");
+  ops[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
+  ops[n] = vx_cli_opt("--verbose", VX_OPT_FLAG, &o->verbose, 0, 0, NULL);
   ops[n++].alias = "-v";
   memset(&ops[n], 0, sizeof ops[n]);
   const char *pos[1];
