@@ -64,7 +64,7 @@ vx_status vx_gpu_sample(vx_gpu_sampler *g, const vx_sample_tree *s, int device, 
 
 /* Timing for vx_sampler_bench: the host points are copied to the device once, then `reps` runs
  * of the kernel over them are timed with CUDA events (ms[reps]); flag_counts[8] gets the points
- * per flag bit of the last run; *regs the kernel's registers. */
+ * per flag bit of the last run; *regs the registers of the search kernel (the stage that costs). */
 vx_status vx_gpu_sample_bench(vx_gpu_sampler *g, const vx_sample_tree *s, const float *points,
                               uint64_t n, int reps, double *ms, uint64_t flag_counts[8], int *regs,
                               vx_error *err);

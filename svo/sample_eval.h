@@ -52,16 +52,12 @@ typedef struct vx_sample_tree {
   float scale, inv_scale;
 } vx_sample_tree;
 
-#define VX_SE_STACK (8 * (VX_MAX_DEPTH + 1))
-/* Instrumentation hooks for experiments (nothing by default). */
-#ifndef VX_SE_COUNT_POP
-#define VX_SE_COUNT_POP()
-#define VX_SE_COUNT_CAND()
-#define VX_SE_COUNT_PUSH()
-#endif
-/* Loops over 3 axes or 8 corners are unrolled on the GPU, so their arrays stay in registers. */
-#if defined(__CUDACC__)
+/* Loops over 3 axes, 8 corners or 8 children are unrolled (on the GPU so that their arrays stay
+ * in registers; everywhere so that selections by the loop index are resolved when compiling). */
+#if defined(__CUDACC__) || defined(__clang__)
 #define VX_SE_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define VX_SE_UNROLL _Pragma("GCC unroll 8")
 #else
 #define VX_SE_UNROLL
 #endif
@@ -73,11 +69,47 @@ enum { VX_SE_MISSING = 0, VX_SE_VOXEL = 1, VX_SE_NODE = 2 };
 typedef struct vx_se_cell {
   int kind;
   uint32_t level;  /* of the cell (a missing cell: the level of the absent child) */
-  uint32_t index;  /* voxels[] (VX_SE_VOXEL) or nodes[] (VX_SE_NODE) */
+  uint32_t index;  /* voxels[] (VX_SE_VOXEL) or nodes[] (VX_SE_NODE); a missing cell: its parent */
   uint32_t min[3]; /* minimum corner, finest voxels */
 } vx_se_cell;
 
-VX_HD float vx_se_clamp(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+/* Branch-free helpers (minss/maxss on x86, one instruction on the GPU): the search's bounds are
+ * compared at random, which costs mispredicted branches on a CPU. */
+VX_HD float vx_se_max(float a, float b) { return a > b ? a : b; }
+VX_HD float vx_se_min(float a, float b) { return a < b ? a : b; }
+/* max(x, 0), exactly (x + |x| is 2x or +0; x finite). */
+VX_HD float vx_se_pos(float x) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(x, 0.0f);
+#else
+  return 0.5f * (x + fabsf(x));
+#endif
+}
+VX_HD float vx_se_clamp(float v, float lo, float hi) { return vx_se_min(vx_se_max(v, lo), hi); }
+/* The distance from v to the interval [lo, hi], 0 inside. */
+VX_HD float vx_se_gap(float v, float lo, float hi) { return vx_se_pos(vx_se_max(lo - v, v - hi)); }
+
+/* Index of the lowest set bit of x (x != 0). */
+VX_HD uint32_t vx_se_low_bit(uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return (uint32_t)__ffs((int)x) - 1u;
+#elif defined(__GNUC__)
+  return (uint32_t)__builtin_ctz(x);
+#else
+  uint32_t b = 0;
+  while (!(x >> b & 1u)) b++;
+  return b;
+#endif
+}
+
+/* The 8 bits of m reordered so that bit k is m's bit (k ^ x): a node's child mask by visiting
+ * order k (slot = x ^ k, x the octant nearest the point: k = 0 that octant, 1, 2, 4 its face
+ * neighbours, 3, 5, 6 the edge ones, 7 the opposite one). */
+VX_HD uint32_t vx_se_xor_order(uint32_t m, uint32_t x) {
+  m = x & 1u ? (m & 0x55u) << 1 | (m >> 1 & 0x55u) : m;
+  m = x & 2u ? (m & 0x33u) << 2 | (m >> 2 & 0x33u) : m;
+  return x & 4u ? (m & 0x0fu) << 4 | (m >> 4 & 0x0fu) : m;
+}
 
 /* Index of the highest set bit of x (x != 0). */
 VX_HD uint32_t vx_se_high_bit(uint32_t x) {
@@ -136,13 +168,17 @@ VX_HD int vx_se_node_final(const vx_sample_tree *t, const vx_node *nd, uint32_t 
 
 /* ---- descent ---------------------------------------------------------------------------------- */
 
-/* The final cell holding finest voxel x (each coordinate < 2^D). */
-VX_HD void vx_se_find(const vx_sample_tree *t, const uint32_t x[3], vx_se_cell *c) {
+/* The final cell holding finest voxel x (each coordinate < 2^D), descending from node path[l0]
+ * at level l0 (an ancestor of x's cell that is not final; l0 = 0, path NULL: from the root).
+ * path (NULL: not kept) receives the index of each node on the way, path[l] at level l. */
+VX_HD void vx_se_find_from(const vx_sample_tree *t, const uint32_t x[3], uint32_t l0,
+                           uint32_t *path, vx_se_cell *c) {
   const uint32_t D = t->depth;
-  uint32_t idx = 0;
-  for (uint32_t l = 0;; l++) {
+  uint32_t idx = path ? path[l0] : 0u, parent = idx;
+  for (uint32_t l = l0;; l++) {
     vx_node nd = vx_fetch_node(&t->nodes[idx]);
     uint32_t mask = vx_node_mask(nd.info);
+    if (path) path[l] = idx;
     if (vx_se_node_final(t, &nd, l)) {
       c->kind = VX_SE_NODE;
       c->level = l;
@@ -155,8 +191,10 @@ VX_HD void vx_se_find(const vx_sample_tree *t, const uint32_t x[3], vx_se_cell *
     if (!(mask >> slot & 1u) || l + 1u >= t->levels) {
       c->kind = VX_SE_MISSING;
       c->level = mask >> slot & 1u ? l : l + 1u;
+      c->index = mask >> slot & 1u ? parent : idx; /* the parent of the missing cell */
       break;
     }
+    parent = idx;
     idx = vx_child_index(nd.child, mask, slot);
     if (l + 1u == D) {
       c->kind = VX_SE_VOXEL;
@@ -168,6 +206,10 @@ VX_HD void vx_se_find(const vx_sample_tree *t, const uint32_t x[3], vx_se_cell *
   uint32_t sh = D - c->level;
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) c->min[i] = (x[i] >> sh) << sh;
+}
+
+VX_HD void vx_se_find(const vx_sample_tree *t, const uint32_t x[3], vx_se_cell *c) {
+  vx_se_find_from(t, x, 0u, NULL, c);
 }
 
 /* Field and gradient (voxels) of a final cell c at grid point p; the point is clamped into a
@@ -217,8 +259,8 @@ VX_HD float vx_se_box_d2(const float p[3], const uint32_t lo[3], float size) {
   float s = 0.0f;
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) {
-    float a = (float)lo[i], b = a + size;
-    float d = p[i] < a ? a - p[i] : (p[i] > b ? p[i] - b : 0.0f);
+    float a = (float)lo[i];
+    float d = vx_se_gap(p[i], a, a + size);
     s += d * d;
   }
   return s;
@@ -250,187 +292,287 @@ VX_HD int vx_se_candidate(const vx_sample_tree *t, const vx_se_cell *c, const fl
   return 1;
 }
 
-/* The squared lower bound of the distance from p to the zeros in child `slot`: its box distance,
- * or the plane bound when larger. dl/dh: p's squared distances to the lower/upper half per axis,
- * fl/fh the same for the foot, pa2 = (|P(p)| - Z)^2 (0 when negative), Z the slab's half width
- * (INFINITY: no plane). */
-VX_HD float vx_se_child_bound(uint32_t slot, const float dl[3], const float dh[3],
-                              const float fl[3], const float fh[3], float pa2, float Z,
-                              float best2) {
-  float d2 = (slot & 1u ? dh[0] : dl[0]) + (slot & 2u ? dh[1] : dl[1]) + (slot & 4u ? dh[2] : dl[2]);
-  if (d2 < best2 && Z < INFINITY) { /* the box alone does not exclude it: try the plane */
-    float f = sqrtf((slot & 1u ? fh[0] : fl[0]) + (slot & 2u ? fh[1] : fl[1]) +
-                    (slot & 4u ? fh[2] : fl[2])) - Z;
-    float b = pa2 + (f > 0.0f ? f * f : 0.0f);
-    d2 = b > d2 ? b : d2;
+/* The best candidate so far: |dist| = best (the radius until one is found), n its normal. */
+typedef struct vx_se_best {
+  float best, best2, dist;
+  float n[3];
+  int found;
+} vx_se_best;
+
+VX_HD void vx_se_offer(const vx_sample_tree *t, const vx_se_cell *c, const float p[3],
+                       vx_se_best *b) {
+  float d, g[3];
+  if (vx_se_candidate(t, c, p, &d, g) && fabsf(d) < b->best) {
+    b->best = fabsf(d);
+    b->best2 = b->best * b->best;
+    b->dist = d;
+    b->n[0] = g[0], b->n[1] = g[1], b->n[2] = g[2];
+    b->found = 1;
   }
-  return d2;
 }
 
-/* Step 3: the best candidate strictly closer than `radius` voxels: returns 1 with *dist (signed)
- * and n, or 0 when no cell with a field lies that close. The search starts at the deepest cell
- * that holds the whole query box [p - radius, p + radius] (clamped to the root box): none of its
- * ancestors' other children can be that close. */
-VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, float *dist,
-                     float n[3]) {
+/* Which children of node nd (level l < D - 1 or D - 1, minimum corner m) can hold a candidate
+ * closer than the best: a bit per child in visiting order k (vx_se_xor_order), *near receiving
+ * the octant nearest p. A child passes when its box is closer than the best and, where the node
+ * has a plane P, when the plane bound does not exclude it: every zero below lies in the slab
+ * |P| <= Z (vx_se_zero_bound), so for any such x, |p - x|^2 >= (|P(p)| - Z)^2 +
+ * (dist(foot, box) - Z)^2, foot the projection of p on P (normal and tangential parts of p - x):
+ * far tighter than the box distance where the surface runs past p, cells beside the foot drop
+ * out. With a = |P(p)| - Z (0 when negative) that is dist(foot, box) < Z + sqrt(best^2 - a^2):
+ * one square root per node. The box distances are sums of one term per axis, the distance to
+ * the near or the far half of the node, picked by k's bits when compiling. */
+VX_HD uint32_t vx_se_children(const vx_sample_tree *t, const vx_node *nd, uint32_t l,
+                              const uint32_t m[3], const float p[3], float best2,
+                              uint32_t *near) {
   const uint32_t D = t->depth;
-  const float Rm = (float)(1u << D) - 1.0f;
-  uint32_t lo[3], diff = 0u;
+  const float h = (float)(1u << (D - l - 1u));
+  float foot[3] = {p[0], p[1], p[2]}, thr2 = INFINITY;
+  if (vx_node_flags(nd->info) & VX_NODE_PLANE_OK) {
+    float nn[3];
+    float pv = vx_se_plane(nd, D, l, m, p, nn);
+    float Z = vx_se_zero_bound(t, nd->info);
+    float a = vx_se_pos(fabsf(pv) - Z), r2 = best2 - a * a;
+    if (!(r2 > 0.0f)) return 0u; /* the whole slab is farther than the best */
+    float tz = Z + sqrtf(r2);
+    thr2 = tz * tz; /* INFINITY when Z is */
+    VX_SE_UNROLL
+    for (int i = 0; i < 3; i++) foot[i] = p[i] - pv * nn[i];
+  }
+  float bn[3], bf[3], fn[3], ff[3];
+  uint32_t x = 0u;
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) {
-    lo[i] = (uint32_t)vx_se_clamp(p[i] - radius, 0.0f, Rm);
-    diff |= lo[i] ^ (uint32_t)vx_se_clamp(p[i] + radius, 0.0f, Rm);
+    /* the near half [nl, nl + h] and the far one [fl, fl + h] (exact: integers below 2^24) */
+    float a = (float)m[i];
+    uint32_t up = p[i] >= a + h;
+    x |= up << i;
+    float nl = a + (float)up * h, fl = a + (float)(1u - up) * h, nh = nl + h, fh = fl + h;
+    float g = vx_se_gap(p[i], nl, nh);
+    bn[i] = g * g;
+    g = vx_se_gap(p[i], fl, fh);
+    bf[i] = g * g;
+    g = vx_se_gap(foot[i], nl, nh);
+    fn[i] = g * g;
+    g = vx_se_gap(foot[i], fl, fh);
+    ff[i] = g * g;
   }
-  uint32_t top = diff ? D - 1u - vx_se_high_bit(diff) : D; /* the deepest common level */
-  uint32_t idx = 0u, l = 0u;
-  while (l < top && l < D) {
-    vx_node nd = vx_fetch_node(&t->nodes[idx]);
-    uint32_t mask = vx_node_mask(nd.info);
-    if (vx_se_node_final(t, &nd, l)) break;
-    uint32_t sh = D - 1u - l;
-    uint32_t slot = (lo[0] >> sh & 1u) | (lo[1] >> sh & 1u) << 1 | (lo[2] >> sh & 1u) << 2;
-    if (!(mask >> slot & 1u) || l + 1u >= t->levels) return 0; /* no field in the box */
-    idx = vx_child_index(nd.child, mask, slot);
-    l++;
+  uint32_t keep = 0u;
+  VX_SE_UNROLL
+  for (uint32_t k = 0; k < 8u; k++) {
+    float d2 = (k & 1u ? bf[0] : bn[0]) + (k & 2u ? bf[1] : bn[1]) + (k & 4u ? bf[2] : bn[2]);
+    float f2 = (k & 1u ? ff[0] : fn[0]) + (k & 2u ? ff[1] : fn[1]) + (k & 4u ? ff[2] : fn[2]);
+    keep |= ((uint32_t)(d2 < best2) & (uint32_t)(f2 < thr2)) << k;
   }
-  /* the stack: node index, corner (x | y << 16, z | level << 16), squared box distance */
-  uint32_t s_idx[VX_SE_STACK], s_xy[VX_SE_STACK], s_zl[VX_SE_STACK];
-  float s_d2[VX_SE_STACK];
-  float best = radius, best2 = radius * radius;
-  int found = 0, sp = 1;
-  {
-    uint32_t sh = D - l;
-    uint32_t m[3] = {lo[0] >> sh << sh, lo[1] >> sh << sh, lo[2] >> sh << sh};
-    s_idx[0] = idx;
-    s_xy[0] = m[0] | m[1] << 16;
-    s_zl[0] = m[2] | l << 16;
-    s_d2[0] = vx_se_box_d2(p, m, (float)(1u << (D - l)));
-  }
-  while (sp > 0) {
-    sp--;
-    VX_SE_COUNT_POP();
-    if (!(s_d2[sp] < best2)) continue; /* pruned since it was pushed */
-    vx_se_cell c;
-    c.index = s_idx[sp];
-    c.min[0] = s_xy[sp] & 0xffffu;
-    c.min[1] = s_xy[sp] >> 16;
-    c.min[2] = s_zl[sp] & 0xffffu;
-    c.level = s_zl[sp] >> 16;
-    float d, g[3];
-    if (c.level == D) { /* a voxel (the start of a search inside one voxel) */
-      c.kind = VX_SE_VOXEL;
-      VX_SE_COUNT_CAND();
-      if (vx_se_candidate(t, &c, p, &d, g) && fabsf(d) < best) {
-        best = fabsf(d);
-        best2 = best * best;
-        *dist = d;
-        n[0] = g[0], n[1] = g[1], n[2] = g[2];
-        found = 1;
-      }
-      continue;
-    }
-    vx_node nd = vx_fetch_node(&t->nodes[c.index]);
-    uint32_t mask = vx_node_mask(nd.info);
-    if (vx_se_node_final(t, &nd, c.level)) {
-      c.kind = VX_SE_NODE;
-      VX_SE_COUNT_CAND();
-      if (vx_se_candidate(t, &c, p, &d, g) && fabsf(d) < best) {
-        best = fabsf(d);
-        best2 = best * best;
-        *dist = d;
-        n[0] = g[0], n[1] = g[1], n[2] = g[2];
-        found = 1;
-      }
-      continue;
-    }
-    if (mask == 0u || c.level + 1u >= t->levels) continue;
-    /* squared distances from p to the lower and upper halves, per axis: a child's box distance
-     * is the sum of its three halves' */
-    const uint32_t h = 1u << (D - c.level - 1u);
-    float dl[3], dh[3], fl[3], fh[3];
-    uint32_t near = 0u;
-    /* The plane bound (vx_se_zero_bound): every zero below lies in the slab |P| <= Z, so for
-     * any such x, |p - x|^2 >= (|P(p)| - Z)^2 + (dist(foot, box) - Z)^2, foot the projection of
-     * p on P (normal and tangential parts of p - x). Far tighter than the box distance where
-     * the surface runs past p: cells beside the foot drop out. */
-    float pa2 = 0.0f, Z = INFINITY, foot[3] = {p[0], p[1], p[2]};
-    if (vx_node_flags(nd.info) & VX_NODE_PLANE_OK) {
-      float nn[3];
-      float pv = vx_se_plane(&nd, D, c.level, c.min, p, nn);
-      Z = vx_se_zero_bound(t, nd.info);
-      VX_SE_UNROLL
-      for (int i = 0; i < 3; i++) foot[i] = p[i] - pv * nn[i];
-      float a = fabsf(pv) - Z;
-      pa2 = a > 0.0f ? a * a : 0.0f;
-      if (pa2 >= best2) continue; /* the whole slab is farther than the best */
-    }
-    VX_SE_UNROLL
-    for (int i = 0; i < 3; i++) {
-      float a = (float)c.min[i], m = a + (float)h, b = m + (float)h;
-      float el = p[i] < a ? a - p[i] : (p[i] > m ? p[i] - m : 0.0f);
-      float eh = p[i] < m ? m - p[i] : (p[i] > b ? p[i] - b : 0.0f);
-      dl[i] = el * el;
-      dh[i] = eh * eh;
-      el = foot[i] < a ? a - foot[i] : (foot[i] > m ? foot[i] - m : 0.0f);
-      eh = foot[i] < m ? m - foot[i] : (foot[i] > b ? foot[i] - b : 0.0f);
-      fl[i] = el * el;
-      fh[i] = eh * eh;
-      near |= (p[i] >= m ? 1u : 0u) << i;
-    }
-    if (c.level + 1u == D) {
-      /* voxels: evaluated here, nearest octant first, so that the bound tightens early */
-      for (uint32_t k = 0; k < 8u; k++) {
-        uint32_t slot = near ^ k;
-        if (!(mask >> slot & 1u)) continue;
-        float d2 = vx_se_child_bound(slot, dl, dh, fl, fh, pa2, Z, best2);
-        if (!(d2 < best2)) continue;
+  *near = x;
+  return keep & vx_se_xor_order(vx_node_mask(nd->info), x);
+}
+
+/* Depth-first search below node path[l0] (level l0 < D, not final, minimum corner m0) for the
+ * best candidate, nearest child first, pruned against the best so far; the subtree of node
+ * `skip` (an index into nodes[]) is left out. No stack of cells: per level the children still to
+ * visit (8 bits in visiting order, in two 64-bit words) and the node's index in path[]; a child
+ * is checked against the best again (its box) when its turn comes. Voxel children are evaluated
+ * at once, nearest first. */
+VX_HD void vx_se_search(const vx_sample_tree *t, const float p[3], uint32_t l0,
+                        const uint32_t m0[3], uint32_t skip, uint32_t *path, vx_se_best *b) {
+  const uint32_t D = t->depth;
+  uint64_t pend_lo = 0u, pend_hi = 0u; /* children to visit: 8 bits per level l - l0 */
+  uint32_t cm[3] = {m0[0], m0[1], m0[2]};
+  uint32_t l = l0;
+  for (;;) {
+    /* expand node path[l] (level l, minimum corner cm) */
+    vx_node nd = vx_fetch_node(&t->nodes[path[l]]);
+    uint32_t keep = 0u, x = 0u;
+    if (l + 1u < t->levels) keep = vx_se_children(t, &nd, l, cm, p, b->best2, &x);
+    if (l + 1u == D) {
+      /* voxels, nearest first, so that the bound tightens early */
+      while (keep) {
+        uint32_t k = vx_se_low_bit(keep), slot = x ^ k;
+        keep &= keep - 1u;
         vx_se_cell v;
         v.kind = VX_SE_VOXEL;
         v.level = D;
-        v.index = vx_child_index(nd.child, mask, slot);
-        v.min[0] = c.min[0] + (slot & 1u);
-        v.min[1] = c.min[1] + (slot >> 1 & 1u);
-        v.min[2] = c.min[2] + (slot >> 2 & 1u);
-        VX_SE_COUNT_CAND();
-        if (vx_se_candidate(t, &v, p, &d, g) && fabsf(d) < best) {
-          best = fabsf(d);
-          best2 = best * best;
-          *dist = d;
-          n[0] = g[0], n[1] = g[1], n[2] = g[2];
-          found = 1;
-        }
+        v.min[0] = cm[0] + (slot & 1u);
+        v.min[1] = cm[1] + (slot >> 1 & 1u);
+        v.min[2] = cm[2] + (slot >> 2 & 1u);
+        if (!(vx_se_box_d2(p, v.min, 1.0f) < b->best2)) continue;
+        v.index = vx_child_index(nd.child, vx_node_mask(nd.info), slot);
+        vx_se_offer(t, &v, p, b);
       }
-      continue;
+    } else {
+      uint32_t r = l - l0;
+      if (r < 8u) pend_lo |= (uint64_t)keep << (8u * r);
+      else pend_hi |= (uint64_t)keep << (8u * (r - 8u));
     }
-    /* nodes: pushed farthest octant first, so that the nearest pops first */
-    for (int k = 7; k >= 0; k--) {
-      uint32_t slot = near ^ (uint32_t)k;
-      if (!(mask >> slot & 1u)) continue;
-      float d2 = vx_se_child_bound(slot, dl, dh, fl, fh, pa2, Z, best2);
-      if (!(d2 < best2) || sp >= VX_SE_STACK) continue;
-      VX_SE_COUNT_PUSH();
-      s_idx[sp] = vx_child_index(nd.child, mask, slot);
-      s_xy[sp] = (c.min[0] + (slot & 1u) * h) | (c.min[1] + (slot >> 1 & 1u) * h) << 16;
-      s_zl[sp] = (c.min[2] + (slot >> 2 & 1u) * h) | (c.level + 1u) << 16;
-      s_d2[sp] = d2;
-      sp++;
+    /* the next child to visit: at this level, else at the levels above */
+    for (;;) {
+      uint32_t r = l - l0;
+      uint32_t pend = (uint32_t)((r < 8u ? pend_lo >> (8u * r) : pend_hi >> (8u * (r - 8u))) & 0xffu);
+      if (pend == 0u) {
+        if (l == l0) return;
+        l--;
+        uint32_t sh = D - l;
+        VX_SE_UNROLL
+        for (int i = 0; i < 3; i++) cm[i] = cm[i] >> sh << sh;
+        continue;
+      }
+      uint32_t k = vx_se_low_bit(pend);
+      if (r < 8u) pend_lo &= ~((uint64_t)1u << (8u * r + k));
+      else pend_hi &= ~((uint64_t)1u << (8u * (r - 8u) + k));
+      const uint32_t h = 1u << (D - l - 1u);
+      uint32_t x = 0u;
+      VX_SE_UNROLL
+      for (int i = 0; i < 3; i++) x |= (uint32_t)(p[i] >= (float)(cm[i] + h)) << i;
+      uint32_t slot = x ^ k;
+      vx_se_cell c;
+      c.level = l + 1u;
+      c.min[0] = cm[0] + (slot & 1u) * h;
+      c.min[1] = cm[1] + (slot >> 1 & 1u) * h;
+      c.min[2] = cm[2] + (slot >> 2 & 1u) * h;
+      if (!(vx_se_box_d2(p, c.min, (float)h) < b->best2)) continue; /* pruned since */
+      vx_node pn = vx_fetch_node(&t->nodes[path[l]]);
+      c.index = vx_child_index(pn.child, vx_node_mask(pn.info), slot);
+      if (c.index == skip) continue;
+      vx_node cn = vx_fetch_node(&t->nodes[c.index]);
+      if (vx_se_node_final(t, &cn, c.level)) {
+        c.kind = VX_SE_NODE;
+        vx_se_offer(t, &c, p, b);
+        continue;
+      }
+      l++;
+      path[l] = c.index;
+      cm[0] = c.min[0], cm[1] = c.min[1], cm[2] = c.min[2];
+      break;
     }
   }
-  return found;
+}
+
+/* Offers the cell of level L with minimum corner m (finest voxels), reached from node path[l]
+ * (an ancestor at level l < L, or the cell itself at l = L), or what holds it: nothing when it is
+ * missing, a final node's candidate, else a search below it (skipping node `skip`), which sets
+ * path[L ..]; path[.. L - 1] is left as it was. */
+VX_HD void vx_se_visit(const vx_sample_tree *t, const float p[3], uint32_t l, uint32_t L,
+                       const uint32_t m[3], uint32_t skip, uint32_t *path, vx_se_best *b) {
+  const uint32_t D = t->depth;
+  uint32_t idx = path[l];
+  for (;; l++) {
+    if (idx == skip) return;
+    vx_node nd = vx_fetch_node(&t->nodes[idx]);
+    if (vx_se_node_final(t, &nd, l)) {
+      vx_se_cell s;
+      uint32_t sh = D - l;
+      s.kind = VX_SE_NODE;
+      s.level = l;
+      s.index = idx;
+      VX_SE_UNROLL
+      for (int i = 0; i < 3; i++) s.min[i] = m[i] >> sh << sh;
+      vx_se_offer(t, &s, p, b);
+      return;
+    }
+    if (l == L) break;
+    uint32_t mask = vx_node_mask(nd.info);
+    uint32_t sh = D - 1u - l;
+    uint32_t slot = (m[0] >> sh & 1u) | (m[1] >> sh & 1u) << 1 | (m[2] >> sh & 1u) << 2;
+    if (!(mask >> slot & 1u) || l + 1u >= t->levels) return;
+    idx = vx_child_index(nd.child, mask, slot);
+  }
+  path[L] = idx;
+  vx_se_search(t, p, L, m, skip, path, b);
+}
+
+/* Step 3: the best candidate strictly closer than `radius` voxels: returns 1 with *dist (signed)
+ * and n, or 0 when no cell with a field lies that close. c: p's cell (missing) when p is inside
+ * the root box, path[0 .. c->level - 1] the nodes above it; else NULL.
+ * Inside: first the subtree of the missing cell's parent A (its siblings, where the surface
+ * usually is); then, r the best so far, the cells of level L around p, L the finest level (at
+ * most A's) whose cells are at least 2 r wide: at most two per axis overlap the query box
+ * [p - r, p + r], p's own first, then its face, edge and corner neighbours. Each is reached
+ * from the deepest ancestor it shares with p's cell, and searched (without A) unless its box lies
+ * farther than the best.
+ * Outside: from the deepest cell that holds the whole query box (clamped to the root box). */
+VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, const vx_se_cell *c,
+                     uint32_t *path, float *dist, float n[3]) {
+  const uint32_t D = t->depth;
+  vx_se_best b;
+  b.best = radius;
+  b.best2 = radius * radius;
+  b.dist = 0.0f;
+  b.n[0] = b.n[1] = b.n[2] = 0.0f;
+  b.found = 0;
+  if (c && c->level >= 1u) {
+    const uint32_t la = c->level - 1u, A = c->index;
+    uint32_t sh = D - la;
+    uint32_t m[3] = {c->min[0] >> sh << sh, c->min[1] >> sh << sh, c->min[2] >> sh << sh};
+    vx_se_search(t, p, la, m, 0xffffffffu, path, &b);
+    uint32_t L = la;
+    while (L > 0u && (float)(1u << (D - L)) < 2.0f * b.best) L--;
+    sh = D - L;
+    const uint32_t size = 1u << sh, cells = 1u << L;
+    uint32_t pc[3], has = 0u, up = 0u;
+    VX_SE_UNROLL
+    for (int i = 0; i < 3; i++) {
+      pc[i] = c->min[i] >> sh;
+      float a = (float)(pc[i] << sh);
+      if (p[i] - b.best < a && pc[i] > 0u) has |= 1u << i;
+      else if (p[i] + b.best > a + (float)size && pc[i] + 1u < cells)
+        has |= 1u << i, up |= 1u << i;
+    }
+    for (uint32_t k = 0; k < 8u; k++) {
+      if (k & ~has) continue;
+      uint32_t q[3], diff = 0u;
+      VX_SE_UNROLL
+      for (int i = 0; i < 3; i++) {
+        q[i] = pc[i] + (k >> i & 1u) * (2u * (up >> i & 1u) - 1u); /* pc, pc - 1 or pc + 1 */
+        m[i] = q[i] << sh;
+        diff |= q[i] ^ pc[i];
+      }
+      if (!(vx_se_box_d2(p, m, (float)size) < b.best2)) continue;
+      /* from the deepest level where the cell and p's share an ancestor */
+      vx_se_visit(t, p, diff ? L - 1u - vx_se_high_bit(diff) : L, L, m, A, path, &b);
+    }
+  } else {
+    const float Rm = (float)(1u << D) - 1.0f;
+    uint32_t lo[3], diff = 0u;
+    VX_SE_UNROLL
+    for (int i = 0; i < 3; i++) {
+      lo[i] = (uint32_t)vx_se_clamp(p[i] - radius, 0.0f, Rm);
+      diff |= lo[i] ^ (uint32_t)vx_se_clamp(p[i] + radius, 0.0f, Rm);
+    }
+    uint32_t top = diff ? D - 1u - vx_se_high_bit(diff) : D; /* the deepest common level */
+    if (top == D) { /* the box inside one finest cell: a voxel, or what holds it */
+      vx_se_cell s;
+      vx_se_find(t, lo, &s);
+      if (s.kind != VX_SE_MISSING) vx_se_offer(t, &s, p, &b);
+    } else {
+      uint32_t sh = D - top;
+      uint32_t m[3] = {lo[0] >> sh << sh, lo[1] >> sh << sh, lo[2] >> sh << sh};
+      path[0] = 0u;
+      vx_se_visit(t, p, 0u, top, m, 0xffffffffu, path, &b);
+    }
+  }
+  if (b.found) {
+    *dist = b.dist;
+    n[0] = b.n[0], n[1] = b.n[1], n[2] = b.n[2];
+  }
+  return b.found;
 }
 
 /* ---- sign walk -------------------------------------------------------------------------------- */
 
-/* One walk of step 5: from the empty cell c holding p along `axis` (up: towards +), the sign of
+/* One walk of step 5: from the empty cell holding p along `axis` (up: towards +), the sign of
  * the field where the line enters the first cell that has one; +1 when it leaves the box.
- * *unknown is set when it gave up after VX_SE_WALK_MAX steps. */
-VX_HD float vx_se_walk_axis(const vx_sample_tree *t, const float p[3], vx_se_cell c, int axis,
-                            int up, int *unknown) {
+ * *unknown is set when it gave up after VX_SE_WALK_MAX steps. Each step descends from the
+ * deepest ancestor that the next cell shares with the current one (path[], rebuilt first). */
+VX_HD float vx_se_walk_axis(const vx_sample_tree *t, const float p[3], int axis, int up,
+                            uint32_t *path, int *unknown) {
   const uint32_t D = t->depth, R = 1u << D;
   const float Rf = (float)R;
   uint32_t x[3];
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) x[i] = (uint32_t)vx_se_clamp(p[i], 0.0f, Rf - 1.0f);
+  vx_se_cell c;
+  path[0] = 0u;
+  vx_se_find_from(t, x, 0u, path, &c);
   *unknown = 0;
   for (int step = 0; step < VX_SE_WALK_MAX; step++) {
     /* the next cell along the axis, past the current empty one */
@@ -438,10 +580,11 @@ VX_HD float vx_se_walk_axis(const vx_sample_tree *t, const float p[3], vx_se_cel
     uint32_t a = axis == 0 ? c.min[0] : (axis == 1 ? c.min[1] : c.min[2]);
     if (up ? a + size >= R : a == 0u) return 1.0f; /* left the box: outside */
     uint32_t na = up ? a + size : a - 1u;
+    uint32_t xa = axis == 0 ? x[0] : (axis == 1 ? x[1] : x[2]);
     if (axis == 0) x[0] = na;
     else if (axis == 1) x[1] = na;
     else x[2] = na;
-    vx_se_find(t, x, &c);
+    vx_se_find_from(t, x, D - 1u - vx_se_high_bit(xa ^ na), path, &c);
     if (c.kind == VX_SE_MISSING) continue;
     /* where the axis line enters the cell: p moved onto the cell's entry face */
     float q[3], g[3];
@@ -463,7 +606,7 @@ VX_HD float vx_se_walk_axis(const vx_sample_tree *t, const float p[3], vx_se_cel
  * (a third walk only when the first two disagree). One walk could leave through a hole of an
  * open mesh, where the winding-number sign changes with no triangle to mark it; two of three
  * rarely do. *unknown is set when no walk found a cell. */
-VX_HD float vx_se_walk_sign(const vx_sample_tree *t, const float p[3], vx_se_cell c,
+VX_HD float vx_se_walk_sign(const vx_sample_tree *t, const float p[3], uint32_t *path,
                             int *unknown) {
   const float Rf = (float)(1u << t->depth);
   float sum = 0.0f;
@@ -471,7 +614,7 @@ VX_HD float vx_se_walk_sign(const vx_sample_tree *t, const float p[3], vx_se_cel
   for (int axis = 0; axis < 3; axis++) {
     float pa = axis == 0 ? p[0] : (axis == 1 ? p[1] : p[2]);
     int u = 0;
-    float s = vx_se_walk_axis(t, p, c, axis, Rf - pa < pa, &u);
+    float s = vx_se_walk_axis(t, p, axis, Rf - pa < pa, path, &u);
     gave_up += u;
     sum += u ? 0.0f : s;
     if (axis == 1 && (sum >= 2.0f || sum <= -2.0f)) break; /* two agree: the majority */
@@ -482,34 +625,68 @@ VX_HD float vx_se_walk_sign(const vx_sample_tree *t, const float p[3], vx_se_cel
 
 /* ---- one point -------------------------------------------------------------------------------- */
 
-/* The signed distance (world units), gradient and VX_SAMPLE_* flags at world point w. */
-VX_HD float vx_sample_point(const vx_sample_tree *t, const float w[3], float grad[3],
-                           uint32_t *flags) {
-  const uint32_t D = t->depth;
-  const float Rf = (float)(1u << D);
-  float p[3];
-  int finite = 1, inside = 1;
+/* Step 4 inside the root box: +-band, the sign from step 5's walks. */
+VX_HD float vx_se_far_inside(const vx_sample_tree *t, const float p[3], float grad[3],
+                             uint32_t *flags) {
+  uint32_t path[VX_MAX_DEPTH + 1];
+  int unknown = 0;
+  float sign = vx_se_walk_sign(t, p, path, &unknown);
+  grad[0] = grad[1] = grad[2] = 0.0f;
+  *flags = VX_SAMPLE_FAR | (unknown ? VX_SAMPLE_NO_SIGN : 0u);
+  return sign * t->band * t->scale;
+}
+
+/* How far vx_sample_point_run goes. The GPU runs the stages as separate kernels over the points
+ * each one leaves (so that the lanes of a warp do the same work); every stage computes the rule
+ * from the start, so a point gets the same result whichever stage finishes it. */
+enum {
+  VX_SE_RUN_ALL = 0,    /* the whole rule */
+  VX_SE_RUN_QUICK = 1,  /* steps 1 and 2; others are left pending */
+  VX_SE_RUN_SEARCH = 2  /* all but step 5 (points inside the box that are far: pending) */
+};
+#define VX_SE_PENDING 0x80u /* flags of a point a stage left (outputs not written) */
+
+/* Grid coordinates of world point w; 0 when a coordinate is not finite. */
+VX_HD int vx_se_grid(const vx_sample_tree *t, const float w[3], float p[3]) {
+  int finite = 1;
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) {
     finite &= isfinite(w[i]) ? 1 : 0;
     p[i] = (w[i] - t->origin[i]) * t->inv_scale;
-    inside &= p[i] >= 0.0f && p[i] <= Rf;
   }
-  if (!finite || !(isfinite(p[0]) && isfinite(p[1]) && isfinite(p[2]))) {
+  return finite && isfinite(p[0]) && isfinite(p[1]) && isfinite(p[2]);
+}
+
+/* The signed distance (world units), gradient and VX_SAMPLE_* flags at world point w, or, when
+ * `run` stops before the point's step, VX_SE_PENDING. */
+VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float grad[3],
+                                uint32_t *flags, int run) {
+  const uint32_t D = t->depth;
+  const float Rf = (float)(1u << D);
+  float p[3];
+  if (!vx_se_grid(t, w, p)) {
     grad[0] = grad[1] = grad[2] = NAN;
     *flags = VX_SAMPLE_INVALID;
     return NAN;
   }
+  int inside = 1;
+  VX_SE_UNROLL
+  for (int i = 0; i < 3; i++) inside &= p[i] >= 0.0f && p[i] <= Rf;
   vx_se_cell c;
   c.kind = VX_SE_MISSING;
   c.level = 0;
+  c.index = 0;
   c.min[0] = c.min[1] = c.min[2] = 0u;
   float g[3];
+  /* node indices by level for the search: kept on the way down in the search stage (whose points
+   * all search), found again otherwise (cheaper than keeping them for every point) */
+  uint32_t path[VX_MAX_DEPTH + 1];
+  path[0] = 0u;
   if (inside) {
     uint32_t x[3];
     VX_SE_UNROLL
     for (int i = 0; i < 3; i++) x[i] = (uint32_t)vx_se_clamp(p[i], 0.0f, Rf - 1.0f);
-    vx_se_find(t, x, &c);
+    vx_se_find_from(t, x, 0u, run == VX_SE_RUN_SEARCH ? path : NULL, &c);
     if (c.kind != VX_SE_MISSING) {
       float v = vx_se_cell_field(t, &c, p, g);
       grad[0] = g[0];
@@ -524,11 +701,10 @@ VX_HD float vx_sample_point(const vx_sample_tree *t, const float w[3], float gra
   float out2 = 0.0f; /* squared distance to the root box */
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) {
-    float d = p[i] < 0.0f ? -p[i] : (p[i] > Rf ? p[i] - Rf : 0.0f);
+    float d = vx_se_gap(p[i], 0.0f, Rf);
     out2 += d * d;
   }
-  int searched = 0, found = 0;
-  float d = 0.0f;
+  int searched;
   if (inside) {
     /* the band's box inside the empty cell: nothing within the band */
     float size = (float)(1u << (D - c.level));
@@ -540,32 +716,54 @@ VX_HD float vx_sample_point(const vx_sample_tree *t, const float w[3], float gra
   } else {
     searched = out2 < band * band;
   }
-  if (searched) found = vx_se_near(t, p, band, &d, g);
-  if (found && fabsf(d) < band) {
-    grad[0] = g[0];
-    grad[1] = g[1];
-    grad[2] = g[2];
-    *flags = VX_SAMPLE_NEAR | (inside ? 0u : VX_SAMPLE_OUTSIDE);
-    return d * t->scale;
+  if (searched) {
+    if (run == VX_SE_RUN_QUICK) {
+      *flags = VX_SE_PENDING;
+      return 0.0f;
+    }
+    if (inside && run != VX_SE_RUN_SEARCH) {
+      uint32_t x[3] = {c.min[0], c.min[1], c.min[2]};
+      vx_se_find_from(t, x, 0u, path, &c);
+    }
+    float d = 0.0f;
+    if (vx_se_near(t, p, band, inside ? &c : NULL, path, &d, g) && fabsf(d) < band) {
+      grad[0] = g[0];
+      grad[1] = g[1];
+      grad[2] = g[2];
+      *flags = VX_SAMPLE_NEAR | (inside ? 0u : VX_SAMPLE_OUTSIDE);
+      return d * t->scale;
+    }
   }
   /* far */
-  grad[0] = grad[1] = grad[2] = 0.0f;
   if (!inside) {
     float od = sqrtf(out2);
+    grad[0] = grad[1] = grad[2] = 0.0f;
     if (od > band) {
       VX_SE_UNROLL
-      for (int i = 0; i < 3; i++) {
-        float e = p[i] < 0.0f ? p[i] : (p[i] > Rf ? p[i] - Rf : 0.0f);
-        grad[i] = e / od;
-      }
+      for (int i = 0; i < 3; i++) grad[i] = (p[i] < 0.0f ? p[i] : vx_se_pos(p[i] - Rf)) / od;
     }
     *flags = VX_SAMPLE_FAR | VX_SAMPLE_OUTSIDE;
     return (od > band ? od : band) * t->scale;
   }
-  int unknown = 0;
-  float sign = vx_se_walk_sign(t, p, c, &unknown);
-  *flags = VX_SAMPLE_FAR | (unknown ? VX_SAMPLE_NO_SIGN : 0u);
-  return sign * band * t->scale;
+  if (run != VX_SE_RUN_ALL) {
+    *flags = VX_SE_PENDING;
+    return 0.0f;
+  }
+  return vx_se_far_inside(t, p, grad, flags);
+}
+
+/* The signed distance (world units), gradient and VX_SAMPLE_* flags at world point w. */
+VX_HD float vx_sample_point(const vx_sample_tree *t, const float w[3], float grad[3],
+                           uint32_t *flags) {
+  return vx_sample_point_run(t, w, grad, flags, VX_SE_RUN_ALL);
+}
+
+/* What vx_sample_point gives at a point that VX_SE_RUN_SEARCH left pending (inside, far). */
+VX_HD float vx_sample_point_far(const vx_sample_tree *t, const float w[3], float grad[3],
+                                uint32_t *flags) {
+  float p[3];
+  vx_se_grid(t, w, p);
+  return vx_se_far_inside(t, p, grad, flags);
 }
 
 #endif
