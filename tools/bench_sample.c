@@ -64,16 +64,9 @@ int vx_cmd_bench_sample(int argc, char **argv) {
   uint64_t np = (uint64_t)count;
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_read_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.mem_limit = mem_limit;
   vx_tree *t = NULL;
-  if (vx_tree_load(pos[0], &ro, &t, &e) != VX_OK) return vx_cli_fail("bench", &e);
   vx_tree_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  vx_tree_get_info(t, &ti);
+  if ((r = vx_cli_open_tree("bench", pos[0], 0, mem_limit, -1, &t, &ti)) != 0) return r;
   if (level > (int)ti.depth) {
     vx_tree_free(t);
     return vx_cli_usage_error("bench", "--level %d: the tree's depth is %u", level, ti.depth);
