@@ -64,7 +64,7 @@ fi
 
 expect 1 "no float level set" "$T/fog.svo" -- "$V" convert "$CORPUS/vdb/fog.vdb" "$T/fog.svo"
 expect 1 "no grid named 'x'" "$T/fog.svo" -- "$V" convert "$CORPUS/vdb/fog.vdb" "$T/fog.svo" --grid x
-expect 2 "beyond" "$T/deep.vdb" -- "$V" export "$T/b.svo" "$T/deep.vdb" --lod 6
+expect 2 "beyond" "$T/deep.nvdb" -- "$V" export "$T/b.svo" "$T/deep.nvdb" --lod 6
 expect 2 "unknown format" "$T/x.obj" -- "$V" export "$T/b.svo" "$T/x.obj"
 expect 1 "voxlod: export: " "" -- "$V" export "$T/b.svo" "$T/no/such/dir/x.vox"
 expect 2 "needs an OpenVDB" "" -- "$V" convert "$DATA/bunny_res4.ply" "$T/g.svo" --res 8 --grid a
