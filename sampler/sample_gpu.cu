@@ -27,8 +27,25 @@
 #include "svo/system.h"
 
 #define VX_GPU_CHUNK ((size_t)1 << 22) /* points per chunk of a host-array call */
-#define VX_GPU_QUEUE ((size_t)1 << 24) /* points per launch of the stages (their queues' size) */
+/* Tuning constants (overridable when compiling, to measure others). */
+#ifndef VX_GPU_QUEUE_LOG2
+#define VX_GPU_QUEUE_LOG2 24
+#endif
+#define VX_GPU_QUEUE ((size_t)1 << VX_GPU_QUEUE_LOG2) /* points per launch of the stages */
+#ifndef VX_SAMPLE_BLOCK
 #define VX_SAMPLE_BLOCK 256
+#endif
+#ifndef VX_SEARCH_BLOCKS
+#define VX_SEARCH_BLOCKS 3 /* blocks of the search kernel per multiprocessor (its registers) */
+#endif
+/* The queue kernels' grid: blocks per multiprocessor at most. Measured on the H100 (dragon 4096^3,
+ * 2e8 points spread 2 voxels): 32 against 16 gave 975 against 959 Mpoints/s in Morton order, 742
+ * against 727 shuffled; queues of 2^26 points, +1-2 % for 4x their memory (not kept); blocks of
+ * 128 threads (6 per multiprocessor for the search), 4 % slower. Per chunk of 2^24 points the
+ * search takes about 83 % of the time, the sign walks 14 %, the first stage 3 %. */
+#ifndef VX_QUEUE_GRID
+#define VX_QUEUE_GRID 32
+#endif
 
 struct vx_gpu_sampler {
   vx_gpu_view *view; /* borrowed */
@@ -116,7 +133,7 @@ __global__ void __launch_bounds__(VX_SAMPLE_BLOCK)
 /* Stage 2 over the points of queue `in`, queuing the far ones into `out`. Three blocks of 256
  * threads per multiprocessor: 80 registers, no spills (unbounded, nvcc 13 takes 88 and two blocks
  * fit: 20 % slower on the H100; capped at 64 registers for four blocks it spills, no faster). */
-__global__ void __launch_bounds__(VX_SAMPLE_BLOCK, 3)
+__global__ void __launch_bounds__(VX_SAMPLE_BLOCK, VX_SEARCH_BLOCKS)
     vx_sample_search(const vx_sample_tree t, const float *__restrict__ points,
                      float *__restrict__ dist, float *__restrict__ grad,
                      uint8_t *__restrict__ flags, const uint32_t *__restrict__ in,
@@ -182,7 +199,7 @@ static vx_status launch(vx_gpu_sampler *g, const vx_sample_tree *s, cudaStream_t
     VX_CU(cudaMalloc((void **)&g->queued, 2 * sizeof(unsigned)), "allocating the sampling queues");
   for (uint64_t at = 0; at < n; at += g->queue_cap) {
     const uint32_t k = (uint32_t)(n - at < g->queue_cap ? n - at : g->queue_cap);
-    unsigned qb = sample_blocks(k), cap = (unsigned)(g->sms > 0 ? g->sms : 1) * 16u;
+    unsigned qb = sample_blocks(k), cap = (unsigned)(g->sms > 0 ? g->sms : 1) * VX_QUEUE_GRID;
     qb = qb < cap ? qb : cap;
     const float *pc = points + 3 * at;
     float *dc = dist + at, *gc = grad ? grad + 3 * at : NULL;
