@@ -17,14 +17,16 @@
  *     gradient, VX_SAMPLE_NEAR. On smooth surfaces this is the distance to the surface within
  *     about the quantization step (tests/test_sample.c measures it).
  *   - Otherwise the point is "far" (VX_SAMPLE_FAR): the value is +-band voxels (in world units:
- *     band * scale), or, outside the root box, +max(band, distance to the box); no surface lies
- *     closer than `band` voxels (the voxelization is conservative), so |value| is a lower bound of
- *     the true distance inside the box. Gradient 0 (beyond the box: the unit vector away from it).
- *     Sign: from the first cell with a field met walking from p along an axis towards the
- *     nearer face of the root box (the walk crosses no surface, so the field's sign where it
- *     enters that cell is p's; a walk that leaves the box means outside), the majority of the
- *     three axes' walks (a hole in an open mesh can mislead one). Outside the box is outside
- *     (the mesh lies inside it).
+ *     band * scale), or, outside the root box, +max(band, distance to the box). Gradient 0
+ *     (beyond the box: the unit vector away from it). Either cells with a field lie within the
+ *     band but all extrapolate to the band or beyond (the true distance is then near the band),
+ *     and the sign is the side of the nearest of them; or none does, so no surface lies closer
+ *     than `band` voxels (the voxelization is conservative) and |value| is a lower bound of the
+ *     true distance. Then the sign comes from the first cell with a field met walking from p
+ *     along an axis towards the nearer face of the root box (the walk crosses no surface, so
+ *     the field's sign where it enters that cell is p's; a walk that leaves the box means
+ *     outside), the majority of the three axes' walks (a hole in an open mesh can mislead one).
+ *     Outside the box is outside (the mesh lies inside it).
  *     VX_SAMPLE_NO_SIGN marks a walk that gave up (assumed outside).
  *   - A point with a NaN or infinite coordinate: distance and gradient NaN, VX_SAMPLE_INVALID,
  *     or (opts.nonfinite = VX_NONFINITE_FAIL) the call fails with VX_ERR_INVALID_ARG naming it.
