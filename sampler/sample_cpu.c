@@ -2,16 +2,31 @@
  *
  * Points are handed out to the threads of vx_parallel in chunks of VX_SAMPLE_CHUNK through an
  * atomic counter, so threads that meet slow points (far ones walk for their sign) take fewer
- * chunks. Each point is independent: the results do not depend on the thread count. Points that
- * come in a coherent order (a surface scan, Morton order) share the tree's cache lines from one
- * point to the next; docs/python.md measures both orders.
+ * chunks. Each point is independent: the results do not depend on the thread count or the
+ * order in which the points are visited.
+ *
+ * Order. Points that come in a coherent order (a surface scan, Morton order) share the tree's
+ * cache lines from one point to the next; shuffled points miss the cache at nearly every level of
+ * every descent (on the development machine a point in a surface voxel took 4x as long shuffled).
+ * So a block of shuffled points is visited bucket by bucket: each point's bucket is the cell of a
+ * coarse grid (8^b cells, Morton order, about 2 points per cell at most) that holds it, a
+ * counting pass orders the indices by bucket (stable), and the threads follow that order,
+ * reading and writing each point in place (prefetched a few points ahead). A block whose first
+ * points mostly share a bucket with their predecessor is visited as it comes. Without memory for the order, the points go as they
+ * come.
  */
 #include "sampler/sampler.h"
+#include "svo/alloc.h"
 #include "svo/system.h"
 
 #include <stdatomic.h>
 
 #define VX_SAMPLE_CHUNK 4096
+#define VX_SAMPLE_BIN_MIN ((uint64_t)1 << 14)   /* fewer points: visited as they come */
+#define VX_SAMPLE_BIN_BLOCK ((uint64_t)1 << 22) /* points ordered at a time (16 MiB per array) */
+#define VX_SAMPLE_BIN_BITS 6                    /* bits per axis of the buckets at most */
+#define VX_SAMPLE_BIN_PROBE ((uint64_t)1 << 16) /* points whose order decides whether to bin */
+#define VX_SAMPLE_AHEAD 16                      /* points prefetched ahead in a bucket order */
 
 void vx_sample_tree_init(vx_sample_tree *s, const vx_octree *t, uint32_t cut) {
   memset(s, 0, sizeof *s);
@@ -30,6 +45,7 @@ void vx_sample_tree_init(vx_sample_tree *s, const vx_octree *t, uint32_t cut) {
 typedef struct sample_job {
   const vx_sample_tree *s;
   const float *points;
+  const uint32_t *order; /* the visiting order of points [0, n) (NULL: as they come) */
   uint64_t n;
   float *dist, *grad;
   uint8_t *flags;
@@ -46,7 +62,16 @@ static void *sample_worker(void *arg) {
     uint64_t i0 = atomic_fetch_add(&job->next, VX_SAMPLE_CHUNK);
     if (i0 >= job->n) break;
     uint64_t i1 = i0 + VX_SAMPLE_CHUNK < job->n ? i0 + VX_SAMPLE_CHUNK : job->n;
-    for (uint64_t i = i0; i < i1; i++) {
+    for (uint64_t k = i0; k < i1; k++) {
+      const uint64_t i = job->order ? job->order[k] : k;
+#if defined(__GNUC__)
+      /* the order jumps about the arrays: fetch a later point's coordinates now */
+      if (job->order && k + VX_SAMPLE_AHEAD < i1) {
+        const uint64_t j = job->order[k + VX_SAMPLE_AHEAD];
+        __builtin_prefetch(job->points + 3 * j);
+        __builtin_prefetch(job->dist + j, 1);
+      }
+#endif
       float g[3];
       uint32_t fl;
       job->dist[i] = vx_sample_point(s, job->points + 3 * i, g, &fl);
@@ -71,23 +96,97 @@ static void *sample_worker(void *arg) {
   return NULL;
 }
 
+/* The bits of x (< 2^10) spread to every third bit. */
+static uint32_t spread3(uint32_t x) {
+  x = (x | x << 16) & 0x030000ffu;
+  x = (x | x << 8) & 0x0300f00fu;
+  x = (x | x << 4) & 0x030c30c3u;
+  return (x | x << 2) & 0x09249249u;
+}
+
+/* The bucket of world point w: the Morton code of its cell in a grid of 2^bits cells per axis over
+ * the root box (points outside it or not finite: the nearest cell, or 0). */
+static uint32_t bucket_of(const vx_sample_tree *s, const float w[3], uint32_t bits) {
+  const float cells = (float)(1u << bits), k = cells / (float)(1u << s->depth);
+  uint32_t c[3];
+  for (int i = 0; i < 3; i++) {
+    float g = (w[i] - s->origin[i]) * s->inv_scale * k;
+    g = g > 0.0f ? g : 0.0f; /* NaN: 0 */
+    c[i] = g < cells - 1.0f ? (uint32_t)g : (1u << bits) - 1u;
+  }
+  return spread3(c[0]) | spread3(c[1]) << 1 | spread3(c[2]) << 2;
+}
+
+/* Orders points [0, n) by bucket into order[] (key[n] and hist[8^bits + 1] are work space).
+ * Returns 0 when the points already come mostly bucket by bucket (order not written). */
+static int bin_points(const vx_sample_tree *s, const float *points, uint64_t n, uint32_t bits,
+                      uint32_t *key, uint32_t *hist, uint32_t *order) {
+  const uint32_t nb = 1u << (3 * bits);
+  const uint64_t probe = n < VX_SAMPLE_BIN_PROBE ? n : VX_SAMPLE_BIN_PROBE;
+  uint64_t changes = 0;
+  for (uint64_t i = 0; i < probe; i++) {
+    key[i] = bucket_of(s, points + 3 * i, bits);
+    changes += i && key[i] != key[i - 1];
+  }
+  if (changes * 8 < probe) return 0;
+  for (uint64_t i = probe; i < n; i++) key[i] = bucket_of(s, points + 3 * i, bits);
+  memset(hist, 0, ((size_t)nb + 1) * sizeof *hist);
+  for (uint64_t i = 0; i < n; i++) hist[key[i] + 1]++;
+  for (uint32_t b = 0; b < nb; b++) hist[b + 1] += hist[b];
+  for (uint64_t i = 0; i < n; i++) order[hist[key[i]]++] = (uint32_t)i;
+  return 1;
+}
+
+static void run_block(sample_job *job, const float *points, uint64_t n, float *dist, float *grad,
+                      uint8_t *flags, const uint32_t *order, int threads,
+                      uint_fast64_t *invalid, uint_fast64_t *first_invalid, uint64_t base) {
+  job->points = points;
+  job->order = order;
+  job->n = n;
+  job->dist = dist;
+  job->grad = grad;
+  job->flags = flags;
+  atomic_init(&job->next, 0);
+  atomic_init(&job->invalid, 0);
+  atomic_init(&job->first_invalid, UINT64_MAX);
+  uint64_t chunks = (n + VX_SAMPLE_CHUNK - 1) / VX_SAMPLE_CHUNK;
+  int cap = chunks < 256 ? (int)(chunks ? chunks : 1) : 256;
+  vx_parallel(vx_thread_count(threads, cap), sample_worker, job);
+  uint_fast64_t inv = atomic_load(&job->invalid), first = atomic_load(&job->first_invalid);
+  if (inv && *invalid == 0) *first_invalid = base + first;
+  *invalid += inv;
+}
+
 void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, float *dist,
                    float *grad, uint8_t *flags, int threads, vx_sample_count *count) {
   sample_job job;
   job.s = s;
-  job.points = points;
-  job.n = n;
-  job.dist = dist;
-  job.grad = grad;
-  job.flags = flags;
-  atomic_init(&job.next, 0);
-  atomic_init(&job.invalid, 0);
-  atomic_init(&job.first_invalid, UINT64_MAX);
-  uint64_t chunks = (n + VX_SAMPLE_CHUNK - 1) / VX_SAMPLE_CHUNK;
-  int cap = chunks < 256 ? (int)(chunks ? chunks : 1) : 256;
-  vx_parallel(vx_thread_count(threads, cap), sample_worker, &job);
+  uint_fast64_t invalid = 0, first_invalid = UINT64_MAX;
+  /* buckets: about 2 points per cell of a block at most, no finer than the voxels */
+  const uint64_t block = n < VX_SAMPLE_BIN_BLOCK ? n : VX_SAMPLE_BIN_BLOCK;
+  uint32_t bits = 0;
+  while (bits < VX_SAMPLE_BIN_BITS && bits < s->depth && (2ull << (3 * (bits + 1))) <= block)
+    bits++;
+  uint32_t *key = NULL, *order = NULL, *hist = NULL;
+  if (n >= VX_SAMPLE_BIN_MIN) {
+    key = (uint32_t *)vx_malloc((size_t)block * sizeof *key);
+    order = (uint32_t *)vx_malloc((size_t)block * sizeof *order);
+    hist = (uint32_t *)vx_malloc(((size_t)1 << (3 * bits)) * sizeof *hist + sizeof *hist);
+  }
+  const int binned = key && order && hist;
+  for (uint64_t at = 0; at < n || at == 0; at += block) {
+    const uint64_t m = binned ? (n - at < block ? n - at : block) : n;
+    const uint32_t *ord =
+        binned && bin_points(s, points + 3 * at, m, bits, key, hist, order) ? order : NULL;
+    run_block(&job, points + 3 * at, m, dist + at, grad ? grad + 3 * at : NULL,
+              flags ? flags + at : NULL, ord, threads, &invalid, &first_invalid, at);
+    if (!binned) break;
+  }
+  vx_free(key);
+  vx_free(order);
+  vx_free(hist);
   if (count) {
-    count->invalid = atomic_load(&job.invalid);
-    count->first_invalid = atomic_load(&job.first_invalid);
+    count->invalid = invalid;
+    count->first_invalid = first_invalid;
   }
 }
