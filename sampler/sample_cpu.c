@@ -9,7 +9,7 @@
  * cache lines from one point to the next; shuffled points miss the cache at nearly every level of
  * every descent (on the development machine a point in a surface voxel took 4x as long shuffled).
  * So a block of shuffled points is visited bucket by bucket: each point's bucket is the cell of a
- * coarse grid (8^b cells, Morton order, about 2 points per cell at most) that holds it, a
+ * coarse grid (8^b cells, Morton order, up to 4 per point) that holds it, a
  * counting pass orders the indices by bucket (stable), and the threads follow that order,
  * reading and writing each point in place (prefetched a few points ahead). A block whose first
  * points mostly share a bucket with their predecessor is visited as it comes. Without memory for the order, the points go as they
@@ -162,10 +162,10 @@ void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, flo
   sample_job job;
   job.s = s;
   uint_fast64_t invalid = 0, first_invalid = UINT64_MAX;
-  /* buckets: about 2 points per cell of a block at most, no finer than the voxels */
+  /* buckets: up to 4 cells per point of a block, no finer than the voxels */
   const uint64_t block = n < VX_SAMPLE_BIN_BLOCK ? n : VX_SAMPLE_BIN_BLOCK;
   uint32_t bits = 0;
-  while (bits < VX_SAMPLE_BIN_BITS && bits < s->depth && (2ull << (3 * (bits + 1))) <= block)
+  while (bits < VX_SAMPLE_BIN_BITS && bits < s->depth && (1ull << (3 * (bits + 1))) <= 4 * block)
     bits++;
   uint32_t *key = NULL, *order = NULL, *hist = NULL;
   if (n >= VX_SAMPLE_BIN_MIN) {

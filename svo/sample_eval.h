@@ -743,15 +743,21 @@ VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float
   c.index = 0;
   c.min[0] = c.min[1] = c.min[2] = 0u;
   float g[3];
-  /* node indices by level for the search: kept on the way down in the search stage (whose points
-   * all search), found again otherwise (cheaper than keeping them for every point) */
+  /* node indices by level for the search: kept on the way down where it costs nothing (the CPU)
+   * or where every point searches (the GPU's search stage); found again otherwise (on the GPU,
+   * cheaper than keeping them for every point) */
   uint32_t path[VX_MAX_DEPTH + 1];
   path[0] = 0u;
+#if defined(__CUDA_ARCH__)
+  const int keep_path = run == VX_SE_RUN_SEARCH;
+#else
+  const int keep_path = 1;
+#endif
   if (inside) {
     uint32_t x[3];
     VX_SE_UNROLL
     for (int i = 0; i < 3; i++) x[i] = (uint32_t)vx_se_clamp(p[i], 0.0f, Rf - 1.0f);
-    vx_se_find_from(t, x, 0u, run == VX_SE_RUN_SEARCH ? path : NULL, &c);
+    vx_se_find_from(t, x, 0u, keep_path ? path : NULL, &c);
     if (c.kind != VX_SE_MISSING) {
       float v = vx_se_cell_field(t, &c, p, g);
       grad[0] = g[0];
@@ -786,7 +792,7 @@ VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float
       *flags = VX_SE_PENDING;
       return 0.0f;
     }
-    if (inside && run != VX_SE_RUN_SEARCH) {
+    if (inside && !keep_path) {
       uint32_t x[3] = {c.min[0], c.min[1], c.min[2]};
       vx_se_find_from(t, x, 0u, path, &c);
     }
