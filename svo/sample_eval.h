@@ -546,11 +546,13 @@ VX_HD void vx_se_visit(const vx_sample_tree *t, const float p[3], uint32_t l, ui
  * the cells visited (0: no cell with a field lies within `radius` of p). c: p's cell (missing) when p is inside
  * the root box, path[0 .. c->level - 1] the nodes above it; else NULL.
  * Inside: first the subtree of the missing cell's parent A (its siblings, where the surface
- * usually is); then, r the best so far, the cells of level L around p, L the finest level (at
- * most A's) whose cells are at least 2 r wide: at most two per axis overlap the query box
+ * usually is); then, r the best so far, the cells of level L around p, L the finest level above
+ * the voxels whose cells are at least 2 r wide: at most two per axis overlap the query box
  * [p - r, p + r], p's own first, then its face, edge and corner neighbours. Each is reached
- * from the deepest ancestor it shares with p's cell, and searched (without A) unless its box lies
- * farther than the best.
+ * from the deepest ancestor it shares with p's cell (a missing cell on the way: nothing there),
+ * and searched unless its box lies farther than the best or it lies in A (searched already: A
+ * itself when L is A's level or coarser, A's descendants when finer). Where A is coarse, a level
+ * finer than A's keeps the search to the cells beside p instead of whole neighbours of A.
  * Outside: from the deepest cell that holds the whole query box (clamped to the root box). */
 VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, const vx_se_cell *c,
                      uint32_t *path, float *dist, float n[3], float *hint) {
@@ -568,14 +570,16 @@ VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, co
     uint32_t sh = D - la;
     uint32_t m[3] = {c->min[0] >> sh << sh, c->min[1] >> sh << sh, c->min[2] >> sh << sh};
     vx_se_search(t, p, la, m, 0xffffffffu, path, &b);
-    uint32_t L = la;
+    uint32_t L = D - 1u;
     while (L > 0u && (float)(1u << (D - L)) < 2.0f * b.best) L--;
     sh = D - L;
     const uint32_t size = 1u << sh, cells = 1u << L;
-    uint32_t pc[3], has = 0u, up = 0u;
+    const uint32_t ash = L > la ? L - la : 0u; /* a cell q of level L lies in A: q >> ash = pa */
+    uint32_t pc[3], pa[3], has = 0u, up = 0u;
     VX_SE_UNROLL
     for (int i = 0; i < 3; i++) {
-      pc[i] = c->min[i] >> sh;
+      pc[i] = (uint32_t)vx_se_clamp(p[i], 0.0f, (float)(1u << D) - 1.0f) >> sh;
+      pa[i] = pc[i] >> ash;
       float a = (float)(pc[i] << sh);
       if (p[i] - b.best < a && pc[i] > 0u) has |= 1u << i;
       else if (p[i] + b.best > a + (float)size && pc[i] + 1u < cells)
@@ -583,13 +587,15 @@ VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, co
     }
     for (uint32_t k = 0; k < 8u; k++) {
       if (k & ~has) continue;
-      uint32_t q[3], diff = 0u;
+      uint32_t q[3], diff = 0u, out = 0u;
       VX_SE_UNROLL
       for (int i = 0; i < 3; i++) {
         q[i] = pc[i] + (k >> i & 1u) * (2u * (up >> i & 1u) - 1u); /* pc, pc - 1 or pc + 1 */
         m[i] = q[i] << sh;
         diff |= q[i] ^ pc[i];
+        out |= (q[i] >> ash) ^ pa[i];
       }
+      if (ash && !out) continue; /* in A */
       if (!(vx_se_box_d2(p, m, (float)size) < b.best2)) continue;
       /* from the deepest level where the cell and p's share an ancestor */
       vx_se_visit(t, p, diff ? L - 1u - vx_se_high_bit(diff) : L, L, m, A, path, &b);
