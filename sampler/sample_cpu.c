@@ -9,11 +9,11 @@
  * cache lines from one point to the next; shuffled points miss the cache at nearly every level of
  * every descent (on the development machine a point in a surface voxel took 4x as long shuffled).
  * So a block of shuffled points is visited bucket by bucket: each point's bucket is the cell of a
- * coarse grid (8^b cells, Morton order, up to 4 per point) that holds it, a
- * counting pass orders the indices by bucket (stable), and the threads follow that order,
- * reading and writing each point in place (prefetched a few points ahead). A block whose first
- * points mostly share a bucket with their predecessor is visited as it comes. Without memory for the order, the points go as they
- * come.
+ * coarse grid (8^b cells in Morton order, up to 4 per point) that holds it, a counting pass
+ * orders the indices by bucket (stable), and the threads follow that order, reading and writing
+ * each point in place (prefetched a few points ahead). A block whose first points mostly share a
+ * bucket with their predecessor is visited as it comes. Without memory for the order, the points
+ * go as they come.
  */
 #include "sampler/sampler.h"
 #include "svo/alloc.h"

@@ -128,8 +128,12 @@ VX_HD uint32_t vx_se_high_bit(uint32_t x) {
 
 /* ---- field of one cell ------------------------------------------------------------------------ */
 
-/* Trilinear value and gradient of corner values c[8] (voxels) at local u in [0,1]^3. */
-VX_HD float vx_se_trilerp(const float c[8], const float u[3], float g[3]) {
+/* Trilinear value and gradient of voxel v at local u in [0,1]^3, in voxels. */
+VX_HD float vx_se_trilinear(const vx_voxel *v, float band, const float u[3], float g[3]) {
+  float c[8];
+  const float k = band * (1.0f / 127.0f);
+  VX_SE_UNROLL
+  for (int i = 0; i < 8; i++) c[i] = (float)v->c[i] * k;
   float x1 = u[0], y1 = u[1], z1 = u[2];
   float x0 = 1.0f - x1, y0 = 1.0f - y1, z0 = 1.0f - z1;
   /* along x: the four edges (y, z) */
@@ -142,36 +146,6 @@ VX_HD float vx_se_trilerp(const float c[8], const float u[3], float g[3]) {
   g[1] = z0 * (e10 - e00) + z1 * (e11 - e01);
   g[2] = f1 - f0;
   return z0 * f0 + z1 * f1;
-}
-
-/* Trilinear value and gradient of voxel v at local u in [0,1]^3, in voxels. */
-VX_HD float vx_se_trilinear(const vx_voxel *v, float band, const float u[3], float g[3]) {
-  float c[8];
-  const float k = band * (1.0f / 127.0f);
-  VX_SE_UNROLL
-  for (int i = 0; i < 8; i++) c[i] = (float)v->c[i] * k;
-  return vx_se_trilerp(c, u, g);
-}
-
-/* Does voxel v's sign jump where no surface is: an edge whose corners have opposite signs and
- * values more than a voxel apart? A signed distance is 1-Lipschitz, so across an edge that the
- * surface crosses |d_a| + |d_b| <= 1 voxel (the stored values within two quantization steps).
- * More means the sign changes without a surface there: the membrane where an open mesh's
- * winding number crosses 1/2 across a hole, or a thin feature's corners re-signed by the plane
- * of its nearest triangle (docs/FIELD.md). */
-VX_HD int vx_se_voxel_jumps(const vx_voxel *v, float band) {
-  const int lim = (int)(127.0f / band) + 2;
-  int jump = 0;
-  VX_SE_UNROLL
-  for (int i = 0; i < 8; i++) {
-    VX_SE_UNROLL
-    for (int a = 0; a < 3; a++) {
-      if (i >> a & 1) continue; /* each edge once, from its lower corner */
-      int qa = v->c[i], qb = v->c[i | 1 << a];
-      jump |= (qa < 0) != (qb < 0) && (qa > qb ? qa - qb : qb - qa) > lim;
-    }
-  }
-  return jump;
 }
 
 /* Plane of node nd (level l, minimum corner m) at grid point p, in voxels; n receives the normal. */
@@ -294,21 +268,6 @@ VX_HD float vx_se_box_d2(const float p[3], const uint32_t lo[3], float size) {
   return s;
 }
 
-/* A lower bound of |d| at p from a voxel whose sign jumps (vx_se_voxel_jumps), where the zero
- * set of its field is no surface: |d(p)| >= |d(x)| - |p - x| at each corner x (the distance is
- * 1-Lipschitz). */
-VX_HD float vx_se_jump_bound(const vx_voxel *v, float band, const uint32_t m[3], const float p[3]) {
-  const float k = band * (1.0f / 127.0f);
-  float lb = 0.0f;
-  VX_SE_UNROLL
-  for (int i = 0; i < 8; i++) {
-    float dx = p[0] - (float)(m[0] + (i & 1)), dy = p[1] - (float)(m[1] + (i >> 1 & 1)),
-          dz = p[2] - (float)(m[2] + (i >> 2 & 1));
-    lb = vx_se_max(lb, fabsf((float)v->c[i]) * k - sqrtf(dx * dx + dy * dy + dz * dz));
-  }
-  return lb;
-}
-
 /* Step 3's candidate from final cell c: *dist = sqrt(e^2 + delta^2) with e's sign, n the unit
  * normal. Returns 0 when the cell's field has no direction (a flat voxel). */
 VX_HD int vx_se_candidate(const vx_sample_tree *t, const vx_se_cell *c, const float p[3],
@@ -320,17 +279,7 @@ VX_HD int vx_se_candidate(const vx_sample_tree *t, const vx_se_cell *c, const fl
     float a = (float)c->min[i];
     q[i] = vx_se_clamp(p[i], a, a + size);
   }
-  float f, jump_lb = 0.0f;
-  if (c->kind == VX_SE_VOXEL) {
-    vx_voxel v = vx_fetch_voxel(&t->voxels[c->index]);
-    float u[3];
-    VX_SE_UNROLL
-    for (int i = 0; i < 3; i++) u[i] = q[i] - (float)c->min[i];
-    f = vx_se_trilinear(&v, t->band, u, g);
-    if (vx_se_voxel_jumps(&v, t->band)) jump_lb = vx_se_jump_bound(&v, t->band, c->min, p);
-  } else {
-    f = vx_se_cell_field(t, c, q, g);
-  }
+  float f = vx_se_cell_field(t, c, q, g);
   float gl = sqrtf(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
   if (!(gl > 1e-6f)) return 0;
   float ig = 1.0f / gl;
@@ -340,29 +289,26 @@ VX_HD int vx_se_candidate(const vx_sample_tree *t, const vx_se_cell *c, const fl
   float s[3];
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) s[i] = p[i] - e * n[i];
-  float d = vx_se_max(sqrtf(e * e + vx_se_box_d2(s, c->min, size)), jump_lb);
+  float d = sqrtf(e * e + vx_se_box_d2(s, c->min, size));
   *dist = e < 0.0f ? -d : d;
   return 1;
 }
 
 /* The best candidate so far: |dist| = best (the radius until one is found), n its normal; and the
- * nearest candidate of any distance (hint_abs, its sign hint: 0 none yet), which gives a far
- * point its sign when every cell within the band extrapolates to the band or beyond. */
+ * nearest candidate of any distance, which gives a far point its sign when every cell within the
+ * band extrapolates to the band or beyond. */
 typedef struct vx_se_best {
   float best, best2, dist;
   float n[3];
   int found;
-  float hint_abs, hint;
+  float hint; /* the nearest candidate of any distance (signed; INFINITY: none) */
 } vx_se_best;
 
 VX_HD void vx_se_offer(const vx_sample_tree *t, const vx_se_cell *c, const float p[3],
                        vx_se_best *b) {
   float d, g[3];
   if (!vx_se_candidate(t, c, p, &d, g)) return;
-  if (fabsf(d) < b->hint_abs) {
-    b->hint_abs = fabsf(d);
-    b->hint = d < 0.0f ? -1.0f : 1.0f;
-  }
+  if (fabsf(d) < fabsf(b->hint)) b->hint = d;
   if (fabsf(d) < b->best) {
     b->best = fabsf(d);
     b->best2 = b->best * b->best;
@@ -543,8 +489,8 @@ VX_HD void vx_se_visit(const vx_sample_tree *t, const float p[3], uint32_t l, ui
 
 /* Step 3: the best candidate strictly closer than `radius` voxels: returns 1 with *dist (signed)
  * and n, or 0 when none is; *hint gets the sign of the nearest candidate of any distance among
- * the cells visited (0: no cell with a field lies within `radius` of p). c: p's cell (missing) when p is inside
- * the root box, path[0 .. c->level - 1] the nodes above it; else NULL.
+ * the cells visited (0: no cell with a field lies within `radius` of p). c: p's cell (missing)
+ * when p is inside the root box, path[0 .. c->level - 1] the nodes above it; else NULL.
  * Inside: first the subtree of the missing cell's parent A (its siblings, where the surface
  * usually is); then, r the best so far, the cells of level L around p, L the finest level above
  * the voxels whose cells are at least 2 r wide: at most two per axis overlap the query box
@@ -563,8 +509,7 @@ VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, co
   b.dist = 0.0f;
   b.n[0] = b.n[1] = b.n[2] = 0.0f;
   b.found = 0;
-  b.hint_abs = INFINITY;
-  b.hint = 0.0f;
+  b.hint = INFINITY;
   if (c && c->level >= 1u) {
     const uint32_t la = c->level - 1u, A = c->index;
     uint32_t sh = D - la;
@@ -624,7 +569,7 @@ VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, co
     *dist = b.dist;
     n[0] = b.n[0], n[1] = b.n[1], n[2] = b.n[2];
   }
-  *hint = b.hint;
+  *hint = b.hint == INFINITY ? 0.0f : (b.hint < 0.0f ? -1.0f : 1.0f);
   return b.found;
 }
 
