@@ -96,27 +96,6 @@ static void *sample_worker(void *arg) {
   return NULL;
 }
 
-/* The bits of x (< 2^10) spread to every third bit. */
-static uint32_t spread3(uint32_t x) {
-  x = (x | x << 16) & 0x030000ffu;
-  x = (x | x << 8) & 0x0300f00fu;
-  x = (x | x << 4) & 0x030c30c3u;
-  return (x | x << 2) & 0x09249249u;
-}
-
-/* The bucket of world point w: the Morton code of its cell in a grid of 2^bits cells per axis over
- * the root box (points outside it or not finite: the nearest cell, or 0). */
-static uint32_t bucket_of(const vx_sample_tree *s, const float w[3], uint32_t bits) {
-  const float cells = (float)(1u << bits), k = cells / (float)(1u << s->depth);
-  uint32_t c[3];
-  for (int i = 0; i < 3; i++) {
-    float g = (w[i] - s->origin[i]) * s->inv_scale * k;
-    g = g > 0.0f ? g : 0.0f; /* NaN: 0 */
-    c[i] = g < cells - 1.0f ? (uint32_t)g : (1u << bits) - 1u;
-  }
-  return spread3(c[0]) | spread3(c[1]) << 1 | spread3(c[2]) << 2;
-}
-
 /* Orders points [0, n) by bucket into order[] (key[n] and hist[8^bits + 1] are work space).
  * Returns 0 when the points already come mostly bucket by bucket (order not written). */
 static int bin_points(const vx_sample_tree *s, const float *points, uint64_t n, uint32_t bits,
@@ -125,11 +104,11 @@ static int bin_points(const vx_sample_tree *s, const float *points, uint64_t n, 
   const uint64_t probe = n < VX_SAMPLE_BIN_PROBE ? n : VX_SAMPLE_BIN_PROBE;
   uint64_t changes = 0;
   for (uint64_t i = 0; i < probe; i++) {
-    key[i] = bucket_of(s, points + 3 * i, bits);
+    key[i] = vx_se_bucket(s, points + 3 * i, bits);
     changes += i && key[i] != key[i - 1];
   }
   if (changes * 8 < probe) return 0;
-  for (uint64_t i = probe; i < n; i++) key[i] = bucket_of(s, points + 3 * i, bits);
+  for (uint64_t i = probe; i < n; i++) key[i] = vx_se_bucket(s, points + 3 * i, bits);
   memset(hist, 0, ((size_t)nb + 1) * sizeof *hist);
   for (uint64_t i = 0; i < n; i++) hist[key[i] + 1]++;
   for (uint32_t b = 0; b < nb; b++) hist[b + 1] += hist[b];

@@ -8,6 +8,11 @@
  * for their sign. So the lanes of a warp do the same kind of work (see "kernels" below). Points
  * that arrive in a coherent order (a surface scan, Morton order) send the lanes of a warp down the
  * same nodes, which the read-only cache then serves; the queues keep that order within a warp.
+ * Order. Shuffled points send the lanes of a warp to unrelated nodes: the search queue of a chunk
+ * whose points mostly change bucket from one to the next (vx_se_bucket: cells of 2^(D-8) voxels)
+ * is sorted by bucket (CUB's radix sort, stable) before the search, so that the search and the
+ * walks see them as coherent points; a coherent queue is searched as it comes. Deciding reads the
+ * queue's length and that count back to the host once per chunk.
  * Device pointers are sampled in place on the caller's stream (NULL: the legacy default stream,
  * which orders the kernels after work torch or cupy queued on theirs). Host arrays go through the
  * device in chunks of VX_GPU_CHUNK points on the sampler's own stream.
@@ -17,6 +22,7 @@
  * Errors. Every CUDA call is checked and every launch is followed by cudaGetLastError(); the
  * mapping to vx_status is svo/cuda_status.cuh's. Nothing is printed.
  */
+#include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
 #include <stdlib.h>
@@ -46,6 +52,9 @@
 #ifndef VX_QUEUE_GRID
 #define VX_QUEUE_GRID 32
 #endif
+#ifndef VX_SORT_BITS
+#define VX_SORT_BITS 8 /* bits per axis of the buckets the search queue is sorted by, at most */
+#endif
 
 struct vx_gpu_sampler {
   vx_gpu_view *view; /* borrowed */
@@ -57,8 +66,14 @@ struct vx_gpu_sampler {
   /* the stages' queues: two of queue_cap point indices (into a chunk of a launch: to search, to
    * walk) and their lengths (device), allocated when first needed */
   uint32_t *queue;
-  unsigned *queued;
+  unsigned *queued; /* [0] to search, [1] to walk, [2] bucket changes along the search queue */
   size_t queue_cap; /* points each queue holds */
+  /* sorting the search queue: keys (two arrays of queue_cap), the sorted queue, CUB's storage,
+   * and the host's copy of the length and the changes */
+  uint32_t *keys, *sorted;
+  void *sort_tmp;
+  size_t sort_tmp_bytes;
+  unsigned *host_len; /* pinned, 2 */
   int sms; /* multiprocessors: the grid of the queue kernels */
   /* chunk buffers for host arrays, grown on demand */
   float *points, *dist, *grad;
@@ -151,6 +166,29 @@ __global__ void __launch_bounds__(VX_SAMPLE_BLOCK, VX_SEARCH_BLOCKS)
   }
 }
 
+/* The bucket of each point of queue `in` (keys[k]), and how often it changes from one entry to
+ * the next (*changes, one atomic per warp). */
+__global__ void __launch_bounds__(VX_SAMPLE_BLOCK)
+    vx_sample_keys(const vx_sample_tree t, const float *__restrict__ points,
+                   const uint32_t *__restrict__ in, const unsigned *__restrict__ in_len,
+                   uint32_t bits, uint32_t *__restrict__ keys, unsigned *__restrict__ changes) {
+  const unsigned n = *in_len, stride = gridDim.x * blockDim.x;
+  for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+    float w[3];
+    vx_load(points, in[k], w);
+    const uint32_t key = vx_se_bucket(&t, w, bits);
+    keys[k] = key;
+    int changed = 0;
+    if (k > 0) {
+      vx_load(points, in[k - 1], w);
+      changed = vx_se_bucket(&t, w, bits) != key;
+    }
+    const unsigned mask = __ballot_sync(__activemask(), changed);
+    if ((threadIdx.x & 31u) == (unsigned)(__ffs((int)__activemask()) - 1))
+      atomicAdd(changes, (unsigned)__popc(mask));
+  }
+}
+
 /* Stage 3 over the points of queue `in`: the sign walks. */
 __global__ void __launch_bounds__(VX_SAMPLE_BLOCK)
     vx_sample_walk(const vx_sample_tree t, const float *__restrict__ points,
@@ -191,12 +229,30 @@ static vx_status launch(vx_gpu_sampler *g, const vx_sample_tree *s, cudaStream_t
     if (g->queue) cudaFree(g->queue);
     g->queue = NULL;
     g->queue_cap = 0;
+    if (g->keys) cudaFree(g->keys);
+    if (g->sorted) cudaFree(g->sorted);
+    if (g->sort_tmp) cudaFree(g->sort_tmp);
+    g->keys = g->sorted = NULL;
+    g->sort_tmp = NULL;
     VX_CU(cudaMalloc((void **)&g->queue, 2 * want * sizeof(uint32_t)),
           "allocating the sampling queues");
+    VX_CU(cudaMalloc((void **)&g->keys, 2 * want * sizeof(uint32_t)),
+          "allocating the sampling queues");
+    VX_CU(cudaMalloc((void **)&g->sorted, want * sizeof(uint32_t)),
+          "allocating the sampling queues");
+    g->sort_tmp_bytes = 0;
+    VX_CU(cub::DeviceRadixSort::SortPairs(NULL, g->sort_tmp_bytes, g->keys, g->keys + want,
+                                          g->queue, g->sorted, (int)want, 0, 3 * VX_SORT_BITS,
+                                          stream),
+          "sizing the queue sort");
+    VX_CU(cudaMalloc(&g->sort_tmp, g->sort_tmp_bytes), "allocating the sampling queues");
     g->queue_cap = want;
   }
   if (n && !g->queued)
-    VX_CU(cudaMalloc((void **)&g->queued, 2 * sizeof(unsigned)), "allocating the sampling queues");
+    VX_CU(cudaMalloc((void **)&g->queued, 3 * sizeof(unsigned)), "allocating the sampling queues");
+  if (n && !g->host_len)
+    VX_CU(cudaMallocHost((void **)&g->host_len, 2 * sizeof(unsigned)),
+          "allocating the sampling queues");
   for (uint64_t at = 0; at < n; at += g->queue_cap) {
     const uint32_t k = (uint32_t)(n - at < g->queue_cap ? n - at : g->queue_cap);
     unsigned qb = sample_blocks(k), cap = (unsigned)(g->sms > 0 ? g->sms : 1) * VX_QUEUE_GRID;
@@ -205,10 +261,28 @@ static vx_status launch(vx_gpu_sampler *g, const vx_sample_tree *s, cudaStream_t
     float *dc = dist + at, *gc = grad ? grad + 3 * at : NULL;
     uint8_t *fc = flags ? flags + at : NULL;
     uint32_t *q1 = g->queue, *q2 = g->queue + g->queue_cap;
-    VX_CU(cudaMemsetAsync(g->queued, 0, 2 * sizeof(unsigned), stream), "resetting the queues");
+    const uint32_t bits = s->depth < VX_SORT_BITS ? s->depth : VX_SORT_BITS;
+    VX_CU(cudaMemsetAsync(g->queued, 0, 3 * sizeof(unsigned), stream), "resetting the queues");
     vx_sample_quick<<<sample_blocks(k), VX_SAMPLE_BLOCK, 0, stream>>>(*s, pc, k, dc, gc, fc,
                                                                      g->count, at, q1, g->queued);
     VX_CU(cudaGetLastError(), "launching the sampling kernel");
+    /* shuffled points: the search queue in bucket order */
+    vx_sample_keys<<<qb, VX_SAMPLE_BLOCK, 0, stream>>>(*s, pc, q1, g->queued, bits, g->keys,
+                                                      g->queued + 2);
+    VX_CU(cudaGetLastError(), "launching the sampling kernel");
+    VX_CU(cudaMemcpyAsync(g->host_len, g->queued, sizeof(unsigned), cudaMemcpyDeviceToHost,
+                          stream), "reading the queue's length");
+    VX_CU(cudaMemcpyAsync(g->host_len + 1, g->queued + 2, sizeof(unsigned),
+                          cudaMemcpyDeviceToHost, stream), "reading the queue's length");
+    VX_CU(cudaStreamSynchronize(stream), "running the sampling kernel");
+    if ((uint64_t)g->host_len[1] * 8u >= g->host_len[0] && g->host_len[0] > 1u) {
+      size_t tb = g->sort_tmp_bytes;
+      VX_CU(cub::DeviceRadixSort::SortPairs(g->sort_tmp, tb, g->keys, g->keys + g->queue_cap, q1,
+                                            g->sorted, (int)g->host_len[0], 0, 3 * (int)bits,
+                                            stream),
+            "sorting the search queue");
+      q1 = g->sorted;
+    }
     vx_sample_search<<<qb, VX_SAMPLE_BLOCK, 0, stream>>>(*s, pc, dc, gc, fc, q1, g->queued, q2,
                                                         g->queued + 1);
     VX_CU(cudaGetLastError(), "launching the sampling kernel");
@@ -227,6 +301,10 @@ extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   if (g->count) cudaFree(g->count);
   if (g->queue) cudaFree(g->queue);
   if (g->queued) cudaFree(g->queued);
+  if (g->keys) cudaFree(g->keys);
+  if (g->sorted) cudaFree(g->sorted);
+  if (g->sort_tmp) cudaFree(g->sort_tmp);
+  if (g->host_len) cudaFreeHost(g->host_len);
   if (g->points) cudaFree(g->points);
   if (g->dist) cudaFree(g->dist);
   if (g->grad) cudaFree(g->grad);

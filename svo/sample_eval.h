@@ -662,6 +662,32 @@ enum {
 };
 #define VX_SE_PENDING 0x80u /* flags of a point a stage left (outputs not written) */
 
+/* ---- visiting order ---------------------------------------------------------------------------- */
+
+/* The bits of x (< 2^10) spread to every third bit. */
+VX_HD uint32_t vx_se_spread3(uint32_t x) {
+  x = (x | x << 16) & 0x030000ffu;
+  x = (x | x << 8) & 0x0300f00fu;
+  x = (x | x << 4) & 0x030c30c3u;
+  return (x | x << 2) & 0x09249249u;
+}
+
+/* The bucket of world point w for visiting points in a coherent order: the Morton code of its
+ * cell in a grid of 2^bits cells per axis (bits <= 10) over the root box (a point outside it:
+ * the nearest cell; not finite: any). Shuffled points visited bucket by bucket share the tree's
+ * cache lines, as coherent ones do (the CPU and the GPU samplers order their points so). */
+VX_HD uint32_t vx_se_bucket(const vx_sample_tree *t, const float w[3], uint32_t bits) {
+  const float cells = (float)(1u << bits), k = cells / (float)(1u << t->depth);
+  uint32_t c[3];
+  VX_SE_UNROLL
+  for (int i = 0; i < 3; i++) {
+    float g = (w[i] - t->origin[i]) * t->inv_scale * k;
+    g = g > 0.0f ? g : 0.0f; /* NaN: 0 */
+    c[i] = g < cells - 1.0f ? (uint32_t)g : (1u << bits) - 1u;
+  }
+  return vx_se_spread3(c[0]) | vx_se_spread3(c[1]) << 1 | vx_se_spread3(c[2]) << 2;
+}
+
 /* Grid coordinates of world point w; 0 when a coordinate is not finite. */
 VX_HD int vx_se_grid(const vx_sample_tree *t, const float w[3], float p[3]) {
   int finite = 1;
