@@ -386,6 +386,48 @@ static void sample_threads_and_sampler_agree(void) {
   CHECK(!vx_sampler_uses_gpu(s));
   CHECK(vx_sampler_sample(s, NULL, p, n, d3, NULL, NULL, NULL, &e) == VX_OK);
   CHECK(memcmp(d1, d3, n * 4) == 0);
+  /* shuffled (visited bucket by bucket, sampler/sample_cpu.c): the same bits per point; a NaN
+   * point among them is counted and named by its index in the caller's order */
+  {
+    uint32_t *perm = (uint32_t *)malloc(n * 4);
+    float *ps = (float *)malloc(n * 12), *ds = (float *)malloc(n * 4);
+    float *gs = (float *)malloc(n * 12);
+    uint8_t *fs = (uint8_t *)malloc(n);
+    uint64_t rng = 12345;
+    for (uint64_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
+    for (uint64_t i = n - 1; i > 0; i--) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t j = (rng >> 33) % (i + 1);
+      uint32_t tmp = perm[i];
+      perm[i] = perm[j];
+      perm[j] = tmp;
+    }
+    for (uint64_t i = 0; i < n; i++) memcpy(ps + 3 * i, p + 3 * perm[i], 12);
+    o.threads = 0;
+    CHECK(sample(t, &o, ps, n, ds, gs, fs) == VX_OK);
+    int same = 1;
+    for (uint64_t i = 0; i < n; i++)
+      same &= memcmp(ds + i, d1 + perm[i], 4) == 0 &&
+              memcmp(gs + 3 * i, g1 + 3 * perm[i], 12) == 0 && fs[i] == f1[perm[i]];
+    CHECK(same);
+    ps[3 * 40000 + 1] = NAN;
+    ps[3 * 30000 + 2] = NAN;
+    vx_sample_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    CHECK(vx_tree_sample(t, &o, ps, n, ds, NULL, fs, &st, &e) == VX_OK);
+    CHECK(st.invalid == 2 && fs[30000] == VX_SAMPLE_INVALID && fs[40000] == VX_SAMPLE_INVALID);
+    o.nonfinite = VX_NONFINITE_FAIL;
+    vx_error fe;
+    CHECK(vx_tree_sample(t, &o, ps, n, ds, NULL, NULL, NULL, &fe) == VX_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(fe.msg, "point 30000 ") != NULL, "%s", fe.msg);
+    o.nonfinite = VX_NONFINITE_NAN;
+    free(perm);
+    free(ps);
+    free(ds);
+    free(gs);
+    free(fs);
+  }
   uint64_t kinds[4] = {0, 0, 0, 0};
   for (uint64_t i = 0; i < n; i++)
     kinds[f1[i] & VX_SAMPLE_FAR ? 2 : f1[i] & VX_SAMPLE_NEAR ? 1 : 0]++;
