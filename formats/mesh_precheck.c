@@ -97,6 +97,57 @@ static void ply_close(const ply_elem *e, uint64_t size, ply_sum *s) {
 
 #define W_IS(k, lit) (wl[k] == sizeof(lit) - 1 && memcmp(w[k], lit, sizeof(lit) - 1) == 0)
 
+/* The elements of an ascii PLY with their properties, for the check of its list counts. */
+#define PLY_ELEMS 16
+#define PLY_PROPS 32
+typedef struct ply_layout {
+  int n, usable, lists;
+  uint64_t count[PLY_ELEMS];
+  int props[PLY_ELEMS];
+  unsigned char list[PLY_ELEMS][PLY_PROPS];
+} ply_layout;
+
+static int is_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* An ascii PLY's list counts in the bytes looked at, one line per element instance (as assimp
+ * reads them): a count is the leading digits of its token, and a list of c values needs at
+ * least 2c bytes, so a count above half the bytes left in the file is refused (assimp reserves
+ * it before reading). Lines it cannot follow stop the check. */
+static vx_status ply_ascii_lists(const unsigned char *p, size_t n, size_t pos, uint64_t size,
+                                 const ply_layout *L, const char *what, vx_error *err) {
+  for (int e = 0; e < L->n; e++) {
+    for (uint64_t k = 0; k < L->count[e]; k++) {
+      while (pos < n && (is_blank(p[pos]) || p[pos] == '\n')) pos++; /* blank lines */
+      size_t end = pos;
+      while (end < n && p[end] != '\n') end++;
+      if (end >= n) return VX_OK; /* past the bytes looked at */
+      size_t i = pos;
+      for (int q = 0; q < L->props[e]; q++) {
+        while (i < end && is_blank(p[i])) i++;
+        if (i >= end) break;
+        if (L->list[e][q]) {
+          const size_t at = i;
+          uint64_t c = 0;
+          if (!read_u64(p, end, &i, &c)) return VX_OK;
+          uint64_t left = size > at ? size - at : 0;
+          if (c > left / 2)
+            return vx_error_set(err, VX_ERR_CORRUPT,
+                                "cannot read %s: a list in its ascii PLY data claims %llu values, "
+                                "but only %llu bytes are left in the file",
+                                what, (unsigned long long)c, (unsigned long long)left);
+          for (uint64_t v = 0; v < c && i < end; v++) { /* its values */
+            while (i < end && is_blank(p[i])) i++;
+            while (i < end && !is_blank(p[i])) i++;
+          }
+        }
+        while (i < end && !is_blank(p[i])) i++; /* the rest of the token */
+      }
+      pos = end + 1;
+    }
+  }
+  return VX_OK;
+}
+
 static vx_status check_ply(const unsigned char *p, size_t n, uint64_t size, const char *what,
                            vx_error *err) {
   size_t pos;
@@ -108,6 +159,9 @@ static vx_status check_ply(const unsigned char *p, size_t n, uint64_t size, cons
   memset(&sum, 0, sizeof sum);
   ply_elem cur;
   memset(&cur, 0, sizeof cur);
+  ply_layout lay;
+  memset(&lay, 0, sizeof lay);
+  lay.usable = 1;
   for (;;) {
     size_t end = pos;
     while (end < n && p[end] != '\n') end++;
@@ -145,9 +199,17 @@ static vx_status check_ply(const unsigned char *p, size_t n, uint64_t size, cons
       if (!read_u64(w[2], wl[2], &k, &cur.count) || k != wl[2]) return VX_OK;
       cur.name = w[1];
       cur.name_len = wl[1];
+      if (lay.n < PLY_ELEMS) lay.count[lay.n++] = cur.count;
+      else lay.usable = 0;
     } else if (W_IS(0, "property")) {
       if (!cur.name || nw < 3) return VX_OK;
       cur.props++;
+      if (lay.n > 0 && lay.props[lay.n - 1] < PLY_PROPS) {
+        lay.list[lay.n - 1][lay.props[lay.n - 1]++] = W_IS(1, "list");
+        lay.lists += W_IS(1, "list");
+      } else {
+        lay.usable = 0;
+      }
       if (W_IS(1, "list")) /* at least the item count, the list may be empty */
         cur.bin_bytes = sat_add(cur.bin_bytes, ply_type_size(w[2], wl[2]));
       else
@@ -172,7 +234,9 @@ static vx_status check_ply(const unsigned char *p, size_t n, uint64_t size, cons
   /* ascii: the last value needs no separator after it */
   uint64_t need = sum.need[ascii];
   if (ascii && need > 0) need--;
-  if (need <= data) return VX_OK;
+  if (need <= data)
+    return ascii && lay.usable && lay.lists ? ply_ascii_lists(p, n, pos, size, &lay, what, err)
+                                            : VX_OK;
   printable(sum.big[ascii].name, sum.big[ascii].name_len, name, sizeof name);
   return vx_error_set(err, VX_ERR_CORRUPT,
                       "cannot read %s: its PLY header declares %llu '%s' elements (%llu bytes of "

@@ -10,7 +10,10 @@
  * - binary STL: 84 + 50 bytes per triangle; fewer bytes than the count claims is refused, more is
  *   left to assimp (which reads a file of any other size as ascii or refuses it);
  * - OFF: 2 bytes per coordinate per vertex line and 2 per face line.
- * Elements without properties take no bytes, so their count may not pass the file's size.
+ * Elements without properties take no bytes, so their count may not pass the file's size. In an
+ * ascii PLY the counts of the lists in the bytes looked at are checked the same way (a list of c
+ * values needs 2c bytes), one line per element instance as assimp reads them: assimp reserves a
+ * list's count before it reads the values.
  */
 #ifndef VOXLOD_FORMATS_MESH_PRECHECK_H
 #define VOXLOD_FORMATS_MESH_PRECHECK_H
