@@ -107,20 +107,23 @@ typedef struct ply_layout {
   unsigned char list[PLY_ELEMS][PLY_PROPS];
 } ply_layout;
 
-static int is_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\r'; }
+static int is_blank(unsigned char c) { return c == ' ' || c == '\t'; }
+/* assimp's line ends: a NUL or a form feed ends a line too */
+static int is_eol(unsigned char c) { return c == '\n' || c == '\r' || c == '\0' || c == '\f'; }
 
 /* An ascii PLY's list counts in the bytes looked at, one line per element instance (as assimp
- * reads them): a count is the leading digits of its token, and a list of c values needs at
- * least 2c bytes, so a count above half the bytes left in the file is refused (assimp reserves
- * it before reading). Lines it cannot follow stop the check. */
+ * reads them: blank lines skipped, a NUL, CR or form feed ends a line as a LF does): a count is the leading digits of its token (none: 0), and a list of c values
+ * needs at least 2c bytes, so a count above half the bytes left in the file is refused (assimp
+ * reserves it before reading); so is a negative count (assimp casts it to a size). */
 static vx_status ply_ascii_lists(const unsigned char *p, size_t n, size_t pos, uint64_t size,
                                  const ply_layout *L, const char *what, vx_error *err) {
   for (int e = 0; e < L->n; e++) {
     for (uint64_t k = 0; k < L->count[e]; k++) {
-      while (pos < n && (is_blank(p[pos]) || p[pos] == '\n')) pos++; /* blank lines */
+      while (pos < n && (is_blank(p[pos]) || is_eol(p[pos]))) pos++; /* blank lines */
+      if (pos >= n) return VX_OK;
       size_t end = pos;
-      while (end < n && p[end] != '\n') end++;
-      if (end >= n) return VX_OK; /* past the bytes looked at */
+      while (end < n && !is_eol(p[end])) end++;
+      if (end >= n && n < size) return VX_OK; /* goes on past the bytes looked at */
       size_t i = pos;
       for (int q = 0; q < L->props[e]; q++) {
         while (i < end && is_blank(p[i])) i++;
@@ -128,7 +131,17 @@ static vx_status ply_ascii_lists(const unsigned char *p, size_t n, size_t pos, u
         if (L->list[e][q]) {
           const size_t at = i;
           uint64_t c = 0;
-          if (!read_u64(p, end, &i, &c)) return VX_OK;
+          if (p[i] == '-') { /* a signed count type: negative is no size, but assimp casts it */
+            size_t j = i + 1;
+            uint64_t neg = 0;
+            if (read_u64(p, end, &j, &neg) && neg)
+              return vx_error_set(err, VX_ERR_CORRUPT,
+                                  "cannot read %s: a list in its ascii PLY data has a negative "
+                                  "count (-%llu)",
+                                  what, (unsigned long long)neg);
+          } else if (!read_u64(p, end, &i, &c)) {
+            c = 0; /* no leading digits: assimp reads an empty list */
+          }
           uint64_t left = size > at ? size - at : 0;
           if (c > left / 2)
             return vx_error_set(err, VX_ERR_CORRUPT,
