@@ -82,7 +82,7 @@ static void *sample_worker(void *arg) {
       }
       if (job->flags) job->flags[i] = (uint8_t)fl;
       if (fl & VX_SAMPLE_INVALID) {
-        if (!invalid) first = i;
+        if (i < first) first = i; /* in a bucket order the first met need not be the first */
         invalid++;
       }
     }
@@ -153,14 +153,16 @@ void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, flo
     hist = (uint32_t *)vx_malloc(((size_t)1 << (3 * bits)) * sizeof *hist + sizeof *hist);
   }
   const int binned = key && order && hist;
-  for (uint64_t at = 0; at < n || at == 0; at += block) {
-    const uint64_t m = binned ? (n - at < block ? n - at : block) : n;
+  const uint64_t step = binned ? block : n; /* one block of all the points when not ordered */
+  uint64_t at = 0;
+  do {
+    const uint64_t m = n - at < step ? n - at : step;
     const uint32_t *ord =
         binned && bin_points(s, points + 3 * at, m, bits, key, hist, order) ? order : NULL;
     run_block(&job, points + 3 * at, m, dist + at, grad ? grad + 3 * at : NULL,
               flags ? flags + at : NULL, ord, threads, &invalid, &first_invalid, at);
-    if (!binned) break;
-  }
+    at += m;
+  } while (at < n);
   vx_free(key);
   vx_free(order);
   vx_free(hist);
