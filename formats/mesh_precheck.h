@@ -3,17 +3,20 @@
  *
  * assimp allocates (and often zero-fills) what a header claims before it reads the data: a
  * 200-byte PLY header declaring 4e8 vertices costs gigabytes. Each count is multiplied by the
- * fewest bytes one element can take in the file, so a file that is only short of data by a few
- * trailing bytes is never refused:
+ * fewest bytes one element can take in the file, so this test never refuses a file that is only
+ * a few trailing bytes short:
  * - PLY, ascii: 2 bytes per property (one character and a separator), the last separator may be
  *   missing; binary: the sum of the scalar property sizes, a list property its count field;
  * - binary STL: 84 + 50 bytes per triangle; fewer bytes than the count claims is refused, more is
  *   left to assimp (which reads a file of any other size as ascii or refuses it);
  * - OFF: 2 bytes per coordinate per vertex line and 2 per face line.
- * Elements without properties take no bytes, so their count may not pass the file's size. In an
- * ascii PLY the counts of the lists in the bytes looked at are checked the same way (a list of c
- * values needs 2c bytes), one line per element instance as assimp reads them: assimp reserves a
- * list's count before it reads the values.
+ * Elements without properties take no bytes, so their count may not pass the file's size. The
+ * data of a PLY in the bytes looked at is then read as assimp reads it (precheck_ply.c): each
+ * list count against the bytes that can hold its values (binary: count * value size; ascii: 2c
+ * bytes less one on its line), and in ascii the quirks of assimp's line reader that make it read
+ * a count from other bytes than the line's (a line buffer reused without clearing, the last line
+ * re-read when the data ends early) are refused. assimp reserves a list's count before it reads
+ * the values.
  */
 #ifndef VOXLOD_FORMATS_MESH_PRECHECK_H
 #define VOXLOD_FORMATS_MESH_PRECHECK_H

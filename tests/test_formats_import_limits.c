@@ -128,7 +128,10 @@ static void header_bombs_refused_at_once(void) {
   refused("bomb_list2.ply", lists2, sizeof lists2 - 1, "ply", "claims 49994999999999999 values");
   refused("bomb_list_last.ply", lists2, sizeof lists2 - 2, "ply", /* no line end at the end */
           "claims 49994999999999999 values");
-  /* NULs end lines for assimp: the fourth vertex ends at the first, the face after the last */
+  /* NULs end lines for assimp: the fourth vertex ends at the first NUL; at the next, assimp skips
+   * to the line feed (the "9999999999 ..." with it), reads an empty line for the first face, and
+   * then, at the end of the file, keeps its last line buffer: every other face would re-read the
+   * fourth vertex's "49999999" as its count */
   char nul[256];
   const char *nh = "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
                    "property float z\nelement face 8\nproperty list uchar int vertex_indices\n"
@@ -137,10 +140,39 @@ static void header_bombs_refused_at_once(void) {
   memcpy(nul, nh, nn);
   memset(nul + nn, 0, 40);
   memcpy(nul + nn + 40, "9999999999 0 1 2 3\n", 20);
-  refused("bomb_list_nul.ply", nul, nn + 60, "ply", "claims 9999999999 values");
+  refused("bomb_list_nul.ply", nul, nn + 60, "ply", "ends after 1 of the 8 elements");
   const char lists3[] = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float z\nelement face 1\n"
                         "property list int int ver\nend_header\n0\n0\n0\n-2 0 1 2\n";
-  refused("bomb_list3.ply", lists3, sizeof lists3 - 1, "ply", "negative count (-2)");
+  refused("bomb_list3.ply", lists3, sizeof lists3 - 1, "ply", "negative or overflowing count");
+  /* (found by fuzz_mesh) 4 vertices, the fourth "49999999" then NULs, so that assimp skips the
+   * face line with them and re-reads "49999999" as each face's count: 8 * 5e7 indices, 2.1 GB */
+  memcpy(nul, nh, nn);
+  memset(nul + nn, 0, 32);
+  memcpy(nul + nn + 32, "0 1 2 3\n", 8);
+  refused("bomb_sticky.ply", nul, nn + 40, "ply", "ends after 0 of the 8 elements");
+  /* a face line shorter than the line before it: assimp reads the list after the flags from the
+   * older line's bytes ("99999999"), left in its line buffer */
+  const char stale[] = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                       "property float z\nelement face 1\nproperty uchar flags\n"
+                       "property list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n"
+                       "0 1 0 99999999\n7\n";
+  refused("bomb_stale.ply", stale, sizeof stale - 1, "ply", "fewer values than its properties");
+  /* the last line without a line end, ending in a count: older bytes may continue its digits */
+  const char last[] = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                      "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
+                      "end_header\n0 0 0\n1 0 0\n9999999 1 0\n5";
+  refused("bomb_last_count.ply", last, sizeof last - 1, "ply", "ends inside a list count");
+  /* binary: a list count of 4e8 with 12 bytes left */
+  const char *bl = "ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\n"
+                   "property float y\nproperty float z\nelement face 1\n"
+                   "property list uint int vertex_indices\nend_header\n";
+  unsigned char bb[512];
+  const size_t bn = strlen(bl);
+  memcpy(bb, bl, bn);
+  memset(bb + bn, 0, 36);
+  put_u32(bb + bn + 36, 400000000u);
+  memset(bb + bn + 40, 0, 12);
+  refused("bomb_binary_list.ply", bb, bn + 52, "ply", "claims 400000000 values");
 
   /* binary STL: one facet's bytes, a count of a million; and a count whose 32-bit product with
    * 50 wraps around to the file's size (assimp's own size check passes, then it allocates 2^31
@@ -160,6 +192,8 @@ static void header_bombs_refused_at_once(void) {
   const char *off2 = "# no keyword: the counts come first in a file named .off\n"
                      "3 900000000 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
   refused("bomb_nokey.off", off2, strlen(off2), "off", "and 900000000 faces");
+  /* (found by fuzz_mesh) the count right after the keyword, no separator */
+  refused("bomb_glued.off", "OFF40000000 3\n", 14, "off", "declares 40000000 vertices");
 
   long self1 = maxrss_kib(RUSAGE_SELF), kids1 = maxrss_kib(RUSAGE_CHILDREN);
   fprintf(stderr, "  peak RSS: this process %.1f MiB (+%.1f), children %.1f MiB (+%.1f)\n",
@@ -179,6 +213,20 @@ static void valid_files_still_import(void) {
   vx_status s = vx_soup_import(write_text("tight.ply", ply), &m, &e);
   CHECK_MSG(s == VX_OK && m.tri_count == 1, "%s", e.msg);
   vx_soup_free(&m);
+  /* CR LF line ends and extra values on a line: assimp reads them, so does the check */
+  const char *crlf = "ply\r\nformat ascii 1.0\r\nelement vertex 3\r\nproperty float x\r\n"
+                     "property float y\r\nproperty float z\r\nelement face 1\r\n"
+                     "property list uchar int vertex_indices\r\nend_header\r\n0 0 0\r\n"
+                     "1 0 0 7 7\r\n0 1 0\r\n3 0 1 2\r\n";
+  s = vx_soup_import(write_text("crlf.ply", crlf), &m, &e);
+  CHECK_MSG(s == VX_OK && m.tri_count == 1, "%s", e.msg);
+  vx_soup_free(&m);
+  /* a property type assimp does not know: it would parse the next header line from stale bytes */
+  const char *i64 = "ply\nformat ascii 1.0\nelement vertex 3\nproperty int64 id\n"
+                    "property float x\nend_header\n1 0\n2 0\n3 0\n";
+  s = vx_soup_import(write_text("int64.ply", i64), &m, &e);
+  CHECK_MSG(s == VX_ERR_FORMAT && strstr(e.msg, "property type assimp does not read ('int64')"),
+            "%s", e.msg);
   /* 3 vertices * 3 values * 2 bytes + 1 face * 1 list * 2 bytes - the last line end = 19 */
   const size_t hl = (size_t)(strstr(ply, "end_header\n") + 11 - ply);
   const unsigned char *up = (const unsigned char *)ply;
