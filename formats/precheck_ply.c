@@ -247,6 +247,9 @@ static uint64_t bin_count(const unsigned char *b, int t, int big_endian) {
   }
 }
 
+/* assimp hands its binary reader a 16 MiB block whose bytes past the end of a smaller file are
+ * line feeds: data that ends early is read on from those (a count of 0x0a0a0a0a, 1.3 GB
+ * reserved) instead of failing, so it is refused. */
 static vx_status check_binary(const unsigned char *p, size_t n, uint64_t size,
                               const ply_header *h, const char *what, vx_error *err) {
   uint64_t pos = h->data;
@@ -254,14 +257,19 @@ static vx_status check_binary(const unsigned char *p, size_t n, uint64_t size,
     const ply_elem *e = &h->elem[i];
     if (e->props == 0) continue;
     for (uint64_t k = 0; k < e->count; k++) {
+      if (pos >= n && n < size) return VX_OK; /* past the bytes looked at */
       for (int q = 0; q < e->props; q++) {
         const ply_prop *pr = &e->prop[q];
+        const uint64_t cs = type_size(pr->list ? pr->count_type : pr->type);
+        if (pos + cs > size)
+          return refuse_elem(err, what, e, "its binary PLY data ends before element %llu of the "
+                             "%llu declared is complete (assimp reads on past the end of the file)",
+                             (unsigned long long)k, (unsigned long long)e->count);
         if (!pr->list) {
-          pos += type_size(pr->type);
+          pos += cs;
           continue;
         }
-        const uint64_t cs = type_size(pr->count_type);
-        if (pos + cs > size || pos + cs > n) return VX_OK; /* assimp stops, or past the view */
+        if (pos + cs > n) return VX_OK;
         const uint64_t c = bin_count(p + pos, pr->count_type, h->ascii == 2);
         pos += cs;
         const uint64_t vs = type_size(pr->type), left = size - pos;
@@ -271,7 +279,6 @@ static vx_status check_binary(const unsigned char *p, size_t n, uint64_t size,
                              (unsigned long long)c, (unsigned long long)left);
         pos += c * vs;
       }
-      if (pos >= n) return VX_OK;
     }
   }
   return VX_OK;

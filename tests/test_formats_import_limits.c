@@ -173,6 +173,16 @@ static void header_bombs_refused_at_once(void) {
   put_u32(bb + bn + 36, 400000000u);
   memset(bb + bn + 40, 0, 12);
   refused("bomb_binary_list.ply", bb, bn + 52, "ply", "claims 400000000 values");
+  /* (found by fuzz_mesh) binary data that ends early: assimp reads on into the line feeds that
+   * fill its 16 MiB block, takes 0x0a000000 as the last face's count and reserves 1.3 GB */
+  const char *b2 = "ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\n"
+                   "property float y\nproperty float z\nelement face 2\n"
+                   "property list uint int vertex_indices\nend_header\n";
+  const size_t b2n = strlen(b2);
+  memcpy(bb, b2, b2n);
+  memset(bb + b2n, 0, 60);
+  put_u32(bb + b2n + 36, 3u);
+  refused("bomb_binary_short.ply", bb, b2n + 54, "ply", "data ends before element 1 of the 2");
 
   /* binary STL: one facet's bytes, a count of a million; and a count whose 32-bit product with
    * 50 wraps around to the file's size (assimp's own size check passes, then it allocates 2^31
