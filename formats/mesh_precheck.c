@@ -48,12 +48,13 @@ static vx_status check_stl(const unsigned char *p, size_t n, uint64_t size, cons
 
 /* ---- OFF ------------------------------------------------------------------------------------- */
 
-/* Skips blanks, line ends and '#' comment lines, as assimp's OFF reader does between tokens. */
+/* Skips blanks, line ends and '#' comments, as assimp's OFF reader does between tokens. */
 static void off_skip(const unsigned char *p, size_t n, size_t *i) {
   for (;;) {
     while (*i < n && (p[*i] == ' ' || p[*i] == '\t' || p[*i] == '\r' || p[*i] == '\n')) (*i)++;
     if (*i >= n || p[*i] != '#') return;
-    while (*i < n && p[*i] != '\n') (*i)++;
+    /* assimp's SkipLine: a comment ends at a CR, a LF or a NUL */
+    while (*i < n && p[*i] != '\n' && p[*i] != '\r' && p[*i] != 0) (*i)++;
   }
 }
 
