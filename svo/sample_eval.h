@@ -18,7 +18,10 @@
  *    p - e g/|g| lies outside the cell (the plane's patch inside the cell is what the cell
  *    vouches for). This is exact for planar surfaces, and on curved ones it picks the cell that
  *    holds the closest point, where tangent planes of other cells would come too close (a convex
- *    surface seen from outside) or too far. The smallest candidate below the band wins.
+ *    surface seen from outside) or too far. The smallest candidate below the band wins. Its sign
+ *    is the field's at q: a surface between q and p would lie in a cell nearer to p, so none
+ *    does, and p is on q's side; the plane's side (e's sign) differs where the plane's zero lies
+ *    outside the cell, beside a cell whose field does not change sign (a thin part's inside).
  * 4. Far. No candidate below the band: the value is +-band. Either the cells within the band
  *    all extrapolate to the band or beyond (|d| is then near the band), and the sign is that of
  *    the nearest candidate (the side of the surface it sees); or no cell with a field lies within
@@ -268,7 +271,8 @@ VX_HD float vx_se_box_d2(const float p[3], const uint32_t lo[3], float size) {
   return s;
 }
 
-/* Step 3's candidate from final cell c: *dist = sqrt(e^2 + delta^2) with e's sign, n the unit
+/* Step 3's candidate from final cell c: *dist = sqrt(e^2 + delta^2) with the sign of the field at
+ * q (not e's: where the plane's zero lies between q and p the cell does not hold it), n the unit
  * normal. Returns 0 when the cell's field has no direction (a flat voxel). */
 VX_HD int vx_se_candidate(const vx_sample_tree *t, const vx_se_cell *c, const float p[3],
                           float *dist, float n[3]) {
@@ -290,7 +294,7 @@ VX_HD int vx_se_candidate(const vx_sample_tree *t, const vx_se_cell *c, const fl
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) s[i] = p[i] - e * n[i];
   float d = sqrtf(e * e + vx_se_box_d2(s, c->min, size));
-  *dist = e < 0.0f ? -d : d;
+  *dist = f < 0.0f ? -d : d;
   return 1;
 }
 

@@ -13,7 +13,8 @@
  *     cells with a field within `band` voxels (L-infinity) of the point are searched; each gives
  *     its field linearised at its point nearest to p, and the distance from p to that plane's
  *     part inside the cell (the foot of p on the plane moved into the cell). The smallest wins;
- *     if it is below the band: that distance with the sign of its side, its unit normal as
+ *     if it is below the band: that distance with the sign of that cell's field at its point
+ *     nearest to p (no surface lies between them, or a nearer cell would hold it), its unit normal as
  *     gradient, VX_SAMPLE_NEAR. On smooth surfaces this is the distance to the surface within
  *     about the quantization step (tests/test_sample.c measures it).
  *   - Otherwise the point is "far" (VX_SAMPLE_FAR): the value is +-band voxels (in world units:
