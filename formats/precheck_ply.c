@@ -37,10 +37,11 @@ static int ply_type(const unsigned char *w, size_t n) {
   static const struct {
     const char *name;
     unsigned char type;
-  } types[] = {{"char", T_CHAR},     {"int8", T_CHAR},     {"uchar", T_UCHAR},   {"uint8", T_UCHAR},
-               {"short", T_SHORT},   {"int16", T_SHORT},   {"ushort", T_USHORT}, {"uint16", T_USHORT},
-               {"int", T_INT},       {"int32", T_INT},     {"uint", T_UINT},     {"uint32", T_UINT},
-               {"float", T_FLOAT},   {"float32", T_FLOAT}, {"double", T_DOUBLE}, {"float64", T_DOUBLE}};
+  } types[] = {
+      {"char", T_CHAR},   {"int8", T_CHAR},     {"uchar", T_UCHAR},   {"uint8", T_UCHAR},
+      {"short", T_SHORT}, {"int16", T_SHORT},   {"ushort", T_USHORT}, {"uint16", T_USHORT},
+      {"int", T_INT},     {"int32", T_INT},     {"uint", T_UINT},     {"uint32", T_UINT},
+      {"float", T_FLOAT}, {"float32", T_FLOAT}, {"double", T_DOUBLE}, {"float64", T_DOUBLE}};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
     if (strlen(types[i].name) == n && memcmp(types[i].name, w, n) == 0) return types[i].type;
   return T_NONE;
@@ -96,9 +97,12 @@ static vx_status refuse_elem(vx_error *err, const char *what, const ply_elem *e,
 static int parse_header(const unsigned char *p, size_t n, ply_header *h, vx_status *st,
                         const char *what, vx_error *err) {
   size_t pos;
-  if (n >= 4 && memcmp(p, "ply\n", 4) == 0) pos = 4;
-  else if (n >= 5 && memcmp(p, "ply\r\n", 5) == 0) pos = 5;
-  else return 0;
+  if (n >= 4 && memcmp(p, "ply\n", 4) == 0)
+    pos = 4;
+  else if (n >= 5 && memcmp(p, "ply\r\n", 5) == 0)
+    pos = 5;
+  else
+    return 0;
   h->ascii = -1;
   h->n = 0;
   ply_elem *cur = NULL;
@@ -127,10 +131,14 @@ static int parse_header(const unsigned char *p, size_t n, ply_header *h, vx_stat
     pos = end + 1;
     if (line == 2) { /* assimp takes the format from the line after "ply" only */
       if (nw < 2 || !W_IS(0, "format")) return 0;
-      if (W_IS(1, "ascii")) h->ascii = 1;
-      else if (W_IS(1, "binary_little_endian")) h->ascii = 0;
-      else if (W_IS(1, "binary_big_endian")) h->ascii = 2;
-      else return 0;
+      if (W_IS(1, "ascii"))
+        h->ascii = 1;
+      else if (W_IS(1, "binary_little_endian"))
+        h->ascii = 0;
+      else if (W_IS(1, "binary_big_endian"))
+        h->ascii = 2;
+      else
+        return 0;
       continue;
     }
     if (nw == 0) return 0;
@@ -141,8 +149,10 @@ static int parse_header(const unsigned char *p, size_t n, ply_header *h, vx_stat
     if (W_IS(0, "element")) {
       if (nw != 3) return 0;
       if (h->n == PLY_ELEMS) {
-        *st = vx_error_set(err, VX_ERR_LIMIT, "cannot read %s: its PLY header declares more than %d "
-                     "elements", what, PLY_ELEMS);
+        *st = vx_error_set(err, VX_ERR_LIMIT,
+                           "cannot read %s: its PLY header declares more than %d "
+                           "elements",
+                           what, PLY_ELEMS);
         return -1;
       }
       cur = &h->elem[h->n++];
@@ -153,24 +163,33 @@ static int parse_header(const unsigned char *p, size_t n, ply_header *h, vx_stat
       cur->name = w[1];
       cur->name_len = wl[1];
       cur->known = W_IS(1, "vertex") || W_IS(1, "face") || W_IS(1, "tristrips") ||
-                    W_IS(1, "edge") || W_IS(1, "material");
+                   W_IS(1, "edge") || W_IS(1, "material");
       if (W_IS(1, "TextureFile")) { /* assimp reads the next header line from stale bytes */
-        *st = vx_error_set(err, VX_ERR_FORMAT, "cannot read %s: its PLY header has an element named "
-                     "'TextureFile', which assimp misreads", what);
+        *st = vx_error_set(err, VX_ERR_FORMAT,
+                           "cannot read %s: its PLY header has an element named "
+                           "'TextureFile', which assimp misreads",
+                           what);
         return -1;
       }
     } else if (is_prop) {
       if (!open) continue; /* assimp ignores it */
       const int list = W_IS(1, "list");
       const int ct = list && nw > 2 ? ply_type(w[2], wl[2]) : T_NONE;
-      const int t = list ? (nw > 3 ? ply_type(w[3], wl[3]) : T_NONE) : nw > 1 ? ply_type(w[1], wl[1]) : T_NONE;
-      const int bad = list ? (nw > 2 && ct == T_NONE ? 2 : nw > 3 && t == T_NONE ? 3 : 0)
-                           : nw > 1 && t == T_NONE ? 1 : 0;
+      const int t = list     ? (nw > 3 ? ply_type(w[3], wl[3]) : T_NONE)
+                    : nw > 1 ? ply_type(w[1], wl[1])
+                             : T_NONE;
+      const int bad = list                    ? (nw > 2 && ct == T_NONE  ? 2
+                                                 : nw > 3 && t == T_NONE ? 3
+                                                                         : 0)
+                      : nw > 1 && t == T_NONE ? 1
+                                              : 0;
       if (bad) { /* assimp skips the line and parses the next from stale bytes */
         char name[48];
         vx_pc_printable(w[bad], wl[bad], name, sizeof name);
-        *st = vx_error_set(err, VX_ERR_FORMAT, "cannot read %s: its PLY header names a property type "
-                     "assimp does not read ('%s')", what, name);
+        *st = vx_error_set(err, VX_ERR_FORMAT,
+                           "cannot read %s: its PLY header names a property type "
+                           "assimp does not read ('%s')",
+                           what, name);
         return -1;
       }
       if (nw < (list ? 5u : 3u)) { /* no name: assimp ends the element's properties here */
@@ -179,7 +198,7 @@ static int parse_header(const unsigned char *p, size_t n, ply_header *h, vx_stat
       }
       if (cur->props == PLY_PROPS) {
         *st = refuse_elem(err, what, cur, "its PLY header declares more than %d properties",
-                    PLY_PROPS);
+                          PLY_PROPS);
         return -1;
       }
       ply_prop *q = &cur->prop[cur->props++];
@@ -198,15 +217,15 @@ static int parse_header(const unsigned char *p, size_t n, ply_header *h, vx_stat
 }
 
 /* Element counts against the bytes after the header. */
-static vx_status check_counts(const ply_header *h, uint64_t size, const char *what,
-                              vx_error *err) {
+static vx_status check_counts(const ply_header *h, uint64_t size, const char *what, vx_error *err) {
   const uint64_t data = size > h->data ? size - h->data : 0;
   uint64_t need = 0, big_need = 0;
   const ply_elem *big = NULL;
   for (int i = 0; i < h->n; i++) {
     const ply_elem *e = &h->elem[i];
     if (e->props == 0 && e->count > size)
-      return refuse_elem(err, what, e, "its PLY header declares %llu elements without "
+      return refuse_elem(err, what, e,
+                         "its PLY header declares %llu elements without "
                          "properties, more than the file's %llu bytes",
                          (unsigned long long)e->count, (unsigned long long)size);
     const uint64_t per = h->ascii == 1 ? vx_pc_mul((uint64_t)e->props, 2) : e->bin_bytes;
@@ -236,28 +255,31 @@ static uint64_t bin_count(const unsigned char *b, int t, int big_endian) {
   uint64_t u = 0;
   for (uint64_t k = 0; k < sz; k++) u |= (uint64_t)b[big_endian ? sz - 1 - k : k] << (8 * k);
   switch (t) {
-  case T_CHAR: return (uint32_t)(int32_t)(int8_t)u;
-  case T_SHORT: return (uint32_t)(int32_t)(int16_t)u;
-  case T_FLOAT: {
-    float f;
-    uint32_t v = (uint32_t)u;
-    memcpy(&f, &v, 4);
-    return f >= 0.0f && f < 4294967296.0f ? (uint64_t)f : UINT64_MAX;
-  }
-  case T_DOUBLE: {
-    double d;
-    memcpy(&d, &u, 8);
-    return d >= 0.0 && d < 4294967296.0 ? (uint64_t)d : UINT64_MAX;
-  }
-  default: return u;
+    case T_CHAR:
+      return (uint32_t)(int32_t)(int8_t)u;
+    case T_SHORT:
+      return (uint32_t)(int32_t)(int16_t)u;
+    case T_FLOAT: {
+      float f;
+      uint32_t v = (uint32_t)u;
+      memcpy(&f, &v, 4);
+      return f >= 0.0f && f < 4294967296.0f ? (uint64_t)f : UINT64_MAX;
+    }
+    case T_DOUBLE: {
+      double d;
+      memcpy(&d, &u, 8);
+      return d >= 0.0 && d < 4294967296.0 ? (uint64_t)d : UINT64_MAX;
+    }
+    default:
+      return u;
   }
 }
 
 /* assimp hands its binary reader a 16 MiB block whose bytes past the end of a smaller file are
  * line feeds: data that ends early is read on from those (a count of 0x0a0a0a0a, 1.3 GB
  * reserved) instead of failing, so it is refused. */
-static vx_status check_binary(const unsigned char *p, size_t n, uint64_t size,
-                              const ply_header *h, const char *what, vx_error *err) {
+static vx_status check_binary(const unsigned char *p, size_t n, uint64_t size, const ply_header *h,
+                              const char *what, vx_error *err) {
   uint64_t pos = h->data;
   for (int i = 0; i < h->n; i++) {
     const ply_elem *e = &h->elem[i];
@@ -268,7 +290,8 @@ static vx_status check_binary(const unsigned char *p, size_t n, uint64_t size,
         const ply_prop *pr = &e->prop[q];
         const uint64_t cs = type_size(pr->list ? pr->count_type : pr->type);
         if (pos + cs > size)
-          return refuse_elem(err, what, e, "its binary PLY data ends before element %llu of the "
+          return refuse_elem(err, what, e,
+                             "its binary PLY data ends before element %llu of the "
                              "%llu declared is complete (assimp reads on past the end of the file)",
                              (unsigned long long)k, (unsigned long long)e->count);
         if (!pr->list) {
@@ -280,7 +303,8 @@ static vx_status check_binary(const unsigned char *p, size_t n, uint64_t size,
         pos += cs;
         const uint64_t vs = type_size(pr->type), left = size - pos;
         if (c > left / vs)
-          return refuse_elem(err, what, e, "a list in its binary PLY data claims %llu values, "
+          return refuse_elem(err, what, e,
+                             "a list in its binary PLY data claims %llu values, "
                              "but only %llu bytes are left in the file",
                              (unsigned long long)c, (unsigned long long)left);
         pos += c * vs;
@@ -443,7 +467,8 @@ static vx_status parse_instance(const unsigned char *p, size_t s, size_t len, in
     const ply_prop *pr = &e->prop[q];
     if (stale) {
       if (pr->list)
-        return refuse_elem(err, what, e, "line %llu of its ascii PLY data holds fewer values "
+        return refuse_elem(err, what, e,
+                           "line %llu of its ascii PLY data holds fewer values "
                            "than its properties: assimp would read a list count from an earlier "
                            "line",
                            file_line(p, s));
@@ -452,29 +477,34 @@ static vx_status parse_instance(const unsigned char *p, size_t s, size_t len, in
     while (i < len && blank(v.l[i])) i++;
     if (i == len) {
       if (last) stale = 1, q--; /* the older bytes decide: look at this property again */
-      continue;               /* at the line end: the property fails, nothing is consumed */
+      continue;                 /* at the line end: the property fails, nothing is consumed */
     }
     uint64_t c = 0;
     v.peek = 0;
     if (parse_value(&v, &i, pr->list ? pr->count_type : pr->type, &c))
-      return v.peek && last ? refuse_elem(err, what, e, "the last line of its ascii PLY data "
+      return v.peek && last ? refuse_elem(err, what, e,
+                                          "the last line of its ascii PLY data "
                                           "ends inside a value")
                             : (*throws = 1, VX_OK);
     if (v.peek && last) { /* the value may go on in older bytes */
       if (pr->list)
-        return refuse_elem(err, what, e, "the last line of its ascii PLY data (line %llu) ends "
-                           "inside a list count", file_line(p, s));
+        return refuse_elem(err, what, e,
+                           "the last line of its ascii PLY data (line %llu) ends "
+                           "inside a list count",
+                           file_line(p, s));
       stale = 1;
       continue;
     }
     if (pr->list) {
       const uint64_t left = len - i;
       if (c == UINT64_MAX)
-        return refuse_elem(err, what, e, "a list on line %llu of its ascii PLY data has a "
+        return refuse_elem(err, what, e,
+                           "a list on line %llu of its ascii PLY data has a "
                            "negative or overflowing count (assimp casts it to a size)",
                            file_line(p, s));
       if (c > left / 2 + 1)
-        return refuse_elem(err, what, e, "a list on line %llu of its ascii PLY data claims %llu "
+        return refuse_elem(err, what, e,
+                           "a list on line %llu of its ascii PLY data claims %llu "
                            "values, more than the line holds",
                            file_line(p, s), (unsigned long long)c);
       int failed = 0;
@@ -505,8 +535,8 @@ static vx_status parse_instance(const unsigned char *p, size_t s, size_t len, in
   return VX_OK;
 }
 
-static vx_status check_ascii(const unsigned char *p, size_t n, uint64_t size,
-                             const ply_header *h, const char *what, vx_error *err) {
+static vx_status check_ascii(const unsigned char *p, size_t n, uint64_t size, const ply_header *h,
+                             const char *what, vx_error *err) {
   line_reader r = {p, n, size > n ? n + 1 : (size_t)size, h->data, L_LINE};
   size_t s = 0, len = 0;
   int got = next_line(&r, &s, &len); /* the line after the header */
@@ -517,7 +547,8 @@ static vx_status check_ascii(const unsigned char *p, size_t n, uint64_t size,
        * buffer, so the next element starts in stale bytes: refused where one follows */
       for (int j = i + 1; j < h->n && e->count > 0; j++)
         if (h->elem[j].known && h->elem[j].count > 0)
-          return refuse_elem(err, what, e, "an element assimp does not know comes before the "
+          return refuse_elem(err, what, e,
+                             "an element assimp does not know comes before the "
                              "elements it reads, which assimp 5.2 would then read from the wrong "
                              "lines");
       continue;
@@ -528,7 +559,8 @@ static vx_status check_ascii(const unsigned char *p, size_t n, uint64_t size,
       if (!parsed && (got == L_SAME || got == L_EMPTY)) break;
       if (parsed) {
         if (got == L_SAME)
-          return refuse_elem(err, what, e, "its ascii PLY data ends after %llu of the %llu "
+          return refuse_elem(err, what, e,
+                             "its ascii PLY data ends after %llu of the %llu "
                              "elements declared (assimp would read the last line again for each "
                              "missing one)",
                              (unsigned long long)k, (unsigned long long)e->count);
@@ -552,7 +584,8 @@ vx_status vx_precheck_ply(const unsigned char *p, size_t n, uint64_t size, const
   const int parsed = parse_header(p, n, h, &s, what, err);
   if (parsed > 0) s = check_counts(h, size, what, err);
   if (parsed > 0 && s == VX_OK)
-    s = h->ascii == 1 ? check_ascii(p, n, size, h, what, err) : check_binary(p, n, size, h, what, err);
+    s = h->ascii == 1 ? check_ascii(p, n, size, h, what, err)
+                      : check_binary(p, n, size, h, what, err);
   free(h);
   return s;
 }
