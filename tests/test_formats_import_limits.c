@@ -69,6 +69,16 @@ static void put_f32(unsigned char *p, float f) {
   put_u32(p, u);
 }
 
+/* head, then `nuls` NUL bytes, then the first tail_len bytes of tail, into buf; returns the size. */
+static size_t with_nuls(char *buf, const char *head, size_t nuls, const char *tail,
+                        size_t tail_len) {
+  const size_t n = strlen(head);
+  memcpy(buf, head, n);
+  memset(buf + n, 0, nuls);
+  memcpy(buf + n + nuls, tail, tail_len);
+  return n + nuls + tail_len;
+}
+
 /* A header bomb: refused as corrupt by the in-process import, the memory import (hint) and the
  * isolated import (before any child starts), with one message. */
 static void refused(const char *name, const void *data, size_t n, const char *hint,
@@ -114,20 +124,49 @@ static void header_bombs_refused_at_once(void) {
                       "element vertex 1\nproperty float x\nend_header\n\0\0\0\0";
   refused("bomb_empty_element.ply", empty, strlen(empty) + 4, "ply", "without properties");
 
-  /* ascii PLY whose header is small but whose face list claims 5e16 values (found by fuzz_mesh:
-   * assimp reserved gigabytes), the count's token running into a NUL byte */
-  const char lists[] = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float z\nelement face 7\n"
-                       "property list uchar int ver\nend_header\n0 0 0\n1spec 0 0\n0 10 1 1\n"
-                       "49994999999999999\0 0 13 2 3\n";
-  refused("bomb_list.ply", lists, sizeof lists - 1, "ply", "claims 49994999999999999 values");
-  /* the same after a line whose count has no digits (an empty list to assimp), and a negative
-   * count (assimp casts it to a size) */
-  const char lists2[] = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float z\nelement face 7\n"
-                        "property list uchar int ver\nend_header\n0 0 0\n1spec 0 0\n0 10 1 1\n"
-                        "elemen 1 1\n49994999999999999\0 0 13 2 3\n";
-  refused("bomb_list2.ply", lists2, sizeof lists2 - 1, "ply", "claims 49994999999999999 values");
-  refused("bomb_list_last.ply", lists2, sizeof lists2 - 2, "ply", /* no line end at the end */
-          "claims 49994999999999999 values");
+  /* ascii PLY: {name, text (NULs inside count), bytes of it, what the message says} */
+#define LISTS_HEAD                                                                             \
+  "ply\nformat ascii 1.0\nelement vertex 3\nproperty float z\nelement face 7\n"                \
+  "property list uchar int ver\nend_header\n0 0 0\n1spec 0 0\n0 10 1 1\n"
+#define LISTS2 LISTS_HEAD "elemen 1 1\n49994999999999999\0 0 13 2 3\n"
+#define ASCII_BOMB(name, text, cut, expect) {name, text, sizeof(text) - 1 - (cut), expect}
+  static const struct {
+    const char *name, *text;
+    size_t len;
+    const char *expect;
+  } asc[] = {
+      /* the face list claims 5e16 values (found by fuzz_mesh: assimp reserved gigabytes), the
+       * count's token running into a NUL byte */
+      ASCII_BOMB("bomb_list.ply", LISTS_HEAD "49994999999999999\0 0 13 2 3\n", 0,
+                 "claims 49994999999999999 values"),
+      /* the same after a line whose count has no digits (an empty list to assimp); and without
+       * the line end at the end */
+      ASCII_BOMB("bomb_list2.ply", LISTS2, 0, "claims 49994999999999999 values"),
+      ASCII_BOMB("bomb_list_last.ply", LISTS2, 1, "claims 49994999999999999 values"),
+      /* a negative count (assimp casts it to a size) */
+      ASCII_BOMB("bomb_list3.ply",
+                 "ply\nformat ascii 1.0\nelement vertex 3\nproperty float z\nelement face 1\n"
+                 "property list int int ver\nend_header\n0\n0\n0\n-2 0 1 2\n",
+                 0, "negative or overflowing count"),
+      /* a face line shorter than the line before it: assimp reads the list after the flags from
+       * the older line's bytes ("99999999"), left in its line buffer */
+      ASCII_BOMB("bomb_stale.ply",
+                 "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                 "property float z\nelement face 1\nproperty uchar flags\n"
+                 "property list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n"
+                 "0 1 0 99999999\n7\n",
+                 0, "fewer values than its properties"),
+      /* the last line without a line end, ending in a count: older bytes may continue its
+       * digits */
+      ASCII_BOMB("bomb_last_count.ply",
+                 "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                 "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
+                 "end_header\n0 0 0\n1 0 0\n9999999 1 0\n5",
+                 0, "ends inside a list count"),
+  };
+#undef ASCII_BOMB
+  for (size_t k = 0; k < sizeof asc / sizeof asc[0]; k++)
+    refused(asc[k].name, asc[k].text, asc[k].len, "ply", asc[k].expect);
   /* NULs end lines for assimp: the fourth vertex ends at the first NUL; at the next, assimp skips
    * to the line feed (the "9999999999 ..." with it), reads an empty line for the first face, and
    * then, at the end of the file, keeps its last line buffer: every other face would re-read the
@@ -136,64 +175,44 @@ static void header_bombs_refused_at_once(void) {
   const char *nh = "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
                    "property float z\nelement face 8\nproperty list uchar int vertex_indices\n"
                    "end_header\n0 0 0\n1 0 0\n0 10 1 1\n49999999";
-  size_t nn = strlen(nh);
-  memcpy(nul, nh, nn);
-  memset(nul + nn, 0, 40);
-  memcpy(nul + nn + 40, "9999999999 0 1 2 3\n", 20);
-  refused("bomb_list_nul.ply", nul, nn + 60, "ply", "ends after 1 of the 8 elements");
-  const char lists3[] = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float z\nelement face 1\n"
-                        "property list int int ver\nend_header\n0\n0\n0\n-2 0 1 2\n";
-  refused("bomb_list3.ply", lists3, sizeof lists3 - 1, "ply", "negative or overflowing count");
+  /* (the tail's NUL too: the file ends in "\n\0") */
+  refused("bomb_list_nul.ply", nul, with_nuls(nul, nh, 40, "9999999999 0 1 2 3\n", 20), "ply",
+          "ends after 1 of the 8 elements");
   /* (found by fuzz_mesh) 4 vertices, the fourth "49999999" then NULs, so that assimp skips the
    * face line with them and re-reads "49999999" as each face's count: 8 * 5e7 indices, 2.1 GB */
-  memcpy(nul, nh, nn);
-  memset(nul + nn, 0, 32);
-  memcpy(nul + nn + 32, "0 1 2 3\n", 8);
-  refused("bomb_sticky.ply", nul, nn + 40, "ply", "ends after 0 of the 8 elements");
-  /* a face line shorter than the line before it: assimp reads the list after the flags from the
-   * older line's bytes ("99999999"), left in its line buffer */
-  const char stale[] = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
-                       "property float z\nelement face 1\nproperty uchar flags\n"
-                       "property list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n"
-                       "0 1 0 99999999\n7\n";
-  refused("bomb_stale.ply", stale, sizeof stale - 1, "ply", "fewer values than its properties");
-  /* the last line without a line end, ending in a count: older bytes may continue its digits */
-  const char last[] = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
-                      "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
-                      "end_header\n0 0 0\n1 0 0\n9999999 1 0\n5";
-  refused("bomb_last_count.ply", last, sizeof last - 1, "ply", "ends inside a list count");
-  /* binary: a list count of 4e8 with 12 bytes left */
-  const char *bl = "ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\n"
-                   "property float y\nproperty float z\nelement face 1\n"
-                   "property list uint int vertex_indices\nend_header\n";
-  unsigned char bb[512];
-  const size_t bn = strlen(bl);
-  memcpy(bb, bl, bn);
-  memset(bb + bn, 0, 36);
-  put_u32(bb + bn + 36, 400000000u);
-  memset(bb + bn + 40, 0, 12);
-  refused("bomb_binary_list.ply", bb, bn + 52, "ply", "claims 400000000 values");
-  /* (found by fuzz_mesh) binary data that ends early: assimp reads on into the line feeds that
-   * fill its 16 MiB block, takes 0x0a000000 as the last face's count and reserves 1.3 GB */
-  const char *b2 = "ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\n"
-                   "property float y\nproperty float z\nelement face 2\n"
-                   "property list uint int vertex_indices\nend_header\n";
-  const size_t b2n = strlen(b2);
-  memcpy(bb, b2, b2n);
-  memset(bb + b2n, 0, 60);
-  put_u32(bb + b2n + 36, 3u);
-  refused("bomb_binary_short.ply", bb, b2n + 54, "ply", "data ends before element 1 of the 2");
-  /* (found by fuzz_mesh) assimp 5.2 reads no data for an element it does not know: the face
-   * count comes from the unknown element's first byte, a char -1, which assimp casts to 2^32 - 1 */
-  const char *b3 = "ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\n"
-                   "property float y\nproperty float z\nelement junk 1\nproperty uchar q\n"
-                   "element face 1\nproperty list char int vertex_indices\nend_header\n";
-  const size_t b3n = strlen(b3);
-  memcpy(bb, b3, b3n);
-  memset(bb + b3n, 0, 60);
-  bb[b3n + 36] = 0xff; /* junk's q, read by assimp as the face's count */
-  bb[b3n + 37] = 3;
-  refused("bomb_binary_unknown.ply", bb, b3n + 60, "ply", "claims 4294967295 values");
+  refused("bomb_sticky.ply", nul, with_nuls(nul, nh, 32, "0 1 2 3\n", 8), "ply",
+          "ends after 0 of the 8 elements");
+  /* binary PLY: 3 vertices (36 bytes of zeros), then the u32 `word` where the faces begin */
+  static const char vh[] = "ply\nformat binary_little_endian 1.0\nelement vertex 3\n"
+                           "property float x\nproperty float y\nproperty float z\n";
+  static const struct {
+    const char *name, *elements, *expect;
+    size_t data;
+    uint32_t word;
+  } bins[] = {
+      /* a list count of 4e8 with 12 bytes left */
+      {"bomb_binary_list.ply", "element face 1\nproperty list uint int vertex_indices\n",
+       "claims 400000000 values", 52, 400000000u},
+      /* (found by fuzz_mesh) data that ends early: assimp reads on into the line feeds that fill
+       * its 16 MiB block, takes 0x0a000000 as the last face's count and reserves 1.3 GB */
+      {"bomb_binary_short.ply", "element face 2\nproperty list uint int vertex_indices\n",
+       "data ends before element 1 of the 2", 54, 3u},
+      /* (found by fuzz_mesh) assimp 5.2 reads no data for an element it does not know: the face
+       * count comes from the unknown element's byte (0xff, a char -1: 2^32 - 1 to assimp) */
+      {"bomb_binary_unknown.ply",
+       "element junk 1\nproperty uchar q\nelement face 1\nproperty list char int vertex_indices\n",
+       "claims 4294967295 values", 60, 0x3ffu},
+  };
+  for (size_t k = 0; k < sizeof bins / sizeof bins[0]; k++) {
+    unsigned char bb[512];
+    char h[400];
+    snprintf(h, sizeof h, "%s%send_header\n", vh, bins[k].elements);
+    const size_t hn = strlen(h);
+    memcpy(bb, h, hn);
+    memset(bb + hn, 0, bins[k].data);
+    put_u32(bb + hn + 36, bins[k].word);
+    refused(bins[k].name, bb, hn + bins[k].data, "ply", bins[k].expect);
+  }
   /* in ascii it reads no line for it either, and the next element starts in stale bytes */
   const char unk[] = "ply\nformat ascii 1.0\nelement junk 1\nproperty uchar q\nelement vertex 3\n"
                      "property float x\nproperty float y\nproperty float z\nend_header\n7\n"
@@ -238,25 +257,27 @@ static void valid_files_still_import(void) {
   const char *ply = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
                     "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
                     "end_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2";
-  vx_status s = vx_soup_import(write_text("tight.ply", ply), &m, &e);
-  CHECK_MSG(s == VX_OK && m.tri_count == 1, "%s", e.msg);
-  vx_soup_free(&m);
-  /* CR LF line ends and extra values on a line: assimp reads them, so does the check */
-  const char *crlf = "ply\r\nformat ascii 1.0\r\nelement vertex 3\r\nproperty float x\r\n"
-                     "property float y\r\nproperty float z\r\nelement face 1\r\n"
-                     "property list uchar int vertex_indices\r\nend_header\r\n0 0 0\r\n"
-                     "1 0 0 7 7\r\n0 1 0\r\n3 0 1 2\r\n";
-  s = vx_soup_import(write_text("crlf.ply", crlf), &m, &e);
-  CHECK_MSG(s == VX_OK && m.tri_count == 1, "%s", e.msg);
-  vx_soup_free(&m);
-  /* an element assimp does not know after the ones it reads: no harm */
-  const char *tail = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
-                     "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
-                     "element camera 1\nproperty float view_px\nend_header\n0 0 0\n1 0 0\n0 1 0\n"
-                     "3 0 1 2\n1.5\n";
-  s = vx_soup_import(write_text("camera.ply", tail), &m, &e);
-  CHECK_MSG(s == VX_OK && m.tri_count == 1, "%s", e.msg);
-  vx_soup_free(&m);
+  static const struct {
+    const char *name, *text;
+  } good[] = {
+      {"tight.ply", NULL},
+      /* CR LF line ends and extra values on a line: assimp reads them, so does the check */
+      {"crlf.ply",
+       "ply\r\nformat ascii 1.0\r\nelement vertex 3\r\nproperty float x\r\nproperty float y\r\n"
+       "property float z\r\nelement face 1\r\nproperty list uchar int vertex_indices\r\n"
+       "end_header\r\n0 0 0\r\n1 0 0 7 7\r\n0 1 0\r\n3 0 1 2\r\n"},
+      /* an element assimp does not know after the ones it reads: no harm */
+      {"camera.ply",
+       "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+       "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
+       "element camera 1\nproperty float view_px\nend_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n1.5\n"},
+  };
+  vx_status s = VX_OK;
+  for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+    s = vx_soup_import(write_text(good[k].name, good[k].text ? good[k].text : ply), &m, &e);
+    CHECK_MSG(s == VX_OK && m.tri_count == 1, "%s: %s", good[k].name, e.msg);
+    vx_soup_free(&m);
+  }
   /* a property type assimp does not know: it would parse the next header line from stale bytes */
   const char *i64 = "ply\nformat ascii 1.0\nelement vertex 3\nproperty int64 id\n"
                     "property float x\nend_header\n1 0\n2 0\n3 0\n";
