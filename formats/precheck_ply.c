@@ -25,10 +25,10 @@
  * checked against assimp 5.2.5 on files made to show it (tests/test_formats_import_limits.c).
  */
 #include "formats/precheck_util.h"
+#include "svo/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum { T_NONE, T_CHAR, T_UCHAR, T_SHORT, T_USHORT, T_INT, T_UINT, T_FLOAT, T_DOUBLE };
@@ -375,14 +375,12 @@ static unsigned char at(line_view *v, size_t k) {
 }
 
 /* assimp's strtoul10_64: digits; when the value wraps it returns 0 and consumes nothing. */
-static size_t digits64(line_view *v, size_t k, uint64_t *value, int *overflow) {
+static size_t digits64(line_view *v, size_t k, uint64_t *value) {
   uint64_t x = 0;
   size_t j = k;
-  *overflow = 0;
   while (vx_pc_digit(at(v, j))) {
     const uint64_t nx = x * 10u + (uint64_t)(at(v, j) - '0');
     if (nx < x) {
-      *overflow = 1;
       *value = 0;
       return k;
     }
@@ -414,7 +412,7 @@ static int parse_value(line_view *v, size_t *i, int t, uint64_t *value) {
     return 0;
   }
   /* fast_atoreal_move */
-  int neg = 0, of = 0;
+  int neg = 0;
   if (at(v, k) == '-' || at(v, k) == '+') neg = at(v, k++) == '-';
   if (ci3(v, k, "nan", 3) || ci3(v, k, "inf", 3)) {
     k += 3;
@@ -426,7 +424,7 @@ static int parse_value(line_view *v, size_t *i, int t, uint64_t *value) {
   const unsigned char c0 = at(v, k);
   if (!vx_pc_digit(c0) && !((c0 == '.' || c0 == ',') && vx_pc_digit(at(v, k + 1)))) return 1;
   uint64_t whole = 0;
-  if (c0 != '.' && c0 != ',') k = digits64(v, k, &whole, &of);
+  if (c0 != '.' && c0 != ',') k = digits64(v, k, &whole);
   if ((at(v, k) == '.' || at(v, k) == ',') && vx_pc_digit(at(v, k + 1))) {
     k++;
     while (vx_pc_digit(at(v, k))) k++; /* 15 digits read, the rest skipped */
@@ -440,7 +438,7 @@ static int parse_value(line_view *v, size_t *i, int t, uint64_t *value) {
     if (eneg || at(v, k) == '+') k++;
     if (!vx_pc_digit(at(v, k))) return 1;
     uint64_t ex = 0;
-    k = digits64(v, k, &ex, &of);
+    k = digits64(v, k, &ex);
     if (!eneg && ex > 0 && whole > 0) big = 1;
   }
   *value = big ? UINT64_MAX : whole;
@@ -540,17 +538,19 @@ static vx_status check_ascii(const unsigned char *p, size_t n, uint64_t size, co
   line_reader r = {p, n, size > n ? n + 1 : (size_t)size, h->data, L_LINE};
   size_t s = 0, len = 0;
   int got = next_line(&r, &s, &len); /* the line after the header */
+  int last_read = -1; /* the last element assimp reads lines for */
+  for (int i = 0; i < h->n; i++)
+    if (h->elem[i].known && h->elem[i].count > 0) last_read = i;
   for (int i = 0; i < h->n; i++) {
     const ply_elem *e = &h->elem[i];
     if (!e->known) {
       /* assimp 5.2 reads no line for it but cuts its count of lines off the front of its line
        * buffer, so the next element starts in stale bytes: refused where one follows */
-      for (int j = i + 1; j < h->n && e->count > 0; j++)
-        if (h->elem[j].known && h->elem[j].count > 0)
-          return refuse_elem(err, what, e,
-                             "an element assimp does not know comes before the "
-                             "elements it reads, which assimp 5.2 would then read from the wrong "
-                             "lines");
+      if (e->count > 0 && i < last_read)
+        return refuse_elem(err, what, e,
+                           "an element assimp does not know comes before the "
+                           "elements it reads, which assimp 5.2 would then read from the wrong "
+                           "lines");
       continue;
     }
     const int parsed = e->props > 0;
@@ -578,7 +578,7 @@ static vx_status check_ascii(const unsigned char *p, size_t n, uint64_t size, co
 
 vx_status vx_precheck_ply(const unsigned char *p, size_t n, uint64_t size, const char *what,
                           vx_error *err) {
-  ply_header *h = (ply_header *)malloc(sizeof *h);
+  ply_header *h = (ply_header *)vx_malloc(sizeof *h);
   if (!h) return VX_OK; /* the import meets the same shortage and says so */
   vx_status s = VX_OK;
   const int parsed = parse_header(p, n, h, &s, what, err);
@@ -586,6 +586,6 @@ vx_status vx_precheck_ply(const unsigned char *p, size_t n, uint64_t size, const
   if (parsed > 0 && s == VX_OK)
     s = h->ascii == 1 ? check_ascii(p, n, size, h, what, err)
                       : check_binary(p, n, size, h, what, err);
-  free(h);
+  vx_free(h);
   return s;
 }
