@@ -13,9 +13,10 @@
  * orders the indices by bucket (stable), and the threads follow that order, reading and writing
  * each point in place (prefetched a few points ahead). A block whose first points mostly share a
  * bucket with their predecessor is visited as it comes. Without memory for the order, the points
- * go as they come.
+ * go as they come. The loop over a span of points is sample_span.c, built for the processor.
  */
 #include "sampler/sampler.h"
+#include "sampler/sample_span.h"
 #include "svo/alloc.h"
 #include "svo/system.h"
 
@@ -26,7 +27,6 @@
 #define VX_SAMPLE_BIN_BLOCK ((uint64_t)1 << 22) /* points ordered at a time (16 MiB per array) */
 #define VX_SAMPLE_BIN_BITS 6                    /* bits per axis of the buckets at most */
 #define VX_SAMPLE_BIN_PROBE ((uint64_t)1 << 16) /* points whose order decides whether to bin */
-#define VX_SAMPLE_AHEAD 16                      /* points prefetched ahead in a bucket order */
 
 void vx_sample_tree_init(vx_sample_tree *s, const vx_octree *t, uint32_t cut) {
   memset(s, 0, sizeof *s);
@@ -43,12 +43,9 @@ void vx_sample_tree_init(vx_sample_tree *s, const vx_octree *t, uint32_t cut) {
 }
 
 typedef struct sample_job {
-  const vx_sample_tree *s;
-  const float *points;
-  const uint32_t *order; /* the visiting order of points [0, n) (NULL: as they come) */
+  vx_sample_span a;
+  vx_sample_span_fn span;
   uint64_t n;
-  float *dist, *grad;
-  uint8_t *flags;
   atomic_uint_fast64_t next;
   atomic_uint_fast64_t invalid;
   atomic_uint_fast64_t first_invalid;
@@ -56,36 +53,12 @@ typedef struct sample_job {
 
 static void *sample_worker(void *arg) {
   sample_job *job = (sample_job *)arg;
-  const vx_sample_tree *s = job->s;
   uint64_t invalid = 0, first = UINT64_MAX;
   for (;;) {
     uint64_t i0 = atomic_fetch_add(&job->next, VX_SAMPLE_CHUNK);
     if (i0 >= job->n) break;
     uint64_t i1 = i0 + VX_SAMPLE_CHUNK < job->n ? i0 + VX_SAMPLE_CHUNK : job->n;
-    for (uint64_t k = i0; k < i1; k++) {
-      const uint64_t i = job->order ? job->order[k] : k;
-#if defined(__GNUC__)
-      /* the order jumps about the arrays: fetch a later point's coordinates now */
-      if (job->order && k + VX_SAMPLE_AHEAD < i1) {
-        const uint64_t j = job->order[k + VX_SAMPLE_AHEAD];
-        __builtin_prefetch(job->points + 3 * j);
-        __builtin_prefetch(job->dist + j, 1);
-      }
-#endif
-      float g[3];
-      uint32_t fl;
-      job->dist[i] = vx_sample_point(s, job->points + 3 * i, g, &fl);
-      if (job->grad) {
-        job->grad[3 * i + 0] = g[0];
-        job->grad[3 * i + 1] = g[1];
-        job->grad[3 * i + 2] = g[2];
-      }
-      if (job->flags) job->flags[i] = (uint8_t)fl;
-      if (fl & VX_SAMPLE_INVALID) {
-        if (i < first) first = i; /* in a bucket order the first met need not be the first */
-        invalid++;
-      }
-    }
+    invalid += job->span(&job->a, i0, i1, &first);
   }
   if (invalid) {
     atomic_fetch_add(&job->invalid, invalid);
@@ -119,12 +92,12 @@ static int bin_points(const vx_sample_tree *s, const float *points, uint64_t n, 
 static void run_block(sample_job *job, const float *points, uint64_t n, float *dist, float *grad,
                       uint8_t *flags, const uint32_t *order, int threads,
                       uint_fast64_t *invalid, uint_fast64_t *first_invalid, uint64_t base) {
-  job->points = points;
-  job->order = order;
+  job->a.points = points;
+  job->a.order = order;
+  job->a.dist = dist;
+  job->a.grad = grad;
+  job->a.flags = flags;
   job->n = n;
-  job->dist = dist;
-  job->grad = grad;
-  job->flags = flags;
   atomic_init(&job->next, 0);
   atomic_init(&job->invalid, 0);
   atomic_init(&job->first_invalid, UINT64_MAX);
@@ -139,7 +112,8 @@ static void run_block(sample_job *job, const float *points, uint64_t n, float *d
 void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, float *dist,
                    float *grad, uint8_t *flags, int threads, vx_sample_count *count) {
   sample_job job;
-  job.s = s;
+  job.a.s = s;
+  job.span = vx_sample_span_pick();
   uint_fast64_t invalid = 0, first_invalid = UINT64_MAX;
   /* buckets: up to 4 cells per point of a block, no finer than the voxels */
   const uint64_t block = n < VX_SAMPLE_BIN_BLOCK ? n : VX_SAMPLE_BIN_BLOCK;
