@@ -43,9 +43,9 @@
  *
  * THREADS
  *   vx_tree_sample may run from any number of threads on one tree. One vx_sampler is used by one
- *   thread at a time. The results do not depend on the thread count, the order of the points or
- *   the processor: on x86-64 with AVX2 a build of the CPU loop for it is used, which gives the
- *   same bits as the baseline one (VOXLOD_CPU=baseline in the environment forces that one).
+ *   thread at a time. The CPU's results do not depend on the thread count or the order of the
+ *   points. On x86-64 a processor with AVX2 runs a build of the loop for it, which gives the same
+ *   bits as the baseline build (VOXLOD_CPU=baseline in the environment forces that one).
  */
 #ifndef VOXLOD_SAMPLE_H
 #define VOXLOD_SAMPLE_H
