@@ -23,6 +23,12 @@ static vx_status call_opts(const vx_tree *t, const vx_sample_opts *opts, vx_samp
   VX_OPTS(*o, opts);
   if (!t || !t->oct.nodes || t->oct.levels_loaded < 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to sample (or no level loaded)");
+  if (!vx_sample_tree_fits(&t->oct))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "the tree's transform (scale %g, origin %g %g %g) or band does not fit "
+                        "single precision, which sampling works in",
+                        t->oct.xf.scale, t->oct.xf.origin[0], t->oct.xf.origin[1],
+                        t->oct.xf.origin[2]);
   switch (o->lod) {
   case VX_LOD_FINEST:
     *cut = t->oct.depth;
@@ -303,6 +309,10 @@ vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const floa
 vx_status vx_tree_surface_points(const vx_tree *t, const vx_surface_points_opts *opts, uint64_t n,
                                  float *points, vx_error *err) {
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree");
+  if (!vx_sample_tree_fits(&t->oct))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "the tree's transform (scale %g) does not fit single precision, which "
+                        "the points are written in", t->oct.xf.scale);
   vx_surface_points_opts o;
   VX_OPTS(o, opts);
   if (n > (uint64_t)SIZE_MAX / (3 * sizeof(float)))

@@ -656,6 +656,28 @@ VX_HD float vx_se_far_inside(const vx_sample_tree *t, const float p[3], float gr
   return sign * t->band * t->scale;
 }
 
+/* Step 4 beyond the root box for a grid point so far away that the squared distance overflows:
+ * the distance from the largest gap scaled down (at most FLT_MAX in world units), the gradient
+ * the unit vector away from the box. */
+VX_HD float vx_se_far_beyond(const vx_sample_tree *t, const float p[3], float grad[3]) {
+  const float Rf = (float)(1u << t->depth);
+  float g[3], m = 0.0f, s = 0.0f;
+  VX_SE_UNROLL
+  for (int i = 0; i < 3; i++) {
+    g[i] = vx_se_max(vx_se_max(-p[i], p[i] - Rf), 0.0f); /* vx_se_gap's 2x would overflow */
+    m = vx_se_max(m, g[i]);
+  }
+  VX_SE_UNROLL
+  for (int i = 0; i < 3; i++) {
+    g[i] /= m;
+    s += g[i] * g[i];
+  }
+  const float r = sqrtf(s), d = m * t->scale * r;
+  VX_SE_UNROLL
+  for (int i = 0; i < 3; i++) grad[i] = (p[i] < 0.0f ? -g[i] : g[i]) / r;
+  return vx_se_min(d, 3.4028234e38f);
+}
+
 /* How far vx_sample_point_run goes. The GPU runs the stages as separate kernels over the points
  * each one leaves (so that the lanes of a warp do the same work); every stage computes the rule
  * from the start, so a point gets the same result whichever stage finishes it. */
@@ -795,12 +817,13 @@ VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float
   if (!inside) {
     float od = sqrtf(out2);
     grad[0] = grad[1] = grad[2] = 0.0f;
+    *flags = VX_SAMPLE_FAR | VX_SAMPLE_OUTSIDE;
+    if (!(out2 < INFINITY)) return vx_se_far_beyond(t, p, grad);
     if (od > band) {
       VX_SE_UNROLL
       for (int i = 0; i < 3; i++) grad[i] = (p[i] < 0.0f ? p[i] : vx_se_pos(p[i] - Rf)) / od;
     }
-    *flags = VX_SAMPLE_FAR | VX_SAMPLE_OUTSIDE;
-    return (od > band ? od : band) * t->scale;
+    return vx_se_min((od > band ? od : band) * t->scale, 3.4028234e38f); /* FLT_MAX */
   }
   if (run != VX_SE_RUN_ALL) {
     *flags = VX_SE_PENDING;

@@ -317,6 +317,40 @@ static void sample_nonfinite_points(void) {
   vx_soup_free(&m);
 }
 
+/* Finite points far beyond the root box: the distance to it without overflow (its square
+ * would), the unit vector away from it; a point whose grid coordinate overflows is invalid. A
+ * tree whose transform does not fit single precision is refused. */
+static void sample_huge_coordinates(void) {
+  vx_soup m = {0};
+  CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 24, 12) == 0);
+  vx_tree *t = tree_of(&m, 64);
+  float p[9] = {1e30f, 0.0f, 0.0f, -1e37f, 1e37f, 0.0f, 3e38f, 0.0f, 0.0f}, d[3], g[9];
+  uint8_t f[3];
+  CHECK(sample(t, NULL, p, 3, d, g, f) == VX_OK);
+  CHECK(f[0] == (VX_SAMPLE_FAR | VX_SAMPLE_OUTSIDE) && f[1] == f[0]);
+  CHECK_NEAR(d[0], 1e30, 1e25);
+  CHECK_NEAR(g[0], 1.0, 1e-6);
+  CHECK_NEAR(d[1], sqrt(2.0) * 1e37, 1e32);
+  CHECK_NEAR(g[3], -sqrt(0.5), 1e-6);
+  CHECK_NEAR(g[4], sqrt(0.5), 1e-6);
+  CHECK(g[5] == 0.0f);
+  CHECK(f[2] == VX_SAMPLE_INVALID && isnan(d[2])); /* 3e38 / scale overflows */
+  vx_tree_free(t);
+
+  /* the same sphere 10^38 times larger: the converter builds it, sampling refuses it */
+  for (uint64_t i = 0; i < m.tri_count * 9; i++) m.pos[i] *= 1e38f;
+  t = tree_of(&m, 16);
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  CHECK(vx_tree_sample(t, NULL, p, 1, d, NULL, NULL, NULL, &e) == VX_ERR_INVALID_ARG);
+  CHECK_MSG(strstr(e.msg, "single precision") != NULL, "%s", e.msg);
+  vx_surface_points_opts so;
+  memset(&so, 0, sizeof so);
+  CHECK(vx_tree_surface_points(t, &so, 3, p, &e) == VX_ERR_INVALID_ARG);
+  vx_tree_free(t);
+  vx_soup_free(&m);
+}
+
 static void sample_rejects_bad_arguments(void) {
   vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 24, 12) == 0);
@@ -554,6 +588,7 @@ int main(void) {
   RUN(sample_far_inside_and_outside);
   RUN(sample_gradient_matches_differences);
   RUN(sample_nonfinite_points);
+  RUN(sample_huge_coordinates);
   RUN(sample_rejects_bad_arguments);
   RUN(sample_threads_and_sampler_agree);
   RUN(sample_pruned_tree);

@@ -18,19 +18,20 @@
  *     gradient, VX_SAMPLE_NEAR. On smooth surfaces this is the distance to the surface within
  *     about the quantization step (tests/test_sample.c measures it).
  *   - Otherwise the point is "far" (VX_SAMPLE_FAR): the value is +-band voxels (in world units:
- *     band * scale), or, outside the root box, +max(band, distance to the box). Gradient 0
- *     (beyond the box: the unit vector away from it). Either cells with a field lie within the
- *     band but all extrapolate to the band or beyond (the true distance is then near the band),
- *     and the sign is the side of the nearest of them; or none does, so no surface lies closer
- *     than `band` voxels (the voxelization is conservative) and |value| is a lower bound of the
- *     true distance. Then the sign comes from the first cell with a field met walking from p
+ *     band * scale), or, outside the root box, +max(band, distance to the box) (at most
+ *     FLT_MAX). Gradient 0 (beyond the box: the unit vector away from it). Either cells with a
+ *     field lie within the band but all extrapolate to the band or beyond (the true distance is
+ *     then near the band), and the sign is the side of the nearest of them; or none does, so no
+ *     surface lies closer than `band` voxels (the voxelization is conservative) and |value| is
+ *     a lower bound of the true distance. Then the sign comes from the first cell with a field met walking from p
  *     along an axis towards the nearer face of the root box (the walk crosses no surface, so
  *     the field's sign where it enters that cell is p's; a walk that leaves the box means
  *     outside), the majority of the three axes' walks (a hole in an open mesh can mislead one).
  *     Outside the box is outside (the mesh lies inside it).
  *     VX_SAMPLE_NO_SIGN marks a walk that gave up (assumed outside).
- *   - A point with a NaN or infinite coordinate: distance and gradient NaN, VX_SAMPLE_INVALID,
- *     or (opts.nonfinite = VX_NONFINITE_FAIL) the call fails with VX_ERR_INVALID_ARG naming it.
+ *   - A point with a NaN or infinite coordinate (or one so large that its grid coordinate
+ *     overflows a float): distance and gradient NaN, VX_SAMPLE_INVALID, or (opts.nonfinite =
+ *     VX_NONFINITE_FAIL) the call fails with VX_ERR_INVALID_ARG naming it.
  *   Distances are world units (grid voxels times the tree's scale); gradients are dimensionless
  *   (about unit length: d(distance)/d(point)). Negative is inside.
  *
@@ -97,7 +98,9 @@ typedef struct vx_sample_stats {
 
 /* Samples the tree at n points (xyz triples, float32, host memory): dist[n] (world units), and
  * when not NULL grad[3n] and flags[n]. opts and stats may be NULL; n = 0 is fine. The tree may be
- * partially loaded: the cut is then at most its last loaded level. */
+ * partially loaded: the cut is then at most its last loaded level. Sampling works in single
+ * precision: a tree whose transform or band does not fit it (a scale below 1e-35, or the root
+ * box or the band reaching beyond FLT_MAX / 4) is refused with VX_ERR_INVALID_ARG. */
 VX_API vx_status vx_tree_sample(const vx_tree *t, const vx_sample_opts *opts, const float *points,
                                 uint64_t n, float *dist, float *grad, uint8_t *flags,
                                 vx_sample_stats *stats, vx_error *err);

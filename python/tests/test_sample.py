@@ -127,6 +127,19 @@ def test_bad_inputs(sphere_tree):
         t.sample(p, device="tpu")
 
 
+def test_huge_coordinates():
+    v, f = uv_sphere(1.0, 24, 12)
+    t = voxlod.convert((v, f), res=32, progress=False, gpu=False)
+    d, g, fl = t.sample(np.array([[1e30, 0, 0], [3e38, 0, 0]], np.float32), gradient=True,
+                        flags=True, nonfinite="nan")
+    assert fl[0] == voxlod.SAMPLE_FAR | voxlod.SAMPLE_OUTSIDE
+    assert d[0] == pytest.approx(1e30, rel=1e-5) and g[0] == pytest.approx([1, 0, 0])
+    assert fl[1] == voxlod.SAMPLE_INVALID  # its grid coordinate overflows a float
+    big = voxlod.convert((v * 1e38, f), res=16, progress=False, gpu=False)
+    with pytest.raises(ValueError, match="single precision"):
+        big.sample(np.zeros((1, 3), np.float32))
+
+
 def test_training_set_points(sphere_tree):
     t = sphere_tree
     a = t.surface_points(1000, seed=9)
