@@ -43,6 +43,10 @@ if "$T/ex/convert_and_render" "$DATA/bunny_res4.ply" "$T/b.svo" "$T/b.png" 32 >"
    "$P/bin/voxlod" stats "$T/b.svo" >/dev/null 2>&1; then ok "convert_and_render (find_package): svo, png, version"
 else bad "convert_and_render (find_package)"; fi
 
+if "$T/ex/sample_distances" "$T/b.svo" "$T/b.xyzd" 5000 >"$T/log" 2>&1 && grep -q "^CPU: 5000 points" "$T/log" &&
+   [ "$(wc -l <"$T/b.xyzd")" -eq 5000 ]; then ok "sample_distances (find_package): 5000 distances"
+else bad "sample_distances (find_package)"; fi
+
 # pkg-config, shared and static
 export PKG_CONFIG_PATH="$LIB/pkgconfig"
 if pkg-config --exists voxlod && [ "$(pkg-config --modversion voxlod)" = 0.1.0 ]; then ok "pkg-config voxlod 0.1.0"; else bad "pkg-config voxlod"; fi
