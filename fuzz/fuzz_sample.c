@@ -1,9 +1,13 @@
 /* fuzz_sample.c - libFuzzer target: signed-distance queries on arbitrary trees at arbitrary
  * points (sampler/ through svo/sample_eval.h, the code behind vx_tree_sample and Tree.sample).
  *
- * Input: a 4-byte header, then up to 64 points of 12 bytes, then a .svo file.
+ * Input: a 4-byte header, then up to 64 points of 12 bytes, then the tree: a .svo file, or with
+ * bit 4 the voxels themselves (1 byte: depth 1..6; 1 byte: band 1..16 voxels; then 11 bytes per
+ * voxel: x, y, z and 8 corner values), built, fitted and with bit 5 pruned here, so that the
+ * fuzzer shapes the fields (a .svo's checksums keep it from changing a file's content).
  *   byte 0: bit 0 sample at a level cut (else full detail), bits 1-2 the levels to read
- *           (0: all, else that many), bit 3 a second pass point by point in reverse order
+ *           (0: all, else that many), bit 3 a second pass point by point in reverse order,
+ *           bit 4 build the tree from voxels, bit 5 prune it (at byte 1 / 16 voxels)
  *   byte 1: the cut level (modulo depth + 1)
  *   byte 2: the point count (modulo 65)
  *   byte 3: the spread of the surface points, in quarter voxels
@@ -19,7 +23,7 @@
  *   - a non-finite point gives NaN and VX_SAMPLE_INVALID alone; a finite one finite outputs;
  *   - flags hold known bits only; NEAR and FAR exclude each other;
  *   - a far point inside the box is exactly +-band; outside it at least the band;
- *   - a near point lies below the band; a point in a surface voxel at most the band;
+ *   - a near point lies below the band; a point in a surface voxel within its corners' range;
  *   - the points one by one in reverse order give the same bits (no state between points). */
 #include <math.h>
 #include <stdint.h>
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include "formats/svo_file.h"
 #include "sampler/sampler.h"
+#include "svo/lod.h"
 
 #define MAX_POINTS 64
 #define SURFACE_POINTS 64
@@ -35,6 +40,56 @@
 
 static uint32_t le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A tree built from voxel records (see above); 0 when the bytes give none. */
+static int build_tree(const uint8_t *data, size_t size, int prune, float prune_error,
+                      vx_octree *t) {
+  if (size < 2) return 0;
+  const uint32_t depth = 1u + data[0] % 6u, mask = (1u << depth) - 1u;
+  const float band = 1.0f + (float)(data[1] % 16u);
+  data += 2;
+  size -= 2;
+  size_t n = size / 11;
+  if (n == 0) return 0;
+  uint64_t *key = (uint64_t *)malloc(n * sizeof *key);
+  uint64_t *codes = (uint64_t *)malloc(n * sizeof *codes);
+  vx_voxel *field = (vx_voxel *)malloc(n * sizeof *field);
+  int ok = 0;
+  if (key && codes && field) {
+    /* sort by code, keeping each code's first record (index in the low 20 bits: n < 6000) */
+    for (size_t i = 0; i < n; i++) {
+      const uint8_t *r = data + 11 * i;
+      key[i] = vx_morton_encode(r[0] & mask, r[1] & mask, r[2] & mask) << 20 | i;
+    }
+    qsort(key, n, sizeof *key, cmp_u64);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t code = key[i] >> 20;
+      if (m && codes[m - 1] == code) continue;
+      codes[m] = code;
+      memcpy(field[m].c, data + 11 * (key[i] & 0xfffff) + 3, 8);
+      m++;
+    }
+    vx_error e;
+    if (vx_octree_build(depth, codes, field, m, t, &e) != VX_OK) abort();
+    t->band = band;
+    t->xf.scale = 0.25;
+    t->xf.origin[0] = -1.0;
+    ok = vx_octree_fit_planes(t, NULL, NULL, &e) == VX_OK &&
+         (!prune || vx_octree_prune(t, prune_error, &e) == VX_OK);
+    if (!ok) abort(); /* building from valid voxels cannot fail but for memory */
+    if (vx_octree_validate(t, &e) != VX_OK) abort();
+  }
+  free(key);
+  free(codes);
+  free(field);
+  return ok;
 }
 
 /* Aborts with the point and its result when `ok` is false. */
@@ -70,7 +125,8 @@ static void check_point(const vx_sample_tree *s, const float w[3], float d, cons
   } else if (fl & VX_SAMPLE_NEAR) {
     expect(ad <= band + slack, "near beyond the band", w, d, fl);
   } else if (!(fl & VX_SAMPLE_PLANE)) {
-    expect(ad <= band + slack, "a voxel's field beyond the band", w, d, fl); /* corners <= band */
+    /* corners hold q * band / 127, q down to -128 (the reader accepts it) */
+    expect(ad <= band * (128.0 / 127.0) + slack, "a voxel's field beyond its corners", w, d, fl);
   }
 }
 
@@ -86,11 +142,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   data += np * 12;
   size -= np * 12;
 
-  vx_svo_read_opts o = {(ctl >> 1 & 3) ? (int)(ctl >> 1 & 3) - 1 : -1, (uint64_t)64 << 20};
   vx_octree t;
-  vx_error e;
-  if (vx_svo_decode(data, size, &o, &t, NULL, &e) != VX_OK) return 0;
-  if (vx_octree_validate(&t, &e) != VX_OK) abort();
+  if (ctl & 16) {
+    if (size > 11 * 4096 + 2) size = 11 * 4096 + 2; /* at most 4096 voxels */
+    if (!build_tree(data, size, ctl & 32, (float)level / 16.0f, &t)) return 0;
+  } else {
+    vx_svo_read_opts o = {(ctl >> 1 & 3) ? (int)(ctl >> 1 & 3) - 1 : -1, (uint64_t)64 << 20};
+    vx_error e;
+    if (vx_svo_decode(data, size, &o, &t, NULL, &e) != VX_OK) return 0;
+    if (vx_octree_validate(&t, &e) != VX_OK) abort();
+  }
   if (t.levels_loaded < 1 || !(t.band <= 16.0f) || !vx_sample_tree_fits(&t)) {
     vx_octree_free(&t);
     return 0;
