@@ -3,10 +3,12 @@ on the same points and mesh, in one run: throughput of both, and voxlod's accura
 exact distance as the reference.
 
     python3 python/bench/sample_vs_libigl.py [--mesh data/bunny.ply] [--res 512] [--points 200000]
+                                             [--spread 2 | --box]
 
-Points: Tree.surface_points (surface voxels' centres moved by up to the band, 2 voxels, per axis),
-shuffled; voxlod is also timed on the same points in Morton order (sorted by position, as a
-scan or a sorted training set gives them). libigl builds its AABB tree and winding-number
+Points: Tree.surface_points (surface voxels' centres moved by up to --spread voxels per axis,
+default the band, 2 voxels), shuffled, or with --box uniform in the mesh's bounding box; voxlod
+is also timed on the same points in Morton order of their voxels (as a scan or a sorted training
+set gives them). libigl builds its AABB tree and winding-number
 hierarchy inside signed_distance, as a caller pays them; its time on 1/10 of the points is also
 shown to separate that set-up. Each rate is the median of several runs (--reps, --igl-reps),
 in one process. Accuracy: |voxlod - exact| in voxels over the points whose exact
@@ -31,6 +33,17 @@ def median_of(fn, reps):
         out = fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times)), out
+
+
+def morton_order(pts, origin, scale):
+    """The permutation that sorts points by the Morton code of the finest voxel holding them."""
+    g = np.clip(np.floor((pts - np.asarray(origin, np.float32)) / scale), 0, 2 ** 20 - 1)
+    code = np.zeros(len(pts), dtype=np.uint64)
+    for axis in range(3):
+        x = g[:, axis].astype(np.uint64)
+        for bit in range(20):
+            code |= ((x >> np.uint64(bit)) & np.uint64(1)) << np.uint64(3 * bit + axis)
+    return np.argsort(code, kind="stable")
 
 
 def boundary_edges(f):
@@ -88,6 +101,11 @@ def main():
     ap.add_argument("--reps", type=int, default=5, help="voxlod's timed runs (median)")
     ap.add_argument("--igl-reps", type=int, default=3,
                     help="libigl's timed runs (median; its rate moves by 20 %% between runs)")
+    ap.add_argument("--spread", type=float, default=None,
+                    help="voxels each point lies from a surface voxel's centre, per axis (default: "
+                         "the band)")
+    ap.add_argument("--box", action="store_true",
+                    help="points uniform in the mesh's bounding box instead (mostly far from it)")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     a = ap.parse_args()
     import igl
@@ -97,8 +115,16 @@ def main():
     t0 = time.perf_counter()
     tree = voxlod.convert((v, f), res=a.res, progress=False, gpu=False)
     convert_s = time.perf_counter() - t0
-    pts = tree.surface_points(a.points, seed=1, shuffle=True)
-    order = np.lexsort(np.floor((pts - np.array(tree.origin, np.float32)) / tree.scale).T[::-1])
+    if a.box:
+        rng = np.random.default_rng(1)
+        lo, hi = v.min(0), v.max(0)
+        pts = (lo + rng.random((a.points, 3)) * (hi - lo)).astype(np.float32)
+        where = "uniform in the mesh's bounding box"
+    else:
+        pts = tree.surface_points(a.points, spread=a.spread, seed=1, shuffle=True)
+        spread = tree.band if a.spread is None else a.spread
+        where = f"within {spread:g} voxels of a surface voxel's centre"
+    order = morton_order(pts, tree.origin, tree.scale)
     sorted_pts = np.ascontiguousarray(pts[order])
     pts64 = pts.astype(np.float64)
 
@@ -125,7 +151,7 @@ def main():
     r = {
         "machine": f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}",
         "mesh": os.path.basename(a.mesh), "triangles": int(len(f)), "resolution": a.res,
-        "points": n, "convert_s": round(convert_s, 3),
+        "points": n, "where": where, "convert_s": round(convert_s, 3),
         "libigl_winding_pts_per_s": n / igl_s,
         "libigl_winding_tenth_pts_per_s": len(tenth) / igl_tenth_s,
         "libigl_fast_winding_pts_per_s": n / fwn_s,
@@ -141,7 +167,7 @@ def main():
         print(json.dumps(r, indent=1))
         return
     print(f"{r['mesh']}: {r['triangles']} triangles, tree {a.res}^3 (built in {convert_s:.2f} s), "
-          f"{n} points near the surface; {r['machine']}")
+          f"{n} points {where}; {r['machine']}")
     print(f"| method | points/s | vs libigl winding |\n|---|---:|---:|")
     print(f"| libigl signed_distance, winding number | {r['libigl_winding_pts_per_s']:,.0f} | 1.0x |")
     print(f"| libigl, same on 1/10 of the points | {r['libigl_winding_tenth_pts_per_s']:,.0f} | |")

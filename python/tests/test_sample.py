@@ -1,5 +1,7 @@
 """Tree.sample against a brute-force reference (every triangle, double precision, exact winding
 number) and against libigl when installed; flags, gradients, cuts; bad inputs."""
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -62,6 +64,30 @@ def test_sample_against_libigl():
     # (1 - 2|w|) times the distance, which is the distance only where w is 0 or 1)
     exact = np.sign(s) * np.linalg.norm(p64 - c, axis=1)
     check_bound(t, pts, t.sample(pts), exact)
+
+
+SPOT = (pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "meshes" / "spot" /
+        "spot_triangulated.obj")
+
+
+@pytest.mark.skipif(not SPOT.exists(), reason="needs ../shared/data/meshes (spot)")
+@pytest.mark.xfail(strict=True, reason="a known limit: one point beside a voxel the thin rule "
+                   "re-signed gets the inside sign (docs/python.md, accuracy)")
+def test_thin_parts_keep_their_sign():
+    """spot's hooves have parts thinner than a voxel at 256^3, whose voxels the converter
+    re-signs so that they are drawn; beside them the sampler should still say outside. The
+    points of docs/BENCHMARKS.md's comparison, against libigl's closest point and winding
+    number: one of 72,967 beyond 1 voxel gets the wrong sign. Looking up the other voxels that
+    share the re-signed corner fixes it (and 6 of the dragon's 17) but cost the H100's search
+    24 % of its rate, and was not kept; strict, so that a fix shows here."""
+    igl = pytest.importorskip("igl")
+    v, f = igl.read_triangle_mesh(str(SPOT))
+    t = voxlod.convert((v, f), res=256, progress=False, gpu=False)
+    pts = t.surface_points(200000, seed=1, shuffle=True)
+    p64 = pts.astype(np.float64)
+    s, _, c = igl.signed_distance(p64, v, f.astype(np.int64),
+                                  sign_type=igl.SIGNED_DISTANCE_TYPE_WINDING_NUMBER)[:3]
+    check_bound(t, pts, t.sample(pts), np.sign(s) * np.linalg.norm(p64 - c, axis=1))
 
 
 def test_flags_gradients_and_far_points(sphere_tree):
