@@ -17,18 +17,21 @@ struct vx_sampler {
   vx_notes notes;
 };
 
+/* A tree whose transform or band only a double holds: sampling and its points are float32. */
+static vx_status fits_error(const vx_tree *t, vx_error *err) {
+  return vx_error_set(err, VX_ERR_INVALID_ARG,
+                      "the tree's transform (scale %g, origin %g %g %g) or band does not fit "
+                      "single precision, which sampling works in", t->oct.xf.scale,
+                      t->oct.xf.origin[0], t->oct.xf.origin[1], t->oct.xf.origin[2]);
+}
+
 /* Options of one call: the cut (a level of the tree) and the checks every call makes. */
 static vx_status call_opts(const vx_tree *t, const vx_sample_opts *opts, vx_sample_opts *o,
                            uint32_t *cut, vx_error *err) {
   VX_OPTS(*o, opts);
   if (!t || !t->oct.nodes || t->oct.levels_loaded < 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to sample (or no level loaded)");
-  if (!vx_sample_tree_fits(&t->oct))
-    return vx_error_set(err, VX_ERR_INVALID_ARG,
-                        "the tree's transform (scale %g, origin %g %g %g) or band does not fit "
-                        "single precision, which sampling works in",
-                        t->oct.xf.scale, t->oct.xf.origin[0], t->oct.xf.origin[1],
-                        t->oct.xf.origin[2]);
+  if (!vx_sample_tree_fits(&t->oct)) return fits_error(t, err);
   switch (o->lod) {
   case VX_LOD_FINEST:
     *cut = t->oct.depth;
@@ -309,10 +312,7 @@ vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const floa
 vx_status vx_tree_surface_points(const vx_tree *t, const vx_surface_points_opts *opts, uint64_t n,
                                  float *points, vx_error *err) {
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree");
-  if (!vx_sample_tree_fits(&t->oct))
-    return vx_error_set(err, VX_ERR_INVALID_ARG,
-                        "the tree's transform (scale %g) does not fit single precision, which "
-                        "the points are written in", t->oct.xf.scale);
+  if (!vx_sample_tree_fits(&t->oct)) return fits_error(t, err);
   vx_surface_points_opts o;
   VX_OPTS(o, opts);
   if (n > (uint64_t)SIZE_MAX / (3 * sizeof(float)))

@@ -38,6 +38,7 @@
 #ifndef VOXLOD_SVO_SAMPLE_EVAL_H
 #define VOXLOD_SVO_SAMPLE_EVAL_H
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include "svo/hostdev.h"
@@ -675,7 +676,7 @@ VX_HD float vx_se_far_beyond(const vx_sample_tree *t, const float p[3], float gr
   const float r = sqrtf(s), d = m * t->scale * r;
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) grad[i] = (p[i] < 0.0f ? -g[i] : g[i]) / r;
-  return vx_se_min(d, 3.4028234e38f);
+  return vx_se_min(d, FLT_MAX);
 }
 
 /* How far vx_sample_point_run goes. The GPU runs the stages as separate kernels over the points
@@ -823,7 +824,7 @@ VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float
       VX_SE_UNROLL
       for (int i = 0; i < 3; i++) grad[i] = (p[i] < 0.0f ? p[i] : vx_se_pos(p[i] - Rf)) / od;
     }
-    return vx_se_min((od > band ? od : band) * t->scale, 3.4028234e38f); /* FLT_MAX */
+    return vx_se_min((od > band ? od : band) * t->scale, FLT_MAX);
   }
   if (run != VX_SE_RUN_ALL) {
     *flags = VX_SE_PENDING;
