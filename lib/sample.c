@@ -71,7 +71,8 @@ static vx_status check_arrays(const float *points, uint64_t n, const float *dist
 static vx_status check_count(const vx_sample_opts *o, const vx_sample_count *c, vx_error *err) {
   if (o->nonfinite == VX_NONFINITE_FAIL && c->invalid)
     return vx_error_set(err, VX_ERR_INVALID_ARG,
-                        "point %llu has a NaN or infinite coordinate (%llu such points)",
+                        "point %llu has a NaN or infinite coordinate, or one so far out that its "
+                        "grid coordinate overflows single precision (%llu such points)",
                         (unsigned long long)c->first_invalid, (unsigned long long)c->invalid);
   return VX_OK;
 }

@@ -93,6 +93,11 @@ def _bytes(value: Union[None, int, str], what: str) -> int:
     return int(n)
 
 
+def _is_int(x: Any) -> bool:
+    """An int or numpy integer, not a bool (True is not a count or a level)."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
 def _path(path: Any, what: str) -> str:
     try:
         p = os.fspath(path)
@@ -164,7 +169,9 @@ def _float32_rows(a: Any, what: str, width: int = 3) -> np.ndarray:
         raise TypeError(f"{what} must be float32 or float64, not {a.dtype}")
     if not a.flags.c_contiguous:
         raise ValueError(f"{what} must be C-contiguous (use numpy.ascontiguousarray)")
-    return np.ascontiguousarray(a, dtype=np.float32)
+    # float64 and misaligned float32 (a view into a byte buffer) are copied: the library reads
+    # aligned floats
+    return np.require(a, dtype=np.float32, requirements=["C", "A"])
 
 
 # ---- CUDA arrays (torch, cupy, anything with __cuda_array_interface__ or DLPack) -----------------
@@ -311,9 +318,9 @@ class Tree:
     def save(self, path: Union[str, os.PathLike], zstd_level: int = 0) -> None:
         """Writes the tree as a .svo file, atomically (an existing file is replaced only by a
         complete new one). zstd_level 1..22, 0: by size."""
-        if not isinstance(zstd_level, int) or not 0 <= zstd_level <= 22:
+        if not _is_int(zstd_level) or not 0 <= zstd_level <= 22:
             raise ValueError(f"zstd_level must be an int in 0..22, not {zstd_level!r}")
-        self._t.save(_path(path, "path"), zstd_level)
+        self._t.save(_path(path, "path"), int(zstd_level))
 
     def prune(self, max_error: float) -> "Tree":
         """A copy with every subtree whose plane approximates it within max_error finest
@@ -336,7 +343,7 @@ class Tree:
         in degrees (default 40), up (default +y). shade: "smooth", "blocks" or "normals".
         device: None (the GPU when usable), "cpu" or "gpu"; the renderer is kept for the next
         call."""
-        if not isinstance(width, (int, np.integer)) or not isinstance(height, (int, np.integer)) \
+        if not _is_int(width) or not _is_int(height) \
                 or not (1 <= width <= 32768 and 1 <= height <= 32768):
             raise ValueError(f"width and height must be ints in 1..32768, not {width!r}, {height!r}")
         if lod is None:
@@ -345,7 +352,7 @@ class Tree:
             if lod != "auto":
                 raise ValueError(f"lod must be None, a level or 'auto', not {lod!r}")
             mode, level = 2, 0
-        elif isinstance(lod, (int, np.integer)) and 0 <= lod <= self.depth:
+        elif _is_int(lod) and 0 <= lod <= self.depth:
             mode, level = 1, int(lod)
         else:
             raise ValueError(f"lod must be None, 'auto' or a level in 0..{self.depth}, not {lod!r}")
@@ -391,7 +398,7 @@ class Tree:
         value) is include/voxlod/sample.h's."""
         if lod is None:
             level = -1
-        elif isinstance(lod, (int, np.integer)) and not isinstance(lod, bool) and 0 <= lod <= self.depth:
+        elif _is_int(lod) and 0 <= lod <= self.depth:
             level = int(lod)
         else:
             raise ValueError(f"lod must be None or a level in 0..{self.depth}, not {lod!r}")
@@ -440,14 +447,18 @@ class Tree:
     def surface_points(self, n: int, spread: Optional[float] = None, seed: int = 0,
                        shuffle: bool = True) -> np.ndarray:
         """n world points near the surface (float32 (n, 3)): surface voxels' centres moved by a
-        uniform offset of up to `spread` voxels per axis (default: the band), spread evenly
-        over the surface; shuffled, or in Morton order (shuffle=False). For training sets:
+        uniform offset of up to `spread` voxels per axis (default: the band; 0: the centres),
+        spread evenly over the surface; shuffled, or in Morton order (shuffle=False). For training sets:
         tree.sample(tree.surface_points(n)) gives their distances."""
-        if not isinstance(n, (int, np.integer)) or n < 0:
+        if not _is_int(n) or n < 0:
             raise ValueError(f"n must be a count >= 0, not {n!r}")
         s = 0.0 if spread is None else float(spread)
         if not (0.0 <= s <= 1e6):
             raise ValueError(f"spread must be in [0, 1e6] voxels, not {spread!r}")
+        if spread is not None and s < 1e-30:
+            # the library reads 0 as "the band"; offsets this small round away, so an explicit
+            # spread of 0 (or below float32's range) gives the voxels' centres exactly
+            s = 1e-30
         out = np.empty((int(n), 3), dtype=np.float32)
         self._t.surface_points(out, s, int(seed) & (2 ** 64 - 1), bool(shuffle))
         return out
@@ -470,7 +481,8 @@ def _mesh(mesh: Any) -> Any:
         if f.size and (f.min() < 0 or f.max() >= v.shape[0]):
             raise ValueError(f"faces index vertices 0..{v.shape[0] - 1}; found {f.min()}..{f.max()}")
         if not np.all(np.isfinite(v)):
-            raise ValueError("vertices have NaN or infinite coordinates")
+            raise ValueError("vertices have NaN or infinite coordinates (or beyond float32's "
+                             "range)")
         f = np.ascontiguousarray(f, dtype=np.uint32)
         return _voxlod._Mesh.from_arrays(v, f)
     return _voxlod._Mesh.load(_path(mesh, "mesh"))
@@ -490,14 +502,14 @@ def convert(mesh: Any, res: int = 256, error: float = 0.0, gpu: Optional[bool] =
     tqdm is installed, else a line on stderr), False, or a callable(phase, fraction). band:
     field truncation in voxels (default 2). sign: "winding" (generalized winding number) or
     "pseudo-normal". Ctrl-C cancels the build (KeyboardInterrupt)."""
-    if not isinstance(res, (int, np.integer)) or res < 2 or res > 16384 or res & (res - 1):
+    if not _is_int(res) or res < 2 or res > 16384 or res & (res - 1):
         raise ValueError(f"res must be a power of two from 2 to 16384, not {res!r}")
     if not (error >= 0.0 and np.isfinite(error)):
         raise ValueError(f"error must be a number >= 0, not {error!r}")
     b = 0.0 if band is None else float(band)
     if band is not None and not 1.0 <= b <= 64.0:
         raise ValueError(f"band must be in 1..64 voxels, not {band!r}")
-    if threads is not None and (not isinstance(threads, int) or not 0 <= threads <= 1024):
+    if threads is not None and (not _is_int(threads) or not 0 <= threads <= 1024):
         raise ValueError(f"threads must be an int in 0..1024, not {threads!r}")
     if sign not in ("winding", "pseudo-normal"):
         raise ValueError(f"sign must be 'winding' or 'pseudo-normal', not {sign!r}")
@@ -506,7 +518,7 @@ def convert(mesh: Any, res: int = 256, error: float = 0.0, gpu: Optional[bool] =
     cb = _progress(progress)
     try:
         t = _voxlod.convert(m, int(res), float(error), b, device, _bytes(mem_limit, "mem_limit"),
-                            threads or 0, 0 if sign == "winding" else 1, cb)
+                            int(threads or 0), 0 if sign == "winding" else 1, cb)
     finally:
         if hasattr(cb, "close"):
             cb.close()
@@ -517,7 +529,7 @@ def load(path: Union[str, os.PathLike], max_level: Optional[int] = None,
          mem_limit: Union[None, int, str] = None) -> Tree:
     """Reads a .svo file (every byte checked). max_level: load levels 0..max_level only (enough
     to render or sample a cut there); mem_limit: refuse files whose decoded size exceeds it."""
-    if max_level is not None and (not isinstance(max_level, (int, np.integer)) or not 0 <= max_level <= 14):
+    if max_level is not None and (not _is_int(max_level) or not 0 <= max_level <= 14):
         raise ValueError(f"max_level must be None or a level in 0..14, not {max_level!r}")
     levels = 0 if max_level is None else int(max_level) + 1
     return Tree(_voxlod._Tree.load(_path(path, "path"), levels, _bytes(mem_limit, "mem_limit")))
