@@ -156,6 +156,48 @@ Tree *tree_load(const std::string &path, uint32_t levels, uint64_t mem_limit) {
   return r;
 }
 
+using Bytes1 = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// A tree from the bytes of a .svo file (any bytes-like object, viewed as uint8 by the caller).
+Tree *tree_load_bytes(Bytes1 data, uint32_t levels, uint64_t mem_limit) {
+  vx_read_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.levels = levels;
+  o.mem_limit = mem_limit;
+  vx_error e = no_error();
+  vx_tree *t = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tree_load_memory(data.data(), data.shape(0), &o, &t, &e);
+  }
+  check(s, e);
+  Tree *r = new Tree();
+  r->t = t;
+  return r;
+}
+
+// The .svo file's bytes, as a Python bytes object (one copy of the library's buffer).
+nb::bytes tree_encode(const Tree &t, int zstd_level) {
+  vx_save_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.zstd_level = zstd_level;
+  vx_error e = no_error();
+  void *data = nullptr;
+  size_t size = 0;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tree_encode(t.t, &o, &data, &size, &e);
+  }
+  check(s, e);
+  nb::bytes out((const char *)data, size);
+  vx_buffer_free(data);
+  return out;
+}
+
 void tree_save(Tree &t, const std::string &path, int zstd_level) {
   vx_save_opts o;
   std::memset(&o, 0, sizeof o);
@@ -537,7 +579,10 @@ NB_MODULE(_voxlod, m) {
   nb::class_<Tree>(m, "_Tree")
       .def_static("load", &tree_load, "path"_a, "levels"_a = 0, "mem_limit"_a = 0,
                   nb::rv_policy::take_ownership)
+      .def_static("load_bytes", &tree_load_bytes, "data"_a.noconvert(), "levels"_a = 0,
+                  "mem_limit"_a = 0, nb::rv_policy::take_ownership)
       .def("save", &tree_save, "path"_a, "zstd_level"_a = 0)
+      .def("encode", &tree_encode, "zstd_level"_a = 0)
       .def("info", &tree_info)
       .def("levels", &tree_levels)
       .def("notes", [](const Tree &t) { return t.notes; })

@@ -1,8 +1,9 @@
 """Property-based fuzzing of the Python entry points (hypothesis): whatever a caller passes to
-Tree.sample, convert (from arrays), Tree.render, Tree.surface_points or load (damaged files),
-arrays of any dtype, shape, layout and values or no arrays at all, the call either gives
-well-formed results that satisfy the sampling rule's invariants or raises TypeError, ValueError
-or voxlod.Error with a message. A crash, a hang, another exception or a malformed result fails.
+Tree.sample, convert (from arrays), Tree.render, Tree.surface_points, or load and from_bytes
+(damaged files), arrays of any dtype, shape, layout and values or no arrays at all, the call
+either gives well-formed results that satisfy the sampling rule's invariants or raises
+TypeError, ValueError or voxlod.Error with a message. A crash, a hang, another exception or a
+malformed result fails.
 
 The examples are derandomized (the same ones in every run, so that CI is reproducible). Longer
 runs with fresh examples: VOXLOD_FUZZ_EXAMPLES=5000 VOXLOD_FUZZ_RANDOM=1 pytest this file.
@@ -372,7 +373,12 @@ def test_load_damaged_files(svo_bytes, tmp_path_factory, edits, cut, max_level):
         t = voxlod.load(path, max_level=max_level)
     except BaseException as e:  # noqa: B902
         expect_refusal(e)
+        # the same bytes from memory are refused the same way
+        with pytest.raises(type(e)):
+            voxlod.from_bytes(data, max_level=max_level)
         return
+    m = voxlod.from_bytes(memoryview(data), max_level=max_level)
+    assert np.array_equal(m.nodes, t.nodes) and np.array_equal(m.voxels, t.voxels)
     # what loads is a usable tree: it samples, renders and saves
     d = t.sample(t.surface_points(32, seed=2) if t.info["levels_loaded"] == t.depth + 1
                  else np.zeros((4, 3), np.float32), nonfinite="nan")

@@ -27,7 +27,7 @@ from ._errors import (CorruptError, CudaError, EmptyError, Error, FormatError,
 __version__ = _voxlod.version()
 
 __all__ = [
-    "Tree", "convert", "load", "gpu_available", "gpu_name", "NODE_DTYPE", "STATS_DTYPE",
+    "Tree", "convert", "load", "from_bytes", "gpu_available", "gpu_name", "NODE_DTYPE", "STATS_DTYPE",
     "SAMPLE_PLANE", "SAMPLE_NEAR", "SAMPLE_FAR", "SAMPLE_OUTSIDE", "SAMPLE_NO_SIGN",
     "SAMPLE_INVALID", "Error", "InvalidArgumentError", "IOError", "NoMemoryError",
     "FormatError", "CorruptError", "VersionError", "EmptyError", "LimitError", "CudaError",
@@ -322,6 +322,25 @@ class Tree:
             raise ValueError(f"zstd_level must be an int in 0..22, not {zstd_level!r}")
         self._t.save(_path(path, "path"), int(zstd_level))
 
+    def to_bytes(self, zstd_level: int = 0) -> bytes:
+        """The .svo file's bytes (what save() writes), for storage elsewhere or sending;
+        from_bytes() reads them back. The tree must be whole (all levels loaded)."""
+        if not _is_int(zstd_level) or not 0 <= zstd_level <= 22:
+            raise ValueError(f"zstd_level must be an int in 0..22, not {zstd_level!r}")
+        return self._t.encode(int(zstd_level))
+
+    # A Tree pickles as its .svo bytes (zstd level 1: fast), so it crosses process boundaries
+    # (multiprocessing, a torch DataLoader's workers); the copy gets its own renderer and
+    # sampler. Trees are immutable, so copy.copy and copy.deepcopy return the same tree.
+    def __reduce__(self):
+        return (from_bytes, (self.to_bytes(1),))
+
+    def __copy__(self) -> "Tree":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "Tree":
+        return self
+
     def prune(self, max_error: float) -> "Tree":
         """A copy with every subtree whose plane approximates it within max_error finest
         voxels replaced by that plane."""
@@ -525,11 +544,31 @@ def convert(mesh: Any, res: int = 256, error: float = 0.0, gpu: Optional[bool] =
     return Tree(t)
 
 
+def _levels(max_level: Optional[int]) -> int:
+    if max_level is not None and (not _is_int(max_level) or not 0 <= max_level <= 14):
+        raise ValueError(f"max_level must be None or a level in 0..14, not {max_level!r}")
+    return 0 if max_level is None else int(max_level) + 1
+
+
 def load(path: Union[str, os.PathLike], max_level: Optional[int] = None,
          mem_limit: Union[None, int, str] = None) -> Tree:
     """Reads a .svo file (every byte checked). max_level: load levels 0..max_level only (enough
     to render or sample a cut there); mem_limit: refuse files whose decoded size exceeds it."""
-    if max_level is not None and (not _is_int(max_level) or not 0 <= max_level <= 14):
-        raise ValueError(f"max_level must be None or a level in 0..14, not {max_level!r}")
-    levels = 0 if max_level is None else int(max_level) + 1
+    levels = _levels(max_level)
     return Tree(_voxlod._Tree.load(_path(path, "path"), levels, _bytes(mem_limit, "mem_limit")))
+
+
+def from_bytes(data: Any, max_level: Optional[int] = None,
+               mem_limit: Union[None, int, str] = None) -> Tree:
+    """A tree from the bytes of a .svo file (bytes, bytearray, memoryview or any other
+    buffer; Tree.to_bytes() makes them), checked as load() checks a file."""
+    levels = _levels(max_level)
+    if isinstance(data, str):
+        raise TypeError("data must be bytes-like (the .svo file's bytes), not str")
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError(f"data must be bytes-like (the .svo file's bytes), not "
+                        f"{type(data).__name__}") from None
+    buf = np.frombuffer(view.cast("B") if view.contiguous else view.tobytes(), dtype=np.uint8)
+    return Tree(_voxlod._Tree.load_bytes(buf, levels, _bytes(mem_limit, "mem_limit")))
