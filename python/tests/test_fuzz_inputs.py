@@ -131,6 +131,11 @@ def grid_finite(tree, points):
 
 
 def is_valid_points(p):
+    if isinstance(p, list):  # lists go through numpy
+        try:
+            p = np.asarray(p)
+        except ValueError:
+            return False
     return (isinstance(p, np.ndarray) and p.ndim == 2 and p.shape[1] == 3 and
             p.dtype in (np.float32, np.float64) and p.flags.c_contiguous)
 
@@ -157,6 +162,7 @@ def test_sample_any_input(tree, points, gradient, flags, lod, nonfinite):
             assert nonfinite == "raise" and not np.all(grid_finite(tree, points)), str(e)
         return
     assert is_valid_points(points), "malformed points were accepted"
+    points = np.asarray(points)
     n = points.shape[0]
     out = out if isinstance(out, tuple) else (out,)
     assert len(out) == 1 + gradient + flags

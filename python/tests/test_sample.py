@@ -121,8 +121,7 @@ def test_float64_lists_and_empty(sphere_tree):
     p = t.surface_points(100, seed=1)
     assert np.array_equal(t.sample(p), t.sample(p.astype(np.float64)))
     assert t.sample(np.zeros((0, 3), np.float32)).shape == (0,)
-    with pytest.raises(TypeError):
-        t.sample(p.tolist())
+    assert np.array_equal(t.sample(p.tolist()), t.sample(p.astype(np.float64)))
 
 
 def test_bad_inputs(sphere_tree):
@@ -173,3 +172,37 @@ def test_training_set_points(sphere_tree):
     assert not np.array_equal(a, t.surface_points(1000, seed=10))
     r = np.linalg.norm(a, axis=1)
     assert np.all(np.abs(r - 1.0) < (t.band + 1.0) * t.scale * np.sqrt(3))
+
+
+class _DLPackOnly:
+    """A CPU array known only through DLPack (as jax or another framework's would be)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._a.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_lists_and_dlpack_cpu_arrays(sphere_tree):
+    pts = sphere_tree.surface_points(500, seed=11)
+    d = sphere_tree.sample(pts)
+    got, fl = sphere_tree.sample(_DLPackOnly(pts), flags=True)
+    assert isinstance(got, np.ndarray) and np.array_equal(got, d)
+    with pytest.raises(ValueError, match="list"):
+        sphere_tree.sample([[0.0, 0.0, 0.0], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="shape"):
+        sphere_tree.sample(_DLPackOnly(pts[:, :2].copy()))
+
+
+def test_torch_cpu_tensors(sphere_tree):
+    torch = pytest.importorskip("torch")
+    pts = sphere_tree.surface_points(500, seed=12)
+    d, g = sphere_tree.sample(torch.from_numpy(pts), gradient=True)
+    assert isinstance(d, torch.Tensor) and not d.is_cuda and d.dtype == torch.float32
+    assert np.array_equal(d.numpy(), sphere_tree.sample(pts)) and tuple(g.shape) == (500, 3)
+    with pytest.raises(TypeError, match="DLPack"):
+        sphere_tree.sample(torch.from_numpy(pts).requires_grad_())

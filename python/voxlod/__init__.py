@@ -174,6 +174,32 @@ def _float32_rows(a: Any, what: str, width: int = 3) -> np.ndarray:
     return np.require(a, dtype=np.float32, requirements=["C", "A"])
 
 
+def _host_array(a: Any, what: str) -> Tuple[Any, Callable[[np.ndarray], Any]]:
+    """Host points as numpy: numpy arrays as they are; CPU arrays of other frameworks through
+    DLPack (a torch CPU tensor: no copy; its outputs come back as torch tensors, sharing the
+    numpy arrays' memory); lists and tuples through numpy.asarray. Anything else is left for
+    _float32_rows to refuse. Returns the array and what turns an output into the caller's kind."""
+    keep = lambda x: x  # noqa: E731
+    if isinstance(a, np.ndarray):
+        return a, keep
+    if isinstance(a, (list, tuple)):
+        try:
+            return np.asarray(a), keep
+        except (ValueError, TypeError):
+            raise ValueError(f"{what}: a list that is not a (N, 3) table of numbers") from None
+    if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
+        try:
+            view = np.from_dlpack(a)
+        except (RuntimeError, TypeError, BufferError, ValueError) as e:
+            raise TypeError(f"{what}: cannot read this {type(a).__name__} through DLPack "
+                            f"({e})") from None
+        if type(a).__module__.split(".")[0] == "torch":
+            import torch
+            return view, torch.from_numpy
+        return view, keep
+    return a, keep
+
+
 # ---- CUDA arrays (torch, cupy, anything with __cuda_array_interface__ or DLPack) -----------------
 
 def _cuda_layout(a: Any) -> Optional[Tuple[int, Tuple[int, ...], Optional[Tuple[int, ...]], str, int]]:
@@ -406,7 +432,9 @@ class Tree:
         """Signed distances (world units, negative inside) at world points (N, 3).
 
         numpy float32 or float64 (converted to float32), C-contiguous: numpy float32 (N,) out,
-        on all cores (device="gpu": through the GPU sampler). torch/cupy CUDA arrays (float32,
+        on all cores (device="gpu": through the GPU sampler). Lists go through numpy; CPU
+        arrays of other frameworks through DLPack without a copy (torch CPU tensors give torch
+        CPU tensors back). torch/cupy CUDA arrays (float32,
         contiguous; via __cuda_array_interface__ or DLPack): sampled in place on the GPU, CUDA
         arrays of the same framework out, no copy.
         gradient=True adds the gradient (N, 3) (dimensionless, about unit length); flags=True
@@ -427,6 +455,7 @@ class Tree:
         cuda = _cuda_layout(points)
         if cuda is not None:
             return self._sample_cuda(points, cuda, gradient, flags, level, fail)
+        points, wrap = _host_array(points, "points")
         p = _float32_rows(points, "points")
         n = p.shape[0]
         dist = np.empty(n, dtype=np.float32)
@@ -439,7 +468,8 @@ class Tree:
             if "NaN or infinite" in str(e):
                 raise ValueError(f"points: {e}") from None
             raise
-        out = (dist,) + ((grad,) if gradient else ()) + ((fl,) if flags else ())
+        out = tuple(wrap(a) for a in (dist,) + ((grad,) if gradient else ()) +
+                    ((fl,) if flags else ()))
         return out[0] if len(out) == 1 else out
 
     def _sample_cuda(self, points, layout, gradient, flags, level, fail):
