@@ -114,7 +114,8 @@ nb::dict mesh_info(const Mesh &m) {
 // ---- trees ----------------------------------------------------------------------------------
 
 // A tree with the renderer and sampler made for it on first use. The mutex serialises their
-// use (one thread at a time each, voxlod.h); the tree itself is read-only.
+// use (one thread at a time each, voxlod.h); the tree itself is read-only. It is only taken
+// through lock_tree().
 struct Tree {
   vx_tree *t = nullptr;
   vx_renderer *renderer = nullptr;
@@ -136,6 +137,15 @@ struct Tree {
     return i;
   }
 };
+
+// Takes t.lock with the GIL released. A thread that waited for the lock while holding the GIL
+// would deadlock with the lock's holder, which needs the GIL back when its call returns.
+std::unique_lock<std::mutex> lock_tree(Tree &t) {
+  std::unique_lock<std::mutex> g(t.lock, std::defer_lock);
+  nb::gil_scoped_release rel;
+  g.lock();
+  return g;
+}
 
 Tree *tree_load(const std::string &path, uint32_t levels, uint64_t mem_limit) {
   vx_read_opts o;
@@ -409,7 +419,7 @@ void ensure_renderer(Tree &t, int device) {
 // camera: (eye xyz, target xyz, up xyz, fov) or empty for the default orbit
 void render(Tree &t, Rgb rgb, std::optional<Depth> depth, int lod_mode, int level,
             float lod_scale, int shade, std::vector<double> camera, int device) {
-  std::lock_guard<std::mutex> g(t.lock);
+  std::unique_lock<std::mutex> g = lock_tree(t);
   ensure_renderer(t, device);
   vx_render_opts o;
   std::memset(&o, 0, sizeof o);
@@ -489,7 +499,7 @@ void sample_host(Tree &t, Floats2 points, Dist dist, std::optional<Grad> grad,
   vx_status s;
   uint64_t n = points.shape(0);
   if (device == 2) {
-    std::lock_guard<std::mutex> g(t.lock);
+    std::unique_lock<std::mutex> g = lock_tree(t);
     ensure_sampler(t, 2);
     nb::gil_scoped_release rel;
     s = vx_sampler_sample(t.sampler, &o, points.data(), n, dist.data(),
@@ -506,7 +516,7 @@ void sample_host(Tree &t, Floats2 points, Dist dist, std::optional<Grad> grad,
 // Device arrays (torch, cupy): raw CUDA pointers, sampled in place by the GPU sampler.
 void sample_device(Tree &t, uintptr_t points, uint64_t n, uintptr_t dist, uintptr_t grad,
                    uintptr_t flags, int level, int fail_nonfinite, uintptr_t stream) {
-  std::lock_guard<std::mutex> g(t.lock);
+  std::unique_lock<std::mutex> g = lock_tree(t);
   ensure_sampler(t, 2);
   vx_sample_opts o = sample_opts(level, fail_nonfinite);
   o.cuda_stream = (void *)stream;
@@ -600,6 +610,7 @@ NB_MODULE(_voxlod, m) {
       .def("surface_points", &surface_points, "out"_a.noconvert(), "spread"_a, "seed"_a,
            "shuffle"_a)
       .def("renderer_info", [](Tree &t) {
+        std::unique_lock<std::mutex> g = lock_tree(t);
         nb::dict d;
         if (!t.renderer) return d;
         vx_renderer_info i;
@@ -611,7 +622,10 @@ NB_MODULE(_voxlod, m) {
         d["tree_bytes"] = i.tree_bytes;
         return d;
       })
-      .def("sampler_uses_gpu", [](Tree &t) { return t.sampler && vx_sampler_uses_gpu(t.sampler); });
+      .def("sampler_uses_gpu", [](Tree &t) {
+        std::unique_lock<std::mutex> g = lock_tree(t);
+        return t.sampler && vx_sampler_uses_gpu(t.sampler);
+      });
 
   m.def("convert", &convert, "mesh"_a, "resolution"_a, "max_error"_a, "band"_a, "device"_a,
         "mem_limit"_a, "threads"_a, "sign_rule"_a, "progress"_a.none(),

@@ -42,3 +42,9 @@ def cli():
 
 def rng(seed=0):
     return np.random.default_rng(seed)
+
+
+def rss_bytes():
+    """The process's resident memory (Linux)."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -1,13 +1,19 @@
 """Trees as bytes: Tree.to_bytes / voxlod.from_bytes against the file save() writes, pickling,
-and trees sent to worker processes (what a torch DataLoader with workers does)."""
+trees sent to worker processes (what a torch DataLoader with workers does), no leak over round
+trips, one tree used from several threads at once."""
 import copy
+import gc
 import multiprocessing
 import pickle
+import sys
+import threading
 
 import numpy as np
 import pytest
 
 import voxlod
+from conftest import rss_bytes
+from reference import box
 
 
 def same_tree(a, b):
@@ -76,3 +82,58 @@ def test_trees_go_to_worker_processes(bunny_tree):
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         parts = pool.map(bunny_tree.sample, chunks)
     assert np.array_equal(np.concatenate(parts), bunny_tree.sample(pts))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_no_leak_over_1000_round_trips():
+    v, f = box((-1, -1, -1), (1, 0.5, 0.8))
+    small = voxlod.convert((v, f), res=8, progress=False, gpu=False)
+    pts = np.zeros((4, 3), np.float32)
+
+    def cycle():
+        t = pickle.loads(pickle.dumps(voxlod.from_bytes(small.to_bytes())))
+        t.sample(pts)
+        t.render(width=8, height=8, device="cpu")
+        with pytest.raises(voxlod.Error):
+            voxlod.from_bytes(b"\\0" * 64)
+
+    for _ in range(50):  # warm up allocator pools
+        cycle()
+    gc.collect()
+    before = rss_bytes()
+    for _ in range(1000):
+        cycle()
+    gc.collect()
+    grown = rss_bytes() - before
+    assert grown < 8 << 20, f"RSS grew by {grown / 2**20:.1f} MiB over 1000 round trips"
+
+
+def test_threads_share_a_tree(bunny_tree):
+    """Samples, renders and encodings from several threads at once (the library runs with the
+    GIL released) give the single-threaded results."""
+    pts = bunny_tree.surface_points(20000, seed=9)
+    ref_d = bunny_tree.sample(pts)
+    ref_img = bunny_tree.render(width=48, height=32, device="cpu")
+    ref_bytes = bunny_tree.to_bytes(1)
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(6):
+                if (i + k) % 3 == 0:
+                    assert np.array_equal(bunny_tree.sample(pts), ref_d)
+                elif (i + k) % 3 == 1:
+                    assert np.array_equal(bunny_tree.render(width=48, height=32, device="cpu"),
+                                          ref_img)
+                else:
+                    assert bunny_tree.to_bytes(1) == ref_bytes
+        except BaseException as e:  # noqa: B902 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads), "the threads deadlocked"
+    assert not errors, errors

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import voxlod
-from conftest import BUNNY
+from conftest import BUNNY, rss_bytes
 from reference import box, uv_sphere
 
 
@@ -142,11 +142,6 @@ def test_bad_arguments(sphere_mesh):
         voxlod.load("x.svo", max_level=99)
 
 
-def _rss_bytes():
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
 def test_no_leak_over_1000_conversions():
     v, f = box((-1, -1, -1), (1, 0.5, 0.8))
@@ -155,13 +150,13 @@ def test_no_leak_over_1000_conversions():
     for _ in range(50):  # warm up allocator pools
         voxlod.convert((v, f), res=8, progress=False, gpu=False)
     gc.collect()
-    before = _rss_bytes()
+    before = rss_bytes()
     for _ in range(1000):
         t = voxlod.convert((v, f), res=8, progress=False, gpu=False)
         t.sample(np.zeros((4, 3), np.float32))
         del t
     gc.collect()
-    grown = _rss_bytes() - before
+    grown = rss_bytes() - before
     assert grown < 8 << 20, f"RSS grew by {grown / 2**20:.1f} MiB over 1000 conversions"
 
 
