@@ -137,3 +137,22 @@ def test_threads_share_a_tree(bunny_tree):
         th.join(timeout=120)
     assert not any(th.is_alive() for th in threads), "the threads deadlocked"
     assert not errors, errors
+
+
+def _sample_in_child(tree, pts, queue):
+    queue.put(tree.sample(pts))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_forked_children_use_the_inherited_tree(bunny_tree):
+    """A forked child (a DataLoader's default workers on Linux) inherits the tree without
+    pickling; sampling there spawns its own threads and gives the parent's bits."""
+    pts = bunny_tree.surface_points(3000, seed=10)
+    ref = bunny_tree.sample(pts)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_sample_in_child, args=(bunny_tree, pts, queue))
+    child.start()
+    got = queue.get(timeout=120)
+    child.join(timeout=60)
+    assert child.exitcode == 0 and np.array_equal(got, ref)
