@@ -175,3 +175,10 @@ def test_ctrl_c_cancels_a_build():
     finally:
         timer.cancel()
     assert time.perf_counter() - t0 < 10.0
+
+
+def test_public_names():
+    names = dir(voxlod)
+    assert "np" not in names and "os" not in names and "Any" not in names
+    assert all(hasattr(voxlod, n) for n in voxlod.__all__)
+    assert {"convert", "load", "from_bytes", "Tree", "Error"} <= set(names)

@@ -34,6 +34,11 @@ __all__ = [
     "NoGpuError", "InterruptedError",
 ]
 
+def __dir__():
+    """The public names only (tab completion in a notebook shows the API, not the imports)."""
+    return sorted(__all__ + ["__version__"])
+
+
 #: One node as the tree stores it (svo/node.h): first child index, info (mask | errmax << 8 |
 #: errrms << 16 | flags << 24), octahedral normal, plane offset in node units.
 NODE_DTYPE = np.dtype([("child", "<u4"), ("info", "<u4"), ("normal", "<u4"), ("d", "<f4")])
