@@ -147,29 +147,10 @@ std::unique_lock<std::mutex> lock_tree(Tree &t) {
   return g;
 }
 
-Tree *tree_load(const std::string &path, uint32_t levels, uint64_t mem_limit) {
-  vx_read_opts o;
-  std::memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.levels = levels;
-  o.mem_limit = mem_limit;
-  vx_error e = no_error();
-  vx_tree *t = nullptr;
-  vx_status s;
-  {
-    nb::gil_scoped_release rel;
-    s = vx_tree_load(path.c_str(), &o, &t, &e);
-  }
-  check(s, e);
-  Tree *r = new Tree();
-  r->t = t;
-  return r;
-}
-
 using Bytes1 = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-// A tree from the bytes of a .svo file (any bytes-like object, viewed as uint8 by the caller).
-Tree *tree_load_bytes(Bytes1 data, uint32_t levels, uint64_t mem_limit) {
+// A tree read from a file (path) or from the bytes of one (data), levels 0 .. levels-1 (0: all).
+Tree *tree_read(const char *path, const Bytes1 *data, uint32_t levels, uint64_t mem_limit) {
   vx_read_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -180,7 +161,8 @@ Tree *tree_load_bytes(Bytes1 data, uint32_t levels, uint64_t mem_limit) {
   vx_status s;
   {
     nb::gil_scoped_release rel;
-    s = vx_tree_load_memory(data.data(), data.shape(0), &o, &t, &e);
+    s = path ? vx_tree_load(path, &o, &t, &e)
+             : vx_tree_load_memory(data->data(), data->shape(0), &o, &t, &e);
   }
   check(s, e);
   Tree *r = new Tree();
@@ -188,12 +170,26 @@ Tree *tree_load_bytes(Bytes1 data, uint32_t levels, uint64_t mem_limit) {
   return r;
 }
 
-// The .svo file's bytes, as a Python bytes object (one copy of the library's buffer).
-nb::bytes tree_encode(const Tree &t, int zstd_level) {
+Tree *tree_load(const std::string &path, uint32_t levels, uint64_t mem_limit) {
+  return tree_read(path.c_str(), nullptr, levels, mem_limit);
+}
+
+// From any bytes-like object, viewed as uint8 by the caller.
+Tree *tree_load_bytes(Bytes1 data, uint32_t levels, uint64_t mem_limit) {
+  return tree_read(nullptr, &data, levels, mem_limit);
+}
+
+vx_save_opts save_opts(int zstd_level) {
   vx_save_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.zstd_level = zstd_level;
+  return o;
+}
+
+// The .svo file's bytes, as a Python bytes object (one copy of the library's buffer).
+nb::bytes tree_encode(const Tree &t, int zstd_level) {
+  vx_save_opts o = save_opts(zstd_level);
   vx_error e = no_error();
   void *data = nullptr;
   size_t size = 0;
@@ -209,10 +205,7 @@ nb::bytes tree_encode(const Tree &t, int zstd_level) {
 }
 
 void tree_save(Tree &t, const std::string &path, int zstd_level) {
-  vx_save_opts o;
-  std::memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.zstd_level = zstd_level;
+  vx_save_opts o = save_opts(zstd_level);
   vx_error e = no_error();
   vx_status s;
   {
