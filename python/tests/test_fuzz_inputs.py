@@ -38,6 +38,7 @@ def rarely_bad(valid, invalid):
     """For calls with many arguments (render): one invalid value per call or so."""
     return mostly(valid, invalid, k=20)
 
+
 SPHERE = uv_sphere(1.0, 24, 12)
 
 
@@ -290,24 +291,25 @@ def test_convert_any_arrays(mesh, res, error, band):
 
 # ---- render ----------------------------------------------------------------------------------
 
-vec = rarely_bad(st.one_of(st.none(), st.lists(near.map(lambda x: 3 * x), min_size=3, max_size=3)),
-             st.one_of(st.lists(st.one_of(near, wild), min_size=2, max_size=4),
-                       st.text(max_size=3), st.integers()))
+vec = rarely_bad(
+    st.one_of(st.none(), st.lists(near.map(lambda x: 3 * x), min_size=3, max_size=3)),
+    st.one_of(st.lists(st.one_of(near, wild), min_size=2, max_size=4), st.text(max_size=3),
+              st.integers()))
 
 
 @FUZZ
 @given(width=rarely_bad(st.sampled_from([1, 7, 16, 33, np.int32(9)]),
-                   st.sampled_from([0, -4, 40000, 2.5, "8", True])),
+                        st.sampled_from([0, -4, 40000, 2.5, "8", True])),
        height=rarely_bad(st.sampled_from([1, 5, 16, np.uint16(4)]),
-                     st.sampled_from([0, -1, 40000, 3.0, None])),
+                         st.sampled_from([0, -1, 40000, 3.0, None])),
        lod=rarely_bad(st.one_of(st.none(), st.integers(0, 5), st.just("auto")),
-                  st.one_of(st.integers(-2, 8), st.text(max_size=4), st.booleans(),
-                            st.floats(0, 3))),
+                      st.one_of(st.integers(-2, 8), st.text(max_size=4), st.booleans(),
+                                st.floats(0, 3))),
        eye=vec, target=vec, up=vec,
        fov=rarely_bad(st.one_of(st.none(), st.floats(1, 179)),
-                  st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just("40"))),
+                      st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just("40"))),
        shade=rarely_bad(st.sampled_from(["smooth", "blocks", "normals"]),
-                    st.sampled_from(["Smooth", "", 3])),
+                        st.sampled_from(["Smooth", "", 3])),
        lod_scale=rarely_bad(st.floats(0.1, 8), st.floats(allow_nan=True, allow_infinity=True)),
        depth=st.booleans())
 def test_render_any_arguments(tree, width, height, lod, eye, target, up, fov, shade, lod_scale,

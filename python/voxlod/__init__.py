@@ -27,12 +27,13 @@ from ._errors import (CorruptError, CudaError, EmptyError, Error, FormatError,
 __version__ = _voxlod.version()
 
 __all__ = [
-    "Tree", "convert", "load", "from_bytes", "gpu_available", "gpu_name", "NODE_DTYPE", "STATS_DTYPE",
-    "SAMPLE_PLANE", "SAMPLE_NEAR", "SAMPLE_FAR", "SAMPLE_OUTSIDE", "SAMPLE_NO_SIGN",
+    "Tree", "convert", "load", "from_bytes", "gpu_available", "gpu_name", "NODE_DTYPE",
+    "STATS_DTYPE", "SAMPLE_PLANE", "SAMPLE_NEAR", "SAMPLE_FAR", "SAMPLE_OUTSIDE", "SAMPLE_NO_SIGN",
     "SAMPLE_INVALID", "Error", "InvalidArgumentError", "IOError", "NoMemoryError",
     "FormatError", "CorruptError", "VersionError", "EmptyError", "LimitError", "CudaError",
     "NoGpuError", "InterruptedError",
 ]
+
 
 def __dir__():
     """The public names only (tab completion in a notebook shows the API, not the imports)."""
@@ -502,8 +503,8 @@ class Tree:
                        shuffle: bool = True) -> np.ndarray:
         """n world points near the surface (float32 (n, 3)): surface voxels' centres moved by a
         uniform offset of up to `spread` voxels per axis (default: the band; 0: the centres),
-        spread evenly over the surface; shuffled, or in Morton order (shuffle=False). For training sets:
-        tree.sample(tree.surface_points(n)) gives their distances."""
+        spread evenly over the surface; shuffled, or in Morton order (shuffle=False). For
+        training sets: tree.sample(tree.surface_points(n)) gives their distances."""
         if not _is_int(n) or n < 0:
             raise ValueError(f"n must be a count >= 0, not {n!r}")
         s = 0.0 if spread is None else float(spread)
