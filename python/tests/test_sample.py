@@ -196,6 +196,10 @@ def test_lists_and_dlpack_cpu_arrays(sphere_tree):
         sphere_tree.sample([[0.0, 0.0, 0.0], [1.0, 2.0]])
     with pytest.raises(ValueError, match="shape"):
         sphere_tree.sample(_DLPackOnly(pts[:, :2].copy()))
+    v, f = uv_sphere(1.0, 16, 8)
+    a = voxlod.convert((_DLPackOnly(v.astype(np.float32)), f), res=16, progress=False, gpu=False)
+    b = voxlod.convert((v, f), res=16, progress=False, gpu=False)
+    assert np.array_equal(a.voxels, b.voxels)
 
 
 def test_torch_cpu_tensors(sphere_tree):

@@ -104,6 +104,12 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
+def _zstd_level(level: Any) -> int:
+    if not _is_int(level) or not 0 <= level <= 22:
+        raise ValueError(f"zstd_level must be an int in 0..22, not {level!r}")
+    return int(level)
+
+
 def _path(path: Any, what: str) -> str:
     try:
         p = os.fspath(path)
@@ -183,8 +189,8 @@ def _float32_rows(a: Any, what: str, width: int = 3) -> np.ndarray:
 def _host_array(a: Any, what: str) -> Tuple[Any, Callable[[np.ndarray], Any]]:
     """Host points as numpy: numpy arrays as they are; CPU arrays of other frameworks through
     DLPack (a torch CPU tensor: no copy; its outputs come back as torch tensors, sharing the
-    numpy arrays' memory); lists and tuples through numpy.asarray. Anything else is left for
-    _float32_rows to refuse. Returns the array and what turns an output into the caller's kind."""
+    numpy arrays' memory); lists, tuples and objects with __array__ through numpy.asarray.
+    Anything else is left for _float32_rows to refuse. Returns the array and what turns an output into the caller's kind."""
     keep = lambda x: x  # noqa: E731
     if isinstance(a, np.ndarray):
         return a, keep
@@ -203,6 +209,8 @@ def _host_array(a: Any, what: str) -> Tuple[Any, Callable[[np.ndarray], Any]]:
             import torch
             return view, torch.from_numpy
         return view, keep
+    if hasattr(a, "__array__") or hasattr(a, "__array_interface__"):
+        return np.asarray(a), keep
     return a, keep
 
 
@@ -350,16 +358,12 @@ class Tree:
     def save(self, path: Union[str, os.PathLike], zstd_level: int = 0) -> None:
         """Writes the tree as a .svo file, atomically (an existing file is replaced only by a
         complete new one). zstd_level 1..22, 0: by size."""
-        if not _is_int(zstd_level) or not 0 <= zstd_level <= 22:
-            raise ValueError(f"zstd_level must be an int in 0..22, not {zstd_level!r}")
-        self._t.save(_path(path, "path"), int(zstd_level))
+        self._t.save(_path(path, "path"), _zstd_level(zstd_level))
 
     def to_bytes(self, zstd_level: int = 0) -> bytes:
         """The .svo file's bytes (what save() writes), for storage elsewhere or sending;
         from_bytes() reads them back. The tree must be whole (all levels loaded)."""
-        if not _is_int(zstd_level) or not 0 <= zstd_level <= 22:
-            raise ValueError(f"zstd_level must be an int in 0..22, not {zstd_level!r}")
-        return self._t.encode(int(zstd_level))
+        return self._t.encode(_zstd_level(zstd_level))
 
     # A Tree pickles as its .svo bytes (zstd level 1: fast), so it crosses process boundaries
     # (multiprocessing, a torch DataLoader's workers); the copy gets its own renderer and
@@ -526,7 +530,7 @@ def _mesh(mesh: Any) -> Any:
         if len(mesh) != 2:
             raise ValueError("a mesh is a path or a (vertices, faces) pair")
         v, f = mesh
-        v = _float32_rows(np.asarray(v) if not isinstance(v, np.ndarray) else v, "vertices")
+        v = _float32_rows(_host_array(v, "vertices")[0], "vertices")
         if not isinstance(f, np.ndarray):
             f = np.asarray(f)
         if f.ndim != 2 or f.shape[1] != 3:
