@@ -33,6 +33,8 @@
 #include "formats/svo_file.h"
 #include "sampler/sampler.h"
 #include "svo/lod.h"
+#include "svo/alloc.h"
+#include "svo/resigned.h"
 
 #define MAX_POINTS 64
 #define SURFACE_POINTS 64
@@ -158,6 +160,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   vx_sample_tree s;
   vx_sample_tree_init(&s, &t, (ctl & 1) ? level % (t.depth + 1) : t.depth);
+  uint32_t *resigned = NULL; /* what the library's samplers use (lib/sample.c) */
+  {
+    vx_error re;
+    if (vx_octree_resigned(&t, 1, &resigned, &re) != VX_OK) abort(); /* only NOMEM can fail */
+    s.resigned = resigned;
+  }
 
   static float w[3 * ALL_POINTS], d1[ALL_POINTS], g1[3 * ALL_POINTS], d2[ALL_POINTS],
       g2[3 * ALL_POINTS];
@@ -190,6 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       expect(same, "the point alone gave other bits", &w[3 * i], d2[i], f2[i]);
     }
   }
+  vx_free(resigned);
   vx_octree_free(&t);
   return 0;
 }

@@ -34,6 +34,10 @@ struct vx_tree {
   vx_svo_file_info file; /* of the file it was read from (file.version 0: none) */
   int has_source;
   vx_file_id source;
+  /* the voxels the thin rule re-signed (svo/resigned.h), found when first sampled (lib/sample.c;
+   * atomic: samplers of one tree may start on several threads); resigned_none: found, none */
+  uint32_t *resigned;
+  int resigned_none;
 };
 
 /* A new, empty tree handle (vx_calloc'ed). */

@@ -4,6 +4,7 @@
 #include "lib/internal.h"
 #include "marcher/gpu_render.h"
 #include "sampler/sampler.h"
+#include "svo/resigned.h"
 #include "svo/system.h"
 
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 struct vx_sampler {
   const vx_tree *tree;
+  const uint32_t *resigned; /* the tree's (tree_resigned) */
   vx_gpu_view *own_view; /* the tree uploaded by this sampler (NULL: borrowed or CPU) */
   vx_gpu_sampler *gpu;   /* NULL: the CPU */
   int threads;
@@ -93,6 +95,31 @@ static void fill_stats(vx_sample_stats *stats, int gpu, int device, uint64_t n,
   VX_STATS_OUT(stats, s);
 }
 
+/* The voxels of t that the thin rule re-signed (svo/resigned.h, NULL: none), found on the first
+ * call and kept with the tree, which never changes after it is made. Calls that start together
+ * may each find them; one result is kept. */
+static vx_status tree_resigned(const vx_tree *t, int threads, const uint32_t **out,
+                               vx_error *err) {
+  vx_tree *m = (vx_tree *)t; /* a cache of what the tree holds */
+  uint32_t *b = __atomic_load_n(&m->resigned, __ATOMIC_ACQUIRE);
+  *out = b;
+  if (b || __atomic_load_n(&m->resigned_none, __ATOMIC_ACQUIRE)) return VX_OK;
+  vx_status st = vx_octree_resigned(&t->oct, threads, &b, err);
+  if (st != VX_OK) return st;
+  if (!b) {
+    __atomic_store_n(&m->resigned_none, 1, __ATOMIC_RELEASE);
+    return VX_OK;
+  }
+  uint32_t *none = NULL;
+  if (!__atomic_compare_exchange_n(&m->resigned, &none, b, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    vx_free(b);
+    b = none; /* another call's */
+  }
+  *out = b;
+  return VX_OK;
+}
+
 /* ---- the sampler ------------------------------------------------------------------------------ */
 
 void vx_sampler_free(vx_sampler *s) {
@@ -110,7 +137,7 @@ static vx_status gpu_attach(vx_sampler *s, const vx_renderer *r, vx_error *err) 
     if (st != VX_OK) return st;
     view = s->own_view;
   }
-  return vx_gpu_sampler_create(view, &s->gpu, err);
+  return vx_gpu_sampler_create(view, s->resigned, s->tree->oct.voxel_count, &s->gpu, err);
 }
 
 vx_status vx_sampler_create(const vx_tree *t, const vx_sampler_opts *opts, vx_sampler **out,
@@ -128,6 +155,11 @@ vx_status vx_sampler_create(const vx_tree *t, const vx_sampler_opts *opts, vx_sa
   if (!s) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   s->tree = t;
   s->threads = o.threads;
+  vx_status rs = tree_resigned(t, o.threads, &s->resigned, err);
+  if (rs != VX_OK) {
+    vx_sampler_free(s);
+    return rs;
+  }
   if (o.device != VX_DEVICE_CPU) {
     vx_error ge;
     memset(&ge, 0, sizeof ge);
@@ -165,6 +197,7 @@ vx_status vx_sampler_sample(vx_sampler *s, const vx_sample_opts *opts, const flo
   if (st != VX_OK) return st;
   vx_sample_tree tr;
   vx_sample_tree_init(&tr, &s->tree->oct, cut);
+  tr.resigned = s->resigned;
   vx_sample_count c;
   memset(&c, 0, sizeof c);
   if (!s->gpu) {
@@ -228,6 +261,8 @@ vx_status vx_tree_sample(const vx_tree *t, const vx_sample_opts *opts, const flo
   }
   vx_sample_tree tr;
   vx_sample_tree_init(&tr, &t->oct, cut);
+  if (tr.cut == t->oct.depth && (st = tree_resigned(t, o.threads, &tr.resigned, err)) != VX_OK)
+    return st;
   vx_sample_count c;
   memset(&c, 0, sizeof c);
   double tk = vx_clock_seconds();
@@ -258,6 +293,7 @@ vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const floa
   if (st != VX_OK) return st;
   vx_sample_tree tr;
   vx_sample_tree_init(&tr, &s->tree->oct, cut);
+  tr.resigned = s->resigned;
   double *ms = (double *)vx_calloc((size_t)reps, sizeof *ms);
   float *dist = (float *)vx_malloc((size_t)n * sizeof(float));
   uint8_t *flags = (uint8_t *)vx_malloc((size_t)n);

@@ -10,6 +10,7 @@ void vx_tree_free(vx_tree *t) {
   if (!t) return;
   if (t->has_source) vx_input_release(&t->source);
   vx_octree_free(&t->oct);
+  vx_free(t->resigned);
   vx_free(t);
 }
 

@@ -64,6 +64,7 @@
 struct vx_gpu_sampler {
   vx_gpu_view *view; /* borrowed */
   vx_gpu_tree tree;
+  uint32_t *resigned; /* device: a bit per voxel (svo/resigned.h), NULL: none */
   cudaStream_t stream;
   cudaEvent_t ev[2];
   int events;
@@ -304,6 +305,7 @@ extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   if (!g) return;
   /* errors on free are ignored: the status already says what went wrong first */
   if (g->count) cudaFree(g->count);
+  if (g->resigned) cudaFree(g->resigned);
   if (g->queue) cudaFree(g->queue);
   if (g->queued) cudaFree(g->queued);
   if (g->keys) cudaFree(g->keys);
@@ -323,7 +325,8 @@ extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   vx_free(g);
 }
 
-extern "C" vx_status vx_gpu_sampler_create(vx_gpu_view *view, vx_gpu_sampler **out,
+extern "C" vx_status vx_gpu_sampler_create(vx_gpu_view *view, const uint32_t *resigned,
+                                           uint64_t voxel_count, vx_gpu_sampler **out,
                                            vx_error *err) {
   *out = NULL;
   if (!view) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU sampler: no tree on the GPU");
@@ -338,6 +341,12 @@ extern "C" vx_status vx_gpu_sampler_create(vx_gpu_view *view, vx_gpu_sampler **o
   VX_CU(cudaEventCreate(&g->ev[1]), "cudaEventCreate");
   g->events = 1;
   VX_CU(cudaMalloc((void **)&g->count, 2 * sizeof(unsigned long long)), "allocating counters");
+  if (resigned) {
+    const size_t bytes = (size_t)((voxel_count + 31u) / 32u) * sizeof(uint32_t);
+    VX_CU(cudaMalloc((void **)&g->resigned, bytes), "allocating the re-signed voxels");
+    VX_CU(cudaMemcpy(g->resigned, resigned, bytes, cudaMemcpyHostToDevice),
+          "uploading the re-signed voxels");
+  }
   VX_CU(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, g->tree.device),
         "cudaDeviceGetAttribute");
 done:
@@ -365,6 +374,7 @@ static void device_tree(const vx_gpu_sampler *g, const vx_sample_tree *s, vx_sam
   *d = *s;
   d->nodes = g->tree.nodes;
   d->voxels = g->tree.voxels;
+  d->resigned = g->resigned;
   if (d->levels > g->tree.levels) d->levels = g->tree.levels;
   if (d->cut > d->levels - 1) d->cut = d->levels - 1;
 }

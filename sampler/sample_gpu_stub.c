@@ -3,8 +3,11 @@
 
 #define NO_CUDA "this voxlod was built without CUDA: GPU sampling is not available"
 
-vx_status vx_gpu_sampler_create(vx_gpu_view *view, vx_gpu_sampler **out, vx_error *err) {
+vx_status vx_gpu_sampler_create(vx_gpu_view *view, const uint32_t *resigned, uint64_t voxel_count,
+                                vx_gpu_sampler **out, vx_error *err) {
   (void)view;
+  (void)resigned;
+  (void)voxel_count;
   *out = NULL;
   return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
 }

@@ -46,8 +46,10 @@ void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, flo
 
 typedef struct vx_gpu_sampler vx_gpu_sampler;
 
-/* A sampler over the tree resident in `view` (borrowed: it must outlive the sampler). */
-vx_status vx_gpu_sampler_create(vx_gpu_view *view, vx_gpu_sampler **out, vx_error *err);
+/* A sampler over the tree resident in `view` (borrowed: it must outlive the sampler), with the
+ * re-signed voxels' bits (svo/resigned.h; NULL: none) of its voxel_count voxels, uploaded. */
+vx_status vx_gpu_sampler_create(vx_gpu_view *view, const uint32_t *resigned, uint64_t voxel_count,
+                                vx_gpu_sampler **out, vx_error *err);
 void vx_gpu_sampler_free(vx_gpu_sampler *g);
 
 /* Where a pointer lives: 0 host memory, 1 memory the sampler's device can read (device or

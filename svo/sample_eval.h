@@ -22,6 +22,9 @@
  *    is the field's at q: a surface between q and p would lie in a cell nearer to p, so none
  *    does, and p is on q's side; the plane's side (e's sign) differs where the plane's zero lies
  *    outside the cell, beside a cell whose field does not change sign (a thin part's inside).
+ *    A voxel that the thin-feature rule re-signed (svo/resigned.h: a part thinner than a voxel,
+ *    an open sheet) had all its corners outside before the rule, so a point it wins for is
+ *    outside: its field is taken with the opposite sign where negative (the sheet seen from p).
  * 4. Far. No candidate below the band: the value is +-band. Either the cells within the band
  *    all extrapolate to the band or beyond (|d| is then near the band), and the sign is that of
  *    the nearest candidate (the side of the surface it sees); or no cell with a field lies within
@@ -30,8 +33,9 @@
  * 5. Sign walk. From the missing cell, along an axis towards the nearer root face, from one
  *    maximal empty cell to the next (each a descent by integer coordinates), to the first cell
  *    with a field; the field's sign where the line enters it is p's (the segment crosses no
- *    surface). Leaving the box means outside. At most VX_SE_WALK_MAX steps. The sign is the
- *    majority of the walks along the three axes (an open mesh's hole can mislead one).
+ *    surface; a re-signed voxel: outside). Leaving the box means outside. At most
+ *    VX_SE_WALK_MAX steps. The sign is the majority of the walks along the three axes (an open
+ *    mesh's hole can mislead one).
  * Grid space: world = origin + grid * scale; the grid is [0, 2^D]^3 and the mesh lies inside.
  * Distances come out in world units; gradients are dimensionless.
  */
@@ -56,6 +60,7 @@ typedef struct vx_sample_tree {
   float band;             /* corner value q means q * band / 127 voxels; the far value */
   float origin[3];        /* world = origin + grid * scale */
   float scale, inv_scale;
+  const uint32_t *resigned; /* a bit per voxel: re-signed by the thin rule (svo/resigned.h); NULL */
 } vx_sample_tree;
 
 /* Loops over 3 axes, 8 corners or 8 children are unrolled (on the GPU so that their arrays stay
@@ -218,6 +223,23 @@ VX_HD void vx_se_find(const vx_sample_tree *t, const uint32_t x[3], vx_se_cell *
   vx_se_find_from(t, x, 0u, NULL, c);
 }
 
+/* Is voxel i one that the thin-feature rule re-signed (svo/resigned.h)? It holds a part thinner
+ * than a voxel as a sheet with no inside at this resolution: all its corners were outside, so
+ * every sign taken from its field is "outside", and a negative value of it is read as its
+ * magnitude (the distance to the sheet) with the gradient facing away from the sheet. i:
+ * VX_SE_NO_VOXEL for a cell that is not a voxel. Read once per point, for the cell that gives
+ * the point its value (the search's winner), not per candidate: the GPU's search has no
+ * registers to spare. */
+#define VX_SE_NO_VOXEL 0xffffffffu
+VX_HD int vx_se_resigned(const vx_sample_tree *t, uint32_t i) {
+  return t->resigned && i != VX_SE_NO_VOXEL && (t->resigned[i >> 5] >> (i & 31u) & 1u);
+}
+
+/* The voxel index of final cell c, or VX_SE_NO_VOXEL. */
+VX_HD uint32_t vx_se_voxel_of(const vx_se_cell *c) {
+  return c->kind == VX_SE_VOXEL ? c->index : VX_SE_NO_VOXEL;
+}
+
 /* Field and gradient (voxels) of a final cell c at grid point p; the point is clamped into a
  * voxel first (a voxel's trilinear field is only defined inside it). */
 VX_HD float vx_se_cell_field(const vx_sample_tree *t, const vx_se_cell *c, const float p[3],
@@ -306,14 +328,18 @@ typedef struct vx_se_best {
   float best, best2, dist;
   float n[3];
   int found;
-  float hint; /* the nearest candidate of any distance (signed; INFINITY: none) */
+  float hint;     /* the nearest candidate of any distance (signed; INFINITY: none) */
+  uint32_t voxel; /* its cell's voxel index (VX_SE_NO_VOXEL: a node) */
 } vx_se_best;
 
 VX_HD void vx_se_offer(const vx_sample_tree *t, const vx_se_cell *c, const float p[3],
                        vx_se_best *b) {
   float d, g[3];
   if (!vx_se_candidate(t, c, p, &d, g)) return;
-  if (fabsf(d) < fabsf(b->hint)) b->hint = d;
+  if (fabsf(d) < fabsf(b->hint)) {
+    b->hint = d;
+    b->voxel = vx_se_voxel_of(c);
+  }
   if (fabsf(d) < b->best) {
     b->best = fabsf(d);
     b->best2 = b->best * b->best;
@@ -515,6 +541,7 @@ VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, co
   b.n[0] = b.n[1] = b.n[2] = 0.0f;
   b.found = 0;
   b.hint = INFINITY;
+  b.voxel = VX_SE_NO_VOXEL;
   if (c && c->level >= 1u) {
     const uint32_t la = c->level - 1u, A = c->index;
     uint32_t sh = D - la;
@@ -570,11 +597,13 @@ VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, co
       vx_se_visit(t, p, 0u, top, m, 0xffffffffu, path, &b);
     }
   }
+  /* the nearest candidate (the winner when one was found) from a re-signed voxel: outside */
+  const float side = b.hint < 0.0f && vx_se_resigned(t, b.voxel) ? -1.0f : 1.0f;
   if (b.found) {
-    *dist = b.dist;
-    n[0] = b.n[0], n[1] = b.n[1], n[2] = b.n[2];
+    *dist = side * b.dist;
+    n[0] = side * b.n[0], n[1] = side * b.n[1], n[2] = side * b.n[2];
   }
-  *hint = b.hint == INFINITY ? 0.0f : (b.hint < 0.0f ? -1.0f : 1.0f);
+  *hint = b.hint == INFINITY ? 0.0f : (side * b.hint < 0.0f ? -1.0f : 1.0f);
   return b.found;
 }
 
@@ -616,7 +645,9 @@ VX_HD float vx_se_walk_axis(const vx_sample_tree *t, const float p[3], int axis,
     if (axis == 0) q[0] = face;
     else if (axis == 1) q[1] = face;
     else q[2] = face;
-    return vx_se_cell_field(t, &c, q, g) < 0.0f ? -1.0f : 1.0f;
+    return vx_se_cell_field(t, &c, q, g) < 0.0f && !vx_se_resigned(t, vx_se_voxel_of(&c))
+               ? -1.0f
+               : 1.0f;
   }
   *unknown = 1;
   return 1.0f;
@@ -764,9 +795,11 @@ VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float
     vx_se_find_from(t, x, 0u, keep_path ? path : NULL, &c);
     if (c.kind != VX_SE_MISSING) {
       float v = vx_se_cell_field(t, &c, p, g);
-      grad[0] = g[0];
-      grad[1] = g[1];
-      grad[2] = g[2];
+      const float side = v < 0.0f && vx_se_resigned(t, vx_se_voxel_of(&c)) ? -1.0f : 1.0f;
+      v *= side;
+      grad[0] = side * g[0];
+      grad[1] = side * g[1];
+      grad[2] = side * g[2];
       *flags = c.kind == VX_SE_NODE ? VX_SAMPLE_PLANE : 0u;
       return v * t->scale;
     }

@@ -145,4 +145,16 @@ static inline int meshgen_sheet(vx_soup *m, const double p0[3], const double u[3
   return meshgen_tri(m, v, 0, 1, 2, NULL) | meshgen_tri(m, v, 0, 2, 3, NULL);
 }
 
+/* Rotates the soup's vertices about unit axis a by angle r (Rodrigues' formula). */
+static inline void meshgen_rotate(vx_soup *m, const double a[3], double r) {
+  const double c = cos(r), s = sin(r);
+  for (uint64_t k = 0; k < m->tri_count * 3; k++) {
+    float *v = m->pos + 3 * k;
+    const double p[3] = {v[0], v[1], v[2]}, d = a[0] * p[0] + a[1] * p[1] + a[2] * p[2];
+    const double x[3] = {a[1] * p[2] - a[2] * p[1], a[2] * p[0] - a[0] * p[2],
+                         a[0] * p[1] - a[1] * p[0]};
+    for (int i = 0; i < 3; i++) v[i] = (float)(p[i] * c + x[i] * s + a[i] * d * (1.0 - c));
+  }
+}
+
 #endif

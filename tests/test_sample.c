@@ -194,6 +194,24 @@ static void sample_torus_and_box_match_brute_force(void) {
   vx_soup_free(&b);
 }
 
+/* A closed plate about 0.3 voxel thick, tilted against the grid: a part that no corner sample
+ * resolves, whose voxels the converter re-signs by the plane of their nearest triangle so that it
+ * is drawn. Beside it every point is outside, also where such a voxel is the nearest cell to a
+ * point behind its sheet (without the re-signed voxels found: 125 wrong signs of 9,068, 2.8 %
+ * over 0.5 voxel). At its rim a voxel's nearest triangle can be a rim face, whose plane stands
+ * across the plate: there the sheet is off by up to a voxel (1 % of these points over 0.5). An
+ * open sheet is not tested: every voxel around it is re-signed, so none shows which were
+ * (svo/resigned.h), and the winding number puts both of its sides outside. */
+static void sample_thin_parts_are_outside(void) {
+  vx_soup m = {0};
+  const double lo[3] = {-0.8, -0.6, -0.004}, hi[3] = {0.8, 0.6, 0.004};
+  const double a[3] = {0.6, 0.48, 0.64};
+  CHECK(meshgen_box(&m, lo, hi) == 0);
+  meshgen_rotate(&m, a, 0.7);
+  check_accuracy(&m, 64, NULL, 0.5, 0.98, "thin plate");
+  vx_soup_free(&m);
+}
+
 /* A cut at a level answers with the nodes' planes: coarser, so a looser bound. */
 static void sample_cut_level_uses_planes(void) {
   vx_soup m = {0};
@@ -584,6 +602,7 @@ static void surface_points_are_reproducible(void) {
 int main(void) {
   RUN(sample_sphere_matches_brute_force);
   RUN(sample_torus_and_box_match_brute_force);
+  RUN(sample_thin_parts_are_outside);
   RUN(sample_cut_level_uses_planes);
   RUN(sample_far_inside_and_outside);
   RUN(sample_gradient_matches_differences);

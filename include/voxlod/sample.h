@@ -16,17 +16,24 @@
  *     if it is below the band: that distance with the sign of that cell's field at its point
  *     nearest to p (no surface lies between them, or a nearer cell would hold it), its unit normal as
  *     gradient, VX_SAMPLE_NEAR. On smooth surfaces this is the distance to the surface within
- *     about the quantization step (tests/test_sample.c measures it).
+ *     about the quantization step (tests/test_sample.c measures it). A part thinner than a voxel
+ *     (an open sheet, a thin wall) is held by voxels whose corners were all outside, re-signed
+ *     by the plane of their nearest triangle so that the renderer sees them; wherever such a
+ *     voxel gives a point its value or sign (the point lies in it, it wins the search, a walk
+ *     ends in it), the point is outside: the field's magnitude, the gradient facing away from
+ *     the sheet.
+ *     Those voxels are found from the corner values when a sampler is made or the tree is
+ *     first sampled (one pass over the tree, kept with it).
  *   - Otherwise the point is "far" (VX_SAMPLE_FAR): the value is +-band voxels (in world units:
  *     band * scale), or, outside the root box, +max(band, distance to the box) (at most
  *     FLT_MAX). Gradient 0 (beyond the box: the unit vector away from it). Either cells with a
  *     field lie within the band but all extrapolate to the band or beyond (the true distance is
  *     then near the band), and the sign is the side of the nearest of them; or none does, so no
  *     surface lies closer than `band` voxels (the voxelization is conservative) and |value| is
- *     a lower bound of the true distance. Then the sign comes from the first cell with a field met walking from p
- *     along an axis towards the nearer face of the root box (the walk crosses no surface, so
- *     the field's sign where it enters that cell is p's; a walk that leaves the box means
- *     outside), the majority of the three axes' walks (a hole in an open mesh can mislead one).
+ *     a lower bound of the true distance. Then the sign comes from the first cell with a field
+ *     met walking from p along an axis towards the nearer face of the root box (the walk crosses
+ *     no surface, so the field's sign where it enters that cell is p's, outside for a re-signed
+ *     voxel; a walk that leaves the box means outside), the majority of the three axes' walks (a hole in an open mesh can mislead one).
  *     Outside the box is outside (the mesh lies inside it).
  *     VX_SAMPLE_NO_SIGN marks a walk that gave up (assumed outside).
  *   - A point with a NaN or infinite coordinate (or one so large that its grid coordinate

@@ -71,15 +71,12 @@ SPOT = (pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "meshe
 
 
 @pytest.mark.skipif(not SPOT.exists(), reason="needs ../shared/data/meshes (spot)")
-@pytest.mark.xfail(strict=True, reason="a known limit: one point beside a voxel the thin rule "
-                   "re-signed gets the inside sign (docs/python.md, accuracy)")
 def test_thin_parts_keep_their_sign():
     """spot's hooves have parts thinner than a voxel at 256^3, whose voxels the converter
-    re-signs so that they are drawn; beside them the sampler should still say outside. The
-    points of docs/BENCHMARKS.md's comparison, against libigl's closest point and winding
-    number: one of 72,967 beyond 1 voxel gets the wrong sign. Looking up the other voxels that
-    share the re-signed corner fixes it (and 6 of the dragon's 17) but cost the H100's search
-    24 % of its rate, and was not kept; strict, so that a fix shows here."""
+    re-signs so that they are drawn; beside them the sampler still says outside, having found
+    those voxels from their corner values (svo/resigned.h). The points of docs/BENCHMARKS.md's
+    comparison, against libigl's closest point and winding number: without that, one of 72,967
+    beyond 1 voxel got the inside sign."""
     igl = pytest.importorskip("igl")
     v, f = igl.read_triangle_mesh(str(SPOT))
     t = voxlod.convert((v, f), res=256, progress=False, gpu=False)

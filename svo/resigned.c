@@ -1,0 +1,191 @@
+/* resigned.c - the voxels that the thin-feature rule re-signed (resigned.h).
+ *
+ * The tree is walked depth first, in subtrees of level min(5, D - 1) handed to the threads. At
+ * each node of level D - 1 (a brick of 2^3 voxels) the 26 bricks around it are found by descending
+ * from the deepest ancestor each shares with it (the walk keeps the path), so that every voxel
+ * around a corner of the brick's voxels is a child of one of 27 known nodes. A voxel is flagged
+ * when one of its negative corners is stored larger by a voxel around it.
+ */
+#include "svo/resigned.h"
+#include "svo/alloc.h"
+#include "svo/node.h"
+#include "svo/system.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#define VX_RS_NONE 0xffffffffu
+#define VX_RS_TOP 5u /* level of the subtrees handed out (up to 8^5 tasks: the threads stay busy) */
+
+typedef struct rs_task {
+  uint32_t path[VX_RS_TOP + 1];
+  uint32_t min[3];
+} rs_task;
+
+typedef struct rs_job {
+  const vx_octree *t;
+  const rs_task *tasks;
+  uint32_t ntasks, top;
+  atomic_uint next;
+  _Atomic uint32_t *bits;
+} rs_job;
+
+static uint32_t high_bit(uint32_t x) {
+  uint32_t b = 0;
+  while (x >>= 1) b++;
+  return b;
+}
+
+/* The node of level D - 1 whose brick starts at b (even coordinates), found from the path of the
+ * brick at m; VX_RS_NONE when there is none (outside the root box, no child, a pruned leaf). */
+static uint32_t brick_at(const vx_octree *t, const uint32_t *path, const uint32_t m[3],
+                         const int64_t b[3]) {
+  const uint32_t D = t->depth, R = 1u << D;
+  uint32_t diff = 0;
+  for (int i = 0; i < 3; i++) {
+    if (b[i] < 0 || b[i] >= (int64_t)R) return VX_RS_NONE;
+    diff |= (uint32_t)b[i] ^ m[i];
+  }
+  uint32_t l = diff ? D - 1u - high_bit(diff) : D - 1u;
+  uint32_t idx = path[l];
+  for (; l + 1u < D; l++) {
+    const vx_node *nd = &t->nodes[idx];
+    const uint32_t mask = vx_node_mask(nd->info), sh = D - 1u - l;
+    const uint32_t slot = ((uint32_t)b[0] >> sh & 1u) | ((uint32_t)b[1] >> sh & 1u) << 1 |
+                          ((uint32_t)b[2] >> sh & 1u) << 2;
+    if (!(mask >> slot & 1u)) return VX_RS_NONE;
+    idx = vx_child_index(nd->child, mask, slot);
+  }
+  return idx;
+}
+
+/* The voxels of the brick at node `idx` (minimum corner m), path[0 .. D - 1] its ancestors and
+ * itself. */
+static void brick(rs_job *j, uint32_t idx, const uint32_t m[3], const uint32_t *path) {
+  const vx_octree *t = j->t;
+  const vx_node *nd = &t->nodes[idx];
+  const uint32_t mask = vx_node_mask(nd->info);
+  /* bricks at m + 2 (dx, dy, dz), index (dx+1) + 3 (dy+1) + 9 (dz+1), found when first needed */
+  uint32_t around[27];
+  uint32_t known = 1u << 13;
+  around[13] = idx;
+  for (uint32_t s = 0; s < 8; s++) {
+    if (!(mask >> s & 1u)) continue;
+    const uint32_t vi = vx_child_index(nd->child, mask, s);
+    const int8_t *cv = t->voxels[vi].c;
+    int resigned = 0;
+    for (uint32_t c = 0; c < 8 && !resigned; c++) {
+      if (cv[c] >= 0) continue;
+      /* the grid point, relative to m: 0 .. 2 per axis */
+      const uint32_t g[3] = {(s & 1u) + (c & 1u), (s >> 1 & 1u) + (c >> 1 & 1u),
+                             (s >> 2 & 1u) + (c >> 2 & 1u)};
+      for (uint32_t o = 0; o < 8 && !resigned; o++) {
+        if (o == c) continue; /* the voxel itself */
+        /* the voxel whose corner o is the grid point: at g - o, relative to m (-1 .. 2) */
+        int k = 0;
+        uint32_t slot = 0;
+        for (int i = 0, w = 1; i < 3; i++, w *= 3) {
+          /* v - 2 = the voxel's coordinate relative to m, -1 .. 2: its brick m + 2 (v / 2 - 1),
+           * its slot bit the coordinate's parity */
+          const int v = (int)g[i] - (int)(o >> i & 1u) + 2;
+          k += v / 2 * w;
+          slot |= (uint32_t)(v & 1) << i;
+        }
+        if (!(known >> k & 1u)) {
+          const int64_t at[3] = {(int64_t)m[0] + 2 * (k % 3 - 1),
+                                 (int64_t)m[1] + 2 * (k / 3 % 3 - 1), (int64_t)m[2] + 2 * (k / 9 - 1)};
+          around[k] = brick_at(t, path, m, at);
+          known |= 1u << k;
+        }
+        const uint32_t b = around[k];
+        if (b == VX_RS_NONE) continue;
+        const vx_node *nb = &t->nodes[b];
+        const uint32_t bm = vx_node_mask(nb->info);
+        if (!(bm >> slot & 1u)) continue;
+        const uint32_t wi = vx_child_index(nb->child, bm, slot);
+        resigned = t->voxels[wi].c[o] > cv[c];
+      }
+    }
+    if (resigned) atomic_fetch_or(&j->bits[vi >> 5], 1u << (vi & 31u));
+  }
+}
+
+/* The subtree of node idx at level l (minimum corner m); path[0 .. l - 1] set. */
+static void subtree(rs_job *j, uint32_t l, uint32_t idx, const uint32_t m[3], uint32_t *path) {
+  const vx_octree *t = j->t;
+  const uint32_t D = t->depth;
+  path[l] = idx;
+  if (l + 1u == D) {
+    brick(j, idx, m, path);
+    return;
+  }
+  const vx_node *nd = &t->nodes[idx];
+  const uint32_t mask = vx_node_mask(nd->info), h = 1u << (D - l - 1u);
+  for (uint32_t s = 0; s < 8; s++) {
+    if (!(mask >> s & 1u)) continue;
+    const uint32_t c[3] = {m[0] + (s & 1u) * h, m[1] + (s >> 1 & 1u) * h,
+                           m[2] + (s >> 2 & 1u) * h};
+    subtree(j, l + 1u, vx_child_index(nd->child, mask, s), c, path);
+  }
+}
+
+static void *rs_worker(void *arg) {
+  rs_job *j = (rs_job *)arg;
+  uint32_t path[VX_MAX_DEPTH + 1];
+  for (;;) {
+    const uint32_t k = atomic_fetch_add(&j->next, 1u);
+    if (k >= j->ntasks) break;
+    memcpy(path, j->tasks[k].path, sizeof j->tasks[k].path);
+    subtree(j, j->top, j->tasks[k].path[j->top], j->tasks[k].min, path);
+  }
+  return NULL;
+}
+
+/* The nodes of level `top` with their paths, in index order, into tasks (8^top at most). */
+static uint32_t collect(const vx_octree *t, uint32_t top, uint32_t l, uint32_t idx,
+                        const uint32_t m[3], uint32_t *path, rs_task *tasks, uint32_t n) {
+  path[l] = idx;
+  if (l == top) {
+    memcpy(tasks[n].path, path, sizeof tasks[n].path);
+    memcpy(tasks[n].min, m, sizeof tasks[n].min);
+    return n + 1u;
+  }
+  const vx_node *nd = &t->nodes[idx];
+  const uint32_t mask = vx_node_mask(nd->info), h = 1u << (t->depth - l - 1u);
+  for (uint32_t s = 0; s < 8; s++) {
+    if (!(mask >> s & 1u)) continue;
+    const uint32_t c[3] = {m[0] + (s & 1u) * h, m[1] + (s >> 1 & 1u) * h,
+                           m[2] + (s >> 2 & 1u) * h};
+    n = collect(t, top, l + 1u, vx_child_index(nd->child, mask, s), c, path, tasks, n);
+  }
+  return n;
+}
+
+vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, vx_error *err) {
+  *bits = NULL;
+  if (!t->voxels || t->voxel_count == 0 || t->depth < 1u || t->levels_loaded <= t->depth)
+    return VX_OK;
+  const uint32_t top = t->depth - 1u < VX_RS_TOP ? t->depth - 1u : VX_RS_TOP;
+  const size_t words = (size_t)((t->voxel_count + 31u) / 32u);
+  rs_task *tasks = (rs_task *)vx_malloc(((size_t)1 << (3u * top)) * sizeof *tasks);
+  _Atomic uint32_t *b = (_Atomic uint32_t *)vx_calloc(words, sizeof(uint32_t));
+  if (!tasks || !b) {
+    vx_free(tasks);
+    vx_free((void *)b);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the re-signed voxels (%llu)",
+                        (unsigned long long)t->voxel_count);
+  }
+  rs_job j;
+  uint32_t path[VX_RS_TOP + 1] = {0};
+  const uint32_t zero[3] = {0, 0, 0};
+  j.t = t;
+  j.tasks = tasks;
+  j.top = top;
+  j.ntasks = collect(t, top, 0u, 0u, zero, path, tasks, 0u);
+  atomic_init(&j.next, 0u);
+  j.bits = b;
+  vx_parallel(vx_thread_count(threads, 1024), rs_worker, &j);
+  vx_free(tasks);
+  *bits = (uint32_t *)b;
+  return VX_OK;
+}

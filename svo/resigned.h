@@ -1,0 +1,29 @@
+/* resigned.h - the voxels that the thin-feature rule re-signed, found from the corner values.
+ *
+ * The voxelizer computes each grid point's distance once and stores it in every surface voxel
+ * that has that corner, except that a voxel whose 8 corners are all outside (a part thinner than
+ * a voxel, an open sheet) is re-signed in itself: each corner keeps its magnitude and takes the
+ * sign of its side of the plane of the nearest triangle (voxelizer/field.c). So a re-signed
+ * voxel stores less than a neighbour does at a corner they share (-|d| against +|d|), and an
+ * ordinary voxel never does: values at a corner are all equal, or the larger is the distance
+ * field's own. A re-signed voxel whose negative corners are shared only with re-signed voxels or
+ * with no voxel at all is not found (on the 871k-triangle dragon at 512^3, 532 of the 536 the
+ * converter re-signed are found, and nothing else).
+ * The sampler uses the set wherever a voxel gives a point its value or sign (svo/sample_eval.h):
+ * a re-signed voxel's corners were all outside before the rule, so such a point lies outside.
+ */
+#ifndef VOXLOD_SVO_RESIGNED_H
+#define VOXLOD_SVO_RESIGNED_H
+
+#include "svo/svo.h"
+
+VX_EXTERN_C_BEGIN
+
+/* A bit per voxel of t (bit i & 31 of word i >> 5), set where the voxel was re-signed, into
+ * *bits (vx_malloc'ed, vx_free it). *bits is NULL when t has no voxels loaded or is pruned
+ * throughout. Runs on `threads` threads (0: all cores); the result does not depend on it. */
+vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, vx_error *err);
+
+VX_EXTERN_C_END
+
+#endif
