@@ -4,7 +4,8 @@
  * each node of level D - 1 (a brick of 2^3 voxels) the 26 bricks around it are found by descending
  * from the deepest ancestor each shares with it (the walk keeps the path), so that every voxel
  * around a corner of the brick's voxels is a child of one of 27 known nodes. A voxel is flagged
- * when one of its negative corners is stored larger by a voxel around it.
+ * when one of its negative corners is stored larger by a voxel around it. Then the closure
+ * (below) adds the voxels that only share corners with re-signed ones.
  */
 #include "svo/resigned.h"
 #include "svo/alloc.h"
@@ -22,13 +23,45 @@ typedef struct rs_task {
   uint32_t min[3];
 } rs_task;
 
+/* A voxel found re-signed: its minimum corner and index. */
+typedef struct rs_found {
+  uint32_t x[3];
+  uint32_t idx;
+} rs_found;
+
 typedef struct rs_job {
   const vx_octree *t;
   const rs_task *tasks;
   uint32_t ntasks, top;
   atomic_uint next;
   _Atomic uint32_t *bits;
+  /* the voxels found, for the closure (few: a spin lock is enough) */
+  atomic_flag lock;
+  rs_found *found;
+  size_t nfound, cap;
+  int nomem;
 } rs_job;
+
+/* Records voxel idx at minimum corner x as re-signed (its bit set by the caller). */
+static void record(rs_job *j, const uint32_t x[3], uint32_t idx) {
+  while (atomic_flag_test_and_set_explicit(&j->lock, memory_order_acquire)) {
+  }
+  if (j->nfound == j->cap) {
+    const size_t cap = j->cap ? 2 * j->cap : 256;
+    rs_found *f = (rs_found *)vx_realloc(j->found, cap * sizeof *f);
+    if (f) {
+      j->found = f;
+      j->cap = cap;
+    }
+  }
+  if (j->nfound < j->cap) {
+    memcpy(j->found[j->nfound].x, x, sizeof j->found[j->nfound].x);
+    j->found[j->nfound++].idx = idx;
+  } else {
+    j->nomem = 1;
+  }
+  atomic_flag_clear_explicit(&j->lock, memory_order_release);
+}
 
 static uint32_t high_bit(uint32_t x) {
   uint32_t b = 0;
@@ -106,7 +139,11 @@ static void brick(rs_job *j, uint32_t idx, const uint32_t m[3], const uint32_t *
         resigned = t->voxels[wi].c[o] > cv[c];
       }
     }
-    if (resigned) atomic_fetch_or(&j->bits[vi >> 5], 1u << (vi & 31u));
+    if (resigned) {
+      const uint32_t x[3] = {m[0] + (s & 1u), m[1] + (s >> 1 & 1u), m[2] + (s >> 2 & 1u)};
+      atomic_fetch_or(&j->bits[vi >> 5], 1u << (vi & 31u));
+      record(j, x, vi);
+    }
   }
 }
 
@@ -161,6 +198,52 @@ static uint32_t collect(const vx_octree *t, uint32_t top, uint32_t l, uint32_t i
   return n;
 }
 
+/* The index of the voxel at minimum corner x, or VX_RS_NONE. */
+static uint32_t voxel_at(const vx_octree *t, const int64_t x[3]) {
+  const uint32_t D = t->depth, R = 1u << D;
+  for (int i = 0; i < 3; i++)
+    if (x[i] < 0 || x[i] >= (int64_t)R) return VX_RS_NONE;
+  uint32_t idx = 0;
+  for (uint32_t l = 0; l < D; l++) {
+    const vx_node *nd = &t->nodes[idx];
+    const uint32_t mask = vx_node_mask(nd->info), sh = D - 1u - l;
+    const uint32_t slot = ((uint32_t)x[0] >> sh & 1u) | ((uint32_t)x[1] >> sh & 1u) << 1 |
+                          ((uint32_t)x[2] >> sh & 1u) << 2;
+    if (!(mask >> slot & 1u)) return VX_RS_NONE;
+    idx = vx_child_index(nd->child, mask, slot);
+  }
+  return idx;
+}
+
+/* The closure: a negative corner of a re-signed voxel lies outside (all its corners did), so
+ * every other voxel storing a negative value there was re-signed too; this reaches the voxels of
+ * a thin part whose negative corners are shared only with other re-signed voxels, from one that
+ * borders an ordinary voxel. One thread: the voxels found are few. */
+static void closure(rs_job *j) {
+  const vx_octree *t = j->t;
+  _Atomic uint32_t *bits = j->bits;
+  for (size_t k = 0; k < j->nfound && !j->nomem; k++) {
+    const rs_found f = j->found[k];
+    const int8_t *cv = t->voxels[f.idx].c;
+    for (uint32_t c = 0; c < 8; c++) {
+      if (cv[c] >= 0) continue;
+      for (uint32_t o = 0; o < 8; o++) {
+        if (o == c) continue;
+        const int64_t w[3] = {(int64_t)f.x[0] + (c & 1u) - (o & 1u),
+                              (int64_t)f.x[1] + (c >> 1 & 1u) - (o >> 1 & 1u),
+                              (int64_t)f.x[2] + (c >> 2 & 1u) - (o >> 2 & 1u)};
+        const uint32_t wi = voxel_at(t, w);
+        if (wi == VX_RS_NONE || t->voxels[wi].c[o] >= 0 ||
+            (atomic_load(&bits[wi >> 5]) >> (wi & 31u) & 1u))
+          continue;
+        atomic_fetch_or(&bits[wi >> 5], 1u << (wi & 31u));
+        const uint32_t x[3] = {(uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2]};
+        record(j, x, wi);
+      }
+    }
+  }
+}
+
 vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, vx_error *err) {
   *bits = NULL;
   if (!t->voxels || t->voxel_count == 0 || t->depth < 1u || t->levels_loaded <= t->depth)
@@ -184,8 +267,18 @@ vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, v
   j.ntasks = collect(t, top, 0u, 0u, zero, path, tasks, 0u);
   atomic_init(&j.next, 0u);
   j.bits = b;
+  atomic_flag_clear(&j.lock);
+  j.found = NULL;
+  j.nfound = j.cap = 0;
+  j.nomem = 0;
   vx_parallel(vx_thread_count(threads, 1024), rs_worker, &j);
   vx_free(tasks);
+  closure(&j);
+  vx_free(j.found);
+  if (j.nomem) {
+    vx_free((void *)b);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the re-signed voxels");
+  }
   *bits = (uint32_t *)b;
   return VX_OK;
 }

@@ -6,9 +6,13 @@
  * sign of its side of the plane of the nearest triangle (voxelizer/field.c). So a re-signed
  * voxel stores less than a neighbour does at a corner they share (-|d| against +|d|), and an
  * ordinary voxel never does: values at a corner are all equal, or the larger is the distance
- * field's own. A re-signed voxel whose negative corners are shared only with re-signed voxels or
- * with no voxel at all is not found (on the 871k-triangle dragon at 512^3, 532 of the 536 the
- * converter re-signed are found, and nothing else).
+ * field's own. A negative corner of a re-signed voxel lies outside, so a voxel storing a
+ * negative value there was re-signed too (the closure): that reaches a thin part whose voxels
+ * share their negative corners only with each other, from one that borders an ordinary voxel.
+ * Not found: re-signed voxels with no ordinary voxel anywhere around them (an open sheet lying
+ * in one layer of voxels, far from anything else). On the 871k-triangle dragon at 512^3, 534 of
+ * the 536 the converter re-signed are found (532 without the closure), all 44 of spot's at
+ * 256^3, and nothing else.
  * The sampler uses the set wherever a voxel gives a point its value or sign (svo/sample_eval.h):
  * a re-signed voxel's corners were all outside before the rule, so such a point lies outside.
  */
