@@ -35,12 +35,31 @@ typedef struct rs_job {
   uint32_t ntasks, top;
   atomic_uint next;
   _Atomic uint32_t *bits;
+  /* where[s][c][o]: the voxel whose corner o is corner c of the brick's voxel in slot s, as its
+   * brick (k: 0 .. 26, offset (k % 3, k / 3 % 3, k / 9) - 1 in bricks) * 8 + its slot */
+  uint8_t where[8][8][8];
   /* the voxels found, for the closure (few: a spin lock is enough) */
   atomic_flag lock;
   rs_found *found;
   size_t nfound, cap;
   int nomem;
 } rs_job;
+
+static void fill_where(rs_job *j) {
+  for (uint32_t s = 0; s < 8; s++)
+    for (uint32_t c = 0; c < 8; c++)
+      for (uint32_t o = 0; o < 8; o++) {
+        uint32_t k = 0, slot = 0;
+        for (uint32_t i = 0, w = 1; i < 3; i++, w *= 3) {
+          /* v - 2: the voxel's coordinate relative to the brick's minimum corner, -1 .. 2 (the
+           * grid point s + c less o); its brick offset v / 2 - 1, its slot bit the parity */
+          const uint32_t v = (s >> i & 1u) + (c >> i & 1u) + 2u - (o >> i & 1u);
+          k += v / 2u * w;
+          slot |= (v & 1u) << i;
+        }
+        j->where[s][c][o] = (uint8_t)(k << 3 | slot);
+      }
+}
 
 /* Records voxel idx at minimum corner x as re-signed (its bit set by the caller). */
 static void record(rs_job *j, const uint32_t x[3], uint32_t idx) {
@@ -109,24 +128,14 @@ static void brick(rs_job *j, uint32_t idx, const uint32_t m[3], const uint32_t *
     int resigned = 0;
     for (uint32_t c = 0; c < 8 && !resigned; c++) {
       if (cv[c] >= 0) continue;
-      /* the grid point, relative to m: 0 .. 2 per axis */
-      const uint32_t g[3] = {(s & 1u) + (c & 1u), (s >> 1 & 1u) + (c >> 1 & 1u),
-                             (s >> 2 & 1u) + (c >> 2 & 1u)};
+      const uint8_t *where = j->where[s][c];
       for (uint32_t o = 0; o < 8 && !resigned; o++) {
         if (o == c) continue; /* the voxel itself */
-        /* the voxel whose corner o is the grid point: at g - o, relative to m (-1 .. 2) */
-        int k = 0;
-        uint32_t slot = 0;
-        for (int i = 0, w = 1; i < 3; i++, w *= 3) {
-          /* v - 2 = the voxel's coordinate relative to m, -1 .. 2: its brick m + 2 (v / 2 - 1),
-           * its slot bit the coordinate's parity */
-          const int v = (int)g[i] - (int)(o >> i & 1u) + 2;
-          k += v / 2 * w;
-          slot |= (uint32_t)(v & 1) << i;
-        }
+        const uint32_t k = where[o] >> 3, slot = where[o] & 7u;
         if (!(known >> k & 1u)) {
-          const int64_t at[3] = {(int64_t)m[0] + 2 * (k % 3 - 1),
-                                 (int64_t)m[1] + 2 * (k / 3 % 3 - 1), (int64_t)m[2] + 2 * (k / 9 - 1)};
+          const int64_t at[3] = {(int64_t)m[0] + 2 * ((int64_t)(k % 3u) - 1),
+                                 (int64_t)m[1] + 2 * ((int64_t)(k / 3u % 3u) - 1),
+                                 (int64_t)m[2] + 2 * ((int64_t)(k / 9u) - 1)};
           around[k] = brick_at(t, path, m, at);
           known |= 1u << k;
         }
@@ -267,6 +276,7 @@ vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, v
   j.ntasks = collect(t, top, 0u, 0u, zero, path, tasks, 0u);
   atomic_init(&j.next, 0u);
   j.bits = b;
+  fill_where(&j);
   atomic_flag_clear(&j.lock);
   j.found = NULL;
   j.nfound = j.cap = 0;
