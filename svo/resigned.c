@@ -88,27 +88,40 @@ static uint32_t high_bit(uint32_t x) {
   return b;
 }
 
-/* The node of level D - 1 whose brick starts at b (even coordinates), found from the path of the
- * brick at m; VX_RS_NONE when there is none (outside the root box, no child, a pruned leaf). */
-static uint32_t brick_at(const vx_octree *t, const uint32_t *path, const uint32_t m[3],
-                         const int64_t b[3]) {
-  const uint32_t D = t->depth, R = 1u << D;
-  uint32_t diff = 0;
-  for (int i = 0; i < 3; i++) {
-    if (b[i] < 0 || b[i] >= (int64_t)R) return VX_RS_NONE;
-    diff |= (uint32_t)b[i] ^ m[i];
-  }
-  uint32_t l = diff ? D - 1u - high_bit(diff) : D - 1u;
-  uint32_t idx = path[l];
-  for (; l + 1u < D; l++) {
+/* The cell of level `to` that holds finest voxel x, descending from node idx at level l (an
+ * ancestor of it); VX_RS_NONE where there is none (no child, a pruned leaf). Level D: a voxel. */
+static uint32_t descend(const vx_octree *t, uint32_t idx, uint32_t l, uint32_t to,
+                        const uint32_t x[3]) {
+  const uint32_t D = t->depth;
+  for (; l < to; l++) {
     const vx_node *nd = &t->nodes[idx];
     const uint32_t mask = vx_node_mask(nd->info), sh = D - 1u - l;
-    const uint32_t slot = ((uint32_t)b[0] >> sh & 1u) | ((uint32_t)b[1] >> sh & 1u) << 1 |
-                          ((uint32_t)b[2] >> sh & 1u) << 2;
+    const uint32_t slot = (x[0] >> sh & 1u) | (x[1] >> sh & 1u) << 1 | (x[2] >> sh & 1u) << 2;
     if (!(mask >> slot & 1u)) return VX_RS_NONE;
     idx = vx_child_index(nd->child, mask, slot);
   }
   return idx;
+}
+
+/* Finest voxel x (int64 coordinates) inside the root box: 1, and x as uint32 in u. */
+static int in_box(const vx_octree *t, const int64_t x[3], uint32_t u[3]) {
+  for (int i = 0; i < 3; i++) {
+    if (x[i] < 0 || x[i] >= ((int64_t)1 << t->depth)) return 0;
+    u[i] = (uint32_t)x[i];
+  }
+  return 1;
+}
+
+/* The node of level D - 1 whose brick starts at b (even coordinates), found from the path of the
+ * brick at m, from the deepest ancestor the two share; VX_RS_NONE when there is none. */
+static uint32_t brick_at(const vx_octree *t, const uint32_t *path, const uint32_t m[3],
+                         const int64_t b[3]) {
+  const uint32_t D = t->depth;
+  uint32_t u[3];
+  if (!in_box(t, b, u)) return VX_RS_NONE;
+  const uint32_t diff = (u[0] ^ m[0]) | (u[1] ^ m[1]) | (u[2] ^ m[2]);
+  const uint32_t l = diff ? D - 1u - high_bit(diff) : D - 1u;
+  return descend(t, path[l], l, D - 1u, u);
 }
 
 /* The voxels of the brick at node `idx` (minimum corner m), path[0 .. D - 1] its ancestors and
@@ -209,19 +222,8 @@ static uint32_t collect(const vx_octree *t, uint32_t top, uint32_t l, uint32_t i
 
 /* The index of the voxel at minimum corner x, or VX_RS_NONE. */
 static uint32_t voxel_at(const vx_octree *t, const int64_t x[3]) {
-  const uint32_t D = t->depth, R = 1u << D;
-  for (int i = 0; i < 3; i++)
-    if (x[i] < 0 || x[i] >= (int64_t)R) return VX_RS_NONE;
-  uint32_t idx = 0;
-  for (uint32_t l = 0; l < D; l++) {
-    const vx_node *nd = &t->nodes[idx];
-    const uint32_t mask = vx_node_mask(nd->info), sh = D - 1u - l;
-    const uint32_t slot = ((uint32_t)x[0] >> sh & 1u) | ((uint32_t)x[1] >> sh & 1u) << 1 |
-                          ((uint32_t)x[2] >> sh & 1u) << 2;
-    if (!(mask >> slot & 1u)) return VX_RS_NONE;
-    idx = vx_child_index(nd->child, mask, slot);
-  }
-  return idx;
+  uint32_t u[3];
+  return in_box(t, x, u) ? descend(t, 0u, 0u, t->depth, u) : VX_RS_NONE;
 }
 
 /* The closure: a negative corner of a re-signed voxel lies outside (all its corners did), so
