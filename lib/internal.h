@@ -35,9 +35,9 @@ struct vx_tree {
   int has_source;
   vx_file_id source;
   /* the voxels the thin rule re-signed (svo/resigned.h), found when first sampled (lib/sample.c;
-   * atomic: samplers of one tree may start on several threads); resigned_none: found, none */
+   * atomic: samplers of one tree may start on several threads); NULL until then, and for a tree
+   * without voxels loaded (for which finding them returns at once) */
   uint32_t *resigned;
-  int resigned_none;
 };
 
 /* A new, empty tree handle (vx_calloc'ed). */

@@ -103,13 +103,9 @@ static vx_status tree_resigned(const vx_tree *t, int threads, const uint32_t **o
   vx_tree *m = (vx_tree *)t; /* a cache of what the tree holds */
   uint32_t *b = __atomic_load_n(&m->resigned, __ATOMIC_ACQUIRE);
   *out = b;
-  if (b || __atomic_load_n(&m->resigned_none, __ATOMIC_ACQUIRE)) return VX_OK;
+  if (b) return VX_OK;
   vx_status st = vx_octree_resigned(&t->oct, threads, &b, err);
-  if (st != VX_OK) return st;
-  if (!b) {
-    __atomic_store_n(&m->resigned_none, 1, __ATOMIC_RELEASE);
-    return VX_OK;
-  }
+  if (st != VX_OK || !b) return st; /* no voxels loaded: nothing to keep */
   uint32_t *none = NULL;
   if (!__atomic_compare_exchange_n(&m->resigned, &none, b, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE)) {

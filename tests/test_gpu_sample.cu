@@ -62,6 +62,32 @@ static vx_tree_info info_of(const vx_tree *t) {
   return i;
 }
 
+/* A GPU sampler of t, on renderer r's resident tree when r is not NULL. */
+static vx_sampler *gpu_sampler(const vx_tree *t, const vx_renderer *r) {
+  vx_sampler_opts so;
+  memset(&so, 0, sizeof so);
+  so.struct_size = sizeof so;
+  so.device = VX_DEVICE_GPU;
+  so.renderer = r;
+  vx_sampler *s = NULL;
+  vx_error e;
+  CHECK_MSG(vx_sampler_create(t, &so, &s, &e) == VX_OK, "%s", e.msg);
+  return s;
+}
+
+/* A call over device points dp that must fail on non-finite points names the first: `name` is
+ * "point K ". */
+static void check_first_invalid(vx_sampler *s, const float *dp, float *dd, uint64_t n,
+                                const char *name) {
+  vx_sample_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.nonfinite = VX_NONFINITE_FAIL;
+  vx_error e;
+  CHECK(vx_sampler_sample(s, &o, dp, n, dd, NULL, NULL, NULL, &e) == VX_ERR_INVALID_ARG);
+  CHECK_MSG(strstr(e.msg, name) != NULL, "%s", e.msg);
+}
+
 /* Compares two runs: distances within tol (world units), flags equal but for 1 in 10^4. */
 static void compare(const char *what, uint64_t n, const float *d0, const uint8_t *f0,
                     const float *d1, const uint8_t *f1, double tol) {
@@ -108,12 +134,7 @@ static void gpu_sampler_matches_cpu(void) {
   uint8_t *fc = (uint8_t *)malloc(n), *fg = (uint8_t *)malloc(n);
   CHECK(vx_tree_sample(t, NULL, p, n, dc, NULL, fc, NULL, &e) == VX_OK);
 
-  vx_sampler_opts so;
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.device = VX_DEVICE_GPU;
-  vx_sampler *s = NULL;
-  CHECK_MSG(vx_sampler_create(t, &so, &s, &e) == VX_OK, "%s", e.msg);
+  vx_sampler *s = gpu_sampler(t, NULL);
   CHECK(vx_sampler_uses_gpu(s));
   double tol = 1e-4 * ti.scale;
 
@@ -144,15 +165,12 @@ static void gpu_sampler_matches_cpu(void) {
   compare("device arrays", n, dc, fc, dg, fg, tol);
 
   /* non-finite points fail the call when asked, naming the first */
+  check_first_invalid(s, dp, dd, n, "point 10 ");
+
+  /* a cut level on the device */
   vx_sample_opts o;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
-  o.nonfinite = VX_NONFINITE_FAIL;
-  CHECK(vx_sampler_sample(s, &o, dp, n, dd, NULL, NULL, NULL, &e) == VX_ERR_INVALID_ARG);
-  CHECK_MSG(strstr(e.msg, "point 10 ") != NULL, "%s", e.msg);
-
-  /* a cut level on the device */
-  o.nonfinite = 0;
   o.lod = VX_LOD_LEVEL;
   o.level = 4;
   CHECK(vx_tree_sample(t, &o, p, n, dc, NULL, fc, NULL, &e) == VX_OK);
@@ -182,8 +200,7 @@ static void gpu_sampler_matches_cpu(void) {
   ro.device = VX_DEVICE_GPU;
   vx_renderer *r = NULL;
   CHECK_MSG(vx_renderer_create(t, &ro, &r, &e) == VX_OK, "%s", e.msg);
-  so.renderer = r;
-  CHECK_MSG(vx_sampler_create(t, &so, &s, &e) == VX_OK, "%s", e.msg);
+  s = gpu_sampler(t, r);
   CHECK(vx_tree_sample(t, NULL, p, n, dc, NULL, fc, NULL, &e) == VX_OK);
   CHECK(vx_sampler_sample(s, NULL, p, n, dg, NULL, fg, NULL, &e) == VX_OK);
   compare("renderer's tree", n, dc, fc, dg, fg, tol);
@@ -192,16 +209,15 @@ static void gpu_sampler_matches_cpu(void) {
 
   /* A tree with re-signed voxels: the sampler's bits on the device. Every sign as the CPU's
    * (without the bits, points behind the plate's sheet read inside: tests/test_sample.c counts
-   * them on the CPU). Not every value: beside
-   * the plate's rim, the search's plane bound (exact for a cell's zeros, not for its linearised
-   * candidate) prunes a cell on one side of a rounding difference and not on the other, and the
-   * two pick different winners for about 2.5 % of the points, the GPU's nearer the brute-force
-   * distance as often as not (H100, 2026-11-25: 1,345 flags and 4,900 values differ, median
-   * error on those 0.098 voxel on the CPU, 0.044 on the GPU; the same with the bits off). */
+   * them on the CPU). Not every value: beside the plate's rim, the search's plane bound (exact
+   * for a cell's zeros, not for its linearised candidate) prunes a cell on one side of a
+   * rounding difference and not on the other, and the two pick different winners for about
+   * 2.5 % of the points (H100, 2026-11-25: 1,345 flags and 4,900 values differ; median error on
+   * those against brute force 0.098 voxel on the CPU, 0.044 on the GPU; the same with the bits
+   * off). */
   vx_tree *pt = plate_tree(64);
   const vx_tree_info pi = info_of(pt);
-  so.renderer = NULL;
-  CHECK_MSG(vx_sampler_create(pt, &so, &s, &e) == VX_OK, "%s", e.msg);
+  s = gpu_sampler(pt, NULL);
   po.spread = 3.0f;
   CHECK(vx_tree_surface_points(pt, &po, n, p, &e) == VX_OK);
   CHECK(vx_tree_sample(pt, NULL, p, n, dc, NULL, fc, NULL, &e) == VX_OK);
@@ -246,13 +262,8 @@ static void gpu_sampler_long_calls(void) {
   CHECK(cudaMalloc((void **)&dp, n * 12) == cudaSuccess);
   CHECK(cudaMalloc((void **)&dd, n * 4) == cudaSuccess);
   CHECK(cudaMalloc((void **)&df, n) == cudaSuccess);
-  vx_sampler_opts so;
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.device = VX_DEVICE_GPU;
-  vx_sampler *s = NULL;
+  vx_sampler *s = gpu_sampler(t, NULL);
   vx_error e;
-  CHECK_MSG(vx_sampler_create(t, &so, &s, &e) == VX_OK, "%s", e.msg);
   for (int shuffle = 1; shuffle >= 0; shuffle--) {
     vx_surface_points_opts po;
     memset(&po, 0, sizeof po);
@@ -274,12 +285,7 @@ static void gpu_sampler_long_calls(void) {
     CHECK(cudaMemcpy(fg, df, n, cudaMemcpyDeviceToHost) == cudaSuccess);
     compare(shuffle ? "2^24 + 123457 shuffled points" : "2^24 + 123457 points in Morton order", n,
             dc, fc, dg, fg, 1e-4 * ti.scale);
-    vx_sample_opts o;
-    memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
-    o.nonfinite = VX_NONFINITE_FAIL;
-    CHECK(vx_sampler_sample(s, &o, dp, n, dd, NULL, NULL, NULL, &e) == VX_ERR_INVALID_ARG);
-    CHECK_MSG(strstr(e.msg, "point 9000001 ") != NULL, "%s", e.msg);
+    check_first_invalid(s, dp, dd, n, "point 9000001 ");
   }
   vx_sampler_free(s);
   cudaFree(dp);
