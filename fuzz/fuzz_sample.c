@@ -198,6 +198,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       expect(same, "the point alone gave other bits", &w[3 * i], d2[i], f2[i]);
     }
   }
+  if (ctl & 64) { /* the band cache: the same checks; in surface voxels the same bits */
+    vx_band_cache *bc = NULL;
+    vx_error be;
+    if (vx_band_cache_build(&s, 1, &bc, &be) != VX_OK) abort(); /* only NOMEM can fail */
+    vx_sample_tree sc = s;
+    sc.cache = bc;
+    vx_sample_cpu(&sc, w, n, d2, g2, f2, 1, NULL);
+    for (size_t i = 0; i < n; i++) {
+      check_point(&sc, &w[3 * i], d2[i], &g2[3 * i], f2[i]);
+      if (f1[i] == 0)
+        expect(!memcmp(&d1[i], &d2[i], sizeof *d1) && f2[i] == 0 &&
+                   !memcmp(&g1[3 * i], &g2[3 * i], 3 * sizeof *g1),
+               "the band cache changed a point in a surface voxel", &w[3 * i], d2[i], f2[i]);
+    }
+    vx_band_cache_free(bc);
+  }
   vx_free(resigned);
   vx_octree_free(&t);
   return 0;

@@ -38,6 +38,8 @@ struct vx_tree {
    * atomic: samplers of one tree may start on several threads); NULL until then, and for a tree
    * without voxels loaded (for which finding them returns at once) */
   uint32_t *resigned;
+  /* the band cache (svo/band_cache.h), built by the first call that asks for it (atomic too) */
+  struct vx_band_cache *band_cache;
 };
 
 /* A new, empty tree handle (vx_calloc'ed). */

@@ -57,6 +57,9 @@ static vx_status call_opts(const vx_tree *t, const vx_sample_opts *opts, vx_samp
     return vx_error_set(err, VX_ERR_INVALID_ARG, "thread count %d outside 0..1024", o->threads);
   if (o->nonfinite != VX_NONFINITE_NAN && o->nonfinite != VX_NONFINITE_FAIL)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown non-finite policy %d", o->nonfinite);
+  if (o->band_cache != 0 && o->band_cache != 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "band_cache must be 0 or 1, not %d",
+                        o->band_cache);
   return VX_OK;
 }
 
@@ -114,6 +117,33 @@ static vx_status tree_resigned(const vx_tree *t, int threads, const uint32_t **o
   }
   *out = b;
   return VX_OK;
+}
+
+/* The band cache of t (svo/band_cache.h; NULL: t has no voxels), built on the first call that
+ * asks for it and kept with the tree, as the re-signed voxels are (which it reads). */
+static vx_status tree_band_cache(const vx_tree *t, const vx_sample_tree *tr, int threads,
+                                 const vx_band_cache **out, vx_error *err) {
+  vx_tree *m = (vx_tree *)t;
+  vx_band_cache *c = __atomic_load_n(&m->band_cache, __ATOMIC_ACQUIRE);
+  *out = c;
+  if (c) return VX_OK;
+  vx_status st = vx_band_cache_build(tr, threads, &c, err);
+  if (st != VX_OK || !c) return st;
+  vx_band_cache *none = NULL;
+  if (!__atomic_compare_exchange_n(&m->band_cache, &none, c, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    vx_band_cache_free(c);
+    c = none;
+  }
+  *out = c;
+  return VX_OK;
+}
+
+/* Sets tr->cache when the call asks for the band cache and samples at full detail. */
+static vx_status use_band_cache(const vx_tree *t, const vx_sample_opts *o, vx_sample_tree *tr,
+                                int threads, vx_error *err) {
+  if (!o->band_cache || tr->cut < t->oct.depth || tr->levels < t->oct.depth + 1u) return VX_OK;
+  return tree_band_cache(t, tr, threads, &tr->cache, err);
 }
 
 /* ---- the sampler ------------------------------------------------------------------------------ */
@@ -197,6 +227,8 @@ vx_status vx_sampler_sample(vx_sampler *s, const vx_sample_opts *opts, const flo
   vx_sample_count c;
   memset(&c, 0, sizeof c);
   if (!s->gpu) {
+    if ((st = use_band_cache(s->tree, &o, &tr, o.threads ? o.threads : s->threads, err)) != VX_OK)
+      return st;
     double tk = vx_clock_seconds();
     vx_sample_cpu(&tr, points, n, dist, grad, flags, o.threads ? o.threads : s->threads, &c);
     fill_stats(stats, 0, 0, n, &c, t0, (vx_clock_seconds() - tk) * 1e3, 0.0);
@@ -259,6 +291,7 @@ vx_status vx_tree_sample(const vx_tree *t, const vx_sample_opts *opts, const flo
   vx_sample_tree_init(&tr, &t->oct, cut);
   if (tr.cut == t->oct.depth && (st = tree_resigned(t, o.threads, &tr.resigned, err)) != VX_OK)
     return st;
+  if ((st = use_band_cache(t, &o, &tr, o.threads, err)) != VX_OK) return st;
   vx_sample_count c;
   memset(&c, 0, sizeof c);
   double tk = vx_clock_seconds();
@@ -304,6 +337,13 @@ vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const floa
     st = vx_gpu_sample_bench(s->gpu, &tr, points, n, reps, ms, b.flag_counts, &b.regs_per_thread,
                              err);
   } else if (st == VX_OK) {
+    int threads = o.threads ? o.threads : s->threads;
+    double tb = vx_clock_seconds();
+    st = use_band_cache(s->tree, &o, &tr, threads, err);
+    b.ms_setup = (vx_clock_seconds() - tb) * 1e3;
+    b.cache_bytes = vx_band_cache_bytes(tr.cache);
+  }
+  if (st == VX_OK && !s->gpu) {
     int threads = o.threads ? o.threads : s->threads;
     vx_sample_cpu(&tr, points, n, dist, NULL, flags, threads, NULL); /* warm-up */
     for (int r = 0; r < reps; r++) {

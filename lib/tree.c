@@ -1,5 +1,6 @@
 /* tree.c - vx_tree: load, save, inspect, prune, raw arrays. */
 #include "lib/internal.h"
+#include "sampler/sampler.h"
 #include "svo/lod.h"
 
 #include <stdlib.h>
@@ -11,6 +12,7 @@ void vx_tree_free(vx_tree *t) {
   if (t->has_source) vx_input_release(&t->source);
   vx_octree_free(&t->oct);
   vx_free(t->resigned);
+  vx_band_cache_free(t->band_cache);
   vx_free(t);
 }
 

@@ -48,6 +48,7 @@
 #include "svo/hostdev.h"
 #include "svo/node.h"
 #include "svo/fetch.h"
+#include "svo/band_cache.h"
 #include "voxlod/sample.h"
 
 /* What the per-point function reads: the arrays (host or device), the cut and the transform. */
@@ -61,6 +62,8 @@ typedef struct vx_sample_tree {
   float origin[3];        /* world = origin + grid * scale */
   float scale, inv_scale;
   const uint32_t *resigned; /* a bit per voxel: re-signed by the thin rule (svo/resigned.h); NULL */
+  const vx_band_cache *cache; /* the field near the surface, stored (svo/band_cache.h); NULL.
+                                 Only at full detail (cut = D) with every level loaded. */
 } vx_sample_tree;
 
 /* Loops over 3 axes, 8 corners or 8 children are unrolled (on the GPU so that their arrays stay
@@ -757,18 +760,42 @@ VX_HD int vx_se_grid(const vx_sample_tree *t, const float w[3], float p[3]) {
   return finite && isfinite(p[0]) && isfinite(p[1]) && isfinite(p[2]);
 }
 
-/* The signed distance (world units), gradient and VX_SAMPLE_* flags at world point w, or, when
- * `run` stops before the point's step, VX_SE_PENDING. */
-VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float grad[3],
-                                uint32_t *flags, int run) {
+/* The band cache's answer at grid point p in finest cell x (svo/band_cache.h): 1 with the value
+ * (voxels), gradient and flags, 0 where the cell is not cached. A surface voxel answers as in
+ * the tree (the same corners); an empty cell with the trilinear interpolation of the rule's values at its corners,
+ * flagged near, or far (+-band, gradient 0) where it reaches the band within half a step. */
+VX_HD int vx_se_cached(const vx_sample_tree *t, const float p[3], const uint32_t x[3], float *v,
+                       float g[3], uint32_t *flags) {
+  const vx_bc_brick *b = vx_bc_find(t->cache, x);
+  if (!b) return 0;
+  const uint32_t k = vx_bc_cell(x), w = k >> 6;
+  const uint64_t bit = (uint64_t)1u << (k & 63u);
+  const int voxel = (b->voxel[w] & bit) != 0u;
+  if (!voxel && !(b->empty[w] & bit)) return 0;
+  float u[3];
+  VX_SE_UNROLL
+  for (int i = 0; i < 3; i++) u[i] = vx_se_clamp(p[i] - (float)x[i], 0.0f, 1.0f);
+  vx_voxel c = vx_bc_corners(b, k);
+  float f = vx_se_trilinear(&c, t->band, u, g);
+  if (voxel) {
+    *flags = 0u; /* not re-signed (those are not cached) */
+  } else if (fabsf(f) > t->band * (1.0f - 0.5f / 127.0f)) {
+    f = f < 0.0f ? -t->band : t->band;
+    g[0] = g[1] = g[2] = 0.0f;
+    *flags = VX_SAMPLE_FAR;
+  } else {
+    *flags = VX_SAMPLE_NEAR;
+  }
+  *v = f;
+  return 1;
+}
+
+/* The signed distance (world units), gradient and VX_SAMPLE_* flags at grid point p (finite), or,
+ * when `run` stops before the point's step, VX_SE_PENDING. */
+VX_HD float vx_sample_grid_run(const vx_sample_tree *t, const float p[3], float grad[3],
+                               uint32_t *flags, int run) {
   const uint32_t D = t->depth;
   const float Rf = (float)(1u << D);
-  float p[3];
-  if (!vx_se_grid(t, w, p)) {
-    grad[0] = grad[1] = grad[2] = NAN;
-    *flags = VX_SAMPLE_INVALID;
-    return NAN;
-  }
   int inside = 1;
   VX_SE_UNROLL
   for (int i = 0; i < 3; i++) inside &= p[i] >= 0.0f && p[i] <= Rf;
@@ -792,6 +819,10 @@ VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float
     uint32_t x[3];
     VX_SE_UNROLL
     for (int i = 0; i < 3; i++) x[i] = (uint32_t)vx_se_clamp(p[i], 0.0f, Rf - 1.0f);
+#if !defined(__CUDA_ARCH__) /* the GPU samplers have no band cache (its search is fast enough) */
+    float v;
+    if (t->cache && vx_se_cached(t, p, x, &v, grad, flags)) return v * t->scale;
+#endif
     vx_se_find_from(t, x, 0u, keep_path ? path : NULL, &c);
     if (c.kind != VX_SE_MISSING) {
       float v = vx_se_cell_field(t, &c, p, g);
@@ -864,6 +895,19 @@ VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float
     return 0.0f;
   }
   return vx_se_far_inside(t, p, grad, flags);
+}
+
+/* The signed distance (world units), gradient and VX_SAMPLE_* flags at world point w, or, when
+ * `run` stops before the point's step, VX_SE_PENDING. */
+VX_HD float vx_sample_point_run(const vx_sample_tree *t, const float w[3], float grad[3],
+                                uint32_t *flags, int run) {
+  float p[3];
+  if (!vx_se_grid(t, w, p)) {
+    grad[0] = grad[1] = grad[2] = NAN;
+    *flags = VX_SAMPLE_INVALID;
+    return NAN;
+  }
+  return vx_sample_grid_run(t, p, grad, flags, run);
 }
 
 /* The signed distance (world units), gradient and VX_SAMPLE_* flags at world point w. */

@@ -173,24 +173,38 @@ static void check_accuracy(const vx_soup *m, uint32_t res, const vx_sample_opts 
   vx_tree_free(t);
 }
 
+/* check_accuracy by the rule, and with the band cache (include/voxlod/sample.h), which must meet
+ * the same bound. */
+static void check_both(const vx_soup *m, uint32_t res, double tol, double within,
+                       const char *what) {
+  check_accuracy(m, res, NULL, tol, within, what);
+  vx_sample_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.band_cache = 1;
+  char w[96];
+  snprintf(w, sizeof w, "%s, band cache", what);
+  check_accuracy(m, res, &o, tol, within, w);
+}
+
 /* ---- tests ----------------------------------------------------------------------------------- */
 
 static void sample_sphere_matches_brute_force(void) {
   vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 48, 24) == 0);
-  check_accuracy(&m, 64, NULL, 0.5, 0.999, "sphere");
+  check_both(&m, 64, 0.5, 0.999, "sphere");
   vx_soup_free(&m);
 }
 
 static void sample_torus_and_box_match_brute_force(void) {
   vx_soup m = {0};
   CHECK(meshgen_torus(&m, 0.1, -0.2, 0.05, 1.0, 0.3, 64, 24) == 0);
-  check_accuracy(&m, 64, NULL, 0.5, 0.999, "torus");
+  check_both(&m, 64, 0.5, 0.999, "torus");
   vx_soup_free(&m);
   vx_soup b = {0};
   const double lo[3] = {-0.7, -0.4, -0.3}, hi[3] = {0.6, 0.5, 0.2};
   CHECK(meshgen_box(&b, lo, hi) == 0);
-  check_accuracy(&b, 32, NULL, 0.5, 0.999, "box");
+  check_both(&b, 32, 0.5, 0.999, "box");
   vx_soup_free(&b);
 }
 
@@ -208,7 +222,7 @@ static void sample_thin_parts_are_outside(void) {
   const double a[3] = {0.6, 0.48, 0.64};
   CHECK(meshgen_box(&m, lo, hi) == 0);
   meshgen_rotate(&m, a, 0.7);
-  check_accuracy(&m, 64, NULL, 0.5, 0.98, "thin plate");
+  check_both(&m, 64, 0.5, 0.98, "thin plate");
   vx_soup_free(&m);
 }
 
@@ -231,7 +245,7 @@ static void sample_thin_fin_is_outside(void) {
   fin_hi[2] = ti.origin[2] + (k + 0.65) * ti.scale;
   vx_soup f = {0};
   CHECK(meshgen_box(&f, body_lo, body_hi) == 0 && meshgen_box(&f, fin_lo, fin_hi) == 0);
-  check_accuracy(&f, 64, NULL, 0.5, 0.98, "box with a thin fin");
+  check_both(&f, 64, 0.5, 0.98, "box with a thin fin");
   vx_soup_free(&f);
 }
 
@@ -587,6 +601,98 @@ static void sample_partially_loaded_tree(void) {
   vx_soup_free(&m);
 }
 
+/* The band cache against the rule on the same points: bit for bit in surface voxels and beyond
+ * the cells it holds, within the interpolation error elsewhere with the same signs; the same
+ * whatever the thread count that built it, through vx_tree_sample and the CPU sampler; unused at
+ * a cut (planes) level. */
+static void sample_band_cache_agrees_with_rule(void) {
+  vx_soup m = {0};
+  CHECK(meshgen_torus(&m, 0.1, -0.2, 0.05, 1.0, 0.3, 64, 24) == 0);
+  vx_tree *t = tree_of(&m, 64), *t1 = tree_of(&m, 64);
+  vx_soup_free(&m);
+  if (!t || !t1) return;
+  vx_tree_info ti = info_of(t);
+  const uint64_t n = 40000;
+  float *p = surface_points(t, n, 1.5f * ti.band, 3);
+  float *d0 = (float *)malloc(n * sizeof(float)), *d1 = (float *)malloc(n * sizeof(float));
+  float *d2 = (float *)malloc(n * sizeof(float));
+  float *g0 = (float *)malloc(3 * n * sizeof(float)), *g1 = (float *)malloc(3 * n * sizeof(float));
+  uint8_t *f0 = (uint8_t *)malloc(n), *f1 = (uint8_t *)malloc(n), *f2 = (uint8_t *)malloc(n);
+  vx_sample_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  CHECK(sample(t, &o, p, n, d0, g0, f0) == VX_OK);
+  o.band_cache = 1;
+  o.threads = 2;
+  CHECK(sample(t, &o, p, n, d1, g1, f1) == VX_OK);
+  uint64_t same = 0, voxel = 0, bad_voxel = 0, bad_sign = 0, over = 0;
+  double worst = 0.0;
+  for (uint64_t i = 0; i < n; i++) {
+    const int eq = d0[i] == d1[i] && f0[i] == f1[i] && g0[3 * i] == g1[3 * i] &&
+                   g0[3 * i + 1] == g1[3 * i + 1] && g0[3 * i + 2] == g1[3 * i + 2];
+    same += eq;
+    if (f0[i] == 0) {
+      voxel++;
+      bad_voxel += !eq;
+    }
+    const double e = fabs((double)d0[i] - d1[i]) / ti.scale;
+    worst = e > worst ? e : worst;
+    over += e > 0.5;
+    if (fabs(d0[i]) > ti.scale && (d0[i] < 0) != (d1[i] < 0)) bad_sign++;
+  }
+  fprintf(stderr, "  band cache: %llu of %llu points as the rule (%llu in voxels), largest "
+          "difference %.3f voxel, %llu over 0.5, %llu other signs\n", (unsigned long long)same,
+          (unsigned long long)n, (unsigned long long)voxel, worst, (unsigned long long)over,
+          (unsigned long long)bad_sign);
+  CHECK(voxel > n / 10 && bad_voxel == 0);
+  CHECK(same < n);      /* the cache answered the others */
+  CHECK(over <= n / 1000);
+  CHECK(bad_sign == 0);
+  /* built on one thread in another tree, and through a CPU sampler: the same bits */
+  o.threads = 1;
+  vx_sampler_opts so;
+  memset(&so, 0, sizeof so);
+  so.struct_size = sizeof so;
+  so.device = VX_DEVICE_CPU;
+  vx_sampler *sm = NULL;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  CHECK_MSG(vx_sampler_create(t1, &so, &sm, &e) == VX_OK, "%s", e.msg);
+  if (sm) {
+    CHECK_MSG(vx_sampler_sample(sm, &o, p, n, d2, NULL, f2, NULL, &e) == VX_OK, "%s", e.msg);
+    CHECK(memcmp(d1, d2, n * sizeof *d1) == 0 && memcmp(f1, f2, n) == 0);
+    vx_sampler_free(sm);
+  }
+  /* points up to 12 voxels out: the far ones keep their side, the cache or not */
+  float *q = surface_points(t, n, 12.0f, 4);
+  uint64_t far = 0, bad_far = 0;
+  o.band_cache = 0;
+  CHECK(sample(t, &o, q, n, d0, NULL, f0) == VX_OK);
+  o.band_cache = 1;
+  CHECK(sample(t, &o, q, n, d1, NULL, f1) == VX_OK);
+  for (uint64_t i = 0; i < n; i++) {
+    if (!(f0[i] & VX_SAMPLE_FAR)) continue;
+    far++;
+    bad_far += (d0[i] < 0) != (d1[i] < 0);
+  }
+  CHECK(far > n / 2 && bad_far == 0);
+  /* a cut level answers from the planes: the option changes nothing */
+  o.lod = VX_LOD_LEVEL;
+  o.level = 4;
+  o.band_cache = 0;
+  CHECK(sample(t, &o, p, n, d0, NULL, f0) == VX_OK);
+  o.band_cache = 1;
+  CHECK(sample(t, &o, p, n, d1, NULL, f1) == VX_OK);
+  CHECK(memcmp(d0, d1, n * sizeof *d0) == 0 && memcmp(f0, f1, n) == 0);
+  o.band_cache = 2;
+  CHECK(vx_tree_sample(t, &o, p, 1, d0, NULL, NULL, NULL, &e) == VX_ERR_INVALID_ARG);
+  free(p);
+  free(q);
+  free(d0), free(d1), free(d2), free(g0), free(g1), free(f0), free(f1), free(f2);
+  vx_tree_free(t);
+  vx_tree_free(t1);
+}
+
 static void surface_points_are_reproducible(void) {
   vx_soup m = {0};
   CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 24, 12) == 0);
@@ -636,6 +742,7 @@ int main(void) {
   RUN(sample_threads_and_sampler_agree);
   RUN(sample_pruned_tree);
   RUN(sample_partially_loaded_tree);
+  RUN(sample_band_cache_agrees_with_rule);
   RUN(surface_points_are_reproducible);
   return check_summary();
 }

@@ -32,15 +32,17 @@ static const char *sample_help =
     "  --seed S        the points' random sequence (default 1)\n"
     "  --gpu | --cpu   the sampler (default: the GPU when usable, else the CPU)\n"
     "  --threads N     CPU threads (default: all cores)\n"
+    "  --band-cache    CPU: answer points within the band from the band cache (built first,\n"
+    "                  its time and size shown; include/voxlod/sample.h)\n"
     "  --mem-limit SIZE  refuse a file whose decoded size exceeds SIZE (default: 80% of memory)\n"
     "  --json          one JSON document on stdout instead of the table\n";
 
 int vx_cmd_bench_sample(int argc, char **argv) {
   double count = 0.0, spread = 0.0;
   uint32_t reps = 10, threads = 0, seed = 1;
-  int level = -1, order = 0, json = 0, gpu = 0, cpu = 0;
+  int level = -1, order = 0, json = 0, gpu = 0, cpu = 0, band_cache = 0;
   uint64_t mem_limit = 0;
-  vx_opt o[14];
+  vx_opt o[15];
   int n = 0;
   o[n++] = vx_cli_opt("--sample", VX_OPT_DOUBLE, &count, 1, 4e9, "a point count such as 1e8");
   o[n++] = vx_cli_opt("--reps", VX_OPT_U32, &reps, 1, 100000, "a count");
@@ -53,6 +55,7 @@ int vx_cmd_bench_sample(int argc, char **argv) {
   o[n++] = vx_cli_opt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
   o[n++] = vx_cli_opt("--threads", VX_OPT_U32, &threads, 0, 1024, "a thread count, 0: all cores");
   o[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1, 9.2e18, "a size such as 8G");
+  o[n++] = vx_cli_opt("--band-cache", VX_OPT_FLAG, &band_cache, 0, 0, NULL);
   o[n++] = vx_cli_opt("--json", VX_OPT_FLAG, &json, 0, 0, NULL);
   memset(&o[n], 0, sizeof o[n]);
   const char *pos[1];
@@ -106,6 +109,7 @@ int vx_cmd_bench_sample(int argc, char **argv) {
     op.struct_size = sizeof op;
     op.lod = level < 0 ? VX_LOD_FINEST : VX_LOD_LEVEL;
     op.level = level;
+    op.band_cache = band_cache;
     s = vx_sampler_bench(sm, &op, pts, np, (int)reps, &b, &e);
   }
   int rc = s == VX_OK ? 0 : vx_cli_fail("bench", &e);
@@ -123,12 +127,13 @@ int vx_cmd_bench_sample(int argc, char **argv) {
              "\"sampler_create_ms\": %.3f, \"ms_median\": %.4f, \"ms_min\": %.4f, "
              "\"points_per_s\": %.1f, \"points_per_s_with_copies\": %.1f, "
              "\"fraction_in_voxel\": %.4f, \"fraction_plane\": %.4f, \"fraction_near\": %.4f, "
-             "\"fraction_far\": %.4f, \"regs_per_thread\": %d}\n",
+             "\"fraction_far\": %.4f, \"regs_per_thread\": %d, \"band_cache_ms\": %.3f, "
+             "\"band_cache_bytes\": %llu}\n",
              pos[0], dev, b.used_gpu ? "true" : "false", ti.resolution, lv,
              (unsigned long long)np, order ? "random" : "morton", spread > 0 ? spread : ti.band,
              reps, create_ms, b.ms_median, b.ms_min, b.points_per_s, copy_rate, in_voxel / pn,
              b.flag_counts[0] / pn, b.flag_counts[1] / pn, b.flag_counts[2] / pn,
-             b.regs_per_thread);
+             b.regs_per_thread, b.ms_setup, (unsigned long long)b.cache_bytes);
     else
       printf("device: %s; %s (%u^3), level %s, %llu points near the surface (spread %g voxels, "
              "%s order), sampler set-up %.1f ms\n"
@@ -140,6 +145,9 @@ int vx_cmd_bench_sample(int argc, char **argv) {
              b.ms_median, b.ms_min, b.points_per_s * 1e-6, b.used_gpu ? copy_rate * 1e-6 : 0.0,
              100.0 * in_voxel / pn, 100.0 * b.flag_counts[0] / pn, 100.0 * b.flag_counts[1] / pn,
              100.0 * b.flag_counts[2] / pn);
+  if (rc == 0 && !json && b.cache_bytes)
+    printf("band cache: built in %.1f ms, %.2f MiB\n", b.ms_setup,
+           (double)b.cache_bytes / (1024.0 * 1024.0));
   }
   vx_sampler_free(sm);
   free(pts);

@@ -141,12 +141,19 @@ def main():
     vx_s, d = median_of(lambda: tree.sample(pts), a.reps)
     vx_sorted_s, _ = median_of(lambda: tree.sample(sorted_pts), a.reps)
     _, fl = tree.sample(pts, flags=True)
+    t0 = time.perf_counter()
+    tree.sample(pts[:1000], band_cache=True)  # builds the band cache, kept with the tree
+    cache_s = time.perf_counter() - t0
+    vc_s, dc = median_of(lambda: tree.sample(pts, band_cache=True), a.reps)
+    vc_sorted_s, _ = median_of(lambda: tree.sample(sorted_pts, band_cache=True), a.reps)
 
     vox = tree.scale
     within = np.abs(exact) <= tree.band * vox
     acc = accuracy(d, exact, within, vox)
     rim = rim_distance(pts, v, f)
     acc_closed = accuracy(d, exact, within & (rim > 4.0 * vox), vox)
+    acc_cache = accuracy(dc, exact, within, vox)
+    acc_cache_closed = accuracy(dc, exact, within & (rim > 4.0 * vox), vox)
     n = len(pts)
     r = {
         "machine": f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}",
@@ -157,8 +164,14 @@ def main():
         "libigl_fast_winding_pts_per_s": n / fwn_s,
         "voxlod_pts_per_s": n / vx_s, "voxlod_sorted_pts_per_s": n / vx_sorted_s,
         "speedup_vs_winding": igl_s / vx_s, "speedup_sorted_vs_winding": igl_s / vx_sorted_s,
+        "band_cache_build_s": cache_s,
+        "voxlod_cache_pts_per_s": n / vc_s, "voxlod_cache_sorted_pts_per_s": n / vc_sorted_s,
+        "speedup_cache_vs_winding": igl_s / vc_s,
+        "speedup_cache_sorted_vs_winding": igl_s / vc_sorted_s,
         "boundary_edges": int(len(boundary_edges(f))),
         "accuracy_in_band": acc, "accuracy_in_band_away_from_holes": acc_closed,
+        "band_cache_accuracy_in_band": acc_cache,
+        "band_cache_accuracy_in_band_away_from_holes": acc_cache_closed,
         "fraction_in_voxel": float(np.mean(fl == 0)),
         "fraction_near": float(np.mean(fl & voxlod.SAMPLE_NEAR != 0)),
         "fraction_far": float(np.mean(fl & voxlod.SAMPLE_FAR != 0)),
@@ -176,8 +189,15 @@ def main():
     print(f"| voxlod Tree.sample, random order | {r['voxlod_pts_per_s']:,.0f} | {r['speedup_vs_winding']:.0f}x |")
     print(f"| voxlod Tree.sample, Morton order | {r['voxlod_sorted_pts_per_s']:,.0f} | "
           f"{r['speedup_sorted_vs_winding']:.0f}x |")
+    print(f"| voxlod Tree.sample(band_cache=True), random order | {r['voxlod_cache_pts_per_s']:,.0f} | "
+          f"{r['speedup_cache_vs_winding']:.0f}x |")
+    print(f"| voxlod Tree.sample(band_cache=True), Morton order | "
+          f"{r['voxlod_cache_sorted_pts_per_s']:,.0f} | {r['speedup_cache_sorted_vs_winding']:.0f}x |")
+    print(f"band cache: built once per tree in {cache_s:.3f} s")
     for what, q in (("all points within the band", acc),
-                    ("those more than 4 voxels from a hole's rim", acc_closed)):
+                    ("those more than 4 voxels from a hole's rim", acc_closed),
+                    ("band cache, all points within the band", acc_cache),
+                    ("band cache, more than 4 voxels from a hole's rim", acc_cache_closed)):
         print(f"accuracy, {what} ({q['points']}): error median {q['median']:.4f}, 99.9% "
               f"{q['p999']:.3f}, max {q['max']:.3f} voxel; {100 * q['over_half']:.3f}% over 0.5 "
               f"voxel; {q['wrong_signs']} wrong signs among {q['signed_points']} points beyond "

@@ -470,13 +470,14 @@ void ensure_sampler(Tree &t, int device) {
   t.sampler_device = device;
 }
 
-vx_sample_opts sample_opts(int level, int fail_nonfinite) {
+vx_sample_opts sample_opts(int level, int fail_nonfinite, int band_cache = 0) {
   vx_sample_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.lod = level < 0 ? VX_LOD_FINEST : VX_LOD_LEVEL;
   o.level = level;
   o.nonfinite = fail_nonfinite ? VX_NONFINITE_FAIL : VX_NONFINITE_NAN;
+  o.band_cache = band_cache;
   return o;
 }
 
@@ -486,8 +487,9 @@ using Flags = nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 // Host arrays (numpy): on all cores (device 1) or through the GPU sampler (device 2).
 void sample_host(Tree &t, Floats2 points, Dist dist, std::optional<Grad> grad,
-                 std::optional<Flags> flags, int level, int fail_nonfinite, int device) {
-  vx_sample_opts o = sample_opts(level, fail_nonfinite);
+                 std::optional<Flags> flags, int level, int fail_nonfinite, int device,
+                 int band_cache) {
+  vx_sample_opts o = sample_opts(level, fail_nonfinite, band_cache);
   vx_error e = no_error();
   vx_status s;
   uint64_t n = points.shape(0);
@@ -597,7 +599,7 @@ NB_MODULE(_voxlod, m) {
       .def("orbit_camera", &orbit_camera, "azimuth"_a, "elevation"_a, "fov"_a)
       .def("sample_host", &sample_host, "points"_a.noconvert(), "dist"_a.noconvert(),
            "grad"_a.noconvert().none(), "flags"_a.noconvert().none(), "level"_a,
-           "fail_nonfinite"_a, "device"_a)
+           "fail_nonfinite"_a, "device"_a, "band_cache"_a = 0)
       .def("sample_device", &sample_device, "points"_a, "n"_a, "dist"_a, "grad"_a, "flags"_a,
            "level"_a, "fail_nonfinite"_a, "stream"_a)
       .def("surface_points", &surface_points, "out"_a.noconvert(), "spread"_a, "seed"_a,

@@ -31,6 +31,14 @@ def test_sample_matches_brute_force(shape):
     exact = signed_distance(pts, v, f)
     err = check_bound(t, pts, d, exact)
     assert np.median(err) < 0.05
+    # the band cache (the rule's values stored around the surface) meets the same bound, and
+    # gives the rule's bits in surface voxels
+    dc, fc = t.sample(pts, band_cache=True, flags=True)
+    err = check_bound(t, pts, dc, exact)
+    assert np.median(err) < 0.05
+    _, fl = t.sample(pts, flags=True)
+    assert np.array_equal(dc[fl == 0], d[fl == 0]) and np.array_equal(fc[fl == 0], fl[fl == 0])
+    assert not np.array_equal(dc, d)
 
 
 def test_open_mesh_against_brute_force():
@@ -84,7 +92,9 @@ def test_thin_parts_keep_their_sign():
     p64 = pts.astype(np.float64)
     s, _, c = igl.signed_distance(p64, v, f.astype(np.int64),
                                   sign_type=igl.SIGNED_DISTANCE_TYPE_WINDING_NUMBER)[:3]
-    check_bound(t, pts, t.sample(pts), np.sign(s) * np.linalg.norm(p64 - c, axis=1))
+    exact = np.sign(s) * np.linalg.norm(p64 - c, axis=1)
+    check_bound(t, pts, t.sample(pts), exact)
+    check_bound(t, pts, t.sample(pts, band_cache=True), exact)
 
 
 def test_flags_gradients_and_far_points(sphere_tree):
@@ -147,6 +157,10 @@ def test_bad_inputs(sphere_tree):
         t.sample(p, nonfinite="ignore")
     with pytest.raises(ValueError):
         t.sample(p, device="tpu")
+    with pytest.raises(TypeError, match="band_cache"):
+        t.sample(p, band_cache="yes")
+    with pytest.raises(ValueError, match="point 2"):
+        t.sample(bad, band_cache=True)
 
 
 def test_huge_coordinates():

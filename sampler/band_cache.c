@@ -1,0 +1,365 @@
+/* band_cache.c - builds the band cache (svo/band_cache.h): the sampler's field stored around the
+ * surface.
+ *
+ * 1. The tree is walked depth first; each surface voxel marks its cell in its brick (created in a
+ *    hash table of brick keys as met) and, unless re-signed, writes its corners into the brick's
+ *    grid. A grid point written twice with different values (which the converter does not do)
+ *    is marked bad: no cell with that corner is cached.
+ * 2. Each brick with voxels adds those of its 26 neighbours that lie within K = min(ceil(band),
+ *    VX_BC_MAX_REACH) cells of its voxels' bounding box (and inside the root box).
+ * 3. The bricks are handed to the threads. Each marks the empty cells within K cells (L-infinity)
+ *    of a voxel: the voxels of its 27-brick neighbourhood in a window of (8 + 2K)^3 cells, one
+ *    bit row per line, dilated by K along x (shifts), then y, then z (ORs of rows). It evaluates
+ *    the rule (vx_sample_grid_run, without the cache) at the grid points that such cells have
+ *    as corners and no voxel gave, and keeps the cells whose corners all have a sign and lie on
+ *    one side. A brick is written only by its thread; what it reads of its neighbours (which
+ *    cells are voxels) was all written in step 1.
+ * The result does not depend on the thread count: every value is a voxel's or the rule's at one
+ * grid point.
+ */
+#include "sampler/sampler.h"
+#include "svo/alloc.h"
+#include "svo/system.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define VX_BC_MAX_REACH 4u /* cells around a voxel; the window of 8 + 2K rows fits 16 bits */
+#define VX_BC_POINTS (VX_BC_GRID * VX_BC_GRID * VX_BC_GRID)
+#define VX_BC_PWORDS ((VX_BC_POINTS + 63u) / 64u)
+
+/* What step 1 leaves per brick for step 3. */
+typedef struct bc_state {
+  uint64_t key;
+  uint64_t occ[VX_BC_WORDS];  /* the cells that are surface voxels, re-signed ones included */
+  uint64_t set[VX_BC_PWORDS]; /* grid points a voxel gave */
+  uint64_t bad[VX_BC_PWORDS]; /* ... with two different values */
+} bc_state;
+
+typedef struct bc_build {
+  const vx_sample_tree *s; /* the tree, without a cache */
+  uint32_t reach;          /* K */
+  uint64_t *keys;
+  uint32_t *values;
+  uint64_t cap;
+  vx_bc_brick *bricks;
+  bc_state *state; /* per brick */
+  uint64_t count, bcap;
+  int nomem;
+  atomic_uint_fast64_t next; /* step 3: the next brick */
+} bc_build;
+
+/* The index of the brick with key k (created, zeroed, when missing); -1 without memory. */
+static int64_t bc_brick(bc_build *b, uint64_t k) {
+  if (2u * (b->count + 1u) > b->cap) { /* grow the table: rehash every key */
+    const uint64_t cap = b->cap ? 2u * b->cap : 1024u;
+    uint64_t *keys = (uint64_t *)vx_calloc((size_t)cap, sizeof *keys);
+    uint32_t *values = (uint32_t *)vx_malloc((size_t)cap * sizeof *values);
+    if (!keys || !values) {
+      vx_free(keys);
+      vx_free(values);
+      return -1;
+    }
+    for (uint64_t i = 0; i < b->cap; i++) {
+      if (!b->keys[i]) continue;
+      uint64_t j = vx_bc_slot(b->keys[i], cap - 1u);
+      while (keys[j]) j = (j + 1u) & (cap - 1u);
+      keys[j] = b->keys[i];
+      values[j] = b->values[i];
+    }
+    vx_free(b->keys);
+    vx_free(b->values);
+    b->keys = keys;
+    b->values = values;
+    b->cap = cap;
+  }
+  uint64_t j = vx_bc_slot(k + 1u, b->cap - 1u);
+  for (; b->keys[j]; j = (j + 1u) & (b->cap - 1u))
+    if (b->keys[j] == k + 1u) return (int64_t)b->values[j];
+  if (b->count == b->bcap) {
+    const uint64_t bcap = b->bcap ? 2u * b->bcap : 64u;
+    if (bcap > 0xffffffffu) return -1;
+    vx_bc_brick *nb = (vx_bc_brick *)vx_realloc(b->bricks, (size_t)bcap * sizeof *nb);
+    if (nb) b->bricks = nb;
+    bc_state *ns = (bc_state *)vx_realloc(b->state, (size_t)bcap * sizeof *ns);
+    if (ns) b->state = ns;
+    if (!nb || !ns) return -1;
+    b->bcap = bcap;
+  }
+  memset(&b->bricks[b->count], 0, sizeof b->bricks[b->count]);
+  memset(&b->state[b->count], 0, sizeof b->state[b->count]);
+  b->state[b->count].key = k;
+  b->keys[j] = k + 1u;
+  b->values[j] = (uint32_t)b->count;
+  return (int64_t)b->count++;
+}
+
+/* The state of the brick with key k, or NULL (step 3: the table no longer changes). */
+static const bc_state *bc_lookup(const bc_build *b, uint64_t k) {
+  for (uint64_t j = vx_bc_slot(k + 1u, b->cap - 1u); b->keys[j]; j = (j + 1u) & (b->cap - 1u))
+    if (b->keys[j] == k + 1u) return &b->state[b->values[j]];
+  return NULL;
+}
+
+static int bc_bit(const uint64_t *w, uint32_t i) { return (int)(w[i >> 6] >> (i & 63u) & 1u); }
+static void bc_set(uint64_t *w, uint32_t i) { w[i >> 6] |= (uint64_t)1u << (i & 63u); }
+
+/* Grid point (x, y, z) of a brick. */
+static uint32_t bc_point(uint32_t x, uint32_t y, uint32_t z) {
+  return x + VX_BC_GRID * (y + VX_BC_GRID * z);
+}
+
+/* Is any corner of cell k one of the points in w? */
+static int bc_any_corner(const uint64_t *w, uint32_t k) {
+  const uint32_t x = k & 7u, y = k >> 3 & 7u, z = k >> 6;
+  for (uint32_t i = 0; i < 8u; i++)
+    if (bc_bit(w, bc_point(x + (i & 1u), y + (i >> 1 & 1u), z + (i >> 2)))) return 1;
+  return 0;
+}
+
+/* Step 1 below node idx (level l, minimum corner m). */
+static void bc_walk(bc_build *b, uint32_t idx, uint32_t l, const uint32_t m[3]) {
+  const vx_sample_tree *s = b->s;
+  const vx_node *nd = &s->nodes[idx];
+  const uint32_t mask = vx_node_mask(nd->info), h = 1u << (s->depth - l - 1u);
+  for (uint32_t slot = 0; slot < 8u && !b->nomem; slot++) {
+    if (!(mask >> slot & 1u)) continue;
+    const uint32_t ci = vx_child_index(nd->child, mask, slot);
+    uint32_t cm[3];
+    for (int i = 0; i < 3; i++) cm[i] = m[i] + (slot >> i & 1u) * h;
+    if (l + 1u < s->depth) {
+      bc_walk(b, ci, l + 1u, cm);
+      continue;
+    }
+    const int64_t bi = bc_brick(b, vx_bc_key(cm));
+    if (bi < 0) {
+      b->nomem = 1;
+      return;
+    }
+    vx_bc_brick *br = &b->bricks[bi];
+    bc_state *st = &b->state[bi];
+    const uint32_t k = vx_bc_cell(cm);
+    bc_set(st->occ, k);
+    if (s->resigned && (s->resigned[ci >> 5] >> (ci & 31u) & 1u)) continue; /* not cached */
+    bc_set(br->voxel, k);
+    const vx_voxel v = s->voxels[ci];
+    for (uint32_t i = 0; i < 8u; i++) {
+      const uint32_t g = bc_point((k & 7u) + (i & 1u), (k >> 3 & 7u) + (i >> 1 & 1u), (k >> 6) + (i >> 2));
+      if (bc_bit(st->set, g) && br->grid[g] != v.c[i]) bc_set(st->bad, g);
+      bc_set(st->set, g);
+      br->grid[g] = v.c[i];
+    }
+  }
+}
+
+/* Brick coordinates of key k. */
+static void bc_coords(uint64_t k, int64_t c[3]) {
+  for (int i = 0; i < 3; i++) c[i] = (int64_t)(k >> (21 * i) & 0x1fffffu);
+}
+
+static uint64_t bc_key_of(const int64_t c[3]) {
+  return (uint64_t)c[0] | (uint64_t)c[1] << 21 | (uint64_t)c[2] << 42;
+}
+
+/* Step 2 for a brick with voxels (its occ; the state array may move as bricks are added). */
+static void bc_neighbours(bc_build *b, uint64_t key, const uint64_t occ[VX_BC_WORDS]) {
+  uint32_t lo[3] = {VX_BC_SIDE, VX_BC_SIDE, VX_BC_SIDE}, hi[3] = {0, 0, 0};
+  for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
+    if (!bc_bit(occ, k)) continue;
+    for (int i = 0; i < 3; i++) {
+      const uint32_t x = k >> (VX_BC_SHIFT * (uint32_t)i) & (VX_BC_SIDE - 1u);
+      lo[i] = x < lo[i] ? x : lo[i];
+      hi[i] = x > hi[i] ? x : hi[i];
+    }
+  }
+  const int64_t bricks = (int64_t)1 << (b->s->depth > VX_BC_SHIFT ? b->s->depth - VX_BC_SHIFT : 0);
+  int64_t c[3];
+  bc_coords(key, c);
+  for (int n = 0; n < 27 && !b->nomem; n++) {
+    int64_t q[3];
+    int need = n != 13; /* not the brick itself */
+    for (int i = 0, w = 1; i < 3; i++, w *= 3) {
+      const int d = n / w % 3 - 1;
+      q[i] = c[i] + d;
+      need &= q[i] >= 0 && q[i] < bricks;
+      if (d < 0) need &= lo[i] < b->reach;
+      if (d > 0) need &= hi[i] + b->reach >= VX_BC_SIDE;
+    }
+    if (need && bc_brick(b, bc_key_of(q)) < 0) b->nomem = 1;
+  }
+}
+
+/* The rule's value (voxels) at grid point g, quantized as a voxel corner; 0 where it has no sign. */
+static int bc_corner(const vx_sample_tree *s, const float g[3], int8_t *q) {
+  float grad[3];
+  uint32_t fl = 0;
+  const float v = vx_sample_grid_run(s, g, grad, &fl, VX_SE_RUN_ALL) * s->inv_scale;
+  if (fl & (VX_SAMPLE_NO_SIGN | VX_SAMPLE_INVALID) || !(v == v)) return 0;
+  float r = roundf(v * (127.0f / s->band));
+  r = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
+  if (v < 0.0f && r == 0.0f) r = -1.0f; /* keep the side */
+  *q = (int8_t)r;
+  return 1;
+}
+
+/* Step 3, the empty cells to cache: those within K cells of a voxel (want, a bit per cell). */
+static void bc_want(const bc_build *b, const bc_state *st, const int64_t c[3],
+                    uint64_t want[VX_BC_WORDS]) {
+  const uint32_t K = b->reach, W = VX_BC_SIDE + 2u * K, R = 1u << b->s->depth;
+  /* the voxels of the neighbourhood, window cell (x, y, z) = brick cell - K */
+  uint32_t occ[16][16];
+  memset(occ, 0, sizeof occ);
+  for (int n = 0; n < 27; n++) {
+    int64_t q[3];
+    int d[3];
+    for (int i = 0, w = 1; i < 3; i++, w *= 3) {
+      d[i] = n / w % 3 - 1;
+      q[i] = c[i] + d[i];
+    }
+    if (q[0] < 0 || q[1] < 0 || q[2] < 0) continue;
+    const bc_state *nb = n == 13 ? st : bc_lookup(b, bc_key_of(q));
+    if (!nb) continue;
+    for (uint32_t z = 0; z < VX_BC_SIDE; z++)
+      for (uint32_t y = 0; y < VX_BC_SIDE; y++) {
+        const int64_t wz = (int64_t)z + 8 * d[2] + K, wy = (int64_t)y + 8 * d[1] + K;
+        if (wz < 0 || wz >= (int64_t)W || wy < 0 || wy >= (int64_t)W) continue;
+        const uint32_t row = (uint32_t)(nb->occ[z] >> (8u * y) & 0xffu);
+        const int sh = 8 * d[0] + (int)K; /* window x of the row's x = 0 */
+        occ[wz][wy] |= (sh >= 0 ? row << sh : row >> -sh) & ((1u << W) - 1u);
+      }
+  }
+  /* dilate by K: x, then y, then z */
+  for (uint32_t z = 0; z < W; z++)
+    for (uint32_t y = 0; y < W; y++) {
+      uint32_t r = occ[z][y], o = r;
+      for (uint32_t k = 1; k <= K; k++) o |= r << k | r >> k;
+      occ[z][y] = o;
+    }
+  uint32_t dy[16][VX_BC_SIDE];
+  for (uint32_t z = 0; z < W; z++)
+    for (uint32_t y = 0; y < VX_BC_SIDE; y++) {
+      uint32_t o = 0;
+      for (uint32_t k = 0; k <= 2u * K; k++) o |= occ[z][y + k];
+      dy[z][y] = o;
+    }
+  for (uint32_t z = 0; z < VX_BC_SIDE; z++)
+    for (uint32_t y = 0; y < VX_BC_SIDE; y++) {
+      uint32_t o = 0;
+      for (uint32_t k = 0; k <= 2u * K; k++) o |= dy[z + k][y];
+      uint32_t row = (o >> K & 0xffu) & ~(uint32_t)(st->occ[z] >> (8u * y) & 0xffu);
+      /* cells inside the root box only */
+      const int64_t gx = c[0] * 8, gy = c[1] * 8 + y, gz = c[2] * 8 + z;
+      if (gy >= (int64_t)R || gz >= (int64_t)R) row = 0;
+      if (gx + 8 > (int64_t)R) row &= (1u << (R - (uint32_t)gx)) - 1u;
+      want[z] |= (uint64_t)row << (8u * y);
+    }
+}
+
+/* Step 3 for one brick. */
+static void bc_fill(const bc_build *b, uint64_t bi) {
+  const vx_sample_tree *s = b->s;
+  vx_bc_brick *br = &b->bricks[bi];
+  const bc_state *st = &b->state[bi];
+  int64_t c[3];
+  bc_coords(st->key, c);
+  uint64_t want[VX_BC_WORDS] = {0};
+  bc_want(b, st, c, want);
+  /* the rule at the corners of those cells that no voxel gave */
+  uint64_t need[VX_BC_PWORDS] = {0}, nosign[VX_BC_PWORDS] = {0};
+  for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
+    if (!bc_bit(want, k)) continue;
+    for (uint32_t i = 0; i < 8u; i++) {
+      const uint32_t g = bc_point((k & 7u) + (i & 1u), (k >> 3 & 7u) + (i >> 1 & 1u), (k >> 6) + (i >> 2));
+      if (!bc_bit(st->set, g)) bc_set(need, g);
+    }
+  }
+  for (uint32_t g = 0; g < VX_BC_POINTS; g++) {
+    if (!bc_bit(need, g)) continue;
+    const uint32_t x = g % VX_BC_GRID, y = g / VX_BC_GRID % VX_BC_GRID, z = g / (VX_BC_GRID * VX_BC_GRID);
+    const float p[3] = {(float)(c[0] * 8 + x), (float)(c[1] * 8 + y), (float)(c[2] * 8 + z)};
+    if (!bc_corner(s, p, &br->grid[g])) bc_set(nosign, g);
+  }
+  for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
+    if (bc_bit(br->voxel, k) && bc_any_corner(st->bad, k)) /* voxels that disagree: the tree's */
+      br->voxel[k >> 6] &= ~((uint64_t)1u << (k & 63u));
+    if (!bc_bit(want, k) || bc_any_corner(st->bad, k) || bc_any_corner(nosign, k)) continue;
+    const vx_voxel v = vx_bc_corners(br, k);
+    int neg = 0;
+    for (uint32_t i = 0; i < 8u; i++) neg += v.c[i] < 0;
+    if (neg != 0 && neg != 8) continue; /* no surface crosses the cell: the rule's sides differ */
+    bc_set(br->empty, k);
+  }
+}
+
+static void *bc_worker(void *arg) {
+  bc_build *b = (bc_build *)arg;
+  for (;;) {
+    const uint64_t i = atomic_fetch_add(&b->next, 1u);
+    if (i >= b->count) break;
+    bc_fill(b, i);
+  }
+  return NULL;
+}
+
+void vx_band_cache_free(vx_band_cache *c) {
+  if (!c) return;
+  vx_free((void *)c->keys);
+  vx_free((void *)c->values);
+  vx_free((void *)c->bricks);
+  vx_free(c);
+}
+
+uint64_t vx_band_cache_bytes(const vx_band_cache *c) {
+  if (!c) return 0;
+  return (c->mask + 1u) * (sizeof *c->keys + sizeof *c->values) +
+         c->brick_count * sizeof *c->bricks + sizeof *c;
+}
+
+vx_status vx_band_cache_build(const vx_sample_tree *tree, int threads, vx_band_cache **out,
+                              vx_error *err) {
+  *out = NULL;
+  vx_sample_tree s = *tree;
+  s.cache = NULL;
+  if (s.depth == 0 || s.levels < s.depth + 1u || !s.voxels || s.cut < s.depth) return VX_OK;
+  bc_build b;
+  memset(&b, 0, sizeof b);
+  b.s = &s;
+  const float k = ceilf(s.band);
+  b.reach = k < 1.0f ? 1u : (k > (float)VX_BC_MAX_REACH ? VX_BC_MAX_REACH : (uint32_t)k);
+  const uint32_t zero[3] = {0, 0, 0};
+  bc_walk(&b, 0u, 0u, zero);
+  const uint64_t with_voxels = b.count;
+  for (uint64_t i = 0; i < with_voxels && !b.nomem; i++)
+  {
+    uint64_t occ[VX_BC_WORDS];
+    memcpy(occ, b.state[i].occ, sizeof occ);
+    bc_neighbours(&b, b.state[i].key, occ);
+  }
+  if (b.nomem || b.count == 0) {
+    vx_free(b.keys);
+    vx_free(b.values);
+    vx_free(b.bricks);
+    vx_free(b.state);
+    if (!b.nomem) return VX_OK; /* no voxels */
+    return vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache (%llu bricks of %u B)",
+                        (unsigned long long)b.count, (unsigned)sizeof(vx_bc_brick));
+  }
+  atomic_init(&b.next, 0);
+  if (b.count) vx_parallel(vx_thread_count(threads, (int)(b.count < 1024 ? b.count : 1024)), bc_worker, &b);
+  vx_free(b.state);
+  vx_band_cache *c = (vx_band_cache *)vx_calloc(1, sizeof *c);
+  if (!c) {
+    vx_free(b.keys);
+    vx_free(b.values);
+    vx_free(b.bricks);
+    return vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache");
+  }
+  c->keys = b.keys;
+  c->values = b.values;
+  c->mask = b.cap ? b.cap - 1u : 0u;
+  c->bricks = b.bricks;
+  c->brick_count = b.count;
+  *out = c;
+  return VX_OK;
+}
