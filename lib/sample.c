@@ -146,6 +146,14 @@ static vx_status use_band_cache(const vx_tree *t, const vx_sample_opts *o, vx_sa
   return tree_band_cache(t, tr, threads, &tr->cache, err);
 }
 
+/* The same for a sampler: on the GPU the cache goes to the device too (once per sampler). */
+static vx_status sampler_band_cache(vx_sampler *s, const vx_sample_opts *o, vx_sample_tree *tr,
+                                    vx_error *err) {
+  vx_status st = use_band_cache(s->tree, o, tr, o->threads ? o->threads : s->threads, err);
+  if (st == VX_OK && tr->cache && s->gpu) st = vx_gpu_sampler_cache(s->gpu, tr->cache, err);
+  return st;
+}
+
 /* ---- the sampler ------------------------------------------------------------------------------ */
 
 void vx_sampler_free(vx_sampler *s) {
@@ -226,9 +234,8 @@ vx_status vx_sampler_sample(vx_sampler *s, const vx_sample_opts *opts, const flo
   tr.resigned = s->resigned;
   vx_sample_count c;
   memset(&c, 0, sizeof c);
+  if ((st = sampler_band_cache(s, &o, &tr, err)) != VX_OK) return st;
   if (!s->gpu) {
-    if ((st = use_band_cache(s->tree, &o, &tr, o.threads ? o.threads : s->threads, err)) != VX_OK)
-      return st;
     double tk = vx_clock_seconds();
     vx_sample_cpu(&tr, points, n, dist, grad, flags, o.threads ? o.threads : s->threads, &c);
     fill_stats(stats, 0, 0, n, &c, t0, (vx_clock_seconds() - tk) * 1e3, 0.0);
@@ -333,17 +340,16 @@ vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const floa
   b.points = n;
   b.used_gpu = s->gpu != NULL;
   if (!ms || !dist || !flags) st = vx_error_set(err, VX_ERR_NOMEM, "sample bench: out of memory");
+  if (st == VX_OK) {
+    double tb = vx_clock_seconds();
+    st = sampler_band_cache(s, &o, &tr, err);
+    b.ms_setup = (vx_clock_seconds() - tb) * 1e3;
+    b.cache_bytes = vx_band_cache_bytes(tr.cache);
+  }
   if (st == VX_OK && s->gpu) {
     st = vx_gpu_sample_bench(s->gpu, &tr, points, n, reps, ms, b.flag_counts, &b.regs_per_thread,
                              err);
   } else if (st == VX_OK) {
-    int threads = o.threads ? o.threads : s->threads;
-    double tb = vx_clock_seconds();
-    st = use_band_cache(s->tree, &o, &tr, threads, err);
-    b.ms_setup = (vx_clock_seconds() - tb) * 1e3;
-    b.cache_bytes = vx_band_cache_bytes(tr.cache);
-  }
-  if (st == VX_OK && !s->gpu) {
     int threads = o.threads ? o.threads : s->threads;
     vx_sample_cpu(&tr, points, n, dist, NULL, flags, threads, NULL); /* warm-up */
     for (int r = 0; r < reps; r++) {

@@ -47,6 +47,7 @@ typedef struct bc_build {
   bc_state *state; /* per brick */
   uint64_t count, bcap;
   int nomem;
+  uint64_t limit; /* bytes the bricks may take (with their build state) */
   atomic_uint_fast64_t next; /* step 3: the next brick */
 } bc_build;
 
@@ -79,7 +80,8 @@ static int64_t bc_brick(bc_build *b, uint64_t k) {
     if (b->keys[j] == k + 1u) return (int64_t)b->values[j];
   if (b->count == b->bcap) {
     const uint64_t bcap = b->bcap ? 2u * b->bcap : 64u;
-    if (bcap > 0xffffffffu) return -1;
+    if (bcap > 0xffffffffu || bcap * (sizeof(vx_bc_brick) + sizeof(bc_state)) > b->limit)
+      return -2;
     vx_bc_brick *nb = (vx_bc_brick *)vx_realloc(b->bricks, (size_t)bcap * sizeof *nb);
     if (nb) b->bricks = nb;
     bc_state *ns = (bc_state *)vx_realloc(b->state, (size_t)bcap * sizeof *ns);
@@ -134,7 +136,7 @@ static void bc_walk(bc_build *b, uint32_t idx, uint32_t l, const uint32_t m[3]) 
     }
     const int64_t bi = bc_brick(b, vx_bc_key(cm));
     if (bi < 0) {
-      b->nomem = 1;
+      b->nomem = (int)-bi;
       return;
     }
     vx_bc_brick *br = &b->bricks[bi];
@@ -186,7 +188,8 @@ static void bc_neighbours(bc_build *b, uint64_t key, const uint64_t occ[VX_BC_WO
       if (d < 0) need &= lo[i] < b->reach;
       if (d > 0) need &= hi[i] + b->reach >= VX_BC_SIDE;
     }
-    if (need && bc_brick(b, bc_key_of(q)) < 0) b->nomem = 1;
+    const int64_t bi = need ? bc_brick(b, bc_key_of(q)) : 0;
+    if (bi < 0) b->nomem = (int)-bi;
   }
 }
 
@@ -325,6 +328,7 @@ vx_status vx_band_cache_build(const vx_sample_tree *tree, int threads, vx_band_c
   bc_build b;
   memset(&b, 0, sizeof b);
   b.s = &s;
+  b.limit = vx_default_mem_limit();
   const float k = ceilf(s.band);
   b.reach = k < 1.0f ? 1u : (k > (float)VX_BC_MAX_REACH ? VX_BC_MAX_REACH : (uint32_t)k);
   const uint32_t zero[3] = {0, 0, 0};
@@ -342,6 +346,10 @@ vx_status vx_band_cache_build(const vx_sample_tree *tree, int threads, vx_band_c
     vx_free(b.bricks);
     vx_free(b.state);
     if (!b.nomem) return VX_OK; /* no voxels */
+    if (b.nomem == 2)
+      return vx_error_set(err, VX_ERR_LIMIT,
+                          "the band cache of this tree would take more than %.1f GiB (80%% of "
+                          "memory): sample without it", (double)b.limit / 1073741824.0);
     return vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache (%llu bricks of %u B)",
                         (unsigned long long)b.count, (unsigned)sizeof(vx_bc_brick));
   }

@@ -65,6 +65,12 @@ struct vx_gpu_sampler {
   vx_gpu_view *view; /* borrowed */
   vx_gpu_tree tree;
   uint32_t *resigned; /* device: a bit per voxel (svo/resigned.h), NULL: none */
+  /* the band cache (svo/band_cache.h), uploaded when first asked for: its arrays and the struct
+   * that points to them, all device memory */
+  uint64_t *cache_keys;
+  uint32_t *cache_values;
+  vx_bc_brick *cache_bricks;
+  vx_band_cache *cache;
   cudaStream_t stream;
   cudaEvent_t ev[2];
   int events;
@@ -306,6 +312,10 @@ extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   /* errors on free are ignored: the status already says what went wrong first */
   if (g->count) cudaFree(g->count);
   if (g->resigned) cudaFree(g->resigned);
+  if (g->cache_keys) cudaFree(g->cache_keys);
+  if (g->cache_values) cudaFree(g->cache_values);
+  if (g->cache_bricks) cudaFree(g->cache_bricks);
+  if (g->cache) cudaFree(g->cache);
   if (g->queue) cudaFree(g->queue);
   if (g->queued) cudaFree(g->queued);
   if (g->keys) cudaFree(g->keys);
@@ -369,12 +379,47 @@ extern "C" int vx_gpu_pointer_kind(const vx_gpu_sampler *g, const void *p) {
   return a.device == g->tree.device ? 1 : -1;
 }
 
+extern "C" vx_status vx_gpu_sampler_cache(vx_gpu_sampler *g, const vx_band_cache *c,
+                                          vx_error *err) {
+  vx_status st = VX_OK;
+  if (g->cache || !c) return VX_OK;
+  vx_band_cache h = *c;
+  const size_t slots = (size_t)c->mask + 1u, bricks = (size_t)c->brick_count;
+  VX_CU(cudaSetDevice(g->tree.device), "cudaSetDevice");
+  VX_CU(cudaMalloc((void **)&g->cache_keys, slots * sizeof *c->keys), "allocating the band cache");
+  VX_CU(cudaMalloc((void **)&g->cache_values, slots * sizeof *c->values),
+        "allocating the band cache");
+  VX_CU(cudaMalloc((void **)&g->cache_bricks, bricks * sizeof *c->bricks),
+        "allocating the band cache");
+  VX_CU(cudaMemcpy(g->cache_keys, c->keys, slots * sizeof *c->keys, cudaMemcpyHostToDevice),
+        "uploading the band cache");
+  VX_CU(cudaMemcpy(g->cache_values, c->values, slots * sizeof *c->values,
+                   cudaMemcpyHostToDevice), "uploading the band cache");
+  VX_CU(cudaMemcpy(g->cache_bricks, c->bricks, bricks * sizeof *c->bricks,
+                   cudaMemcpyHostToDevice), "uploading the band cache");
+  h.keys = g->cache_keys;
+  h.values = g->cache_values;
+  h.bricks = g->cache_bricks;
+  VX_CU(cudaMalloc((void **)&g->cache, sizeof h), "allocating the band cache");
+  VX_CU(cudaMemcpy(g->cache, &h, sizeof h, cudaMemcpyHostToDevice), "uploading the band cache");
+done:
+  if (st != VX_OK) { /* leave none, so that a later call tries again */
+    cudaFree(g->cache_keys);
+    cudaFree(g->cache_values);
+    cudaFree(g->cache_bricks);
+    cudaFree(g->cache);
+    g->cache_keys = NULL, g->cache_values = NULL, g->cache_bricks = NULL, g->cache = NULL;
+  }
+  return st;
+}
+
 /* The view's arrays in s's copy. */
 static void device_tree(const vx_gpu_sampler *g, const vx_sample_tree *s, vx_sample_tree *d) {
   *d = *s;
   d->nodes = g->tree.nodes;
   d->voxels = g->tree.voxels;
   d->resigned = g->resigned;
+  d->cache = s->cache ? g->cache : NULL;
   if (d->levels > g->tree.levels) d->levels = g->tree.levels;
   if (d->cut > d->levels - 1) d->cut = d->levels - 1;
 }

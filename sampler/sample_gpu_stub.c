@@ -34,3 +34,8 @@ vx_status vx_gpu_sample_bench(vx_gpu_sampler *g, const vx_sample_tree *s, const 
   (void)g, (void)s, (void)points, (void)n, (void)reps, (void)ms, (void)flag_counts, (void)regs;
   return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
 }
+
+vx_status vx_gpu_sampler_cache(vx_gpu_sampler *g, const vx_band_cache *c, vx_error *err) {
+  (void)g, (void)c;
+  return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
+}

@@ -74,10 +74,14 @@ typedef struct vx_gpu_sample_times {
 /* Samples n points; `device` 1: the four arrays are device pointers (sampled in place on
  * `stream`, a cudaStream_t, NULL: the legacy default stream); 0: host arrays, sent through the
  * device in chunks. `s` gives the cut and transform (its array pointers are replaced by the
- * view's). Returns when the results are written. times may be NULL. */
+ * view's; its cache, when set, by the copy of vx_gpu_sampler_cache). Returns when the results are written. times may be NULL. */
 vx_status vx_gpu_sample(vx_gpu_sampler *g, const vx_sample_tree *s, int device, void *stream,
                         const float *points, uint64_t n, float *dist, float *grad, uint8_t *flags,
                         vx_sample_count *count, vx_gpu_sample_times *times, vx_error *err);
+
+/* Uploads band cache c (svo/band_cache.h) to the sampler's device, once: later calls keep the
+ * first. Samples whose s->cache is not NULL then read the device's copy. */
+vx_status vx_gpu_sampler_cache(vx_gpu_sampler *g, const vx_band_cache *c, vx_error *err);
 
 /* Timing for vx_sampler_bench: the host points are copied to the device once, then `reps` runs
  * of the kernel over them are timed with CUDA events (ms[reps]); flag_counts[8] gets the points

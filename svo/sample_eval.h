@@ -819,10 +819,8 @@ VX_HD float vx_sample_grid_run(const vx_sample_tree *t, const float p[3], float 
     uint32_t x[3];
     VX_SE_UNROLL
     for (int i = 0; i < 3; i++) x[i] = (uint32_t)vx_se_clamp(p[i], 0.0f, Rf - 1.0f);
-#if !defined(__CUDA_ARCH__) /* the GPU samplers have no band cache (its search is fast enough) */
     float v;
     if (t->cache && vx_se_cached(t, p, x, &v, grad, flags)) return v * t->scale;
-#endif
     vx_se_find_from(t, x, 0u, keep_path ? path : NULL, &c);
     if (c.kind != VX_SE_MISSING) {
       float v = vx_se_cell_field(t, &c, p, g);

@@ -179,6 +179,23 @@ static void gpu_sampler_matches_cpu(void) {
   CHECK(cudaMemcpy(fg, df, n, cudaMemcpyDeviceToHost) == cudaSuccess);
   compare("cut at level 4", n, dc, fc, dg, fg, tol);
 
+  /* the band cache (built on the CPU, uploaded once): device as CPU, through device and host
+   * arrays; the cache answered (its values differ from the rule's) */
+  o.lod = VX_LOD_FINEST;
+  o.band_cache = 1;
+  float *dr = (float *)malloc(n * 4);
+  CHECK(vx_tree_sample(t, NULL, p, n, dr, NULL, NULL, NULL, &e) == VX_OK);
+  CHECK(vx_tree_sample(t, &o, p, n, dc, NULL, fc, NULL, &e) == VX_OK);
+  CHECK_MSG(vx_sampler_sample(s, &o, dp, n, dd, NULL, df, NULL, &e) == VX_OK, "%s", e.msg);
+  CHECK(cudaMemcpy(dg, dd, n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(cudaMemcpy(fg, df, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+  compare("band cache, device arrays", n, dc, fc, dg, fg, tol);
+  CHECK_MSG(vx_sampler_sample(s, &o, p, n, dg, NULL, fg, NULL, &e) == VX_OK, "%s", e.msg);
+  compare("band cache, host arrays", n, dc, fc, dg, fg, tol);
+  CHECK(memcmp(dr, dc, n * 4) != 0);
+  free(dr);
+  o.band_cache = 0;
+
   /* host and device arrays in one call are refused */
   CHECK(vx_sampler_sample(s, NULL, dp, n, dc, NULL, NULL, NULL, &e) == VX_ERR_INVALID_ARG);
   CHECK_MSG(strstr(e.msg, "all be device memory or all host memory") != NULL, "%s", e.msg);
@@ -191,6 +208,11 @@ static void gpu_sampler_matches_cpu(void) {
   CHECK(b.used_gpu && b.points_per_s > 0.0 && b.regs_per_thread > 0);
   fprintf(stderr, "  bench: %.0f Mpoints/s (kernel), %.0f Mpoints/s with copies, %d registers\n",
           b.points_per_s * 1e-6, n / (b.ms_copy_median * 1e-3) * 1e-6, b.regs_per_thread);
+  o.band_cache = 1;
+  CHECK_MSG(vx_sampler_bench(s, &o, p, n, 5, &b, &e) == VX_OK, "%s", e.msg);
+  CHECK(b.used_gpu && b.points_per_s > 0.0 && b.cache_bytes > 0);
+  fprintf(stderr, "  bench, band cache: %.0f Mpoints/s (kernel)\n", b.points_per_s * 1e-6);
+  o.band_cache = 0;
   vx_sampler_free(s);
 
   /* a sampler on a renderer's resident tree */

@@ -510,10 +510,11 @@ void sample_host(Tree &t, Floats2 points, Dist dist, std::optional<Grad> grad,
 
 // Device arrays (torch, cupy): raw CUDA pointers, sampled in place by the GPU sampler.
 void sample_device(Tree &t, uintptr_t points, uint64_t n, uintptr_t dist, uintptr_t grad,
-                   uintptr_t flags, int level, int fail_nonfinite, uintptr_t stream) {
+                   uintptr_t flags, int level, int fail_nonfinite, uintptr_t stream,
+                   int band_cache) {
   std::unique_lock<std::mutex> g = lock_tree(t);
   ensure_sampler(t, 2);
-  vx_sample_opts o = sample_opts(level, fail_nonfinite);
+  vx_sample_opts o = sample_opts(level, fail_nonfinite, band_cache);
   o.cuda_stream = (void *)stream;
   vx_error e = no_error();
   vx_sample_stats st;
@@ -601,7 +602,7 @@ NB_MODULE(_voxlod, m) {
            "grad"_a.noconvert().none(), "flags"_a.noconvert().none(), "level"_a,
            "fail_nonfinite"_a, "device"_a, "band_cache"_a = 0)
       .def("sample_device", &sample_device, "points"_a, "n"_a, "dist"_a, "grad"_a, "flags"_a,
-           "level"_a, "fail_nonfinite"_a, "stream"_a)
+           "level"_a, "fail_nonfinite"_a, "stream"_a, "band_cache"_a = 0)
       .def("surface_points", &surface_points, "out"_a.noconvert(), "spread"_a, "seed"_a,
            "shuffle"_a)
       .def("renderer_info", [](Tree &t) {

@@ -453,10 +453,11 @@ class Tree:
         there). nonfinite: "raise" (ValueError naming the first NaN/inf point) or "nan" (NaN
         out, SAMPLE_INVALID). The rule (fields, the search near the surface, the bounded far
         value) is include/voxlod/sample.h's.
-        band_cache=True (CPU, full detail): points within the band come from the band cache,
-        the rule's values stored around the surface, built on the first such call and kept
-        with the tree (about 8x faster near the surface; values in empty cells are the
-        trilinear interpolation of the rule's at the cell's corners; docs/python.md)."""
+        band_cache=True (full detail): points within the band come from the band cache, the
+        rule's values stored around the surface, built on the CPU by the first such call and
+        kept with the tree, uploaded once for the GPU (about 10x faster near the surface on
+        the CPU, 6-20x on the GPU; values in empty cells are the trilinear interpolation of
+        the rule's at the cell's corners; docs/python.md)."""
         if not isinstance(band_cache, (bool, np.bool_)):
             raise TypeError(f"band_cache must be True or False, not {band_cache!r}")
         if lod is None:
@@ -470,7 +471,7 @@ class Tree:
         fail = nonfinite == "raise"
         cuda = _cuda_layout(points)
         if cuda is not None:
-            return self._sample_cuda(points, cuda, gradient, flags, level, fail)
+            return self._sample_cuda(points, cuda, gradient, flags, level, fail, band_cache)
         points, wrap = _host_array(points, "points")
         p = _float32_rows(points, "points")
         n = p.shape[0]
@@ -489,7 +490,7 @@ class Tree:
                     ((fl,) if flags else ()))
         return out[0] if len(out) == 1 else out
 
-    def _sample_cuda(self, points, layout, gradient, flags, level, fail):
+    def _sample_cuda(self, points, layout, gradient, flags, level, fail, band_cache=False):
         ptr, shape, strides, dtype, _ = layout
         if len(shape) != 2 or shape[1] != 3:
             raise ValueError(f"points must have shape (N, 3), not {shape}")
@@ -502,7 +503,7 @@ class Tree:
         grad, gp = _cuda_empty(points, (n, 3), "float32") if gradient else (None, 0)
         fl, fp = _cuda_empty(points, (n,), "uint8") if flags else (None, 0)
         try:
-            self._t.sample_device(ptr, n, dp, gp, fp, level, fail, 0)
+            self._t.sample_device(ptr, n, dp, gp, fp, level, fail, 0, int(band_cache))
         except InvalidArgumentError as e:
             if "NaN or infinite" in str(e):
                 raise ValueError(f"points: {e}") from None
