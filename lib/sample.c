@@ -15,6 +15,8 @@ struct vx_sampler {
   const uint32_t *resigned; /* the tree's (tree_resigned) */
   vx_gpu_view *own_view; /* the tree uploaded by this sampler (NULL: borrowed or CPU) */
   vx_gpu_sampler *gpu;   /* NULL: the CPU */
+  /* on the GPU: the band cache it built and uploaded (its sizes; the arrays live on the device) */
+  vx_band_cache *gpu_cache;
   int threads;
   vx_notes notes;
 };
@@ -146,18 +148,41 @@ static vx_status use_band_cache(const vx_tree *t, const vx_sample_opts *o, vx_sa
   return tree_band_cache(t, tr, threads, &tr->cache, err);
 }
 
-/* The same for a sampler: on the GPU the cache goes to the device too (once per sampler). */
+/* The band cache's evaluator on the GPU (vx_band_cache_eval): the sampler's kernels, host
+ * arrays. */
+static vx_status gpu_eval(void *ctx, const vx_sample_tree *s, const float *p, uint64_t n,
+                          float *v, uint8_t *flags, vx_error *err) {
+  return vx_gpu_sample((vx_gpu_sampler *)ctx, s, 0, NULL, p, n, v, NULL, flags, NULL, NULL, err);
+}
+
+/* The same for a sampler. On the GPU the sampler builds its own, the rule evaluated by the
+ * device (so that CPU results never depend on a GPU's), and keeps it there. */
 static vx_status sampler_band_cache(vx_sampler *s, const vx_sample_opts *o, vx_sample_tree *tr,
                                     vx_error *err) {
-  vx_status st = use_band_cache(s->tree, o, tr, o->threads ? o->threads : s->threads, err);
-  if (st == VX_OK && tr->cache && s->gpu) st = vx_gpu_sampler_cache(s->gpu, tr->cache, err);
-  return st;
+  const int threads = o->threads ? o->threads : s->threads;
+  if (!s->gpu) return use_band_cache(s->tree, o, tr, threads, err);
+  if (!o->band_cache || tr->cut < s->tree->oct.depth || tr->levels < s->tree->oct.depth + 1u)
+    return VX_OK;
+  if (!s->gpu_cache) {
+    vx_band_cache *c = NULL;
+    vx_status st = vx_band_cache_build_with(tr, threads, gpu_eval, s->gpu, &c, err);
+    if (st == VX_OK && c) st = vx_gpu_sampler_cache(s->gpu, c, err);
+    if (st != VX_OK) {
+      vx_band_cache_free(c);
+      return st;
+    }
+    vx_band_cache_drop_arrays(c);
+    s->gpu_cache = c;
+  }
+  tr->cache = s->gpu_cache;
+  return VX_OK;
 }
 
 /* ---- the sampler ------------------------------------------------------------------------------ */
 
 void vx_sampler_free(vx_sampler *s) {
   if (!s) return;
+  vx_band_cache_free(s->gpu_cache);
   vx_gpu_sampler_free(s->gpu);
   vx_gpu_view_free(s->own_view);
   vx_free(s);

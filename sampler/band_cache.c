@@ -9,11 +9,14 @@
  *    VX_BC_MAX_REACH) cells of its voxels' bounding box (and inside the root box).
  * 3. The bricks are handed to the threads. Each marks the empty cells within K cells (L-infinity)
  *    of a voxel: the voxels of its 27-brick neighbourhood in a window of (8 + 2K)^3 cells, one
- *    bit row per line, dilated by K along x (shifts), then y, then z (ORs of rows). It evaluates
- *    the rule (vx_sample_grid_run, without the cache) at the grid points that such cells have
- *    as corners and no voxel gave, and keeps the cells whose corners all have a sign and lie on
- *    one side. A brick is written only by its thread; what it reads of its neighbours (which
- *    cells are voxels) was all written in step 1.
+ *    bit row per line, dilated by K along x (shifts), then y, then z (ORs of rows), and the grid
+ *    points those cells have as corners that no voxel gave. The sampler (without the cache,
+ *    the tree's transform replaced by the identity, so that grid points go in exactly and
+ *    values in voxels come out) runs at those points in batches of whole bricks, on the CPU's
+ *    threads or through an evaluator given (the GPU sampler), the values quantized into the
+ *    bricks; a cell is kept when its corners all have a sign and lie on one side. A brick is
+ *    written only by its thread; what it reads of its neighbours (which cells are voxels) was
+ *    all written in step 1.
  * The result does not depend on the thread count: every value is a voxel's or the rule's at one
  * grid point.
  */
@@ -26,6 +29,7 @@
 #include <string.h>
 
 #define VX_BC_MAX_REACH 4u /* cells around a voxel; the window of 8 + 2K rows fits 16 bits */
+#define VX_BC_BATCH ((uint64_t)1 << 24) /* grid points evaluated at a time */
 #define VX_BC_POINTS (VX_BC_GRID * VX_BC_GRID * VX_BC_GRID)
 #define VX_BC_PWORDS ((VX_BC_POINTS + 63u) / 64u)
 
@@ -35,10 +39,16 @@ typedef struct bc_state {
   uint64_t occ[VX_BC_WORDS];  /* the cells that are surface voxels, re-signed ones included */
   uint64_t set[VX_BC_PWORDS]; /* grid points a voxel gave */
   uint64_t bad[VX_BC_PWORDS]; /* ... with two different values */
+  /* step 3 */
+  uint64_t want[VX_BC_WORDS];    /* empty cells to cache */
+  uint64_t need[VX_BC_PWORDS];   /* their corners that no voxel gave: the rule's */
+  uint64_t nosign[VX_BC_PWORDS]; /* ... where it had no sign */
+  uint64_t at;                   /* where its points start in the batch */
 } bc_state;
 
 typedef struct bc_build {
   const vx_sample_tree *s; /* the tree, without a cache */
+  vx_sample_tree grid;     /* the same with the identity transform: grid points in, voxels out */
   uint32_t reach;          /* K */
   uint64_t *keys;
   uint32_t *values;
@@ -48,6 +58,12 @@ typedef struct bc_build {
   uint64_t count, bcap;
   int nomem;
   uint64_t limit; /* bytes the bricks may take (with their build state) */
+  /* step 3: a phase runs over bricks [lo, hi) on the threads */
+  int phase;
+  uint64_t lo, hi;
+  float *p;    /* a batch's grid points (xyz) */
+  float *v;    /* the rule's values there, voxels */
+  uint8_t *fl; /* its flags */
   atomic_uint_fast64_t next; /* step 3: the next brick */
 } bc_build;
 
@@ -193,17 +209,19 @@ static void bc_neighbours(bc_build *b, uint64_t key, const uint64_t occ[VX_BC_WO
   }
 }
 
-/* The rule's value (voxels) at grid point g, quantized as a voxel corner; 0 where it has no sign. */
-static int bc_corner(const vx_sample_tree *s, const float g[3], int8_t *q) {
-  float grad[3];
-  uint32_t fl = 0;
-  const float v = vx_sample_grid_run(s, g, grad, &fl, VX_SE_RUN_ALL) * s->inv_scale;
-  if (fl & (VX_SAMPLE_NO_SIGN | VX_SAMPLE_INVALID) || !(v == v)) return 0;
+/* The rule's value v (voxels) at a grid point, quantized as a voxel corner. */
+static int8_t bc_quantize(const vx_sample_tree *s, float v) {
   float r = roundf(v * (127.0f / s->band));
   r = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
   if (v < 0.0f && r == 0.0f) r = -1.0f; /* keep the side */
-  *q = (int8_t)r;
-  return 1;
+  return (int8_t)r;
+}
+
+/* Grid point g of brick c, in grid coordinates. */
+static void bc_grid_point(const int64_t c[3], uint32_t g, float p[3]) {
+  p[0] = (float)(c[0] * 8 + g % VX_BC_GRID);
+  p[1] = (float)(c[1] * 8 + g / VX_BC_GRID % VX_BC_GRID);
+  p[2] = (float)(c[2] * 8 + g / (VX_BC_GRID * VX_BC_GRID));
 }
 
 /* Step 3, the empty cells to cache: those within K cells of a voxel (want, a bit per cell). */
@@ -259,34 +277,50 @@ static void bc_want(const bc_build *b, const bc_state *st, const int64_t c[3],
     }
 }
 
-/* Step 3 for one brick. */
-static void bc_fill(const bc_build *b, uint64_t bi) {
-  const vx_sample_tree *s = b->s;
+static uint32_t bc_count(const uint64_t *w, uint32_t words) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < words; i++) n += (uint32_t)__builtin_popcountll(w[i]);
+  return n;
+}
+
+/* Step 3's phases for brick bi. */
+enum { BC_NEED = 0, BC_GATHER = 1, BC_SCATTER = 2, BC_FINISH = 3 };
+
+static void bc_phase(const bc_build *b, uint64_t bi) {
   vx_bc_brick *br = &b->bricks[bi];
-  const bc_state *st = &b->state[bi];
+  bc_state *st = &b->state[bi];
   int64_t c[3];
   bc_coords(st->key, c);
-  uint64_t want[VX_BC_WORDS] = {0};
-  bc_want(b, st, c, want);
-  /* the rule at the corners of those cells that no voxel gave */
-  uint64_t need[VX_BC_PWORDS] = {0}, nosign[VX_BC_PWORDS] = {0};
-  for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
-    if (!bc_bit(want, k)) continue;
-    for (uint32_t i = 0; i < 8u; i++) {
-      const uint32_t g = bc_point((k & 7u) + (i & 1u), (k >> 3 & 7u) + (i >> 1 & 1u), (k >> 6) + (i >> 2));
-      if (!bc_bit(st->set, g)) bc_set(need, g);
+  if (b->phase == BC_NEED) { /* the cells to cache and the corners the rule gives them */
+    bc_want(b, st, c, st->want);
+    for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
+      if (!bc_bit(st->want, k)) continue;
+      for (uint32_t i = 0; i < 8u; i++) {
+        const uint32_t g = bc_point((k & 7u) + (i & 1u), (k >> 3 & 7u) + (i >> 1 & 1u), (k >> 6) + (i >> 2));
+        if (!bc_bit(st->set, g)) bc_set(st->need, g);
+      }
     }
+    return;
   }
-  for (uint32_t g = 0; g < VX_BC_POINTS; g++) {
-    if (!bc_bit(need, g)) continue;
-    const uint32_t x = g % VX_BC_GRID, y = g / VX_BC_GRID % VX_BC_GRID, z = g / (VX_BC_GRID * VX_BC_GRID);
-    const float p[3] = {(float)(c[0] * 8 + x), (float)(c[1] * 8 + y), (float)(c[2] * 8 + z)};
-    if (!bc_corner(s, p, &br->grid[g])) bc_set(nosign, g);
+  if (b->phase == BC_GATHER || b->phase == BC_SCATTER) {
+    uint64_t j = st->at;
+    for (uint32_t g = 0; g < VX_BC_POINTS; g++) {
+      if (!bc_bit(st->need, g)) continue;
+      if (b->phase == BC_GATHER) {
+        bc_grid_point(c, g, &b->p[3 * j]);
+      } else if (!(b->fl[j] & (VX_SAMPLE_NO_SIGN | VX_SAMPLE_INVALID)) && b->v[j] == b->v[j]) {
+        br->grid[g] = bc_quantize(b->s, b->v[j]);
+      } else {
+        bc_set(st->nosign, g);
+      }
+      j++;
+    }
+    return;
   }
-  for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
+  for (uint32_t k = 0; k < VX_BC_CELLS; k++) { /* BC_FINISH: which cells answer */
     if (bc_bit(br->voxel, k) && bc_any_corner(st->bad, k)) /* voxels that disagree: the tree's */
       br->voxel[k >> 6] &= ~((uint64_t)1u << (k & 63u));
-    if (!bc_bit(want, k) || bc_any_corner(st->bad, k) || bc_any_corner(nosign, k)) continue;
+    if (!bc_bit(st->want, k) || bc_any_corner(st->bad, k) || bc_any_corner(st->nosign, k)) continue;
     const vx_voxel v = vx_bc_corners(br, k);
     int neg = 0;
     for (uint32_t i = 0; i < 8u; i++) neg += v.c[i] < 0;
@@ -298,11 +332,67 @@ static void bc_fill(const bc_build *b, uint64_t bi) {
 static void *bc_worker(void *arg) {
   bc_build *b = (bc_build *)arg;
   for (;;) {
-    const uint64_t i = atomic_fetch_add(&b->next, 1u);
-    if (i >= b->count) break;
-    bc_fill(b, i);
+    const uint64_t i = b->lo + atomic_fetch_add(&b->next, 1u);
+    if (i >= b->hi) break;
+    bc_phase(b, i);
   }
   return NULL;
+}
+
+static void bc_run(bc_build *b, int threads, int phase, uint64_t lo, uint64_t hi) {
+  b->phase = phase;
+  b->lo = lo;
+  b->hi = hi;
+  atomic_init(&b->next, 0);
+  const uint64_t n = hi - lo;
+  if (n) vx_parallel(vx_thread_count(threads, (int)(n < 1024 ? n : 1024)), bc_worker, b);
+}
+
+/* The CPU's evaluator: the sampler's loop on the threads. */
+static vx_status bc_cpu_eval(void *ctx, const vx_sample_tree *s, const float *p, uint64_t n,
+                             float *v, uint8_t *flags, vx_error *err) {
+  (void)err;
+  vx_sample_cpu(s, p, n, v, NULL, flags, *(const int *)ctx, NULL);
+  return VX_OK;
+}
+
+/* Step 3: the cells to cache, their corners evaluated in batches of at most VX_BC_BATCH points
+ * (bricks whole), then which cells answer. */
+static vx_status bc_fill(bc_build *b, int threads, vx_band_cache_eval eval, void *ctx,
+                         vx_error *err) {
+  bc_run(b, threads, BC_NEED, 0, b->count);
+  uint64_t total = 0, most = 0;
+  for (uint64_t i = 0; i < b->count; i++) {
+    const uint64_t k = bc_count(b->state[i].need, VX_BC_PWORDS);
+    total += k;
+    most = k > most ? k : most;
+  }
+  const uint64_t cap = total < VX_BC_BATCH ? total : (VX_BC_BATCH > most ? VX_BC_BATCH : most);
+  b->p = (float *)vx_malloc((size_t)(cap ? cap : 1) * 3 * sizeof(float));
+  b->v = (float *)vx_malloc((size_t)(cap ? cap : 1) * sizeof(float));
+  b->fl = (uint8_t *)vx_malloc((size_t)(cap ? cap : 1));
+  vx_status st = VX_OK;
+  if (!b->p || !b->v || !b->fl)
+    st = vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache's %llu grid points",
+                      (unsigned long long)cap);
+  for (uint64_t lo = 0; lo < b->count && st == VX_OK;) {
+    uint64_t hi = lo, m = 0;
+    for (; hi < b->count; hi++) {
+      const uint64_t k = bc_count(b->state[hi].need, VX_BC_PWORDS);
+      if (m + k > cap) break;
+      b->state[hi].at = m;
+      m += k;
+    }
+    bc_run(b, threads, BC_GATHER, lo, hi);
+    if (m) st = eval(ctx, &b->grid, b->p, m, b->v, b->fl, err);
+    if (st == VX_OK) bc_run(b, threads, BC_SCATTER, lo, hi);
+    lo = hi;
+  }
+  if (st == VX_OK) bc_run(b, threads, BC_FINISH, 0, b->count);
+  vx_free(b->p);
+  vx_free(b->v);
+  vx_free(b->fl);
+  return st;
 }
 
 void vx_band_cache_free(vx_band_cache *c) {
@@ -321,6 +411,22 @@ uint64_t vx_band_cache_bytes(const vx_band_cache *c) {
 
 vx_status vx_band_cache_build(const vx_sample_tree *tree, int threads, vx_band_cache **out,
                               vx_error *err) {
+  return vx_band_cache_build_with(tree, threads, NULL, NULL, out, err);
+}
+
+void vx_band_cache_drop_arrays(vx_band_cache *c) {
+  if (!c) return;
+  vx_free((void *)c->keys);
+  vx_free((void *)c->values);
+  vx_free((void *)c->bricks);
+  c->keys = NULL;
+  c->values = NULL;
+  c->bricks = NULL;
+}
+
+vx_status vx_band_cache_build_with(const vx_sample_tree *tree, int threads,
+                                   vx_band_cache_eval eval, void *ctx, vx_band_cache **out,
+                                   vx_error *err) {
   *out = NULL;
   vx_sample_tree s = *tree;
   s.cache = NULL;
@@ -328,6 +434,9 @@ vx_status vx_band_cache_build(const vx_sample_tree *tree, int threads, vx_band_c
   bc_build b;
   memset(&b, 0, sizeof b);
   b.s = &s;
+  b.grid = s;
+  b.grid.origin[0] = b.grid.origin[1] = b.grid.origin[2] = 0.0f;
+  b.grid.scale = b.grid.inv_scale = 1.0f;
   b.limit = vx_default_mem_limit();
   const float k = ceilf(s.band);
   b.reach = k < 1.0f ? 1u : (k > (float)VX_BC_MAX_REACH ? VX_BC_MAX_REACH : (uint32_t)k);
@@ -353,11 +462,17 @@ vx_status vx_band_cache_build(const vx_sample_tree *tree, int threads, vx_band_c
     return vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache (%llu bricks of %u B)",
                         (unsigned long long)b.count, (unsigned)sizeof(vx_bc_brick));
   }
-  atomic_init(&b.next, 0);
-  if (b.count) vx_parallel(vx_thread_count(threads, (int)(b.count < 1024 ? b.count : 1024)), bc_worker, &b);
+  vx_status st = eval ? bc_fill(&b, threads, eval, ctx, err)
+                      : bc_fill(&b, threads, bc_cpu_eval, &threads, err);
   vx_free(b.state);
-  vx_band_cache *c = (vx_band_cache *)vx_calloc(1, sizeof *c);
+  vx_band_cache *c = st == VX_OK ? (vx_band_cache *)vx_calloc(1, sizeof *c) : NULL;
   if (!c) {
+    if (st != VX_OK) {
+      vx_free(b.keys);
+      vx_free(b.values);
+      vx_free(b.bricks);
+      return st;
+    }
     vx_free(b.keys);
     vx_free(b.values);
     vx_free(b.bricks);

@@ -47,7 +47,16 @@ void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, flo
  * without surface voxels, cut above full detail, or not fully loaded. s->cache is ignored. */
 vx_status vx_band_cache_build(const vx_sample_tree *s, int threads, vx_band_cache **out,
                               vx_error *err);
+/* The same with the sampler run by `eval` (NULL: vx_sample_cpu on `threads`): tree s (without a
+ * cache, its transform the identity) at n points p (xyz: grid points), v[n] the values (voxels)
+ * and flags[n]. A GPU sampler's: vx_gpu_sample with host arrays. */
+typedef vx_status (*vx_band_cache_eval)(void *ctx, const vx_sample_tree *s, const float *p,
+                                        uint64_t n, float *v, uint8_t *flags, vx_error *err);
+vx_status vx_band_cache_build_with(const vx_sample_tree *s, int threads, vx_band_cache_eval eval,
+                                   void *ctx, vx_band_cache **out, vx_error *err);
 void vx_band_cache_free(vx_band_cache *c);
+/* Frees c's arrays (once uploaded), keeping its sizes. */
+void vx_band_cache_drop_arrays(vx_band_cache *c);
 /* Bytes it holds. */
 uint64_t vx_band_cache_bytes(const vx_band_cache *c);
 

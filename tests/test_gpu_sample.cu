@@ -179,8 +179,11 @@ static void gpu_sampler_matches_cpu(void) {
   CHECK(cudaMemcpy(fg, df, n, cudaMemcpyDeviceToHost) == cudaSuccess);
   compare("cut at level 4", n, dc, fc, dg, fg, tol);
 
-  /* the band cache (built on the CPU, uploaded once): device as CPU, through device and host
-   * arrays; the cache answered (its values differ from the rule's) */
+  /* the band cache (the GPU sampler builds its own, the rule evaluated on the device, and keeps
+   * it there): device as CPU, through device and host arrays, within one quantization step of
+   * a corner (float contraction can round a corner's value the other way); the cache answered
+   * (its values differ from the rule's) */
+  const double tol_bc = ti.band / 127.0 * ti.scale;
   o.lod = VX_LOD_FINEST;
   o.band_cache = 1;
   float *dr = (float *)malloc(n * 4);
@@ -189,9 +192,9 @@ static void gpu_sampler_matches_cpu(void) {
   CHECK_MSG(vx_sampler_sample(s, &o, dp, n, dd, NULL, df, NULL, &e) == VX_OK, "%s", e.msg);
   CHECK(cudaMemcpy(dg, dd, n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
   CHECK(cudaMemcpy(fg, df, n, cudaMemcpyDeviceToHost) == cudaSuccess);
-  compare("band cache, device arrays", n, dc, fc, dg, fg, tol);
+  compare("band cache, device arrays", n, dc, fc, dg, fg, tol_bc);
   CHECK_MSG(vx_sampler_sample(s, &o, p, n, dg, NULL, fg, NULL, &e) == VX_OK, "%s", e.msg);
-  compare("band cache, host arrays", n, dc, fc, dg, fg, tol);
+  compare("band cache, host arrays", n, dc, fc, dg, fg, tol_bc);
   CHECK(memcmp(dr, dc, n * 4) != 0);
   free(dr);
   o.band_cache = 0;

@@ -127,6 +127,18 @@ static vx_status sample(const vx_tree *t, const vx_sample_opts *o, const float *
   return s;
 }
 
+/* A sampler of t on the CPU. */
+static vx_sampler *cpu_sampler(const vx_tree *t) {
+  vx_sampler_opts so;
+  memset(&so, 0, sizeof so);
+  so.struct_size = sizeof so;
+  so.device = VX_DEVICE_CPU;
+  vx_sampler *s = NULL;
+  vx_error e;
+  CHECK_MSG(vx_sampler_create(t, &so, &s, &e) == VX_OK, "%s", e.msg);
+  return s;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -471,13 +483,8 @@ static void sample_threads_and_sampler_agree(void) {
   CHECK(sample(t, &o, p, n, d3, g2, f2) == VX_OK);
   unsetenv("VOXLOD_CPU");
   CHECK(memcmp(d1, d3, n * 4) == 0 && memcmp(g1, g2, n * 12) == 0 && memcmp(f1, f2, n) == 0);
-  vx_sampler_opts so;
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.device = VX_DEVICE_CPU;
-  vx_sampler *s = NULL;
+  vx_sampler *s = cpu_sampler(t);
   vx_error e;
-  CHECK_MSG(vx_sampler_create(t, &so, &s, &e) == VX_OK, "%s", e.msg);
   CHECK(!vx_sampler_uses_gpu(s));
   CHECK(vx_sampler_sample(s, NULL, p, n, d3, NULL, NULL, NULL, &e) == VX_OK);
   CHECK(memcmp(d1, d3, n * 4) == 0);
@@ -650,14 +657,9 @@ static void sample_band_cache_agrees_with_rule(void) {
   CHECK(bad_sign == 0);
   /* built on one thread in another tree, and through a CPU sampler: the same bits */
   o.threads = 1;
-  vx_sampler_opts so;
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.device = VX_DEVICE_CPU;
-  vx_sampler *sm = NULL;
+  vx_sampler *sm = cpu_sampler(t1);
   vx_error e;
   memset(&e, 0, sizeof e);
-  CHECK_MSG(vx_sampler_create(t1, &so, &sm, &e) == VX_OK, "%s", e.msg);
   if (sm) {
     CHECK_MSG(vx_sampler_sample(sm, &o, p, n, d2, NULL, f2, NULL, &e) == VX_OK, "%s", e.msg);
     CHECK(memcmp(d1, d2, n * sizeof *d1) == 0 && memcmp(f1, f2, n) == 0);

@@ -32,8 +32,8 @@ static const char *sample_help =
     "  --seed S        the points' random sequence (default 1)\n"
     "  --gpu | --cpu   the sampler (default: the GPU when usable, else the CPU)\n"
     "  --threads N     CPU threads (default: all cores)\n"
-    "  --band-cache    answer points within the band from the band cache (built first on the\n"
-    "                  CPU and uploaded for --gpu, its time and size shown; voxlod/sample.h)\n"
+    "  --band-cache    answer points within the band from the band cache (built first, by the\n"
+    "                  device that samples; its time and size shown; voxlod/sample.h)\n"
     "  --mem-limit SIZE  refuse a file whose decoded size exceeds SIZE (default: 80% of memory)\n"
     "  --json          one JSON document on stdout instead of the table\n";
 

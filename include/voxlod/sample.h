@@ -80,9 +80,11 @@ VX_EXTERN_C_BEGIN
  *   side are kept (no surface crosses an empty cell). Points elsewhere (farther out, outside
  *   the root box) follow the rule. The first call that asks for it builds it (the rule at each
  *   grid point, on all cores: 0.25 s for spot at 256^3, 1.4 s for the bunny at 512^3 on 2
- *   cores; 35 s for the dragon at 4096^3 on 16) and keeps it with the tree: about 29 bytes per
- *   surface voxel (the tree: 13). A GPU sampler uploads it once (the dragon at 4096^3, points
- *   within 2 voxels of the surface, shuffled: 0.87 -> 5.5 billion points/s on an H100). A tree
+ *   cores; 34 s for the dragon at 4096^3 on 16) and keeps it with the tree: about 29 bytes per
+ *   surface voxel (the tree: 13). A GPU sampler builds its own, the rule evaluated by its
+ *   kernels (11 s for that dragon, so that CPU results never depend on a GPU's), and keeps it
+ *   on the device (points within 2 voxels of the dragon's surface, shuffled: 0.87 -> 5.5
+ *   billion points/s on an H100). A tree
  *   whose cache would exceed 80 % of physical memory is refused (VX_ERR_LIMIT).
  */
 
@@ -113,8 +115,8 @@ typedef struct vx_sample_opts {
                            NULL: the legacy default stream (ordered after work that torch or
                            cupy queued on theirs). The call returns when the results are there. */
   int band_cache;       /* 1: at full detail, answer points within the band from the band
-                           cache (BAND CACHE above), built on the CPU by the first such call and
-                           kept with the tree (a GPU sampler uploads it once); 0 (default): the
+                           cache (BAND CACHE above), built by the first such call and kept with
+                           the tree (on the CPU) or the sampler (on the GPU); 0 (default): the
                            rule throughout. */
 } vx_sample_opts;
 
@@ -180,8 +182,8 @@ typedef struct vx_sample_bench_stats {
   double ms_copy_median;/* GPU: the same run from host arrays, copies included (wall time) */
   uint64_t flag_counts[8]; /* points per flag bit (bit k: flag 1 << k), from the last run */
   int regs_per_thread;  /* GPU: the kernel's registers */
-  double ms_setup;      /* with opts->band_cache: building the band cache (0 when the tree had
-                           it already), and on the GPU its upload */
+  double ms_setup;      /* with opts->band_cache: building the band cache (0 when the tree or
+                           the sampler had it already), on the GPU with its upload */
   uint64_t cache_bytes; /* the band cache's size (0: none) */
 } vx_sample_bench_stats;
 

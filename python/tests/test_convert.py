@@ -166,6 +166,9 @@ def test_ctrl_c_cancels_a_build():
     import threading
     import time
 
+    # a job started in the background by a shell without job control inherits SIGINT ignored,
+    # and Python then leaves it so: the handler Ctrl-C reaches in a terminal, for this test
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     t0 = time.perf_counter()
     timer.start()
@@ -174,6 +177,7 @@ def test_ctrl_c_cancels_a_build():
             voxlod.convert(BUNNY, res=1024, progress=False, gpu=False)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.perf_counter() - t0 < 10.0
 
 

@@ -454,10 +454,10 @@ class Tree:
         out, SAMPLE_INVALID). The rule (fields, the search near the surface, the bounded far
         value) is include/voxlod/sample.h's.
         band_cache=True (full detail): points within the band come from the band cache, the
-        rule's values stored around the surface, built on the CPU by the first such call and
-        kept with the tree, uploaded once for the GPU (about 10x faster near the surface on
-        the CPU, 6-20x on the GPU; values in empty cells are the trilinear interpolation of
-        the rule's at the cell's corners; docs/python.md)."""
+        rule's values stored around the surface, built by the first such call and kept with
+        the tree (CPU) or its GPU sampler (GPU) (about 10x faster near the surface on the CPU,
+        6-20x on the GPU; values in empty cells are the trilinear interpolation of the rule's
+        at the cell's corners; docs/python.md)."""
         if not isinstance(band_cache, (bool, np.bool_)):
             raise TypeError(f"band_cache must be True or False, not {band_cache!r}")
         if lod is None:
