@@ -57,6 +57,8 @@ typedef struct bc_build {
   bc_state *state; /* per brick */
   uint64_t count, bcap;
   int nomem;
+  uint64_t last_key; /* step 1: the brick of the last voxel */
+  int64_t last;      /* ... its index (-1: none yet) */
   uint64_t limit; /* bytes the bricks may take (with their build state) */
   /* step 3: a phase runs over bricks [lo, hi) on the threads */
   int phase;
@@ -128,11 +130,15 @@ static uint32_t bc_point(uint32_t x, uint32_t y, uint32_t z) {
   return x + VX_BC_GRID * (y + VX_BC_GRID * z);
 }
 
+/* The grid point of corner i (as a voxel's) of cell k of a brick. */
+static uint32_t bc_corner_point(uint32_t k, uint32_t i) {
+  return bc_point((k & 7u) + (i & 1u), (k >> 3 & 7u) + (i >> 1 & 1u), (k >> 6) + (i >> 2));
+}
+
 /* Is any corner of cell k one of the points in w? */
 static int bc_any_corner(const uint64_t *w, uint32_t k) {
-  const uint32_t x = k & 7u, y = k >> 3 & 7u, z = k >> 6;
   for (uint32_t i = 0; i < 8u; i++)
-    if (bc_bit(w, bc_point(x + (i & 1u), y + (i >> 1 & 1u), z + (i >> 2)))) return 1;
+    if (bc_bit(w, bc_corner_point(k, i))) return 1;
   return 0;
 }
 
@@ -150,11 +156,14 @@ static void bc_walk(bc_build *b, uint32_t idx, uint32_t l, const uint32_t m[3]) 
       bc_walk(b, ci, l + 1u, cm);
       continue;
     }
-    const int64_t bi = bc_brick(b, vx_bc_key(cm));
+    const uint64_t key = vx_bc_key(cm);
+    const int64_t bi = key == b->last_key && b->last >= 0 ? b->last : bc_brick(b, key);
     if (bi < 0) {
       b->nomem = (int)-bi;
       return;
     }
+    b->last_key = key; /* the voxels of a brick come one after another */
+    b->last = bi;
     vx_bc_brick *br = &b->bricks[bi];
     bc_state *st = &b->state[bi];
     const uint32_t k = vx_bc_cell(cm);
@@ -163,7 +172,7 @@ static void bc_walk(bc_build *b, uint32_t idx, uint32_t l, const uint32_t m[3]) 
     bc_set(br->voxel, k);
     const vx_voxel v = s->voxels[ci];
     for (uint32_t i = 0; i < 8u; i++) {
-      const uint32_t g = bc_point((k & 7u) + (i & 1u), (k >> 3 & 7u) + (i >> 1 & 1u), (k >> 6) + (i >> 2));
+      const uint32_t g = bc_corner_point(k, i);
       if (bc_bit(st->set, g) && br->grid[g] != v.c[i]) bc_set(st->bad, g);
       bc_set(st->set, g);
       br->grid[g] = v.c[i];
@@ -296,7 +305,7 @@ static void bc_phase(const bc_build *b, uint64_t bi) {
     for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
       if (!bc_bit(st->want, k)) continue;
       for (uint32_t i = 0; i < 8u; i++) {
-        const uint32_t g = bc_point((k & 7u) + (i & 1u), (k >> 3 & 7u) + (i >> 1 & 1u), (k >> 6) + (i >> 2));
+        const uint32_t g = bc_corner_point(k, i);
         if (!bc_bit(st->set, g)) bc_set(st->need, g);
       }
     }
@@ -434,6 +443,7 @@ vx_status vx_band_cache_build_with(const vx_sample_tree *tree, int threads,
   bc_build b;
   memset(&b, 0, sizeof b);
   b.s = &s;
+  b.last = -1;
   b.grid = s;
   b.grid.origin[0] = b.grid.origin[1] = b.grid.origin[2] = 0.0f;
   b.grid.scale = b.grid.inv_scale = 1.0f;

@@ -77,7 +77,8 @@ VX_HD uint32_t vx_bc_cell(const uint32_t x[3]) {
  * z + (i >> 2)). */
 VX_HD vx_voxel vx_bc_corners(const vx_bc_brick *b, uint32_t k) {
   const uint32_t G = VX_BC_GRID, m = VX_BC_SIDE - 1u;
-  const int8_t *g = b->grid + (k & m) + G * (k >> VX_BC_SHIFT & m) + G * G * (k >> (2 * VX_BC_SHIFT));
+  const int8_t *g =
+      b->grid + (k & m) + G * (k >> VX_BC_SHIFT & m) + G * G * (k >> (2 * VX_BC_SHIFT));
   vx_voxel v;
   v.c[0] = g[0];
   v.c[1] = g[1];
