@@ -43,6 +43,7 @@ typedef struct bc_state {
   uint64_t want[VX_BC_WORDS];    /* empty cells to cache */
   uint64_t need[VX_BC_PWORDS];   /* their corners that no voxel gave: the rule's */
   uint64_t nosign[VX_BC_PWORDS]; /* ... where it had no sign */
+  uint32_t points;               /* how many the rule gives (the bits of need) */
   uint64_t at;                   /* where its points start in the batch */
 } bc_state;
 
@@ -82,8 +83,7 @@ static int64_t bc_brick(bc_build *b, uint64_t k) {
     }
     for (uint64_t i = 0; i < b->cap; i++) {
       if (!b->keys[i]) continue;
-      uint64_t j = vx_bc_slot(b->keys[i], cap - 1u);
-      while (keys[j]) j = (j + 1u) & (cap - 1u);
+      const uint64_t j = vx_bc_probe(keys, cap - 1u, b->keys[i]);
       keys[j] = b->keys[i];
       values[j] = b->values[i];
     }
@@ -93,9 +93,8 @@ static int64_t bc_brick(bc_build *b, uint64_t k) {
     b->values = values;
     b->cap = cap;
   }
-  uint64_t j = vx_bc_slot(k + 1u, b->cap - 1u);
-  for (; b->keys[j]; j = (j + 1u) & (b->cap - 1u))
-    if (b->keys[j] == k + 1u) return (int64_t)b->values[j];
+  const uint64_t j = vx_bc_probe(b->keys, b->cap - 1u, k + 1u);
+  if (b->keys[j]) return (int64_t)b->values[j];
   if (b->count == b->bcap) {
     const uint64_t bcap = b->bcap ? 2u * b->bcap : 64u;
     if (bcap > 0xffffffffu || bcap * (sizeof(vx_bc_brick) + sizeof(bc_state)) > b->limit)
@@ -117,9 +116,8 @@ static int64_t bc_brick(bc_build *b, uint64_t k) {
 
 /* The state of the brick with key k, or NULL (step 3: the table no longer changes). */
 static const bc_state *bc_lookup(const bc_build *b, uint64_t k) {
-  for (uint64_t j = vx_bc_slot(k + 1u, b->cap - 1u); b->keys[j]; j = (j + 1u) & (b->cap - 1u))
-    if (b->keys[j] == k + 1u) return &b->state[b->values[j]];
-  return NULL;
+  const uint64_t j = vx_bc_probe(b->keys, b->cap - 1u, k + 1u);
+  return b->keys[j] ? &b->state[b->values[j]] : NULL;
 }
 
 static int bc_bit(const uint64_t *w, uint32_t i) { return (int)(w[i >> 6] >> (i & 63u) & 1u); }
@@ -309,6 +307,7 @@ static void bc_phase(const bc_build *b, uint64_t bi) {
         if (!bc_bit(st->set, g)) bc_set(st->need, g);
       }
     }
+    st->points = bc_count(st->need, VX_BC_PWORDS);
     return;
   }
   if (b->phase == BC_GATHER || b->phase == BC_SCATTER) {
@@ -372,7 +371,7 @@ static vx_status bc_fill(bc_build *b, int threads, vx_band_cache_eval eval, void
   bc_run(b, threads, BC_NEED, 0, b->count);
   uint64_t total = 0, most = 0;
   for (uint64_t i = 0; i < b->count; i++) {
-    const uint64_t k = bc_count(b->state[i].need, VX_BC_PWORDS);
+    const uint64_t k = b->state[i].points;
     total += k;
     most = k > most ? k : most;
   }
@@ -387,7 +386,7 @@ static vx_status bc_fill(bc_build *b, int threads, vx_band_cache_eval eval, void
   for (uint64_t lo = 0; lo < b->count && st == VX_OK;) {
     uint64_t hi = lo, m = 0;
     for (; hi < b->count; hi++) {
-      const uint64_t k = bc_count(b->state[hi].need, VX_BC_PWORDS);
+      const uint64_t k = b->state[hi].points;
       if (m + k > cap) break;
       b->state[hi].at = m;
       m += k;

@@ -57,14 +57,18 @@ VX_HD uint64_t vx_bc_slot(uint64_t k, uint64_t mask) {
   return (k * 0x9e3779b97f4a7c15ull) >> 20 & mask;
 }
 
+/* The slot of stored key k1 (a brick key + 1) in a table of mask + 1 slots, or the free slot
+ * where it would go (keys[slot] == 0). */
+VX_HD uint64_t vx_bc_probe(const uint64_t *keys, uint64_t mask, uint64_t k1) {
+  uint64_t i = vx_bc_slot(k1, mask);
+  while (keys[i] != 0u && keys[i] != k1) i = (i + 1u) & mask;
+  return i;
+}
+
 /* The brick holding finest cell x, or NULL. */
 VX_HD const vx_bc_brick *vx_bc_find(const vx_band_cache *c, const uint32_t x[3]) {
-  const uint64_t k = vx_bc_key(x) + 1u;
-  for (uint64_t i = vx_bc_slot(k, c->mask);; i = (i + 1u) & c->mask) {
-    const uint64_t s = c->keys[i];
-    if (s == k) return &c->bricks[c->values[i]];
-    if (s == 0u) return (const vx_bc_brick *)0;
-  }
+  const uint64_t i = vx_bc_probe(c->keys, c->mask, vx_bc_key(x) + 1u);
+  return c->keys[i] ? &c->bricks[c->values[i]] : (const vx_bc_brick *)0;
 }
 
 /* The index of finest cell x within its brick. */
