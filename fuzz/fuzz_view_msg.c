@@ -1,6 +1,10 @@
 /* fuzz_view_msg.c - libFuzzer target: arbitrary bytes as a message from the viewer's page
  * (viewer/protocol.c). A message is refused, or parses into values inside the documented ranges
- * (abort otherwise); the size clamp and the JSON escaper run on what came out. */
+ * (abort otherwise); the size clamp and the JSON escaper run on what came out. The same bytes
+ * go through the Host header parser (what a client sends as Host: a host it accepts is made of
+ * the allowed characters only, is at most the input, and parses again to itself, bracketed
+ * when it holds a ':'; a loopback verdict is one of the documented forms) and the escaping of
+ * printed names (no control byte comes out). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +32,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (w < 1 || h < 1 || w > mw || h > mh) abort();
   } else if (strlen(why) == 0) {
     abort(); /* a refusal always says why */
+  }
+  /* The Host header parser over the raw bytes (NUL-terminated copy). */
+  {
+    char *v = (char *)malloc(size + 1), name[300], again[300], wrapped[310];
+    if (!v) return 0;
+    memcpy(v, data, size);
+    v[size] = 0;
+    if (vw_host_parse(v, name, sizeof name) == 0) {
+      size_t k = strlen(name);
+      if (k == 0 || k > strlen(v)) abort();
+      int colon = strchr(name, ':') != NULL;
+      for (size_t i = 0; i < k; i++) {
+        char ch = name[i];
+        int okc = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  ch == '-' || ch == '.' || ch == '_' || ch == ':';
+        if (!okc) abort();
+      }
+      snprintf(wrapped, sizeof wrapped, colon ? "[%s]:80" : "%s:80", name);
+      if (vw_host_parse(wrapped, again, sizeof again) != 0 || strcmp(again, name) != 0) abort();
+      if (vw_host_is_loopback(name) && !colon && strncmp(name, "127.", 4) != 0 &&
+          strlen(name) != 9)
+        abort(); /* "localhost" (any case) or 127.x.x.x */
+    }
+    char esc[128];
+    vw_text_escape(esc, sizeof esc, v);
+    for (const char *p = esc; *p; p++)
+      if ((unsigned char)*p < 0x20 || *p == 0x7f) abort();
+    if (strlen(esc) >= sizeof esc) abort();
+    free(v);
   }
   /* The escaper over the raw bytes (NUL-terminated copy): output is bounded and terminated. */
   char *s = (char *)malloc(size + 1), out[96];

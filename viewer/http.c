@@ -17,6 +17,7 @@
  * content security policy that allows nothing from outside.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "viewer/protocol.h"
 #include "viewer/server.h"
 
 #include <civetweb.h>
@@ -37,29 +38,6 @@ static int same_secret(const char *a, const char *b) {
   return d == 0;
 }
 
-/* The host part of a Host header value ("localhost:8080" -> "localhost", "[::1]:80" -> "::1"). */
-static int host_name(const char *host, char *out, size_t n) {
-  const char *p = host, *end;
-  if (*p == '[') {
-    p++;
-    end = strchr(p, ']');
-    if (!end) return -1;
-  } else {
-    end = strchr(p, ':');
-    if (!end) end = p + strlen(p);
-  }
-  size_t k = (size_t)(end - p);
-  if (k == 0 || k >= n) return -1;
-  memcpy(out, p, k);
-  out[k] = 0;
-  return 0;
-}
-
-static int is_loopback_name(const char *name) {
-  return strcasecmp(name, "localhost") == 0 || strcmp(name, "127.0.0.1") == 0 ||
-         strcmp(name, "::1") == 0;
-}
-
 int vw_http_allowed(const vw_server *s, const struct mg_connection *c) {
   const struct mg_request_info *ri = mg_get_request_info(c);
   if (!ri) return 0;
@@ -71,7 +49,7 @@ int vw_http_allowed(const vw_server *s, const struct mg_connection *c) {
     if (!same_secret(got, s->token)) return 0;
   } else {
     char name[256];
-    if (!host || host_name(host, name, sizeof name) || !is_loopback_name(name)) return 0;
+    if (!host || vw_host_parse(host, name, sizeof name) || !vw_host_is_loopback(name)) return 0;
   }
   const char *origin = mg_get_header(c, "Origin");
   if (origin) {
@@ -118,17 +96,43 @@ static int on_request(struct mg_connection *c, void *user) {
     return 404;
   }
   int head = ri->request_method && strcmp(ri->request_method, "HEAD") == 0;
-  if (!head && !(ri->request_method && strcmp(ri->request_method, "GET") == 0)) {
-    mg_send_http_error(c, 405, "%s", "Only GET\n");
-    return 405;
-  }
   if (!vw_http_allowed(s, c)) {
     mg_send_http_error(c, 403, "%s",
                        s->token[0] ? "This server needs the token printed with its URL.\n"
-                                   : "This server answers to localhost and 127.0.0.1 only.\n");
+                                   : "This server answers to localhost and 127.x.x.x only.\n");
     return 403;
   }
   return send_page(c, head);
+}
+
+/* Every request, once its head has arrived, before any handler: the connection no longer waits
+ * (conns.c), and only GET and HEAD go on, whatever the path (the websocket's included). */
+static int on_begin(struct mg_connection *c) {
+  const struct mg_request_info *ri = mg_get_request_info(c);
+  vw_server *s = ri ? (vw_server *)ri->user_data : NULL;
+  if (s) vw_conns_request(s->conns, c);
+  const char *m = ri ? ri->request_method : NULL;
+  if (!m || (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0)) {
+    /* Written by hand: civetweb's header functions refuse a request that asked for an upgrade. */
+    static const char reply[] = "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\n"
+                                "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 18\r\n"
+                                "Connection: close\r\n\r\nOnly GET and HEAD\n";
+    mg_write(c, reply, sizeof reply - 1);
+    return 405;
+  }
+  return 0;
+}
+
+static int on_init_connection(const struct mg_connection *c, void **data) {
+  vw_server *s = (vw_server *)mg_get_user_data(mg_get_context(c));
+  *data = NULL;
+  if (s) vw_conns_opened(s->conns, c);
+  return 0;
+}
+
+static void on_connection_close(const struct mg_connection *c) {
+  vw_server *s = (vw_server *)mg_get_user_data(mg_get_context(c));
+  if (s) vw_conns_closed(s->conns, c);
 }
 
 /* civetweb's own messages: shown with --verbose only (a client's bad request is not news). */
@@ -140,10 +144,18 @@ static int on_log(const struct mg_connection *c, const char *message) {
 }
 
 int vw_http_start(vw_server *s, char *why, size_t why_n) {
-  char ports[96], threads[16], timeout[24];
+  char ports[96], threads[16], timeout[24], reqmax[16];
   snprintf(ports, sizeof ports, "%s:%u", s->opt.host, s->opt.port);
-  /* One worker per open tab, a few for page loads and refused connections. */
-  snprintf(threads, sizeof threads, "%u", s->opt.max_tabs + 6);
+  /* One worker per open tab, one per connection still sending its request (conns.c keeps them
+   * to VW_WAIT_MAX), a few for page loads and refusals: never all taken. */
+  unsigned workers = s->opt.max_tabs + VW_WAIT_MAX + VW_SPARE_WORKERS;
+  snprintf(threads, sizeof threads, "%u", workers);
+  snprintf(reqmax, sizeof reqmax, "%d", VW_REQUEST_MAX);
+  if (!s->conns) s->conns = vw_conns_new(workers, s->opt.max_tabs, s->opt.verbose);
+  if (!s->conns) {
+    snprintf(why, why_n, "out of memory");
+    return -1;
+  }
   snprintf(timeout, sizeof timeout, "%.0f", s->opt.timeout_s * 1000.0);
   const char *options[] = {"listening_ports", ports,
                            "num_threads", threads,
@@ -154,12 +166,15 @@ int vw_http_start(vw_server *s, char *why, size_t why_n) {
                            "enable_websocket_ping_pong", "yes",
                            "enable_directory_listing", "no",
                            "enable_keep_alive", "no",
-                           "max_request_size", "8192",
+                           "max_request_size", reqmax,
                            "tcp_nodelay", "1",
                            NULL};
   struct mg_callbacks cb;
   memset(&cb, 0, sizeof cb);
   cb.log_message = on_log;
+  cb.begin_request = on_begin;
+  cb.init_connection = on_init_connection;
+  cb.connection_close = on_connection_close;
   struct mg_init_data init;
   memset(&init, 0, sizeof init);
   init.callbacks = &cb;
@@ -186,16 +201,23 @@ int vw_http_start(vw_server *s, char *why, size_t why_n) {
   memset(sp, 0, sizeof sp);
   int np = mg_get_server_ports(s->ctx, 4, sp);
   s->port = np > 0 ? sp[0].port : (int)s->opt.port;
-  const char *shown = s->loopback ? "127.0.0.1" : s->opt.host;
-  if (strcmp(s->opt.host, "0.0.0.0") == 0) shown = "HOST";
+  if (vw_conns_start(s->conns, s->port) != 0) {
+    snprintf(why, why_n, "cannot start a thread");
+    vw_http_stop(s);
+    return -1;
+  }
+  /* The address listened on (127.0.0.2 is not 127.0.0.1); 0.0.0.0: the user knows the name. */
+  const char *shown = strcmp(s->opt.host, "0.0.0.0") == 0 ? "HOST" : s->opt.host;
   snprintf(s->url, sizeof s->url, "http://%s:%d/%s%s", shown, s->port,
            s->token[0] ? "?token=" : "", s->token);
   return 0;
 }
 
 void vw_http_stop(vw_server *s) {
-  if (!s->ctx) return;
-  mg_stop(s->ctx);
-  s->ctx = NULL;
-  mg_exit_library();
+  vw_conns_stop(s->conns); /* no connection is shut down while civetweb closes them */
+  if (s->ctx) {
+    mg_stop(s->ctx);
+    s->ctx = NULL;
+    mg_exit_library();
+  }
 }

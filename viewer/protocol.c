@@ -8,6 +8,7 @@
  */
 #include "viewer/protocol.h"
 
+#include <arpa/inet.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -349,4 +350,87 @@ size_t vw_json_string(char *dst, size_t n, const char *s) {
   dst[k++] = '"';
   dst[k] = 0;
   return k;
+}
+
+int vw_host_parse(const char *value, char *name, size_t n) {
+  if (!value || !name || n == 0) return -1;
+  name[0] = 0;
+  const char *p = value, *h0, *h1;
+  if (*p == '[') {
+    h0 = ++p;
+    while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F') ||
+           *p == ':' || *p == '.')
+      p++;
+    if (*p != ']') return -1;
+    h1 = p++;
+    char tmp[64];
+    struct in6_addr a6;
+    size_t k = (size_t)(h1 - h0);
+    if (k == 0 || k >= sizeof tmp) return -1;
+    memcpy(tmp, h0, k);
+    tmp[k] = 0;
+    if (inet_pton(AF_INET6, tmp, &a6) != 1) return -1;
+  } else {
+    h0 = p;
+    while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+           *p == '-' || *p == '.' || *p == '_')
+      p++;
+    h1 = p;
+    if (h1 == h0) return -1;
+  }
+  if (*p == ':') {
+    p++;
+    size_t digits = 0;
+    while (*p >= '0' && *p <= '9' && digits <= 5) {
+      p++;
+      digits++;
+    }
+    if (digits > 5) return -1;
+  }
+  if (*p) return -1; /* anything after the host and port */
+  size_t k = (size_t)(h1 - h0);
+  if (k >= n) return -1;
+  memcpy(name, h0, k);
+  name[k] = 0;
+  return 0;
+}
+
+int vw_host_is_loopback(const char *name) {
+  if (!name) return 0;
+  const char *l = "localhost";
+  size_t i = 0;
+  while (name[i] && l[i] && (name[i] | 0x20) == l[i]) i++;
+  if (!name[i] && !l[i]) return 1;
+  struct in_addr a4;
+  struct in6_addr a6;
+  /* inet_pton takes only four decimal parts (no "127.1", no octal or hex). */
+  if (inet_pton(AF_INET, name, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  if (inet_pton(AF_INET6, name, &a6) == 1) return memcmp(&a6, &in6addr_loopback, sizeof a6) == 0;
+  return 0;
+}
+
+char *vw_text_escape(char *dst, size_t n, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  if (!dst || n == 0) return dst;
+  size_t k = 0;
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    char e[4];
+    size_t len = 1;
+    e[0] = (char)*p;
+    if (*p < 0x20 || *p == 0x7f) {
+      e[0] = '\\';
+      e[1] = 'x';
+      e[2] = hex[*p >> 4];
+      e[3] = hex[*p & 15];
+      len = 4;
+    } else if (*p == '\\') {
+      e[1] = '\\';
+      len = 2;
+    }
+    if (k + len + 1 > n) break;
+    memcpy(dst + k, e, len);
+    k += len;
+  }
+  dst[k] = 0;
+  return dst;
 }

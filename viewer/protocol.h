@@ -1,5 +1,5 @@
-/* protocol.h - what a page may say to `voxlod view`, parsed and checked byte by byte, and the
- * limits a request is held to. Pure functions over caller memory (no server, no allocation, no
+/* protocol.h - what a page may say to `voxlod view`, parsed and checked byte by byte, the
+ * limits a request is held to, and the Host header's grammar. Pure functions over caller memory (no server, no allocation, no
  * global state), so the fuzz target (fuzz/fuzz_view_msg.c) drives exactly what the server runs.
  *
  * A message from the page is one websocket text frame of printable ASCII, at most VW_MSG_MAX
@@ -85,6 +85,21 @@ int vw_camera_check(const double eye[3], const double target[3], const double up
  * side at least 1). */
 void vw_clamp_size(uint32_t w, uint32_t h, uint32_t max_w, uint32_t max_h, uint32_t *out_w,
                    uint32_t *out_h);
+
+/* The value of a Host header: host [":" port], where host is a name (letters, digits, '-', '.',
+ * '_'), or a bracketed IPv6 literal ("[::1]"), and port at most 5 digits (RFC 3986 allows none).
+ * Anything else, trailing bytes after "]" or the port included, is refused. Writes the host
+ * (without brackets) to name (n bytes, NUL-terminated): 0, or -1. */
+int vw_host_parse(const char *value, char *name, size_t n);
+
+/* 1 when a host from vw_host_parse is this machine's loopback: "localhost", an IPv4 address in
+ * 127.0.0.0/8 written as four decimal numbers, or the IPv6 loopback (::1). */
+int vw_host_is_loopback(const char *name);
+
+/* Copies s into dst (n bytes, NUL-terminated, truncated), control bytes and DEL written as \xNN
+ * and a backslash as \\, so that a file name printed to a terminal cannot carry escape
+ * sequences. Returns dst. */
+char *vw_text_escape(char *dst, size_t n, const char *s);
 
 /* Writes s as a JSON string (quotes included) into dst (n bytes, NUL-terminated, truncated on a
  * character boundary when too long); returns the length written. */

@@ -37,10 +37,17 @@
 struct mg_context;
 struct mg_connection;
 struct vw_encoder;
+typedef struct vw_conns vw_conns;
 
 #define VW_WINDOW 2        /* frames a tab may have in flight before it acknowledges one */
 #define VW_MAX_ERRORS 16   /* bad messages before a tab is closed */
 #define VW_HEADER_MAX 768  /* room for a frame's header in front of its bytes */
+#define VW_REQUEST_MAX 8192 /* longest request head civetweb reads */
+/* Connections that have not sent their request head yet (conns.c). */
+#define VW_WAIT_MAX 32         /* at most this many at once */
+#define VW_WAIT_PER_ADDR 8     /* at most this many from one address */
+#define VW_HEAD_TIMEOUT_S 2.0  /* a request head must arrive within this long of the connect */
+#define VW_SPARE_WORKERS 8     /* civetweb workers beyond the tabs and the waiting connections */
 
 /* What a tab asks to see (already checked and clamped). */
 typedef struct vw_view {
@@ -141,6 +148,7 @@ typedef struct vw_server {
   char *info_json;           /* the message a tab gets when it opens (malloc) */
   struct mg_context *ctx;
   struct vw_encoder *enc;    /* the JPEG encoder pool (encoder.h), shared by the writers */
+  vw_conns *conns;           /* connections before their request, tab slots (conns.c) */
 
   pthread_mutex_t lock;
   pthread_cond_t render_wake;
@@ -166,6 +174,22 @@ void vw_http_stop(vw_server *s);
 /* 1 when a request may proceed: its token (when one is needed), Host and Origin check out. */
 int vw_http_allowed(const vw_server *s, const struct mg_connection *c);
 
+/* ---- conns.c: connections before their request, and the tab slots ----------------------- */
+/* workers: civetweb's worker count (one slot each); NULL when out of memory. */
+vw_conns *vw_conns_new(unsigned workers, unsigned max_tabs, int verbose);
+/* Starts the passes that hold waiting connections to their limits; port: the listening port. */
+int vw_conns_start(vw_conns *cs, int port);
+void vw_conns_stop(vw_conns *cs);
+void vw_conns_free(vw_conns *cs);
+/* civetweb's callbacks: a worker took a connection; its request head arrived; it closes. */
+void vw_conns_opened(vw_conns *cs, const struct mg_connection *c);
+void vw_conns_request(vw_conns *cs, const struct mg_connection *c);
+void vw_conns_closed(vw_conns *cs, const struct mg_connection *c);
+/* Takes a tab slot for c (kept until c closes): 1, or 0 when --max-tabs are taken. */
+int vw_conns_reserve_tab(vw_conns *cs, const struct mg_connection *c);
+/* Connections shut down for their limits so far; *slow gets those shut for the time limit. */
+unsigned long vw_conns_shut(const vw_conns *cs, unsigned long *slow);
+
 /* ---- session.c: a tab's websocket and its writer -------------------------------------------- */
 int vw_ws_connect(const struct mg_connection *c, void *user);
 void vw_ws_ready(struct mg_connection *c, void *user);
@@ -177,8 +201,9 @@ void vw_session_drop(vw_session *x, const char *why);
 /* Drops a reference (under s->lock); returns 1 when the caller must free x (after unlocking). */
 int vw_session_unref(vw_session *x);
 void vw_session_free(vw_session *x);
-/* Builds s->info_json; 0 or -1 (out of memory). */
-int vw_info_build(vw_server *s);
+/* Builds s->info_json; 0, or -1 with the reason (a number that JSON cannot hold, out of
+ * memory). */
+int vw_info_build(vw_server *s, char *why, size_t why_n);
 
 /* ---- render_loop.c: the render thread ------------------------------------------------------- */
 int vw_render_start(vw_server *s);

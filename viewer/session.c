@@ -279,11 +279,17 @@ int vw_ws_connect(const struct mg_connection *c, void *user) {
   vw_server *s = (vw_server *)user;
   if (!vw_http_allowed(s, c)) return 1;
   pthread_mutex_lock(&s->lock);
-  int refuse = s->stopping || s->nsessions >= s->opt.max_tabs;
+  int stopping = s->stopping;
   pthread_mutex_unlock(&s->lock);
-  if (refuse && s->opt.verbose)
-    fprintf(stderr, "voxlod view: refusing a tab: %u are open (--max-tabs)\n", s->opt.max_tabs);
-  return refuse;
+  if (stopping) return 1;
+  /* The slot is taken here, in one step with the check, and given back when the connection
+   * closes (conns.c), so that handshakes arriving together cannot pass the limit. */
+  if (!vw_conns_reserve_tab(s->conns, c)) {
+    if (s->opt.verbose)
+      fprintf(stderr, "voxlod view: refusing a tab: %u are open (--max-tabs)\n", s->opt.max_tabs);
+    return 1;
+  }
+  return 0;
 }
 
 void vw_ws_ready(struct mg_connection *c, void *user) {
@@ -469,10 +475,24 @@ static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...) {
   return k < 0 ? cap : at + (size_t)k;
 }
 
-int vw_info_build(vw_server *s) {
+int vw_info_build(vw_server *s, char *why, size_t why_n) {
+  /* JSON has no inf or NaN: a number that is not finite would make the message unreadable. */
+  const vx_camera *hc = &s->home;
+  double nums[] = {s->info.prune_error, s->info.scale, s->info.origin[0], s->info.origin[1],
+                   s->info.origin[2], hc->eye[0], hc->eye[1], hc->eye[2], hc->target[0],
+                   hc->target[1], hc->target[2], hc->up[0], hc->up[1], hc->up[2], hc->fov_y_deg,
+                   s->opt.max_dpr};
+  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+    if (!isfinite(nums[i])) {
+      snprintf(why, why_n, "the tree's transform or default camera is not finite (%g)", nums[i]);
+      return -1;
+    }
   size_t cap = 16384, at = 0;
   char *b = (char *)malloc(cap);
-  if (!b) return -1;
+  if (!b) {
+    snprintf(why, why_n, "out of memory");
+    return -1;
+  }
   char file[600], dev[600];
   const char *base = strrchr(s->opt.path, '/');
   vw_json_string(file, sizeof file, base ? base + 1 : s->opt.path);
@@ -506,6 +526,7 @@ int vw_info_build(vw_server *s) {
            s->opt.max_dpr, s->opt.fps, s->opt.quality, VW_WINDOW);
   if (at >= cap) {
     free(b);
+    snprintf(why, why_n, "out of memory");
     return -1;
   }
   s->info_json = b;

@@ -9,11 +9,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tools/cli.h"
 #include "viewer/encoder.h"
+#include "viewer/protocol.h"
 #include "viewer/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +78,23 @@ static int make_token(char *tok) {
   return 0;
 }
 
+/* 0 when the tree's world box [origin, origin + scale * resolution] is finite, and not flat, in
+ * single precision (the renderer's, and what the page is told); else -1 with the reason. */
+static int check_world_box(const vx_tree_info *ti, char *why, size_t n) {
+  double ext = ti->scale * (double)ti->resolution;
+  for (int k = 0; k < 3; k++) {
+    double lo = ti->origin[k], hi = lo + ext;
+    if (!isfinite(lo) || !isfinite(hi) || fabs(lo) > FLT_MAX || fabs(hi) > FLT_MAX ||
+        !isfinite(ext) || !(ext > 0.0) || (float)lo == (float)hi) {
+      snprintf(why, n, "the tree's world box (origin %.6g %.6g %.6g, %u voxels of %.6g) does not "
+               "fit in single precision, in which it is drawn", ti->origin[0], ti->origin[1],
+               ti->origin[2], ti->resolution, ti->scale);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static void server_free(vw_server *s) {
   while (s->sessions) { /* only when civetweb never started; otherwise its close handlers ran */
     vw_session *x = s->sessions;
@@ -82,6 +102,7 @@ static void server_free(vw_server *s) {
     vw_session_free(x);
   }
   vw_encoder_free(s->enc);
+  vw_conns_free(s->conns);
   vx_renderer_free(s->rd);
   vx_tree_free(s->tree);
   free(s->info_json);
@@ -93,6 +114,11 @@ static void server_free(vw_server *s) {
 
 static void print_summary(const vw_server *s) {
   char why[256];
+  unsigned long slow = 0, shut = vw_conns_shut(s->conns, &slow);
+  if (shut)
+    fprintf(stderr, "voxlod view: %lu connection(s) closed before their request: %lu sent no "
+            "request head within %.0f s, the others were over the limits on waiting "
+            "connections\n", shut, slow, VW_HEAD_TIMEOUT_S);
   unsigned long fb = s->enc ? vw_encoder_fallbacks(s->enc, why, sizeof why) : 0;
   if (fb)
     fprintf(stderr, "voxlod view: %lu frame(s) encoded in one piece, their strips not joined: "
@@ -170,8 +196,9 @@ int vx_cmd_view(int argc, char **argv) {
   vx_error e;
   memset(&e, 0, sizeof e);
   if (o->stats_path && !(srv.stats = fopen(o->stats_path, "a"))) {
-    fprintf(stderr, "voxlod view: cannot open '%s' for the timing log: %s\n", o->stats_path,
-            strerror(errno));
+    char shown[512];
+    fprintf(stderr, "voxlod view: cannot open '%s' for the timing log: %s\n",
+            vw_text_escape(shown, sizeof shown, o->stats_path), strerror(errno));
     return 1;
   }
   pthread_mutex_init(&srv.lock, NULL);
@@ -186,9 +213,19 @@ int vx_cmd_view(int argc, char **argv) {
   memset(&ro, 0, sizeof ro);
   ro.struct_size = sizeof ro;
   ro.mem_limit = mem_limit;
+  char shown_path[512];
+  vw_text_escape(shown_path, sizeof shown_path, o->path);
   if (vx_tree_load(o->path, &ro, &srv.tree, &e) != VX_OK) {
     server_free(&srv);
     return vx_cli_fail("view", &e);
+  }
+  srv.info.struct_size = sizeof srv.info;
+  vx_tree_get_info(srv.tree, &srv.info);
+  char why_box[256];
+  if (check_world_box(&srv.info, why_box, sizeof why_box) != 0) {
+    server_free(&srv);
+    fprintf(stderr, "voxlod view: %s: %s\n", shown_path, why_box);
+    return 1;
   }
   vx_renderer_opts rop;
   memset(&rop, 0, sizeof rop);
@@ -200,14 +237,13 @@ int vx_cmd_view(int argc, char **argv) {
     return vx_cli_fail("view", &e);
   }
   vx_cli_notes("view", vx_renderer_notes(srv.rd));
-  srv.info.struct_size = sizeof srv.info;
-  vx_tree_get_info(srv.tree, &srv.info);
   srv.rinfo.struct_size = sizeof srv.rinfo;
   vx_renderer_get_info(srv.rd, &srv.rinfo);
   vx_camera_orbit(srv.tree, 30.0, 20.0, 40.0, &srv.home);
-  if (vw_info_build(&srv) != 0) {
+  char why_info[256];
+  if (vw_info_build(&srv, why_info, sizeof why_info) != 0) {
     server_free(&srv);
-    fprintf(stderr, "voxlod view: out of memory\n");
+    fprintf(stderr, "voxlod view: %s: %s\n", shown_path, why_info);
     return 1;
   }
 
@@ -239,10 +275,12 @@ int vx_cmd_view(int argc, char **argv) {
   char mem[32];
   vx_format_bytes((double)srv.info.memory_bytes, mem, sizeof mem);
   unsigned et = vw_encoder_threads(srv.enc);
+  char shown_dev[256];
+  vw_text_escape(shown_dev, sizeof shown_dev, srv.rinfo.device);
   fprintf(stderr, "voxlod view: %s: %u^3, %llu nodes, %llu voxels (%s)%s, drawn on %s, JPEG on "
-          "%u thread%s\n", o->path, srv.info.resolution, (unsigned long long)srv.info.node_count,
+          "%u thread%s\n", shown_path, srv.info.resolution, (unsigned long long)srv.info.node_count,
           (unsigned long long)srv.info.voxel_count, mem,
-          srv.info.prune_error > 0 ? ", pruned" : "", srv.rinfo.device, et, et == 1 ? "" : "s");
+          srv.info.prune_error > 0 ? ", pruned" : "", shown_dev, et, et == 1 ? "" : "s");
   if (!srv.loopback)
     fprintf(stderr, "voxlod view: listening on %s: anyone who can reach it and has the URL (its "
             "token) sees this model\n", o->host);
