@@ -1,7 +1,10 @@
 /* server.h - `voxlod view`: one tree, one renderer, one civetweb server, any number of tabs.
  *
  * THREADS
- *   civetweb's workers: one per open connection. A tab's websocket keeps its worker, which reads
+ *   civetweb's workers: one per open connection, max_tabs + VW_WAIT_MAX + VW_SPARE_WORKERS of
+ *     them. A connection that has not sent its request head yet is held to limits in number
+ *     and time by conns.c's thread, so that slow clients cannot take every worker (conns.c
+ *     tells how). A tab's websocket keeps its worker, which reads
  *     the tab's messages (session.c: parse, check, store the newest view) and never renders.
  *   the render thread (render_loop.c): the only user of the vx_renderer (the GPU holds one tree).
  *     It picks a tab that wants a frame (round robin), draws it into one of the tab's two pixel
