@@ -11,6 +11,7 @@ each a reproducer that once worked:
   they were ready, not when accepted: 2 tabs in about a third of such rounds);
 - --host 127.0.0.2: the printed URL names 127.0.0.2, the page and a tab are served there, any
   127.x.x.x Host header counts as the loopback, a foreign or malformed one does not;
+- a tree whose file name holds terminal escapes: the server prints them escaped;
 - methods: POST, PUT, DELETE to the page, the websocket path (a full upgrade request) and other
   paths are 405;
 - a tree whose transform is finite but whose world box is not (origin and scale 1e300) is
@@ -299,6 +300,22 @@ def test_methods(voxlod, tree, tmp):
         srv.stop()
 
 
+# ---- names printed ---------------------------------------------------------------------------
+
+def test_escaped_names(voxlod, tree, tmp):
+    """A tree whose file name holds terminal escapes: what the server prints holds none."""
+    odd = os.path.join(tmp, "bunny\x1b]0;owned\x07\x1b[2J.svo")
+    shutil.copyfile(tree, odd)
+    srv = Server(voxlod, odd, "--cpu", "-v", tmp=tmp, name="escapes")
+    try:
+        first_frame(srv)
+    finally:
+        srv.stop()
+    log = srv.stderr()
+    check("64^3" in log and "\x1b" not in log and "\x07" not in log and "\\x1b]0;owned" in log,
+          "a file name's control bytes are printed escaped", repr(log[:300]))
+
+
 # ---- transforms ------------------------------------------------------------------------------
 
 M64 = (1 << 64) - 1
@@ -437,6 +454,7 @@ def main():
     t_all = time.time()
     for name, fn in (("slow heads", test_slow_heads), ("max tabs", test_max_tabs),
                      ("127.0.0.2", test_loopback2), ("methods", test_methods),
+                     ("escaped names", test_escaped_names),
                      ("transforms", test_transforms)):
         t0 = time.time()
         try:

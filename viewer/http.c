@@ -139,7 +139,10 @@ static void on_connection_close(const struct mg_connection *c) {
 static int on_log(const struct mg_connection *c, const char *message) {
   const struct mg_request_info *ri = c ? mg_get_request_info(c) : NULL;
   vw_server *s = ri ? (vw_server *)ri->user_data : NULL;
-  if (s && s->opt.verbose) fprintf(stderr, "voxlod view: civetweb: %s\n", message);
+  if (s && s->opt.verbose) { /* it may quote what a client sent */
+    char shown[512];
+    fprintf(stderr, "voxlod view: civetweb: %s\n", vw_text_escape(shown, sizeof shown, message));
+  }
   return 1;
 }
 

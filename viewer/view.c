@@ -184,9 +184,11 @@ int vx_cmd_view(int argc, char **argv) {
   o->path = pos[0];
   if (strcmp(o->host, "localhost") == 0) o->host = "127.0.0.1";
   struct in_addr addr;
-  if (inet_pton(AF_INET, o->host, &addr) != 1)
+  if (inet_pton(AF_INET, o->host, &addr) != 1) {
+    char shown[256];
     return vx_cli_usage_error("view", "--host takes an IPv4 address such as 127.0.0.1 or "
-                              "0.0.0.0 (got '%s')", o->host);
+                              "0.0.0.0 (got '%s')", vw_text_escape(shown, sizeof shown, o->host));
+  }
   srv.loopback = (ntohl(addr.s_addr) >> 24) == 127;
   if ((!srv.loopback || o->force_token) && make_token(srv.token) != 0) {
     fprintf(stderr, "voxlod view: cannot read /dev/urandom for the access token\n");
@@ -268,7 +270,8 @@ int vx_cmd_view(int argc, char **argv) {
   if (!started) {
     vw_render_stop(&srv);
     server_free(&srv);
-    fprintf(stderr, "voxlod view: %s\n", why);
+    char shown[600];
+    fprintf(stderr, "voxlod view: %s\n", vw_text_escape(shown, sizeof shown, why));
     return 1;
   }
 
