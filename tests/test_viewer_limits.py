@@ -172,6 +172,27 @@ def test_slow_heads(voxlod, tree, tmp):
         check(slow.longest < 4.0, "no slow connection lives past the head time limit (%.2f s)"
               % slow.longest)
         check(srv.alive(), "the server survives the slow connections")
+        # one slow connection alone, under every count limit: the time limit (2 s) ends it,
+        # long before civetweb's own (--timeout 10)
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        t0 = time.monotonic()
+        s.sendall(b"GET / HTTP/1.1\r\n")
+        life = None
+        while time.monotonic() - t0 < 12:
+            try:
+                s.sendall(b"X-Slow: 1\r\n")
+                s.settimeout(0.5)
+                if s.recv(100) == b"":
+                    life = time.monotonic() - t0
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                life = time.monotonic() - t0
+                break
+        s.close()
+        check(life is not None and 1.5 < life < 4.0, "a lone slow request head is cut after "
+              "the 2 s limit (%s s)" % ("%.2f" % life if life else "never"))
     finally:
         code, _ = srv.stop()
         log = srv.stderr()

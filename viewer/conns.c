@@ -62,6 +62,7 @@ typedef struct waiter {
   uint16_t port;
   int ready;                     /* its whole request head is in its receive buffer */
   double first;                  /* when a pass first saw it */
+  double shut;                   /* when a pass shut it down (0: not), until civetweb closes it */
 } waiter;
 
 struct vw_conns {
@@ -161,11 +162,16 @@ static int past_head(const vw_conns *cs, uint32_t addr, uint16_t port) {
   return 0;
 }
 
-static double first_seen(const vw_conns *cs, const waiter *w, double now) {
-  for (size_t i = 0; i < cs->nseen; i++)
-    if (cs->seen[i].fd == w->fd && cs->seen[i].addr == w->addr && cs->seen[i].port == w->port)
-      return cs->seen[i].first;
-  return now;
+static int by_fd(const void *pa, const void *pb) {
+  const waiter *a = (const waiter *)pa, *b = (const waiter *)pb;
+  return (a->fd > b->fd) - (a->fd < b->fd);
+}
+
+/* The last pass's record of this socket (cs->seen is sorted by descriptor), or NULL. */
+static const waiter *seen_before(const vw_conns *cs, const waiter *w) {
+  const waiter *p = cs->nseen ? (const waiter *)bsearch(w, cs->seen, cs->nseen, sizeof *w, by_fd)
+                              : NULL;
+  return p && p->addr == w->addr && p->port == w->port ? p : NULL;
 }
 
 /* 1 when the socket's receive buffer holds a whole request head (a blank line). */
@@ -215,8 +221,12 @@ static int collect(vw_conns *cs, double now) {
     w->fd = (int)fd;
     w->addr = p.sin_addr.s_addr;
     w->port = pport;
-    w->first = first_seen(cs, w, now);
-    w->ready = head_ready((int)fd);
+    const waiter *old = seen_before(cs, w);
+    w->first = old ? old->first : now;
+    /* Shut down, not closed yet: civetweb's worker is about to. Counted for nothing; kept in
+     * mind for a second, after which a socket of the same descriptor and peer is a new one. */
+    w->shut = old && old->shut > 0.0 && now - old->shut < 1.0 ? old->shut : 0.0;
+    w->ready = w->shut > 0.0 ? 0 : head_ready((int)fd);
   }
   closedir(d);
   return 0;
@@ -229,9 +239,16 @@ static int by_age(const void *pa, const void *pb) {
   return a->ready - b->ready;
 }
 
-static void shut(vw_conns *cs, waiter *w, unsigned long *count) {
+/* By peer address, then by age. */
+static int by_addr_age(const void *pa, const void *pb) {
+  const waiter *a = (const waiter *)pa, *b = (const waiter *)pb;
+  if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
+  return by_age(pa, pb);
+}
+
+static void shut(vw_conns *cs, waiter *w, double now, unsigned long *count) {
   shutdown(w->fd, SHUT_RDWR);
-  w->fd = -1;
+  w->shut = now;
   (*count)++;
 }
 
@@ -239,36 +256,39 @@ static void shut(vw_conns *cs, waiter *w, unsigned long *count) {
 static void pass(vw_conns *cs) {
   double now = vw_now();
   if (collect(cs, now) != 0) return;
-  qsort(cs->cur, cs->ncur, sizeof *cs->cur, by_age);
   size_t live = 0;
   for (size_t i = 0; i < cs->ncur; i++) {
     waiter *w = &cs->cur[i];
-    if (now - w->first > VW_HEAD_TIMEOUT_S) shut(cs, w, &cs->shut_slow);
+    if (w->shut > 0.0) continue;
+    if (now - w->first > VW_HEAD_TIMEOUT_S) shut(cs, w, now, &cs->shut_slow);
     else live++;
   }
-  /* Per address, then in all: the oldest over the limit go, except those ready to be served. */
-  for (size_t i = 0; i < cs->ncur; i++) {
-    waiter *w = &cs->cur[i];
-    if (w->fd < 0 || w->ready) continue;
-    unsigned same = 0;
-    for (size_t j = i + 1; j < cs->ncur; j++)
-      same += cs->cur[j].fd >= 0 && cs->cur[j].addr == w->addr;
-    if (same >= VW_WAIT_PER_ADDR) {
-      shut(cs, w, &cs->shut_many);
+  /* Per address: all but the VW_WAIT_PER_ADDR youngest go (those ready to be served stay). */
+  qsort(cs->cur, cs->ncur, sizeof *cs->cur, by_addr_age);
+  for (size_t g = 0; g < cs->ncur;) {
+    size_t e = g, n = 0;
+    while (e < cs->ncur && cs->cur[e].addr == cs->cur[g].addr) n += cs->cur[e++].shut == 0.0;
+    for (size_t i = g; i < e && n > VW_WAIT_PER_ADDR; i++) {
+      waiter *w = &cs->cur[i];
+      if (w->shut > 0.0 || w->ready) continue;
+      shut(cs, w, now, &cs->shut_many);
+      n--;
       live--;
     }
+    g = e;
   }
+  /* In all: the oldest over VW_WAIT_MAX go. */
+  qsort(cs->cur, cs->ncur, sizeof *cs->cur, by_age);
   for (size_t i = 0; i < cs->ncur && live > VW_WAIT_MAX; i++) {
     waiter *w = &cs->cur[i];
-    if (w->fd < 0 || w->ready) continue;
-    shut(cs, w, &cs->shut_many);
+    if (w->shut > 0.0 || w->ready) continue;
+    shut(cs, w, now, &cs->shut_many);
     live--;
   }
-  /* What is left is what the next pass has seen before. */
-  size_t k = 0;
-  for (size_t i = 0; i < cs->ncur; i++)
-    if (cs->cur[i].fd >= 0) cs->seen[k++] = cs->cur[i];
-  cs->nseen = k;
+  /* What the next pass will have seen before, by descriptor. */
+  memcpy(cs->seen, cs->cur, cs->ncur * sizeof *cs->cur);
+  cs->nseen = cs->ncur;
+  qsort(cs->seen, cs->nseen, sizeof *cs->seen, by_fd);
 }
 
 static void *reaper_main(void *arg) {
