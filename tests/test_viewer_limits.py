@@ -14,8 +14,8 @@ each a reproducer that once worked:
 - a tree whose file name holds terminal escapes: the server prints them escaped;
 - methods: POST, PUT, DELETE to the page, the websocket path (a full upgrade request) and other
   paths are 405;
-- a tree whose transform is finite but whose world box is not (origin and scale 1e300) is
-  refused with a message at start; a large but drawable one (1e30) starts, and its info message
+- a tree whose transform is finite but whose world box is not (origin and scale 1e300), or has
+  no size (scale 1e-300), in float is refused with a message at start; a large but drawable one (1e30) starts, and its info message
   is strict JSON.
 
 Needs Debian's python3-websocket; the transform cases need the zstd program (scripts/deps.sh);
@@ -444,6 +444,16 @@ def test_transforms(voxlod, tree, tmp):
         print("     (%s)" % p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "")
     except subprocess.TimeoutExpired:
         check(False, "a tree with origin and scale 1e300 is refused at start", "it was served")
+    tiny = os.path.join(tmp, "tiny.svo")
+    with_transform(tree, tiny, (1.0, 2.0, 3.0), 1e-300)
+    try:
+        p = subprocess.run([voxlod, "view", tiny, "--port", "0", "--cpu"], capture_output=True,
+                           text=True, timeout=30)
+        check(p.returncode != 0 and "voxlod" in p.stderr and not p.stdout.startswith("http"),
+              "a tree with scale 1e-300 (a box of no size in float) is refused at start",
+              "exit %s, stderr %r" % (p.returncode, p.stderr[-400:]))
+    except subprocess.TimeoutExpired:
+        check(False, "a tree with scale 1e-300 is refused at start", "it was served")
     big = os.path.join(tmp, "big.svo")
     with_transform(tree, big, (1e30, -1e30, 1e30), 1e28)
     try:
