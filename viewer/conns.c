@@ -152,6 +152,13 @@ int vw_conns_reserve_tab(vw_conns *cs, const struct mg_connection *c) {
   return ok;
 }
 
+unsigned vw_conns_tabs(vw_conns *cs) {
+  pthread_mutex_lock(&cs->lock);
+  unsigned n = cs->tabs;
+  pthread_mutex_unlock(&cs->lock);
+  return n;
+}
+
 /* ---- the passes ---------------------------------------------------------------------------- */
 
 static int past_head(const vw_conns *cs, uint32_t addr, uint16_t port) {

@@ -190,6 +190,8 @@ void vw_conns_request(vw_conns *cs, const struct mg_connection *c);
 void vw_conns_closed(vw_conns *cs, const struct mg_connection *c);
 /* Takes a tab slot for c (kept until c closes): 1, or 0 when --max-tabs are taken. */
 int vw_conns_reserve_tab(vw_conns *cs, const struct mg_connection *c);
+/* The tab slots taken now. */
+unsigned vw_conns_tabs(vw_conns *cs);
 /* Connections shut down for their limits so far; *slow gets those shut for the time limit. */
 unsigned long vw_conns_shut(const vw_conns *cs, unsigned long *slow);
 

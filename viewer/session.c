@@ -416,6 +416,9 @@ int vw_ws_data(struct mg_connection *c, int bits, char *data, size_t n, void *us
   }
   char reply[160];
   int bad = 0;
+  /* The tab slots held (conns.c): the tabs open, and those closing whose connection has not
+   * ended yet; what --max-tabs counts. */
+  unsigned held = m.cmd == VW_CMD_PING ? vw_conns_tabs(s->conns) : 0;
   pthread_mutex_lock(&s->lock);
   switch (m.cmd) {
   case VW_CMD_VIEW:
@@ -447,7 +450,7 @@ int vw_ws_data(struct mg_connection *c, int bits, char *data, size_t n, void *us
   }
   case VW_CMD_PING:
     snprintf(reply, sizeof reply, "{\"type\":\"pong\",\"tab\":%u,\"tabs\":%u,\"frames\":%u}",
-             x->id, s->nsessions, x->frames_made);
+             x->id, held, x->frames_made);
     break;
   }
   pthread_mutex_unlock(&s->lock);
