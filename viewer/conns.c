@@ -25,9 +25,13 @@
  *    and the count in one step, under the lock) and given back when the connection closes,
  *    whichever way it ends, so that handshakes that arrive together never exceed --max-tabs.
  *
- * A socket is only ever shut down under the lock, and civetweb's close callback takes the same
- * lock before civetweb closes the socket, so a descriptor found by a pass cannot have been
- * closed and reused for another connection before it is shut down.
+ * A pass shuts down only sockets it found waiting, under the lock: one still in civetweb's queue
+ * (whose worker, to close it, must first pass init_connection, which takes the lock) or one in
+ * a worker before its request (whose close callback takes the lock before civetweb closes the
+ * socket). A connection being closed keeps its slot, with its peer, until civetweb has closed
+ * the socket (the closed callback), so it is never taken for a waiting one. Hence a descriptor
+ * found by a pass cannot have been closed and reused for another connection before it is shut
+ * down.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "viewer/server.h"
@@ -45,13 +49,15 @@
 #define VW_REAP_PERIOD_S 0.1
 #define VW_REAP_MIN_GAP_S 0.01
 
-enum { SLOT_FREE = 0, SLOT_WAITING, SLOT_REQUEST };
+/* A slot's connection: waits for its request head; is past it; is being closed (civetweb has
+ * called its close callback and will close the socket, then call the closed callback). */
+enum { SLOT_FREE = 0, SLOT_WAITING, SLOT_REQUEST, SLOT_CLOSING };
 
 typedef struct conn_slot {
   const struct mg_connection *c; /* one per civetweb worker (civetweb reuses them) */
   int state;
   int tab;                       /* holds a tab slot */
-  uint32_t addr;                 /* SLOT_REQUEST: the peer (network order) */
+  uint32_t addr;                 /* SLOT_REQUEST, SLOT_CLOSING: the peer (network order) */
   uint16_t port;
 } conn_slot;
 
@@ -128,6 +134,27 @@ void vw_conns_request(vw_conns *cs, const struct mg_connection *c) {
   pthread_mutex_unlock(&cs->lock);
 }
 
+void vw_conns_closing(vw_conns *cs, const struct mg_connection *c) {
+  const struct mg_request_info *ri = mg_get_request_info(c);
+  struct in_addr a;
+  int known = ri && inet_pton(AF_INET, ri->remote_addr, &a) == 1;
+  pthread_mutex_lock(&cs->lock);
+  conn_slot *sl = slot_of(cs, c, 0);
+  if (sl) {
+    if (sl->state == SLOT_WAITING) cs->waiting--;
+    if (sl->tab) cs->tabs--;
+    sl->tab = 0;
+    if (known) { /* its socket is not a waiting one until it is closed (vw_conns_closed) */
+      sl->state = SLOT_CLOSING;
+      sl->addr = a.s_addr;
+      sl->port = (uint16_t)ri->remote_port;
+    } else {
+      memset(sl, 0, sizeof *sl);
+    }
+  }
+  pthread_mutex_unlock(&cs->lock);
+}
+
 void vw_conns_closed(vw_conns *cs, const struct mg_connection *c) {
   pthread_mutex_lock(&cs->lock);
   conn_slot *sl = slot_of(cs, c, 0);
@@ -163,7 +190,8 @@ unsigned vw_conns_tabs(vw_conns *cs) {
 
 static int past_head(const vw_conns *cs, uint32_t addr, uint16_t port) {
   for (unsigned i = 0; i < cs->nslot; i++)
-    if (cs->slot[i].state == SLOT_REQUEST && cs->slot[i].addr == addr &&
+    if ((cs->slot[i].state == SLOT_REQUEST || cs->slot[i].state == SLOT_CLOSING) &&
+        cs->slot[i].addr == addr &&
         cs->slot[i].port == port)
       return 1;
   return 0;

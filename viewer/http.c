@@ -132,6 +132,11 @@ static int on_init_connection(const struct mg_connection *c, void **data) {
 
 static void on_connection_close(const struct mg_connection *c) {
   vw_server *s = (vw_server *)mg_get_user_data(mg_get_context(c));
+  if (s) vw_conns_closing(s->conns, c);
+}
+
+static void on_connection_closed(const struct mg_connection *c) {
+  vw_server *s = (vw_server *)mg_get_user_data(mg_get_context(c));
   if (s) vw_conns_closed(s->conns, c);
 }
 
@@ -178,6 +183,7 @@ int vw_http_start(vw_server *s, char *why, size_t why_n) {
   cb.begin_request = on_begin;
   cb.init_connection = on_init_connection;
   cb.connection_close = on_connection_close;
+  cb.connection_closed = on_connection_closed;
   struct mg_init_data init;
   memset(&init, 0, sizeof init);
   init.callbacks = &cb;

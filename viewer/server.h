@@ -184,9 +184,11 @@ vw_conns *vw_conns_new(unsigned workers, unsigned max_tabs, int verbose);
 int vw_conns_start(vw_conns *cs, int port);
 void vw_conns_stop(vw_conns *cs);
 void vw_conns_free(vw_conns *cs);
-/* civetweb's callbacks: a worker took a connection; its request head arrived; it closes. */
+/* civetweb's callbacks: a worker took a connection; its request head arrived; it is about to
+ * be closed (its tab slot is given back); its socket has been closed. */
 void vw_conns_opened(vw_conns *cs, const struct mg_connection *c);
 void vw_conns_request(vw_conns *cs, const struct mg_connection *c);
+void vw_conns_closing(vw_conns *cs, const struct mg_connection *c);
 void vw_conns_closed(vw_conns *cs, const struct mg_connection *c);
 /* Takes a tab slot for c (kept until c closes): 1, or 0 when --max-tabs are taken. */
 int vw_conns_reserve_tab(vw_conns *cs, const struct mg_connection *c);
