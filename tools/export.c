@@ -144,7 +144,7 @@ int vx_cmd_export(int argc, char **argv) {
                      : (eo.format == VX_EXPORT_NVDB || eo.format == VX_EXPORT_VDB) ? "active values"
                                                                                  : "voxels";
   fprintf(stderr, ", %llu %s", (unsigned long long)st.values, what);
-  if (st.band > 0.0f && st.band != ti.band)
+  if (!have_band && st.band > 0.0f && st.band != ti.band)
     fprintf(stderr, " within +-%g voxels (the tree's band %g is outside 1..64)", (double)st.band,
             (double)ti.band);
   if (eo.format == VX_EXPORT_VOX) fprintf(stderr, " in %u model(s)", st.models);
