@@ -50,7 +50,7 @@ static vx_status check(const vx_tree *t, const char *path, vx_export_opts *o, vx
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to export");
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty output path");
   const vx_octree *oc = &t->oct;
-  vx_status ws = vx_octree_check_world(oc, err);
+  vx_status ws = vx_octree_check_world(oc, VX_WORLD_FLOAT, err);
   if (ws != VX_OK) return ws;
   if (oc->levels_loaded != oc->depth + 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "cannot export a partially loaded tree (levels "

@@ -34,7 +34,7 @@ vx_status vx_mesh_from_tree(const vx_tree *t, const vx_mesh_opts *opts, vx_mesh 
   if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the mesh");
   *out = NULL;
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to mesh");
-  vx_status ws = vx_octree_check_world(&t->oct, err);
+  vx_status ws = vx_octree_check_world(&t->oct, VX_WORLD_FLOAT, err);
   if (ws != VX_OK) return ws;
   vx_mesh_opts o;
   VX_OPTS(o, opts);

@@ -23,7 +23,7 @@ struct vx_sampler {
 
 /* A tree whose transform or band only a double holds: sampling and its points are float32. */
 static vx_status fits_error(const vx_tree *t, vx_error *err) {
-  return vx_octree_check_world(&t->oct, err);
+  return vx_octree_check_world(&t->oct, VX_WORLD_FLOAT, err);
 }
 
 /* Options of one call: the cut (a level of the tree) and the checks every call makes. */

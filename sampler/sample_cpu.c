@@ -44,7 +44,7 @@ void vx_sample_tree_init(vx_sample_tree *s, const vx_octree *t, uint32_t cut) {
   s->inv_scale = (float)(1.0 / t->xf.scale);
 }
 
-int vx_sample_tree_fits(const vx_octree *t) { return vx_octree_check_world(t, NULL) == VX_OK; }
+int vx_sample_tree_fits(const vx_octree *t) { return vx_octree_check_world(t, VX_WORLD_FLOAT, NULL) == VX_OK; }
 
 typedef struct sample_job {
   vx_sample_span a;

@@ -122,23 +122,30 @@ void vx_error_prefix(vx_error *err, const char *prefix) {
   vx_text_escape(err->msg, sizeof err->msg, m);
 }
 
-vx_status vx_octree_check_world(const vx_octree *t, vx_error *err) {
-  const double lim = FLT_MAX / 4.0;
+vx_status vx_octree_check_world(const vx_octree *t, vx_world_use use, vx_error *err) {
+  /* float: outputs in float32 world units; double: rendering, whose camera is double and whose
+   * rays run in float grid coordinates (a box near float's limit still draws). */
+  const int f = use == VX_WORLD_FLOAT;
+  const double lim = f ? FLT_MAX / 4.0 : 1e150, min_scale = f ? 1e-30 : 1e-150;
+  const double max_voxels = f ? 2097152.0 : 1099511627776.0; /* 2^21, 2^40 */
   const double scale = t->xf.scale;
   const double span = scale * (double)((uint64_t)1 << t->depth);
   double far = 0.0; /* the largest world coordinate of the root box */
-  int ok = isfinite(scale) && scale >= 1e-30 && span < lim && scale * (double)t->band < lim;
+  int ok = isfinite(scale) && scale >= min_scale && span < lim && scale * (double)t->band < lim;
   for (int i = 0; ok && i < 3; i++) {
     double a = fabs(t->xf.origin[i]) + span;
     ok = isfinite(a) && a < lim;
     if (a > far) far = a;
   }
-  if (ok && far / scale <= 2097152.0) return VX_OK;
+  if (ok && far / scale <= max_voxels) return VX_OK;
   return vx_error_set(err, VX_ERR_INVALID_ARG,
                       "the tree's transform (origin %.6g %.6g %.6g, %.6g per voxel, %u^3 voxels) "
-                      "does not fit single precision, which world coordinates are computed in: "
-                      "the scale must be at least 1e-30, the box's coordinates below 8.5e37 and "
-                      "within 2^21 voxels of the world origin", t->xf.origin[0], t->xf.origin[1], t->xf.origin[2], scale, 1u << t->depth);
+                      "is beyond the %s: the scale must be at least %g, the box's coordinates "
+                      "below %g and within 2^%d voxels of the world origin", t->xf.origin[0],
+                      t->xf.origin[1], t->xf.origin[2], scale, 1u << t->depth,
+                      f ? "single precision that world coordinates are computed in"
+                        : "double precision that rendering works in",
+                      min_scale, lim, f ? 21 : 40);
 }
 
 void vx_octree_free(vx_octree *t) {

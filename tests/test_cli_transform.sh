@@ -31,7 +31,7 @@ expect() {
   "$EDIT" "$T/b.svo" "$T/far.svo" --origin 1e20,0,0 --scale 1 &&
   "$EDIT" "$T/b.svo" "$T/half.svo" --band 0.5 || { echo "FAIL svo_edit"; exit 1; }
 
-msg="does not fit single precision"
+msg="the tree's transform (origin"
 outs="m.obj m.ply m.stl m.glb e.nvdb e.vdb e.binvox e.vox e.ply r.png"
 # the control: an edited file with the same header is read and written like the original
 for o in $outs; do

@@ -60,7 +60,17 @@ static vx_status world(double ox, double scale, uint32_t depth, float band) {
   t.xf.origin[0] = ox;
   t.xf.scale = scale;
   vx_error e;
-  return vx_octree_check_world(&t, &e);
+  return vx_octree_check_world(&t, VX_WORLD_FLOAT, &e);
+}
+
+static vx_status render(double ox, double scale, uint32_t depth) {
+  vx_octree t;
+  memset(&t, 0, sizeof t);
+  t.depth = depth;
+  t.band = 2.0f;
+  t.xf.origin[0] = ox;
+  t.xf.scale = scale;
+  return vx_octree_check_world(&t, VX_WORLD_DOUBLE, NULL);
 }
 
 static void svo_world_check_limits(void) {
@@ -81,6 +91,14 @@ static void svo_world_check_limits(void) {
   CHECK(world(0.0, -1.0, 5, 2.0f) == VX_ERR_INVALID_ARG);
   CHECK(world(NAN, 1.0, 5, 2.0f) == VX_ERR_INVALID_ARG);
   CHECK(world(0.0, INFINITY, 5, 2.0f) == VX_ERR_INVALID_ARG);
+  /* rendering: double camera, float grid rays */
+  CHECK(render(3e38, 4e37, 4) == VX_OK); /* a sphere at float's limit still draws */
+  CHECK(render(0.0, 1e-149, 14) == VX_OK);
+  CHECK(render(0.0, 1e-151, 5) == VX_ERR_INVALID_ARG);
+  CHECK(render(1e300, 1e300, 5) == VX_ERR_INVALID_ARG);
+  CHECK(render(1e20, 1.0, 5) == VX_ERR_INVALID_ARG);   /* 1e20 voxels away: beyond 2^40 */
+  CHECK(render(1e12 - 32.0, 1.0, 5) == VX_OK);
+  CHECK(render(0.0, NAN, 5) == VX_ERR_INVALID_ARG);
 }
 
 int main(void) {
