@@ -61,6 +61,16 @@ static vx_status check(const vx_tree *t, const char *path, vx_export_opts *o, vx
                         "be .nvdb, .vdb, .binvox, .vox or .ply)", path);
   if (o->format < VX_EXPORT_NVDB || o->format > VX_EXPORT_PLY)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown export format %d", (int)o->format);
+  /* options of other formats are refused, not ignored */
+  int grid = o->format == VX_EXPORT_NVDB || o->format == VX_EXPORT_VDB;
+  int voxels = o->format == VX_EXPORT_BINVOX || o->format == VX_EXPORT_VOX;
+  if ((o->band != 0.0f || o->grid_name) && !grid)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': a band and a grid name are for .nvdb and "
+                        ".vdb grids", path);
+  if (o->solid && !voxels)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': solid is for .binvox and .vox", path);
+  if (o->surface_points && o->format != VX_EXPORT_PLY)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': surface points are for .ply", path);
   if (o->levels > oc->depth + 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "level %u is beyond the tree's depth %u (levels "
                         "0..%u)", o->levels - 1, oc->depth, oc->depth);

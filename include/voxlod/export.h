@@ -15,7 +15,8 @@
  *   +band voxels, inside regions read -band (signed flood fill). Voxel size = the tree's scale *
  *   2^(depth - level), index (0,0,0) at the tree's origin. docs/GRIDS.md gives the details.
  *   Every output is written atomically (files.h); what a format cannot hold is refused before
- *   anything is written (VX_ERR_LIMIT).
+ *   anything is written (VX_ERR_LIMIT), and so are options of another format (band or grid_name
+ *   but not a grid, solid but not .binvox/.vox, surface_points but not .ply: VX_ERR_INVALID_ARG).
  *
  * IN
  *   vx_convert_grid reads a float level set from a .vdb file (Houdini, Blender, OpenVDB's tools)
