@@ -132,8 +132,10 @@ vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t m
       s = (vx_status)cs;
       if (err) {
         err->status = s;
-        memcpy(err->msg, rec + 4, sizeof err->msg);
-        err->msg[sizeof err->msg - 1] = 0;
+        char m[sizeof err->msg];
+        memcpy(m, rec + 4, sizeof m);
+        m[sizeof m - 1] = 0;
+        vx_text_escape(err->msg, sizeof err->msg, m); /* bytes from another process */
       }
     } else if (mem_limit &&
                (double)vx_resident_bytes() + 2.0 * 36.0 * (double)n > (double)mem_limit) {

@@ -6,7 +6,8 @@
  * (SceneCombiner), so the scene built here may borrow our arrays. The positions, normals and the
  * per-triangle index pointers point into the caller's arrays and are detached before the scene
  * is destroyed, so assimp frees only what it allocated (the face array, the node, the material).
- * Exceptions (std::bad_alloc, assimp's DeadlyExportError) become status codes here.
+ * Exceptions (std::bad_alloc, assimp's DeadlyExportError) become status codes here. Only the
+ * formats listed below are offered, each one read back by another library in the tests.
  */
 #include <assimp/Exporter.hpp>
 #include <assimp/material.h>
@@ -22,23 +23,29 @@
 
 namespace {
 
+/* The formats written: each is read back by an independent reader in the tests
+ * (python/tests/test_mesh_formats.py: trimesh). Other assimp exporters are not offered: some
+ * crash on a plain triangle mesh (.pbrt), others fail on it (.3mf) or write several files. */
 struct format_rule {
   const char *ext;
   const char *id;
 };
+const format_rule formats[] = {
+    {"obj", "objnomtl"}, {"ply", "plyb"}, {"stl", "stlb"}, {"glb", "glb2"}};
+const char *const format_list = ".obj, .ply, .stl or .glb";
 
-/* Our choices where assimp has several writers for one extension. */
-const format_rule preferred[] = {
-    {"obj", "objnomtl"}, {"ply", "plyb"}, {"stl", "stlb"}, {"glb", "glb2"}, {"dae", "collada"}};
+std::string lower(const char *s) {
+  std::string e(s);
+  for (char &c : e)
+    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+  return e;
+}
 
 std::string extension_of(const char *path) {
   const char *slash = std::strrchr(path, '/');
   const char *dot = std::strrchr(path, '.');
   if (!dot || (slash && dot < slash) || !dot[1]) return std::string();
-  std::string e(dot + 1);
-  for (char &c : e)
-    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-  return e;
+  return lower(dot + 1);
 }
 
 /* Detaches the borrowed arrays before assimp's destructors run. */
@@ -58,45 +65,50 @@ struct scene_guard {
 
 }  // namespace
 
-extern "C" vx_status vx_mesh_export_format(const char *path, const char **id, vx_error *err) {
+extern "C" vx_status vx_mesh_export_format(const char *path, const char *format, const char **id,
+                                           const char **ext, vx_error *err) {
   *id = nullptr;
+  if (ext) *ext = nullptr;
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "no output file given");
-  std::string e = extension_of(path);
-  const char *known = "written as .obj, .ply, .stl, .glb or another format assimp exports "
-                      "(.dae, .x3d, .3mf, .fbx, ...)";
-  if (e.empty())
-    return vx_error_set(err, VX_ERR_INVALID_ARG,
-                        "'%s' has no file extension to choose the format by: meshes are %s", path,
-                        known);
+  std::string e;
+  if (format && *format) {
+    e = lower(format[0] == '.' ? format + 1 : format);
+  } else {
+    e = extension_of(path);
+    if (e.empty())
+      return vx_error_set(err, VX_ERR_INVALID_ARG,
+                          std::strcmp(path, "-") == 0
+                              ? "'%s': standard output has no extension to choose the format by: "
+                                "name the format (%s)"
+                              : "'%s' has no file extension to choose the format by: meshes are "
+                                "written as %s",
+                          path, format_list);
+  }
+  for (const format_rule &r : formats)
+    if (e == r.ext) {
+      *id = r.id;
+      if (ext) *ext = r.ext;
+      return VX_OK;
+    }
   if (e == "gltf")
     return vx_error_set(err, VX_ERR_INVALID_ARG,
                         "'%s': .gltf keeps its data in a second file; write a .glb (one file)",
                         path);
-  for (const format_rule &r : preferred)
-    if (e == r.ext) {
-      *id = r.id;
-      return VX_OK;
-    }
-  try {
-    Assimp::Exporter ex;
-    for (size_t i = 0; i < ex.GetExportFormatCount(); i++) {
-      const aiExportFormatDesc *d = ex.GetExportFormatDescription(i);
-      if (d && d->fileExtension && e == d->fileExtension) {
-        *id = d->id;
-        return VX_OK;
-      }
-    }
-  } catch (...) {
-  }
-  return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': unknown mesh format '.%s': meshes are %s",
-                      path, e.c_str(), known);
+  return vx_error_set(err, VX_ERR_INVALID_ARG,
+                      "'%s': meshes are written as %s, not as '.%.32s'", path, format_list,
+                      e.c_str());
 }
 
 extern "C" vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint64_t *bytes,
                                    vx_error *err) {
+  return vx_mesh_write_as(path, nullptr, m, bytes, err);
+}
+
+extern "C" vx_status vx_mesh_write_as(const char *path, const char *format,
+                                      const vx_mesh_data *m, uint64_t *bytes, vx_error *err) {
   if (bytes) *bytes = 0;
-  const char *id = nullptr;
-  vx_status st = vx_mesh_export_format(path, &id, err);
+  const char *id = nullptr, *ext = nullptr;
+  vx_status st = vx_mesh_export_format(path, format, &id, &ext, err);
   if (st != VX_OK) return st;
   if (!m || !m->pos || m->triangle_count == 0)
     return vx_error_set(err, VX_ERR_EMPTY, "'%s': the mesh has no triangles; nothing written",
@@ -109,8 +121,7 @@ extern "C" vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint
                         (unsigned long long)m->triangle_count);
   if (!m->tri && m->vertex_count < nv)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "a triangle soup needs 3 vertices per triangle");
-  std::string e = extension_of(path);
-  if (e == "glb") {
+  if (std::strcmp(ext, "glb") == 0) {
     /* positions and normals (24 bytes a vertex), indices (12 a triangle), JSON and headers */
     double need = 24.0 * (double)nv + 12.0 * (double)m->triangle_count + 65536.0;
     if (need >= 4294967296.0)
@@ -118,11 +129,6 @@ extern "C" vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint
                           "'%s': a .glb file holds at most 4 GiB and this mesh needs about %.1f "
                           "GiB; write a .ply or .obj instead", path, need / 1073741824.0);
   }
-  if (e == "3ds" && (nv > 65535 || m->triangle_count > 65535))
-    return vx_error_set(err, VX_ERR_LIMIT,
-                        "'%s': a .3ds mesh holds at most 65,535 vertices and triangles (this one "
-                        "has %llu and %llu); choose a coarser cut or another format", path,
-                        (unsigned long long)nv, (unsigned long long)m->triangle_count);
   /* Fail on the output's directory or kind before the (long) export. */
   st = vx_output_check(path, nullptr, 0, nullptr, err);
   if (st != VX_OK) return st;
@@ -174,11 +180,10 @@ extern "C" vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint
       return vx_error_set(err, VX_ERR_IO, "cannot export '%s' as %s: %s", path, id,
                           why.empty() ? "the exporter failed" : why.c_str());
     }
-    if (blob->next) {
+    if (blob->next || !blob->data) {
       vx_free(soup_idx);
-      return vx_error_set(err, VX_ERR_INVALID_ARG,
-                          "'%s': assimp's %s exporter writes several files; choose a format that "
-                          "writes one (.obj, .ply, .stl, .glb)", path, id);
+      return vx_error_set(err, VX_ERR_IO, "cannot export '%s' as %s: the exporter gave no single "
+                          "file", path, id);
     }
     st = vx_atomic_write_file(path, blob->data, blob->size, err);
     if (st == VX_OK && bytes) *bytes = blob->size;

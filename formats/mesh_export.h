@@ -5,10 +5,10 @@
  * .ply  binary little-endian PLY ("plyb"): vertex x y z nx ny nz, face lists
  * .stl  binary STL ("stlb"): one normal per triangle (the format holds no vertex normals)
  * .glb  binary glTF 2 ("glb2"): positions, normals, 32-bit indices, one default material
- * and any other extension that names a single-file assimp exporter (.dae, .x3d, .3mf, .fbx, ...).
- * What a format cannot hold is refused before anything is written, with the reason: a .glb over
- * 4 GiB (its sizes are 32-bit), a .3ds over 65,535 vertices or triangles (16-bit counts), formats
- * that write several files (.gltf writes a .bin beside it: use .glb), an empty mesh.
+ * and nothing else: every format offered is read back by an independent reader in the tests;
+ * assimp's other exporters are refused (some crash or fail on a plain triangle mesh, others write
+ * several files). What a format cannot hold is refused before anything is written, with the
+ * reason: a .glb over 4 GiB (its sizes are 32-bit), an empty mesh.
  * The whole file is produced in memory, then written by the atomic writer (atomic_file.h): a
  * failed export leaves no file and an existing one untouched.
  */
@@ -29,11 +29,17 @@ typedef struct vx_mesh_data {
   uint64_t triangle_count;
 } vx_mesh_data;
 
-/* The assimp exporter id for path's extension ("plyb" for x.ply), or VX_ERR_INVALID_ARG naming
- * the formats that are written. */
-vx_status vx_mesh_export_format(const char *path, const char **id, vx_error *err);
+/* The assimp exporter id ("plyb") and the format's extension ("ply") for format ("ply", ".PLY";
+ * NULL or "": path's extension), or VX_ERR_INVALID_ARG naming the formats that are written. ext
+ * may be NULL. */
+vx_status vx_mesh_export_format(const char *path, const char *format, const char **id,
+                                const char **ext, vx_error *err);
 
-/* Writes m to path (see above). *bytes (may be NULL) receives the file's size. */
+/* Writes m to path (see above) in format (NULL: by path's extension; needed for "-", standard
+ * output). *bytes (may be NULL) receives the file's size. */
+vx_status vx_mesh_write_as(const char *path, const char *format, const vx_mesh_data *m,
+                           uint64_t *bytes, vx_error *err);
+/* vx_mesh_write_as by path's extension. */
 vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint64_t *bytes, vx_error *err);
 
 VX_EXTERN_C_END

@@ -96,8 +96,10 @@ int vx_vdb_answer_read(int fd, double deadline, uint64_t mem_limit, vx_vdb_surfa
     *st = (vx_status)cs;
     if (err) {
       err->status = *st;
-      memcpy(err->msg, rec + 4, sizeof err->msg);
-      err->msg[sizeof err->msg - 1] = 0;
+      char m[sizeof err->msg];
+      memcpy(m, rec + 4, sizeof m);
+      m[sizeof m - 1] = 0;
+      vx_text_escape(err->msg, sizeof err->msg, m); /* bytes from another process */
     }
     return 0;
   }

@@ -30,10 +30,12 @@ void vx_notes_add(vx_notes *n, const char *fmt, ...) {
   size_t at = strlen(n->text);
   if (at + 2 >= sizeof n->text) return;
   if (at) n->text[at++] = '\n';
+  char raw[sizeof n->text];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(n->text + at, sizeof n->text - at, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  vx_text_escape(n->text + at, sizeof n->text - at, raw); /* one line, no terminal controls */
 }
 
 void vx_build_free(vx_build *b) {

@@ -50,6 +50,8 @@ static vx_status check(const vx_tree *t, const char *path, vx_export_opts *o, vx
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to export");
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty output path");
   const vx_octree *oc = &t->oct;
+  vx_status ws = vx_octree_check_world(oc, VX_WORLD_FLOAT, err);
+  if (ws != VX_OK) return ws;
   if (oc->levels_loaded != oc->depth + 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "cannot export a partially loaded tree (levels "
                         "%u of %u)", oc->levels_loaded, oc->depth + 1);
@@ -59,6 +61,16 @@ static vx_status check(const vx_tree *t, const char *path, vx_export_opts *o, vx
                         "be .nvdb, .vdb, .binvox, .vox or .ply)", path);
   if (o->format < VX_EXPORT_NVDB || o->format > VX_EXPORT_PLY)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown export format %d", (int)o->format);
+  /* options of other formats are refused, not ignored */
+  int grid = o->format == VX_EXPORT_NVDB || o->format == VX_EXPORT_VDB;
+  int voxels = o->format == VX_EXPORT_BINVOX || o->format == VX_EXPORT_VOX;
+  if ((o->band != 0.0f || o->grid_name) && !grid)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': a band and a grid name are for .nvdb and "
+                        ".vdb grids", path);
+  if (o->solid && !voxels)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': solid is for .binvox and .vox", path);
+  if (o->surface_points && o->format != VX_EXPORT_PLY)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': surface points are for .ply", path);
   if (o->levels > oc->depth + 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "level %u is beyond the tree's depth %u (levels "
                         "0..%u)", o->levels - 1, oc->depth, oc->depth);
@@ -72,7 +84,9 @@ static vx_status check(const vx_tree *t, const char *path, vx_export_opts *o, vx
     return vx_error_set(err, VX_ERR_LIMIT, "a %u^3 grid is too large for .binvox (readers hold it "
                         "densely; at most %u^3): export a coarser level with --lod", res,
                         VX_BINVOX_MAX_RES);
-  if (o->band == 0.0f) o->band = oc->band;
+  /* The tree's band by default, brought into the range a level set needs (a tree built with a
+   * band under a voxel still exports, at +-1 voxel). */
+  if (o->band == 0.0f) o->band = oc->band < 1.0f ? 1.0f : oc->band > 64.0f ? 64.0f : oc->band;
   if (!(o->band >= 1.0f && o->band <= 64.0f))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "band %g outside 1..64 voxels", (double)o->band);
   if (!o->grid_name) o->grid_name = "surface";
@@ -107,6 +121,7 @@ vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opt
   st.resolution = cut.res;
   st.cells = cut.count;
   st.plane_cells = cut.plane_cells;
+  st.band = o.format == VX_EXPORT_NVDB || o.format == VX_EXPORT_VDB ? o.band : 0.0f;
   if (o.progress && o.progress(o.user, "writing", 0.0)) {
     vx_cut_free(&cut);
     return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted before writing");

@@ -44,6 +44,9 @@ vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts, const vx_
     return vx_error_set(err, VX_ERR_INVALID_ARG, "band %g outside 1..64 voxels", (double)o.band);
   if (o.threads < 0 || o.threads > 1024)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "thread count %d outside 0..1024", o.threads);
+  if (o.device == VX_DEVICE_GPU)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "a level set is converted on the CPU: the GPU "
+                        "does not apply (ask for the CPU or for either device)");
   if (o.zstd_level < 0 || o.zstd_level > 22)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "zstd level %d outside 1..22 (0: by size)",
                         o.zstd_level);

@@ -34,6 +34,8 @@ vx_status vx_mesh_from_tree(const vx_tree *t, const vx_mesh_opts *opts, vx_mesh 
   if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the mesh");
   *out = NULL;
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to mesh");
+  vx_status ws = vx_octree_check_world(&t->oct, VX_WORLD_FLOAT, err);
+  if (ws != VX_OK) return ws;
   vx_mesh_opts o;
   VX_OPTS(o, opts);
   const vx_octree *oc = &t->oct;
@@ -133,15 +135,20 @@ const uint32_t *vx_mesh_indices(const vx_mesh *m, uint64_t *count) {
   return m ? m->indices : NULL;
 }
 
-vx_status vx_mesh_check_path(const char *path, const char *const *inputs, size_t n,
-                             vx_error *err) {
+vx_status vx_mesh_check_path_as(const char *path, const char *format, const char *const *inputs,
+                                size_t n, vx_error *err) {
   const char *id;
-  vx_status st = vx_mesh_export_format(path, &id, err);
+  vx_status st = vx_mesh_export_format(path, format, &id, NULL, err);
   if (st != VX_OK) return st;
   return vx_check_output(path, inputs, n, err);
 }
 
-vx_status vx_mesh_save(const vx_mesh *m, const char *path, vx_error *err) {
+vx_status vx_mesh_check_path(const char *path, const char *const *inputs, size_t n,
+                             vx_error *err) {
+  return vx_mesh_check_path_as(path, NULL, inputs, n, err);
+}
+
+vx_status vx_mesh_save_as(const vx_mesh *m, const char *path, const char *format, vx_error *err) {
   if (!m) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh to save");
   vx_mesh_data d;
   memset(&d, 0, sizeof d);
@@ -156,5 +163,9 @@ vx_status vx_mesh_save(const vx_mesh *m, const char *path, vx_error *err) {
     d.vertex_count = 3 * m->soup.tri_count;
     d.triangle_count = m->soup.tri_count;
   }
-  return vx_mesh_write(path, &d, NULL, err);
+  return vx_mesh_write_as(path, format, &d, NULL, err);
+}
+
+vx_status vx_mesh_save(const vx_mesh *m, const char *path, vx_error *err) {
+  return vx_mesh_save_as(m, path, NULL, err);
 }

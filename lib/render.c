@@ -42,6 +42,8 @@ vx_status vx_renderer_create(const vx_tree *t, const vx_renderer_opts *opts, vx_
   if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the renderer");
   *out = NULL;
   if (!t || !t->oct.nodes) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to render");
+  vx_status ws = vx_octree_check_world(&t->oct, VX_WORLD_DOUBLE, err);
+  if (ws != VX_OK) return ws;
   vx_renderer_opts o;
   VX_OPTS(o, opts);
   if (o.device != VX_DEVICE_AUTO && o.device != VX_DEVICE_CPU && o.device != VX_DEVICE_GPU)

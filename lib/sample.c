@@ -23,10 +23,7 @@ struct vx_sampler {
 
 /* A tree whose transform or band only a double holds: sampling and its points are float32. */
 static vx_status fits_error(const vx_tree *t, vx_error *err) {
-  return vx_error_set(err, VX_ERR_INVALID_ARG,
-                      "the tree's transform (scale %g, origin %g %g %g) or band does not fit "
-                      "single precision, which sampling works in", t->oct.xf.scale,
-                      t->oct.xf.origin[0], t->oct.xf.origin[1], t->oct.xf.origin[2]);
+  return vx_octree_check_world(&t->oct, VX_WORLD_FLOAT, err);
 }
 
 /* Options of one call: the cut (a level of the tree) and the checks every call makes. */

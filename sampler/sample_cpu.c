@@ -44,14 +44,7 @@ void vx_sample_tree_init(vx_sample_tree *s, const vx_octree *t, uint32_t cut) {
   s->inv_scale = (float)(1.0 / t->xf.scale);
 }
 
-int vx_sample_tree_fits(const vx_octree *t) {
-  const double lim = FLT_MAX / 4.0; /* room for a few sums of such terms */
-  const double span = t->xf.scale * (double)((uint64_t)1 << t->depth);
-  if (!(t->xf.scale >= 1e-35 && span < lim && t->xf.scale * (double)t->band < lim)) return 0;
-  for (int i = 0; i < 3; i++)
-    if (!(fabs(t->xf.origin[i]) + span < lim)) return 0;
-  return 1;
-}
+int vx_sample_tree_fits(const vx_octree *t) { return vx_octree_check_world(t, VX_WORLD_FLOAT, NULL) == VX_OK; }
 
 typedef struct sample_job {
   vx_sample_span a;

@@ -21,10 +21,9 @@
 
 VX_EXTERN_C_BEGIN
 
-/* 1 when t's transform and band fit the sampler's single precision: the scale at least 1e-35,
- * the root box's world coordinates and the band in world units below FLT_MAX / 4, so that grid
- * coordinates, distances and their sums stay finite floats. 0 for a tree whose transform only a
- * double holds (the reader and the converter accept those). */
+/* 1 when t's transform and band fit the sampler's single precision (vx_octree_check_world, the
+ * check every command in world units makes), so that grid coordinates, distances and their sums
+ * stay finite floats. 0 for a tree whose transform only a double holds. */
 int vx_sample_tree_fits(const vx_octree *t);
 
 /* What vx_sample_point reads, for tree t cut at `cut` (clamped to the loaded levels), with t's

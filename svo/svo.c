@@ -10,6 +10,8 @@
  */
 #include "svo/svo.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,54 @@ static const char *short_file(const char *f) {
   return prev ? prev + 1 : last ? last + 1 : f;
 }
 
+/* Length of the valid UTF-8 sequence at p (1..4) that is not a C1 control (U+0080..U+009F), or 0. */
+static size_t utf8_ok(const unsigned char *p) {
+  unsigned char c = p[0];
+  if (c >= 0xc2 && c <= 0xdf) return (p[1] & 0xc0) == 0x80 && !(c == 0xc2 && p[1] < 0xa0) ? 2 : 0;
+  unsigned char lo = 0x80, hi = 0xbf;
+  size_t n;
+  if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f; /* no surrogates */
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+char *vx_text_escape(char *dst, size_t cap, const char *src) {
+  if (!dst || cap == 0) return dst;
+  static const char hex[] = "0123456789abcdef";
+  size_t o = 0;
+  const unsigned char *p = (const unsigned char *)(src ? src : "");
+  while (*p) {
+    size_t n = *p >= 0x20 && *p < 0x7f ? 1 : *p >= 0x80 ? utf8_ok(p) : 0;
+    if (n) {
+      if (o + n >= cap) break;
+      memcpy(dst + o, p, n);
+      o += n;
+      p += n;
+    } else {
+      if (o + 4 >= cap) break;
+      dst[o++] = '\\';
+      dst[o++] = 'x';
+      dst[o++] = hex[*p >> 4];
+      dst[o++] = hex[*p & 15];
+      p++;
+    }
+  }
+  dst[o] = 0;
+  return dst;
+}
+
 vx_status vx_error_set_at(const char *file, int line, vx_error *err, vx_status s, const char *fmt,
                           ...) {
   if (err) {
@@ -51,11 +101,13 @@ vx_status vx_error_set_at(const char *file, int line, vx_error *err, vx_status s
     int n = snprintf(loc, sizeof loc, " (%s:%d)", short_file(file), line);
     if (n < 0 || (size_t)n >= sizeof loc) loc[0] = 0;
     size_t room = sizeof err->msg - strlen(loc);
+    char raw[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
     err->status = s;
-    vsnprintf(err->msg, room, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    vx_text_escape(err->msg, room, raw);
     strcat(err->msg, loc);
   }
   return s;
@@ -67,8 +119,33 @@ void vx_error_prefix(vx_error *err, const char *prefix) {
   if (strncmp(err->msg, prefix, n) == 0) return;
   char m[sizeof err->msg + 128];
   snprintf(m, sizeof m, "%.120s: %s", prefix, err->msg);
-  memcpy(err->msg, m, sizeof err->msg - 1);
-  err->msg[sizeof err->msg - 1] = 0;
+  vx_text_escape(err->msg, sizeof err->msg, m);
+}
+
+vx_status vx_octree_check_world(const vx_octree *t, vx_world_use use, vx_error *err) {
+  /* float: outputs in float32 world units; double: rendering, whose camera is double and whose
+   * rays run in float grid coordinates (a box near float's limit still draws). */
+  const int f = use == VX_WORLD_FLOAT;
+  const double lim = f ? FLT_MAX / 4.0 : 1e150, min_scale = f ? 1e-30 : 1e-150;
+  const double max_voxels = f ? 2097152.0 : 1099511627776.0; /* 2^21, 2^40 */
+  const double scale = t->xf.scale;
+  const double span = scale * (double)((uint64_t)1 << t->depth);
+  double far = 0.0; /* the largest world coordinate of the root box */
+  int ok = isfinite(scale) && scale >= min_scale && span < lim && scale * (double)t->band < lim;
+  for (int i = 0; ok && i < 3; i++) {
+    double a = fabs(t->xf.origin[i]) + span;
+    ok = isfinite(a) && a < lim;
+    if (a > far) far = a;
+  }
+  if (ok && far / scale <= max_voxels) return VX_OK;
+  return vx_error_set(err, VX_ERR_INVALID_ARG,
+                      "the tree's transform (origin %.6g %.6g %.6g, %.6g per voxel, %u^3 voxels) "
+                      "is beyond the %s: the scale must be at least %g, the box's coordinates "
+                      "below %g and within 2^%d voxels of the world origin", t->xf.origin[0],
+                      t->xf.origin[1], t->xf.origin[2], scale, 1u << t->depth,
+                      f ? "single precision that world coordinates are computed in"
+                        : "double precision that rendering works in",
+                      min_scale, lim, f ? 21 : 40);
 }
 
 void vx_octree_free(vx_octree *t) {

@@ -36,6 +36,13 @@ vx_status vx_error_set_at(const char *file, int line, vx_error *err, vx_status s
     ;
 #define vx_error_set(err, s, ...) vx_error_set_at(__FILE__, __LINE__, (err), (s), __VA_ARGS__)
 
+/* Copies text into dst (cap bytes, always NUL-terminated, cut before a character that does not
+ * fit) with every control character (C0, DEL, C1) and every byte that is not part of valid UTF-8
+ * written as \xNN, so that names from files cannot steer a terminal or fake a line of output
+ * (ESC becomes the four characters \x1b). Applying it twice gives the same text. Every library
+ * message goes through it (vx_error_set, vx_error_prefix, notes). Returns dst. */
+char *vx_text_escape(char *dst, size_t cap, const char *src);
+
 /* Prefixes err's message with "<prefix>: " (when it does not start with prefix already), keeping
  * the location at its end. */
 void vx_error_prefix(vx_error *err, const char *prefix);
@@ -82,6 +89,22 @@ vx_status vx_octree_build(uint32_t depth, const uint64_t *codes, const vx_voxel 
  * pruned leaves, flags known, depth bounded, finite plane offsets. Returns VX_ERR_CORRUPT with the
  * first violation. Runs in O(nodes). */
 vx_status vx_octree_validate(const vx_octree *t, vx_error *err);
+
+/* Whether t's world coordinates can be computed in the precision a use needs. The reader and
+ * the converter accept any finite transform; every command that computes in world units checks
+ * with this first, so that a finite but extreme transform is refused rather than giving NaN,
+ * infinity or every vertex in one place.
+ * VX_WORLD_FLOAT: outputs in float32 world units (mesh vertices, grid values and voxel sizes,
+ *   point clouds, samples): the scale at least 1e-30 (finer collapses onto a few floats), the root
+ *   box's world coordinates and the band in world units below FLT_MAX / 4 (sums of such stay
+ *   finite), and the box within 2^21 voxels of the world origin (a float there still resolves a
+ *   quarter voxel).
+ * VX_WORLD_DOUBLE: rendering (a double camera, rays in float grid coordinates): the scale at
+ *   least 1e-150 and the coordinates below 1e150 (squared distances stay finite), the box within
+ *   2^40 voxels of the world origin.
+ * VX_ERR_INVALID_ARG with a message naming the transform, or VX_OK. */
+typedef enum vx_world_use { VX_WORLD_FLOAT = 0, VX_WORLD_DOUBLE = 1 } vx_world_use;
+vx_status vx_octree_check_world(const vx_octree *t, vx_world_use use, vx_error *err);
 
 /* Rebuilds every child index from the masks (the file stores masks only). Fails with
  * VX_ERR_CORRUPT when the masks of a level do not add up to the next level's count. */

@@ -23,3 +23,9 @@ if(VOXLOD_TOOLS)
     set_tests_properties(test_export_vdb PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
   endif()
 endif()
+# Names from files (a .vdb grid name, a glTF buffer path) reach the terminal escaped.
+if(VOXLOD_TOOLS)
+  add_test(NAME test_cli_names COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_names.sh
+           $<TARGET_FILE:voxlod> ${VX_DATA_DIR})
+  set_tests_properties(test_cli_names PROPERTIES TIMEOUT 120)
+endif()

@@ -33,6 +33,16 @@ if "$VOXLOD" render "$T/b.svo" "$T/blocks.png" --shade blocks --size 64x48 --cpu
 if "$VOXLOD" stats "$T/b.svo" >"$T/stats" && grep -q "64^3" "$T/stats" && grep -q "per surface voxel" "$T/stats"; then ok stats; else bad stats; cat "$T/stats"; fi
 if "$VOXLOD" stats "$T/b.svo" --plot "$T/m.svg" --error 0.5 --views 1 --size 64x48 --cpu >"$T/stats2" && grep -q "<svg" "$T/m.svg" && grep -q "PSNR" "$T/stats2"; then ok "stats --plot --error"; else bad "stats --plot --error"; cat "$T/stats2"; fi
 if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/p.svo" --res 64 --error 1 -q && "$VOXLOD" compare "$T/b.svo" "$T/p.svo" --views 1 --size 64x48 --cpu >"$T/cmp" && grep -q PSNR "$T/cmp"; then ok "convert --error, compare"; else bad "convert --error, compare"; fi
+# options that would be ignored are refused
+expect_fail "render --lod-scale without --lod auto" "lod-scale applies to --lod auto" "$VOXLOD" render "$T/b.svo" "$T/ls.png" --lod-scale 2
+expect_fail "render --threads with --gpu" "threads applies to the CPU" "$VOXLOD" render "$T/b.svo" "$T/th.png" --gpu --threads 2
+expect_fail "bench --threads with --gpu" "threads applies to the CPU" "$VOXLOD" bench "$T/b.svo" --gpu --threads 2
+expect_fail "stats --size without --error" "size applies to --error" "$VOXLOD" stats "$T/b.svo" --size 64x48
+expect_fail "stats --views without --error" "views applies to --error" "$VOXLOD" stats "$T/b.svo" --views 2
+expect_fail "stats --lod without --error" "lod applies to --error" "$VOXLOD" stats "$T/b.svo" --lod 3
+for x in ls.png th.png; do [ -e "$T/$x" ] && bad "no $x left" || ok "no $x left"; done
+if "$VOXLOD" render "$T/b.svo" "$T/la.png" --lod auto --lod-scale 2 --size 64x48 --cpu --threads 1 -q; then ok "render --lod auto --lod-scale"; else bad "render --lod auto --lod-scale"; fi
+if "$VOXLOD" stats "$T/b.svo" --error 1 --lod 4 --views 1 --size 32x24 --cpu >"$T/sl" && grep -q PSNR "$T/sl"; then ok "stats --error --lod"; else bad "stats --error --lod"; cat "$T/sl"; fi
 # convert --gpu: the same file as the CPU build, on the GPU where there is one, else through the
 # CPU fallback with a one-line notice (what CI sees)
 if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/g.svo" --res 64 --gpu -q 2>"$T/gerr" && cmp -s "$T/g.svo" "$T/b.svo"; then

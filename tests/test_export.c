@@ -429,6 +429,17 @@ static void bad_options_and_paths_are_refused(void) {
   o.grid_name = "bad\nname";
   s = export_to(t, "n.vdb", &o, p, NULL, &e);
   CHECK(s == VX_ERR_INVALID_ARG && !exists(p));
+  /* options of another format are refused, not ignored */
+  const char *misfit[] = {"s.nvdb", "b.ply", "g.vox", "p.binvox"};
+  for (int k = 0; k < 4; k++) {
+    memset(&o, 0, sizeof o);
+    if (k == 0) o.solid = 1;
+    if (k == 1) o.band = 3.0f;
+    if (k == 2) o.grid_name = "g";
+    if (k == 3) o.surface_points = 1;
+    s = export_to(t, misfit[k], &o, p, NULL, &e);
+    CHECK_MSG(s == VX_ERR_INVALID_ARG && !exists(p), "%s: %d %s", misfit[k], s, e.msg);
+  }
   vx_tree_free(t);
 }
 

@@ -68,6 +68,24 @@ expect 2 "beyond" "$T/deep.nvdb" -- "$V" export "$T/b.svo" "$T/deep.nvdb" --lod 
 expect 2 "unknown format" "$T/x.obj" -- "$V" export "$T/b.svo" "$T/x.obj"
 expect 1 "voxlod: export: " "" -- "$V" export "$T/b.svo" "$T/no/such/dir/x.vox"
 expect 2 "needs an OpenVDB" "" -- "$V" convert "$DATA/bunny_res4.ply" "$T/g.svo" --res 8 --grid a
+# options that do not apply to the format are refused, not ignored
+expect 2 "does not apply to .nvdb" "$T/o1.nvdb" -- "$V" export "$T/b.svo" "$T/o1.nvdb" --solid
+expect 2 "does not apply to .vox" "$T/o2.vox" -- "$V" export "$T/b.svo" "$T/o2.vox" --grid a
+expect 2 "does not apply to .ply" "$T/o3.ply" -- "$V" export "$T/b.svo" "$T/o3.ply" --band 3
+expect 2 "does not apply to .binvox" "$T/o4.binvox" -- "$V" export "$T/b.svo" "$T/o4.binvox" --surface-points
+expect 2 "does not apply to .ply" "$T/o5.ply" -- "$V" export "$T/b.svo" "$T/o5.ply" --solid
+expect 2 "contradicts" "$T/o6.vox" -- "$V" export "$T/b.svo" "$T/o6.vox" --format binvox
+# standard output with --format: the same bytes as the file
+for f in binvox ply vox; do
+  "$V" export "$T/b.svo" - --format $f -q >"$T/std.$f" 2>"$T/stderr" || bad "export - --format $f: $(cat "$T/stderr")"
+  cmp -s "$T/std.$f" "$T/b.$f" || bad "export - --format $f differs from b.$f"
+done
+expect 2 "name the format with --format" "" -- "$V" export "$T/b.svo" -
+# a level set is converted on the CPU and carries its sign: --gpu and --sign are refused
+if [ -s "$T/b.vdb" ]; then
+  expect 2 "--gpu does not apply" "$T/g1.svo" -- "$V" convert "$T/b.vdb" "$T/g1.svo" --gpu
+  expect 2 "--sign does not apply" "$T/g2.svo" -- "$V" convert "$T/b.vdb" "$T/g2.svo" --sign winding
+fi
 # two tiny tetrahedra at opposite corners: a 4096^3 tree with few voxels
 cat >"$T/far.obj" <<'OBJ'
 v 0 0 0

@@ -90,6 +90,8 @@ int vx_cmd_bench(int argc, char **argv) {
   if (r) return r < 0 ? 0 : r;
   if (npos < 1) return vx_cli_usage_error("bench", "needs IN.svo");
   if (gpu && cpu) return vx_cli_usage_error("bench", "--gpu and --cpu exclude each other");
+  if (gpu && threads)
+    return vx_cli_usage_error("bench", "--threads applies to the CPU renderer, not with --gpu");
   const char *in = pos[0];
   vx_error e;
   memset(&e, 0, sizeof e);

@@ -358,6 +358,7 @@ vx_opt vx_cli_opt(const char *name, vx_opt_kind kind, void *dst, double lo, doub
 }
 
 int vx_view_opts(vx_view_args *a, vx_opt *opts, int n) {
+  const int first = n;
   opts[n++] = vx_cli_opt("--size", VX_OPT_SIZE, a->size, 1, 32768, "WxH");
   opts[n++] = vx_cli_opt("--lod", VX_OPT_LOD, &a->lod, 0, 14, "a level or auto");
   opts[n++] = vx_cli_opt("--lod-scale", VX_OPT_FLOAT, &a->lod_scale, 0.01, 1000, "pixels");
@@ -374,11 +375,38 @@ int vx_view_opts(vx_view_args *a, vx_opt *opts, int n) {
   opts[n++] = vx_cli_opt("--threads", VX_OPT_U32, &a->threads, 0, 1024, "a thread count, 0: all cores");
   opts[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &a->mem_limit, 1, 9.2e18, "a size such as 8G");
   memset(&opts[n], 0, sizeof opts[n]);
+  /* every option's `seen` flag; --camera, --eye and --target also keep their own */
+  static const char *const own[] = {"--camera", "--eye", "--target"};
+  for (int k = first; k < n; k++) {
+    int keeps = 0;
+    for (int j = 0; j < 3; j++) keeps |= strcmp(opts[k].name, own[j]) == 0;
+    if (!keeps) opts[k].seen = &a->seen[k - first];
+  }
   return n;
+}
+
+/* the index of each view option in vx_view_opts' order */
+enum { VO_SIZE, VO_LOD, VO_LOD_SCALE, VO_CAMERA, VO_EYE, VO_TARGET, VO_SHADE, VO_GPU, VO_CPU,
+       VO_THREADS, VO_MEM_LIMIT };
+
+const char *vx_view_args_given(const vx_view_args *a) {
+  static const char *const names[] = {"--size", "--lod", "--lod-scale", "--camera", "--eye",
+                                      "--target", "--shade", "--gpu", "--cpu", "--threads",
+                                      "--mem-limit"};
+  for (int k = 0; k < VX_VIEW_OPTS; k++) {
+    int given = k == VO_CAMERA ? a->have_camera : k == VO_EYE ? a->have_eye
+                : k == VO_TARGET ? a->have_target : a->seen[k];
+    if (given && k != VO_MEM_LIMIT) return names[k];
+  }
+  return NULL;
 }
 
 int vx_view_args_check(vx_view_args *a, const char *cmd) {
   if (a->gpu && a->cpu) return vx_cli_usage_error(cmd, "--gpu and --cpu exclude each other");
+  if (a->seen[VO_LOD_SCALE] && a->lod != -1)
+    return vx_cli_usage_error(cmd, "--lod-scale applies to --lod auto only");
+  if (a->seen[VO_THREADS] && a->gpu)
+    return vx_cli_usage_error(cmd, "--threads applies to the CPU renderer, not with --gpu");
   if (a->have_camera) {
     const char *v = a->camera_text;
     double r[3] = {0, 0, 40};

@@ -88,6 +88,7 @@ typedef struct vx_view_args {
   int gpu, cpu;
   uint32_t threads;
   uint64_t mem_limit;   /* read limit (0: the library's default) */
+  int seen[16];         /* which of the view options were given, in vx_view_opts' order */
 } vx_view_args;
 
 /* Defaults: 800x600, finest, camera 30,20,40, smooth, auto device. */
@@ -97,8 +98,12 @@ void vx_view_args_init(vx_view_args *a);
 #define VX_VIEW_OPTS 11
 int vx_view_opts(vx_view_args *a, vx_opt *opts, int n);
 extern const char *vx_view_args_help;
-/* Checks what the parser could not (--camera's numbers, --gpu with --cpu); 0 or 2 (printed). */
+/* Checks what the parser could not (--camera's numbers, --gpu with --cpu) and refuses options
+that would be ignored (--lod-scale without --lod auto, --threads with --gpu); 0 or 2 (printed). */
 int vx_view_args_check(vx_view_args *a, const char *cmd);
+/* The first view option given ("--size"), or NULL: for a command that uses them only in one
+ * mode, to refuse them in the other. */
+const char *vx_view_args_given(const vx_view_args *a);
 
 /* The render options for tree t at orbit azimuth offset `turn` degrees. */
 void vx_view_args_render(const vx_view_args *a, const vx_tree *t, double turn, vx_render_opts *o);

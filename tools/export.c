@@ -20,16 +20,32 @@ static const char *export_help =
     "  .ply     binary point cloud: a point per surface cell with the field's gradient as normal\n"
     "Grids hold the corners of the surface cells (the narrow band) as world distances, negative\n"
     "inside, clamped at +-B voxels; voxel size = the tree's voxel size * 2^(depth - L). OUT is\n"
-    "written atomically: an existing file is replaced only by a complete new one.\n"
+    "written atomically: an existing file is replaced only by a complete new one. OUT may be '-'\n"
+    "(standard output) or a device or FIFO, with --format naming the format.\n"
     "\n"
     "options:\n"
     "  --lod L          export level L (0 .. the tree's depth; default: the finest)\n"
-    "  --band B         grids: clamp the values at +-B voxels, 1..64 (default: the tree's band)\n"
-    "  --grid NAME      grids: the grid's name (default 'surface')\n"
+    "  --format F       nvdb, vdb, binvox, vox or ply (default: OUT's extension)\n"
+    "  --band B         .nvdb/.vdb: clamp the values at +-B voxels, 1..64 (default: the tree's\n"
+    "                   band, raised to 1 when it is narrower)\n"
+    "  --grid NAME      .nvdb/.vdb: the grid's name (default 'surface')\n"
     "  --solid          .binvox/.vox: fill the inside too (by the field's sign)\n"
     "  --surface-points .ply: points on the zero set instead of cell centres\n"
+    "An option that does not apply to the format is refused.\n"
     "  --mem-limit SIZE bytes the export may hold (default: 80% of physical memory)\n"
     "  -q, --quiet      no report line\n";
+
+/* The --format word of f. */
+static const char *argv_format_name(vx_export_format f) {
+  switch (f) {
+  case VX_EXPORT_NVDB: return "nvdb";
+  case VX_EXPORT_VDB: return "vdb";
+  case VX_EXPORT_BINVOX: return "binvox";
+  case VX_EXPORT_VOX: return "vox";
+  case VX_EXPORT_PLY: return "ply";
+  default: return "?";
+  }
+}
 
 static const char *format_name(vx_export_format f) {
   switch (f) {
@@ -46,12 +62,16 @@ int vx_cmd_export(int argc, char **argv) {
   vx_export_opts eo;
   memset(&eo, 0, sizeof eo);
   eo.struct_size = sizeof eo;
-  int lod = 0, have_lod = 0;
-  vx_opt o[10];
+  int lod = 0, have_lod = 0, fmt = 0, have_fmt = 0, have_band = 0;
+  vx_opt o[12];
   int n = 0;
   o[n] = vx_cli_opt("--lod", VX_OPT_INT, &lod, 0, 14, "a level of the tree");
   o[n++].seen = &have_lod;
-  o[n++] = vx_cli_opt("--band", VX_OPT_FLOAT, &eo.band, 1, 64, "voxels");
+  o[n] = vx_cli_opt("--format", VX_OPT_CHOICE, &fmt, 0, 0, "nvdb, vdb, binvox, vox or ply");
+  o[n].choices = "nvdb|vdb|binvox|vox|ply";
+  o[n++].seen = &have_fmt;
+  o[n] = vx_cli_opt("--band", VX_OPT_FLOAT, &eo.band, 1, 64, "voxels");
+  o[n++].seen = &have_band;
   o[n++] = vx_cli_opt("--grid", VX_OPT_STRING, &eo.grid_name, 0, 0, "a grid name");
   o[n++] = vx_cli_opt("--solid", VX_OPT_FLAG, &eo.solid, 0, 0, NULL);
   o[n++] = vx_cli_opt("--surface-points", VX_OPT_FLAG, &eo.surface_points, 0, 0, NULL);
@@ -66,9 +86,31 @@ int vx_cmd_export(int argc, char **argv) {
   if (npos < 2) return vx_cli_usage_error("export", "needs IN.svo and OUT");
   const char *in = pos[0], *out = pos[1];
   eo.format = vx_export_format_of(out);
+  if (have_fmt) {
+    vx_export_format want = (vx_export_format)(VX_EXPORT_NVDB + fmt);
+    if (eo.format != VX_EXPORT_AUTO && eo.format != want)
+      return vx_cli_usage_error("export", "--format %s contradicts the extension of '%s'",
+                                argv_format_name(want), out);
+    eo.format = want;
+  }
+  if (eo.format == VX_EXPORT_AUTO && strcmp(out, "-") == 0)
+    return vx_cli_usage_error("export", "standard output ('-') has no extension: name the format "
+                              "with --format");
   if (eo.format == VX_EXPORT_AUTO)
     return vx_cli_usage_error("export", "'%s': unknown format (the extension must be .nvdb, .vdb, "
-                              ".binvox, .vox or .ply)", out);
+                              ".binvox, .vox or .ply, or name it with --format)", out);
+  /* Options that do not apply to the format are refused, not ignored. */
+  int grid = eo.format == VX_EXPORT_NVDB || eo.format == VX_EXPORT_VDB;
+  int voxels = eo.format == VX_EXPORT_BINVOX || eo.format == VX_EXPORT_VOX;
+  const char *misfit = (have_band && !grid) ? "--band" : (eo.grid_name && !grid) ? "--grid"
+                       : (eo.solid && !voxels) ? "--solid"
+                       : (eo.surface_points && eo.format != VX_EXPORT_PLY) ? "--surface-points"
+                                                                           : NULL;
+  if (misfit)
+    return vx_cli_usage_error("export", "%s does not apply to .%s output (it is for %s)", misfit,
+                              argv_format_name(eo.format),
+                              misfit[2] == 'b' || misfit[2] == 'g' ? ".nvdb and .vdb"
+                              : misfit[3] == 'o' ? ".binvox and .vox" : ".ply");
   if (!vx_export_available(eo.format))
     return vx_cli_usage_error("export", "this voxlod was built without %s: '%s' cannot be written",
                               eo.format == VX_EXPORT_VDB ? "OpenVDB" : "the NanoVDB headers", out);
@@ -102,6 +144,9 @@ int vx_cmd_export(int argc, char **argv) {
                      : (eo.format == VX_EXPORT_NVDB || eo.format == VX_EXPORT_VDB) ? "active values"
                                                                                  : "voxels";
   fprintf(stderr, ", %llu %s", (unsigned long long)st.values, what);
+  if (!have_band && st.band > 0.0f && st.band != ti.band)
+    fprintf(stderr, " within +-%g voxels (the tree's band %g is outside 1..64)", (double)st.band,
+            (double)ti.band);
   if (eo.format == VX_EXPORT_VOX) fprintf(stderr, " in %u model(s)", st.models);
   fprintf(stderr, ", %s, %.2fs\n", sz, st.seconds);
   return 0;

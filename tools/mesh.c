@@ -1,8 +1,10 @@
-/* mesh.c - `voxlod mesh IN.svo OUT.{obj,ply,stl,glb} [--lod L | --error E]`: a triangle mesh out
- * of a tree at any level of detail (include/voxlod/meshing.h), written through assimp. */
+/* mesh.c - `voxlod mesh IN.svo OUT.{obj,ply,stl,glb} [--lod L | --error E] [--format F]`: a
+ * triangle mesh out of a tree at any level of detail (include/voxlod/meshing.h), written through
+ * assimp. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tools/cli.h"
 
@@ -23,13 +25,15 @@ static const char *mesh_help =
     "voxels,\n"
     "                   so flat parts get few large triangles and detail keeps small ones\n"
     "\n"
-    "OUT's extension chooses the format (through assimp's exporter): .obj (no material file),\n"
-    ".ply (binary), .stl (binary), .glb (binary glTF 2), or another single-file format assimp\n"
-    "writes (.dae, .x3d, .3mf, .fbx, ...). It is written atomically: an existing file is\n"
-    "replaced only by a complete new one. IN.svo must be a whole tree (not converted with\n"
-    "--error): the topology of every cut comes from its surface voxels.\n"
+    "OUT's extension (or --format) chooses the format, written through assimp's exporter: .obj\n"
+    "(no material file), .ply (binary), .stl (binary) or .glb (binary glTF 2); other extensions\n"
+    "are refused. OUT is written atomically: an existing file is replaced only by a complete\n"
+    "new one; '-' (standard output), a device or a FIFO is written directly (with --format).\n"
+    "IN.svo must be a whole tree (not converted with --error): the topology of every cut comes\n"
+    "from its surface voxels.\n"
     "\n"
     "options:\n"
+    "  --format F       obj, ply, stl or glb (default: OUT's extension)\n"
     "  --threads N      worker threads (default: all cores)\n"
     "  --mem-limit SIZE refuse trees whose decoded size exceeds SIZE (default: 80% of memory)\n"
     "  -q, --quiet      no report\n";
@@ -38,10 +42,14 @@ int vx_cmd_mesh(int argc, char **argv) {
   vx_mesh_opts mo;
   memset(&mo, 0, sizeof mo);
   mo.struct_size = sizeof mo;
-  int lod = 0, have_lod = 0, have_error = 0;
+  int lod = 0, have_lod = 0, have_error = 0, fmt = 0, have_fmt = 0;
+  static const char *const fmts[] = {"obj", "ply", "stl", "glb"};
   uint64_t mem_limit = 0;
-  vx_opt o[8];
+  vx_opt o[9];
   int n = 0;
+  o[n] = vx_cli_opt("--format", VX_OPT_CHOICE, &fmt, 0, 0, "obj, ply, stl or glb");
+  o[n].choices = "obj|ply|stl|glb";
+  o[n++].seen = &have_fmt;
   o[n] = vx_cli_opt("--lod", VX_OPT_INT, &lod, 0, 14, "a level of the tree");
   o[n++].seen = &have_lod;
   o[n] = vx_cli_opt("--error", VX_OPT_FLOAT, &mo.max_error, 1e-6, 1e6, "finest voxels, > 0");
@@ -68,7 +76,21 @@ int vx_cmd_mesh(int argc, char **argv) {
   vx_error e;
   memset(&e, 0, sizeof e);
   /* The output before any work: its format, its directory, its kind, not the input. */
-  if (vx_mesh_check_path(out, &in, 1, &e) != VX_OK) return vx_cli_fail("mesh", &e);
+  const char *format = have_fmt ? fmts[fmt] : NULL;
+  if (!format && strcmp(out, "-") == 0)
+    return vx_cli_usage_error("mesh", "standard output ('-') has no extension: name the format "
+                              "with --format");
+  if (format) {
+    /* a named format must agree with a mesh format's extension the path has */
+    const char *slash = strrchr(out, '/'), *dot = strrchr(out, '.');
+    int other = 0;
+    for (int k = 0; k < 4 && dot && (!slash || dot > slash); k++)
+      other |= k != fmt && strcasecmp(dot + 1, fmts[k]) == 0;
+    if (other)
+      return vx_cli_usage_error("mesh", "--format %s contradicts the extension of '%s'", format,
+                                out);
+  }
+  if (vx_mesh_check_path_as(out, format, &in, 1, &e) != VX_OK) return vx_cli_fail("mesh", &e);
   vx_cli_install_signals();
   double t0 = vx_cli_now();
   vx_tree *t = NULL;
@@ -86,7 +108,7 @@ int vx_cmd_mesh(int argc, char **argv) {
     return vx_cli_fail("mesh", &e);
   }
   double t2 = vx_cli_now();
-  s = vx_mesh_save(m, out, &e);
+  s = vx_mesh_save_as(m, out, format, &e);
   double t3 = vx_cli_now();
   if (s != VX_OK) {
     vx_mesh_free(m);

@@ -209,7 +209,7 @@ static vx_status write_plot(const char *path, const rows *rs, const rows *pruned
 
 int vx_cmd_stats(int argc, char **argv) {
   const char *plot = NULL;
-  int json = 0, have_error = 0;
+  int json = 0, have_error = 0, have_views = 0;
   float error = 0;
   uint32_t views = 4;
   vx_view_args va;
@@ -221,7 +221,8 @@ int vx_cmd_stats(int argc, char **argv) {
   o[n++] = vx_cli_opt("--plot", VX_OPT_STRING, (void *)&plot, 0, 0, NULL);
   o[n] = vx_cli_opt("--error", VX_OPT_FLOAT, &error, 0, 1e6, "voxels");
   o[n++].seen = &have_error;
-  o[n++] = vx_cli_opt("--views", VX_OPT_U32, &views, 1, 64, "a count");
+  o[n] = vx_cli_opt("--views", VX_OPT_U32, &views, 1, 64, "a count");
+  o[n++].seen = &have_views;
   o[n++] = vx_cli_opt("--json", VX_OPT_FLAG, &json, 0, 0, NULL);
   memset(&o[n], 0, sizeof o[n]);
   const char *pos[1];
@@ -230,13 +231,19 @@ int vx_cmd_stats(int argc, char **argv) {
   if (r) return r < 0 ? 0 : r;
   if (npos < 1) return vx_cli_usage_error("stats", "needs IN.svo");
   if ((r = vx_view_args_check(&va, "stats")) != 0) return r;
+  /* the view options and --views serve --error's image comparison only */
+  const char *view_opt = have_views ? "--views" : vx_view_args_given(&va);
+  if (!have_error && view_opt)
+    return vx_cli_usage_error("stats", "%s applies to --error's image comparison only", view_opt);
   const char *in = pos[0];
   vx_error e;
   memset(&e, 0, sizeof e);
   if (plot && vx_check_output(plot, &in, 1, &e) != VX_OK) return vx_cli_fail("stats", &e);
+  int lod = va.lod;
   va.lod = -2; /* statistics need every level */
   vx_tree *t = NULL;
   if (vx_cli_load(in, &va, &t, &e) != VX_OK) return vx_cli_fail("stats", &e);
+  va.lod = lod; /* the comparison's cut, as given */
   static rows rs, prs;
   make_rows(t, &rs);
   vx_tree_info ti;

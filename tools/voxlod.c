@@ -63,12 +63,13 @@ static const char *convert_help =
     "                   import runs in a child process, so an importer that loops or crashes on\n"
     "                   a damaged file gives an error instead of a hang\n"
     "  --sign RULE      inside/outside rule: winding (generalized winding number, default) or\n"
-    "                   pseudo-normal (faster; exact on closed manifold meshes)\n"
+    "                   pseudo-normal (faster; exact on closed manifold meshes); meshes only\n"
     "  --zstd-level L   compression level 1..22 (default by decoded size: 19 under 8 MiB, 9 under\n"
     "                   64 MiB, 3 above)\n"
     "  --grid NAME      MESH may be an OpenVDB file (.vdb): its float level set NAME (default: the\n"
     "                   first) becomes the tree; without --res its own voxel size is kept, with\n"
     "                   --res N its active box is mapped into N^3 and the level set rebuilt there\n"
+    "                   (on the CPU: --gpu and --sign do not apply and are refused)\n"
     "  -q, --quiet      no progress output\n";
 
 static const char *render_help =
@@ -90,7 +91,7 @@ int vx_cmd_convert(int argc, char **argv) {
   vx_convert_opts co;
   memset(&co, 0, sizeof co);
   co.struct_size = sizeof co;
-  int gpu = 0, cpu = 0, have_res = 0, sign = 0;
+  int gpu = 0, cpu = 0, have_res = 0, sign = 0, have_sign = 0;
   const char *grid = NULL;
   double timeout = 300.0;
   vx_opt o[16];
@@ -105,7 +106,8 @@ int vx_cmd_convert(int argc, char **argv) {
   o[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &co.mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
   o[n++] = vx_cli_opt("--import-timeout", VX_OPT_DOUBLE, &timeout, 0, 1e7, "seconds, 0: none");
   o[n] = vx_cli_opt("--sign", VX_OPT_CHOICE, &sign, 0, 0, "winding or pseudo-normal");
-  o[n++].choices = "winding|pseudo-normal";
+  o[n].choices = "winding|pseudo-normal";
+  o[n++].seen = &have_sign;
   o[n++] = vx_cli_opt("--zstd-level", VX_OPT_INT, &co.zstd_level, 1, 22, "a zstd level");
   o[n++] = vx_cli_opt("--grid", VX_OPT_STRING, &grid, 0, 0, "a grid name of the .vdb input");
   o[n] = vx_cli_opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
@@ -118,6 +120,13 @@ int vx_cmd_convert(int argc, char **argv) {
   if (npos < 2) return vx_cli_usage_error("convert", "needs MESH and OUT.svo");
   int vdb = vx_cli_is_vdb(pos[0]);
   if (grid && !vdb) return vx_cli_usage_error("convert", "--grid needs an OpenVDB (.vdb) input");
+  /* A level set is read and rebuilt on the CPU and carries its own sign: refused, not ignored. */
+  if (vdb && gpu)
+    return vx_cli_usage_error("convert", "--gpu does not apply to an OpenVDB (.vdb) input (it "
+                              "is converted on the CPU)");
+  if (vdb && have_sign)
+    return vx_cli_usage_error("convert", "--sign does not apply to an OpenVDB (.vdb) input (the "
+                              "level set's values give the sign)");
   if (!have_res && !vdb) return vx_cli_usage_error("convert", "--res N is required");
   if (have_res && !is_pow2_res(co.resolution))
     return vx_cli_usage_error("convert", "--res must be a power of two from 2 to 16384 (got %u)",

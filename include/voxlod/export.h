@@ -15,7 +15,8 @@
  *   +band voxels, inside regions read -band (signed flood fill). Voxel size = the tree's scale *
  *   2^(depth - level), index (0,0,0) at the tree's origin. docs/GRIDS.md gives the details.
  *   Every output is written atomically (files.h); what a format cannot hold is refused before
- *   anything is written (VX_ERR_LIMIT).
+ *   anything is written (VX_ERR_LIMIT), and so are options of another format (band or grid_name
+ *   but not a grid, solid but not .binvox/.vox, surface_points but not .ply: VX_ERR_INVALID_ARG).
  *
  * IN
  *   vx_convert_grid reads a float level set from a .vdb file (Houdini, Blender, OpenVDB's tools)
@@ -50,7 +51,7 @@ typedef struct vx_export_opts {
   vx_export_format format; /* VX_EXPORT_AUTO: by the extension (case-insensitive) */
   uint32_t levels;         /* export level levels-1 (1 .. depth+1); 0: the finest (the voxels) */
   float band;              /* grids: clamp values at +-band voxels of the exported grid (1..64);
-                              0: the tree's band */
+                              0: the tree's band, raised to 1 or lowered to 64 when outside */
   int solid;               /* .binvox/.vox: also the cells inside the surface (by the field's
                               sign); 0: surface cells only */
   int surface_points;      /* .ply: points moved onto the zero set (one Newton step along the
@@ -71,6 +72,7 @@ typedef struct vx_export_stats {
   uint32_t models;       /* .vox: models written */
   uint64_t file_bytes;   /* bytes written */
   double seconds;        /* the whole export */
+  float band;            /* .nvdb/.vdb: the band written, voxels (0 for the other formats) */
 } vx_export_stats;
 
 /* The format a path names by its extension (.nvdb, .vdb, .binvox, .vox, .ply; any case), or
@@ -98,7 +100,8 @@ typedef struct vx_grid_opts {
  * smallest power of two holding the surface's cells, at most 16384; values copied); a resolution
  * N maps the surface's bounding box into N^3 as a mesh's box is mapped, and the field is sampled
  * trilinearly there (its narrow band widened first where it is too thin for the new voxels).
- * device and sign_rule do not apply. gopts may be NULL. Errors: VX_ERR_FORMAT for a file without a float level set (the message lists its
+ * sign_rule does not apply; device must be VX_DEVICE_AUTO or VX_DEVICE_CPU (the conversion runs
+ * on the CPU; VX_DEVICE_GPU is refused). gopts may be NULL. Errors: VX_ERR_FORMAT for a file without a float level set (the message lists its
  * grids) or a library built without OpenVDB, VX_ERR_CORRUPT for a damaged file. */
 VX_API vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts,
                                  const vx_convert_opts *opts, const char *out_path, int keep_tree,
