@@ -43,7 +43,8 @@ vx_status vx_renderer_create(const vx_tree *t, const vx_renderer_opts *opts, vx_
   *out = NULL;
   if (!t || !t->oct.nodes) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to render");
   vx_renderer_opts o;
-  VX_OPTS(o, opts);
+  vx_status os = VX_OPTS_IN(o, opts, err);
+  if (os != VX_OK) return os;
   if (o.device != VX_DEVICE_AUTO && o.device != VX_DEVICE_CPU && o.device != VX_DEVICE_GPU)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown device %d", (int)o.device);
   if (o.threads < 0 || o.threads > 1024)
@@ -94,8 +95,9 @@ vx_status vx_renderer_get_info(const vx_renderer *r, vx_renderer_info *info) {
 static vx_status march_opts(const vx_tree *t, const vx_render_opts *opts, vx_march_opts *m,
                             vx_error *err) {
   vx_render_opts o;
-  VX_OPTS(o, opts);
   memset(m, 0, sizeof *m);
+  vx_status os = VX_OPTS_IN(o, opts, err);
+  if (os != VX_OK) return os;
   m->width = o.width ? o.width : 800;
   m->height = o.height ? o.height : 600;
   if (m->width > 32768 || m->height > 32768)
@@ -204,7 +206,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* The CPU renderer's timings: wall clock per frame (no copy: it draws into host memory). */
 static vx_status bench_cpu(vx_renderer *r, const vx_march_opts *m, const vx_camera *cams,
-                           int nviews, int frames, vx_bench_stats *st, vx_error *err) {
+                           int nviews, int frames, vx_renderer_bench_stats *st, vx_error *err) {
   size_t n = (size_t)m->width * m->height;
   uint8_t *rgb = (uint8_t *)vx_malloc(n * 3);
   float *depth = (float *)vx_malloc(n * sizeof(float));
@@ -255,7 +257,7 @@ static vx_status bench_cpu(vx_renderer *r, const vx_march_opts *m, const vx_came
 }
 
 vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nviews, int frames,
-                            vx_bench_stats *stats, vx_error *err) {
+                            vx_renderer_bench_stats *stats, vx_error *err) {
   if (!r || !views || !stats || nviews < 1 || frames < 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "bench: need a renderer, >= 1 view, >= 1 frame");
   vx_march_opts m;
@@ -271,7 +273,7 @@ vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nvi
                        "bench: every view needs the same size, level of detail and shading");
     cams[v] = mv.cam;
   }
-  vx_bench_stats b;
+  vx_renderer_bench_stats b;
   memset(&b, 0, sizeof b);
   b.struct_size = sizeof b;
   if (s == VX_OK && r->gpu) {

@@ -1,4 +1,5 @@
-/* voxlod/mesh.h - triangle meshes: loaded from any file assimp reads, or made from your arrays. */
+/* voxlod/mesh.h - triangle meshes: loaded from any file assimp reads, made from your arrays or
+ * by the mesher (mesher.h); read through accessors, saved to files. */
 #ifndef VOXLOD_MESH_H
 #define VOXLOD_MESH_H
 
@@ -46,6 +47,27 @@ typedef struct vx_mesh_info {
 } vx_mesh_info;
 
 VX_API vx_status vx_mesh_get_info(const vx_mesh *m, vx_mesh_info *info);
+
+/* Read-only arrays, valid while m lives. Meshes from vx_mesher_extract (mesher.h) are indexed:
+ * *count vertices (xyz float triples, world coordinates), as many unit normals, and *count
+ * triangles (index triples). Meshes loaded from files or made from arrays are triangle soups: the vertices
+ * are 3 per triangle, vx_mesh_indices returns NULL (with *count the triangle count) and
+ * vx_mesh_normals NULL. */
+VX_API const float *vx_mesh_vertices(const vx_mesh *m, uint64_t *count);
+VX_API const float *vx_mesh_normals(const vx_mesh *m, uint64_t *count);
+VX_API const uint32_t *vx_mesh_indices(const vx_mesh *m, uint64_t *count);
+
+/* Writes m to path through assimp's exporter, the format chosen by the extension: .obj (no
+ * material file), .ply (binary), .stl (binary), .glb (binary glTF 2), or another single-file
+ * format assimp writes (.dae, .x3d, .3mf, .fbx, ...). Atomic, by the rules of files.h. Refused
+ * with a message: an unknown extension or .gltf (two files), what a format cannot hold (.glb
+ * over 4 GiB, .3ds over 65,535 vertices), an empty mesh (VX_ERR_EMPTY). */
+VX_API vx_status vx_mesh_save(const vx_mesh *m, const char *path, vx_error *err);
+
+/* Checks, before any work, that vx_mesh_save can write path: its extension names a format it
+ * writes, and the output rules of files.h hold (none of the n input paths, a writable place). */
+VX_API vx_status vx_mesh_check_path(const char *path, const char *const *inputs, size_t n,
+                                    vx_error *err);
 
 VX_EXTERN_C_END
 
