@@ -112,7 +112,7 @@ static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device devi
     s = vx_voxelize_gpu(mesh, bo, tree, bs, &ge);
     *gpu_tree = s == VX_OK;
     if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) { /* the surface on the GPU, the octree here */
-      vx_notes_add(notes, "%s; building the octree on the CPU, out of core", ge.msg);
+      vx_notes_add(notes, "%s; building the tree on the CPU, out of core", ge.msg);
       s = vx_voxelize_stream(mesh, bo, tmp_dir, stream, bs, &ge);
     }
     if (s == VX_ERR_NO_GPU || s == VX_ERR_CUDA || s == VX_ERR_NOMEM) {

@@ -70,7 +70,7 @@ static vx_status convert_grid(const char *path, const vx_grid_opts *gopts,
   vx_octree tree;
   memset(&tree, 0, sizeof tree);
   if (!b) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  if (s == VX_OK && o.progress && o.progress(o.user, "octree", 0.0))
+  if (s == VX_OK && o.progress && o.progress(o.user, "tree", 0.0))
     s = vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted");
   if (s == VX_OK) s = vx_octree_build(surf.depth, surf.codes, surf.voxels, surf.count, &tree, err);
   uint64_t voxels = surf.count;

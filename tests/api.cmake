@@ -27,3 +27,17 @@ target_link_libraries(test_abi_v0_1 PRIVATE voxlod_shared ${M_LIB})
 set_target_properties(test_abi_v0_1 PROPERTIES BUILD_RPATH "$ORIGIN/../lib")
 add_test(NAME test_abi_v0_1 COMMAND test_abi_v0_1)
 set_tests_properties(test_abi_v0_1 PROPERTIES TIMEOUT 300)
+
+# The experimental section is declared only with VOXLOD_EXPERIMENTAL: the same caller compiles
+# with it and fails to compile without it.
+foreach(with IN ITEMS ON OFF)
+  set(vx_exp_flags -std=c11 -fsyntax-only -Werror -I${VOXLOD_ROOT}/include)
+  if(with)
+    list(APPEND vx_exp_flags -DVOXLOD_EXPERIMENTAL)
+  endif()
+  add_test(NAME test_api_experimental_${with}
+           COMMAND ${CMAKE_C_COMPILER} ${vx_exp_flags} ${CMAKE_CURRENT_SOURCE_DIR}/abi/experimental_call.c)
+  if(NOT with)
+    set_tests_properties(test_api_experimental_${with} PROPERTIES WILL_FAIL TRUE)
+  endif()
+endforeach()
