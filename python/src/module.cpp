@@ -31,10 +31,18 @@ using namespace nb::literals;
 
 namespace {
 
+// Text from the library as a Python str. Messages and notes may quote a file name, which need
+// not be UTF-8: such bytes are shown as \xNN escapes instead of failing.
+nb::str text_of(const char *t) {
+  PyObject *o = PyUnicode_DecodeUTF8(t, (Py_ssize_t)std::strlen(t), "backslashreplace");
+  if (!o) throw nb::python_error();
+  return nb::steal<nb::str>(o);
+}
+
 // Raises voxlod.Error (the subclass for the status) with the library's message.
 [[noreturn]] void raise_status(vx_status s, const vx_error &e) {
   nb::object make = nb::module_::import_("voxlod._errors").attr("_make_error");
-  nb::object exc = make((int)s, std::string(e.msg[0] ? e.msg : vx_status_str(s)));
+  nb::object exc = make((int)s, text_of(e.msg[0] ? e.msg : vx_status_str(s)));
   PyErr_SetObject((PyObject *)Py_TYPE(exc.ptr()), exc.ptr());
   throw nb::python_error();
 }
@@ -602,7 +610,7 @@ NB_MODULE(_voxlod, m) {
       .def("encode", &tree_encode, "zstd_level"_a = 0)
       .def("info", &tree_info)
       .def("levels", &tree_levels)
-      .def("notes", [](const Tree &t) { return t.notes; })
+      .def("notes", [](const Tree &t) { return text_of(t.notes.c_str()); })
       .def("nodes", &tree_nodes)
       .def("voxels", &tree_voxels)
       .def("prune", &tree_prune, "max_error"_a, nb::rv_policy::take_ownership)
