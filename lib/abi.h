@@ -52,6 +52,11 @@
 #define VX_ABI_FIRST(type, last) \
   ((VX_ABI_END(type, last) + _Alignof(type) - 1) / _Alignof(type) * _Alignof(type))
 
+/* Enum fields took the place of 0.1's ints: they must keep their size. */
+_Static_assert(sizeof(vx_sign_rule) == sizeof(int) && sizeof(vx_nonfinite) == sizeof(int) &&
+                   sizeof(vx_device) == sizeof(int) && sizeof(vx_mesher_cut) == sizeof(int),
+               "enums must be int-sized (no -fshort-enums)");
+
 #if defined(__LP64__)
 #define VX_ABI_CHECK(type, last, lp64) \
   _Static_assert(VX_ABI_FIRST(type, last) == (lp64), "first layout of " #type " changed");
