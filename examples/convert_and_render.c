@@ -1,4 +1,4 @@
-/* convert_and_render.c - convert a mesh file to a sparse voxel octree and render an image of it.
+/* convert_and_render.c - convert a mesh file to a tree (saved as .svo) and render an image of it.
  *
  *   convert_and_render MESH OUT.svo OUT.png [RES]
  *
