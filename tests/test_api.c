@@ -220,6 +220,28 @@ static void api_option_struct_sizes(void) {
   ti.origin[0] = 12345.0;
   CHECK(vx_tree_get_info(vx_conversion_tree(b), &ti) == VX_OK);
   CHECK(ti.struct_size == offsetof(vx_tree_info, origin) && ti.depth == 4 && ti.origin[0] == 12345.0);
+  /* a newer header's larger structs: options read up to what this library knows (the unknown
+   * tail is ignored), statistics written up to it (the tail left alone), struct_size = written */
+  struct {
+    vx_tree_info info;
+    unsigned char newer[24];
+  } big;
+  memset(&big, 0xAB, sizeof big);
+  big.info.struct_size = (uint32_t)sizeof big;
+  CHECK(vx_tree_get_info(vx_conversion_tree(b), &big.info) == VX_OK);
+  CHECK(big.info.struct_size == sizeof big.info && big.info.depth == 4 && big.newer[0] == 0xAB &&
+        big.newer[23] == 0xAB);
+  vx_conversion_free(b);
+  struct {
+    vx_convert_opts o;
+    unsigned char newer[24];
+  } bo;
+  memset(&bo, 0, sizeof bo);
+  memset(bo.newer, 0xFF, sizeof bo.newer); /* fields this library does not know: not read */
+  bo.o.struct_size = (uint32_t)sizeof bo;
+  bo.o.resolution = 16;
+  bo.o.device = VX_DEVICE_CPU;
+  CHECK_MSG(vx_convert(m, &bo.o, &b, &e) == VX_OK, "%s", e.msg);
   vx_conversion_free(b);
   /* a zeroed (NULL) render option draws the finest level, 800x600, from the default camera */
   vx_tree *t = convert_tree(m, 32, 0.0f);
