@@ -26,8 +26,8 @@ struct vx_mesh {
   uint64_t vertex_count;
   uint32_t *indices;  /* triangle_count * 3 */
   uint64_t triangle_count;
-  int has_mesh_stats;
-  vx_mesher_stats mesh_stats;
+  int has_mesher_stats;
+  vx_mesher_stats mesher_stats;
 };
 
 struct vx_tree {

@@ -90,7 +90,7 @@ vx_status vx_mesher_extract(const vx_tree *t, const vx_mesher_opts *opts, vx_mes
     vx_mesh_free(m);
     return st;
   }
-  vx_mesher_stats *s = &m->mesh_stats;
+  vx_mesher_stats *s = &m->mesher_stats;
   s->struct_size = sizeof *s;
   s->vertices = dm.vertex_count;
   s->triangles = dm.triangle_count;
@@ -107,13 +107,13 @@ vx_status vx_mesher_extract(const vx_tree *t, const vx_mesher_opts *opts, vx_mes
   s->sec_faces = ds.sec_faces;
   s->sec_assemble = ds.sec_assemble;
   s->sec_total = ds.sec_total;
-  m->has_mesh_stats = 1;
+  m->has_mesher_stats = 1;
   *out = m;
   return VX_OK;
 }
 
 vx_status vx_mesher_get_stats(const vx_mesh *m, vx_mesher_stats *st) {
-  if (!m || !st || !m->has_mesh_stats) return VX_ERR_INVALID_ARG;
-  VX_STATS_OUT(st, m->mesh_stats);
+  if (!m || !st || !m->has_mesher_stats) return VX_ERR_INVALID_ARG;
+  VX_STATS_OUT(st, m->mesher_stats);
   return VX_OK;
 }

@@ -26,7 +26,7 @@ _SHADES = {"smooth": 0, "blocks": 1, "normals": 2}
 
 
 class Tree:
-    """A sparse voxel octree with a signed-distance field (from convert() or load()).
+    """A tree: a sparse voxel octree with a signed-distance field (from convert() or load()).
 
     Grid coordinates (finest voxels, [0, resolution]^3) map to world coordinates by
     world = origin + grid * scale (``transform`` is that map as a 4x4 matrix). The renderer and
