@@ -261,12 +261,22 @@ vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nvi
   if (!r || !views || !stats || nviews < 1 || frames < 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "bench: need a renderer, >= 1 view, >= 1 frame");
   vx_march_opts m;
-  vx_status s = march_opts(r->tree, &views[0], &m, err);
+  /* the views are an array of a caller's structs, which may be an older (smaller) layout: they
+   * lie views[0].struct_size bytes apart (0: the first layout's size) */
+  vx_render_opts first;
+  vx_status s = VX_OPTS_IN(first, views, err);
+  if (s != VX_OK) return s;
+  size_t stride = views->struct_size ? views->struct_size : VX_ABI_FIRST_SIZE(first);
+  if (stride % _Alignof(vx_render_opts))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "bench: views[0].struct_size %zu is not the "
+                        "size of a vx_render_opts", stride);
+  s = march_opts(r->tree, views, &m, err);
   vx_camera *cams = (vx_camera *)vx_calloc((size_t)nviews, sizeof *cams);
   if (!cams) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   for (int v = 0; v < nviews && s == VX_OK; v++) {
     vx_march_opts mv;
-    s = march_opts(r->tree, &views[v], &mv, err);
+    const vx_render_opts *view = (const vx_render_opts *)((const char *)views + stride * (size_t)v);
+    s = march_opts(r->tree, view, &mv, err);
     if (s == VX_OK && (mv.width != m.width || mv.height != m.height || mv.lod != m.lod ||
                        mv.shade != m.shade || mv.lod_scale != m.lod_scale))
       s = vx_error_set(err, VX_ERR_INVALID_ARG,

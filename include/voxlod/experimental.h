@@ -39,7 +39,8 @@ typedef struct vx_renderer_bench_stats {
 } vx_renderer_bench_stats;
 
 /* Times `frames` frames cycling through `nviews` views (each an opts with its camera), after
- * rendering every view once to warm up. */
+ * rendering every view once to warm up. The views lie views[0].struct_size bytes apart (0: the
+ * first layout's size), so an array from an older header is read as such. */
 VX_API vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nviews,
                                    int frames, vx_renderer_bench_stats *st, vx_error *err);
 

@@ -217,8 +217,14 @@ static void render(void) {
     CHECK(fs->struct_size == sizeof *fs && fs->pixels_hit > 100 && fs->pixels_hit < 64 * 48);
     FREE(fs);
     vx_bench_stats *bs = (vx_bench_stats *)NEW(vx_bench_stats, pass);
-    CHECK_MSG(vx_renderer_bench(r, ro, 1, 2, bs, &e) == VX_OK, "%s", e.msg);
-    CHECK(bs->struct_size == sizeof *bs && bs->frames == 2 && bs->hit_fraction > 0.0);
+    /* an array of views: 0.1-sized elements, the last one before the guard page */
+    vx_render_opts *views = (vx_render_opts *)guarded(2 * sizeof *views);
+    views[0] = *ro;
+    views[1] = *ro;
+    vx_camera_orbit(tree, 120.0, 10.0, 40.0, &views[1].camera);
+    CHECK_MSG(vx_renderer_bench(r, views, 2, 3, bs, &e) == VX_OK, "%s", e.msg);
+    CHECK(bs->struct_size == sizeof *bs && bs->frames == 3 && bs->hit_fraction > 0.0);
+    unguard(views, 2 * sizeof *views);
     FREE(bs);
     FREE(ro);
     free(rgb);
