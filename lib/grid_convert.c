@@ -1,5 +1,5 @@
-/* grid_convert.c - vx_convert_grid and vx_convert_grid_to_file (include/voxlod/convert.h): an OpenVDB level set -> tree, the
- * mesh pipeline's later half.
+/* grid_convert.c - vx_convert_grid and vx_convert_grid_to_file (include/voxlod/convert.h): an
+ * OpenVDB level set -> tree, the mesh pipeline's later half.
  *
  * Policy, in order:
  * 1. Options and the output are checked before any work, as vx_convert does.

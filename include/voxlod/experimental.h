@@ -23,7 +23,7 @@
 
 VX_EXTERN_C_BEGIN
 
-/* ---- renderer benchmark ------------------------------------------------------------------------ */
+/* ---- renderer benchmark ---------------------------------------------------------------------- */
 
 typedef struct vx_renderer_bench_stats {
   uint32_t struct_size;          /* sizeof(vx_renderer_bench_stats), or 0 */
@@ -44,7 +44,7 @@ typedef struct vx_renderer_bench_stats {
 VX_API vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nviews,
                                    int frames, vx_renderer_bench_stats *st, vx_error *err);
 
-/* ---- sampler benchmark ------------------------------------------------------------------------- */
+/* ---- sampler benchmark ----------------------------------------------------------------------- */
 
 typedef struct vx_sampler_bench_stats {
   uint32_t struct_size; /* sizeof(vx_sampler_bench_stats), or 0 */

@@ -50,9 +50,9 @@ VX_API vx_status vx_mesh_get_info(const vx_mesh *m, vx_mesh_info *info);
 
 /* Read-only arrays, valid while m lives. Meshes from vx_mesher_extract (mesher.h) are indexed:
  * *count vertices (xyz float triples, world coordinates), as many unit normals, and *count
- * triangles (index triples). Meshes loaded from files or made from arrays are triangle soups: the vertices
- * are 3 per triangle, vx_mesh_indices returns NULL (with *count the triangle count) and
- * vx_mesh_normals NULL. */
+ * triangles (index triples). Meshes loaded from files or made from arrays are triangle soups:
+ * the vertices are 3 per triangle, vx_mesh_indices returns NULL (with *count the triangle count)
+ * and vx_mesh_normals NULL. */
 VX_API const float *vx_mesh_vertices(const vx_mesh *m, uint64_t *count);
 VX_API const float *vx_mesh_normals(const vx_mesh *m, uint64_t *count);
 VX_API const uint32_t *vx_mesh_indices(const vx_mesh *m, uint64_t *count);
