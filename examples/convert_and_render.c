@@ -1,4 +1,4 @@
-/* convert_and_render.c - convert a mesh file to a sparse voxel octree and render an image of it.
+/* convert_and_render.c - convert a mesh file to a tree (saved as .svo) and render an image of it.
  *
  *   convert_and_render MESH OUT.svo OUT.png [RES]
  *
@@ -27,11 +27,12 @@ int main(int argc, char **argv) {
   vx_convert_opts co = {0};
   co.struct_size = sizeof co;
   co.resolution = argc > 4 ? (uint32_t)atoi(argv[4]) : 128;
-  vx_build *build = NULL;
-  vx_status s = vx_convert(mesh, &co, argv[2], 1, &build, &err); /* file and tree */
+  vx_conversion *build = NULL;
+  vx_status s = vx_convert(mesh, &co, &build, &err); /* the tree in memory */
   vx_mesh_free(mesh);
   if (s != VX_OK) return fail("convert", &err);
-  const vx_tree *tree = vx_build_tree(build);
+  const vx_tree *tree = vx_conversion_tree(build);
+  if (vx_tree_save(tree, argv[2], NULL, &err) != VX_OK) return fail("save", &err);
 
   vx_renderer *r = NULL;
   if (vx_renderer_create(tree, NULL, &r, &err) != VX_OK) return fail("renderer", &err);
@@ -48,6 +49,6 @@ int main(int argc, char **argv) {
          fs.used_gpu ? "GPU" : "CPU", fs.ms_total);
   free(rgb);
   vx_renderer_free(r);
-  vx_build_free(build);
+  vx_conversion_free(build);
   return 0;
 }

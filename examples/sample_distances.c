@@ -29,12 +29,12 @@ static vx_tree *open_tree(const char *path, vx_error *err) {
   vx_convert_opts co = {0};
   co.struct_size = sizeof co;
   co.resolution = 256;
-  vx_build *b = NULL;
-  vx_status s = vx_convert(mesh, &co, NULL, 1, &b, err);
+  vx_conversion *b = NULL;
+  vx_status s = vx_convert(mesh, &co, &b, err);
   vx_mesh_free(mesh);
   if (s != VX_OK) return NULL;
-  t = vx_build_take_tree(b);
-  vx_build_free(b);
+  t = vx_conversion_take_tree(b);
+  vx_conversion_free(b);
   return t;
 }
 

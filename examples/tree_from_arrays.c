@@ -21,15 +21,15 @@ int main(void) {
   co.struct_size = sizeof co;
   co.resolution = 64;
   co.device = VX_DEVICE_CPU;
-  vx_build *b = NULL;
-  vx_status s = vx_convert(mesh, &co, NULL, 1, &b, &err); /* in memory only */
+  vx_conversion *b = NULL;
+  vx_status s = vx_convert(mesh, &co, &b, &err); /* in memory only */
   vx_mesh_free(mesh);
   if (s != VX_OK) {
     fprintf(stderr, "convert: %s\n", err.msg);
     return 1;
   }
-  vx_tree *t = vx_build_take_tree(b);
-  vx_build_free(b);
+  vx_tree *t = vx_conversion_take_tree(b);
+  vx_conversion_free(b);
   vx_tree_info info = {0};
   info.struct_size = sizeof info;
   vx_tree_get_info(t, &info);

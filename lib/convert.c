@@ -1,5 +1,7 @@
 /* convert.c - vx_convert: the whole pipeline `voxlod convert` runs, as one library call.
  *
+ * vx_convert keeps the tree in memory, vx_convert_to_file writes it; both run convert_mesh.
+ *
  * Policy, in order:
  * 1. Options are checked and the output path too (atomic_file.h: its directory, its kind, not an
  *    input), before any work.
@@ -38,26 +40,26 @@ void vx_notes_add(vx_notes *n, const char *fmt, ...) {
   vx_text_escape(n->text + at, sizeof n->text - at, raw); /* one line, no terminal controls */
 }
 
-void vx_build_free(vx_build *b) {
-  if (!b) return;
-  vx_tree_free(b->tree);
-  vx_free(b);
+void vx_conversion_free(vx_conversion *c) {
+  if (!c) return;
+  vx_tree_free(c->tree);
+  vx_free(c);
 }
 
-const vx_tree *vx_build_tree(const vx_build *b) { return b ? b->tree : NULL; }
+const vx_tree *vx_conversion_tree(const vx_conversion *c) { return c ? c->tree : NULL; }
 
-vx_tree *vx_build_take_tree(vx_build *b) {
-  if (!b) return NULL;
-  vx_tree *t = b->tree;
-  b->tree = NULL;
+vx_tree *vx_conversion_take_tree(vx_conversion *c) {
+  if (!c) return NULL;
+  vx_tree *t = c->tree;
+  c->tree = NULL;
   return t;
 }
 
-const char *vx_build_notes(const vx_build *b) { return b ? b->notes.text : ""; }
+const char *vx_conversion_notes(const vx_conversion *c) { return c ? c->notes.text : ""; }
 
-vx_status vx_build_get_stats(const vx_build *b, vx_build_stats *st) {
-  if (!b || !st) return VX_ERR_INVALID_ARG;
-  VX_STATS_OUT(st, b->stats);
+vx_status vx_conversion_get_stats(const vx_conversion *c, vx_conversion_stats *st) {
+  if (!c || !st) return VX_ERR_INVALID_ARG;
+  VX_STATS_OUT(st, c->stats);
   return VX_OK;
 }
 
@@ -112,7 +114,7 @@ static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device devi
     s = vx_voxelize_gpu(mesh, bo, tree, bs, &ge);
     *gpu_tree = s == VX_OK;
     if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) { /* the surface on the GPU, the octree here */
-      vx_notes_add(notes, "%s; building the octree on the CPU, out of core", ge.msg);
+      vx_notes_add(notes, "%s; building the tree on the CPU, out of core", ge.msg);
       s = vx_voxelize_stream(mesh, bo, tmp_dir, stream, bs, &ge);
     }
     if (s == VX_ERR_NO_GPU || s == VX_ERR_CUDA || s == VX_ERR_NOMEM) {
@@ -134,26 +136,25 @@ static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device devi
   return vx_voxelize_stream(mesh, bo, tmp_dir, stream, bs, err);
 }
 
-vx_status vx_convert(const vx_mesh *mesh, const vx_convert_opts *opts, const char *out_path,
-                     int keep_tree, vx_build **out, vx_error *err) {
-  if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the result");
-  *out = NULL;
+/* The conversion: the tree to out_path (when not NULL) and kept in the result (keep_tree). */
+static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
+                              const char *out_path, int keep_tree, vx_conversion **out,
+                              vx_error *err) {
+  if (out) *out = NULL;
   if (!mesh) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh to convert");
-  if (!out_path && !keep_tree)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "neither an output file nor keep_tree: nothing "
-                        "would be kept");
   vx_convert_opts o;
-  VX_OPTS(o, opts);
+  vx_status s = VX_OPTS_IN(o, opts, err);
+  if (s != VX_OK) return s;
   if (o.resolution == 0) o.resolution = 256;
   if (o.band == 0.0f) o.band = 2.0f;
   if (o.mem_limit == 0) o.mem_limit = vx_default_mem_limit();
-  vx_status s = check_opts(&o, err);
+  s = check_opts(&o, err);
   if (s != VX_OK) return s;
   double t0 = vx_clock_seconds();
   char *out_dir = NULL;
   if (out_path && (s = vx_output_check(out_path, NULL, 0, &out_dir, err)) != VX_OK) return s;
   char *tmp_dir = spill_dir(&o, out_dir);
-  vx_build *b = (vx_build *)vx_calloc(1, sizeof *b);
+  vx_conversion *b = (vx_conversion *)vx_calloc(1, sizeof *b);
   if (!tmp_dir || !b) {
     vx_free(tmp_dir);
     vx_free(b);
@@ -207,7 +208,7 @@ vx_status vx_convert(const vx_mesh *mesh, const vx_convert_opts *opts, const cha
     s = spilled ? vx_svo_write_stream(out_path, &stream, o.zstd_level, o.progress, o.user, err)
                 : vx_svo_write(out_path, &tree, o.zstd_level, o.progress, o.user, err);
   double t2 = vx_clock_seconds();
-  vx_build_stats *st = &b->stats;
+  vx_conversion_stats *st = &b->stats;
   st->struct_size = sizeof *st;
   st->resolution = o.resolution;
   st->triangles = bs.triangles;
@@ -229,11 +230,25 @@ vx_status vx_convert(const vx_mesh *mesh, const vx_convert_opts *opts, const cha
   for (int k = 0; k < 5; k++) st->sec_gpu[k] = bs.sec_gpu[k];
   for (int k = 0; k < 3; k++) st->sec_gpu_tree[k] = bs.sec_gpu_tree[k];
   if (spilled) vx_stream_free(&stream);
-  return vx_build_finish(s, b, &tree, out_path, keep_tree, out, err);
+  return vx_conversion_finish(s, b, &tree, out_path, keep_tree, out, err);
 }
 
-vx_status vx_build_finish(vx_status s, vx_build *b, vx_octree *tree, const char *out_path,
-                          int keep_tree, vx_build **out, vx_error *err) {
+vx_status vx_convert(const vx_mesh *mesh, const vx_convert_opts *opts, vx_conversion **out,
+                     vx_error *err) {
+  if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the result");
+  return convert_mesh(mesh, opts, NULL, 1, out, err);
+}
+
+vx_status vx_convert_to_file(const vx_mesh *mesh, const vx_convert_opts *opts, const char *path,
+                             vx_conversion **out, vx_error *err) {
+  if (out) *out = NULL;
+  if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty output path");
+  return convert_mesh(mesh, opts, path, 0, out, err);
+}
+
+vx_status vx_conversion_finish(vx_status s, vx_conversion *b, vx_octree *tree,
+                               const char *out_path, int keep_tree, vx_conversion **out,
+                               vx_error *err) {
   struct stat fs;
   if (s == VX_OK && out_path && stat(out_path, &fs) == 0 && S_ISREG(fs.st_mode))
     b->stats.file_bytes = (uint64_t)fs.st_size;
@@ -247,8 +262,8 @@ vx_status vx_build_finish(vx_status s, vx_build *b, vx_octree *tree, const char 
     }
   }
   vx_octree_free(tree);
-  if (s != VX_OK) {
-    vx_build_free(b);
+  if (s != VX_OK || !out) {
+    vx_conversion_free(b);
     return s;
   }
   *out = b;

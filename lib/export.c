@@ -104,8 +104,8 @@ static vx_status check(const vx_tree *t, const char *path, vx_export_opts *o, vx
 vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opts *opts,
                          vx_export_stats *stats, vx_error *err) {
   vx_export_opts o;
-  VX_OPTS(o, opts);
-  vx_status s = check(t, path, &o, err);
+  vx_status s = VX_OPTS_IN(o, opts, err);
+  if (s == VX_OK) s = check(t, path, &o, err);
   if (s != VX_OK) return s;
   if ((s = vx_output_check(path, NULL, 0, NULL, err)) != VX_OK) return s;
   double t0 = vx_clock_seconds();

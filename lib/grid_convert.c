@@ -1,5 +1,5 @@
-/* grid_convert.c - vx_convert_grid (include/voxlod/export.h): an OpenVDB level set -> tree, the
- * mesh pipeline's later half.
+/* grid_convert.c - vx_convert_grid and vx_convert_grid_to_file (include/voxlod/convert.h): an
+ * OpenVDB level set -> tree, the mesh pipeline's later half.
  *
  * Policy, in order:
  * 1. Options and the output are checked before any work, as vx_convert does.
@@ -19,18 +19,16 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts, const vx_convert_opts *opts,
-                          const char *out_path, int keep_tree, vx_build **out, vx_error *err) {
-  if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the result");
-  *out = NULL;
+/* The conversion: the tree to out_path (when not NULL) and kept in the result (keep_tree). */
+static vx_status convert_grid(const char *path, const vx_grid_opts *gopts,
+                              const vx_convert_opts *opts, const char *out_path, int keep_tree,
+                              vx_conversion **out, vx_error *err) {
+  if (out) *out = NULL;
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty .vdb path");
-  if (!out_path && !keep_tree)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "neither an output file nor keep_tree: nothing "
-                        "would be kept");
   vx_grid_opts g;
-  VX_OPTS(g, gopts);
   vx_convert_opts o;
-  VX_OPTS(o, opts);
+  vx_status s = VX_OPTS_IN(g, gopts, err);
+  if (s != VX_OK || (s = VX_OPTS_IN(o, opts, err)) != VX_OK) return s;
   if (o.band == 0.0f) o.band = 2.0f;
   if (o.mem_limit == 0) o.mem_limit = vx_default_mem_limit();
   uint32_t r = o.resolution;
@@ -52,7 +50,6 @@ vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts, const vx_
                         o.zstd_level);
   if (!(g.timeout_s == g.timeout_s)) return vx_error_set(err, VX_ERR_INVALID_ARG, "bad time-out");
   double timeout = g.timeout_s == 0.0 ? 300.0 : g.timeout_s;
-  vx_status s;
   if (out_path && (s = vx_output_check(out_path, &path, 1, NULL, err)) != VX_OK) return s;
   double t0 = vx_clock_seconds();
   if (o.progress && o.progress(o.user, "reading", 0.0))
@@ -72,11 +69,11 @@ vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts, const vx_
   s = vx_vdb_surface_read_isolated(path, name, r, o.band, o.threads, timeout, o.mem_limit, &surf,
                                    err);
   if (s != VX_OK) return s;
-  vx_build *b = (vx_build *)vx_calloc(1, sizeof *b);
+  vx_conversion *b = (vx_conversion *)vx_calloc(1, sizeof *b);
   vx_octree tree;
   memset(&tree, 0, sizeof tree);
   if (!b) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  if (s == VX_OK && o.progress && o.progress(o.user, "octree", 0.0))
+  if (s == VX_OK && o.progress && o.progress(o.user, "tree", 0.0))
     s = vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted");
   if (s == VX_OK) s = vx_octree_build(surf.depth, surf.codes, surf.voxels, surf.count, &tree, err);
   uint64_t voxels = surf.count;
@@ -103,7 +100,7 @@ vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts, const vx_
   if (s == VX_OK && out_path) s = vx_svo_write(out_path, &tree, o.zstd_level, o.progress, o.user, err);
   double t2 = vx_clock_seconds();
   if (s == VX_OK) {
-    vx_build_stats *st = &b->stats;
+    vx_conversion_stats *st = &b->stats;
     st->struct_size = sizeof *st;
     st->resolution = res;
     st->surface_voxels = voxels;
@@ -113,5 +110,19 @@ vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts, const vx_
     st->sec_total = t2 - t0;
     st->sec_voxels = t1 - t0;
   }
-  return vx_build_finish(s, b, &tree, out_path, keep_tree, out, err);
+  return vx_conversion_finish(s, b, &tree, out_path, keep_tree, out, err);
+}
+
+vx_status vx_convert_grid(const char *vdb_path, const vx_grid_opts *gopts,
+                          const vx_convert_opts *opts, vx_conversion **out, vx_error *err) {
+  if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the result");
+  return convert_grid(vdb_path, gopts, opts, NULL, 1, out, err);
+}
+
+vx_status vx_convert_grid_to_file(const char *vdb_path, const vx_grid_opts *gopts,
+                                  const vx_convert_opts *opts, const char *path,
+                                  vx_conversion **out, vx_error *err) {
+  if (out) *out = NULL;
+  if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty output path");
+  return convert_grid(vdb_path, gopts, opts, path, 0, out, err);
 }

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "lib/abi.h"
 #include "voxlod.h"
 #include "formats/atomic_file.h"
 #include "formats/svo_file.h"
@@ -18,15 +19,15 @@ struct vx_mesh {
   double load_seconds;
   int has_source;     /* read from a file: `source` is held (atomic_file.h) */
   vx_file_id source;
-  /* The indexed form, for meshes that have one (vx_mesh_from_tree, lib/meshing.c); the soup
+  /* The indexed form, for meshes that have one (vx_mesher_extract, lib/mesher.c); the soup
    * holds the same triangles, for converting. NULL / 0 otherwise. */
   float *vertices;    /* vertex_count * 3 */
   float *normals;     /* vertex_count * 3 */
   uint64_t vertex_count;
   uint32_t *indices;  /* triangle_count * 3 */
   uint64_t triangle_count;
-  int has_mesh_stats;
-  vx_mesh_stats mesh_stats;
+  int has_mesher_stats;
+  vx_mesher_stats mesher_stats;
 };
 
 struct vx_tree {
@@ -60,41 +61,17 @@ void vx_notes_add(vx_notes *n, const char *fmt, ...)
     ;
 
 /* The result of a conversion (convert.h), from a mesh (convert.c) or a grid (grid_convert.c). */
-struct vx_build {
+struct vx_conversion {
   vx_tree *tree;
   vx_notes notes;
-  vx_build_stats stats;
+  vx_conversion_stats stats;
 };
 
-/* The end of every conversion: the file's size into b's statistics, the tree into b (keep_tree)
- * or freed, and b handed out (*out) when s is VX_OK, else freed. Returns s (or VX_ERR_NOMEM). */
-vx_status vx_build_finish(vx_status s, vx_build *b, vx_octree *tree, const char *out_path,
-                          int keep_tree, vx_build **out, vx_error *err);
-
-/* Copies a caller's option struct that starts with `uint32_t struct_size` into a zeroed local of
- * this library's size: the fields a caller compiled against an older header does not know stay
- * zero (their defaults). struct_size 0 means the first published layout (this version's). A
- * larger struct_size (a newer header) copies only the fields this version knows. */
-static inline void vx_opts_copy(void *dst, size_t dst_size, const void *src) {
-  memset(dst, 0, dst_size);
-  if (!src) return;
-  uint32_t n;
-  memcpy(&n, src, sizeof n);
-  size_t take = n == 0 || n > dst_size ? dst_size : n;
-  memcpy(dst, src, take);
-}
-#define VX_OPTS(dst, src) vx_opts_copy(&(dst), sizeof(dst), (src))
-
-/* Fills a caller's statistics struct (which starts with struct_size) from a full local one:
- * copies at most the caller's size (0: this version's), and sets its struct_size to what it got. */
-static inline void vx_stats_out(void *dst, const void *src, size_t src_size) {
-  uint32_t n;
-  memcpy(&n, dst, sizeof n);
-  size_t take = n == 0 || n > src_size ? src_size : n;
-  memcpy(dst, src, take);
-  uint32_t got = (uint32_t)take;
-  memcpy(dst, &got, sizeof got);
-}
-#define VX_STATS_OUT(dst, src) vx_stats_out((dst), &(src), sizeof(src))
+/* The end of every conversion: the file's size into c's statistics, the tree into c (keep_tree)
+ * or freed, and c handed out (*out, when out is not NULL) when s is VX_OK, else freed. Returns s
+ * (or VX_ERR_NOMEM). */
+vx_status vx_conversion_finish(vx_status s, vx_conversion *c, vx_octree *tree,
+                               const char *out_path, int keep_tree, vx_conversion **out,
+                               vx_error *err);
 
 #endif

@@ -1,5 +1,7 @@
-/* mesh.c - vx_mesh: meshes from files (through the isolated importer) or from arrays. */
+/* mesh.c - vx_mesh (include/voxlod/mesh.h): meshes from files (through the isolated importer) or
+ * from arrays, their arrays, and meshes to files (formats/mesh_export). */
 #include "lib/internal.h"
+#include "formats/mesh_export.h"
 #include "formats/mesh_import.h"
 #include "svo/system.h"
 
@@ -22,7 +24,8 @@ vx_status vx_mesh_load(const char *path, const vx_mesh_load_opts *opts, vx_mesh 
   *out = NULL;
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty mesh path");
   vx_mesh_load_opts o;
-  VX_OPTS(o, opts);
+  vx_status os = VX_OPTS_IN(o, opts, err);
+  if (os != VX_OK) return os;
   double timeout = o.timeout_s == 0.0 ? 300.0 : o.timeout_s < 0.0 ? 0.0 : o.timeout_s;
   if (!(timeout >= 0.0) || !isfinite(timeout))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "import time-out %g is not a number of seconds",
@@ -112,4 +115,56 @@ vx_status vx_mesh_get_info(const vx_mesh *m, vx_mesh_info *info) {
   i.load_seconds = m->load_seconds;
   VX_STATS_OUT(info, i);
   return VX_OK;
+}
+
+/* ---- the arrays and files (mesh.h) ------------------------------------------------------------ */
+
+const float *vx_mesh_vertices(const vx_mesh *m, uint64_t *count) {
+  if (count) *count = !m ? 0 : m->indices ? m->vertex_count : 3 * m->soup.tri_count;
+  return !m ? NULL : m->indices ? m->vertices : m->soup.pos;
+}
+
+const float *vx_mesh_normals(const vx_mesh *m, uint64_t *count) {
+  if (count) *count = m && m->normals ? m->vertex_count : 0;
+  return m ? m->normals : NULL;
+}
+
+const uint32_t *vx_mesh_indices(const vx_mesh *m, uint64_t *count) {
+  if (count) *count = !m ? 0 : m->indices ? m->triangle_count : m->soup.tri_count;
+  return m ? m->indices : NULL;
+}
+
+vx_status vx_mesh_check_path_as(const char *path, const char *format, const char *const *inputs,
+                                size_t n, vx_error *err) {
+  const char *id;
+  vx_status st = vx_mesh_export_format(path, format, &id, NULL, err);
+  if (st != VX_OK) return st;
+  return vx_check_output(path, inputs, n, err);
+}
+
+vx_status vx_mesh_check_path(const char *path, const char *const *inputs, size_t n,
+                             vx_error *err) {
+  return vx_mesh_check_path_as(path, NULL, inputs, n, err);
+}
+
+vx_status vx_mesh_save_as(const vx_mesh *m, const char *path, const char *format, vx_error *err) {
+  if (!m) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh to save");
+  vx_mesh_data d;
+  memset(&d, 0, sizeof d);
+  if (m->indices) {
+    d.pos = m->vertices;
+    d.nrm = m->normals;
+    d.vertex_count = m->vertex_count;
+    d.tri = m->indices;
+    d.triangle_count = m->triangle_count;
+  } else {
+    d.pos = m->soup.pos;
+    d.vertex_count = 3 * m->soup.tri_count;
+    d.triangle_count = m->soup.tri_count;
+  }
+  return vx_mesh_write_as(path, format, &d, NULL, err);
+}
+
+vx_status vx_mesh_save(const vx_mesh *m, const char *path, vx_error *err) {
+  return vx_mesh_save_as(m, path, NULL, err);
 }

@@ -45,7 +45,8 @@ vx_status vx_renderer_create(const vx_tree *t, const vx_renderer_opts *opts, vx_
   vx_status ws = vx_octree_check_world(&t->oct, VX_WORLD_DOUBLE, err);
   if (ws != VX_OK) return ws;
   vx_renderer_opts o;
-  VX_OPTS(o, opts);
+  vx_status os = VX_OPTS_IN(o, opts, err);
+  if (os != VX_OK) return os;
   if (o.device != VX_DEVICE_AUTO && o.device != VX_DEVICE_CPU && o.device != VX_DEVICE_GPU)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown device %d", (int)o.device);
   if (o.threads < 0 || o.threads > 1024)
@@ -96,8 +97,9 @@ vx_status vx_renderer_get_info(const vx_renderer *r, vx_renderer_info *info) {
 static vx_status march_opts(const vx_tree *t, const vx_render_opts *opts, vx_march_opts *m,
                             vx_error *err) {
   vx_render_opts o;
-  VX_OPTS(o, opts);
   memset(m, 0, sizeof *m);
+  vx_status os = VX_OPTS_IN(o, opts, err);
+  if (os != VX_OK) return os;
   m->width = o.width ? o.width : 800;
   m->height = o.height ? o.height : 600;
   if (m->width > 32768 || m->height > 32768)
@@ -206,7 +208,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* The CPU renderer's timings: wall clock per frame (no copy: it draws into host memory). */
 static vx_status bench_cpu(vx_renderer *r, const vx_march_opts *m, const vx_camera *cams,
-                           int nviews, int frames, vx_bench_stats *st, vx_error *err) {
+                           int nviews, int frames, vx_renderer_bench_stats *st, vx_error *err) {
   size_t n = (size_t)m->width * m->height;
   uint8_t *rgb = (uint8_t *)vx_malloc(n * 3);
   float *depth = (float *)vx_malloc(n * sizeof(float));
@@ -257,23 +259,33 @@ static vx_status bench_cpu(vx_renderer *r, const vx_march_opts *m, const vx_came
 }
 
 vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nviews, int frames,
-                            vx_bench_stats *stats, vx_error *err) {
+                            vx_renderer_bench_stats *stats, vx_error *err) {
   if (!r || !views || !stats || nviews < 1 || frames < 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "bench: need a renderer, >= 1 view, >= 1 frame");
   vx_march_opts m;
-  vx_status s = march_opts(r->tree, &views[0], &m, err);
+  /* the views are an array of a caller's structs, which may be an older (smaller) layout: they
+   * lie views[0].struct_size bytes apart (0: the first layout's size) */
+  vx_render_opts first;
+  vx_status s = VX_OPTS_IN(first, views, err);
+  if (s != VX_OK) return s;
+  size_t stride = views->struct_size ? views->struct_size : VX_ABI_FIRST_SIZE(first);
+  if (stride % _Alignof(vx_render_opts))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "bench: views[0].struct_size %zu is not the "
+                        "size of a vx_render_opts", stride);
+  s = march_opts(r->tree, views, &m, err);
   vx_camera *cams = (vx_camera *)vx_calloc((size_t)nviews, sizeof *cams);
   if (!cams) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   for (int v = 0; v < nviews && s == VX_OK; v++) {
     vx_march_opts mv;
-    s = march_opts(r->tree, &views[v], &mv, err);
+    const vx_render_opts *view = (const vx_render_opts *)((const char *)views + stride * (size_t)v);
+    s = march_opts(r->tree, view, &mv, err);
     if (s == VX_OK && (mv.width != m.width || mv.height != m.height || mv.lod != m.lod ||
                        mv.shade != m.shade || mv.lod_scale != m.lod_scale))
       s = vx_error_set(err, VX_ERR_INVALID_ARG,
                        "bench: every view needs the same size, level of detail and shading");
     cams[v] = mv.cam;
   }
-  vx_bench_stats b;
+  vx_renderer_bench_stats b;
   memset(&b, 0, sizeof b);
   b.struct_size = sizeof b;
   if (s == VX_OK && r->gpu) {

@@ -29,7 +29,8 @@ static vx_status fits_error(const vx_tree *t, vx_error *err) {
 /* Options of one call: the cut (a level of the tree) and the checks every call makes. */
 static vx_status call_opts(const vx_tree *t, const vx_sample_opts *opts, vx_sample_opts *o,
                            uint32_t *cut, vx_error *err) {
-  VX_OPTS(*o, opts);
+  vx_status os = VX_OPTS_IN(*o, opts, err);
+  if (os != VX_OK) return os;
   if (!t || !t->oct.nodes || t->oct.levels_loaded < 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to sample (or no level loaded)");
   if (!vx_sample_tree_fits(&t->oct)) return fits_error(t, err);
@@ -202,7 +203,8 @@ vx_status vx_sampler_create(const vx_tree *t, const vx_sampler_opts *opts, vx_sa
   *out = NULL;
   if (!t || !t->oct.nodes) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to sample");
   vx_sampler_opts o;
-  VX_OPTS(o, opts);
+  vx_status os = VX_OPTS_IN(o, opts, err);
+  if (os != VX_OK) return os;
   if (o.device != VX_DEVICE_AUTO && o.device != VX_DEVICE_CPU && o.device != VX_DEVICE_GPU)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown device %d", (int)o.device);
   if (o.threads < 0 || o.threads > 1024)
@@ -304,14 +306,13 @@ vx_status vx_tree_sample(const vx_tree *t, const vx_sample_opts *opts, const flo
     so.device = VX_DEVICE_GPU;
     vx_sampler *s = NULL;
     if ((st = vx_sampler_create(t, &so, &s, err)) != VX_OK) return st;
-    st = vx_sampler_sample(s, &o, points, n, dist, grad, flags, stats, err);
+    vx_sample_stats whole;
+    memset(&whole, 0, sizeof whole);
+    whole.struct_size = sizeof whole;
+    st = vx_sampler_sample(s, &o, points, n, dist, grad, flags, &whole, err);
     vx_sampler_free(s);
     if (st == VX_OK && stats) {
-      /* the whole call, the upload included */
-      vx_sample_stats whole;
-      memset(&whole, 0, sizeof whole);
-      memcpy(&whole, stats, stats->struct_size < sizeof whole ? stats->struct_size : sizeof whole);
-      whole.ms_total = (vx_clock_seconds() - t0) * 1e3;
+      whole.ms_total = (vx_clock_seconds() - t0) * 1e3; /* the whole call, the upload included */
       VX_STATS_OUT(stats, whole);
     }
     return st;
@@ -341,7 +342,7 @@ static double median_sorted(const double *v, int n) {
 }
 
 vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const float *points,
-                           uint64_t n, int reps, vx_sample_bench_stats *st_out, vx_error *err) {
+                           uint64_t n, int reps, vx_sampler_bench_stats *st_out, vx_error *err) {
   if (!s || !st_out || reps < 1 || reps > 100000 || n == 0)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "sample bench: need a sampler, points, 1..100000 runs");
   vx_sample_opts o;
@@ -355,7 +356,7 @@ vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const floa
   double *ms = (double *)vx_calloc((size_t)reps, sizeof *ms);
   float *dist = (float *)vx_malloc((size_t)n * sizeof(float));
   uint8_t *flags = (uint8_t *)vx_malloc((size_t)n);
-  vx_sample_bench_stats b;
+  vx_sampler_bench_stats b;
   memset(&b, 0, sizeof b);
   b.struct_size = sizeof b;
   b.reps = reps;
@@ -415,7 +416,8 @@ vx_status vx_tree_surface_points(const vx_tree *t, const vx_surface_points_opts 
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree");
   if (!vx_sample_tree_fits(&t->oct)) return fits_error(t, err);
   vx_surface_points_opts o;
-  VX_OPTS(o, opts);
+  vx_status os = VX_OPTS_IN(o, opts, err);
+  if (os != VX_OK) return os;
   if (n > (uint64_t)SIZE_MAX / (3 * sizeof(float)))
     return vx_error_set(err, VX_ERR_LIMIT, "%llu points do not fit in memory",
                         (unsigned long long)n);

@@ -16,11 +16,13 @@ void vx_tree_free(vx_tree *t) {
   vx_free(t);
 }
 
-static void read_opts(const vx_read_opts *opts, vx_svo_read_opts *ro) {
+static vx_status read_opts(const vx_read_opts *opts, vx_svo_read_opts *ro, vx_error *err) {
   vx_read_opts o;
-  VX_OPTS(o, opts);
+  vx_status s = VX_OPTS_IN(o, opts, err);
+  if (s != VX_OK) return s;
   ro->max_level = o.levels == 0 ? -1 : (int)(o.levels > VX_MAX_DEPTH + 1 ? VX_MAX_DEPTH : o.levels - 1);
   ro->mem_limit = o.mem_limit;
+  return VX_OK;
 }
 
 vx_status vx_tree_load(const char *path, const vx_read_opts *opts, vx_tree **out, vx_error *err) {
@@ -28,7 +30,8 @@ vx_status vx_tree_load(const char *path, const vx_read_opts *opts, vx_tree **out
   *out = NULL;
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty .svo path");
   vx_svo_read_opts ro;
-  read_opts(opts, &ro);
+  vx_status os = read_opts(opts, &ro, err);
+  if (os != VX_OK) return os;
   vx_tree *t = vx_tree_new();
   if (!t) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   vx_status st = vx_svo_read(path, &ro, &t->oct, &t->file, err);
@@ -50,7 +53,8 @@ vx_status vx_tree_load_memory(const void *data, size_t size, const vx_read_opts 
   *out = NULL;
   if (!data && size) return vx_error_set(err, VX_ERR_INVALID_ARG, "no data");
   vx_svo_read_opts ro;
-  read_opts(opts, &ro);
+  vx_status os = read_opts(opts, &ro, err);
+  if (os != VX_OK) return os;
   vx_tree *t = vx_tree_new();
   if (!t) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   vx_status st = vx_svo_decode((const uint8_t *)data, size, &ro, &t->oct, &t->file, err);
@@ -66,7 +70,8 @@ vx_status vx_tree_save(const vx_tree *t, const char *path, const vx_save_opts *o
                        vx_error *err) {
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to save");
   vx_save_opts o;
-  VX_OPTS(o, opts);
+  vx_status s = VX_OPTS_IN(o, opts, err);
+  if (s != VX_OK) return s;
   if (o.zstd_level < 0 || o.zstd_level > 22)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "zstd level %d outside 1..22 (0: by size)",
                         o.zstd_level);
@@ -77,7 +82,8 @@ vx_status vx_tree_encode(const vx_tree *t, const vx_save_opts *opts, void **data
                          vx_error *err) {
   if (!t || !data || !size) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree or no output");
   vx_save_opts o;
-  VX_OPTS(o, opts);
+  vx_status os = VX_OPTS_IN(o, opts, err);
+  if (os != VX_OK) return os;
   uint8_t *buf = NULL;
   vx_status st = vx_svo_encode(&t->oct, o.zstd_level, &buf, size, err);
   *data = buf;

@@ -2,6 +2,7 @@
  * arrays, conversion to memory and to a file, loading, statistics, pruning, the renderer object,
  * option structs of other sizes, the output rules, and errors. */
 #define _POSIX_C_SOURCE 200809L
+#define VOXLOD_EXPERIMENTAL /* the benchmark calls */
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
@@ -74,12 +75,12 @@ static vx_tree *convert_tree(vx_mesh *m, uint32_t res, float err_max) {
   o.resolution = res;
   o.max_error = err_max;
   o.device = VX_DEVICE_CPU;
-  vx_build *b = NULL;
+  vx_conversion *b = NULL;
   vx_error e;
-  CHECK_MSG(vx_convert(m, &o, NULL, 1, &b, &e) == VX_OK, "%s", e.msg);
-  vx_tree *t = vx_build_take_tree(b);
-  CHECK(vx_build_tree(b) == NULL);
-  vx_build_free(b);
+  CHECK_MSG(vx_convert(m, &o, &b, &e) == VX_OK, "%s", e.msg);
+  vx_tree *t = vx_conversion_take_tree(b);
+  CHECK(vx_conversion_tree(b) == NULL);
+  vx_conversion_free(b);
   return t;
 }
 
@@ -97,11 +98,11 @@ static void api_version(void) {
 static void api_free_null(void) {
   vx_mesh_free(NULL);
   vx_tree_free(NULL);
-  vx_build_free(NULL);
+  vx_conversion_free(NULL);
   vx_renderer_free(NULL);
   vx_buffer_free(NULL);
-  CHECK(vx_build_take_tree(NULL) == NULL);
-  CHECK(strcmp(vx_build_notes(NULL), "") == 0);
+  CHECK(vx_conversion_take_tree(NULL) == NULL);
+  CHECK(strcmp(vx_conversion_notes(NULL), "") == 0);
 }
 
 static void api_mesh_errors(void) {
@@ -136,16 +137,21 @@ static void api_convert_memory_and_file(void) {
   o.struct_size = sizeof o;
   o.resolution = 64;
   o.device = VX_DEVICE_CPU;
-  vx_build *b = NULL;
+  vx_conversion *b = NULL;
   vx_error e;
-  CHECK_MSG(vx_convert(m, &o, path, 1, &b, &e) == VX_OK, "%s", e.msg);
-  vx_build_stats st;
+  CHECK_MSG(vx_convert_to_file(m, &o, path, &b, &e) == VX_OK, "%s", e.msg);
+  CHECK(vx_conversion_tree(b) == NULL && vx_conversion_take_tree(b) == NULL);
+  vx_conversion_stats st;
   memset(&st, 0, sizeof st);
   st.struct_size = sizeof st;
-  CHECK(vx_build_get_stats(b, &st) == VX_OK);
+  CHECK(vx_conversion_get_stats(b, &st) == VX_OK);
   CHECK(st.resolution == 64 && st.triangles > 900 && st.surface_voxels > 1000 && st.file_bytes > 0);
   CHECK(!st.used_gpu && !st.spilled && st.sec_total >= st.sec_build);
-  const vx_tree *t = vx_build_tree(b);
+  vx_conversion_free(b);
+  CHECK(vx_convert_to_file(m, &o, path, NULL, &e) == VX_OK); /* no result wanted */
+  /* the same conversion in memory: the tree that file holds */
+  CHECK_MSG(vx_convert(m, &o, &b, &e) == VX_OK, "%s", e.msg);
+  const vx_tree *t = vx_conversion_tree(b);
   vx_tree_info ti;
   memset(&ti, 0, sizeof ti);
   ti.struct_size = sizeof ti;
@@ -187,7 +193,7 @@ static void api_convert_memory_and_file(void) {
   vx_tree_free(p);
   vx_tree_free(r);
   vx_tree_free(r2);
-  vx_build_free(b);
+  vx_conversion_free(b);
   vx_mesh_free(m);
 }
 
@@ -199,20 +205,44 @@ static void api_option_struct_sizes(void) {
   memset(&o, 0, sizeof o);
   o.resolution = 16;
   o.device = VX_DEVICE_CPU;
-  vx_build *b = NULL;
-  CHECK_MSG(vx_convert(m, &o, NULL, 1, &b, &e) == VX_OK, "%s", e.msg);
-  vx_build_free(b);
-  /* an older, shorter struct: the fields after struct_size it knows, the rest default */
+  vx_conversion *b = NULL;
+  CHECK_MSG(vx_convert(m, &o, &b, &e) == VX_OK, "%s", e.msg);
+  vx_conversion_free(b);
+  /* shorter than the first layout (tests/abi checks the first layouts themselves): refused */
   o.struct_size = (uint32_t)offsetof(vx_convert_opts, band);
-  o.band = 99.0f; /* beyond the old size: must be ignored (99 would be refused) */
-  CHECK_MSG(vx_convert(m, &o, NULL, 1, &b, &e) == VX_OK, "%s", e.msg);
+  CHECK(vx_convert(m, &o, &b, &e) == VX_ERR_INVALID_ARG && b == NULL &&
+        strstr(e.msg, "vx_convert_opts.struct_size") && strstr(e.msg, "first layout"));
+  o.struct_size = 0;
+  CHECK_MSG(vx_convert(m, &o, &b, &e) == VX_OK, "%s", e.msg);
   vx_tree_info ti;
   memset(&ti, 0, sizeof ti);
   ti.struct_size = (uint32_t)offsetof(vx_tree_info, origin); /* an older, shorter info struct */
   ti.origin[0] = 12345.0;
-  CHECK(vx_tree_get_info(vx_build_tree(b), &ti) == VX_OK);
+  CHECK(vx_tree_get_info(vx_conversion_tree(b), &ti) == VX_OK);
   CHECK(ti.struct_size == offsetof(vx_tree_info, origin) && ti.depth == 4 && ti.origin[0] == 12345.0);
-  vx_build_free(b);
+  /* a newer header's larger structs: options read up to what this library knows (the unknown
+   * tail is ignored), statistics written up to it (the tail left alone), struct_size = written */
+  struct {
+    vx_tree_info info;
+    unsigned char newer[24];
+  } big;
+  memset(&big, 0xAB, sizeof big);
+  big.info.struct_size = (uint32_t)sizeof big;
+  CHECK(vx_tree_get_info(vx_conversion_tree(b), &big.info) == VX_OK);
+  CHECK(big.info.struct_size == sizeof big.info && big.info.depth == 4 && big.newer[0] == 0xAB &&
+        big.newer[23] == 0xAB);
+  vx_conversion_free(b);
+  struct {
+    vx_convert_opts o;
+    unsigned char newer[24];
+  } bo;
+  memset(&bo, 0, sizeof bo);
+  memset(bo.newer, 0xFF, sizeof bo.newer); /* fields this library does not know: not read */
+  bo.o.struct_size = (uint32_t)sizeof bo;
+  bo.o.resolution = 16;
+  bo.o.device = VX_DEVICE_CPU;
+  CHECK_MSG(vx_convert(m, &bo.o, &b, &e) == VX_OK, "%s", e.msg);
+  vx_conversion_free(b);
   /* a zeroed (NULL) render option draws the finest level, 800x600, from the default camera */
   vx_tree *t = convert_tree(m, 32, 0.0f);
   vx_renderer *r = NULL;
@@ -292,7 +322,7 @@ static void api_renderer_many_frames(void) {
     views[v].height = H;
     vx_camera_orbit(t, 180.0 * v, 20, 40, &views[v].camera);
   }
-  vx_bench_stats bs;
+  vx_renderer_bench_stats bs;
   memset(&bs, 0, sizeof bs);
   bs.struct_size = sizeof bs;
   CHECK_MSG(vx_renderer_bench(r, views, 2, 3, &bs, &e) == VX_OK, "%s", e.msg);
@@ -400,23 +430,23 @@ static void api_levels_and_prune(void) {
 static void api_errors_and_outputs(void) {
   vx_mesh *m = sphere_mesh(1.0);
   vx_error e;
-  vx_build *b = (vx_build *)1;
+  vx_conversion *b = (vx_conversion *)1;
   vx_convert_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = 100;
-  CHECK(vx_convert(m, &o, NULL, 1, &b, &e) == VX_ERR_INVALID_ARG && b == NULL &&
+  CHECK(vx_convert(m, &o, &b, &e) == VX_ERR_INVALID_ARG && b == NULL &&
         strstr(e.msg, "power of two") && strstr(e.msg, "convert.c:"));
   o.resolution = 16;
-  CHECK(vx_convert(m, &o, NULL, 0, &b, &e) == VX_ERR_INVALID_ARG);
+  CHECK(vx_convert_to_file(m, &o, NULL, &b, &e) == VX_ERR_INVALID_ARG);
   char path[512];
   snprintf(path, sizeof path, "%s/no/such/dir/x.svo", tmpdir);
-  CHECK(vx_convert(m, &o, path, 0, &b, &e) == VX_ERR_IO && strstr(e.msg, "does not exist"));
+  CHECK(vx_convert_to_file(m, &o, path, &b, &e) == VX_ERR_IO && strstr(e.msg, "does not exist"));
   CHECK(vx_check_output(tmpdir, NULL, 0, &e) == VX_ERR_IO && strstr(e.msg, "directory"));
   /* an output that is a live tree's file is refused, before and while writing */
   snprintf(path, sizeof path, "%s/t.svo", tmpdir);
   o.device = VX_DEVICE_CPU;
-  CHECK(vx_convert(m, &o, path, 0, &b, &e) == VX_OK);
-  vx_build_free(b);
+  CHECK(vx_convert_to_file(m, &o, path, &b, &e) == VX_OK);
+  vx_conversion_free(b);
   vx_tree *t = NULL;
   CHECK(vx_tree_load(path, NULL, &t, &e) == VX_OK);
   uint8_t px[3] = {1, 2, 3};

@@ -91,7 +91,7 @@ static vx_status run(vx_error *e) {
   vx_mesh *m = NULL;
   vx_status s = vx_mesh_from_arrays(v, 3 * n, NULL, n, &m, e);
   free(v);
-  vx_build *b = NULL;
+  vx_conversion *b = NULL;
   if (s == VX_OK) {
     vx_convert_opts o;
     memset(&o, 0, sizeof o);
@@ -100,10 +100,10 @@ static vx_status run(vx_error *e) {
     o.max_error = 0.25f;
     o.device = VX_DEVICE_CPU;
     o.threads = 2;
-    s = vx_convert(m, &o, svo_path, 1, &b, e);
+    s = vx_convert_to_file(m, &o, svo_path, &b, e);
   }
   vx_mesh_free(m);
-  vx_build_free(b);
+  vx_conversion_free(b);
   vx_tree *t = NULL;
   if (s == VX_OK) s = vx_tree_load(svo_path, NULL, &t, e);
   vx_renderer *r = NULL;

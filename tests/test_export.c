@@ -52,12 +52,12 @@ static vx_tree *tree_of(vx_soup *m, uint32_t res) {
   o.struct_size = sizeof o;
   o.resolution = res;
   o.device = VX_DEVICE_CPU;
-  vx_build *b = NULL;
-  s = vx_convert(mesh, &o, NULL, 1, &b, &e);
+  vx_conversion *b = NULL;
+  s = vx_convert(mesh, &o, &b, &e);
   CHECK_MSG(s == VX_OK, "%s", e.msg);
   vx_mesh_free(mesh);
-  vx_tree *t = vx_build_take_tree(b);
-  vx_build_free(b);
+  vx_tree *t = vx_conversion_take_tree(b);
+  vx_conversion_free(b);
   return t;
 }
 
@@ -523,10 +523,10 @@ static void vdb_round_trip_within_one_step(void) {
   CHECK_MSG(vx_vdb_scan(p, &l, &e) == VX_OK, "%s", e.msg);
   CHECK(l.grid_count == 1 && l.listed == 1 && strcmp(l.grids[0].name, "surface") == 0 &&
         l.grids[0].is_float && l.grids[0].is_level_set && l.has_offsets);
-  vx_build *b = NULL;
-  vx_status s = vx_convert_grid(p, NULL, NULL, NULL, 1, &b, &e);
+  vx_conversion *b = NULL;
+  vx_status s = vx_convert_grid(p, NULL, NULL, &b, &e);
   CHECK_MSG(s == VX_OK, "%s", e.msg);
-  const vx_tree *u = vx_build_tree(b);
+  const vx_tree *u = vx_conversion_tree(b);
   vx_tree_info ui = info_of(u);
   CHECK(ui.depth == ti.depth && ui.scale == ti.scale);
   for (int k = 0; k < 3; k++) CHECK(ui.origin[k] == ti.origin[k]);
@@ -552,15 +552,15 @@ static void vdb_round_trip_within_one_step(void) {
             (unsigned long long)missing, (unsigned long long)off);
   free(xa);
   free(xb);
-  vx_build_free(b);
+  vx_conversion_free(b);
   /* and with a resolution: resampled onto 16^3 */
   vx_convert_opts co;
   memset(&co, 0, sizeof co);
   co.resolution = 16;
-  s = vx_convert_grid(p, NULL, &co, NULL, 1, &b, &e);
-  CHECK_MSG(s == VX_OK && info_of(vx_build_tree(b)).resolution == 16, "%s", e.msg);
-  CHECK(strstr(vx_build_notes(b), "resampled") != NULL);
-  vx_build_free(b);
+  s = vx_convert_grid(p, NULL, &co, &b, &e);
+  CHECK_MSG(s == VX_OK && info_of(vx_conversion_tree(b)).resolution == 16, "%s", e.msg);
+  CHECK(strstr(vx_conversion_notes(b), "resampled") != NULL);
+  vx_conversion_free(b);
   vx_tree_free(t);
 }
 
@@ -569,24 +569,24 @@ static void vdb_without_a_level_set_is_refused(void) {
   snprintf(fog, sizeof fog, "%s/vdb/fog.vdb", VX_CORPUS_DIR);
   path_in(out, sizeof out, "fog.svo");
   vx_error e;
-  vx_build *b = NULL;
-  vx_status s = vx_convert_grid(fog, NULL, NULL, out, 0, &b, &e);
+  vx_conversion *b = NULL;
+  vx_status s = vx_convert_grid_to_file(fog, NULL, NULL, out, &b, &e);
   CHECK_MSG(s == VX_ERR_FORMAT && strstr(e.msg, "no float level set") && strstr(e.msg, "density"),
             "%d %s", s, e.msg);
   vx_grid_opts g;
   memset(&g, 0, sizeof g);
   g.grid = "density";
-  s = vx_convert_grid(fog, &g, NULL, out, 0, &b, &e);
+  s = vx_convert_grid_to_file(fog, &g, NULL, out, &b, &e);
   CHECK_MSG(s == VX_ERR_FORMAT && strstr(e.msg, "not a float level set"), "%d %s", s, e.msg);
   g.grid = "nothere";
-  s = vx_convert_grid(fog, &g, NULL, out, 0, &b, &e);
+  s = vx_convert_grid_to_file(fog, &g, NULL, out, &b, &e);
   CHECK_MSG(s == VX_ERR_FORMAT && strstr(e.msg, "no grid named 'nothere'"), "%d %s", s, e.msg);
   CHECK(!exists(out) && b == NULL);
   path_in(fog, sizeof fog, "notvdb.vdb");
   FILE *f = fopen(fog, "wb");
   fputs("hello, not a grid", f);
   fclose(f);
-  s = vx_convert_grid(fog, NULL, NULL, out, 0, &b, &e);
+  s = vx_convert_grid_to_file(fog, NULL, NULL, out, &b, &e);
   CHECK_MSG(s == VX_ERR_FORMAT && strstr(e.msg, "not an OpenVDB file"), "%d %s", s, e.msg);
   CHECK(!exists(out));
 }
@@ -613,10 +613,10 @@ static void damaged_vdb_gives_errors_not_crashes(void) {
     FILE *f = fopen(q, "wb");
     fwrite(b, 1, cut, f);
     fclose(f);
-    vx_build *r = NULL;
-    vx_status s = vx_convert_grid(q, &g, NULL, out, 0, &r, &e);
+    vx_conversion *r = NULL;
+    vx_status s = vx_convert_grid_to_file(q, &g, NULL, out, &r, &e);
     CHECK_MSG(s != VX_OK && e.msg[0] && !exists(out), "cut %zu: %d %s", cut, s, e.msg);
-    vx_build_free(r);
+    vx_conversion_free(r);
     failed += s != VX_OK;
   }
   for (size_t at = 0; b && at < n; at += 1 + n / 61) {
@@ -627,13 +627,13 @@ static void damaged_vdb_gives_errors_not_crashes(void) {
     fclose(f);
     b[at] = keep;
     unlink(out);
-    vx_build *r = NULL;
-    vx_status s = vx_convert_grid(q, &g, NULL, out, 0, &r, &e);
+    vx_conversion *r = NULL;
+    vx_status s = vx_convert_grid_to_file(q, &g, NULL, out, &r, &e);
     if (s == VX_OK) ok++;
     else failed++;
     CHECK_MSG(s == VX_OK ? exists(out) : (!exists(out) && e.msg[0] != 0), "byte %zu: %d %s", at, s,
               e.msg);
-    vx_build_free(r);
+    vx_conversion_free(r);
   }
   fprintf(stderr, "  damaged .vdb: %llu read, %llu refused\n", (unsigned long long)ok,
           (unsigned long long)failed);

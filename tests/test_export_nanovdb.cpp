@@ -59,11 +59,11 @@ static vx_tree *sphere_tree(uint32_t res) {
   o.struct_size = sizeof o;
   o.resolution = res;
   o.device = VX_DEVICE_CPU;
-  vx_build *b = nullptr;
-  if (vx_convert(m, &o, nullptr, 1, &b, &e) != VX_OK) fprintf(stderr, "convert: %s\n", e.msg);
+  vx_conversion *b = nullptr;
+  if (vx_convert(m, &o, &b, &e) != VX_OK) fprintf(stderr, "convert: %s\n", e.msg);
   vx_mesh_free(m);
-  vx_tree *t = vx_build_take_tree(b);
-  vx_build_free(b);
+  vx_tree *t = vx_conversion_take_tree(b);
+  vx_conversion_free(b);
   return t;
 }
 

@@ -6,6 +6,7 @@
  * the host compiler does not, which moves a value by a few float ulps of the distances involved
  * (grid coordinates up to 64: ~1e-5 voxel). Points whose rule (flags) differs between the two are
  * those that sit on a threshold within that noise; at most 1 in 10^4 may. */
+#define VOXLOD_EXPERIMENTAL /* the benchmark calls */
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -28,10 +29,10 @@ static vx_tree *soup_tree(vx_soup *m, uint32_t res) {
   o.struct_size = sizeof o;
   o.resolution = res;
   o.device = VX_DEVICE_CPU;
-  vx_build *b = NULL;
-  CHECK_MSG(vx_convert(mesh, &o, NULL, 1, &b, &e) == VX_OK, "%s", e.msg);
-  vx_tree *t = vx_build_take_tree(b);
-  vx_build_free(b);
+  vx_conversion *b = NULL;
+  CHECK_MSG(vx_convert(mesh, &o, &b, &e) == VX_OK, "%s", e.msg);
+  vx_tree *t = vx_conversion_take_tree(b);
+  vx_conversion_free(b);
   vx_mesh_free(mesh);
   vx_soup_free(m);
   return t;
@@ -204,7 +205,7 @@ static void gpu_sampler_matches_cpu(void) {
   CHECK_MSG(strstr(e.msg, "all be device memory or all host memory") != NULL, "%s", e.msg);
 
   /* the bench: the kernel on device-resident points */
-  vx_sample_bench_stats b;
+  vx_sampler_bench_stats b;
   memset(&b, 0, sizeof b);
   b.struct_size = sizeof b;
   CHECK_MSG(vx_sampler_bench(s, NULL, p, n, 5, &b, &e) == VX_OK, "%s", e.msg);

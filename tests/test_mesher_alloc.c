@@ -1,4 +1,4 @@
-/* test_mesher_alloc.c - every host allocation of vx_mesh_from_tree and vx_mesh_save, made to fail
+/* test_mesher_alloc.c - every host allocation of vx_mesher_extract and vx_mesh_save, made to fail
  * in turn through the allocator hook: each failure must give VX_ERR_NOMEM with a message, no mesh,
  * no output file or temporary, and leak nothing (the hook counts live blocks). One thread, so
  * that the i-th allocation is the same one in every run. */
@@ -92,30 +92,30 @@ static void meshing_survives_every_failed_allocation(void) {
   co.resolution = 32;
   co.threads = 1;
   co.device = VX_DEVICE_CPU;
-  vx_build *b = NULL;
+  vx_conversion *b = NULL;
   vx_error e;
-  CHECK(vx_convert(src, &co, NULL, 1, &b, &e) == VX_OK);
-  vx_tree *t = vx_build_take_tree(b);
-  vx_build_free(b);
+  CHECK(vx_convert(src, &co, &b, &e) == VX_OK);
+  vx_tree *t = vx_conversion_take_tree(b);
+  vx_conversion_free(b);
   vx_mesh_free(src);
   if (!t) return;
   char out[512];
   snprintf(out, sizeof out, "%s/torus.ply", tmpdir);
-  const vx_mesh_cut cuts[2] = {VX_MESH_FINEST, VX_MESH_ERROR};
+  const vx_mesher_cut cuts[2] = {VX_MESHER_FINEST, VX_MESHER_ERROR};
   long failures = 0;
   for (int c = 0; c < 2; c++) {
     for (long i = 1;; i++) {
       long live = A.live;
       A.count = 0;
       A.fail_at = i;
-      vx_mesh_opts o;
+      vx_mesher_opts o;
       memset(&o, 0, sizeof o);
       o.cut = cuts[c];
       o.max_error = 1.0f;
       o.threads = 1;
       vx_mesh *m = (vx_mesh *)1;
       memset(&e, 0, sizeof e);
-      vx_status st = vx_mesh_from_tree(t, &o, &m, &e);
+      vx_status st = vx_mesher_extract(t, &o, &m, &e);
       if (st == VX_OK) st = vx_mesh_save(m, out, &e);
       else CHECK(m == NULL);
       int done = A.count < i; /* the whole call ran without reaching the failure */

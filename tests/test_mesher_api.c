@@ -1,4 +1,4 @@
-/* test_mesher_api.c - meshes out of trees through the public header only (voxlod/meshing.h):
+/* test_mesher_api.c - meshes out of trees through the public header only (voxlod/mesher.h):
  * the cuts, the accessors and statistics, files in every format read back, and the inputs and
  * outputs that must be refused without leaving a file. */
 #define _POSIX_C_SOURCE 200809L
@@ -58,12 +58,12 @@ static vx_tree *tree_of(const vx_mesh *m, uint32_t res) {
   co.struct_size = sizeof co;
   co.resolution = res;
   co.device = VX_DEVICE_CPU;
-  vx_build *b = NULL;
+  vx_conversion *b = NULL;
   vx_error e;
-  vx_status st = vx_convert(m, &co, NULL, 1, &b, &e);
+  vx_status st = vx_convert(m, &co, &b, &e);
   CHECK_MSG(st == VX_OK, "convert: %s", e.msg);
-  vx_tree *t = st == VX_OK ? vx_build_take_tree(b) : NULL;
-  vx_build_free(b);
+  vx_tree *t = st == VX_OK ? vx_conversion_take_tree(b) : NULL;
+  vx_conversion_free(b);
   return t;
 }
 
@@ -71,19 +71,19 @@ static void meshing_cuts_and_accessors(void) {
   vx_mesh *src = torus();
   vx_tree *t = tree_of(src, 64);
   if (!t) return;
-  vx_mesh_opts o;
+  vx_mesher_opts o;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   vx_error e;
   uint64_t last = 0;
-  const vx_mesh_cut cuts[4] = {VX_MESH_LEVEL, VX_MESH_LEVEL, VX_MESH_ERROR, VX_MESH_FINEST};
+  const vx_mesher_cut cuts[4] = {VX_MESHER_LEVEL, VX_MESHER_LEVEL, VX_MESHER_ERROR, VX_MESHER_FINEST};
   const uint32_t levels[4] = {4, 5, 0, 0};
   for (int k = 0; k < 4; k++) {
     o.cut = cuts[k];
     o.level = levels[k];
     o.max_error = 0.5f;
     vx_mesh *m = NULL;
-    vx_status st = vx_mesh_from_tree(t, &o, &m, &e);
+    vx_status st = vx_mesher_extract(t, &o, &m, &e);
     CHECK_MSG(st == VX_OK, "cut %d: %s", k, e.msg);
     if (st != VX_OK) continue;
     uint64_t nv, nn, nt;
@@ -91,19 +91,19 @@ static void meshing_cuts_and_accessors(void) {
     const uint32_t *idx = vx_mesh_indices(m, &nt);
     CHECK(v && n && idx && nv == nn && nt > 0);
     for (uint64_t i = 0; i < 3 * nt; i++) CHECK(idx[i] < nv);
-    vx_mesh_stats ms;
+    vx_mesher_stats ms;
     memset(&ms, 0, sizeof ms);
     ms.struct_size = sizeof ms;
-    CHECK(vx_mesh_get_stats(m, &ms) == VX_OK);
+    CHECK(vx_mesher_get_stats(m, &ms) == VX_OK);
     CHECK(ms.triangles == nt && ms.vertices == nv && ms.open_edges == 0);
     vx_mesh_info mi;
     memset(&mi, 0, sizeof mi);
     mi.struct_size = sizeof mi;
     CHECK(vx_mesh_get_info(m, &mi) == VX_OK && mi.triangles == nt);
-    if (cuts[k] == VX_MESH_LEVEL) CHECK(nt > last); /* finer levels, more triangles */
+    if (cuts[k] == VX_MESHER_LEVEL) CHECK(nt > last); /* finer levels, more triangles */
     last = nt;
     /* A meshed mesh converts like any other. */
-    if (cuts[k] == VX_MESH_FINEST) {
+    if (cuts[k] == VX_MESHER_FINEST) {
       vx_tree *again = tree_of(m, 64);
       vx_tree_info a, b;
       memset(&a, 0, sizeof a);
@@ -123,9 +123,9 @@ static void meshing_cuts_and_accessors(void) {
   uint64_t nv, nt;
   CHECK(vx_mesh_vertices(src, &nv) != NULL && vx_mesh_indices(src, &nt) == NULL && nv == 3 * nt);
   CHECK(vx_mesh_normals(src, &nv) == NULL && nv == 0);
-  vx_mesh_stats ms;
+  vx_mesher_stats ms;
   memset(&ms, 0, sizeof ms);
-  CHECK(vx_mesh_get_stats(src, &ms) == VX_ERR_INVALID_ARG);
+  CHECK(vx_mesher_get_stats(src, &ms) == VX_ERR_INVALID_ARG);
   vx_tree_free(t);
   vx_mesh_free(src);
 }
@@ -134,13 +134,13 @@ static void meshing_files_read_back(void) {
   vx_mesh *src = torus();
   vx_tree *t = tree_of(src, 64);
   if (!t) return;
-  vx_mesh_opts o;
+  vx_mesher_opts o;
   memset(&o, 0, sizeof o);
-  o.cut = VX_MESH_LEVEL;
+  o.cut = VX_MESHER_LEVEL;
   o.level = 5;
   vx_mesh *m = NULL;
   vx_error e;
-  CHECK(vx_mesh_from_tree(t, &o, &m, &e) == VX_OK);
+  CHECK(vx_mesher_extract(t, &o, &m, &e) == VX_OK);
   if (!m) return;
   uint64_t nt;
   vx_mesh_indices(m, &nt);
@@ -176,24 +176,24 @@ static void meshing_refuses_bad_input_and_output(void) {
   if (!t) return;
   vx_error e;
   vx_mesh *m = (vx_mesh *)1;
-  vx_mesh_opts o;
+  vx_mesher_opts o;
   memset(&o, 0, sizeof o);
-  o.cut = VX_MESH_LEVEL;
+  o.cut = VX_MESHER_LEVEL;
   o.level = 6;
-  CHECK(vx_mesh_from_tree(t, &o, &m, &e) == VX_ERR_INVALID_ARG && m == NULL);
+  CHECK(vx_mesher_extract(t, &o, &m, &e) == VX_ERR_INVALID_ARG && m == NULL);
   CHECK(strstr(e.msg, "beyond the tree's depth 5") != NULL);
   o.level = 0;
-  CHECK(vx_mesh_from_tree(t, &o, &m, &e) == VX_ERR_EMPTY && m == NULL);
-  o.cut = VX_MESH_ERROR;
+  CHECK(vx_mesher_extract(t, &o, &m, &e) == VX_ERR_EMPTY && m == NULL);
+  o.cut = VX_MESHER_ERROR;
   o.max_error = -1.0f;
-  CHECK(vx_mesh_from_tree(t, &o, &m, &e) == VX_ERR_INVALID_ARG);
-  o.cut = (vx_mesh_cut)9;
-  CHECK(vx_mesh_from_tree(t, &o, &m, &e) == VX_ERR_INVALID_ARG);
-  CHECK(vx_mesh_from_tree(NULL, NULL, &m, &e) == VX_ERR_INVALID_ARG);
+  CHECK(vx_mesher_extract(t, &o, &m, &e) == VX_ERR_INVALID_ARG);
+  o.cut = (vx_mesher_cut)9;
+  CHECK(vx_mesher_extract(t, &o, &m, &e) == VX_ERR_INVALID_ARG);
+  CHECK(vx_mesher_extract(NULL, NULL, &m, &e) == VX_ERR_INVALID_ARG);
   /* A pruned tree has no voxels under its leaves. */
   vx_tree *p = NULL;
   CHECK(vx_tree_prune(t, 1.0f, &p, &e) == VX_OK);
-  CHECK(vx_mesh_from_tree(p, NULL, &m, &e) == VX_ERR_INVALID_ARG && strstr(e.msg, "pruned"));
+  CHECK(vx_mesher_extract(p, NULL, &m, &e) == VX_ERR_INVALID_ARG && strstr(e.msg, "pruned"));
   vx_tree_free(p);
   /* A partly loaded tree: only the top levels. */
   void *bytes = NULL;
@@ -204,12 +204,12 @@ static void meshing_refuses_bad_input_and_output(void) {
   ro.levels = 3;
   vx_tree *part = NULL;
   CHECK(vx_tree_load_memory(bytes, size, &ro, &part, &e) == VX_OK);
-  CHECK(vx_mesh_from_tree(part, NULL, &m, &e) == VX_ERR_INVALID_ARG && strstr(e.msg, "loaded"));
+  CHECK(vx_mesher_extract(part, NULL, &m, &e) == VX_ERR_INVALID_ARG && strstr(e.msg, "loaded"));
   vx_tree_free(part);
   vx_buffer_free(bytes);
 
   /* Outputs: refused with a message, nothing written, an existing file untouched. */
-  CHECK(vx_mesh_from_tree(t, NULL, &m, &e) == VX_OK);
+  CHECK(vx_mesher_extract(t, NULL, &m, &e) == VX_OK);
   char path[512];
   const char *bad[] = {"x.gltf", "x.abc", "noext", "no/such/dir/x.ply", "x.pbrt", "x.3mf",
                        "x.dae", "x.fbx", "x.3ds", "-"};

@@ -2,6 +2,7 @@
  * surface) against a brute-force reference: the exact distance to every triangle and the exact
  * generalized winding number, in double precision, on small analytic meshes. */
 #define _POSIX_C_SOURCE 200809L
+#define VOXLOD_EXPERIMENTAL /* the benchmark calls */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -90,10 +91,10 @@ static vx_tree *tree_of(const vx_soup *m, uint32_t res) {
   o.struct_size = sizeof o;
   o.resolution = res;
   o.device = VX_DEVICE_CPU;
-  vx_build *b = NULL;
-  CHECK_MSG(vx_convert(mesh, &o, NULL, 1, &b, &e) == VX_OK, "%s", e.msg);
-  vx_tree *t = vx_build_take_tree(b);
-  vx_build_free(b);
+  vx_conversion *b = NULL;
+  CHECK_MSG(vx_convert(mesh, &o, &b, &e) == VX_OK, "%s", e.msg);
+  vx_tree *t = vx_conversion_take_tree(b);
+  vx_conversion_free(b);
   vx_mesh_free(mesh);
   return t;
 }
@@ -534,7 +535,7 @@ static void sample_threads_and_sampler_agree(void) {
   for (uint64_t i = 0; i < n; i++)
     kinds[f1[i] & VX_SAMPLE_FAR ? 2 : f1[i] & VX_SAMPLE_NEAR ? 1 : 0]++;
   CHECK(kinds[0] && kinds[1] && kinds[2]); /* every rule ran */
-  vx_sample_bench_stats b;
+  vx_sampler_bench_stats b;
   memset(&b, 0, sizeof b);
   b.struct_size = sizeof b;
   CHECK_MSG(vx_sampler_bench(s, NULL, p, n, 3, &b, &e) == VX_OK, "%s", e.msg);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define VOXLOD_EXPERIMENTAL /* vx_renderer_bench */
 #include "tools/cli.h"
 
 static const char *bench_help =
@@ -167,7 +168,7 @@ int vx_cmd_bench(int argc, char **argv) {
       for (int i = 0; i < 3; i++)
         vo->camera.eye[i] = vo->camera.target[i] + zoom * (vo->camera.eye[i] - vo->camera.target[i]);
     }
-    vx_bench_stats b;
+    vx_renderer_bench_stats b;
     memset(&b, 0, sizeof b);
     b.struct_size = sizeof b;
     if (vx_renderer_bench(rd, views, (int)nviews, (int)frames, &b, &e) != VX_OK) {

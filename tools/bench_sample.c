@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define VOXLOD_EXPERIMENTAL /* vx_sampler_bench */
 #include "tools/cli.h"
 
 static const char *sample_help =
@@ -99,7 +100,7 @@ int vx_cmd_bench_sample(int argc, char **argv) {
     s = vx_sampler_create(t, &so, &sm, &e);
     create_ms = (vx_cli_now() - t0) * 1e3;
   }
-  vx_sample_bench_stats b;
+  vx_sampler_bench_stats b;
   memset(&b, 0, sizeof b);
   b.struct_size = sizeof b;
   if (s == VX_OK) {

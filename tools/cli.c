@@ -483,18 +483,18 @@ int vx_cli_open_tree(const char *cmd, const char *path, uint32_t levels, uint64_
   return 0;
 }
 
-int vx_cli_finish_build(const char *cmd, const char *out, vx_status s, vx_build *b,
-                        vx_error *e, vx_build_stats *st) {
+int vx_cli_finish_build(const char *cmd, const char *out, vx_status s, vx_conversion *b,
+                        vx_error *e, vx_conversion_stats *st) {
   vx_cli_progress_done();
   if (s != VX_OK) {
     if (s == VX_ERR_INTERRUPTED) snprintf(e->msg, sizeof e->msg, "interrupted; %s was not written", out);
     return vx_cli_fail(cmd, e);
   }
-  if (!vx_cli_quiet) vx_cli_notes(cmd, vx_build_notes(b));
+  if (!vx_cli_quiet) vx_cli_notes(cmd, vx_conversion_notes(b));
   memset(st, 0, sizeof *st);
   st->struct_size = sizeof *st;
-  vx_build_get_stats(b, st);
-  vx_build_free(b);
+  vx_conversion_get_stats(b, st);
+  vx_conversion_free(b);
   return 0;
 }
 

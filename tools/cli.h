@@ -119,8 +119,8 @@ int vx_cli_open_tree(const char *cmd, const char *path, uint32_t levels, uint64_
 
 /* After a conversion into out: the failure (an interrupt says out was not written) or the
  * notes; *st gets the statistics and b is freed. Returns the exit code (0 on success). */
-int vx_cli_finish_build(const char *cmd, const char *out, vx_status s, vx_build *b,
-                        vx_error *e, vx_build_stats *st);
+int vx_cli_finish_build(const char *cmd, const char *out, vx_status s, vx_conversion *b,
+                        vx_error *e, vx_conversion_stats *st);
 
 int vx_cmd_convert(int argc, char **argv);
 int vx_cmd_render(int argc, char **argv);

@@ -167,9 +167,9 @@ int vx_cmd_convert_grid(const char *in, const char *out, vx_convert_opts *co, co
   go.timeout_s = timeout > 0 ? timeout : -1.0;
   vx_error e;
   memset(&e, 0, sizeof e);
-  vx_build *b = NULL;
-  vx_status s = vx_convert_grid(in, &go, co, out, 0, &b, &e);
-  vx_build_stats st;
+  vx_conversion *b = NULL;
+  vx_status s = vx_convert_grid_to_file(in, &go, co, out, &b, &e);
+  vx_conversion_stats st;
   int rc = vx_cli_finish_build("convert", out, s, b, &e, &st);
   if (rc != 0) return rc;
   if (vx_cli_quiet) return 0;

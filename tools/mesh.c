@@ -1,5 +1,5 @@
 /* mesh.c - `voxlod mesh IN.svo OUT.{obj,ply,stl,glb} [--lod L | --error E] [--format F]`: a
- * triangle mesh out of a tree at any level of detail (include/voxlod/meshing.h), written through
+ * triangle mesh out of a tree at any level of detail (include/voxlod/mesher.h), written through
  * assimp. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -39,7 +39,7 @@ static const char *mesh_help =
     "  -q, --quiet      no report\n";
 
 int vx_cmd_mesh(int argc, char **argv) {
-  vx_mesh_opts mo;
+  vx_mesher_opts mo;
   memset(&mo, 0, sizeof mo);
   mo.struct_size = sizeof mo;
   int lod = 0, have_lod = 0, have_error = 0, fmt = 0, have_fmt = 0;
@@ -69,7 +69,7 @@ int vx_cmd_mesh(int argc, char **argv) {
   if (have_lod && have_error)
     return vx_cli_usage_error("mesh", "--lod and --error exclude each other");
   const char *in = pos[0], *out = pos[1];
-  mo.cut = have_lod ? VX_MESH_LEVEL : have_error ? VX_MESH_ERROR : VX_MESH_FINEST;
+  mo.cut = have_lod ? VX_MESHER_LEVEL : have_error ? VX_MESHER_ERROR : VX_MESHER_FINEST;
   mo.level = (uint32_t)lod;
   mo.progress = vx_cli_progress;
 
@@ -99,7 +99,7 @@ int vx_cmd_mesh(int argc, char **argv) {
   if (rc != 0) return rc;
   double t1 = vx_cli_now();
   vx_mesh *m = NULL;
-  vx_status s = vx_mesh_from_tree(t, &mo, &m, &e);
+  vx_status s = vx_mesher_extract(t, &mo, &m, &e);
   vx_tree_free(t);
   vx_cli_progress_done();
   if (s != VX_OK) {
@@ -114,15 +114,15 @@ int vx_cmd_mesh(int argc, char **argv) {
     vx_mesh_free(m);
     return vx_cli_fail("mesh", &e);
   }
-  vx_mesh_stats ms;
+  vx_mesher_stats ms;
   memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  vx_mesh_get_stats(m, &ms);
+  vx_mesher_get_stats(m, &ms);
   vx_mesh_free(m);
   if (vx_cli_quiet) return 0;
   char cut[64];
-  if (mo.cut == VX_MESH_LEVEL) snprintf(cut, sizeof cut, "level %d (%u^3)", lod, 1u << lod);
-  else if (mo.cut == VX_MESH_ERROR)
+  if (mo.cut == VX_MESHER_LEVEL) snprintf(cut, sizeof cut, "level %d (%u^3)", lod, 1u << lod);
+  else if (mo.cut == VX_MESHER_ERROR)
     snprintf(cut, sizeof cut, "error %g (levels %u..%u)", (double)mo.max_error, ms.level_min,
              ms.level_max);
   else snprintf(cut, sizeof cut, "finest (%u^3)", ti.resolution);

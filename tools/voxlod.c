@@ -164,10 +164,10 @@ int vx_cmd_convert(int argc, char **argv) {
               (unsigned long long)mi.skipped_nontriangle);
     fputc('\n', stderr);
   }
-  vx_build *b = NULL;
-  vx_status s = vx_convert(mesh, &co, out, 0, &b, &e);
+  vx_conversion *b = NULL;
+  vx_status s = vx_convert_to_file(mesh, &co, out, &b, &e);
   vx_mesh_free(mesh);
-  vx_build_stats st;
+  vx_conversion_stats st;
   if ((r = vx_cli_finish_build("convert", out, s, b, &e, &st)) != 0) return r;
   if (vx_cli_quiet) return 0;
   if (st.spilled) fprintf(stderr, "%s: built out of core (levels spilled to temporary files)\n", out);

@@ -29,11 +29,9 @@ VX_EXTERN_C_BEGIN
 
 #define VX_DEFAULT_BAND 2.0f
 
-/* vx_voxelize_opts.sign_rule: how a corner is judged inside (negative) or outside. */
-#define VX_SIGN_WINDING 0       /* |generalized winding number| > 1/2 (Jacobson et al. 2013), robust
-                                   to holes, soups, duplicates and overlaps; default */
-#define VX_SIGN_PSEUDO_NORMAL 1 /* side of the closest feature's angle-weighted pseudo-normal
-                                   (Baerentzen & Aanaes 2005); exact only on closed manifolds */
+/* vx_voxelize_opts.sign_rule: VX_SIGN_WINDING (the generalized winding number, Jacobson et al.
+ * 2013) or VX_SIGN_PSEUDO_NORMAL (the closest feature's angle-weighted pseudo-normal, Baerentzen &
+ * Aanaes 2005): enum vx_sign_rule of include/voxlod/base.h. */
 
 typedef struct vx_voxelize_opts {
   uint32_t resolution;     /* R, a power of two in [2, 2^VX_MAX_DEPTH] */

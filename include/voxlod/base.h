@@ -103,6 +103,15 @@ VX_API int vx_gpu_available(void);
 /* The name of the GPU the library would use ("NVIDIA H100 80GB HBM3"), or NULL. */
 VX_API const char *vx_gpu_name(void);
 
+/* ---- sign rule ----------------------------------------------------------------------------------
+ * How a conversion judges a grid corner inside (negative distance) or outside
+ * (vx_convert_opts.sign_rule, convert.h). Here because the voxelizer shares it. */
+typedef enum vx_sign_rule {
+  VX_SIGN_WINDING = 0,      /* |generalized winding number| > 1/2: robust to holes, soups,
+                               duplicates and overlaps (default) */
+  VX_SIGN_PSEUDO_NORMAL = 1 /* angle-weighted pseudo-normal: faster, exact on closed manifolds */
+} vx_sign_rule;
+
 /* ---- cameras and shading ---------------------------------------------------------------------- */
 typedef struct vx_camera {
   double eye[3], target[3], up[3]; /* world coordinates */

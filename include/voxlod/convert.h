@@ -1,4 +1,15 @@
-/* voxlod/convert.h - mesh -> tree (in memory) and/or .svo file: what `voxlod convert` does. */
+/* voxlod/convert.h - a mesh (or an OpenVDB level set) -> a tree, in memory or in a .svo file:
+ * what `voxlod convert` does.
+ *
+ *   vx_convert               mesh  -> tree in memory (vx_conversion_tree)
+ *   vx_convert_to_file       mesh  -> .svo file (out of core when the tree does not fit memory)
+ *   vx_convert_grid          .vdb  -> tree in memory
+ *   vx_convert_grid_to_file  .vdb  -> .svo file
+ *
+ * Every call hands out a vx_conversion: the tree (in-memory calls), notes for the user and the
+ * statistics. Files are written atomically, and the output path is checked before any work (see
+ * files.h).
+ */
 #ifndef VOXLOD_CONVERT_H
 #define VOXLOD_CONVERT_H
 
@@ -8,11 +19,7 @@
 
 VX_EXTERN_C_BEGIN
 
-/* vx_convert_opts.sign_rule: how a corner is judged inside (negative) or outside. */
-#define VX_SIGN_WINDING 0       /* |generalized winding number| > 1/2: robust to holes, soups,
-                                   duplicates and overlaps (default) */
-#define VX_SIGN_PSEUDO_NORMAL 1 /* angle-weighted pseudo-normal: faster, exact on closed manifolds */
-
+/* sign_rule takes a vx_sign_rule (base.h): VX_SIGN_WINDING (default) or VX_SIGN_PSEUDO_NORMAL. */
 typedef struct vx_convert_opts {
   uint32_t struct_size;    /* sizeof(vx_convert_opts), or 0 */
   uint32_t resolution;     /* cells per axis, a power of two from 2 to 16384; 0: 256 */
@@ -21,39 +28,70 @@ typedef struct vx_convert_opts {
   float band;              /* truncate the distance field at +-band voxels (1..64); 0: 2 */
   int threads;             /* CPU threads; 0: all cores */
   uint64_t mem_limit;      /* peak bytes of the whole conversion; 0: 80% of physical memory. Past
-                              what fits in memory the octree's levels spill to temporary files
-                              (then only a file can be written: keep_tree is refused) */
+                              what fits in memory the tree's levels spill to temporary files
+                              (then only vx_convert_to_file can succeed) */
   vx_device device;        /* VX_DEVICE_AUTO: the GPU when usable, else the CPU (the same bytes
                               either way); VX_DEVICE_GPU: fail without one; VX_DEVICE_CPU */
-  int sign_rule;           /* VX_SIGN_WINDING (0) or VX_SIGN_PSEUDO_NORMAL */
+  vx_sign_rule sign_rule;  /* VX_SIGN_WINDING (0) or VX_SIGN_PSEUDO_NORMAL */
   int zstd_level;          /* of the .svo file, 1..22; 0: by size */
   const char *temp_dir;    /* where spill files go; NULL: beside the output file, else $TMPDIR */
   vx_progress_fn progress; /* may be NULL; a nonzero return cancels (VX_ERR_INTERRUPTED) */
   void *user;
 } vx_convert_opts;
 
-/* The result of a conversion. */
-typedef struct vx_build vx_build;
+/* The result of a conversion: the tree (in-memory calls), notes, statistics. */
+typedef struct vx_conversion vx_conversion;
 
-/* Converts mesh. With out_path (may be NULL) the .svo file is written there (atomically; the
- * output is checked before any work: see files.h); with keep_tree the tree stays in the result
- * (vx_build_tree). At least one of the two is needed. opts may be NULL (all defaults). On
- * failure *out is NULL. */
-VX_API vx_status vx_convert(const vx_mesh *mesh, const vx_convert_opts *opts, const char *out_path,
-                            int keep_tree, vx_build **out, vx_error *err);
+/* Converts mesh to a tree in memory: *out holds it (vx_conversion_tree, vx_conversion_take_tree).
+ * A tree that does not fit opts->mem_limit is refused (VX_ERR_LIMIT; vx_convert_to_file can
+ * still write it). opts may be NULL (all defaults). On failure *out is NULL. */
+VX_API vx_status vx_convert(const vx_mesh *mesh, const vx_convert_opts *opts, vx_conversion **out,
+                            vx_error *err);
 
-VX_API void vx_build_free(vx_build *b);
+/* Converts mesh and writes the tree to path as a .svo file (atomically; past the memory limit its
+ * levels spill to temporary files, out of core). out may be NULL; else *out receives the notes
+ * and statistics (vx_conversion_tree gives NULL). On failure *out is NULL. */
+VX_API vx_status vx_convert_to_file(const vx_mesh *mesh, const vx_convert_opts *opts,
+                                    const char *path, vx_conversion **out, vx_error *err);
 
-/* The tree, owned by b (NULL without keep_tree). */
-VX_API const vx_tree *vx_build_tree(const vx_build *b);
-/* Moves the tree out of b: the caller frees it with vx_tree_free; later calls give NULL. */
-VX_API vx_tree *vx_build_take_tree(vx_build *b);
+typedef struct vx_grid_opts {
+  uint32_t struct_size; /* sizeof(vx_grid_opts), or 0 */
+  const char *grid;     /* the grid to read; NULL: the first float level set of the file */
+  double timeout_s;     /* give up after this many seconds (0: 300; < 0: never) */
+} vx_grid_opts;
+
+/* Converts the float level set of an OpenVDB file (a .vdb from Houdini, Blender, OpenVDB's tools)
+ * to a tree, as vx_convert does a mesh (same options and result). The surface is the grid's cells
+ * whose corners straddle zero. opts->resolution 0 keeps the grid's own voxels (the resolution is
+ * the smallest power of two holding the surface's cells, at most 16384; values copied); a
+ * resolution N maps the surface's bounding box into N^3 as a mesh's box is mapped, and the field
+ * is sampled trilinearly there (its narrow band widened first where it is too thin for the new
+ * voxels). sign_rule does not apply (a nonzero one is refused); the conversion runs on the CPU,
+ * so device must be VX_DEVICE_AUTO or VX_DEVICE_CPU (VX_DEVICE_GPU is refused). The file is distrusted: its header, metadata and
+ * grid list are checked here, and OpenVDB parses it in a child process with a time and a memory
+ * limit, so a hostile file costs an error message, not a crash or a hang. gopts may be NULL.
+ * Errors: VX_ERR_FORMAT for a file without a float level set (the message lists its grids) or a
+ * library built without OpenVDB, VX_ERR_CORRUPT for a damaged file. */
+VX_API vx_status vx_convert_grid(const char *vdb_path, const vx_grid_opts *gopts,
+                                 const vx_convert_opts *opts, vx_conversion **out, vx_error *err);
+
+/* vx_convert_grid, the tree written to path as a .svo file (out may be NULL). */
+VX_API vx_status vx_convert_grid_to_file(const char *vdb_path, const vx_grid_opts *gopts,
+                                         const vx_convert_opts *opts, const char *path,
+                                         vx_conversion **out, vx_error *err);
+
+VX_API void vx_conversion_free(vx_conversion *c);
+
+/* The tree, owned by c (NULL after a *_to_file call, or once taken). */
+VX_API const vx_tree *vx_conversion_tree(const vx_conversion *c);
+/* Moves the tree out of c: the caller frees it with vx_tree_free; later calls give NULL. */
+VX_API vx_tree *vx_conversion_take_tree(vx_conversion *c);
 /* What the caller should know but that is not an error, one line each ("" when nothing), e.g.
- * "GPU build unavailable (...); built on the CPU". Owned by b. */
-VX_API const char *vx_build_notes(const vx_build *b);
+ * "GPU build unavailable (...); built on the CPU". Owned by c. */
+VX_API const char *vx_conversion_notes(const vx_conversion *c);
 
-typedef struct vx_build_stats {
-  uint32_t struct_size;     /* sizeof(vx_build_stats), or 0 */
+typedef struct vx_conversion_stats {
+  uint32_t struct_size;     /* sizeof(vx_conversion_stats), or 0 */
   uint32_t resolution;
   uint64_t triangles;       /* triangles voxelized */
   uint64_t surface_voxels;
@@ -61,20 +99,20 @@ typedef struct vx_build_stats {
   uint64_t corners;         /* distinct corners whose distance was computed */
   uint64_t file_bytes;      /* size of the .svo written (0: none) */
   int used_gpu;             /* 1: the surface and field were computed on the GPU */
-  int gpu_tree;             /* 1: the octree and planes too (else on the CPU) */
+  int gpu_tree;             /* 1: the tree and planes too (else on the CPU) */
   int spilled;              /* 1: levels went to temporary files (out of core) */
-  double sec_build;         /* voxels, field, octree, planes, pruning */
+  double sec_build;         /* voxels, field, tree, planes, pruning */
   double sec_write;         /* compressing and writing the file */
   double sec_total;
   double sec_sign;          /* the build's stages: sign tables, */
-  double sec_voxels;        /* surface voxels and field (the CPU build: with the octree), */
-  double sec_tree;          /* octree and planes (the GPU build's CPU part) */
+  double sec_voxels;        /* surface voxels and field (the CPU build: with the tree), */
+  double sec_tree;          /* tree and planes (the GPU build's CPU part) */
   double sec_gpu[5];        /* GPU surface stage: upload, overlap pairs, sort and index, corner
                                field, copy back */
-  double sec_gpu_tree[3];   /* GPU octree: levels, planes, copy to host */
-} vx_build_stats;
+  double sec_gpu_tree[3];   /* GPU tree: levels, planes, copy to host */
+} vx_conversion_stats;
 
-VX_API vx_status vx_build_get_stats(const vx_build *b, vx_build_stats *st);
+VX_API vx_status vx_conversion_get_stats(const vx_conversion *c, vx_conversion_stats *st);
 
 VX_EXTERN_C_END
 

@@ -1,7 +1,6 @@
-/* voxlod/export.h - trees out to grid and voxel formats, and OpenVDB level sets in: what
- * `voxlod export` and `voxlod convert IN.vdb` do.
+/* voxlod/export.h - trees out to grid and voxel formats: what `voxlod export` does (OpenVDB level
+ * sets in: vx_convert_grid, convert.h).
  *
- * OUT
  *   vx_tree_export writes the tree's field at one level (the finest, or --lod L: the planes of
  *   level L, as a render at that level draws them) as
  *   - .nvdb  a NanoVDB float grid, class level set (NanoVDB's own file layout, uncompressed);
@@ -18,21 +17,12 @@
  *   anything is written (VX_ERR_LIMIT), and so are options of another format (band or grid_name
  *   but not a grid, solid but not .binvox/.vox, surface_points but not .ply: VX_ERR_INVALID_ARG).
  *
- * IN
- *   vx_convert_grid reads a float level set from a .vdb file (Houdini, Blender, OpenVDB's tools)
- *   and builds a tree from it as vx_convert does from a mesh: surface voxels where the corners
- *   straddle zero, the field resampled onto the power-of-two grid, planes, optional pruning, and
- *   a .svo file and/or the tree. The file is distrusted: its header, metadata and grid list are
- *   checked here, and OpenVDB parses it in a child process with a time and a memory limit, so a
- *   hostile file costs an error message, not a crash or a hang.
- *
  * Thread safety: as the rest of the library (a tree is read-only; distinct calls may run at once).
  */
 #ifndef VOXLOD_EXPORT_H
 #define VOXLOD_EXPORT_H
 
 #include "voxlod/base.h"
-#include "voxlod/convert.h"
 #include "voxlod/tree.h"
 
 VX_EXTERN_C_BEGIN
@@ -87,25 +77,6 @@ VX_API int vx_export_available(vx_export_format f);
  * checking the output (files.h) and the options. opts and stats may be NULL. */
 VX_API vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opts *opts,
                                 vx_export_stats *stats, vx_error *err);
-
-typedef struct vx_grid_opts {
-  uint32_t struct_size; /* sizeof(vx_grid_opts), or 0 */
-  const char *grid;     /* the grid to read; NULL: the first float level set of the file */
-  double timeout_s;     /* give up after this many seconds (0: 300; < 0: never) */
-} vx_grid_opts;
-
-/* Converts the float level set of an OpenVDB file (a .vdb) to a tree, as vx_convert does a mesh
- * (convert.h: same options, result and output rules). The surface is the grid's cells whose
- * corners straddle zero. opts->resolution 0 keeps the grid's own voxels (the resolution is the
- * smallest power of two holding the surface's cells, at most 16384; values copied); a resolution
- * N maps the surface's bounding box into N^3 as a mesh's box is mapped, and the field is sampled
- * trilinearly there (its narrow band widened first where it is too thin for the new voxels).
- * sign_rule does not apply; device must be VX_DEVICE_AUTO or VX_DEVICE_CPU (the conversion runs
- * on the CPU; VX_DEVICE_GPU is refused). gopts may be NULL. Errors: VX_ERR_FORMAT for a file without a float level set (the message lists its
- * grids) or a library built without OpenVDB, VX_ERR_CORRUPT for a damaged file. */
-VX_API vx_status vx_convert_grid(const char *path, const vx_grid_opts *gopts,
-                                 const vx_convert_opts *opts, const char *out_path, int keep_tree,
-                                 vx_build **out, vx_error *err);
 
 VX_EXTERN_C_END
 

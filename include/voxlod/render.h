@@ -75,24 +75,6 @@ VX_API vx_status vx_renderer_get_info(const vx_renderer *r, vx_renderer_info *in
 /* Notes from creation (a GPU fallback), "" when none. Owned by r. */
 VX_API const char *vx_renderer_notes(const vx_renderer *r);
 
-typedef struct vx_bench_stats {
-  uint32_t struct_size;
-  int frames;                    /* timed frames */
-  double ms_median, ms_min, ms_max; /* per frame: render only (GPU: CUDA events) */
-  double ms_copy_median;         /* per frame: render + copy of the RGB pixels to host memory,
-                                    wall time, median (what vx_render costs) */
-  double mrays_per_s;            /* width * height / ms_median */
-  double visits_per_ray;         /* node and voxel fetches per primary ray, mean over the views */
-  double hit_fraction;           /* pixels that hit the surface, over the views */
-  uint64_t device_used_bytes;    /* GPU memory in use during the run, all processes included */
-  int regs_per_thread;           /* the kernel's registers (GPU) */
-} vx_bench_stats;
-
-/* Times `frames` frames cycling through `nviews` views (each an opts with its camera), after
- * rendering every view once to warm up. */
-VX_API vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nviews,
-                                   int frames, vx_bench_stats *st, vx_error *err);
-
 VX_EXTERN_C_END
 
 #endif

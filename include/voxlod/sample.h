@@ -1,7 +1,7 @@
 /* voxlod/sample.h - signed-distance queries: world-space points in, signed distance (world units)
  * and its gradient out, from a tree at full detail or cut at a level.
  *
- * WHAT A SAMPLE IS (the rule is the same on the CPU and the GPU: one header, svo/sample_eval.h)
+ * WHAT A SAMPLE IS (the rule is the same on the CPU and the GPU: one header of the sampler)
  *   A point p (world coordinates) becomes a grid point g = (p - origin) / scale (finest voxels).
  *   - In a surface voxel: the trilinear interpolation of its 8 corner distances, gradient that of
  *     the trilinear field (so within the band the value is the tree's own field, what the renderer
@@ -66,7 +66,7 @@ VX_EXTERN_C_BEGIN
 
 /* BAND CACHE (vx_sample_opts.band_cache: memory for speed)
  *   The rule above answers a point in a surface voxel with one descent, but one beside the
- *   surface with a search of the cells around it (about 10x as long). The band cache stores the
+ *   surface with a search of the cells around it (several times as long). The band cache stores the
  *   rule's answers around the surface: every finest cell within ceil(band) cells (at most 4) of a
  *   surface voxel, in bricks of 8^3 cells found through a hash table, each brick holding the
  *   values at its 9^3 grid points quantized as voxel corners are (band / 127): a voxel's corner
@@ -79,13 +79,11 @@ VX_EXTERN_C_BEGIN
  *   distances: the same bound holds). Only cells whose corners all have a sign and lie on one
  *   side are kept (no surface crosses an empty cell). Points elsewhere (farther out, outside
  *   the root box) follow the rule. The first call that asks for it builds it (the rule at each
- *   grid point, on all cores: 0.25 s for spot at 256^3, 1.4 s for the bunny at 512^3 on 2
- *   cores; 34 s for the dragon at 4096^3 on 16) and keeps it with the tree: about 29 bytes per
- *   surface voxel (the tree: 13). A GPU sampler builds its own, the rule evaluated by its
- *   kernels (11 s for that dragon, so that CPU results never depend on a GPU's), and keeps it
- *   on the device (points within 2 voxels of the dragon's surface, shuffled: 0.87 -> 5.5
- *   billion points/s on an H100). A tree
- *   whose cache would exceed 80 % of physical memory is refused (VX_ERR_LIMIT).
+ *   grid point, on all cores) and keeps it with the tree: about 29 bytes per surface voxel (the
+ *   tree: 13). A GPU sampler builds its own, the rule evaluated by its kernels (so that CPU
+ *   results never depend on a GPU's), and keeps it on the device. docs/BENCHMARKS.md gives build
+ *   times and sampling rates. A tree whose cache would exceed 80 % of physical memory is refused
+ *   (VX_ERR_LIMIT).
  */
 
 /* Per-point flags (uint8_t), OR-ed. */
@@ -96,10 +94,12 @@ VX_EXTERN_C_BEGIN
 #define VX_SAMPLE_NO_SIGN 0x10u /* far, and the sign could not be found (+ assumed) */
 #define VX_SAMPLE_INVALID 0x20u /* a NaN or infinite coordinate: the outputs are NaN */
 
-/* vx_sample_opts.nonfinite */
-#define VX_NONFINITE_NAN 0  /* NaN out, VX_SAMPLE_INVALID (default) */
-#define VX_NONFINITE_FAIL 1 /* the call fails with VX_ERR_INVALID_ARG naming the first such point
-                               (the outputs are then unspecified) */
+/* vx_sample_opts.nonfinite: what a point with a NaN or infinite coordinate does. */
+typedef enum vx_nonfinite {
+  VX_NONFINITE_NAN = 0, /* NaN out, VX_SAMPLE_INVALID (default) */
+  VX_NONFINITE_FAIL = 1 /* the call fails with VX_ERR_INVALID_ARG naming the first such point
+                           (the outputs are then unspecified) */
+} vx_nonfinite;
 
 typedef struct vx_sample_opts {
   uint32_t struct_size; /* sizeof(vx_sample_opts), or 0 */
@@ -110,7 +110,7 @@ typedef struct vx_sample_opts {
   vx_device device;     /* vx_tree_sample only: AUTO and CPU run on the CPU; GPU uploads the tree
                            for this call (a vx_sampler keeps it) */
   int threads;          /* CPU threads; 0: all cores */
-  int nonfinite;        /* VX_NONFINITE_NAN (0) or VX_NONFINITE_FAIL */
+  vx_nonfinite nonfinite; /* VX_NONFINITE_NAN (0) or VX_NONFINITE_FAIL */
   void *cuda_stream;    /* a sampler on the GPU with device pointers: the cudaStream_t to run on;
                            NULL: the legacy default stream (ordered after work that torch or
                            cupy queued on theirs). The call returns when the results are there. */
@@ -170,28 +170,6 @@ VX_API const char *vx_sampler_notes(const vx_sampler *s);
 VX_API vx_status vx_sampler_sample(vx_sampler *s, const vx_sample_opts *opts, const float *points,
                                    uint64_t n, float *dist, float *grad, uint8_t *flags,
                                    vx_sample_stats *stats, vx_error *err);
-
-typedef struct vx_sample_bench_stats {
-  uint32_t struct_size; /* sizeof(vx_sample_bench_stats), or 0 */
-  int used_gpu;
-  int reps;             /* timed runs */
-  uint64_t points;
-  double ms_median, ms_min; /* per run over all points: GPU: the kernel on device-resident
-                               points and outputs (CUDA events); CPU: wall time */
-  double points_per_s;  /* points / ms_median */
-  double ms_copy_median;/* GPU: the same run from host arrays, copies included (wall time) */
-  uint64_t flag_counts[8]; /* points per flag bit (bit k: flag 1 << k), from the last run */
-  int regs_per_thread;  /* GPU: the kernel's registers */
-  double ms_setup;      /* with opts->band_cache: building the band cache (0 when the tree or
-                           the sampler had it already), on the GPU with its upload */
-  uint64_t cache_bytes; /* the band cache's size (0: none) */
-} vx_sample_bench_stats;
-
-/* Times `reps` runs over the same n host points (after one warm-up run): on the GPU the points
- * and outputs are put in device memory once, so the rate is the kernel's; then the same through
- * host arrays. */
-VX_API vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const float *points,
-                                  uint64_t n, int reps, vx_sample_bench_stats *st, vx_error *err);
 
 /* ---- points near the surface ------------------------------------------------------------------ */
 

@@ -1,4 +1,4 @@
-/* voxlod/tree.h - sparse voxel octrees: load, save, inspect.
+/* voxlod/tree.h - trees (sparse voxel octrees): load, save, inspect.
  *
  * A tree of depth D has 2^D cells per axis at its finest level. Levels 0 .. D-1 are nodes (16
  * bytes: child index, child mask, errors, flags, a packed plane), level D the surface voxels (8
@@ -79,7 +79,7 @@ typedef struct vx_level_stats {
   uint64_t field_bytes;    /* corner values (level D only) */
   uint64_t disk_bytes;     /* compressed bytes of this level in the file (0: not from a file) */
   uint64_t render_bytes;   /* memory of levels 0 .. l: what rendering cut at l uploads */
-  uint64_t float8_bytes;   /* a plain SVO with 8 float corners per cell at this resolution */
+  uint64_t float8_bytes;   /* a plain octree with 8 float corners per cell at this resolution */
   uint64_t dense_bytes;    /* a dense float grid of (2^l + 1)^3 corner values */
 } vx_level_stats;
 

@@ -2,8 +2,8 @@
 //
 // This layer only converts: Python arguments into option structs, statuses into exceptions
 // (voxlod._errors makes them), arrays into pointers. Checks a user should read as Python
-// messages (shapes, dtypes, contiguity, value ranges) happen in voxlod/__init__.py before the
-// call; the library validates everything again. Long calls release the GIL. A conversion runs
+// messages (shapes, dtypes, contiguity, value ranges) happen in the package's Python modules
+// before the call; the library validates everything again. Long calls release the GIL. A conversion runs
 // on a worker thread while the calling thread waits with the GIL released, waking every 50 ms
 // to report progress and to run Python's signal handlers, so Ctrl-C cancels the build
 // (the progress callback then answers "stop", the library cleans up, KeyboardInterrupt is
@@ -31,10 +31,18 @@ using namespace nb::literals;
 
 namespace {
 
+// Text from the library as a Python str. Messages and notes may quote a file name, which need
+// not be UTF-8: such bytes are shown as \xNN escapes instead of failing.
+nb::str text_of(const char *t) {
+  PyObject *o = PyUnicode_DecodeUTF8(t, (Py_ssize_t)std::strlen(t), "backslashreplace");
+  if (!o) throw nb::python_error();
+  return nb::steal<nb::str>(o);
+}
+
 // Raises voxlod.Error (the subclass for the status) with the library's message.
 [[noreturn]] void raise_status(vx_status s, const vx_error &e) {
   nb::object make = nb::module_::import_("voxlod._errors").attr("_make_error");
-  nb::object exc = make((int)s, std::string(e.msg[0] ? e.msg : vx_status_str(s)));
+  nb::object exc = make((int)s, text_of(e.msg[0] ? e.msg : vx_status_str(s)));
   PyErr_SetObject((PyObject *)Py_TYPE(exc.ptr()), exc.ptr());
   throw nb::python_error();
 }
@@ -47,6 +55,15 @@ vx_error no_error() {
   vx_error e;
   std::memset(&e, 0, sizeof e);
   return e;
+}
+
+// A file path as the file system's bytes (the package passes os.fsencode(path)), so that names
+// that are not UTF-8 work. An embedded NUL would cut the name for the C library: refused, as
+// Python's open() refuses it.
+std::string path_of(const nb::bytes &b) {
+  std::string p(b.c_str(), b.size());
+  if (p.find('\0') != std::string::npos) throw nb::value_error("embedded null character in path");
+  return p;
 }
 
 vx_device device_of(int d) {
@@ -63,7 +80,8 @@ struct Mesh {
 using Floats2 = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Uints2 = nb::ndarray<const uint32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
-Mesh *mesh_load(const std::string &path, double timeout_s) {
+Mesh *mesh_load(const nb::bytes &path_bytes, double timeout_s) {
+  std::string path = path_of(path_bytes);
   vx_mesh_load_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -170,8 +188,8 @@ Tree *tree_read(const char *path, const Bytes1 *data, uint32_t levels, uint64_t 
   return r;
 }
 
-Tree *tree_load(const std::string &path, uint32_t levels, uint64_t mem_limit) {
-  return tree_read(path.c_str(), nullptr, levels, mem_limit);
+Tree *tree_load(const nb::bytes &path, uint32_t levels, uint64_t mem_limit) {
+  return tree_read(path_of(path).c_str(), nullptr, levels, mem_limit);
 }
 
 // From any bytes-like object, viewed as uint8 by the caller.
@@ -204,7 +222,8 @@ nb::bytes tree_encode(const Tree &t, int zstd_level) {
   return out;
 }
 
-void tree_save(Tree &t, const std::string &path, int zstd_level) {
+void tree_save(Tree &t, const nb::bytes &path_bytes, int zstd_level) {
+  std::string path = path_of(path_bytes);
   vx_save_opts o = save_opts(zstd_level);
   vx_error e = no_error();
   vx_status s;
@@ -315,16 +334,16 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
   o.device = device_of(device);
   o.mem_limit = mem_limit;
   o.threads = threads;
-  o.sign_rule = sign_rule;
+  o.sign_rule = (vx_sign_rule)sign_rule;
   Progress pr;
   o.progress = progress_cb;
   o.user = &pr;
   vx_error e = no_error();
-  vx_build *b = nullptr;
+  vx_conversion *b = nullptr;
   vx_status s = VX_OK;
   bool interrupted = false;
   std::thread worker([&] {
-    vx_status r = vx_convert(mesh.m, &o, nullptr, 1, &b, &e);
+    vx_status r = vx_convert(mesh.m, &o, &b, &e);
     std::lock_guard<std::mutex> g(pr.m);
     s = r;
     pr.done = true;
@@ -359,7 +378,7 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
           nb::gil_scoped_release rel;
           worker.join();
         }
-        vx_build_free(b);
+        vx_conversion_free(b);
         throw;
       }
     }
@@ -370,14 +389,14 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
     worker.join();
   }
   if (interrupted) {
-    vx_build_free(b);
+    vx_conversion_free(b);
     throw nb::python_error();
   }
   check(s, e);
   Tree *r = new Tree();
-  r->notes = vx_build_notes(b);
-  r->t = vx_build_take_tree(b);
-  vx_build_free(b);
+  r->notes = vx_conversion_notes(b);
+  r->t = vx_conversion_take_tree(b);
+  vx_conversion_free(b);
   return r;
 }
 
@@ -591,7 +610,7 @@ NB_MODULE(_voxlod, m) {
       .def("encode", &tree_encode, "zstd_level"_a = 0)
       .def("info", &tree_info)
       .def("levels", &tree_levels)
-      .def("notes", [](const Tree &t) { return t.notes; })
+      .def("notes", [](const Tree &t) { return text_of(t.notes.c_str()); })
       .def("nodes", &tree_nodes)
       .def("voxels", &tree_voxels)
       .def("prune", &tree_prune, "max_error"_a, nb::rv_policy::take_ownership)

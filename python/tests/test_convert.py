@@ -100,7 +100,7 @@ def test_progress_exception_stops_the_build(sphere_mesh):
 
 
 def test_missing_and_bad_files(tmp_path):
-    with pytest.raises(voxlod.IOError) as e:
+    with pytest.raises(voxlod.FileError) as e:
         voxlod.convert(tmp_path / "missing.ply", res=16, progress=False)
     assert isinstance(e.value, OSError) and "missing.ply" in str(e.value)
     with pytest.raises(OSError):

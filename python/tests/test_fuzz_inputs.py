@@ -1,6 +1,7 @@
 """Property-based fuzzing of the Python entry points (hypothesis): whatever a caller passes to
-Tree.sample, convert (from arrays), Tree.render, Tree.surface_points, or load and from_bytes
-(damaged files), arrays of any dtype, shape, layout and values or no arrays at all, the call
+Tree.sample, convert (from arrays), Tree.render, Tree.surface_points, load and from_bytes
+(damaged files), or file names to save, load and convert (embedded NULs, bytes that are not
+UTF-8, separators) and progress= values, arrays of any dtype, shape, layout and values or no arrays at all, the call
 either gives well-formed results that satisfy the sampling rule's invariants or raises
 TypeError, ValueError or voxlod.Error with a message. A crash, a hang, another exception or a
 malformed result fails.
@@ -395,3 +396,85 @@ def test_load_damaged_files(svo_bytes, tmp_path_factory, edits, cut, max_level):
                    lod=None if t.info["levels_loaded"] == t.depth + 1 else
                    t.info["levels_loaded"] - 1)
     assert img.shape == (12, 16, 3)
+
+
+# ---- file names and progress= -------------------------------------------------------------------
+
+class _Fspath:
+    def __init__(self, p):
+        self.p = p
+
+    def __fspath__(self):
+        return self.p
+
+
+names = st.one_of(st.text(max_size=12), st.binary(max_size=12),
+                  st.sampled_from(["a\0b", "\0", "x.svo\0.txt", "..", ".", "a/b", "", "-"]),
+                  st.sampled_from([b"\xff\xfe", b"\xe9t\xe9", b"a\0", b"\0"]))
+
+
+@FUZZ
+@given(name=names, kind=st.sampled_from(["as is", "pathlike", "pathlib"]),
+       call=st.sampled_from(["save", "load", "convert"]))
+def test_any_file_name(tree, tmp_path_factory, name, kind, call):
+    d = tmp_path_factory.mktemp("names")
+    base = os.fsencode(str(d)) + b"/" if isinstance(name, bytes) else str(d) + "/"
+    full = base + name
+    if kind == "pathlike":
+        full = _Fspath(full)
+    elif kind == "pathlib" and isinstance(full, str):
+        full = __import__("pathlib").Path(full)
+    try:
+        encoded = os.fsencode(os.fspath(full))
+    except UnicodeError:
+        encoded = None
+    has_nul = encoded is not None and b"\0" in encoded
+    if call == "save":
+        what = lambda: tree.save(full)  # noqa: E731
+    elif call == "load":
+        if encoded is not None and not has_nul and encoded != os.fsencode(str(d)) + b"/":
+            try:
+                tree.save(full)
+            except (voxlod.Error, ValueError):
+                pass
+        what = lambda: voxlod.load(full)  # noqa: E731
+    else:
+        what = lambda: voxlod.convert(full, res=4, progress=False, gpu=False)  # noqa: E731
+    try:
+        r = what()
+    except BaseException as e:  # noqa: B902
+        expect_refusal(e)
+        if has_nul:
+            assert isinstance(e, ValueError) and not isinstance(e, voxlod.Error), repr(e)
+        # nothing was written beside the name, in particular not at the name cut at a NUL
+        assert not any(b".voxlod-tmp-" in n for n in os.listdir(os.fsencode(str(d))))
+        if has_nul:
+            cut = encoded.split(b"\0")[0]
+            assert call != "save" or not os.path.isfile(cut)
+        return
+    assert not has_nul, "a name with an embedded NUL was accepted"
+    if call == "save":
+        assert os.path.isfile(encoded)
+    elif call == "load":
+        assert r.depth == tree.depth
+
+
+progress_values = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(),
+                            st.binary(max_size=4), st.lists(st.integers(), max_size=2),
+                            st.just(np.bool_(True)), st.just(lambda phase, f: None),
+                            st.just(lambda *a: True))
+
+
+@FUZZ
+@given(progress=progress_values)
+def test_any_progress_value(progress):
+    ok = progress is None or progress is True or progress is False or callable(progress)
+    try:
+        t = voxlod.convert(SPHERE, res=4, progress=progress, gpu=False)
+    except BaseException as e:  # noqa: B902
+        expect_refusal(e)
+        assert not ok and isinstance(e, TypeError) and "progress" in str(e), repr(e)
+        return
+    assert ok, f"progress={progress!r} was accepted"
+    assert t.resolution == 4
+

@@ -132,7 +132,7 @@ def test_device_pointers_without_a_framework(sphere_tree):
     pts = sphere_tree.surface_points(100000, seed=5)
     d_cpu, f_cpu = _cpu_reference(sphere_tree, pts)
     x = _CudaArray(rt, pts.shape, "<f4", pts)
-    layout = voxlod._cuda_layout(x)
+    layout = voxlod._cuda._cuda_layout(x)
     assert layout[0] == x.ptr and layout[1] == pts.shape and layout[3] == "<f4"
     d = _CudaArray(rt, (len(pts),), "<f4")
     fl = _CudaArray(rt, (len(pts),), "|u1")

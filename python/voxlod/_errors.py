@@ -3,8 +3,8 @@
 Each carries the library's one-line message (what failed, why, and the library source location)
 and the status (``.status``: the name, ``.code``: the number of include/voxlod/base.h's
 vx_status). Where a built-in exception means the same, the class derives from it too, so
-``except FileNotFoundError``-style code keeps working (IOError is an OSError, InvalidArgument a
-ValueError, NoMemory a MemoryError)."""
+``except OSError``-style code keeps working (FileError is an OSError, InvalidArgumentError a
+ValueError, NoMemoryError a MemoryError). No name shadows a Python built-in."""
 
 
 class Error(Exception):
@@ -24,7 +24,9 @@ class InvalidArgumentError(Error, ValueError):
     code, status = 1, "invalid argument"
 
 
-class IOError(Error, OSError):  # noqa: A001 - the library's VX_ERR_IO
+class FileError(Error, OSError):
+    """A file could not be opened, read or written (VX_ERR_IO)."""
+
     code, status = 2, "I/O error"
 
 
@@ -60,13 +62,15 @@ class NoGpuError(Error):
     code, status = 10, "no usable GPU"
 
 
-class InterruptedError(Error):  # noqa: A001 - the library's VX_ERR_INTERRUPTED
+class CancelledError(Error):
+    """The call was cancelled by its progress callback (VX_ERR_INTERRUPTED)."""
+
     code, status = 11, "interrupted"
 
 
-_BY_CODE = {c.code: c for c in (InvalidArgumentError, IOError, NoMemoryError, FormatError,
+_BY_CODE = {c.code: c for c in (InvalidArgumentError, FileError, NoMemoryError, FormatError,
                                 CorruptError, VersionError, EmptyError, LimitError, CudaError,
-                                NoGpuError, InterruptedError)}
+                                NoGpuError, CancelledError)}
 
 
 def _make_error(code: int, message: str) -> Error:

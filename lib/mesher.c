@@ -1,11 +1,10 @@
-/* meshing.c - the public meshing calls (include/voxlod/meshing.h): trees to meshes through the
- * dual contouring of mesher/, meshes to files through formats/mesh_export, and the accessors.
+/* mesher.c - the mesher's public calls (include/voxlod/mesher.h): trees to meshes through the
+ * dual contouring of mesher/.
  *
  * A meshed vx_mesh keeps the indexed arrays the mesher made (moved, not copied) and, beside
  * them, the same triangles as a soup, so that it converts like any loaded mesh.
  */
 #include "lib/internal.h"
-#include "formats/mesh_export.h"
 #include "mesher/mesher.h"
 
 #define SOUP_CHUNK 65536u /* triangles gathered at a time */
@@ -29,21 +28,22 @@ static vx_status fill_soup(vx_mesh *m, vx_error *err) {
   return st;
 }
 
-vx_status vx_mesh_from_tree(const vx_tree *t, const vx_mesh_opts *opts, vx_mesh **out,
+vx_status vx_mesher_extract(const vx_tree *t, const vx_mesher_opts *opts, vx_mesh **out,
                             vx_error *err) {
   if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the mesh");
   *out = NULL;
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to mesh");
   vx_status ws = vx_octree_check_world(&t->oct, VX_WORLD_FLOAT, err);
   if (ws != VX_OK) return ws;
-  vx_mesh_opts o;
-  VX_OPTS(o, opts);
+  vx_mesher_opts o;
+  vx_status vs = VX_OPTS_IN(o, opts, err);
+  if (vs != VX_OK) return vs;
   const vx_octree *oc = &t->oct;
   vx_dc_opts d;
   memset(&d, 0, sizeof d);
   switch (o.cut) {
-  case VX_MESH_FINEST: d.cut = VX_DC_FINEST; break;
-  case VX_MESH_LEVEL:
+  case VX_MESHER_FINEST: d.cut = VX_DC_FINEST; break;
+  case VX_MESHER_LEVEL:
     if (o.level > oc->depth)
       return vx_error_set(err, VX_ERR_INVALID_ARG,
                           "level %u is beyond the tree's depth %u (levels 0..%u)", o.level,
@@ -51,7 +51,7 @@ vx_status vx_mesh_from_tree(const vx_tree *t, const vx_mesh_opts *opts, vx_mesh 
     d.cut = VX_DC_LEVEL;
     d.level = o.level;
     break;
-  case VX_MESH_ERROR:
+  case VX_MESHER_ERROR:
     if (!(o.max_error > 0.0f) || !(o.max_error < 1e30f))
       return vx_error_set(err, VX_ERR_INVALID_ARG, "max error %g is not a number of voxels > 0",
                           (double)o.max_error);
@@ -92,7 +92,7 @@ vx_status vx_mesh_from_tree(const vx_tree *t, const vx_mesh_opts *opts, vx_mesh 
     vx_mesh_free(m);
     return st;
   }
-  vx_mesh_stats *s = &m->mesh_stats;
+  vx_mesher_stats *s = &m->mesher_stats;
   s->struct_size = sizeof *s;
   s->vertices = dm.vertex_count;
   s->triangles = dm.triangle_count;
@@ -109,63 +109,13 @@ vx_status vx_mesh_from_tree(const vx_tree *t, const vx_mesh_opts *opts, vx_mesh 
   s->sec_faces = ds.sec_faces;
   s->sec_assemble = ds.sec_assemble;
   s->sec_total = ds.sec_total;
-  m->has_mesh_stats = 1;
+  m->has_mesher_stats = 1;
   *out = m;
   return VX_OK;
 }
 
-vx_status vx_mesh_get_stats(const vx_mesh *m, vx_mesh_stats *st) {
-  if (!m || !st || !m->has_mesh_stats) return VX_ERR_INVALID_ARG;
-  VX_STATS_OUT(st, m->mesh_stats);
+vx_status vx_mesher_get_stats(const vx_mesh *m, vx_mesher_stats *st) {
+  if (!m || !st || !m->has_mesher_stats) return VX_ERR_INVALID_ARG;
+  VX_STATS_OUT(st, m->mesher_stats);
   return VX_OK;
-}
-
-const float *vx_mesh_vertices(const vx_mesh *m, uint64_t *count) {
-  if (count) *count = !m ? 0 : m->indices ? m->vertex_count : 3 * m->soup.tri_count;
-  return !m ? NULL : m->indices ? m->vertices : m->soup.pos;
-}
-
-const float *vx_mesh_normals(const vx_mesh *m, uint64_t *count) {
-  if (count) *count = m && m->normals ? m->vertex_count : 0;
-  return m ? m->normals : NULL;
-}
-
-const uint32_t *vx_mesh_indices(const vx_mesh *m, uint64_t *count) {
-  if (count) *count = !m ? 0 : m->indices ? m->triangle_count : m->soup.tri_count;
-  return m ? m->indices : NULL;
-}
-
-vx_status vx_mesh_check_path_as(const char *path, const char *format, const char *const *inputs,
-                                size_t n, vx_error *err) {
-  const char *id;
-  vx_status st = vx_mesh_export_format(path, format, &id, NULL, err);
-  if (st != VX_OK) return st;
-  return vx_check_output(path, inputs, n, err);
-}
-
-vx_status vx_mesh_check_path(const char *path, const char *const *inputs, size_t n,
-                             vx_error *err) {
-  return vx_mesh_check_path_as(path, NULL, inputs, n, err);
-}
-
-vx_status vx_mesh_save_as(const vx_mesh *m, const char *path, const char *format, vx_error *err) {
-  if (!m) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh to save");
-  vx_mesh_data d;
-  memset(&d, 0, sizeof d);
-  if (m->indices) {
-    d.pos = m->vertices;
-    d.nrm = m->normals;
-    d.vertex_count = m->vertex_count;
-    d.tri = m->indices;
-    d.triangle_count = m->triangle_count;
-  } else {
-    d.pos = m->soup.pos;
-    d.vertex_count = 3 * m->soup.tri_count;
-    d.triangle_count = m->soup.tri_count;
-  }
-  return vx_mesh_write_as(path, format, &d, NULL, err);
-}
-
-vx_status vx_mesh_save(const vx_mesh *m, const char *path, vx_error *err) {
-  return vx_mesh_save_as(m, path, NULL, err);
 }

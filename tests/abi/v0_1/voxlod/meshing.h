@@ -75,25 +75,17 @@ VX_API const float *vx_mesh_vertices(const vx_mesh *m, uint64_t *count);
 VX_API const float *vx_mesh_normals(const vx_mesh *m, uint64_t *count);
 VX_API const uint32_t *vx_mesh_indices(const vx_mesh *m, uint64_t *count);
 
-/* Writes m to path through assimp's exporter, the format chosen by the extension (any case):
- * .obj (no material file), .ply (binary), .stl (binary) or .glb (binary glTF 2); every other
- * extension is refused with a message naming these (each is read back by an independent reader
- * in the tests; .gltf would write a second file). Atomic, by the rules of files.h. Also refused:
- * a .glb over 4 GiB (VX_ERR_LIMIT), an empty mesh (VX_ERR_EMPTY). */
+/* Writes m to path through assimp's exporter, the format chosen by the extension: .obj (no
+ * material file), .ply (binary), .stl (binary), .glb (binary glTF 2), or another single-file
+ * format assimp writes (.dae, .x3d, .3mf, .fbx, ...). Atomic, by the rules of files.h. Refused
+ * with a message: an unknown extension or .gltf (two files), what a format cannot hold (.glb
+ * over 4 GiB, .3ds over 65,535 vertices), an empty mesh (VX_ERR_EMPTY). */
 VX_API vx_status vx_mesh_save(const vx_mesh *m, const char *path, vx_error *err);
-
-/* vx_mesh_save with the format named ("obj", "ply", "stl", "glb"; NULL: by the extension), for
- * outputs without one: "-" (standard output), a device, a FIFO. */
-VX_API vx_status vx_mesh_save_as(const vx_mesh *m, const char *path, const char *format,
-                                 vx_error *err);
 
 /* Checks, before any work, that vx_mesh_save can write path: its extension names a format it
  * writes, and the output rules of files.h hold (none of the n input paths, a writable place). */
 VX_API vx_status vx_mesh_check_path(const char *path, const char *const *inputs, size_t n,
                                     vx_error *err);
-/* The same for vx_mesh_save_as (format NULL: by the extension). */
-VX_API vx_status vx_mesh_check_path_as(const char *path, const char *format,
-                                       const char *const *inputs, size_t n, vx_error *err);
 
 VX_EXTERN_C_END
 

@@ -1,0 +1,225 @@
+"""Trees: the Tree class (inspect, files, images; its distance queries are _sampling.py's),
+and trees read from .svo files or their bytes (load, from_bytes)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _sampling, _voxlod
+from ._util import _bytes, _device, _is_int, _path, _zstd_level
+
+PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+#: One node as the tree stores it (svo/node.h): first child index, info (mask | errmax << 8 |
+#: errrms << 16 | flags << 24), octahedral normal, plane offset in node units.
+NODE_DTYPE = np.dtype([("child", "<u4"), ("info", "<u4"), ("normal", "<u4"), ("d", "<f4")])
+
+#: One row of the memory-per-level table (Tree.stats()).
+STATS_DTYPE = np.dtype([(name, "<u8") for name in (
+    "level", "cells", "leaves", "topology_bytes", "lod_bytes", "field_bytes", "disk_bytes",
+    "render_bytes", "float8_bytes", "dense_bytes")])
+
+_SHADES = {"smooth": 0, "blocks": 1, "normals": 2}
+
+
+class Tree:
+    """A tree: a sparse voxel octree with a signed-distance field (from convert() or load()).
+
+    Grid coordinates (finest voxels, [0, resolution]^3) map to world coordinates by
+    world = origin + grid * scale (``transform`` is that map as a 4x4 matrix). The renderer and
+    the sampler are made on first use and kept, so repeated renders and samples do not upload
+    the tree again (a GPU sampler reads the renderer's copy).
+    """
+
+    __slots__ = ("_t", "_info", "__weakref__")
+
+    def __init__(self, handle: Any) -> None:
+        if not isinstance(handle, _voxlod._Tree):
+            raise TypeError("use voxlod.convert() or voxlod.load() to make a Tree")
+        self._t = handle
+        self._info = handle.info()
+
+    # ---- inspect
+    @property
+    def depth(self) -> int:
+        """D: the finest level (2^D cells per axis)."""
+        return self._info["depth"]
+
+    @property
+    def resolution(self) -> int:
+        """2^depth: finest cells per axis."""
+        return self._info["resolution"]
+
+    @property
+    def origin(self) -> Tuple[float, float, float]:
+        """World position of grid point (0, 0, 0)."""
+        return self._info["origin"]
+
+    @property
+    def scale(self) -> float:
+        """World units per finest voxel."""
+        return self._info["scale"]
+
+    @property
+    def band(self) -> float:
+        """The field is truncated at +-band finest voxels."""
+        return self._info["band"]
+
+    @property
+    def transform(self) -> np.ndarray:
+        """4x4 float64 matrix taking homogeneous grid coordinates to world coordinates."""
+        m = np.eye(4)
+        m[:3, :3] *= self.scale
+        m[:3, 3] = self.origin
+        return m
+
+    @property
+    def info(self) -> dict:
+        """Depth, counts, transform, band, prune error, memory and file bytes (a dict)."""
+        return dict(self._info)
+
+    @property
+    def notes(self) -> str:
+        """What the conversion wants you to know that is not an error ('' when nothing)."""
+        return self._t.notes()
+
+    @property
+    def nodes(self) -> np.ndarray:
+        """The nodes (levels 0 .. depth-1, breadth first, each level in Morton order) as a
+        read-only structured array of NODE_DTYPE, sharing the tree's memory."""
+        raw = self._t.nodes()
+        return raw.view(NODE_DTYPE).reshape(raw.shape[0])
+
+    @property
+    def voxels(self) -> np.ndarray:
+        """The surface voxels in Morton order, read-only int8 (N, 8): corner c at
+        (c & 1, c >> 1 & 1, c >> 2 & 1), value q meaning q * band / 127 voxels."""
+        return self._t.voxels()
+
+    def stats(self) -> np.ndarray:
+        """The memory-per-level table (``voxlod stats``): a structured array of STATS_DTYPE,
+        one row per level from 0 (1^3) to depth."""
+        return np.array([tuple(r) for r in self._t.levels()], dtype=STATS_DTYPE)
+
+    def __repr__(self) -> str:
+        i = self._info
+        return (f"<voxlod.Tree {i['resolution']}^3: {i['node_count']} nodes, "
+                f"{i['voxel_count']} voxels, {i['memory_bytes'] / 2**20:.1f} MiB>")
+
+    # ---- files
+    def save(self, path: PathArg, zstd_level: int = 0) -> None:
+        """Writes the tree as a .svo file, atomically (an existing file is replaced only by a
+        complete new one). zstd_level 1..22, 0: by size."""
+        self._t.save(_path(path, "path"), _zstd_level(zstd_level))
+
+    def to_bytes(self, zstd_level: int = 0) -> bytes:
+        """The .svo file's bytes (what save() writes), for storage elsewhere or sending;
+        from_bytes() reads them back. The tree must be whole (all levels loaded)."""
+        return self._t.encode(_zstd_level(zstd_level))
+
+    # A Tree pickles as its .svo bytes (zstd level 1: fast), so it crosses process boundaries
+    # (multiprocessing, a torch DataLoader's workers); the copy gets its own renderer and
+    # sampler. Trees are immutable, so copy.copy and copy.deepcopy return the same tree.
+    def __reduce__(self) -> Tuple[Callable[..., "Tree"], Tuple[bytes]]:
+        return (from_bytes, (self.to_bytes(1),))
+
+    def __copy__(self) -> "Tree":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "Tree":
+        return self
+
+    def prune(self, max_error: float) -> "Tree":
+        """A copy with every subtree whose plane approximates it within max_error finest
+        voxels replaced by that plane."""
+        return Tree(self._t.prune(float(max_error)))
+
+    # ---- render
+    def render(self, width: int = 800, height: int = 600, lod: Union[None, int, str] = None,
+               eye: Optional[Sequence[float]] = None, target: Optional[Sequence[float]] = None,
+               fov: Optional[float] = None, shade: str = "smooth", depth: bool = False,
+               up: Optional[Sequence[float]] = None, lod_scale: float = 1.0,
+               device: Optional[str] = None) -> Any:
+        """An image of the tree: numpy uint8 (height, width, 3), and with depth=True also the
+        depth (float32 (height, width), world units along the ray, inf where nothing is hit).
+
+        lod: None (finest level), a level 0..depth (nodes drawn as their planes) or "auto"
+        (per pixel: nodes smaller than lod_scale pixels). Camera: eye and target in world
+        coordinates (default: an orbit view at azimuth 30, elevation 20 that frames the model;
+        with only target or eye given the other comes from it), fov the vertical field of view
+        in degrees (default 40), up (default +y). shade: "smooth", "blocks" or "normals".
+        device: None (the GPU when usable), "cpu" or "gpu"; the renderer is kept for the next
+        call."""
+        if not _is_int(width) or not _is_int(height) \
+                or not (1 <= width <= 32768 and 1 <= height <= 32768):
+            raise ValueError(f"width and height must be ints in 1..32768, not {width!r}, {height!r}")
+        if lod is None:
+            mode, level = 0, 0
+        elif isinstance(lod, str):
+            if lod != "auto":
+                raise ValueError(f"lod must be None, a level or 'auto', not {lod!r}")
+            mode, level = 2, 0
+        elif _is_int(lod) and 0 <= lod <= self.depth:
+            mode, level = 1, int(lod)
+        else:
+            raise ValueError(f"lod must be None, 'auto' or a level in 0..{self.depth}, not {lod!r}")
+        if shade not in _SHADES:
+            raise ValueError(f"shade must be one of {sorted(_SHADES)}, not {shade!r}")
+        if not (lod_scale > 0 and np.isfinite(lod_scale)):
+            raise ValueError(f"lod_scale must be a positive number, not {lod_scale!r}")
+        camera: List[float] = []
+        if eye is not None or target is not None or fov is not None or up is not None:
+            base = self._t.orbit_camera(30.0, 20.0, 40.0 if fov is None else float(fov))
+            e = base[0:3] if eye is None else [float(v) for v in eye]
+            t = base[3:6] if target is None else [float(v) for v in target]
+            u = [0.0, 1.0, 0.0] if up is None else [float(v) for v in up]
+            if len(e) != 3 or len(t) != 3 or len(u) != 3:
+                raise ValueError("eye, target and up must have 3 coordinates")
+            f = 40.0 if fov is None else float(fov)
+            if not 0.0 < f < 180.0:
+                raise ValueError(f"fov must be in (0, 180) degrees, not {fov!r}")
+            camera = list(e) + list(t) + list(u) + [f]
+            if not np.all(np.isfinite(camera)):
+                raise ValueError("the camera has a NaN or infinite coordinate")
+        rgb = np.empty((height, width, 3), dtype=np.uint8)
+        dep = np.empty((height, width), dtype=np.float32) if depth else None
+        self._t.render(rgb, dep, mode, level, float(lod_scale), _SHADES[shade], camera,
+                       _device(device))
+        return (rgb, dep) if depth else rgb
+
+    # ---- sample (_sampling.py)
+    sample = _sampling.sample
+    surface_points = _sampling.surface_points
+
+
+def _levels(max_level: Optional[int]) -> int:
+    if max_level is not None and (not _is_int(max_level) or not 0 <= max_level <= 14):
+        raise ValueError(f"max_level must be None or a level in 0..14, not {max_level!r}")
+    return 0 if max_level is None else int(max_level) + 1
+
+
+def load(path: PathArg, max_level: Optional[int] = None,
+         mem_limit: Union[None, int, str] = None) -> Tree:
+    """Reads a .svo file (every byte checked). max_level: load levels 0..max_level only (enough
+    to render or sample a cut there); mem_limit: refuse files whose decoded size exceeds it."""
+    levels = _levels(max_level)
+    return Tree(_voxlod._Tree.load(_path(path, "path"), levels, _bytes(mem_limit, "mem_limit")))
+
+
+def from_bytes(data: Any, max_level: Optional[int] = None,
+               mem_limit: Union[None, int, str] = None) -> Tree:
+    """A tree from the bytes of a .svo file (bytes, bytearray, memoryview or any other
+    buffer; Tree.to_bytes() makes them), checked as load() checks a file."""
+    levels = _levels(max_level)
+    if isinstance(data, str):
+        raise TypeError("data must be bytes-like (the .svo file's bytes), not str")
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError(f"data must be bytes-like (the .svo file's bytes), not "
+                        f"{type(data).__name__}") from None
+    buf = np.frombuffer(view.cast("B") if view.contiguous else view.tobytes(), dtype=np.uint8)
+    return Tree(_voxlod._Tree.load_bytes(buf, levels, _bytes(mem_limit, "mem_limit")))

@@ -1,0 +1,215 @@
+/* voxlod/sample.h - signed-distance queries: world-space points in, signed distance (world units)
+ * and its gradient out, from a tree at full detail or cut at a level.
+ *
+ * WHAT A SAMPLE IS (the rule is the same on the CPU and the GPU: one header, svo/sample_eval.h)
+ *   A point p (world coordinates) becomes a grid point g = (p - origin) / scale (finest voxels).
+ *   - In a surface voxel: the trilinear interpolation of its 8 corner distances, gradient that of
+ *     the trilinear field (so within the band the value is the tree's own field, what the renderer
+ *     draws). flags 0.
+ *   - In a node where the walk stops (a cut at `level`, or a pruned leaf): the node's least-squares
+ *     plane n.(p - centre) + d, gradient n. VX_SAMPLE_PLANE. A node without a usable plane is
+ *     replaced by its children.
+ *   - In a cell with no field (no surface voxel holds the point), or outside the root box: the
+ *     cells with a field within `band` voxels (L-infinity) of the point are searched; each gives
+ *     its field linearised at its point nearest to p, and the distance from p to that plane's
+ *     part inside the cell (the foot of p on the plane moved into the cell). The smallest wins;
+ *     if it is below the band: that distance with the sign of that cell's field at its point
+ *     nearest to p (no surface lies between them, or a nearer cell would hold it), its unit normal as
+ *     gradient, VX_SAMPLE_NEAR. On smooth surfaces this is the distance to the surface within
+ *     about the quantization step (tests/test_sample.c measures it). A part thinner than a voxel
+ *     (an open sheet, a thin wall) is held by voxels whose corners were all outside, re-signed
+ *     by the plane of their nearest triangle so that the renderer sees them; wherever such a
+ *     voxel gives a point its value or sign (the point lies in it, it wins the search, a walk
+ *     ends in it), the point is outside: the field's magnitude, the gradient facing away from
+ *     the sheet.
+ *     Those voxels are found from the corner values when a sampler is made or the tree is
+ *     first sampled (one pass over the tree, kept with it).
+ *   - Otherwise the point is "far" (VX_SAMPLE_FAR): the value is +-band voxels (in world units:
+ *     band * scale), or, outside the root box, +max(band, distance to the box) (at most
+ *     FLT_MAX). Gradient 0 (beyond the box: the unit vector away from it). Either cells with a
+ *     field lie within the band but all extrapolate to the band or beyond (the true distance is
+ *     then near the band), and the sign is the side of the nearest of them; or none does, so no
+ *     surface lies closer than `band` voxels (the voxelization is conservative) and |value| is
+ *     a lower bound of the true distance. Then the sign comes from the first cell with a field
+ *     met walking from p along an axis towards the nearer face of the root box (the walk crosses
+ *     no surface, so the field's sign where it enters that cell is p's, outside for a re-signed
+ *     voxel; a walk that leaves the box means outside), the majority of the three axes' walks (a hole in an open mesh can mislead one).
+ *     Outside the box is outside (the mesh lies inside it).
+ *     VX_SAMPLE_NO_SIGN marks a walk that gave up (assumed outside).
+ *   - A point with a NaN or infinite coordinate (or one so large that its grid coordinate
+ *     overflows a float): distance and gradient NaN, VX_SAMPLE_INVALID, or (opts.nonfinite =
+ *     VX_NONFINITE_FAIL) the call fails with VX_ERR_INVALID_ARG naming it.
+ *   Distances are world units (grid voxels times the tree's scale); gradients are dimensionless
+ *   (about unit length: d(distance)/d(point)). Negative is inside.
+ *
+ * MEMORY AND DEVICES
+ *   vx_tree_sample takes host arrays and runs on all cores (or on the GPU when asked, which pays
+ *   the CUDA context and the tree's upload per call). A vx_sampler keeps the tree on the GPU (or
+ *   uses a renderer's copy) and accepts host or device pointers: device pointers (cudaMalloc'ed,
+ *   a torch or cupy array's data) are sampled in place, without a copy; host arrays go through
+ *   the GPU in chunks. All four arrays of one call must be of one kind (all host or all device).
+ *
+ * THREADS
+ *   vx_tree_sample may run from any number of threads on one tree. One vx_sampler is used by one
+ *   thread at a time. The CPU's results do not depend on the thread count or the order of the
+ *   points. On x86-64 a processor with AVX2 runs a build of the loop for it, which gives the same
+ *   bits as the baseline build (VOXLOD_CPU=baseline in the environment forces that one).
+ */
+#ifndef VOXLOD_SAMPLE_H
+#define VOXLOD_SAMPLE_H
+
+#include "voxlod/base.h"
+#include "voxlod/render.h"
+#include "voxlod/tree.h"
+
+VX_EXTERN_C_BEGIN
+
+/* BAND CACHE (vx_sample_opts.band_cache: memory for speed)
+ *   The rule above answers a point in a surface voxel with one descent, but one beside the
+ *   surface with a search of the cells around it (about 10x as long). The band cache stores the
+ *   rule's answers around the surface: every finest cell within ceil(band) cells (at most 4) of a
+ *   surface voxel, in bricks of 8^3 cells found through a hash table, each brick holding the
+ *   values at its 9^3 grid points quantized as voxel corners are (band / 127): a voxel's corner
+ *   values where a voxel has that corner, else the rule's value there. A point in a surface
+ *   voxel gets exactly the rule's result (the voxels the thin rule re-signed are left to the
+ *   rule). A point in an empty cell gets the trilinear interpolation of its corners and its
+ *   gradient, VX_SAMPLE_NEAR, or VX_SAMPLE_FAR with +-band and gradient 0 where the
+ *   interpolation reaches the band: that differs from the rule at the point by the
+ *   interpolation error (tests/test_sample.c and docs/BENCHMARKS.md measure both against exact
+ *   distances: the same bound holds). Only cells whose corners all have a sign and lie on one
+ *   side are kept (no surface crosses an empty cell). Points elsewhere (farther out, outside
+ *   the root box) follow the rule. The first call that asks for it builds it (the rule at each
+ *   grid point, on all cores: 0.25 s for spot at 256^3, 1.4 s for the bunny at 512^3 on 2
+ *   cores; 34 s for the dragon at 4096^3 on 16) and keeps it with the tree: about 29 bytes per
+ *   surface voxel (the tree: 13). A GPU sampler builds its own, the rule evaluated by its
+ *   kernels (11 s for that dragon, so that CPU results never depend on a GPU's), and keeps it
+ *   on the device (points within 2 voxels of the dragon's surface, shuffled: 0.87 -> 5.5
+ *   billion points/s on an H100). A tree
+ *   whose cache would exceed 80 % of physical memory is refused (VX_ERR_LIMIT).
+ */
+
+/* Per-point flags (uint8_t), OR-ed. */
+#define VX_SAMPLE_PLANE 0x01u   /* from a node's plane (a cut level or a pruned leaf) */
+#define VX_SAMPLE_NEAR 0x02u    /* outside every cell with a field, extrapolated from the nearest */
+#define VX_SAMPLE_FAR 0x04u     /* no field within the band: the bounded value described above */
+#define VX_SAMPLE_OUTSIDE 0x08u /* beyond the root box */
+#define VX_SAMPLE_NO_SIGN 0x10u /* far, and the sign could not be found (+ assumed) */
+#define VX_SAMPLE_INVALID 0x20u /* a NaN or infinite coordinate: the outputs are NaN */
+
+/* vx_sample_opts.nonfinite */
+#define VX_NONFINITE_NAN 0  /* NaN out, VX_SAMPLE_INVALID (default) */
+#define VX_NONFINITE_FAIL 1 /* the call fails with VX_ERR_INVALID_ARG naming the first such point
+                               (the outputs are then unspecified) */
+
+typedef struct vx_sample_opts {
+  uint32_t struct_size; /* sizeof(vx_sample_opts), or 0 */
+  vx_lod_mode lod;      /* VX_LOD_FINEST (default): every loaded level; VX_LOD_LEVEL: cut at
+                           `level` (0 = root .. depth), nodes there answer with their planes.
+                           VX_LOD_PIXEL has no meaning here (refused). */
+  int level;
+  vx_device device;     /* vx_tree_sample only: AUTO and CPU run on the CPU; GPU uploads the tree
+                           for this call (a vx_sampler keeps it) */
+  int threads;          /* CPU threads; 0: all cores */
+  int nonfinite;        /* VX_NONFINITE_NAN (0) or VX_NONFINITE_FAIL */
+  void *cuda_stream;    /* a sampler on the GPU with device pointers: the cudaStream_t to run on;
+                           NULL: the legacy default stream (ordered after work that torch or
+                           cupy queued on theirs). The call returns when the results are there. */
+  int band_cache;       /* 1: at full detail, answer points within the band from the band
+                           cache (BAND CACHE above), built by the first such call and kept with
+                           the tree (on the CPU) or the sampler (on the GPU); 0 (default): the
+                           rule throughout. */
+} vx_sample_opts;
+
+typedef struct vx_sample_stats {
+  uint32_t struct_size; /* sizeof(vx_sample_stats), or 0 */
+  int used_gpu;
+  int device_pointers;  /* 1: the arrays were device memory, sampled in place */
+  uint64_t points;
+  uint64_t invalid;     /* points with a non-finite coordinate */
+  double ms_total;      /* the whole call, wall time */
+  double ms_kernel;     /* GPU: the sampling kernels (CUDA events); CPU: the evaluation */
+  double ms_copy;       /* GPU with host arrays: copies to and from the device */
+} vx_sample_stats;
+
+/* Samples the tree at n points (xyz triples, float32, host memory): dist[n] (world units), and
+ * when not NULL grad[3n] and flags[n]. opts and stats may be NULL; n = 0 is fine. The tree may be
+ * partially loaded: the cut is then at most its last loaded level. Sampling works in single
+ * precision: a tree whose transform or band does not fit it (a scale below 1e-35, or the root
+ * box or the band reaching beyond FLT_MAX / 4) is refused with VX_ERR_INVALID_ARG. */
+VX_API vx_status vx_tree_sample(const vx_tree *t, const vx_sample_opts *opts, const float *points,
+                                uint64_t n, float *dist, float *grad, uint8_t *flags,
+                                vx_sample_stats *stats, vx_error *err);
+
+/* ---- a sampler: the tree kept on the GPU, host or device pointers ----------------------------- */
+
+typedef struct vx_sampler vx_sampler;
+
+typedef struct vx_sampler_opts {
+  uint32_t struct_size;        /* sizeof(vx_sampler_opts), or 0 */
+  vx_device device;            /* AUTO: the GPU when usable (else the CPU, with a note); GPU: fail
+                                  without one; CPU */
+  int threads;                 /* CPU threads; 0: all cores */
+  const vx_renderer *renderer; /* optional: a renderer of the same tree whose GPU copy the
+                                  sampler uses instead of uploading it again (it must outlive
+                                  the sampler); ignored when that renderer draws on the CPU */
+} vx_sampler_opts;
+
+/* Prepares to sample t (which must outlive the sampler). opts may be NULL. */
+VX_API vx_status vx_sampler_create(const vx_tree *t, const vx_sampler_opts *opts,
+                                   vx_sampler **out, vx_error *err);
+VX_API void vx_sampler_free(vx_sampler *s);
+
+/* 1 when the sampler runs on the GPU. */
+VX_API int vx_sampler_uses_gpu(const vx_sampler *s);
+/* Notes from creation (a GPU fallback), "" when none. Owned by s. */
+VX_API const char *vx_sampler_notes(const vx_sampler *s);
+
+/* As vx_tree_sample, on the sampler's device. On the GPU, points/dist/grad/flags may be device
+ * pointers of the current CUDA device (all of them, or none): then nothing is copied. A CPU
+ * sampler refuses device pointers (VX_ERR_INVALID_ARG). opts->device is ignored. */
+VX_API vx_status vx_sampler_sample(vx_sampler *s, const vx_sample_opts *opts, const float *points,
+                                   uint64_t n, float *dist, float *grad, uint8_t *flags,
+                                   vx_sample_stats *stats, vx_error *err);
+
+typedef struct vx_sample_bench_stats {
+  uint32_t struct_size; /* sizeof(vx_sample_bench_stats), or 0 */
+  int used_gpu;
+  int reps;             /* timed runs */
+  uint64_t points;
+  double ms_median, ms_min; /* per run over all points: GPU: the kernel on device-resident
+                               points and outputs (CUDA events); CPU: wall time */
+  double points_per_s;  /* points / ms_median */
+  double ms_copy_median;/* GPU: the same run from host arrays, copies included (wall time) */
+  uint64_t flag_counts[8]; /* points per flag bit (bit k: flag 1 << k), from the last run */
+  int regs_per_thread;  /* GPU: the kernel's registers */
+  double ms_setup;      /* with opts->band_cache: building the band cache (0 when the tree or
+                           the sampler had it already), on the GPU with its upload */
+  uint64_t cache_bytes; /* the band cache's size (0: none) */
+} vx_sample_bench_stats;
+
+/* Times `reps` runs over the same n host points (after one warm-up run): on the GPU the points
+ * and outputs are put in device memory once, so the rate is the kernel's; then the same through
+ * host arrays. */
+VX_API vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const float *points,
+                                  uint64_t n, int reps, vx_sample_bench_stats *st, vx_error *err);
+
+/* ---- points near the surface ------------------------------------------------------------------ */
+
+typedef struct vx_surface_points_opts {
+  uint32_t struct_size; /* sizeof(vx_surface_points_opts), or 0 */
+  float spread;         /* each point is a surface voxel's centre moved by a uniform offset in
+                           [-spread, spread] voxels per axis; 0: the tree's band */
+  uint64_t seed;        /* the random sequence (the same seed gives the same points) */
+  int shuffle;          /* 0: in Morton order of their voxels (coherent, as a surface scan
+                           gives them); 1: in random order */
+} vx_surface_points_opts;
+
+/* n points (xyz, world coordinates, into points[3n]) spread evenly over the surface voxels of
+ * t (stratified: voxel k gets about n / voxel_count of them), for training sets and benchmarks.
+ * Needs the finest level loaded (VX_ERR_EMPTY without surface voxels). */
+VX_API vx_status vx_tree_surface_points(const vx_tree *t, const vx_surface_points_opts *opts,
+                                        uint64_t n, float *points, vx_error *err);
+
+VX_EXTERN_C_END
+
+#endif

@@ -1,0 +1,105 @@
+/* voxlod/tree.h - sparse voxel octrees: load, save, inspect.
+ *
+ * A tree of depth D has 2^D cells per axis at its finest level. Levels 0 .. D-1 are nodes (16
+ * bytes: child index, child mask, errors, flags, a packed plane), level D the surface voxels (8
+ * bytes: the signed distance at 8 corners, int8 each, q * band / 127 finest voxels). Grid
+ * coordinates (finest voxels, [0, 2^D]^3) map to world coordinates by world = origin + grid *
+ * scale. svo/node.h in the source tree documents the node and voxel bytes.
+ */
+#ifndef VOXLOD_TREE_H
+#define VOXLOD_TREE_H
+
+#include "voxlod/base.h"
+
+VX_EXTERN_C_BEGIN
+
+typedef struct vx_tree vx_tree;
+
+typedef struct vx_read_opts {
+  uint32_t struct_size; /* sizeof(vx_read_opts), or 0 */
+  uint32_t levels;      /* load levels 0 .. levels-1 only (enough to render or inspect a cut);
+                           0: the whole tree */
+  uint64_t mem_limit;   /* refuse files whose decoded size exceeds this; 0: 80% of physical
+                           memory */
+} vx_read_opts;
+
+/* Reads a .svo file, checking every byte (sizes before allocation, checksums, structure). A
+ * FIFO, device or directory is refused without blocking. opts may be NULL. While the tree lives
+ * no library output may replace its file. */
+VX_API vx_status vx_tree_load(const char *path, const vx_read_opts *opts, vx_tree **out,
+                              vx_error *err);
+/* The same from bytes in memory (copied). */
+VX_API vx_status vx_tree_load_memory(const void *data, size_t size, const vx_read_opts *opts,
+                                     vx_tree **out, vx_error *err);
+
+typedef struct vx_save_opts {
+  uint32_t struct_size;    /* sizeof(vx_save_opts), or 0 */
+  int zstd_level;          /* 1..22; 0: by size (19 under 8 MiB, 9 under 64 MiB, 3 above) */
+  vx_progress_fn progress; /* may be NULL */
+  void *user;
+} vx_save_opts;
+
+/* Writes the tree (which must be whole: all levels loaded) to path, atomically (see files.h for
+ * what an output path may be). opts may be NULL. */
+VX_API vx_status vx_tree_save(const vx_tree *t, const char *path, const vx_save_opts *opts,
+                              vx_error *err);
+/* The file's bytes in memory: *data is released with vx_buffer_free. */
+VX_API vx_status vx_tree_encode(const vx_tree *t, const vx_save_opts *opts, void **data,
+                                size_t *size, vx_error *err);
+VX_API void vx_buffer_free(void *data);
+
+VX_API void vx_tree_free(vx_tree *t);
+
+typedef struct vx_tree_info {
+  uint32_t struct_size;    /* sizeof(vx_tree_info), or 0 */
+  uint32_t depth;          /* D */
+  uint32_t resolution;     /* 2^D */
+  uint32_t levels_loaded;  /* levels 0 .. levels_loaded-1 are in memory (D+1: all) */
+  uint64_t node_count;     /* nodes loaded (levels < D) */
+  uint64_t voxel_count;    /* surface voxels loaded (level D) */
+  double origin[3];        /* world = origin + grid * scale */
+  double scale;            /* world units per finest voxel */
+  float band;              /* the field is truncated at +-band finest voxels */
+  float prune_error;       /* 0: full tree; else subtrees within this error (voxels) are pruned */
+  uint64_t memory_bytes;   /* nodes * 16 + voxels * 8 */
+  uint64_t file_bytes;     /* size of the file it was loaded from (0: not from a file) */
+  uint32_t file_version;   /* .svo format version of that file (0: not from a file) */
+} vx_tree_info;
+
+VX_API vx_status vx_tree_get_info(const vx_tree *t, vx_tree_info *info);
+
+/* One row of the memory-per-resolution table (`voxlod stats`). */
+typedef struct vx_level_stats {
+  uint32_t struct_size;    /* sizeof(vx_level_stats), or 0 */
+  uint32_t level;          /* l: 2^l cells per axis */
+  uint64_t cells;          /* nodes (l < D) or surface voxels (l == D) present */
+  uint64_t leaves;         /* pruned nodes at this level (drawn as planes) */
+  uint64_t topology_bytes; /* child index and mask bytes of this level's nodes */
+  uint64_t lod_bytes;      /* plane and error bytes of this level's nodes */
+  uint64_t field_bytes;    /* corner values (level D only) */
+  uint64_t disk_bytes;     /* compressed bytes of this level in the file (0: not from a file) */
+  uint64_t render_bytes;   /* memory of levels 0 .. l: what rendering cut at l uploads */
+  uint64_t float8_bytes;   /* a plain SVO with 8 float corners per cell at this resolution */
+  uint64_t dense_bytes;    /* a dense float grid of (2^l + 1)^3 corner values */
+} vx_level_stats;
+
+/* Row `level` (0 .. depth) of the table. Levels beyond those loaded report zero cells. */
+VX_API vx_status vx_tree_get_level(const vx_tree *t, uint32_t level, vx_level_stats *st);
+
+/* A copy of t with every subtree whose plane approximates it within max_error finest voxels
+ * replaced by its root (drawn as that plane). t must be whole. */
+VX_API vx_status vx_tree_prune(const vx_tree *t, float max_error, vx_tree **out, vx_error *err);
+
+/* The raw arrays, read-only, valid while t lives: nodes breadth first (level 0 first, each level
+ * in Morton order, 16 bytes each, 16-byte aligned), voxels in Morton order (8 bytes each); NULL
+ * when none are loaded. Counts are those of the loaded levels. vx_tree_level_count gives a level's
+ * cells (0 beyond the loaded levels), vx_tree_level_first the index of a node level's first node
+ * in the node array. */
+VX_API const void *vx_tree_nodes(const vx_tree *t, uint64_t *count);
+VX_API const void *vx_tree_voxels(const vx_tree *t, uint64_t *count);
+VX_API uint64_t vx_tree_level_count(const vx_tree *t, uint32_t level);
+VX_API uint64_t vx_tree_level_first(const vx_tree *t, uint32_t level);
+
+VX_EXTERN_C_END
+
+#endif
