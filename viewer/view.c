@@ -80,23 +80,6 @@ static int make_token(char *tok) {
   return 0;
 }
 
-/* 0 when the tree's world box [origin, origin + scale * resolution] is finite, and not flat, in
- * single precision (the renderer's, and what the page is told); else -1 with the reason. */
-static int check_world_box(const vx_tree_info *ti, char *why, size_t n) {
-  double ext = ti->scale * (double)ti->resolution;
-  for (int k = 0; k < 3; k++) {
-    double lo = ti->origin[k], hi = lo + ext;
-    if (!isfinite(lo) || !isfinite(hi) || fabs(lo) > FLT_MAX || fabs(hi) > FLT_MAX ||
-        !isfinite(ext) || !(ext > 0.0) || (float)lo == (float)hi) {
-      snprintf(why, n, "the tree's world box (origin %.6g %.6g %.6g, %u voxels of %.6g) does not "
-               "fit in single precision, in which it is drawn", ti->origin[0], ti->origin[1],
-               ti->origin[2], ti->resolution, ti->scale);
-      return -1;
-    }
-  }
-  return 0;
-}
-
 static void server_free(vw_server *s) {
   while (s->sessions) { /* only when civetweb never started; otherwise its close handlers ran */
     vw_session *x = s->sessions;
@@ -225,12 +208,8 @@ int vx_cmd_view(int argc, char **argv) {
   }
   srv.info.struct_size = sizeof srv.info;
   vx_tree_get_info(srv.tree, &srv.info);
-  char why_box[256];
-  if (check_world_box(&srv.info, why_box, sizeof why_box) != 0) {
-    server_free(&srv);
-    fprintf(stderr, "voxlod view: %s: %s\n", shown_path, why_box);
-    return 1;
-  }
+  /* a tree whose world box does not fit the renderer's precision is refused by
+   * vx_renderer_create (the library's one check), before anything listens */
   vx_renderer_opts rop;
   memset(&rop, 0, sizeof rop);
   rop.struct_size = sizeof rop;
