@@ -68,11 +68,20 @@ static inline int check_summary(void) {
   return check_failures_ ? 1 : 0;
 }
 
-/* Path of a shared mesh, or NULL when ../shared is absent. */
-static inline const char *check_shared_mesh(const char *rel, char *buf, size_t n) {
-  struct stat st;
-  snprintf(buf, n, "%s/%s", VX_SHARED_MESHES, rel);
-  return stat(buf, &st) == 0 ? buf : NULL;
+/* Path of a test mesh in tests/data/meshes (written by make_meshes.py there), or in
+ * $VOXLOD_TEST_MESHES where the tree was copied elsewhere. The file is part of the repository:
+ * a missing one makes the test's import fail, it is never skipped. */
+static inline const char *check_test_mesh(const char *rel, char *buf, size_t n) {
+  const char *dir = getenv("VOXLOD_TEST_MESHES");
+  snprintf(buf, n, "%s/%s", dir && *dir ? dir : VX_TEST_MESHES, rel);
+  return buf;
+}
+
+/* Path of a bundled mesh in data/ (or $VOXLOD_DATA_DIR). */
+static inline const char *check_data_mesh(const char *rel, char *buf, size_t n) {
+  const char *dir = getenv("VOXLOD_DATA_DIR");
+  snprintf(buf, n, "%s/%s", dir && *dir ? dir : VX_DATA_DIR, rel);
+  return buf;
 }
 
 #endif

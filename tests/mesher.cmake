@@ -6,4 +6,4 @@ vx_add_api_test(test_mesher_api)
 vx_add_api_test(test_mesher_alloc)
 add_test(NAME test_mesher_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher_cli.sh
          $<TARGET_FILE:voxlod> ${VX_DATA_DIR})
-set_tests_properties(test_mesher_cli PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+set_tests_properties(test_mesher_cli PROPERTIES TIMEOUT 300)
