@@ -3,8 +3,9 @@
 # CUDA code whenever nvcc is found, so it is always compiled), and runs ctest. GPU tests (label
 # `gpu`) skip themselves where there is no GPU. Then the same suite under ASan/UBSan (CPU code),
 # and each fuzz target for a bounded time. Ends with `summary: N passed, M failed, K skipped`
-# and the skipped tests named (scripts/test_summary.sh). Only GPU tests skip where $CI is set: a
-# test that misses an optional dependency fails there (scripts/deps.sh installs them all).
+# and the skipped tests named (scripts/test_summary.sh). Where $CI is set only GPU tests (and
+# pytest's `optional` ones) may skip: a test that misses an optional dependency fails there
+# (scripts/deps.sh and the pip line below install them all).
 #   VOXLOD_FUZZ_SECONDS=N   seconds per fuzz target (default 60; 0 skips fuzzing)
 #   VOXLOD_SANITIZE=0       skip the sanitizer build
 #   VOXLOD_PYTHON_TESTS=0   skip the Python package (pip install . and pytest)
