@@ -60,9 +60,6 @@ cp "$MESHES/stanford_dragon/dragon_871k.ply.gz" "$ROOT/devdata/dragon.ply.gz"
 # the viewer's protocol test runs with the device's python3 and Debian's websocket-client module
 [ -d /usr/lib/python3/dist-packages/websocket ] && mkdir -p "$ROOT/devdata/pylib" &&
   cp -r /usr/lib/python3/dist-packages/websocket "$ROOT/devdata/pylib/"
-mkdir -p "$ROOT/devdata/shared/messy" "$ROOT/devdata/shared/fandisk"
-cp "$MESHES"/messy/* "$ROOT/devdata/shared/messy/"
-cp "$MESHES"/fandisk/fandisk.off "$ROOT/devdata/shared/fandisk/"
 EXCL=$(cd "$ROOT" && realpath -m "$(git rev-parse --git-path info/exclude)")
 mkdir -p "$(dirname "$EXCL")"
 grep -qx '/devdata/' "$EXCL" 2>/dev/null || echo '/devdata/' >> "$EXCL"

@@ -35,7 +35,7 @@ for s in $steps; do
   case $s in
   tests)
     stamp "gpu tests"
-    export VOXLOD_DATA_DIR=$PWD/data VOXLOD_SHARED_MESHES=$PWD/$D/shared
+    export VOXLOD_DATA_DIR=$PWD/data VOXLOD_TEST_MESHES=$PWD/tests/data/meshes
     for t in $B/gputests/test_gpu_*; do
       [ -x "$t" ] || continue
       timeout 300 "$t" > /tmp/vx/t.log 2>&1
@@ -286,7 +286,7 @@ for s in $steps; do
     ) > /tmp/vx/convert.log 2>&1 &
     cpid=$!
     stamp "gpu tests (while converting)"
-    export VOXLOD_DATA_DIR=$PWD/data VOXLOD_SHARED_MESHES=$PWD/$D/shared
+    export VOXLOD_DATA_DIR=$PWD/data VOXLOD_TEST_MESHES=$PWD/tests/data/meshes
     for t in $B/gputests/test_gpu_*; do
       [ -x "$t" ] || continue
       timeout 200 "$t" > /tmp/vx/t.log 2>&1

@@ -2,7 +2,10 @@
 # The test suite, as README.md and .ci/run call it: installs missing packages, builds (with the
 # CUDA code whenever nvcc is found, so it is always compiled), and runs ctest. GPU tests (label
 # `gpu`) skip themselves where there is no GPU. Then the same suite under ASan/UBSan (CPU code),
-# and each fuzz target for a bounded time.
+# and each fuzz target for a bounded time. Ends with `summary: N passed, M failed, K skipped`
+# and the skipped tests named (scripts/test_summary.sh). Where $CI is set only GPU tests (and
+# pytest's `optional` ones) may skip: a test that misses an optional dependency fails there
+# (scripts/deps.sh and the pip line below install them all).
 #   VOXLOD_FUZZ_SECONDS=N   seconds per fuzz target (default 60; 0 skips fuzzing)
 #   VOXLOD_SANITIZE=0       skip the sanitizer build
 #   VOXLOD_PYTHON_TESTS=0   skip the Python package (pip install . and pytest)
@@ -15,19 +18,10 @@ jobs=$(nproc)
 echo "== build and test (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j"$jobs" >>build.log 2>&1 || { tail -50 build.log; exit 1; }
-total_pass=0 total_fail=0
-# count NAME LOG: adds ctest's "N tests failed out of M" to the totals.
-count() {
-  local line f m
-  line=$(grep -E "tests failed out of [0-9]+" "$2" | tail -1 || true)
-  [ -n "$line" ] || { total_fail=$((total_fail + 1)); return; }
-  f=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/')
-  m=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/')
-  total_pass=$((total_pass + m - f)); total_fail=$((total_fail + f))
-}
+source scripts/test_summary.sh
 status=0
 ctest --test-dir build --output-on-failure -j"$jobs" 2>&1 | tee build/ctest.log || status=1
-count build build/ctest.log
+count_ctest build build build/ctest.log
 
 # The Python package: `pip install .` (the same CMake build, kept in build-python/ so that a
 # second run recompiles only what changed) and its pytest suite. An externally managed Python
@@ -41,17 +35,13 @@ if [ "${VOXLOD_PYTHON_TESTS:-1}" != 0 ]; then
       $py -m pip install -q "${pydeps[@]}" >>build-python.log 2>&1 || true
   fi
   if $py -m pip install -q . >>build-python.log 2>&1; then
-    # count_pytest LOG: pytest's closing "N passed, M failed" into the totals
-    VOXLOD_CLI="$PWD/build/voxlod" $py -m pytest -q -p no:cacheprovider python/tests 2>&1 |
-      tee build/pytest.log || status=1
-    line=$(grep -E "[0-9]+ (passed|failed)" build/pytest.log | tail -1 || true)
-    p=$( (echo "$line" | grep -oE "[0-9]+ passed" || true) | grep -oE "[0-9]+" || true)
-    f=$( (echo "$line" | grep -oE "[0-9]+ (failed|errors?)" || true) | awk '{s += $1} END {print s + 0}')
-    [ -n "$line" ] || f=1
-    total_pass=$((total_pass + ${p:-0})); total_fail=$((total_fail + ${f:-0}))
+    rm -f build/pytest.xml
+    VOXLOD_CLI="$PWD/build/voxlod" $py -m pytest -q -rs -p no:cacheprovider \
+      --junitxml=build/pytest.xml python/tests 2>&1 | tee build/pytest.log || status=1
+    count_pytest pytest build/pytest.xml build/pytest.log "$py"
   else
     tail -50 build-python.log
-    total_fail=$((total_fail + 1)); status=1
+    total_fail=$((total_fail + 1)); fail_names+=("pip install . (see build-python.log)"); status=1
   fi
 fi
 
@@ -68,17 +58,18 @@ if [ "${VOXLOD_SANITIZE:-1}" != 0 ]; then
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp" \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "slow|ptx|install" 2>&1 | tee build-asan/ctest.log || status=1
-  count build-asan build-asan/ctest.log
+  count_ctest asan build-asan build-asan/ctest.log
 fi
 
 if [ "${VOXLOD_FUZZ_SECONDS:-60}" != 0 ] && command -v clang >/dev/null && [ -x fuzz/run.sh ]; then
   echo "== fuzzing (build-fuzz/), ${VOXLOD_FUZZ_SECONDS:-60}s per target"
   mkdir -p build-fuzz
   if bash fuzz/run.sh build-fuzz "${VOXLOD_FUZZ_SECONDS:-60}" 2>&1 | tee build-fuzz/fuzz.log; then
-    total_pass=$((total_pass + $(grep -c "^== fuzz_" build-fuzz/fuzz.log)))
+    count_plain fuzz "$(grep -c "^== fuzz_" build-fuzz/fuzz.log)" 0
   else
-    total_fail=$((total_fail + 1)); status=1
+    count_plain fuzz 0 1; status=1
   fi
 fi
-echo "summary: $total_pass passed, $total_fail failed"
+print_summary
+[ "$total_fail" -eq 0 ] || status=1
 exit $status

@@ -5,7 +5,7 @@ function(vx_add_api_test name)
   add_executable(${name} ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
   target_link_libraries(${name} PRIVATE voxlod_shared ${M_LIB})
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-  target_compile_definitions(${name} PRIVATE VX_SHARED_MESHES="${VX_SHARED_MESHES}"
+  target_compile_definitions(${name} PRIVATE VX_TEST_MESHES="${VX_TEST_MESHES}"
                              VX_DATA_DIR="${VX_DATA_DIR}")
   set_target_properties(${name} PROPERTIES BUILD_RPATH "$ORIGIN/../lib")
   add_test(NAME ${name} COMMAND ${name})

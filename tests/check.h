@@ -3,8 +3,8 @@
  *   static void svo_build_counts_one_voxel(void) { CHECK(x == 1); CHECK_NEAR(a, b, 1e-6); }
  *   int main(void) { RUN(svo_build_counts_one_voxel); return check_summary(); }
  *
- * A test program exits 0 when all checks passed, 1 otherwise, 77 when it skipped itself
- * (CHECK_SKIP), which ctest reports as skipped.
+ * A test program exits 0 when all checks passed, 1 otherwise (or CHECK_FATAL), 77 when it
+ * skipped itself (CHECK_SKIP: GPU tests without a GPU), which ctest reports as skipped.
  */
 #ifndef VOXLOD_TESTS_CHECK_H
 #define VOXLOD_TESTS_CHECK_H
@@ -46,7 +46,18 @@ static const char *check_current_ = "";
               check_a_, #b, check_b_, (double)(tol));                                            \
   } while (0)
 
-/* Ends the whole program as skipped (exit 77) with a reason. */
+/* Ends the whole program as failed (exit 1) with a reason: the test cannot run here. */
+#define CHECK_FATAL(...)                                                                         \
+  do {                                                                                           \
+    fprintf(stderr, "FATAL: ");                                                                  \
+    fprintf(stderr, __VA_ARGS__);                                                                \
+    fprintf(stderr, "\n");                                                                       \
+    exit(1);                                                                                     \
+  } while (0)
+
+/* Ends the whole program as skipped (exit 77) with a reason. Only for what a GPU test needs: no
+ * usable CUDA device. Everything else a test needs is in the repository or installed by
+ * scripts/deps.sh. */
 #define CHECK_SKIP(...)                                                                          \
   do {                                                                                           \
     fprintf(stderr, "SKIP: ");                                                                   \
@@ -68,11 +79,20 @@ static inline int check_summary(void) {
   return check_failures_ ? 1 : 0;
 }
 
-/* Path of a shared mesh, or NULL when ../shared is absent. */
-static inline const char *check_shared_mesh(const char *rel, char *buf, size_t n) {
-  struct stat st;
-  snprintf(buf, n, "%s/%s", VX_SHARED_MESHES, rel);
-  return stat(buf, &st) == 0 ? buf : NULL;
+/* Path of a test mesh in tests/data/meshes (written by make_meshes.py there), or in
+ * $VOXLOD_TEST_MESHES where the tree was copied elsewhere. The file is part of the repository:
+ * a missing one makes the test's import fail, it is never skipped. */
+static inline const char *check_test_mesh(const char *rel, char *buf, size_t n) {
+  const char *dir = getenv("VOXLOD_TEST_MESHES");
+  snprintf(buf, n, "%s/%s", dir && *dir ? dir : VX_TEST_MESHES, rel);
+  return buf;
+}
+
+/* Path of a bundled mesh in data/ (or $VOXLOD_DATA_DIR). */
+static inline const char *check_data_mesh(const char *rel, char *buf, size_t n) {
+  const char *dir = getenv("VOXLOD_DATA_DIR");
+  snprintf(buf, n, "%s/%s", dir && *dir ? dir : VX_DATA_DIR, rel);
+  return buf;
 }
 
 #endif

@@ -1,6 +1,6 @@
 # End-to-end tests of the voxlod command line (tests/test_cli.sh).
 add_test(NAME test_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh $<TARGET_FILE:voxlod>
-         ${VX_DATA_DIR} ${VX_SHARED_MESHES})
+         ${VX_DATA_DIR})
 set_tests_properties(test_cli PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 # Outputs that are not plain files, outputs equal to inputs, signals, FIFOs, bombs, values and
 # messages (tests/test_cli_paths.sh).

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# test_cli.sh VOXLOD DATA_DIR SHARED_MESHES - the command line as a user runs it: the whole
+# test_cli.sh VOXLOD DATA_DIR - the command line as a user runs it: the whole
 # pipeline on the bundled mesh, and each bad input below giving one clear message on stderr,
 # a non-zero exit, no crash (exit >= 128) and no half-written output.
 set -u
-VOXLOD=$1 DATA=$2 SHARED=$3
+VOXLOD=$1 DATA=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0 passes=0
@@ -157,7 +157,7 @@ PY
     ok "PLY header bomb refused at once (peak RSS $((kib / 1024)) MiB)"
   else bad "PLY header bomb (exit $rc, peak RSS $((kib / 1024)) MiB)"; cat "$T/err"; fi
 else
-  echo "skip --mem-limit section: python3 not found"
+  bad "--mem-limit section needs python3 (not found)"
 fi
 
 echo "$passes passed, $fails failed"

@@ -45,6 +45,11 @@ if [ -s "$T/b.vdb" ]; then
     vdb_print -l "$T/b.vdb" >"$T/print" 2>&1 || bad "vdb_print failed: $(cat "$T/print")"
     grep -q "surface" "$T/print" && grep -q "Tree_float_5_4_3" "$T/print" ||
       bad "vdb_print does not show the float grid: $(cat "$T/print")"
+  else
+    case "${CI:-}" in
+      ""|0|false|no) echo "skipped the vdb_print check: vdb_print (libopenvdb-tools) not found" ;;
+      *) bad "vdb_print (libopenvdb-tools) not found" ;;
+    esac
   fi
   "$V" convert "$T/b.vdb" "$T/back.svo" -q || bad "convert .vdb"
   "$V" stats "$T/back.svo" >/dev/null || bad "stats of the converted .vdb"

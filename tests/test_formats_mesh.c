@@ -1,86 +1,103 @@
-/* test_formats_mesh.c - mesh import: the shared meshes against SOURCES.md's flattened triangle
- * counts and bounding boxes (figures measured with assimp's own command-line tool, not with this
- * code), node instancing, and every kind of bad input. */
+/* test_formats_mesh.c - mesh import: the test meshes (tests/data/meshes, one scene in every
+ * format assimp reads that we use, messy meshes) against the triangle counts and bounding boxes
+ * their generator computed (make_meshes.py, which also checks them with assimp's own command-line
+ * tool), the bundled real meshes against figures measured with assimp's command-line tool, node
+ * instancing, and every kind of bad input. */
 #define _POSIX_C_SOURCE 200809L
 #include "formats/mesh_import.h"
 #include "check.h"
 
 #include <unistd.h>
 
-typedef struct shared_case {
+typedef struct mesh_case {
   const char *rel;
-  uint64_t flattened;  /* SOURCES.md "Triangles (flattened)" */
-  uint64_t collapsed;  /* SOURCES.md "collapsing to an edge/point" + "other zero-area" */
-  double lo[3], hi[3]; /* SOURCES.md bounding box (6 significant digits) */
-} shared_case;
+  uint64_t flattened; /* triangles after flattening the scene, degenerate ones included */
+  uint64_t collapsed; /* of those, triangles of zero area */
+  double lo[3], hi[3]; /* bounding box of the other triangles */
+} mesh_case;
 
-static const shared_case cases[] = {
-    {"stanford_bunny/bun_zipper_res4.ply", 948, 0, {-0.0931466, 0.0336204, -0.056644}, {0.0581591, 0.181897, 0.0578008}},
-    {"stanford_bunny/bun_zipper.ply", 69451, 0, {-0.0946899, 0.0329874, -0.0618736}, {0.0610091, 0.187321, 0.0587997}},
-    {"utah_teapot/teapot.obj", 15704, 0, {-71.8925, 0, -47.9284}, {82.294, 79.0066, 47.9284}},
-    {"suzanne/suzanne.obj", 968, 0, {-3.86125, 0.267311, 3.25233}, {-1.12688, 2.23606, 4.95545}},
-    {"spot/spot_triangulated.obj", 5856, 0, {-0.471552, -0.736784, -0.668909}, {0.471552, 0.953646, 1.049}},
-    {"spot/spot_quadrangulated.obj", 5856, 0, {-0.471552, -0.736784, -0.668909}, {0.471552, 0.953646, 1.049}},
-    {"cornell_box/CornellBox-Original.obj", 36, 0, {-1.02, 0, -1.04}, {1, 1.99, 0.99}},
-    {"sponza_dabrovic/sponza.obj", 66450, 6, {-17.4028, -0.906689, -7.79851}, {17.4172, 15.6533, 7.80149}},
-    {"2cylinder_engine/2CylinderEngine.glb", 121496, 11160, {-371.692, -180.972, -140}, {371.692, 92.0416, 128}},
-    {"duck/duck.dae", 4212, 0, {-0.692985, 0.0992937, -0.613282}, {0.961799, 1.6397, 0.539252}},
-    {"spider/spider.obj", 1368, 56, {-92.6552, -42.2338, -106.691}, {57.9362, 37.504, 86.6912}},
-    {"spider/spider.fbx", 1368, 56, {-9265.52, -4223.38, -10669.1}, {5793.62, 3750.4, 8669.12}},
-    {"spider/Spider_ascii.stl", 1368, 56, {-3.1149, -4, -1.64933}, {3.1149, 4, 1.64933}},
-    {"spider/Spider_binary.stl", 1368, 56, {-3.11489, -4, -1.64933}, {3.11489, 4, 1.64933}},
-    {"fandisk/fandisk.off", 12946, 0, {-0.920571, -1, -0.511065}, {0.920571, 1, 0.511065}},
-    {"messy/two-boxes-bad-self-union.ply", 708, 0, {-0.5, -0.5, -0.5}, {1, 0.5, 0.5}},
-    {"messy/degenerated.obj", 24, 0, {-1, -1, -1}, {1, 1, 1}},
+/* tests/data/meshes, as `python3 tests/data/meshes/make_meshes.py` prints them */
+static const mesh_case cases[] = {
+    {"scene.obj", 272, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 0.850000024, 0.474999994}},
+    {"scene_quads.obj", 268, 0, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 0.850000024, 0.474999994}},
+    {"scene_ascii.ply", 272, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 0.850000024, 0.474999994}},
+    {"scene_binary.ply", 272, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 0.850000024, 0.474999994}},
+    {"scene_be.ply", 272, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 0.850000024, 0.474999994}},
+    {"scene_ascii.stl", 272, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 0.850000024, 0.474999994}},
+    {"scene_binary.stl", 272, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 0.850000024, 0.474999994}},
+    {"scene.off", 272, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 0.850000024, 0.474999994}},
+    {"scene.gltf", 528, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 2.92499995, 0.737500012}},
+    {"scene.glb", 528, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 2.92499995, 0.737500012}},
+    {"scene.dae", 528, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 2.92499995, 0.737500012}},
+    {"scene.fbx", 528, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 2.92499995, 0.737500012}},
+    {"scene_ascii.fbx", 528, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 2.92499995, 0.737500012}},
+    {"scene.3mf", 272, 4, {-1.10000002, -1.85000002, -0.300000012}, {2.25, 0.850000024, 0.474999994}},
+    {"messy/sphere_with_hole.stl", 504, 0, {0, 0, 0}, {3, 3, 2.94888878}},
+    {"messy/doubled_cube.obj", 24, 0, {-1, -1, -1}, {1, 1, 1}},
+    {"messy/two_boxes.ply", 22, 0, {-0.5, -0.5, -0.5}, {1, 0.5, 0.5}},
     {"messy/cube_with_fold.ply", 48, 0, {-1, -1, -1}, {1, 1, 1}},
-    {"messy/sphereWithHole.stl", 285, 0, {0, 0, 0}, {3, 3, 3}},
+    {"star_prism.off", 140, 0, {-0.939783871, -0.992272377, -0.400000006}, {0.995004177, 0.9478423, 0.400000006}},
 };
 
-static void mesh_import_shared_meshes_match_sources(void) {
-  char buf[1024];
-  if (!check_shared_mesh("SOURCES.md", buf, sizeof buf)) CHECK_SKIP("../shared/data/meshes absent");
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    const shared_case *c = &cases[i];
-    const char *path = check_shared_mesh(c->rel, buf, sizeof buf);
-    if (!path) continue;
-    vx_soup m;
-    vx_error e;
-    vx_status s = vx_soup_import(path, &m, &e);
-    CHECK_MSG(s == VX_OK, "%s: %s", c->rel, e.msg);
-    if (s != VX_OK) continue;
-    fprintf(stderr, "  %-40s %7llu kept, %5llu degenerate, %llu non-finite, %llu points/lines, %u instances\n",
-            c->rel, (unsigned long long)m.tri_count, (unsigned long long)m.skipped_degenerate,
-            (unsigned long long)m.skipped_nonfinite, (unsigned long long)m.skipped_nontriangle,
-            m.mesh_count);
-    /* Every flattened triangle is either kept or counted as dropped. */
-    CHECK_MSG(m.tri_count + m.skipped_degenerate == c->flattened, "%s: %llu + %llu != %llu", c->rel,
-              (unsigned long long)m.tri_count, (unsigned long long)m.skipped_degenerate,
-              (unsigned long long)c->flattened);
-    CHECK(m.skipped_nonfinite == 0 && m.skipped_nontriangle == 0);
-    CHECK_MSG(m.skipped_degenerate == c->collapsed, "%s: %llu degenerate", c->rel,
-              (unsigned long long)m.skipped_degenerate);
-    for (int a = 0; a < 3; a++) {
-      double ext = c->hi[a] - c->lo[a];
-      double tol = 1e-5 * ext + 1e-5 * (fabs(c->lo[a]) + fabs(c->hi[a]));
-      CHECK_NEAR(m.bbox_min[a], c->lo[a], tol);
-      CHECK_NEAR(m.bbox_max[a], c->hi[a], tol);
-    }
-    /* The bbox holds every kept vertex (brute force over the soup). */
-    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    for (uint64_t k = 0; k < m.tri_count * 9; k++) {
-      double v = m.pos[k];
-      if (v < lo[k % 3]) lo[k % 3] = v;
-      if (v > hi[k % 3]) hi[k % 3] = v;
-    }
-    for (int a = 0; a < 3; a++) CHECK(lo[a] == m.bbox_min[a] && hi[a] == m.bbox_max[a]);
-    vx_soup_free(&m);
+/* data/: the same figures as assimp's command line reports (6 significant digits) */
+static const mesh_case bundled[] = {
+    {"bunny_res4.ply", 948, 0, {-0.0931466, 0.0336204, -0.056644}, {0.0581591, 0.181897, 0.0578008}},
+    {"bunny.ply", 69451, 0, {-0.0946899, 0.0329874, -0.0618736}, {0.0610091, 0.187321, 0.0587997}},
+    {"spot.obj", 5856, 0, {-0.471552, -0.736784, -0.668909}, {0.471552, 0.953646, 1.049}},
+};
+
+static void check_case(const char *dir, const mesh_case *c, double rel_tol) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, c->rel);
+  vx_soup m;
+  vx_error e;
+  vx_status s = vx_soup_import(path, &m, &e);
+  CHECK_MSG(s == VX_OK, "%s: %s", c->rel, e.msg);
+  if (s != VX_OK) return;
+  fprintf(stderr, "  %-28s %6llu kept, %3llu degenerate, %llu non-finite, %llu points/lines, %u instances\n",
+          c->rel, (unsigned long long)m.tri_count, (unsigned long long)m.skipped_degenerate,
+          (unsigned long long)m.skipped_nonfinite, (unsigned long long)m.skipped_nontriangle,
+          m.mesh_count);
+  /* Every flattened triangle is either kept or counted as dropped. */
+  CHECK_MSG(m.tri_count + m.skipped_degenerate == c->flattened, "%s: %llu + %llu != %llu", c->rel,
+            (unsigned long long)m.tri_count, (unsigned long long)m.skipped_degenerate,
+            (unsigned long long)c->flattened);
+  CHECK(m.skipped_nonfinite == 0 && m.skipped_nontriangle == 0);
+  CHECK_MSG(m.skipped_degenerate == c->collapsed, "%s: %llu degenerate", c->rel,
+            (unsigned long long)m.skipped_degenerate);
+  for (int a = 0; a < 3; a++) {
+    double ext = c->hi[a] - c->lo[a];
+    double tol = rel_tol * ext + rel_tol * (fabs(c->lo[a]) + fabs(c->hi[a]));
+    CHECK_NEAR(m.bbox_min[a], c->lo[a], tol);
+    CHECK_NEAR(m.bbox_max[a], c->hi[a], tol);
   }
+  /* The bbox holds every kept vertex (brute force over the soup). */
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (uint64_t k = 0; k < m.tri_count * 9; k++) {
+    double v = m.pos[k];
+    if (v < lo[k % 3]) lo[k % 3] = v;
+    if (v > hi[k % 3]) hi[k % 3] = v;
+  }
+  for (int a = 0; a < 3; a++) CHECK(lo[a] == m.bbox_min[a] && hi[a] == m.bbox_max[a]);
+  vx_soup_free(&m);
 }
 
-static void mesh_import_rejects_gzip_from_shared(void) {
+static void mesh_import_every_format_matches_generator(void) {
+  char dir[1024];
+  check_test_mesh("", dir, sizeof dir);
+  /* the files store float32 (or exact decimals of them): the boxes agree to float rounding */
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(dir, &cases[i], 1e-7);
+}
+
+static void mesh_import_bundled_meshes_match_assimp(void) {
+  const char *dir = getenv("VOXLOD_DATA_DIR");
+  for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++)
+    check_case(dir && *dir ? dir : VX_DATA_DIR, &bundled[i], 1e-5);
+}
+
+static void mesh_import_rejects_gzip_file(void) {
   char buf[1024];
-  const char *path = check_shared_mesh("stanford_dragon/dragon_871k.ply.gz", buf, sizeof buf);
-  if (!path) return;
+  const char *path = check_test_mesh("scene.ply.gz", buf, sizeof buf);
   vx_soup m;
   vx_error e;
   CHECK(vx_soup_import(path, &m, &e) == VX_ERR_FORMAT);
@@ -292,14 +309,15 @@ static void mesh_import_isolated_matches_and_times_out(void) {
 
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/vx_test_mesh.XXXXXX");
-  if (!mkdtemp(tmpdir)) CHECK_SKIP("cannot make a temporary directory");
+  if (!mkdtemp(tmpdir)) CHECK_FATAL("cannot make a temporary directory");
   RUN(mesh_import_bad_inputs_give_clear_errors);
   RUN(mesh_import_counts_dropped_triangles);
   RUN(mesh_import_expands_node_instances);
   RUN(mesh_import_from_memory);
   RUN(mesh_import_isolated_matches_and_times_out);
-  RUN(mesh_import_rejects_gzip_from_shared);
+  RUN(mesh_import_rejects_gzip_file);
   cleanup_dir();
-  RUN(mesh_import_shared_meshes_match_sources); /* last: skips the program when shared is absent */
+  RUN(mesh_import_every_format_matches_generator);
+  RUN(mesh_import_bundled_meshes_match_assimp);
   return check_summary();
 }

@@ -5,7 +5,7 @@
  * all triangles in test_voxelizer_surface/field). The GPU build must give the same surface voxels
  * and the same quantized corner values, bit for bit: for analytic meshes (sphere + torus, an open
  * sheet and a slab thinner than a voxel that need the thin-voxel rule, a box whose faces lie on
- * voxel faces), the bundled bunny and, when ../shared is there, the messy meshes and the fandisk;
+ * voxel faces), the bundled bunny and Spot, the messy test meshes and a star prism (sharp edges);
  * with both sign rules; as one partition, with partitions forced down to 8^3 and 32^3 voxels (so
  * partition faces cut through triangles, along faces and through voxel corners), and with a GPU
  * memory budget so small that the build has to split partitions itself. Then whole files:
@@ -144,30 +144,22 @@ static void analytic_meshes(void) {
   vx_soup_free(&m);
 }
 
-/* Mesh folders: the compiled-in paths, or $VOXLOD_DATA_DIR / $VOXLOD_SHARED_MESHES (the GPU
- * machine runs a copy of the tree at another path). */
-static const char *mesh_path(const char *env, const char *dflt, const char *rel, char *buf,
-                             size_t n) {
-  const char *dir = getenv(env);
-  snprintf(buf, n, "%s/%s", dir && *dir ? dir : dflt, rel);
-  return access(buf, R_OK) == 0 ? buf : NULL;
-}
-
+/* Meshes: check_data_mesh (data/) and check_test_mesh (tests/data/meshes) honour
+ * $VOXLOD_DATA_DIR / $VOXLOD_TEST_MESHES (the GPU machine runs a copy of the tree elsewhere). */
 static int load(const char *path, vx_soup *m) {
   vx_error e;
   memset(m, 0, sizeof *m);
-  if (!path || !vx_soup_import) return 0;
-  if (vx_soup_import(path, m, &e) != VX_OK) {
-    fprintf(stderr, "  (skipped %s: %s)\n", path, e.msg);
-    return 0;
-  }
-  return 1;
+  CHECK_MSG(vx_soup_import != NULL, "no mesh importer linked");
+  if (!vx_soup_import) return 0;
+  vx_status s = vx_soup_import(path, m, &e);
+  CHECK_MSG(s == VX_OK, "%s: %s", path, e.msg);
+  return s == VX_OK;
 }
 
 static void bunny(void) {
   vx_soup m;
   char buf[1024];
-  if (!load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) return;
+  if (!load(check_data_mesh("bunny.ply", buf, sizeof buf), &m)) return;
   same_surface("bunny", &m, 128, VX_SIGN_WINDING, 0, 0);
   same_surface("bunny", &m, 128, VX_SIGN_PSEUDO_NORMAL, 4, 0);
   same_surface("bunny", &m, 512, VX_SIGN_WINDING, 0, 0);
@@ -176,15 +168,16 @@ static void bunny(void) {
   vx_soup_free(&m);
 }
 
-static void shared_meshes(void) {
-  static const char *names[] = {"messy/sphereWithHole.stl", "messy/degenerated.obj",
-                                "messy/two-boxes-bad-self-union.ply", "messy/cube_with_fold.ply",
-                                "fandisk/fandisk.off"};
+static void test_meshes(void) {
+  static const char *names[] = {"messy/sphere_with_hole.stl", "messy/doubled_cube.obj",
+                                "messy/two_boxes.ply", "messy/cube_with_fold.ply",
+                                "star_prism.off", "spot.obj"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     char buf[1024];
     vx_soup m;
-    if (!load(mesh_path("VOXLOD_SHARED_MESHES", VX_SHARED_MESHES, names[i], buf, sizeof buf), &m))
-      continue;
+    const char *path = strcmp(names[i], "spot.obj") == 0 ? check_data_mesh(names[i], buf, sizeof buf)
+                                                         : check_test_mesh(names[i], buf, sizeof buf);
+    if (!load(path, &m)) continue;
     same_surface(names[i], &m, 128, VX_SIGN_WINDING, 0, 0);
     same_surface(names[i], &m, 64, VX_SIGN_WINDING, 3, 0);
     vx_soup_free(&m);
@@ -233,7 +226,7 @@ static void gpu_trees(void) {
   same_tree("sphere+torus", &m, 256, 0.25f);
   vx_soup_free(&m);
   char buf[1024];
-  if (!load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) return;
+  if (!load(check_data_mesh("bunny.ply", buf, sizeof buf), &m)) return;
   same_tree("bunny", &m, 512, 0.0f);
   same_tree("bunny", &m, 1024, 0.5f);
   vx_soup_free(&m);
@@ -267,15 +260,14 @@ static void clean_flags(void) {
   meshgen_torus(&m, 0.3, 0.2, -0.1, 0.6, 0.2, 36, 16);
   same_clean_flags("sphere+torus", &m, 64);
   vx_soup_free(&m);
-  if (load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) {
+  if (load(check_data_mesh("bunny.ply", buf, sizeof buf), &m)) {
     same_clean_flags("bunny", &m, 512);
     vx_soup_free(&m);
   }
-  static const char *names[] = {"messy/sphereWithHole.stl", "messy/degenerated.obj",
-                                "messy/two-boxes-bad-self-union.ply", "messy/cube_with_fold.ply"};
+  static const char *names[] = {"messy/sphere_with_hole.stl", "messy/doubled_cube.obj",
+                                "messy/two_boxes.ply", "messy/cube_with_fold.ply"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    if (!load(mesh_path("VOXLOD_SHARED_MESHES", VX_SHARED_MESHES, names[i], buf, sizeof buf), &m))
-      continue;
+    if (!load(check_test_mesh(names[i], buf, sizeof buf), &m)) continue;
     same_clean_flags(names[i], &m, 64);
     vx_soup_free(&m);
   }
@@ -285,7 +277,7 @@ static void clean_flags(void) {
 static void same_file(void) {
   vx_soup m;
   char buf[1024];
-  if (!load(mesh_path("VOXLOD_DATA_DIR", VX_DATA_DIR, "bunny.ply", buf, sizeof buf), &m)) return;
+  if (!load(check_data_mesh("bunny.ply", buf, sizeof buf), &m)) return;
   char dir[] = "/tmp/voxlod_gpu_build_XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   uint8_t *bytes[2] = {NULL, NULL};
@@ -332,7 +324,7 @@ static void same_file(void) {
 int main(void) {
   RUN(analytic_meshes);
   RUN(bunny);
-  RUN(shared_meshes);
+  RUN(test_meshes);
   RUN(same_file);
   RUN(gpu_trees);
   RUN(clean_flags);

@@ -5,8 +5,9 @@
  * >= 99% of pixels and depth must be within one voxel where both hit (on >= 99% of those pixels:
  * a ray grazing the silhouette can meet the field's surface and the mesh at different places).
  * Also a tessellated sphere against the analytic sphere (depth, normals) and thin features.
- * Meshes: an analytic closed torus and the bundled full Stanford bunny (data/bunny.ply, 69k
- * triangles, open at the bottom) always; Spot and the COLLADA duck from ../shared when present.
+ * Meshes: an analytic closed torus, the bundled full Stanford bunny (data/bunny.ply, 69k
+ * triangles, open at the bottom), Spot (data/spot.obj, closed) and the COLLADA test scene
+ * (tests/data/meshes/scene.dae: a torus placed twice through nodes, a box with degenerate faces).
  * Stanford's crude decimation bun_zipper_res4.ply (duplicate, non-manifold and open faces) is held
  * to the hit/miss criterion only: where a face is duplicated with both windings its winding number
  * cancels, so the field has no inside there and the depth can differ from the triangles'.
@@ -240,24 +241,21 @@ static void marcher_bunny_matches_reference(void) {
   vx_soup_free(&m);
 }
 
-static void marcher_shared_meshes_match_reference(void) {
+static void marcher_more_meshes_match_reference(void) {
   char buf[1024];
-  const char *names[2] = {"spot/spot_triangulated.obj", "duck/duck.dae"};
+  const char *names[2] = {"spot.obj", "scene.dae"};
   for (int k = 0; k < 2; k++) {
-    const char *path = check_shared_mesh(names[k], buf, sizeof buf);
-    if (!path) {
-      fprintf(stderr, "note: ../shared/data/meshes is absent; only the bundled meshes ran\n");
-      return;
-    }
+    const char *path = k == 0 ? check_data_mesh(names[k], buf, sizeof buf)
+                              : check_test_mesh(names[k], buf, sizeof buf);
     vx_soup m;
     if (!load(path, &m)) continue;
     compare_views(&m, 64, names[k]);
     compare_views(&m, 128, names[k]);
     vx_soup_free(&m);
   }
-  const char *path = check_shared_mesh("stanford_bunny/bun_zipper_res4.ply", buf, sizeof buf);
+  const char *path = check_data_mesh("bunny_res4.ply", buf, sizeof buf);
   vx_soup m;
-  if (path && load(path, &m)) {
+  if (load(path, &m)) {
     compare_views_opt(&m, 64, "bunny_res4", 0);
     compare_views_opt(&m, 128, "bunny_res4", 0);
     vx_soup_free(&m);
@@ -269,6 +267,6 @@ int main(void) {
   RUN(marcher_voxelized_sphere_matches_analytic);
   RUN(marcher_thin_features_survive_voxelization);
   RUN(marcher_bunny_matches_reference);
-  RUN(marcher_shared_meshes_match_reference);
+  RUN(marcher_more_meshes_match_reference);
   return check_summary();
 }

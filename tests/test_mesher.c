@@ -304,14 +304,10 @@ static void mesher_scene_with_grid_plane_faces_is_closed(void) {
   closed_at_every_cut(shape_box, 32, "cube");
 }
 
-/* Spot (a closed scan) from ../shared, when present. */
+/* Spot (a closed scan, data/spot.obj). */
 static void mesher_spot_is_closed_at_every_cut(void) {
   char buf[512];
-  const char *path = check_shared_mesh("spot/spot_triangulated.obj", buf, sizeof buf);
-  if (!path) {
-    fprintf(stderr, "  (../shared absent: spot skipped)\n");
-    return;
-  }
+  const char *path = check_data_mesh("spot.obj", buf, sizeof buf);
   vx_soup s;
   vx_error e;
   if (vx_soup_import(path, &s, &e) != VX_OK) {

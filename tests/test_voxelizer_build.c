@@ -105,19 +105,20 @@ static void build_cancel_is_interrupted(void) {
   vx_soup_free(&m);
 }
 
-/* The messy shared meshes build and validate; prints what the sign rule sees on them. */
+/* The messy test meshes (tests/data/meshes/messy) build and validate; prints what the sign rule sees on them. */
 static void build_messy_meshes(void) {
-  static const char *names[] = {"messy/sphereWithHole.stl", "messy/degenerated.obj",
-                                "messy/two-boxes-bad-self-union.ply", "messy/cube_with_fold.ply"};
+  static const char *names[] = {"messy/sphere_with_hole.stl", "messy/doubled_cube.obj",
+                                "messy/two_boxes.ply", "messy/cube_with_fold.ply"};
   for (int i = 0; i < 4; i++) {
     char buf[1024];
-    const char *path = check_shared_mesh(names[i], buf, sizeof buf);
+    const char *path = check_test_mesh(names[i], buf, sizeof buf);
     vx_soup m = {0};
     vx_error err;
-    if (!path || !vx_soup_import || vx_soup_import(path, &m, &err) != VX_OK) {
-      fprintf(stderr, "  (skipped %s)\n", names[i]);
-      continue;
-    }
+    CHECK_MSG(vx_soup_import != NULL, "no mesh importer linked");
+    if (!vx_soup_import) return;
+    vx_status is = vx_soup_import(path, &m, &err);
+    CHECK_MSG(is == VX_OK, "%s: %s", names[i], err.msg);
+    if (is != VX_OK) continue;
     vx_sign_data sg;
     CHECK(vx_sign_build(&m, &sg, NULL) == VX_OK);
     vx_voxelize_opts o;

@@ -235,16 +235,17 @@ static void field_sphere_with_hole(void) {
   vx_soup_free(&m);
 }
 
-/* Small real mesh from ../shared: distances only (it is open at the bottom). */
+/* Small real mesh (data/bunny_res4.ply): distances only (it is open at the bottom). */
 static void field_bunny_res4_distances(void) {
   char buf[1024];
-  const char *path = check_shared_mesh("stanford_bunny/bun_zipper_res4.ply", buf, sizeof buf);
+  const char *path = check_data_mesh("bunny_res4.ply", buf, sizeof buf);
   vx_soup m = {0};
   vx_error err;
-  if (!path || !vx_soup_import || vx_soup_import(path, &m, &err) != VX_OK) {
-    fprintf(stderr, "  (skipped: no shared bunny or no importer)\n");
-    return;
-  }
+  CHECK_MSG(vx_soup_import != NULL, "no mesh importer linked");
+  if (!vx_soup_import) return;
+  vx_status is = vx_soup_import(path, &m, &err);
+  CHECK_MSG(is == VX_OK, "%s: %s", path, err.msg);
+  if (is != VX_OK) return;
   check_field(&m, 5, NULL, NULL, NULL, "bunny_res4");
   vx_soup_free(&m);
 }

@@ -127,17 +127,14 @@ static void surface_torus_and_sheet_match_brute_force(void) {
 
 static void surface_bunny_res4_matches_brute_force(void) {
   char buf[1024];
-  const char *path = check_shared_mesh("stanford_bunny/bun_zipper_res4.ply", buf, sizeof buf);
-  if (!path || !vx_soup_import) {
-    fprintf(stderr, "  (skipped: no shared bunny or no importer)\n");
-    return;
-  }
+  const char *path = check_data_mesh("bunny_res4.ply", buf, sizeof buf);
+  CHECK_MSG(vx_soup_import != NULL, "no mesh importer linked");
+  if (!vx_soup_import) return;
   vx_soup m = {0};
   vx_error err;
-  if (vx_soup_import(path, &m, &err) != VX_OK) {
-    fprintf(stderr, "  (skipped: import failed: %s)\n", err.msg);
-    return;
-  }
+  vx_status is = vx_soup_import(path, &m, &err);
+  CHECK_MSG(is == VX_OK, "%s: %s", path, err.msg);
+  if (is != VX_OK) return;
   compare(&m, 5, 1, "bunny_res4");
   compare(&m, 6, 0, "bunny_res4");
   vx_soup_free(&m);

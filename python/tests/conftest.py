@@ -1,4 +1,7 @@
-"""Shared fixtures: small trees made once per session, the bundled bunny, the CLI binary."""
+"""Shared fixtures: small trees made once per session, the bundled meshes, the CLI binary; the
+skip policy: only tests marked `gpu` (a usable CUDA device) or `optional` (a package that
+scripts/test.sh does not install, named in the reason) may skip where $CI is set; any other skip
+is reported there as a failure, since the test script installs everything else."""
 import os
 import pathlib
 import shutil
@@ -11,6 +14,25 @@ from reference import uv_sphere
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUNNY = ROOT / "data" / "bunny.ply"
+SPOT = ROOT / "data" / "spot.obj"
+STRICT = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a usable CUDA device (may skip)")
+    config.addinivalue_line("markers", "optional: needs a package scripts/test.sh does not install "
+                            "(may skip)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI, a skip of a test marked neither `gpu` nor `optional` is a failure."""
+    rep = (yield).get_result()
+    if STRICT and rep.skipped and not hasattr(rep, "wasxfail") and \
+            not any(item.get_closest_marker(m) for m in ("gpu", "optional")):
+        why = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        rep.outcome = "failed"
+        rep.longrepr = "skipped where $CI is set (only gpu/optional tests may skip): " + str(why)
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,8 @@ import pytest
 
 import voxlod
 
-pytestmark = pytest.mark.skipif(not voxlod.gpu_available(), reason="no usable GPU")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not voxlod.gpu_available(), reason="no usable GPU")]
 
 
 def _cpu_reference(tree, pts):

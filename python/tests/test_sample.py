@@ -1,11 +1,10 @@
 """Tree.sample against a brute-force reference (every triangle, double precision, exact winding
 number) and against libigl when installed; flags, gradients, cuts; bad inputs."""
-import pathlib
-
 import numpy as np
 import pytest
 
 import voxlod
+from conftest import SPOT
 from reference import box, signed_distance, uv_sphere
 
 
@@ -74,11 +73,6 @@ def test_sample_against_libigl():
     check_bound(t, pts, t.sample(pts), exact)
 
 
-SPOT = (pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "meshes" / "spot" /
-        "spot_triangulated.obj")
-
-
-@pytest.mark.skipif(not SPOT.exists(), reason="needs ../shared/data/meshes (spot)")
 def test_thin_parts_keep_their_sign():
     """spot's hooves have parts thinner than a voxel at 256^3, whose voxels the converter
     re-signs so that they are drawn; beside them the sampler still says outside, having found
@@ -213,6 +207,7 @@ def test_lists_and_dlpack_cpu_arrays(sphere_tree):
     assert np.array_equal(a.voxels, b.voxels)
 
 
+@pytest.mark.optional
 def test_torch_cpu_tensors(sphere_tree):
     torch = pytest.importorskip("torch")
     pts = sphere_tree.surface_points(500, seed=12)
