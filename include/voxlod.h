@@ -37,7 +37,7 @@
  *   sizeof the struct (or leave it 0: the 0.1 layout), so that fields added later keep old callers
  *   working. A zeroed option struct means "all defaults" everywhere.
  *
- * The file format is formats/SVO_FORMAT.md in the source tree; examples/ shows complete programs.
+ * The file format is docs/SVO_FORMAT.md in the source tree; examples/ shows complete programs.
  */
 #ifndef VOXLOD_H
 #define VOXLOD_H

@@ -1,7 +1,7 @@
 /* mesh.c - vx_mesh: meshes from files (through the isolated importer) or from arrays. */
 #include "lib/internal.h"
 #include "formats/mesh_import.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <math.h>
 #include <stdlib.h>

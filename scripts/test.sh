@@ -13,7 +13,7 @@ bash scripts/deps.sh
 jobs=$(nproc)
 
 echo "== build and test (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.log 2>&1 || { cat build.log; exit 1; }
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVOXLOD_BENCH=ON >build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j"$jobs" >>build.log 2>&1 || { tail -50 build.log; exit 1; }
 total_pass=0 total_fail=0
 # count NAME LOG: adds ctest's "N tests failed out of M" to the totals.

@@ -19,26 +19,10 @@
 #include <stdint.h>
 #include "voxlod/base.h"
 #include "svo/node.h"
-#include "svo/alloc.h"
+#include "sys/alloc.h"
+#include "sys/error.h"
 
 VX_EXTERN_C_BEGIN
-
-/* vx_status, vx_error and vx_progress_fn are the public ones (include/voxlod/base.h). */
-
-/* Sets err (if non-NULL) to status s with a printf-style message followed by the library source
- * file and line of the call, " (formats/svo_read.c:412)"; returns s. A macro, so that the location
- * is the caller's, never a helper's. */
-vx_status vx_error_set_at(const char *file, int line, vx_error *err, vx_status s, const char *fmt,
-                          ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 5, 6)))
-#endif
-    ;
-#define vx_error_set(err, s, ...) vx_error_set_at(__FILE__, __LINE__, (err), (s), __VA_ARGS__)
-
-/* Prefixes err's message with "<prefix>: " (when it does not start with prefix already), keeping
- * the location at its end. */
-void vx_error_prefix(vx_error *err, const char *prefix);
 
 /* Grid <-> world: world = origin + grid * scale, grid in finest voxels, [0, 2^depth]^3. */
 typedef struct vx_transform {

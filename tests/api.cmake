@@ -3,7 +3,7 @@
 # pkg-config, exported symbols, C++, add_subdirectory).
 function(vx_add_api_test name)
   add_executable(${name} ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
-  target_link_libraries(${name} PRIVATE voxlod_shared ${M_LIB})
+  target_link_libraries(${name} PRIVATE voxlod::voxlod ${M_LIB})
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_definitions(${name} PRIVATE VX_SHARED_MESHES="${VX_SHARED_MESHES}"
                              VX_DATA_DIR="${VX_DATA_DIR}")
