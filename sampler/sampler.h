@@ -42,9 +42,9 @@ typedef struct vx_sample_count {
 void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, float *dist,
                    float *grad, uint8_t *flags, int threads, vx_sample_count *count);
 
-/* The band cache of tree s (sampler/band_cache.h) into *out (free it with vx_band_cache_free), built
- * on `threads` threads (0: all cores; the result does not depend on it). *out is NULL for a tree
- * without surface voxels, cut above full detail, or not fully loaded. s->cache is ignored. */
+/* The band cache of tree s (sampler/band_cache.h) into *out (free it with vx_band_cache_free),
+ * built on `threads` threads (0: all cores; the result does not depend on it). *out is NULL for a
+ * tree without surface voxels, cut above full detail, or not fully loaded. s->cache is ignored. */
 vx_status vx_band_cache_build(const vx_sample_tree *s, int threads, vx_band_cache **out,
                               vx_error *err);
 /* The same with the sampler run by `eval` (NULL: vx_sample_cpu on `threads`): tree s (without a
