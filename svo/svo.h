@@ -1,10 +1,10 @@
-/* svo.h - the sparse voxel octree core: status codes, the tree, its builder and validator.
+/* svo.h - the sparse voxel octree core: the tree, its builder and validator.
  *
  * Contract
- * - This module depends on nothing but the C library and the public vocabulary header
- *   (include/voxlod/base.h). It never prints, never exits.
+ * - This module depends on nothing but the C library, sys/ (allocation, status messages) and the
+ *   public vocabulary header (include/voxlod/base.h). It never prints, never exits.
  * - Fallible functions return vx_status; when `err` is non-NULL they also leave a one-line message
- *   for the user in it. vx_status_str() names a status.
+ *   for the user in it (sys/error.h). vx_status_str() names a status.
  * - A vx_octree owns its arrays; vx_octree_free() releases them (free of a zeroed tree is a no-op).
  * - Functions are thread-compatible: distinct trees may be used from distinct threads.
  *
