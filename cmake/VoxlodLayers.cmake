@@ -14,7 +14,12 @@
 # The include directory that exposes folder `folder` of the source root, into out_var.
 function(vx_folder_include folder out_var)
   set(dir ${CMAKE_BINARY_DIR}/layer-include/${folder})
-  if(NOT IS_SYMLINK ${dir}/${folder})
+  set(cur "")
+  if(IS_SYMLINK ${dir}/${folder})
+    file(READ_SYMLINK ${dir}/${folder} cur)
+  endif()
+  if(NOT cur STREQUAL "${VOXLOD_ROOT}/${folder}") # new, or the source tree moved
+    file(REMOVE ${dir}/${folder})
     file(MAKE_DIRECTORY ${dir})
     file(CREATE_LINK ${VOXLOD_ROOT}/${folder} ${dir}/${folder} SYMBOLIC)
   endif()
