@@ -11,7 +11,7 @@
  * the gaps between runs are written as empty runs, nothing dense is held, and the file goes out
  * through the atomic writer in 64 KiB blocks.
  */
-#include "formats/atomic_file.h"
+#include "sys/atomic_file.h"
 #include "formats/grid_export.h"
 
 #include <stdio.h>

@@ -12,7 +12,7 @@
  */
 #include "formats/grid_cut.h"
 #include "svo/lod_eval.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <math.h>
 #include <stdlib.h>

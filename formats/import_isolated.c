@@ -22,9 +22,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* wait4: the child's peak memory */
-#include "svo/system.h"
+#include "sys/system.h"
 #include "formats/mesh_import.h"
-#include "formats/isolate.h"
+#include "sys/isolate.h"
 #include "formats/mesh_precheck.h"
 #include "formats/svo_codec.h"
 

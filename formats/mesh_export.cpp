@@ -18,7 +18,7 @@
 #include <new>
 #include <string>
 
-#include "formats/atomic_file.h"
+#include "sys/atomic_file.h"
 #include "formats/mesh_export.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "formats/atomic_file.h"
+#include "sys/atomic_file.h"
 #include "formats/grid_export.h"
 
 extern "C" int vx_nvdb_write_available(void) { return 1; }

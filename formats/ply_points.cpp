@@ -17,7 +17,7 @@
 #include <cstring>
 #include <new>
 
-#include "formats/atomic_file.h"
+#include "sys/atomic_file.h"
 #include "formats/grid_export.h"
 
 namespace {

@@ -9,7 +9,7 @@
  * so an allocation failure is an error, not a crash or a leak.
  */
 #include "formats/png.h"
-#include "formats/atomic_file.h"
+#include "sys/atomic_file.h"
 
 #include <limits.h>
 #include <setjmp.h>

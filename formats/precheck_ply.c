@@ -25,7 +25,7 @@
  * checked against assimp 5.2.5 on files made to show it (tests/test_formats_import_limits.c).
  */
 #include "formats/precheck_util.h"
-#include "svo/alloc.h"
+#include "sys/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>

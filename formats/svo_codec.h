@@ -1,5 +1,5 @@
 /* svo_codec.h - what the .svo writer (svo_write.c) and reader (svo_read.c) share: the format's
- * constants (formats/SVO_FORMAT.md is the byte map), explicit little-endian field access, the zstd
+ * constants (docs/SVO_FORMAT.md is the byte map), explicit little-endian field access, the zstd
  * settings and the frame check. Internal to formats/. */
 #ifndef VOXLOD_FORMATS_SVO_CODEC_H
 #define VOXLOD_FORMATS_SVO_CODEC_H
@@ -67,7 +67,7 @@ int vx_svo_zstd_workers(uint64_t raw_total);
   vx_error_set((err), VX_ERR_NOMEM, "zstd failed while %s: %s", (what),                        \
                ZSTD_isError(code) ? ZSTD_getErrorName(code) : "out of memory")
 
-/* zstd contexts whose memory comes from the library's allocator (svo/alloc.h). */
+/* zstd contexts whose memory comes from the library's allocator (sys/alloc.h). */
 static inline ZSTD_CCtx *vx_zstd_cctx(void) {
   ZSTD_customMem m = {vx_zstd_alloc, vx_zstd_free, NULL};
   return ZSTD_createCCtx_advanced(m);

@@ -1,9 +1,9 @@
 /* svo_file.h - the .svo file: header + zstd-compressed sections, level by level.
- * The byte-level specification is formats/SVO_FORMAT.md.
+ * The byte-level specification is docs/SVO_FORMAT.md.
  *
  * Writing (svo_write.c): one writer over a source of levels, a tree in memory or a level stream
  * (svo/stream.h) that may live in temporary files; both give the same bytes for the same tree.
- * The file is written atomically (formats/atomic_file.h): readers see the old file or the
+ * The file is written atomically (sys/atomic_file.h): readers see the old file or the
  * complete new one, and on any failure no temporary is left and an existing file is untouched.
  * Reading (svo_read.c) distrusts every byte: sizes are checked against the file size and the
  * memory limit before any allocation, each level's masks are checked against the next level's
@@ -43,7 +43,7 @@ vx_status vx_svo_write(const char *path, const vx_octree *t, int zstd_level, vx_
 vx_status vx_svo_write_stream(const char *path, vx_stream *s, int zstd_level,
                               vx_progress_fn progress, void *user, vx_error *err);
 
-/* Serializes to memory. *out comes from vx_malloc (svo/alloc.h); the caller vx_frees it. */
+/* Serializes to memory. *out comes from vx_malloc (sys/alloc.h); the caller vx_frees it. */
 vx_status vx_svo_encode(const vx_octree *t, int zstd_level, uint8_t **out, size_t *out_size,
                         vx_error *err);
 

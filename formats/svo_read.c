@@ -1,5 +1,5 @@
 /* svo_read.c - decoding a .svo file: a fixed little-endian prologue, a header in a checksummed
- * zstd frame, then one checksummed zstd frame per level (formats/SVO_FORMAT.md is the byte map).
+ * zstd frame, then one checksummed zstd frame per level (docs/SVO_FORMAT.md is the byte map).
  *
  * Decoding distrusts every byte. Before any allocation: magic, version, flags, the header frame
  * (checksum verified by zstd), depth, finite transform and band, level counts against the octree's
@@ -19,7 +19,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "formats/svo_file.h"
 #include "formats/svo_codec.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <errno.h>
 #include <fcntl.h>

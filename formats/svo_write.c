@@ -1,5 +1,5 @@
 /* svo_write.c - the one .svo writer, over a source of levels: a tree in memory or a level stream
- * (svo/stream.h) that may live in temporary files (formats/SVO_FORMAT.md is the byte map).
+ * (svo/stream.h) that may live in temporary files (docs/SVO_FORMAT.md is the byte map).
  *
  * Sections. A node level is stored as all its child masks (one byte each), then one 11-byte
  * record per node (errors, flags, normal, plane offset); child indices are not stored (the reader
@@ -18,14 +18,14 @@
  * frame's check (svo_codec.h) runs on a thread of its own while the next levels compress, beside
  * the tree's validation; from a stream they go to an unlinked staging file and are checked as
  * they appear. The format puts the header (every frame's size and check) first, so the file is
- * written last: prologue, header, frames, through the atomic writer (formats/atomic_file.h).
+ * written last: prologue, header, frames, through the atomic writer (sys/atomic_file.h).
  */
 #define _FILE_OFFSET_BITS 64
 #define _POSIX_C_SOURCE 200809L
 #include "formats/svo_file.h"
 #include "formats/svo_codec.h"
-#include "formats/atomic_file.h"
-#include "svo/system.h"
+#include "sys/atomic_file.h"
+#include "sys/system.h"
 
 #include <errno.h>
 #include <math.h>

@@ -9,7 +9,7 @@
  * In (vx_vdb_surface_read, vdb_read.h documents the mapping and resampling): io::File reads only
  * the grid named, every property we rely on is checked (value type, class, linear transform,
  * finite positive voxel size and background, non-empty active box). Then up to three passes,
- * each over work shared among threads by a counter (svo/system.h's vx_parallel), each thread with
+ * each over work shared among threads by a counter (sys/system.h's vx_parallel), each thread with
  * its own accessor and output:
  *   BOUNDS      the box of the file's surface cells (the mapping depends on it);
  *   EXACT       (the file's own voxels) the surface cells themselves, values copied; or
@@ -35,10 +35,10 @@
 #include <string>
 #include <vector>
 
-#include "formats/atomic_file.h"
+#include "sys/atomic_file.h"
 #include "formats/grid_export.h"
 #include "formats/vdb_read.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 namespace {
 

@@ -16,9 +16,9 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* wait4 */
 #include "formats/vdb_read.h"
-#include "formats/isolate.h"
+#include "sys/isolate.h"
 #include "formats/svo_codec.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <errno.h>
 #include <math.h>

@@ -18,7 +18,7 @@
  * and a file of 2 GiB or more (chunk sizes are int32). The runs are collected once (8 bytes each),
  * counted per model to size every chunk, then each model's voxels are written in turn.
  */
-#include "formats/atomic_file.h"
+#include "sys/atomic_file.h"
 #include "formats/grid_export.h"
 #include "formats/svo_codec.h"
 

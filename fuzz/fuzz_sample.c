@@ -1,5 +1,5 @@
 /* fuzz_sample.c - libFuzzer target: signed-distance queries on arbitrary trees at arbitrary
- * points (sampler/ through svo/sample_eval.h, the code behind vx_tree_sample and Tree.sample).
+ * points (sampler/ through sampler/sample_eval.h, the code behind vx_tree_sample and Tree.sample).
  *
  * Input: a 4-byte header, then up to 64 points of 12 bytes, then the tree: a .svo file, or with
  * bit 4 the voxels themselves (1 byte: depth 1..6; 1 byte: band 1..16 voxels; then 11 bytes per
@@ -33,8 +33,8 @@
 #include "formats/svo_file.h"
 #include "sampler/sampler.h"
 #include "svo/lod.h"
-#include "svo/alloc.h"
-#include "svo/resigned.h"
+#include "sys/alloc.h"
+#include "sampler/resigned.h"
 
 #define MAX_POINTS 64
 #define SURFACE_POINTS 64

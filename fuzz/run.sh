@@ -11,8 +11,8 @@ mkdir -p "$build"
 build="$(cd "$build" && pwd)"
 secs="${2:-60}"
 jobs="${VOXLOD_FUZZ_JOBS:-2}"
-command -v clang >/dev/null || { echo "fuzz/run.sh: clang not found (apt-get install clang)" >&2; exit 2; }
-cmake -S "$here" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+command -v clang++ >/dev/null || { echo "fuzz/run.sh: clang not found (apt-get install clang)" >&2; exit 2; }
+cmake -S "$here" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$jobs" --target fuzz_svo fuzz_mesh fuzz_vdb fuzz_view_msg fuzz_sample fuzz_text
 status=0
 for t in svo mesh vdb view_msg sample text; do

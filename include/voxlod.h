@@ -53,8 +53,7 @@
  *   struct's end, so a program built against an older header keeps working with a newer library.
  *   A zeroed option struct means "all defaults" everywhere.
  *
- * The .svo file format is specified in the source tree (SVO_FORMAT.md); examples/ shows complete
- * programs.
+ * The file format is docs/SVO_FORMAT.md in the source tree; examples/ shows complete programs.
  */
 #ifndef VOXLOD_H
 #define VOXLOD_H

@@ -19,7 +19,7 @@
 #include "lib/internal.h"
 #include "svo/lod.h"
 #include "svo/stream.h"
-#include "svo/system.h"
+#include "sys/system.h"
 #include "voxelizer/voxelizer.h"
 
 #include <math.h>

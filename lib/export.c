@@ -3,7 +3,7 @@
  * (formats/grid_export.h). Grids take the cut's points; the voxel formats and PLY its cells. */
 #include "lib/internal.h"
 #include "formats/grid_export.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <ctype.h>
 #include <string.h>

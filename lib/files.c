@@ -1,4 +1,4 @@
-/* files.c - the public output rules (include/voxlod/files.h) over formats/atomic_file.h, the
+/* files.c - the public output rules (include/voxlod/files.h) over sys/atomic_file.h, the
  * PNG writer, and the library's version. */
 #include "lib/internal.h"
 #include "formats/png.h"

@@ -13,7 +13,7 @@
 #include "lib/internal.h"
 #include "formats/vdb_read.h"
 #include "svo/lod.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 
 #include "lib/abi.h"
 #include "voxlod.h"
-#include "formats/atomic_file.h"
+#include "sys/atomic_file.h"
 #include "formats/svo_file.h"
 #include "svo/soup.h"
 #include "svo/svo.h"
@@ -35,11 +35,11 @@ struct vx_tree {
   vx_svo_file_info file; /* of the file it was read from (file.version 0: none) */
   int has_source;
   vx_file_id source;
-  /* the voxels the thin rule re-signed (svo/resigned.h), found when first sampled (lib/sample.c;
+  /* the voxels the thin rule re-signed (sampler/resigned.h), found when first sampled (lib/sample.c;
    * atomic: samplers of one tree may start on several threads); NULL until then, and for a tree
    * without voxels loaded (for which finding them returns at once) */
   uint32_t *resigned;
-  /* the band cache (svo/band_cache.h), built by the first call that asks for it (atomic too) */
+  /* the band cache (sampler/band_cache.h), built by the first call that asks for it (atomic too) */
   struct vx_band_cache *band_cache;
 };
 

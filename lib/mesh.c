@@ -3,7 +3,7 @@
 #include "lib/internal.h"
 #include "formats/mesh_export.h"
 #include "formats/mesh_import.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #include "marcher/gpu_render.h"
 #include "marcher/marcher.h"
 #include "marcher/scene.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
 #include "lib/internal.h"
 #include "marcher/gpu_render.h"
 #include "sampler/sampler.h"
-#include "svo/resigned.h"
-#include "svo/system.h"
+#include "sampler/resigned.h"
+#include "sys/system.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +98,7 @@ static void fill_stats(vx_sample_stats *stats, int gpu, int device, uint64_t n,
   VX_STATS_OUT(stats, s);
 }
 
-/* The voxels of t that the thin rule re-signed (svo/resigned.h, NULL: none), found on the first
+/* The voxels of t that the thin rule re-signed (sampler/resigned.h, NULL: none), found on the first
  * call and kept with the tree, which never changes after it is made. Calls that start together
  * may each find them; one result is kept. */
 static vx_status tree_resigned(const vx_tree *t, int threads, const uint32_t **out,
@@ -119,7 +119,7 @@ static vx_status tree_resigned(const vx_tree *t, int threads, const uint32_t **o
   return VX_OK;
 }
 
-/* The band cache of t (svo/band_cache.h; NULL: t has no voxels), built on the first call that
+/* The band cache of t (sampler/band_cache.h; NULL: t has no voxels), built on the first call that
  * asks for it and kept with the tree, as the re-signed voxels are (which it reads). */
 static vx_status tree_band_cache(const vx_tree *t, const vx_sample_tree *tr, int threads,
                                  const vx_band_cache **out, vx_error *err) {
@@ -194,7 +194,8 @@ static vx_status gpu_attach(vx_sampler *s, const vx_renderer *r, vx_error *err) 
     if (st != VX_OK) return st;
     view = s->own_view;
   }
-  return vx_gpu_sampler_create(view, s->resigned, s->tree->oct.voxel_count, &s->gpu, err);
+  return vx_gpu_sampler_create(vx_gpu_view_resident(view), s->resigned, s->tree->oct.voxel_count,
+                               &s->gpu, err);
 }
 
 vx_status vx_sampler_create(const vx_tree *t, const vx_sampler_opts *opts, vx_sampler **out,

@@ -2,8 +2,8 @@
  * timing that `voxlod bench` and the NanoVDB comparison use.
  *
  * Contract
- * - vx_gpu_view_create() creates the CUDA context (once per process) and uploads every loaded
- *   level of the tree once; vx_gpu_view_draw() then renders frames of any size, camera, cut and
+ * - vx_gpu_view_create() uploads every loaded level of the tree once (svo/gpu_tree.h, which also
+ *   creates the CUDA context); vx_gpu_view_draw() then renders frames of any size, camera, cut and
  *   shading from it, copying the pixels into host memory; vx_gpu_view_free() releases it.
  * - vx_gpu_view_bench() renders every view once to warm up, then `frames` frames cycling through
  *   the views, each timed on the device with a pair of CUDA events around its launch; it then
@@ -20,6 +20,7 @@
 #define VOXLOD_MARCHER_GPU_RENDER_H
 
 #include "marcher/marcher.h"
+#include "svo/gpu_tree.h"
 
 VX_EXTERN_C_BEGIN
 
@@ -68,7 +69,7 @@ vx_status vx_gpu_bench(const vx_octree *t, const vx_march_opts *o, const vx_came
 vx_status vx_render_gpu_config(const vx_octree *t, const vx_march_opts *o, const vx_gpu_config *cfg,
                                vx_march_image *img, vx_error *err);
 
-/* ---- a tree resident on the GPU ---------------------------------------------------------------- */
+/* ---- a view: the tree resident on the GPU, frame buffers, a stream ------------------------ */
 
 typedef struct vx_gpu_view vx_gpu_view;
 
@@ -79,16 +80,9 @@ void vx_gpu_view_free(vx_gpu_view *g);
 const char *vx_gpu_view_device(const vx_gpu_view *g);
 uint64_t vx_gpu_view_tree_bytes(const vx_gpu_view *g);
 
-/* The resident arrays (device pointers, valid while g lives), the levels uploaded and the CUDA
- * device that holds them: other kernels that read the tree (sampler/) use these instead of
- * uploading it again. */
-typedef struct vx_gpu_tree {
-  const vx_node *nodes;
-  const vx_voxel *voxels; /* NULL when level D is not uploaded */
-  uint32_t levels;
-  int device;
-} vx_gpu_tree;
-void vx_gpu_view_tree(const vx_gpu_view *g, vx_gpu_tree *out);
+/* The tree the view holds on the device (svo/gpu_tree.h), valid while g lives: other kernels that
+ * read the tree (sampler/) use it instead of uploading the tree again. */
+const vx_gpu_resident *vx_gpu_view_resident(const vx_gpu_view *g);
 
 /* Timings of one frame: the kernel (CUDA events) and the copy back (wall clock). */
 typedef struct vx_gpu_frame_times {

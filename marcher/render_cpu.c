@@ -5,7 +5,7 @@
  * pixel is independent; the image does not depend on the thread count.
  */
 #include "marcher/scene.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

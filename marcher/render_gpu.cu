@@ -1,12 +1,12 @@
 /* render_gpu.cu - the CUDA ray-marcher: a thin loop around vx_render_pixel() (trace.h).
  *
- * Algorithm. Every loaded level of the tree is uploaded once (vx_gpu_view_create) as the same
- * pointer-free arrays the host holds (node.h: nodes[] breadth first, voxels[] Morton order) and
- * stays there for any number of frames; the scene (camera in grid space, cut, shading) travels as
- * a kernel parameter, so a frame at another camera, cut or shading costs one launch and the copy
- * of its pixels back to host memory. One thread renders one pixel with the traversal shared with
- * the CPU renderer, so the two images agree up to float contraction (see
- * tests/test_gpu_render.c).
+ * Algorithm. Every loaded level of the tree is uploaded once (vx_gpu_view_create, through
+ * svo/gpu_tree.h) as the same pointer-free arrays the host holds (node.h: nodes[] breadth first,
+ * voxels[] Morton order) and stays there for any number of frames; the scene (camera in grid
+ * space, cut, shading) travels as a kernel parameter, so a frame at another camera, cut or shading
+ * costs one launch and the copy of its pixels back to host memory. One thread renders one pixel
+ * with the traversal shared with the CPU renderer, so the two images agree up to float
+ * contraction (see tests/test_gpu_render.c).
  *
  * Schedules (vx_gpu_config, measured in docs/MARCHER.md):
  *   persistent  (default) a grid that just fills the machine; each warp takes 8x4 tiles from a
@@ -40,17 +40,14 @@
 #include "marcher/scene.h"
 #include "marcher/trace.h"
 #include "svo/cuda_status.cuh"
-#include "svo/system.h"
+#include "svo/gpu_tree.h"
+#include "sys/system.h"
 
-/* ---- a tree on the GPU -------------------------------------------------------------------- */
+/* ---- a view: the resident tree (svo/gpu_tree.h) and what frames need --------------------- */
 
 struct vx_gpu_view {
-  int device;
-  cudaDeviceProp prop;
-  vx_node *nodes;   /* device */
-  vx_voxel *voxels; /* device, NULL when level D is not loaded */
-  uint64_t node_count, voxel_count;
-  uint32_t levels;  /* levels uploaded: 0 .. levels-1 */
+  vx_gpu_resident *res; /* the tree on the device */
+  vx_gpu_tree tree;     /* its arrays */
   /* frame buffers, grown to the largest frame drawn */
   uint8_t *rgb;
   float *depth;
@@ -62,51 +59,15 @@ struct vx_gpu_view {
   int events;
 };
 
-static vx_status gpu_open(vx_gpu_view *c, vx_error *err) {
-  vx_status st = VX_OK;
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess || n <= 0) {
-    cudaGetLastError(); /* clear */
-    return vx_error_set(err, VX_ERR_NO_GPU, "GPU: no usable CUDA device (%s)",
-                        e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-  }
-  VX_CU(cudaGetDevice(&c->device), "cudaGetDevice");
-  VX_CU(cudaGetDeviceProperties(&c->prop, c->device), "cudaGetDeviceProperties");
-  VX_CU(cudaFree(0), "creating the CUDA context");
+static vx_status gpu_open(vx_gpu_view *c, const vx_octree *t, vx_error *err) {
+  vx_status st = vx_gpu_resident_create(t, &c->res, err);
+  if (st != VX_OK) return st;
+  vx_gpu_resident_tree(c->res, &c->tree);
   VX_CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "creating a stream");
   VX_CU(cudaEventCreate(&c->ev[0]), "cudaEventCreate");
   VX_CU(cudaEventCreate(&c->ev[1]), "cudaEventCreate");
   c->events = 1;
-done:
-  return st;
-}
-
-static vx_status gpu_upload(vx_gpu_view *c, const vx_octree *t, vx_error *err) {
-  vx_status st = VX_OK;
-  uint32_t levels = t->levels_loaded < t->depth + 1 ? t->levels_loaded : t->depth + 1;
-  if (levels == 0 || !t->nodes)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the tree has no levels");
-  uint32_t node_levels = levels < t->depth ? levels : t->depth;
-  uint64_t nodes = t->level_first[node_levels - 1] + t->level_count[node_levels - 1];
-  uint64_t voxels = levels > t->depth ? t->voxel_count : 0;
-  size_t nb = (size_t)nodes * sizeof(vx_node), vb = (size_t)voxels * sizeof(vx_voxel);
-  size_t free_b = 0, total_b = 0;
-  VX_CU(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-  if ((uint64_t)nb + vb + ((uint64_t)64 << 20) > free_b)
-    return vx_error_set(err, VX_ERR_NO_GPU,
-                        "GPU: not enough device memory: the tree needs %.1f MiB, %.1f MiB free",
-                        (double)(nb + vb) / 1048576.0, (double)free_b / 1048576.0);
-  VX_CU(cudaMalloc((void **)&c->nodes, nb), "allocating the nodes");
-  VX_CU(cudaMemcpy(c->nodes, t->nodes, nb, cudaMemcpyHostToDevice), "uploading the nodes");
-  if (vb) {
-    VX_CU(cudaMalloc((void **)&c->voxels, vb), "allocating the voxels");
-    VX_CU(cudaMemcpy(c->voxels, t->voxels, vb, cudaMemcpyHostToDevice), "uploading the voxels");
-  }
   VX_CU(cudaMalloc((void **)&c->counter, sizeof(unsigned int)), "allocating the tile counter");
-  c->node_count = nodes;
-  c->voxel_count = voxels;
-  c->levels = levels;
 done:
   return st;
 }
@@ -144,10 +105,10 @@ static vx_status gpu_scene(const vx_gpu_view *c, const vx_octree *t, const vx_ma
   if (st != VX_OK) return st;
   if ((st = vx_trace_scene_init(s, t, o)) != VX_OK)
     return vx_error_set(err, st, "GPU: cannot set up the scene");
-  s->nodes = c->nodes;
-  s->voxels = c->voxels;
-  s->levels_loaded = c->levels;
-  if (s->max_level > (int)c->levels - 1) s->max_level = (int)c->levels - 1;
+  s->nodes = c->tree.nodes;
+  s->voxels = c->tree.voxels;
+  s->levels_loaded = c->tree.levels;
+  if (s->max_level > (int)c->tree.levels - 1) s->max_level = (int)c->tree.levels - 1;
   return VX_OK;
 }
 
@@ -254,7 +215,7 @@ static vx_status plan_launch(const vx_gpu_view *c, const vx_gpu_config *cfg, uin
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     if (per_sm < 1) per_sm = 1;
     p->block = dim3(threads, 1, 1);
-    p->grid = dim3((unsigned)(per_sm * c->prop.multiProcessorCount), 1, 1);
+    p->grid = dim3((unsigned)(per_sm * vx_gpu_resident_sm_count(c->res)), 1, 1);
   } else {
     p->block = dim3(d.block_w, d.block_h, 1);
     p->grid = dim3((width + d.block_w - 1) / d.block_w, (height + d.block_h - 1) / d.block_h, 1);
@@ -320,8 +281,6 @@ extern "C" void vx_gpu_view_free(vx_gpu_view *c) {
   if (!c) return;
   /* Errors on free are ignored: nothing can be done about them and the status already says
    * what went wrong first. */
-  if (c->nodes) cudaFree(c->nodes);
-  if (c->voxels) cudaFree(c->voxels);
   if (c->rgb) cudaFree(c->rgb);
   if (c->depth) cudaFree(c->depth);
   if (c->visits) cudaFree(c->visits);
@@ -332,6 +291,7 @@ extern "C" void vx_gpu_view_free(vx_gpu_view *c) {
   }
   if (c->stream) cudaStreamDestroy(c->stream);
   cudaGetLastError();
+  vx_gpu_resident_free(c->res);
   vx_free(c);
 }
 
@@ -340,8 +300,7 @@ extern "C" vx_status vx_gpu_view_create(const vx_octree *t, vx_gpu_view **out, v
   if (!t || !t->nodes) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no tree");
   vx_gpu_view *c = (vx_gpu_view *)vx_calloc(1, sizeof *c);
   if (!c) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  vx_status st = gpu_open(c, err);
-  if (st == VX_OK) st = gpu_upload(c, t, err);
+  vx_status st = gpu_open(c, t, err);
   if (st != VX_OK) {
     vx_gpu_view_free(c);
     return st;
@@ -350,18 +309,15 @@ extern "C" vx_status vx_gpu_view_create(const vx_octree *t, vx_gpu_view **out, v
   return VX_OK;
 }
 
-extern "C" const char *vx_gpu_view_device(const vx_gpu_view *g) { return g->prop.name; }
+extern "C" const char *vx_gpu_view_device(const vx_gpu_view *g) {
+  return vx_gpu_resident_device(g->res);
+}
 
 extern "C" uint64_t vx_gpu_view_tree_bytes(const vx_gpu_view *g) {
-  return g->node_count * sizeof(vx_node) + g->voxel_count * sizeof(vx_voxel);
+  return vx_gpu_resident_bytes(g->res);
 }
 
-extern "C" void vx_gpu_view_tree(const vx_gpu_view *g, vx_gpu_tree *out) {
-  out->nodes = g->nodes;
-  out->voxels = g->voxels;
-  out->levels = g->levels;
-  out->device = g->device;
-}
+extern "C" const vx_gpu_resident *vx_gpu_view_resident(const vx_gpu_view *g) { return g->res; }
 
 extern "C" vx_status vx_gpu_view_draw(vx_gpu_view *c, const vx_octree *t, const vx_march_opts *o,
                                       const vx_gpu_config *cfg, uint8_t *rgb, float *depth,
@@ -515,13 +471,13 @@ extern "C" vx_status vx_gpu_view_bench(vx_gpu_view *c, const vx_octree *t, const
     }
   }
 
-  snprintf(r->device, sizeof r->device, "%s", c->prop.name);
-  r->sm_count = c->prop.multiProcessorCount;
+  snprintf(r->device, sizeof r->device, "%s", vx_gpu_resident_device(c->res));
+  r->sm_count = vx_gpu_resident_sm_count(c->res);
   r->width = o->width;
   r->height = o->height;
   r->frames = frames;
   r->level = o->lod;
-  r->levels_uploaded = c->levels;
+  r->levels_uploaded = c->tree.levels;
   r->ms_median = median(ms, frames); /* sorts ms */
   r->ms_min = ms[0];
   r->ms_max = ms[frames - 1];

@@ -1,6 +1,4 @@
 /* render_gpu_stub.c - the GPU entry points of a build without CUDA: no GPU, say so. */
-#include <string.h>
-
 #include "marcher/marcher.h"
 #include "marcher/gpu_render.h"
 
@@ -53,9 +51,9 @@ uint64_t vx_gpu_view_tree_bytes(const vx_gpu_view *g) {
   return 0;
 }
 
-void vx_gpu_view_tree(const vx_gpu_view *g, vx_gpu_tree *out) {
+const vx_gpu_resident *vx_gpu_view_resident(const vx_gpu_view *g) {
   (void)g;
-  memset(out, 0, sizeof *out);
+  return NULL;
 }
 
 vx_status vx_gpu_view_draw(vx_gpu_view *g, const vx_octree *t, const vx_march_opts *o,

@@ -48,7 +48,7 @@
  * seeing the values written so far), until nothing changes.
  */
 #include "mesher/dc_internal.h"
-#include "svo/system.h"
+#include "sys/system.h"
 #include <stdlib.h>
 
 int8_t dc_point_value(const vx_voxel *const vox[8], int8_t *canon, int *disputed) {

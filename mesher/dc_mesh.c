@@ -28,7 +28,7 @@
  * .split); sides between two nodes are grouped here by their two vertices.
  */
 #include "mesher/dc_internal.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <math.h>
 #include <stdlib.h>

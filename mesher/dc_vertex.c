@@ -18,7 +18,7 @@
 #include "mesher/dc_internal.h"
 #include "mesher/dc_qef.h"
 #include "svo/lod_eval.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <stdatomic.h>
 

@@ -28,7 +28,7 @@
  * and concatenated in task order, so the output does not depend on the thread count.
  */
 #include "mesher/dc_internal.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

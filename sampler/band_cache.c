@@ -1,4 +1,4 @@
-/* band_cache.c - builds the band cache (svo/band_cache.h): the sampler's field stored around the
+/* band_cache.c - builds the band cache (sampler/band_cache.h): the sampler's field stored around the
  * surface.
  *
  * 1. The tree is walked depth first; each surface voxel marks its cell in its brick (created in a
@@ -21,8 +21,8 @@
  * grid point.
  */
 #include "sampler/sampler.h"
-#include "svo/alloc.h"
-#include "svo/system.h"
+#include "sys/alloc.h"
+#include "sys/system.h"
 
 #include <math.h>
 #include <stdatomic.h>

@@ -1,4 +1,4 @@
-/* sample_cpu.c - the CPU sampler: a thin loop around vx_sample_point() (svo/sample_eval.h).
+/* sample_cpu.c - the CPU sampler: a thin loop around vx_sample_point() (sampler/sample_eval.h).
  *
  * Points are handed out to the threads of vx_parallel in chunks of VX_SAMPLE_CHUNK through an
  * atomic counter, so threads that meet slow points (far ones walk for their sign) take fewer
@@ -17,8 +17,8 @@
  */
 #include "sampler/sampler.h"
 #include "sampler/sample_span.h"
-#include "svo/alloc.h"
-#include "svo/system.h"
+#include "sys/alloc.h"
+#include "sys/system.h"
 
 #include <float.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* sample_gpu.cu - the CUDA sampler: kernels around the stages of vx_sample_point_run()
- * (svo/sample_eval.h), reading the tree that marcher/'s vx_gpu_view already holds on the device.
+ * (sampler/sample_eval.h), reading the tree already resident on the device (svo/gpu_tree.h).
  *
  * Algorithm. Three kernels over a chunk of up to VX_GPU_QUEUE points, one thread per point (grid-
  * stride loops), each running one stage of the rule (vx_sample_point_run, the header shared with
@@ -30,7 +30,7 @@
 
 #include "sampler/sampler.h"
 #include "svo/cuda_status.cuh"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #define VX_GPU_CHUNK ((size_t)1 << 22) /* points per chunk of a host-array call */
 /* Tuning constants (overridable when compiling, to measure others). */
@@ -62,10 +62,10 @@
 #endif
 
 struct vx_gpu_sampler {
-  vx_gpu_view *view; /* borrowed */
+  const vx_gpu_resident *res; /* borrowed */
   vx_gpu_tree tree;
-  uint32_t *resigned; /* device: a bit per voxel (svo/resigned.h), NULL: none */
-  /* the band cache (svo/band_cache.h), uploaded when first asked for: its arrays and the struct
+  uint32_t *resigned; /* device: a bit per voxel (sampler/resigned.h), NULL: none */
+  /* the band cache (sampler/band_cache.h), uploaded when first asked for: its arrays and the struct
    * that points to them, all device memory */
   uint64_t *cache_keys;
   uint32_t *cache_values;
@@ -95,7 +95,7 @@ struct vx_gpu_sampler {
 
 /* ---- kernels ----------------------------------------------------------------------------------- */
 
-/* Stages (svo/sample_eval.h, vx_sample_point_run): the first kernel answers the points in a cell
+/* Stages (sampler/sample_eval.h, vx_sample_point_run): the first kernel answers the points in a cell
  * with a field and those of the plane shortcut, the cheap bulk near a surface, and queues the
  * others; the second runs the near search on those, queuing the far ones; the third walks for
  * their sign. A warp then does one kind of work: mixed, the lanes that search or walk held up
@@ -335,16 +335,16 @@ extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   vx_free(g);
 }
 
-extern "C" vx_status vx_gpu_sampler_create(vx_gpu_view *view, const uint32_t *resigned,
+extern "C" vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uint32_t *resigned,
                                            uint64_t voxel_count, vx_gpu_sampler **out,
                                            vx_error *err) {
   *out = NULL;
-  if (!view) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU sampler: no tree on the GPU");
+  if (!res) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU sampler: no tree on the GPU");
   vx_gpu_sampler *g = (vx_gpu_sampler *)vx_calloc(1, sizeof *g);
   if (!g) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   vx_status st = VX_OK;
-  g->view = view;
-  vx_gpu_view_tree(view, &g->tree);
+  g->res = res;
+  vx_gpu_resident_tree(res, &g->tree);
   VX_CU(cudaSetDevice(g->tree.device), "cudaSetDevice");
   VX_CU(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "creating a stream");
   VX_CU(cudaEventCreate(&g->ev[0]), "cudaEventCreate");

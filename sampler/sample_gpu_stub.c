@@ -3,9 +3,9 @@
 
 #define NO_CUDA "this voxlod was built without CUDA: GPU sampling is not available"
 
-vx_status vx_gpu_sampler_create(vx_gpu_view *view, const uint32_t *resigned, uint64_t voxel_count,
-                                vx_gpu_sampler **out, vx_error *err) {
-  (void)view;
+vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uint32_t *resigned,
+                                uint64_t voxel_count, vx_gpu_sampler **out, vx_error *err) {
+  (void)res;
   (void)resigned;
   (void)voxel_count;
   *out = NULL;

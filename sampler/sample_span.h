@@ -9,7 +9,7 @@
 #define VOXLOD_SAMPLER_SAMPLE_SPAN_H
 
 #include <stdint.h>
-#include "svo/sample_eval.h"
+#include "sampler/sample_eval.h"
 
 /* The arrays of one run. Point k of a span is order[k] (k itself when order is NULL). */
 typedef struct vx_sample_span {

@@ -1,8 +1,8 @@
 /* sampler.h - the tree's signed-distance field at points: the CPU loop and the CUDA kernel around
- * vx_sample_point() (svo/sample_eval.h, host and device), and points near the surface.
+ * vx_sample_point() (sampler/sample_eval.h, host and device), and points near the surface.
  *
- * Layer: depends on svo/ and on marcher/'s GPU-resident tree (marcher/gpu_render.h), which it
- * reads instead of uploading the tree a second time.
+ * Layer: depends on svo/ (the GPU kernel reads svo/gpu_tree.h's resident tree, shared with the
+ * renderer, instead of uploading the tree a second time).
  *
  * Contract
  * - The tree must have passed vx_octree_validate() (the reader and the builder do this).
@@ -16,8 +16,8 @@
 #define VOXLOD_SAMPLER_H
 
 #include "svo/svo.h"
-#include "svo/sample_eval.h"
-#include "marcher/gpu_render.h"
+#include "sampler/sample_eval.h"
+#include "svo/gpu_tree.h"
 
 VX_EXTERN_C_BEGIN
 
@@ -41,9 +41,9 @@ typedef struct vx_sample_count {
 void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, float *dist,
                    float *grad, uint8_t *flags, int threads, vx_sample_count *count);
 
-/* The band cache of tree s (svo/band_cache.h) into *out (free it with vx_band_cache_free), built
- * on `threads` threads (0: all cores; the result does not depend on it). *out is NULL for a tree
- * without surface voxels, cut above full detail, or not fully loaded. s->cache is ignored. */
+/* The band cache of tree s (sampler/band_cache.h) into *out (free it with vx_band_cache_free),
+ * built on `threads` threads (0: all cores; the result does not depend on it). *out is NULL for a
+ * tree without surface voxels, cut above full detail, or not fully loaded. s->cache is ignored. */
 vx_status vx_band_cache_build(const vx_sample_tree *s, int threads, vx_band_cache **out,
                               vx_error *err);
 /* The same with the sampler run by `eval` (NULL: vx_sample_cpu on `threads`): tree s (without a
@@ -63,10 +63,10 @@ uint64_t vx_band_cache_bytes(const vx_band_cache *c);
 
 typedef struct vx_gpu_sampler vx_gpu_sampler;
 
-/* A sampler over the tree resident in `view` (borrowed: it must outlive the sampler), with the
- * re-signed voxels' bits (svo/resigned.h; NULL: none) of its voxel_count voxels, uploaded. */
-vx_status vx_gpu_sampler_create(vx_gpu_view *view, const uint32_t *resigned, uint64_t voxel_count,
-                                vx_gpu_sampler **out, vx_error *err);
+/* A sampler over the tree resident in `res` (borrowed: it must outlive the sampler), with the
+ * re-signed voxels' bits (sampler/resigned.h; NULL: none) of its voxel_count voxels, uploaded. */
+vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uint32_t *resigned,
+                                uint64_t voxel_count, vx_gpu_sampler **out, vx_error *err);
 void vx_gpu_sampler_free(vx_gpu_sampler *g);
 
 /* Where a pointer lives: 0 host memory, 1 memory the sampler's device can read (device or
@@ -87,7 +87,7 @@ vx_status vx_gpu_sample(vx_gpu_sampler *g, const vx_sample_tree *s, int device, 
                         const float *points, uint64_t n, float *dist, float *grad, uint8_t *flags,
                         vx_sample_count *count, vx_gpu_sample_times *times, vx_error *err);
 
-/* Uploads band cache c (svo/band_cache.h) to the sampler's device, once: later calls keep the
+/* Uploads band cache c (sampler/band_cache.h) to the sampler's device, once: later calls keep the
  * first. Samples whose s->cache is not NULL then read the device's copy. */
 vx_status vx_gpu_sampler_cache(vx_gpu_sampler *g, const vx_band_cache *c, vx_error *err);
 

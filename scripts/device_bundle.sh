@@ -17,10 +17,10 @@ MESHES=${VX_SHARED_MESHES:-$ROOT/../shared/data/meshes}
 
 # OpenVDB stays out (the device needs none of it, and its library alone is 57 MB of the 64 MB a
 # run may carry).
-cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DVOXLOD_OPENVDB=OFF >/dev/null
+cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DVOXLOD_OPENVDB=OFF -DVOXLOD_BENCH=ON >/dev/null
 cmake --build "$B" -j2 --target voxlod bench_nanovdb test_gpu_render test_gpu_nanovdb test_gpu_build \
   test_gpu_sample "$@"
-rm -f "$B/lib/libvx_core.a" "$B/lib/libvoxlod.a" # static archives: not needed there, and large
+rm -f "$B"/*/libvx_*.a # the layers' static archives: not needed there, and large
 mkdir -p "$B/gputests" # the GPU tests, in one folder to carry
 cp "$B"/tests/test_gpu_* "$B/gputests/"
 

@@ -248,11 +248,11 @@ for s in $steps; do
     timeout 300 python3 tests/test_viewer_protocol.py $B/voxlod data --gpu 2>&1 | tail -n 8
     [ -f /tmp/vx/dragon4096.svo ] || timeout 120 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon4096.svo \
       --res 4096 --gpu -q 2>&1 | tail -n 2
-    timeout 200 python3 viewer/bench.py $B/voxlod /tmp/vx/dragon4096.svo --gpu --frames 300 \
+    timeout 200 python3 bench/viewer_bench.py $B/voxlod /tmp/vx/dragon4096.svo --gpu --frames 300 \
       --warmup 30 --label "dragon 4096^3" | tee "$OUT/viewer_bench.md"
     [ -f /tmp/vx/dragon8192.svo ] || timeout 200 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon8192.svo \
       --res 8192 --gpu -q 2>&1 | tail -n 2
-    timeout 200 python3 viewer/bench.py $B/voxlod /tmp/vx/dragon8192.svo --gpu --frames 300 \
+    timeout 200 python3 bench/viewer_bench.py $B/voxlod /tmp/vx/dragon8192.svo --gpu --frames 300 \
       --warmup 30 --label "dragon 8192^3" | tee -a "$OUT/viewer_bench.md"
     ;;
   ncu)

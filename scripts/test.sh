@@ -16,7 +16,7 @@ bash scripts/deps.sh
 jobs=$(nproc)
 
 echo "== build and test (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.log 2>&1 || { cat build.log; exit 1; }
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVOXLOD_BENCH=ON >build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j"$jobs" >>build.log 2>&1 || { tail -50 build.log; exit 1; }
 source scripts/test_summary.sh
 status=0

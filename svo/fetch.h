@@ -2,7 +2,7 @@
  *
  * On the GPU a node is one 16-byte load and a voxel one 8-byte load through the read-only data
  * path (PTX ld.global.nc.v4.u32, SASS LDG.E.128.CONSTANT; a plain struct copy gave
- * ld.global.v4.u32). The ray-marcher (marcher/trace.h) and the sampler (svo/sample_eval.h) read
+ * ld.global.v4.u32). The ray-marcher (marcher/trace.h) and the sampler (sampler/sample_eval.h) read
  * the tree through these two functions only.
  */
 #ifndef VOXLOD_SVO_FETCH_H

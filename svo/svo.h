@@ -1,10 +1,10 @@
-/* svo.h - the sparse voxel octree core: status codes, the tree, its builder and validator.
+/* svo.h - the sparse voxel octree core: the tree, its builder and validator.
  *
  * Contract
- * - This module depends on nothing but the C library and the public vocabulary header
- *   (include/voxlod/base.h). It never prints, never exits.
+ * - This module depends on nothing but the C library, sys/ (allocation, status messages) and the
+ *   public vocabulary header (include/voxlod/base.h). It never prints, never exits.
  * - Fallible functions return vx_status; when `err` is non-NULL they also leave a one-line message
- *   for the user in it. vx_status_str() names a status.
+ *   for the user in it (sys/error.h). vx_status_str() names a status.
  * - A vx_octree owns its arrays; vx_octree_free() releases them (free of a zeroed tree is a no-op).
  * - Functions are thread-compatible: distinct trees may be used from distinct threads.
  *
@@ -19,33 +19,10 @@
 #include <stdint.h>
 #include "voxlod/base.h"
 #include "svo/node.h"
-#include "svo/alloc.h"
+#include "sys/alloc.h"
+#include "sys/error.h"
 
 VX_EXTERN_C_BEGIN
-
-/* vx_status, vx_error and vx_progress_fn are the public ones (include/voxlod/base.h). */
-
-/* Sets err (if non-NULL) to status s with a printf-style message followed by the library source
- * file and line of the call, " (formats/svo_read.c:412)"; returns s. A macro, so that the location
- * is the caller's, never a helper's. */
-vx_status vx_error_set_at(const char *file, int line, vx_error *err, vx_status s, const char *fmt,
-                          ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 5, 6)))
-#endif
-    ;
-#define vx_error_set(err, s, ...) vx_error_set_at(__FILE__, __LINE__, (err), (s), __VA_ARGS__)
-
-/* Copies text into dst (cap bytes, always NUL-terminated, cut before a character that does not
- * fit) with every control character (C0, DEL, C1) and every byte that is not part of valid UTF-8
- * written as \xNN, so that names from files cannot steer a terminal or fake a line of output
- * (ESC becomes the four characters \x1b). Applying it twice gives the same text. Every library
- * message goes through it (vx_error_set, vx_error_prefix, notes). Returns dst. */
-char *vx_text_escape(char *dst, size_t cap, const char *src);
-
-/* Prefixes err's message with "<prefix>: " (when it does not start with prefix already), keeping
- * the location at its end. */
-void vx_error_prefix(vx_error *err, const char *prefix);
 
 /* Grid <-> world: world = origin + grid * scale, grid in finest voxels, [0, 2^depth]^3. */
 typedef struct vx_transform {

@@ -3,7 +3,7 @@
 # pkg-config, exported symbols, C++, add_subdirectory).
 function(vx_add_api_test name)
   add_executable(${name} ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
-  target_link_libraries(${name} PRIVATE voxlod_shared ${M_LIB})
+  target_link_libraries(${name} PRIVATE voxlod::voxlod ${M_LIB})
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_definitions(${name} PRIVATE VX_TEST_MESHES="${VX_TEST_MESHES}"
                              VX_DATA_DIR="${VX_DATA_DIR}")
@@ -23,7 +23,9 @@ set_tests_properties(test_install PROPERTIES TIMEOUT 900 LABELS install)
 add_executable(test_abi_v0_1 ${CMAKE_CURRENT_SOURCE_DIR}/abi/test_abi_v0_1.c)
 target_include_directories(test_abi_v0_1 BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/abi/v0_1
                                                          ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(test_abi_v0_1 PRIVATE voxlod_shared ${M_LIB})
+target_link_libraries(test_abi_v0_1 PRIVATE voxlod::voxlod ${M_LIB})
+target_compile_definitions(test_abi_v0_1 PRIVATE VX_TEST_MESHES="${VX_TEST_MESHES}"
+                           VX_DATA_DIR="${VX_DATA_DIR}")
 set_target_properties(test_abi_v0_1 PROPERTIES BUILD_RPATH "$ORIGIN/../lib")
 add_test(NAME test_abi_v0_1 COMMAND test_abi_v0_1)
 set_tests_properties(test_abi_v0_1 PROPERTIES TIMEOUT 300)

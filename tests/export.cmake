@@ -3,11 +3,11 @@
 # (test_export.c), NanoVDB's own reader (test_export_nanovdb.cpp), pyopenvdb and vdb_print
 # (test_export_vdb.py, test_export_cli.sh).
 set(VX_CORPUS_DIR "${VOXLOD_ROOT}/tests/corpus")
-vx_add_test(test_export SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_export.c LIBS vx_formats)
+vx_add_test(test_export SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_export.c LIBS vx_lib)
 target_compile_definitions(test_export PRIVATE VX_CORPUS_DIR="${VX_CORPUS_DIR}")
 if(NANOVDB_INCLUDE_DIR)
   vx_add_test(test_export_nanovdb SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_export_nanovdb.cpp
-              LIBS vx_formats)
+              LIBS vx_lib)
   target_include_directories(test_export_nanovdb SYSTEM PRIVATE ${NANOVDB_INCLUDE_DIR})
 endif()
 if(VOXLOD_TOOLS)

@@ -1,7 +1,7 @@
 # mesher: dual contouring at every cut (internal API), meshes through the public API and the
 # command line (bad inputs, files).
 vx_add_test(test_mesher SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher.c
-            LIBS vx_voxelizer vx_formats)
+            LIBS vx_mesher vx_voxelizer vx_formats)
 vx_add_api_test(test_mesher_api)
 vx_add_api_test(test_mesher_alloc)
 add_test(NAME test_mesher_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher_cli.sh

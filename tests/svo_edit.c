@@ -1,6 +1,6 @@
 /* svo_edit.c - a test helper: rewrites a .svo file's transform or band with valid checksums, to
  * make trees that voxlod's own converter never writes (finite but extreme transforms, a band
- * under a voxel). Written from formats/SVO_FORMAT.md with zstd alone (no voxlod code): the header
+ * under a voxel). Written from docs/SVO_FORMAT.md with zstd alone (no voxlod code): the header
  * frame is decoded, edited and framed again, the sections are copied as they are.
  * usage: svo_edit IN.svo OUT.svo [--origin X,Y,Z] [--scale S] [--band B]
  */

@@ -8,7 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "formats/mesh_import.h"
 #include "formats/mesh_precheck.h"
-#include "svo/system.h"
+#include "sys/system.h"
 #include "check.h"
 
 #include <sys/resource.h>

@@ -12,7 +12,7 @@
  * torus and in the crease between the spheres), and NanoVDB on host and GPU agree on >= 99.9% of pixels.
  */
 #include "marcher/marcher.h"
-#include "tools/nvdb_compare.h"
+#include "bench/nvdb_compare.h"
 #include "check.h"
 #include "test_gpu_sdf.h"
 

@@ -45,7 +45,7 @@ static vx_tree *torus_tree(uint32_t res) {
 }
 
 /* A closed plate about 0.3 voxel thick, tilted: voxels the thin rule re-signed, which the sampler
- * finds and uploads (svo/resigned.h). */
+ * finds and uploads (sampler/resigned.h). */
 static vx_tree *plate_tree(uint32_t res) {
   vx_soup m = {0};
   const double lo[3] = {-0.8, -0.6, -0.004}, hi[3] = {0.8, 0.6, 0.004};

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test_install.sh BUILD_DIR SOURCE_DIR DATA_DIR - libvoxlod as a user gets it: `cmake --install`
 # into a scratch prefix, then the examples built against the *installed* package twice (through
-# find_package(voxlod) and through pkg-config, shared and static), the installed CLI, only vx_*
-# symbols exported, the public header compiled as C++, and the checkout used by a parent project
-# through add_subdirectory().
+# find_package(voxlod) and through pkg-config), the installed CLI, only vx_* symbols exported, the
+# public header compiled as C++; a static libvoxlod (BUILD_SHARED_LIBS=OFF, built here without
+# CUDA) installed and used the same two ways; and the checkout used by a parent project through
+# add_subdirectory().
 set -u
 B=$1 S=$2 DATA=$3
 T=$(mktemp -d)
@@ -18,7 +19,7 @@ LIB=$(dirname "$(find "$P" -name 'libvoxlod.so.0' | head -1)")
 for f in include/voxlod.h include/voxlod/base.h bin/voxlod; do
   [ -e "$P/$f" ] && ok "installed $f" || bad "installed $f"
 done
-for f in libvoxlod.so libvoxlod.so.0 libvoxlod.a pkgconfig/voxlod.pc cmake/voxlod/voxlodConfig.cmake \
+for f in libvoxlod.so libvoxlod.so.0 pkgconfig/voxlod.pc cmake/voxlod/voxlodConfig.cmake \
          cmake/voxlod/voxlodConfigVersion.cmake; do
   [ -e "$LIB/$f" ] && ok "installed lib/$f" || bad "installed lib/$f"
 done
@@ -47,14 +48,33 @@ if "$T/ex/sample_distances" "$T/b.svo" "$T/b.xyzd" 5000 >"$T/log" 2>&1 && grep -
    [ "$(wc -l <"$T/b.xyzd")" -eq 5000 ]; then ok "sample_distances (find_package): 5000 distances"
 else bad "sample_distances (find_package)"; fi
 
-# pkg-config, shared and static
+# pkg-config
 export PKG_CONFIG_PATH="$LIB/pkgconfig"
 if pkg-config --exists voxlod && [ "$(pkg-config --modversion voxlod)" = 0.1.0 ]; then ok "pkg-config voxlod 0.1.0"; else bad "pkg-config voxlod"; fi
 if cc -std=c11 -Wall -Wextra -Werror "$S/examples/tree_from_arrays.c" $(pkg-config --cflags --libs voxlod) \
      -Wl,-rpath,"$LIB" -o "$T/pc_shared" >"$T/log" 2>&1 && "$T/pc_shared" >"$T/log" 2>&1; then
   ok "tree_from_arrays (pkg-config, shared)"; else bad "tree_from_arrays (pkg-config, shared)"; fi
-if cc -std=c11 "$S/examples/convert_and_render.c" $(pkg-config --cflags voxlod) "$LIB/libvoxlod.a" \
-     $(pkg-config --static --libs-only-l voxlod | sed 's/-lvoxlod//') -o "$T/pc_static" >"$T/log" 2>&1 &&
+
+# a static libvoxlod: installed, then used through find_package (its dependencies found by the
+# package's config) and through pkg-config --static
+P2=$T/prefix-static
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if cmake -S "$S" -B "$T/static" -DBUILD_SHARED_LIBS=OFF -DVOXLOD_CUDA=OFF -DVOXLOD_TESTS=OFF \
+     -DVOXLOD_TOOLS=OFF -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >"$T/log" 2>&1 &&
+   cmake --build "$T/static" -j"$(nproc)" --target libvoxlod >>"$T/log" 2>&1 &&
+   cmake --install "$T/static" --prefix "$P2" >>"$T/log" 2>&1; then ok "static libvoxlod built and installed"
+else bad "static libvoxlod built and installed"; fi
+LIB2=$(dirname "$(find "$P2" -name 'libvoxlod.a' | head -1)")
+if [ -f "$LIB2/libvoxlod.a" ] && [ -z "$(find "$P2" -name 'libvoxlod.so*')" ]; then ok "installed libvoxlod.a alone"
+else bad "installed libvoxlod.a alone"; fi
+if cmake -S "$S/examples" -B "$T/ex2" -DCMAKE_PREFIX_PATH="$P2" -DCMAKE_BUILD_TYPE=Release >"$T/log" 2>&1 &&
+   cmake --build "$T/ex2" >>"$T/log" 2>&1 && ! ldd "$T/ex2/convert_and_render" | grep -q libvoxlod &&
+   "$T/ex2/convert_and_render" "$DATA/bunny_res4.ply" "$T/s2.svo" "$T/s2.png" 16 >"$T/log" 2>&1 &&
+   [ -s "$T/s2.png" ] && "$T/ex2/tree_from_arrays" >"$T/log" 2>&1; then
+  ok "examples (find_package, static)"; else bad "examples (find_package, static)"; fi
+if cc -std=c11 "$S/examples/convert_and_render.c" $(PKG_CONFIG_PATH="$LIB2/pkgconfig" pkg-config --cflags voxlod) \
+     $(PKG_CONFIG_PATH="$LIB2/pkgconfig" pkg-config --static --libs voxlod) -o "$T/pc_static" >"$T/log" 2>&1 &&
    ! ldd "$T/pc_static" | grep -q libvoxlod && "$T/pc_static" "$DATA/bunny_res4.ply" "$T/s.svo" "$T/s.png" 16 >"$T/log" 2>&1 &&
    [ -s "$T/s.png" ]; then ok "convert_and_render (pkg-config, static)"; else bad "convert_and_render (pkg-config, static)"; fi
 

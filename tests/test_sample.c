@@ -228,7 +228,7 @@ static void sample_torus_and_box_match_brute_force(void) {
  * over 0.5 voxel). At its rim a voxel's nearest triangle can be a rim face, whose plane stands
  * across the plate: there the sheet is off by up to a voxel (1 % of these points over 0.5). An
  * open sheet is not tested: every voxel around it is re-signed, so none shows which were
- * (svo/resigned.h), and the winding number puts both of its sides outside. */
+ * (sampler/resigned.h), and the winding number puts both of its sides outside. */
 static void sample_thin_parts_are_outside(void) {
   vx_soup m = {0};
   const double lo[3] = {-0.8, -0.6, -0.004}, hi[3] = {0.8, 0.6, 0.004};
@@ -241,7 +241,7 @@ static void sample_thin_parts_are_outside(void) {
 
 /* A box with a fin 0.3 voxel thick lying inside one layer of voxels: every voxel of the fin is
  * re-signed and shares its negative corners only with others of the fin, except where the fin
- * meets the box; the closure of svo/resigned.c reaches them from there (without it: 128 wrong
+ * meets the box; the closure of sampler/resigned.c reaches them from there (without it: 128 wrong
  * signs beyond 1 voxel, 352 of 9,367 points over 0.5 voxel; with it 0 and 102). */
 static void sample_thin_fin_is_outside(void) {
   const double body_lo[3] = {-0.5, -0.5, -0.5}, body_hi[3] = {0.5, 0.5, 0.5};

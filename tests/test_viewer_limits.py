@@ -398,7 +398,7 @@ def zstd_raw_frame(content):
 
 
 def with_transform(src, dst, origin, scale):
-    """Copies the .svo file src to dst with another origin and scale (formats/SVO_FORMAT.md):
+    """Copies the .svo file src to dst with another origin and scale (docs/SVO_FORMAT.md):
     the header frame is decoded by the zstd program, patched, written back as a raw-block frame,
     and the prologue's lengths and check updated."""
     data = open(src, "rb").read()

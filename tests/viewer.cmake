@@ -21,7 +21,8 @@ if(TARGET voxlod AND VOXLOD_HAVE_VIEWER)
   # The JPEG strips and their join against libjpeg-turbo's decoder (the viewer's own sources).
   add_executable(test_viewer_jpeg ${VOXLOD_ROOT}/tests/test_viewer_jpeg.c ${VOXLOD_ROOT}/viewer/jpeg.c
                  ${VOXLOD_ROOT}/viewer/jpeg_join.c ${VOXLOD_ROOT}/viewer/encoder.c)
-  target_include_directories(test_viewer_jpeg PRIVATE ${VOXLOD_ROOT})
+  vx_folder_include(viewer vx_viewer_include)
+  target_include_directories(test_viewer_jpeg PRIVATE ${vx_viewer_include})
   target_link_libraries(test_viewer_jpeg PRIVATE PkgConfig::TURBOJPEG Threads::Threads ${M_LIB})
   add_test(NAME test_viewer_jpeg COMMAND test_viewer_jpeg)
   set_tests_properties(test_viewer_jpeg PROPERTIES TIMEOUT 300 LABELS viewer)

@@ -2,7 +2,8 @@
 # Tests that can use the mesh importer reference vx_soup_import weakly and force it in with -u, so
 # they link (and skip that part) while formats/ is incomplete.
 set(VX_VOXELIZER_TEST_LIBS vx_voxelizer vx_formats Threads::Threads)
-vx_add_test(test_voxelizer_overlap SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_overlap.c)
+vx_add_test(test_voxelizer_overlap SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_overlap.c
+            LIBS vx_voxelizer)
 vx_add_test(test_voxelizer_surface SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_surface.c
             LIBS ${VX_VOXELIZER_TEST_LIBS})
 target_link_options(test_voxelizer_surface PRIVATE "LINKER:-u,vx_soup_import")

@@ -18,7 +18,7 @@
  * Every decision is made in global grid coordinates from the same inputs, so the voxels and corner
  * values do not depend on B, on the number of threads, or on the order blocks finish in.
  */
-#include "svo/system.h"
+#include "sys/system.h"
 #include "voxelizer/internal.h"
 #include "voxelizer/overlap.h"
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "svo/system.h"
+#include "sys/system.h"
 #include "svo/svo.h"
 #include "svo/cuda_status.cuh"
 

@@ -29,7 +29,7 @@
  * resolution, so that a small model converts under a small limit.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "svo/system.h"
+#include "sys/system.h"
 #include "voxelizer/internal.h"
 #include "svo/lod.h"
 #include "svo/stream.h"

@@ -51,7 +51,7 @@
  * closest triangle, at the price of a hierarchy query per corner; the pseudo-normal costs nothing
  * beyond the distance.
  */
-#include "svo/system.h"
+#include "sys/system.h"
 #include "voxelizer/internal.h"
 #include "voxelizer/distance.h"
 #include "voxelizer/cert_eval.h"

@@ -12,7 +12,7 @@
  * bounded memory (vx_voxelize_stream), which is what `voxlod convert` uses.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "svo/system.h"
+#include "sys/system.h"
 #include "voxelizer/voxelizer.h"
 #include "voxelizer/internal.h"
 #include "svo/lod.h"

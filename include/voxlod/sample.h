@@ -1,7 +1,7 @@
 /* voxlod/sample.h - signed-distance queries: world-space points in, signed distance (world units)
  * and its gradient out, from a tree at full detail or cut at a level.
  *
- * WHAT A SAMPLE IS (the rule is the same on the CPU and the GPU: one header of the sampler)
+ * WHAT A SAMPLE IS (the rule is the same on the CPU and the GPU: one header, sampler/sample_eval.h)
  *   A point p (world coordinates) becomes a grid point g = (p - origin) / scale (finest voxels).
  *   - In a surface voxel: the trilinear interpolation of its 8 corner distances, gradient that of
  *     the trilinear field (so within the band the value is the tree's own field, what the renderer

@@ -76,7 +76,7 @@ def test_sample_against_libigl():
 def test_thin_parts_keep_their_sign():
     """spot's hooves have parts thinner than a voxel at 256^3, whose voxels the converter
     re-signs so that they are drawn; beside them the sampler still says outside, having found
-    those voxels from their corner values (svo/resigned.h). The points of docs/BENCHMARKS.md's
+    those voxels from their corner values (sampler/resigned.h). The points of docs/BENCHMARKS.md's
     comparison, against libigl's closest point and winding number: without that, one of 72,967
     beyond 1 voxel got the inside sign."""
     igl = pytest.importorskip("igl")

@@ -4,7 +4,7 @@
  * atomic_file.h has the contract.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "formats/atomic_file.h"
+#include "sys/atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* band_cache.h - the band cache: the sampled field stored in bricks of 8^3 cells around the
  * surface, so that a point near the surface costs one lookup instead of a descent and a search
- * (sampler/band_cache.c builds it; svo/sample_eval.h reads it; host+device).
+ * (sampler/band_cache.c builds it; sampler/sample_eval.h reads it; host+device).
  *
  * Every finest cell within ceil(band) cells (L-infinity, at most 4) of a surface voxel, inside the
  * root box, lies in a brick of 8^3 cells found through a hash of its brick coordinates. A brick

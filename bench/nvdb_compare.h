@@ -1,5 +1,5 @@
 /* nvdb_compare.h - the same surface as a NanoVDB float grid, ray-marched with NanoVDB's HDDA
- * zero crossing: the reference that tools/bench_nanovdb and tests/test_gpu_nanovdb measure and
+ * zero crossing: the reference that bench/bench_nanovdb and tests/test_gpu_nanovdb measure and
  * check the voxlod marcher against.
  *
  * Contract

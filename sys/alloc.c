@@ -1,5 +1,5 @@
 /* alloc.c - the allocator hook (alloc.h, vx_set_allocator in include/voxlod/base.h). */
-#include "svo/alloc.h"
+#include "sys/alloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
  * later ring lies farther than that from a point inside the first cell.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "tools/hausdorff.h"
-#include "svo/system.h"
+#include "bench/hausdorff.h"
+#include "sys/system.h"
 
 #include <math.h>
 #include <stdatomic.h>

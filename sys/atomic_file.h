@@ -27,7 +27,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "svo/svo.h"
+#include "sys/error.h"
+#include "sys/alloc.h"
 
 VX_EXTERN_C_BEGIN
 

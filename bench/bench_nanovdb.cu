@@ -20,7 +20,7 @@
 #include "marcher/gpu_render.h"
 #include "formats/svo_file.h"
 #include "formats/png.h"
-#include "tools/nvdb_compare.h"
+#include "bench/nvdb_compare.h"
 
 static void usage(void) {
   fprintf(stderr,

@@ -1,6 +1,6 @@
 /* system.c - clock, cores, memory, fork-join (system.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <pthread.h>
 #include <stdio.h>

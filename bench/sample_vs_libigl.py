@@ -2,7 +2,7 @@
 on the same points and mesh, in one run: throughput of both, and voxlod's accuracy with libigl's
 exact distance as the reference.
 
-    python3 python/bench/sample_vs_libigl.py [--mesh data/bunny.ply] [--res 512] [--points 200000]
+    python3 bench/sample_vs_libigl.py [--mesh data/bunny.ply] [--res 512] [--points 200000]
                                              [--spread 2 | --box]
 
 Points: Tree.surface_points (surface voxels' centres moved by up to --spread voxels per axis,
@@ -95,7 +95,7 @@ def accuracy(d, exact, within, vox):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mesh", default=os.path.join(here, "..", "..", "data", "bunny.ply"))
+    ap.add_argument("--mesh", default=os.path.join(here, "..", "data", "bunny.ply"))
     ap.add_argument("--res", type=int, default=512)
     ap.add_argument("--points", type=int, default=200000)
     ap.add_argument("--reps", type=int, default=5, help="voxlod's timed runs (median)")

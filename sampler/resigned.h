@@ -13,7 +13,7 @@
  * in one layer of voxels, far from anything else). On the 871k-triangle dragon at 512^3, 534 of
  * the 536 the converter re-signed are found (532 without the closure), all 44 of spot's at
  * 256^3, and nothing else.
- * The sampler uses the set wherever a voxel gives a point its value or sign (svo/sample_eval.h):
+ * The sampler uses the set wherever a voxel gives a point its value or sign (sampler/sample_eval.h):
  * a re-signed voxel's corners were all outside before the rule, so such a point lies outside.
  */
 #ifndef VOXLOD_SVO_RESIGNED_H

@@ -1,8 +1,8 @@
 /* isolate.c - child-process plumbing for the isolated readers (isolate.h). */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* wait4 */
-#include "formats/isolate.h"
-#include "svo/system.h"
+#include "sys/isolate.h"
+#include "sys/system.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -20,7 +20,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "tools/nvdb_compare.h"
+#include "bench/nvdb_compare.h"
 #include "marcher/scene.h"
 #include "marcher/trace.h"
 

@@ -22,7 +22,7 @@
  *    is the field's at q: a surface between q and p would lie in a cell nearer to p, so none
  *    does, and p is on q's side; the plane's side (e's sign) differs where the plane's zero lies
  *    outside the cell, beside a cell whose field does not change sign (a thin part's inside).
- *    A voxel that the thin-feature rule re-signed (svo/resigned.h: a part thinner than a voxel,
+ *    A voxel that the thin-feature rule re-signed (sampler/resigned.h: a part thinner than a voxel,
  *    an open sheet) had all its corners outside before the rule, so a point it wins for is
  *    outside: its field is taken with the opposite sign where negative (the sheet seen from p).
  * 4. Far. No candidate below the band: the value is +-band. Either the cells within the band
@@ -48,7 +48,7 @@
 #include "svo/hostdev.h"
 #include "svo/node.h"
 #include "svo/fetch.h"
-#include "svo/band_cache.h"
+#include "sampler/band_cache.h"
 #include "voxlod/sample.h"
 
 /* What the per-point function reads: the arrays (host or device), the cut and the transform. */
@@ -61,8 +61,8 @@ typedef struct vx_sample_tree {
   float band;             /* corner value q means q * band / 127 voxels; the far value */
   float origin[3];        /* world = origin + grid * scale */
   float scale, inv_scale;
-  const uint32_t *resigned; /* a bit per voxel: re-signed by the thin rule (svo/resigned.h); NULL */
-  const vx_band_cache *cache; /* the field near the surface, stored (svo/band_cache.h); NULL.
+  const uint32_t *resigned; /* a bit per voxel: re-signed by the thin rule (sampler/resigned.h); NULL */
+  const vx_band_cache *cache; /* the field near the surface, stored (sampler/band_cache.h); NULL.
                                  Only at full detail (cut = D) with every level loaded. */
 } vx_sample_tree;
 
@@ -226,7 +226,7 @@ VX_HD void vx_se_find(const vx_sample_tree *t, const uint32_t x[3], vx_se_cell *
   vx_se_find_from(t, x, 0u, NULL, c);
 }
 
-/* Is voxel i one that the thin-feature rule re-signed (svo/resigned.h)? It holds a part thinner
+/* Is voxel i one that the thin-feature rule re-signed (sampler/resigned.h)? It holds a part thinner
  * than a voxel as a sheet with no inside at this resolution: all its corners were outside, so
  * every sign taken from its field is "outside", and a negative value of it is read as its
  * magnitude (the distance to the sheet) with the gradient facing away from the sheet. i:
@@ -760,7 +760,7 @@ VX_HD int vx_se_grid(const vx_sample_tree *t, const float w[3], float p[3]) {
   return finite && isfinite(p[0]) && isfinite(p[1]) && isfinite(p[2]);
 }
 
-/* The band cache's answer at grid point p in finest cell x (svo/band_cache.h): 1 with the value
+/* The band cache's answer at grid point p in finest cell x (sampler/band_cache.h): 1 with the value
  * (voxels), gradient and flags, 0 where the cell is not cached. A surface voxel answers as in
  * the tree (the same corners); an empty cell with the trilinear interpolation of the rule's values at its corners,
  * flagged near, or far (+-band, gradient 0) where it reaches the band within half a step. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench_mesh_ratio.py - from the tables of scripts/bench_mesh.sh: for each voxlod row, the
+"""bench_mesh_ratio.py - from the tables of bench/bench_mesh.sh: for each voxlod row, the
 triangles OpenVDB's volumeToMesh needs for the same distance to the source, and the ratio.
 
 OpenVDB's curve (triangles against distance, over its adaptivities) is interpolated linearly in

@@ -7,10 +7,10 @@
  * when one of its negative corners is stored larger by a voxel around it. Then the closure
  * (below) adds the voxels that only share corners with re-signed ones.
  */
-#include "svo/resigned.h"
-#include "svo/alloc.h"
+#include "sampler/resigned.h"
+#include "sys/alloc.h"
 #include "svo/node.h"
-#include "svo/system.h"
+#include "sys/system.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* mesh_bench.cpp - voxlod's dual contouring against OpenVDB's volumeToMesh on the same signed
  * distance field: triangles, time, and the two-sided Hausdorff distance (in voxels) to the source
- * mesh, one row per cut or adaptivity. Not part of the voxlod binary (scripts/bench_mesh.sh runs
+ * mesh, one row per cut or adaptivity. Not part of the voxlod binary (bench/bench_mesh.sh runs
  * it); built when libopenvdb-dev is found.
  *
  * The same field: the tree's single-valued corner field (vx_dc_corner_field, the values our mesher
@@ -30,8 +30,8 @@ extern "C" {
 #include "formats/mesh_import.h"
 #include "formats/svo_file.h"
 #include "mesher/mesher.h"
-#include "svo/system.h"
-#include "tools/hausdorff.h"
+#include "sys/system.h"
+#include "bench/hausdorff.h"
 }
 
 namespace {

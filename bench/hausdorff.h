@@ -2,7 +2,7 @@
  * nearest triangle of a mesh (a uniform grid of triangle lists finds the candidates), and the
  * two-sided Hausdorff distance estimated from points sampled on both meshes.
  *
- * For the mesh benchmark (tools/mesh_bench.cpp), not the voxlod binary. Distances are computed
+ * For the mesh benchmark (bench/mesh_bench.cpp), not the voxlod binary. Distances are computed
  * in double precision with the Voronoi-region closest-point test (Ericson, "Real-Time Collision
  * Detection", 5.1.5), so each sampled point's distance is exact; the maximum over the samples is
  * a lower bound of the Hausdorff distance that tightens as samples are added (every vertex is a

@@ -3,8 +3,8 @@
 # the same signed distance field: triangles against the two-sided Hausdorff distance to the source
 # mesh (in voxels), for a few meshes and several error levels (docs/MESHING.md has the results).
 #
-# usage: scripts/bench_mesh.sh [BUILD_DIR] [WORK_DIR]
-#   BUILD_DIR  a build with tools/mesh_bench (needs libopenvdb-dev; default build)
+# usage: bench/bench_mesh.sh [BUILD_DIR] [WORK_DIR]
+#   BUILD_DIR  a build with bench/mesh_bench (needs libopenvdb-dev; default build)
 #   WORK_DIR   where the trees, the meshes and the tables go (default /tmp/voxlod-bench-mesh)
 # Meshes come from ../shared/data/meshes (the dragon is unpacked into WORK_DIR first).
 # Environment: SAMPLES (random points per mesh and direction, default 1000000), THREADS.
@@ -33,7 +33,7 @@ ADAPT=${ADAPT:-0,0.02,0.05,0.1,0.15,0.2,0.25,0.35,0.5,0.75,1}
   echo
   echo "$(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') x $(nproc) cores,"
   echo "$(. /etc/os-release; echo "$PRETTY_NAME"), OpenVDB $(dpkg-query -W -f='${Version}' libopenvdb-dev 2>/dev/null || echo '?')."
-  echo "Command: scripts/bench_mesh.sh (SAMPLES=$SAMPLES random points per mesh and direction, plus every vertex)."
+  echo "Command: bench/bench_mesh.sh (SAMPLES=$SAMPLES random points per mesh and direction, plus every vertex)."
 } > "$WORK/results.md"
 
 echo "$MESHES" | while IFS=: read -r name src res; do

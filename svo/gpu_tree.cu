@@ -1,0 +1,100 @@
+/* gpu_tree.cu - a tree resident on the GPU (gpu_tree.h): the context, the upload, the arrays. */
+#include <cuda_runtime.h>
+
+#include "svo/gpu_tree.h"
+#include "svo/cuda_status.cuh"
+
+struct vx_gpu_resident {
+  int device;
+  cudaDeviceProp prop;
+  vx_node *nodes;   /* device */
+  vx_voxel *voxels; /* device, NULL when level D is not loaded */
+  uint64_t node_count, voxel_count;
+  uint32_t levels;  /* levels uploaded: 0 .. levels-1 */
+};
+
+static vx_status gpu_open(vx_gpu_resident *c, vx_error *err) {
+  vx_status st = VX_OK;
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n <= 0) {
+    cudaGetLastError(); /* clear */
+    return vx_error_set(err, VX_ERR_NO_GPU, "GPU: no usable CUDA device (%s)",
+                        e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+  }
+  VX_CU(cudaGetDevice(&c->device), "cudaGetDevice");
+  VX_CU(cudaGetDeviceProperties(&c->prop, c->device), "cudaGetDeviceProperties");
+  VX_CU(cudaFree(0), "creating the CUDA context");
+done:
+  return st;
+}
+
+static vx_status gpu_upload(vx_gpu_resident *c, const vx_octree *t, vx_error *err) {
+  vx_status st = VX_OK;
+  uint32_t levels = t->levels_loaded < t->depth + 1 ? t->levels_loaded : t->depth + 1;
+  if (levels == 0 || !t->nodes)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the tree has no levels");
+  uint32_t node_levels = levels < t->depth ? levels : t->depth;
+  uint64_t nodes = t->level_first[node_levels - 1] + t->level_count[node_levels - 1];
+  uint64_t voxels = levels > t->depth ? t->voxel_count : 0;
+  size_t nb = (size_t)nodes * sizeof(vx_node), vb = (size_t)voxels * sizeof(vx_voxel);
+  size_t free_b = 0, total_b = 0;
+  VX_CU(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  if ((uint64_t)nb + vb + ((uint64_t)64 << 20) > free_b)
+    return vx_error_set(err, VX_ERR_NO_GPU,
+                        "GPU: not enough device memory: the tree needs %.1f MiB, %.1f MiB free",
+                        (double)(nb + vb) / 1048576.0, (double)free_b / 1048576.0);
+  VX_CU(cudaMalloc((void **)&c->nodes, nb), "allocating the nodes");
+  VX_CU(cudaMemcpy(c->nodes, t->nodes, nb, cudaMemcpyHostToDevice), "uploading the nodes");
+  if (vb) {
+    VX_CU(cudaMalloc((void **)&c->voxels, vb), "allocating the voxels");
+    VX_CU(cudaMemcpy(c->voxels, t->voxels, vb, cudaMemcpyHostToDevice), "uploading the voxels");
+  }
+  c->node_count = nodes;
+  c->voxel_count = voxels;
+  c->levels = levels;
+done:
+  return st;
+}
+
+extern "C" void vx_gpu_resident_free(vx_gpu_resident *c) {
+  if (!c) return;
+  /* Errors on free are ignored: nothing can be done about them. */
+  if (c->nodes) cudaFree(c->nodes);
+  if (c->voxels) cudaFree(c->voxels);
+  cudaGetLastError();
+  vx_free(c);
+}
+
+extern "C" vx_status vx_gpu_resident_create(const vx_octree *t, vx_gpu_resident **out,
+                                            vx_error *err) {
+  *out = NULL;
+  if (!t || !t->nodes) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no tree");
+  vx_gpu_resident *c = (vx_gpu_resident *)vx_calloc(1, sizeof *c);
+  if (!c) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status st = gpu_open(c, err);
+  if (st == VX_OK) st = gpu_upload(c, t, err);
+  if (st != VX_OK) {
+    vx_gpu_resident_free(c);
+    return st;
+  }
+  *out = c;
+  return VX_OK;
+}
+
+extern "C" const char *vx_gpu_resident_device(const vx_gpu_resident *g) { return g->prop.name; }
+
+extern "C" int vx_gpu_resident_sm_count(const vx_gpu_resident *g) {
+  return g->prop.multiProcessorCount;
+}
+
+extern "C" uint64_t vx_gpu_resident_bytes(const vx_gpu_resident *g) {
+  return g->node_count * sizeof(vx_node) + g->voxel_count * sizeof(vx_voxel);
+}
+
+extern "C" void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out) {
+  out->nodes = g->nodes;
+  out->voxels = g->voxels;
+  out->levels = g->levels;
+  out->device = g->device;
+}

@@ -1,0 +1,42 @@
+/* gpu_tree.h - a tree resident on the GPU: every loaded level uploaded once, as the same
+ * pointer-free arrays the host holds (node.h: nodes[] breadth first, voxels[] Morton order). The
+ * renderer (marcher/gpu_render.h) draws from it and the sampler (sampler/sampler.h) reads it, so a
+ * tree both render and sample is on the device once.
+ *
+ * Contract
+ * - vx_gpu_resident_create() creates the CUDA context (once per process) on the current device and
+ *   uploads the tree; vx_gpu_resident_free() releases it (NULL is a no-op).
+ * - Never prints. VX_ERR_NO_GPU when built without CUDA, when no device is usable or when the tree
+ *   does not fit in GPU memory (the message says how much was needed and free); VX_ERR_NOMEM when
+ *   GPU memory runs out; VX_ERR_CUDA for any other CUDA failure (svo/cuda_status.cuh).
+ */
+#ifndef VOXLOD_SVO_GPU_TREE_H
+#define VOXLOD_SVO_GPU_TREE_H
+
+#include "svo/svo.h"
+
+VX_EXTERN_C_BEGIN
+
+typedef struct vx_gpu_resident vx_gpu_resident;
+
+vx_status vx_gpu_resident_create(const vx_octree *t, vx_gpu_resident **out, vx_error *err);
+void vx_gpu_resident_free(vx_gpu_resident *g);
+
+/* GPU name, its multiprocessors, and bytes of the tree uploaded. */
+const char *vx_gpu_resident_device(const vx_gpu_resident *g);
+int vx_gpu_resident_sm_count(const vx_gpu_resident *g);
+uint64_t vx_gpu_resident_bytes(const vx_gpu_resident *g);
+
+/* The resident arrays (device pointers, valid while g lives), the levels uploaded and the CUDA
+ * device that holds them. */
+typedef struct vx_gpu_tree {
+  const vx_node *nodes;
+  const vx_voxel *voxels; /* NULL when level D is not uploaded */
+  uint32_t levels;
+  int device;
+} vx_gpu_tree;
+void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out);
+
+VX_EXTERN_C_END
+
+#endif

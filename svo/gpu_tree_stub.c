@@ -1,0 +1,33 @@
+/* gpu_tree_stub.c - the GPU-resident tree of a build without CUDA: no GPU, say so. */
+#include <string.h>
+
+#include "svo/gpu_tree.h"
+
+vx_status vx_gpu_resident_create(const vx_octree *t, vx_gpu_resident **out, vx_error *err) {
+  (void)t;
+  *out = NULL;
+  return vx_error_set(err, VX_ERR_NO_GPU,
+                      "this voxlod was built without CUDA: the GPU is not available");
+}
+
+void vx_gpu_resident_free(vx_gpu_resident *g) { (void)g; }
+
+const char *vx_gpu_resident_device(const vx_gpu_resident *g) {
+  (void)g;
+  return "";
+}
+
+int vx_gpu_resident_sm_count(const vx_gpu_resident *g) {
+  (void)g;
+  return 0;
+}
+
+uint64_t vx_gpu_resident_bytes(const vx_gpu_resident *g) {
+  (void)g;
+  return 0;
+}
+
+void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out) {
+  (void)g;
+  memset(out, 0, sizeof *out);
+}
