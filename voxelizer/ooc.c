@@ -77,6 +77,7 @@ typedef struct ooc_job {
   uint64_t fail_block;        /* test hook: block fail_block - 1 fails */
   vx_progress_fn progress;
   void *user;
+  vx_pair_pool pool;          /* the blocks' overlap pairs against the limit */
 } ooc_job;
 
 /* Voxelizes block k and builds and fits its subtree. codes/field are per-thread scratch. */
@@ -105,8 +106,9 @@ static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, u
       st = VX_ERR_NOMEM;
   }
   if (st != VX_OK) {
+    vx_block_error(b, st, k, j->nwork, err);
     if (!j->surf) vx_block_take(b, NULL);
-    return vx_error_set(err, st, "out of memory voxelizing block %llu", (unsigned long long)k);
+    return st;
   }
   if (j->surf) {
     const uint64_t mask = ((uint64_t)1 << (3 * j->blog)) - 1, *src = j->surf->codes + j->soff[k];
@@ -167,6 +169,7 @@ static void *worker(void *arg) {
   uint64_t *codes = NULL, cap = 0;
   vx_voxel *field = NULL;
   int ok = j->surf ? 1 : vx_block_init(&b, 1u << j->blog, j->band, j->sign);
+  b.pool = &j->pool;
   pthread_mutex_lock(&j->mu);
   if (!ok) {
     vx_error_set(&e, VX_ERR_NOMEM, "cannot allocate a %u^3 block's scratch", 1u << j->blog);
@@ -376,9 +379,9 @@ static void free_inputs(vx_bins *b, gpu_input *g) {
   memset(g, 0, sizeof *g);
 }
 
-vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opts,
-                                const char *tmp_dir, const vx_stream_build_opts *xo,
-                                vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
+static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts,
+                               const char *tmp_dir, const vx_stream_build_opts *xo,
+                               vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (stats) memset(stats, 0, sizeof *stats);
   vx_transform xf;
@@ -428,7 +431,7 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
     vx_sign_free(&sign);
     if (st == VX_OK) st = gpu_blocks(&gi, blog, err);
   } else {
-    st = vx_bins_build(mesh, &xf, depth, blog, &bins, err);
+    st = vx_bins_build(mesh, &xf, depth, blog, limit, &bins, err);
   }
   if (st != VX_OK) {
     vx_sign_free(&sign);
@@ -461,7 +464,12 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
                           opts->resolution, (base1 + hold) * MiB, base1 * MiB, hold * MiB,
                           (double)limit * MiB);
     }
-    double b = ((double)limit - base1 - hold) / 2.5;
+    /* the blocks' overlap pairs and triangle coordinates: what thread_bytes allows each thread
+     * for them, and a third of what is left (stacked triangles fail there, not past the limit) */
+    double left = (double)limit - base1 - hold;
+    j.pool.cap = (uint64_t)((double)nt * (blk_vox * 16.0 + 4.0 * MIB_BYTES) + left / 3.0);
+    j.pool.limit = limit;
+    double b = (2.0 / 3.0) * left / 2.5;
     budget = b > 1.0 ? (uint64_t)b : 1;
   }
   if (xo && xo->spill_budget) budget = xo->spill_budget;
@@ -536,6 +544,22 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
   vx_free(j.root_node);
   vx_free(j.root_fit);
   if (st != VX_OK) vx_stream_free(out);
+  return st;
+}
+
+vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opts,
+                                const char *tmp_dir, const vx_stream_build_opts *xo,
+                                vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
+  vx_soup uniq;
+  const vx_soup *m;
+  uint64_t dropped;
+  memset(out, 0, sizeof *out);
+  if (stats) memset(stats, 0, sizeof *stats);
+  vx_status st = vx_voxelize_unique(mesh, opts, &uniq, &m, &dropped, err);
+  if (st != VX_OK) return st;
+  st = stream_unique(m, opts, tmp_dir, xo, out, stats, err);
+  vx_soup_free(&uniq);
+  if (stats) stats->duplicates = dropped;
   return st;
 }
 
