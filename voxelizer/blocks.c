@@ -171,10 +171,10 @@ vx_status vx_block_error(const vx_block *b, vx_status st, uint64_t k, uint64_t n
                         (unsigned long long)k, (unsigned long long)nwork);
   char a[32], c[32];
   return vx_error_set(err, VX_ERR_LIMIT,
-                      "the %u^3 block at voxel (%lld, %lld, %lld) has %llu triangles and more than "
-                      "%llu (voxel, triangle) overlaps: with the other blocks' they would pass the "
-                      "%s the memory limit of %s leaves for overlaps (triangles stacked on one "
-                      "another?)",
+                      "the %u^3 block at voxel (%lld, %lld, %lld) holds %llu triangles and %llu "
+                      "(voxel, triangle) overlaps so far: their coordinates and overlaps, with the "
+                      "other blocks', would pass the %s that the memory limit of %s leaves for "
+                      "them (triangles stacked on one another?)",
                       b->B, (long long)b->org[0], (long long)b->org[1], (long long)b->org[2],
                       (unsigned long long)b->ntris, (unsigned long long)b->npairs,
                       vx_bytes_text(b->pool ? (double)b->pool->cap : 0.0, a, sizeof a),
