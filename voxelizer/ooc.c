@@ -393,12 +393,10 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
   const uint32_t B = 1u << blog;
   const uint64_t limit = opts->mem_limit;
   /* What the build holds whatever happens, before the expensive steps: the process as it is, the
-   * sign tables at the peak of their construction (measured: 180 to 200 B per triangle for the
-   * pseudo-normals, 300 to 490 B with the winding number's tree, from the 871k dragon to a soup of
-   * a million small triangles, three vertices each), the bins (at
-   * least one entry per triangle), every thread's scratch and the writer. */
+   * sign tables at the peak of their construction (vx_sign_peak_bytes), the bins (at least one
+   * entry per triangle), every thread's scratch and the writer. */
   const double tris = (double)mesh->tri_count;
-  const double sign_bytes = opts->sign_rule == VX_SIGN_PSEUDO_NORMAL ? 240.0 : 520.0;
+  const double sign_bytes = vx_sign_peak_bytes(opts->sign_rule);
   const double base0 = (double)vx_resident_bytes();
   /* no more threads than blocks in the grid, no more voxels in a block than in the model */
   const int nt_max = thread_count(opts, (uint64_t)1 << 3 * (depth - blog));

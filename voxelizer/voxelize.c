@@ -52,7 +52,9 @@ vx_status vx_voxelize_transform(const vx_soup *mesh, uint32_t resolution, vx_tra
  * too large are refused: surface voxels >= area / (2 sqrt 2) (a unit cube's largest section is
  * sqrt 2; halved for surfaces that share voxels), about 40 bytes each at the peak (codes and
  * field twice while blocks are concatenated, tree voxels and nodes), plus the per-triangle tables
- * (sign 60 B, bins about 6 B). */
+ * (the sign tables at the peak of their construction, vx_sign_peak_bytes, and 72 B for the
+ * triangles in grid coordinates: each block's on the CPU, all of them on their way to the GPU).
+ * The CPU and GPU builds check the same estimate. */
 double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf) {
   double area = 0.0;
   for (uint64_t t = 0; t < m->tri_count; t++) {
@@ -69,17 +71,19 @@ double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf) {
   return area;
 }
 
-static double estimate_bytes(const vx_soup *m, const vx_transform *xf, double *voxels) {
+double vx_sign_peak_bytes(int rule) { return rule == VX_SIGN_PSEUDO_NORMAL ? 240.0 : 520.0; }
+
+static double estimate_bytes(const vx_soup *m, const vx_transform *xf, int rule, double *voxels) {
   double area = vx_soup_grid_area(m, xf);
   *voxels = area / (2.0 * sqrt(2.0));
-  return *voxels * 40.0 + (double)m->tri_count * 66.0;
+  return *voxels * 40.0 + (double)m->tri_count * (vx_sign_peak_bytes(rule) + 72.0);
 }
 
 /* VX_ERR_LIMIT when even the low estimate is over opts->mem_limit. */
 static vx_status check_limit(const vx_soup *mesh, const vx_voxelize_opts *opts,
                              const vx_transform *xf, const char *what, vx_error *err) {
   if (!opts->mem_limit) return VX_OK;
-  double voxels, need = estimate_bytes(mesh, xf, &voxels);
+  double voxels, need = estimate_bytes(mesh, xf, opts->sign_rule, &voxels);
   if (need <= (double)opts->mem_limit) return VX_OK;
   char a[32], b[32];
   return vx_error_set(err, VX_ERR_LIMIT,
