@@ -403,16 +403,20 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
   const double vox = limit ? expected_voxels(mesh, &xf, depth) : 0.0;
   const double blk_vox = 0.25 * B * B * B < vox ? 0.25 * B * B * B : vox;
   const double writer = writer_bytes(vox, depth);
-  double fixed =
-      tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, blk_vox) + writer;
+  /* the GPU build's surface comes back to host memory whole (codes and corners, 16 B a voxel) */
+  const double gpu_surface = opts->gpu ? 16.0 * vox : 0.0;
+  double fixed = tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, blk_vox) +
+                 writer + gpu_surface;
+  char gpu_note[64] = "";
+  if (opts->gpu) snprintf(gpu_note, sizeof gpu_note, ", %.0f for the GPU's surface", gpu_surface * MiB);
   if (limit && base0 + fixed > (double)limit)
     return vx_error_set(err, VX_ERR_LIMIT,
                         "a %u^3 build of this mesh needs at least about %.0f MiB even out of core "
                         "(%.0f in use, %.0f for sign tables and bins, %.0f for %d threads' "
-                        "scratch, %.0f for the file writer), over the memory limit of %.0f MiB",
+                        "scratch, %.0f for the file writer%s), over the memory limit of %.0f MiB",
                         opts->resolution, (base0 + fixed) * MiB, base0 * MiB,
                         tris * (sign_bytes + 4.0) * MiB, nt_max * thread_bytes(B, blk_vox) * MiB,
-                        nt_max, writer * MiB, (double)limit * MiB);
+                        nt_max, writer * MiB, gpu_note, (double)limit * MiB);
 
   double t0 = vx_clock_seconds();
   void *warm = opts->gpu ? vx_gpu_warmup_start() : NULL;
