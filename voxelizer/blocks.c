@@ -341,37 +341,76 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* One triangle's bins within the blocks [bl, bh]. */
+typedef struct bin_walk {
+  const double *g;
+  int64_t B, bl[3], bh[3];
+  int many, pass;
+  uint32_t t;
+  uint64_t *off;
+  uint32_t *tris;
+} bin_walk;
+
+/* The blocks of the aligned cube of `size` blocks at block (x, y, z) that the triangle's plane
+ * reaches: a cube its plane misses (the cube of blocks with their halos, grown by 2e-3 voxel, holds
+ * every block's test box below) is skipped whole, so a long sliver costs the blocks it crosses, not
+ * its bounding box of blocks. The blocks kept are the ones the per-block test keeps. */
+static void bin_cube(const bin_walk *w, int64_t x, int64_t y, int64_t z, int64_t size) {
+  const int64_t c0[3] = {x, y, z};
+  for (int i = 0; i < 3; i++)
+    if (c0[i] > w->bh[i] || c0[i] + size - 1 < w->bl[i]) return;
+  const double B = (double)w->B;
+  if (size > 1) {
+    double hh = 0.5 * (double)size * B + 1.002;
+    double c[3] = {((double)x + 0.5 * (double)size) * B, ((double)y + 0.5 * (double)size) * B,
+                   ((double)z + 0.5 * (double)size) * B};
+    double h[3] = {hh, hh, hh};
+    if (!vx_tri_box_overlap(w->g, c, h)) return;
+    const int64_t s2 = size / 2;
+    for (int k = 0; k < 8; k++)
+      bin_cube(w, x + (k & 1) * s2, y + (k >> 1 & 1) * s2, z + (k >> 2 & 1) * s2, s2);
+    return;
+  }
+  /* A large triangle skips the blocks its plane misses: the block with its halo, grown by 1e-3
+   * voxel so that rounding never drops a block the voxel test would use. */
+  double c[3] = {((double)x + 0.5) * B, ((double)y + 0.5) * B, ((double)z + 0.5) * B};
+  double h[3] = {0.5 * B + 1.001, 0.5 * B + 1.001, 0.5 * B + 1.001};
+  if (w->many && !vx_tri_box_overlap(w->g, c, h)) return;
+  uint64_t bm = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
+  if (w->pass == 0)
+    w->off[bm]++;
+  else
+    w->tris[w->off[bm]++] = w->t;
+}
+
 /* Fills the bins: counts (pass 0) or triangle lists (pass 1). */
 static void bin_pass(const vx_soup *m, const vx_transform *xf, int64_t R, uint32_t blog, int pass,
                      uint64_t *off, uint32_t *tris) {
   const int64_t B = (int64_t)1 << blog, nb = R >> blog;
+  bin_walk w;
+  memset(&w, 0, sizeof w);
+  w.B = B;
+  w.pass = pass;
+  w.off = off;
+  w.tris = tris;
   for (uint64_t t = 0; t < m->tri_count; t++) {
     double g[9];
-    int64_t lo[3], hi[3], bl[3], bh[3];
+    int64_t lo[3], hi[3];
     vx_grid_tri(m, xf, t, g);
     if (!vx_tri_voxel_range(g, R, lo, hi)) continue;
+    int64_t ext = 1;
     for (int i = 0; i < 3; i++) {
-      bl[i] = floor_div(lo[i] - 1, B);
-      bh[i] = floor_div(hi[i] + 1, B);
-      if (bl[i] < 0) bl[i] = 0;
-      if (bh[i] > nb - 1) bh[i] = nb - 1;
+      w.bl[i] = floor_div(lo[i] - 1, B);
+      w.bh[i] = floor_div(hi[i] + 1, B);
+      if (w.bl[i] < 0) w.bl[i] = 0;
+      if (w.bh[i] > nb - 1) w.bh[i] = nb - 1;
+      while (ext < nb && (w.bl[i] / ext != w.bh[i] / ext)) ext *= 2;
     }
-    int many = bl[0] != bh[0] || bl[1] != bh[1] || bl[2] != bh[2];
-    double h[3] = {0.5 * (double)B + 1.001, 0.5 * (double)B + 1.001, 0.5 * (double)B + 1.001};
-    for (int64_t z = bl[2]; z <= bh[2]; z++)
-      for (int64_t y = bl[1]; y <= bh[1]; y++)
-        for (int64_t x = bl[0]; x <= bh[0]; x++) {
-          /* A large triangle skips the blocks its plane misses: the block with its halo, grown
-           * by 1e-3 voxel so that rounding never drops a block the voxel test would use. */
-          double c[3] = {((double)x + 0.5) * (double)B, ((double)y + 0.5) * (double)B,
-                         ((double)z + 0.5) * (double)B};
-          if (many && !vx_tri_box_overlap(g, c, h)) continue;
-          uint64_t bm = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
-          if (pass == 0)
-            off[bm]++;
-          else
-            tris[off[bm]++] = (uint32_t)t;
-        }
+    w.g = g;
+    w.t = (uint32_t)t;
+    w.many = w.bl[0] != w.bh[0] || w.bl[1] != w.bh[1] || w.bl[2] != w.bh[2];
+    /* the smallest aligned cube of blocks holding [bl, bh] */
+    bin_cube(&w, w.bl[0] / ext * ext, w.bl[1] / ext * ext, w.bl[2] / ext * ext, ext);
   }
 }
 

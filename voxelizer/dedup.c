@@ -17,7 +17,8 @@
  * with the number of (voxel, triangle) overlaps, not with the surface. vx_overlap_check computes
  * a lower bound of that number from each triangle alone (see pair_floor) and refuses, before any
  * work, a build whose overlaps exceed what an ordinary surface of that area has (16 per expected
- * surface voxel) by more than the memory limit could hold (8 bytes a pair). blocks.c then checks
+ * surface voxel) by more than the memory limit allows at 64 bytes of memory and work a pair (8
+ * stored, 8 corner distances computed). blocks.c then checks
  * each block's pairs against the limit as they grow (vx_pair_pool).
  */
 #include "svo/system.h"
@@ -181,15 +182,15 @@ vx_status vx_overlap_check(const vx_soup *m, const vx_transform *xf, uint32_t de
   if (!mem_limit) return VX_OK;
   double grid = ldexp(1.0, 3 * (int)depth), vox = 2.0 * area + 1.0;
   if (vox > grid) vox = grid;
-  double allowed = VX_PAIRS_PER_VOXEL * vox + (double)mem_limit / VX_PAIR_BYTES;
+  double allowed = VX_PAIRS_PER_VOXEL * vox + (double)mem_limit / VX_PAIR_CHARGE;
   if (pairs <= allowed) return VX_OK;
   char a[32];
   return vx_error_set(err, VX_ERR_LIMIT,
                       "the triangles overlap too much for the memory limit of %s: at least %.3g "
                       "(voxel, triangle) overlaps at %u^3, where a surface of this area has about "
-                      "%.3g (triangles stacked on one another: %.3g more overlaps would take %.3g "
-                      "MiB)",
+                      "%.3g (triangles stacked on one another: the %.3g more, at %.0f bytes of "
+                      "memory and work each, would take %.3g MiB)",
                       vx_bytes_text((double)mem_limit, a, sizeof a), pairs, 1u << depth,
-                      VX_PAIRS_PER_VOXEL * vox, pairs - VX_PAIRS_PER_VOXEL * vox,
-                      (pairs - VX_PAIRS_PER_VOXEL * vox) * VX_PAIR_BYTES / 1048576.0);
+                      VX_PAIRS_PER_VOXEL * vox, pairs - VX_PAIRS_PER_VOXEL * vox, VX_PAIR_CHARGE,
+                      (pairs - VX_PAIRS_PER_VOXEL * vox) * VX_PAIR_CHARGE / 1048576.0);
 }

@@ -70,12 +70,16 @@ double vx_dedup_bytes(uint64_t tri_count);
 
 /* Bytes of one (voxel, triangle) overlap pair in a block (blocks.c) */
 #define VX_PAIR_BYTES 8.0
+/* What vx_overlap_check charges an overlap beyond the surface's against the limit: its 8 bytes and
+ * its work (8 corner distances, as much as a block's 56 bytes of scratch per surface voxel), so
+ * the time a hostile file can take stays in proportion to the limit */
+#define VX_PAIR_CHARGE 64.0
 /* Overlaps per expected surface voxel an ordinary surface stays under */
 #define VX_PAIRS_PER_VOXEL 16.0
 
 /* A lower bound of the build's (voxel, triangle) overlaps (*pairs, may be NULL) and, with a limit,
  * VX_ERR_LIMIT when the overlaps beyond VX_PAIRS_PER_VOXEL per expected surface voxel (the area
- * twice, at most the grid) would not fit the limit at VX_PAIR_BYTES each. Every build (CPU, GPU,
+ * twice, at most the grid) would not fit the limit at VX_PAIR_CHARGE each. Every build (CPU, GPU,
  * streaming) runs it from vx_voxelize_setup: the same refusal whatever the device. */
 vx_status vx_overlap_check(const vx_soup *m, const vx_transform *xf, uint32_t depth,
                            uint64_t mem_limit, double *pairs, vx_error *err);
