@@ -216,7 +216,8 @@ bool refine(scan_ctx *c, int slot, box_sampler &sampler, const double L[3], doub
   for (int z = 0; z < n[2]; z++)
     for (int y = 0; y < n[1]; y++)
       for (int x = 0; x < n[0]; x++) {
-        const int64_t ca[3] = {lo[x][0], lo[y][1], lo[z][2]}, cb[3] = {hi[x][0], hi[y][1], hi[z][2]};
+        const int64_t ca[3] = {lo[x][0], lo[y][1], lo[z][2]};
+        const int64_t cb[3] = {hi[x][0], hi[y][1], hi[z][2]};
         if (!refine(c, slot, sampler, L, slack, ca, cb)) return false;
       }
   return true;
@@ -257,9 +258,13 @@ bool refine_top(scan_ctx *c, int slot, openvdb::FloatGrid::ConstAccessor &acc,
       for (int32_t z = i0[2]; z <= i1[2]; z++) {
         const double v = acc.getValue(openvdb::Coord(x, y, z));
         vmax = std::max(vmax, std::fabs(v));
-        if (x < i1[0]) L[0] = std::max(L[0], std::fabs(acc.getValue(openvdb::Coord(x + 1, y, z)) - v));
-        if (y < i1[1]) L[1] = std::max(L[1], std::fabs(acc.getValue(openvdb::Coord(x, y + 1, z)) - v));
-        if (z < i1[2]) L[2] = std::max(L[2], std::fabs(acc.getValue(openvdb::Coord(x, y, z + 1)) - v));
+        const int32_t q[3] = {x, y, z};
+        for (int e = 0; e < 3; e++) {
+          if (q[e] >= i1[e]) continue;
+          openvdb::Coord n(x, y, z);
+          n[e] += 1;
+          L[e] = std::max(L[e], std::fabs(acc.getValue(n) - v));
+        }
       }
   /* float samples round to about 1e-7 of the values they mix: a margin well above that */
   return refine(c, slot, sampler, L, 1e-5 * vmax + 1e-30, g0, g1);

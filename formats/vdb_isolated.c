@@ -2,7 +2,8 @@
  * (vdb_read.h). The same scheme as the mesh importer's (import_isolated.c): fork; the child lowers
  * its address-space limit (RLIMIT_AS) to its size at the fork plus the budget (the memory limit
  * less the parent's resident bytes; under 32 MiB the read is refused at once), uses one malloc
- * arena (per-thread arenas reserve address space they do not use), runs OpenVDB and the resampling, and writes
+ * arena (per-thread arenas reserve address space they do not use), runs OpenVDB and the
+ * resampling, and writes
  * one answer to a pipe:
  *
  *   uint32 status | 512 bytes message | uint32 depth | float64 origin[3], scale, source voxel |

@@ -99,7 +99,8 @@ static vx_status writer_fits(vx_export_format f, uint64_t values, uint64_t limit
   char a[32], b[32];
   return vx_error_set(err, VX_ERR_LIMIT, "writing %llu %s needs about %s more, over the memory "
                       "limit of %s", (unsigned long long)values,
-                      f == VX_EXPORT_PLY ? "points" : "grid values", vx_bytes_text(need, a, sizeof a),
+                      f == VX_EXPORT_PLY ? "points" : "grid values",
+                      vx_bytes_text(need, a, sizeof a),
                       vx_bytes_text((double)limit, b, sizeof b));
 }
 

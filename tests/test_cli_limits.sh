@@ -137,7 +137,8 @@ rm -f "$T/jit.svo"
 bounded "300,000 jittered large triangles at 256^3" 1024M "overlap" "$T/jit.svo" \
   "$V" convert "$T/jitbig.ply" "$T/jit.svo" --res 256 -q
 [ $? = 2 ] || bad "300,000 jittered large triangles at 256^3 should be refused"
-bounded "1,000,000 jittered small triangles in a few voxels" 1024M "overlap|needs at least" "$T/small.svo" \
+bounded "1,000,000 jittered small triangles in a few voxels" 1024M "overlap|needs at least" \
+  "$T/small.svo" \
   "$V" convert "$T/small.ply" "$T/small.svo" --res 64 -q
 
 # ---- .vdb level sets ----------------------------------------------------------------------------
@@ -162,7 +163,8 @@ PY
   if [ $? = 0 ]; then
     h=$(grep -o "sampled at voxel size [0-9.e+-]*" "$T/err" | awk '{print $NF}')
     if "$V" export "$T/s.svo" "$T/s.ply" --surface-points -q 2>"$T/err2"; then
-      python3 - "$T/s.ply" "$h" <<'PY' && ok "sphere .vdb at 512^3: the surface points lie on the sphere" || bad "sphere .vdb at 512^3: points off the sphere"
+      on="sphere .vdb at 512^3: the surface points lie on the sphere"
+      python3 - "$T/s.ply" "$h" <<'PY' && ok "$on" || bad "$on: no"
 import math, struct, sys
 data = open(sys.argv[1], 'rb').read()
 h = float(sys.argv[2])
@@ -192,7 +194,7 @@ else
   echo "skip .vdb cases: pyopenvdb or numpy not installed for /usr/bin/python3"
 fi
 
-# ---- exports of a pruned depth-14 tree ------------------------------------------------------------
+# ---- exports of a pruned depth-14 tree -------------------------------------------------------
 # a sphere and a far triangle: the box is large, the surface small; pruned to a few planes that the
 # export subdivides back into 1.4 million level-14 cells
 python3 - "$T/sph.ply" <<'PY'

@@ -103,7 +103,8 @@ static void build_drops_duplicates(void) {
     const float *p = m.pos + t * 9;
     float q[27];
     for (int k = 0; k < 3; k++) /* the triangle, then its two rotations */
-      for (int v = 0; v < 3; v++) memcpy(q + 9 * k + 3 * v, p + 3 * ((v + k) % 3), 3 * sizeof(float));
+      for (int v = 0; v < 3; v++)
+        memcpy(q + 9 * k + 3 * v, p + 3 * ((v + k) % 3), 3 * sizeof(float));
     CHECK(vx_soup_append(&d, q, 3, NULL) == VX_OK);
     float w[9]; /* reversed: v0 v2 v1 */
     memcpy(w, p, 3 * sizeof(float));

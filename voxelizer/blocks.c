@@ -474,7 +474,8 @@ vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t de
                         "entries (%s), over what the memory limit of %s leaves (triangles stacked "
                         "on one another?)", (unsigned long long)mesh->tri_count,
                         (unsigned long long)nwork, (unsigned long long)total,
-                        vx_bytes_text(need, a, sizeof a), vx_bytes_text((double)mem_limit, b, sizeof b));
+                        vx_bytes_text(need, a, sizeof a),
+                        vx_bytes_text((double)mem_limit, b, sizeof b));
   }
   out->tris = (uint32_t *)vx_malloc((total ? total : 1) * sizeof(uint32_t));
   out->work = (uint64_t *)vx_malloc((nwork ? nwork : 1) * sizeof(uint64_t));

@@ -129,7 +129,8 @@ vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, vx_soup *out, uin
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu triangles",
                         (unsigned long long)m);
   }
-  for (uint64_t i = 0; i < m; i++) memcpy(out->pos + i * 9, in->pos + keep[i] * 9, 9 * sizeof(float));
+  for (uint64_t i = 0; i < m; i++)
+    memcpy(out->pos + i * 9, in->pos + keep[i] * 9, 9 * sizeof(float));
   vx_free(k);
   out->tri_count = m;
   memcpy(out->bbox_min, in->bbox_min, sizeof out->bbox_min); /* the same vertices */

@@ -408,7 +408,8 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
   double fixed = tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, blk_vox) +
                  writer + gpu_surface;
   char gpu_note[64] = "";
-  if (opts->gpu) snprintf(gpu_note, sizeof gpu_note, ", %.0f for the GPU's surface", gpu_surface * MiB);
+  if (opts->gpu)
+    snprintf(gpu_note, sizeof gpu_note, ", %.0f for the GPU's surface", gpu_surface * MiB);
   if (limit && base0 + fixed > (double)limit)
     return vx_error_set(err, VX_ERR_LIMIT,
                         "a %u^3 build of this mesh needs at least about %.0f MiB even out of core "
