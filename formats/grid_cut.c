@@ -20,6 +20,12 @@
 
 #define CELL_BYTES (sizeof(uint64_t) + 8 * sizeof(float))
 
+/* What the limit leaves beside the process as it is now. */
+static uint64_t limit_room(uint64_t limit) {
+  uint64_t rss = vx_resident_bytes();
+  return limit > rss ? limit - rss : 0;
+}
+
 void vx_cut_free(vx_cut *c) {
   if (!c) return;
   vx_free(c->codes);
@@ -158,7 +164,7 @@ vx_status vx_cut_build(const vx_octree *t, uint32_t level, uint64_t mem_limit,
   w.S = ldexp(1.0, (int)(t->depth - level));
   w.c = out;
   w.limit = mem_limit ? mem_limit : vx_default_mem_limit();
-  w.max_cells = w.limit / CELL_BYTES;
+  w.max_cells = limit_room(w.limit) / CELL_BYTES; /* what the limit leaves beside the tree */
   w.progress = progress;
   w.user = user;
   w.total = t->level_count[level];
@@ -184,7 +190,8 @@ typedef struct point {
 
 typedef struct table {
   point *p;
-  uint64_t cap, used, limit;
+  uint64_t cap, used, limit; /* limit: bytes the points may take (what the memory limit left) */
+  uint64_t mem_limit;        /* the memory limit, for the messages */
 } table;
 
 static uint64_t slot_of(uint64_t key, uint64_t mask) {
@@ -199,10 +206,12 @@ static point *find(table *t, uint64_t key) {
 
 static vx_status table_alloc(table *t, uint64_t cap, uint64_t count, vx_error *err) {
   char lim[32];
-  if (cap > t->limit / sizeof(point))
+  /* t->limit is what the limit left when the points began; the old table lives while the new one
+   * fills, and the band's fronts take up to 8 bytes a point */
+  if (cap + t->cap + t->used / 2 > t->limit / sizeof(point))
     return vx_error_set(err, VX_ERR_LIMIT, "the grid points of %llu cells do not fit the memory "
                         "limit (%s)", (unsigned long long)count,
-                        vx_bytes_text((double)t->limit, lim, sizeof lim));
+                        vx_bytes_text((double)t->mem_limit, lim, sizeof lim));
   t->p = (point *)vx_calloc((size_t)cap, sizeof(point));
   if (!t->p) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the grid points");
   t->cap = cap;
@@ -304,7 +313,8 @@ vx_status vx_cut_points(const vx_cut *c, float band, uint64_t mem_limit, uint64_
   *n = 0;
   table t;
   memset(&t, 0, sizeof t);
-  t.limit = mem_limit ? mem_limit : vx_default_mem_limit();
+  t.mem_limit = mem_limit ? mem_limit : vx_default_mem_limit();
+  t.limit = limit_room(t.mem_limit);
   uint64_t cap = 1024;
   while (cap < 4 * c->count) cap *= 2;
   vx_status s = table_alloc(&t, cap, c->count, err);
@@ -342,6 +352,13 @@ vx_status vx_cut_points(const vx_cut *c, float band, uint64_t mem_limit, uint64_
   for (uint64_t i = 0; i < t.cap; i++)
     if (t.p[i].key) t.p[m++] = t.p[i];
   qsort(t.p, (size_t)m, sizeof *t.p, by_key);
+  if (t.cap * sizeof(point) + m * (sizeof(uint64_t) + sizeof(float)) > t.limit) {
+    char lim[32];
+    vx_free(t.p);
+    return vx_error_set(err, VX_ERR_LIMIT, "the %llu grid points of %llu cells do not fit the "
+                        "memory limit (%s)", (unsigned long long)m, (unsigned long long)c->count,
+                        vx_bytes_text((double)t.mem_limit, lim, sizeof lim));
+  }
   uint64_t *k = (uint64_t *)vx_malloc((size_t)(m ? m : 1) * sizeof *k);
   float *v = (float *)vx_malloc((size_t)(m ? m : 1) * sizeof *v);
   if (!k || !v) {
@@ -378,7 +395,7 @@ static uint64_t face_flags(const float f[8]) {
 vx_status vx_cut_runs(const vx_cut *c, int solid, uint64_t mem_limit, vx_run_fn fn, void *user,
                       vx_error *err) {
   uint64_t limit = mem_limit ? mem_limit : vx_default_mem_limit();
-  if (c->count > limit / sizeof(uint64_t)) {
+  if (c->count > limit_room(limit) / sizeof(uint64_t)) {
     char lim[32];
     return vx_error_set(err, VX_ERR_LIMIT, "%llu cells do not fit the memory limit (%s)",
                         (unsigned long long)c->count, vx_bytes_text((double)limit, lim, sizeof lim));

@@ -23,7 +23,8 @@
  * outside: the tree's box holds the whole surface.
  *
  * Memory: 40 bytes per cell; points 16 bytes per point plus a hash table while they are merged.
- * Every count is checked against mem_limit before it is allocated. Never prints.
+ * Every count is checked before it is allocated against what mem_limit leaves beside the
+ * process's resident memory at that step (the tree, the cut). Never prints.
  */
 #ifndef VOXLOD_FORMATS_GRID_CUT_H
 #define VOXLOD_FORMATS_GRID_CUT_H

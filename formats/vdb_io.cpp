@@ -138,7 +138,11 @@ struct scan_ctx {
   out_buf<cell_rec> cells[256];
   out_buf<uint64_t> codes[256];
   int64_t bmin[256][3], bmax[256][3]; /* BOUNDS: the straddling cells' box, per thread */
+  double m_abs[3][3];   /* CANDIDATES: |d index_i / d world_j| of the file's transform */
 };
+
+using box_sampler =
+    openvdb::tools::GridSampler<openvdb::FloatGrid::ConstAccessor, openvdb::tools::BoxSampler>;
 
 int cmp_rec(const void *a, const void *b) {
   uint64_t x = ((const cell_rec *)a)->code, y = ((const cell_rec *)b)->code;
@@ -174,8 +178,100 @@ bool emit(scan_ctx *c, int slot, int64_t gx, int64_t gy, int64_t gz, const float
 /* One leaf of the file's grid, its cells (minimum corner at the leaf's points or one below) that
  * straddle zero. BOUNDS: their box. EXACT: they are ours, values copied. CANDIDATES: the cells of
  * ours that the world box of each touches. */
+/* CANDIDATES when our cells are smaller than the file's: the cells of box [a, b] (ours) that
+ * may straddle zero, found by subdividing it. The sampled field is the trilinear interpolant of
+ * the file's values, whose derivative along index axis i is at most L[i] (the largest difference
+ * along an i edge of the file cells under the box: in a cell, df/dx_i interpolates the cell's four
+ * i-edge differences). So over the box f stays within dev = sum_i L_i * (largest index offset along
+ * i from the box's centre) of its value at the centre; when |f(centre)| exceeds that (with a
+ * margin for rounding), f has one sign in the whole box and none of its cells has corners on both
+ * sides: the box is dropped. The cells that remain are the candidates the enumeration of every
+ * cell gave, less only cells that cannot straddle, so the result is the same; the work follows the
+ * surface (about k^2 log k cells per file cell upsampled k times) instead of its volume (k^3). */
+bool refine(scan_ctx *c, int slot, box_sampler &sampler, const double L[3], double slack,
+            const int64_t a[3], const int64_t b[3]) {
+  double hw[3];
+  openvdb::Vec3d w;
+  for (int e = 0; e < 3; e++) {
+    hw[e] = 0.5 * (double)(b[e] - a[e] + 1) * c->scale;
+    w[e] = c->origin[e] + 0.5 * (double)(a[e] + b[e] + 1) * c->scale;
+  }
+  double dev = 0.0;
+  for (int i = 0; i < 3; i++)
+    dev += L[i] * (c->m_abs[i][0] * hw[0] + c->m_abs[i][1] * hw[1] + c->m_abs[i][2] * hw[2]);
+  const double f = sampler.wsSample(w);
+  if (std::fabs(f) > dev * 1.001 + slack) return true;
+  if (a[0] == b[0] && a[1] == b[1] && a[2] == b[2])
+    return c->codes[slot].push(vx_morton_encode((uint32_t)a[0], (uint32_t)a[1], (uint32_t)a[2]));
+  int64_t lo[2][3], hi[2][3];
+  int n[3];
+  for (int e = 0; e < 3; e++) {
+    const int64_t mid = a[e] + (b[e] - a[e]) / 2;
+    n[e] = b[e] > a[e] ? 2 : 1;
+    lo[0][e] = a[e];
+    hi[0][e] = n[e] == 2 ? mid : b[e];
+    lo[1][e] = mid + 1;
+    hi[1][e] = b[e];
+  }
+  for (int z = 0; z < n[2]; z++)
+    for (int y = 0; y < n[1]; y++)
+      for (int x = 0; x < n[0]; x++) {
+        const int64_t ca[3] = {lo[x][0], lo[y][1], lo[z][2]};
+        const int64_t cb[3] = {hi[x][0], hi[y][1], hi[z][2]};
+        if (!refine(c, slot, sampler, L, slack, ca, cb)) return false;
+      }
+  return true;
+}
+
+/* The file values' largest differences along each index axis (L) and largest magnitude over the
+ * points of the index box that holds our cells [g0, g1], then refine(). */
+bool refine_top(scan_ctx *c, int slot, openvdb::FloatGrid::ConstAccessor &acc,
+                box_sampler &sampler, const int64_t g0[3], const int64_t g1[3]) {
+  const openvdb::math::Transform &xf = c->grid->constTransform();
+  double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL}, hi[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+  for (int k = 0; k < 8; k++) {
+    openvdb::Vec3d w(c->origin[0] + (double)((k & 1) ? g1[0] + 1 : g0[0]) * c->scale,
+                     c->origin[1] + (double)((k >> 1 & 1) ? g1[1] + 1 : g0[1]) * c->scale,
+                     c->origin[2] + (double)((k >> 2 & 1) ? g1[2] + 1 : g0[2]) * c->scale);
+    openvdb::Vec3d q = xf.worldToIndex(w);
+    for (int e = 0; e < 3; e++) {
+      lo[e] = std::min(lo[e], q[e]);
+      hi[e] = std::max(hi[e], q[e]);
+    }
+  }
+  int32_t i0[3], i1[3];
+  for (int e = 0; e < 3; e++) {
+    i0[e] = (int32_t)std::floor(lo[e]);
+    i1[e] = (int32_t)std::ceil(hi[e]) + 1; /* the sampler's upper neighbour of an integer index */
+    if (i1[e] - i0[e] > 16) { /* a strongly sheared transform: every cell, as for downsampling */
+      for (int64_t x = g0[0]; x <= g1[0]; x++)
+        for (int64_t y = g0[1]; y <= g1[1]; y++)
+          for (int64_t z = g0[2]; z <= g1[2]; z++)
+            if (!c->codes[slot].push(vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z)))
+              return false;
+      return true;
+    }
+  }
+  double L[3] = {0.0, 0.0, 0.0}, vmax = 0.0;
+  for (int32_t x = i0[0]; x <= i1[0]; x++)
+    for (int32_t y = i0[1]; y <= i1[1]; y++)
+      for (int32_t z = i0[2]; z <= i1[2]; z++) {
+        const double v = acc.getValue(openvdb::Coord(x, y, z));
+        vmax = std::max(vmax, std::fabs(v));
+        const int32_t q[3] = {x, y, z};
+        for (int e = 0; e < 3; e++) {
+          if (q[e] >= i1[e]) continue;
+          openvdb::Coord n(x, y, z);
+          n[e] += 1;
+          L[e] = std::max(L[e], std::fabs(acc.getValue(n) - v));
+        }
+      }
+  /* float samples round to about 1e-7 of the values they mix: a margin well above that */
+  return refine(c, slot, sampler, L, 1e-5 * vmax + 1e-30, g0, g1);
+}
+
 bool scan_leaf(scan_ctx *c, int slot, openvdb::FloatGrid::ConstAccessor &acc,
-               const openvdb::Coord &o) {
+               box_sampler &sampler, const openvdb::Coord &o) {
   float block[10][10][10];
   for (int a = 0; a < 10; a++)
     for (int b = 0; b < 10; b++)
@@ -218,6 +314,10 @@ bool scan_leaf(scan_ctx *c, int slot, openvdb::FloatGrid::ConstAccessor &acc,
           g1[e] = std::min<int64_t>(c->res - 1, (int64_t)std::floor((hi[e] - c->origin[e]) / c->scale));
           inside = inside && g0[e] <= g1[e];
         }
+        if (inside && (g1[0] - g0[0] > 1 || g1[1] - g0[1] > 1 || g1[2] - g0[2] > 1)) {
+          if (!refine_top(c, slot, acc, sampler, g0, g1)) return false;
+          continue;
+        }
         for (int64_t x = g0[0]; inside && x <= g1[0]; x++)
           for (int64_t y = g0[1]; y <= g1[1]; y++)
             for (int64_t z = g0[2]; z <= g1[2]; z++)
@@ -228,10 +328,7 @@ bool scan_leaf(scan_ctx *c, int slot, openvdb::FloatGrid::ConstAccessor &acc,
 }
 
 /* SAMPLE: a candidate cell of ours, its corners sampled trilinearly from the file's grid. */
-bool sample_cell(scan_ctx *c, int slot,
-                 openvdb::tools::GridSampler<openvdb::FloatGrid::ConstAccessor,
-                                             openvdb::tools::BoxSampler> &sampler,
-                 uint64_t code) {
+bool sample_cell(scan_ctx *c, int slot, box_sampler &sampler, uint64_t code) {
   uint32_t x, y, z;
   vx_morton_decode(code, &x, &y, &z);
   float f[8];
@@ -248,14 +345,13 @@ void *scan_worker(void *arg) {
   if (slot >= 256) return nullptr;
   try {
     openvdb::FloatGrid::ConstAccessor acc = c->grid->getConstAccessor();
-    openvdb::tools::GridSampler<openvdb::FloatGrid::ConstAccessor, openvdb::tools::BoxSampler>
-        sampler(acc, c->grid->constTransform());
+    box_sampler sampler(acc, c->grid->constTransform());
     const size_t total = c->mode == SAMPLE ? c->ncand : c->leaves.size();
     for (;;) {
       size_t i = c->next.fetch_add(1);
       if (i >= total || c->failed.load()) break;
       bool ok = c->mode == SAMPLE ? sample_cell(c, slot, sampler, c->cand[i])
-                                  : scan_leaf(c, slot, acc, c->leaves[i]->origin());
+                                  : scan_leaf(c, slot, acc, sampler, c->leaves[i]->origin());
       if (!ok) {
         c->failed.store(1);
         break;
@@ -305,9 +401,11 @@ vx_status gather(scan_ctx *c, const char *path, const char *name, uint64_t mem_l
                       (unsigned long long)total);
   } else {
     size_t at = 0;
-    for (int i = 0; i < 256; i++) {
+    for (int i = 0; i < 256; i++) { /* each thread's buffer freed once copied */
       if (c->cells[i].n) std::memcpy(all + at, c->cells[i].p, c->cells[i].n * sizeof(cell_rec));
       at += c->cells[i].n;
+      vx_free(c->cells[i].p);
+      c->cells[i] = out_buf<cell_rec>();
     }
   }
   for (int i = 0; i < 256; i++) {
@@ -319,19 +417,23 @@ vx_status gather(scan_ctx *c, const char *path, const char *name, uint64_t mem_l
   size_t n = 0;
   for (size_t i = 0; i < total; i++)
     if (n == 0 || all[i].code != all[n - 1].code) all[n++] = all[i];
+  /* the codes apart, the corners packed in place at the front of the records (an 8-byte write
+   * never passes the 16-byte record it reads), then the records' memory shrunk to them */
   out->codes = (uint64_t *)vx_malloc(n * sizeof(uint64_t));
-  out->voxels = (vx_voxel *)vx_malloc(n * sizeof(vx_voxel));
-  if (!out->codes || !out->voxels) {
+  if (!out->codes) {
     vx_free(all);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu surface voxels",
                         (unsigned long long)n);
   }
+  vx_voxel *packed = (vx_voxel *)(void *)all;
   for (size_t i = 0; i < n; i++) {
     out->codes[i] = all[i].code;
-    out->voxels[i] = all[i].v;
+    const vx_voxel v = all[i].v;
+    std::memcpy(packed + i, &v, sizeof v);
   }
+  vx_voxel *shrunk = (vx_voxel *)vx_realloc(all, n * sizeof(vx_voxel));
+  out->voxels = shrunk ? shrunk : packed;
   out->count = n;
-  vx_free(all);
   return VX_OK;
 }
 
@@ -351,9 +453,11 @@ vx_status gather_candidates(scan_ctx *c, const char *path, uint64_t mem_limit, v
                       (unsigned long long)total);
   } else {
     size_t at = 0;
-    for (int i = 0; i < 256; i++) {
+    for (int i = 0; i < 256; i++) { /* each thread's buffer freed once copied */
       if (c->codes[i].n) std::memcpy(all + at, c->codes[i].p, c->codes[i].n * sizeof(uint64_t));
       at += c->codes[i].n;
+      vx_free(c->codes[i].p);
+      c->codes[i] = out_buf<uint64_t>();
     }
   }
   for (int i = 0; i < 256; i++) {
@@ -365,6 +469,8 @@ vx_status gather_candidates(scan_ctx *c, const char *path, uint64_t mem_limit, v
   size_t n = 0;
   for (size_t i = 0; i < total; i++)
     if (n == 0 || all[i] != all[n - 1]) all[n++] = all[i];
+  uint64_t *shrunk = (uint64_t *)vx_realloc(all, (n ? n : 1) * sizeof(uint64_t));
+  if (shrunk) all = shrunk;
   c->cand = all;
   c->ncand = n;
   return VX_OK;
@@ -498,6 +604,13 @@ extern "C" vx_status vx_vdb_surface_read(const char *path, const char *name, uin
       }
       out->resampled = 1;
       ctx.mode = CANDIDATES;
+      const openvdb::Vec3d q0 = xf.worldToIndex(openvdb::Vec3d(0.0));
+      for (int j = 0; j < 3; j++) {
+        openvdb::Vec3d e(0.0);
+        e[j] = 1.0;
+        const openvdb::Vec3d q = xf.worldToIndex(e) - q0;
+        for (int i = 0; i < 3; i++) ctx.m_abs[i][j] = std::fabs(q[i]);
+      }
     }
     out->src_voxel = h;
     while ((1u << out->depth) < res) out->depth++;
@@ -513,6 +626,9 @@ extern "C" vx_status vx_vdb_surface_read(const char *path, const char *name, uin
       st = gather_candidates(&ctx, path, mem_limit, err);
       ctx.mode = SAMPLE;
       if (st == VX_OK) run_scan(&ctx, threads);
+      vx_free((void *)ctx.cand); /* before the cells are gathered */
+      ctx.cand = nullptr;
+      ctx.ncand = 0;
     }
     if (st == VX_OK && ctx.failed.load())
       st = ctx.failed.load() == 1 ? vx_error_set(err, VX_ERR_NOMEM, "out of memory collecting the "

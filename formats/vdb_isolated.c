@@ -1,7 +1,9 @@
 /* vdb_isolated.c - vx_vdb_surface_read in a child process, with a time and a memory limit
  * (vdb_read.h). The same scheme as the mesh importer's (import_isolated.c): fork; the child lowers
  * its address-space limit (RLIMIT_AS) to its size at the fork plus the budget (the memory limit
- * less the parent's resident bytes, at least 256 MiB), runs OpenVDB and the resampling, and writes
+ * less the parent's resident bytes; under 32 MiB the read is refused at once), uses one malloc
+ * arena (per-thread arenas reserve address space they do not use), runs OpenVDB and the
+ * resampling, and writes
  * one answer to a pipe:
  *
  *   uint32 status | 512 bytes message | uint32 depth | float64 origin[3], scale, source voxel |
@@ -21,6 +23,8 @@
 #include "sys/system.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,7 +37,9 @@
 #include <unistd.h>
 
 enum { REC = 4 + 512 + 4 + 5 * 8 + 4 + 8 + 8 };
-#define MIN_BUDGET ((uint64_t)256 << 20)
+/* Below this much room under the limit the reader is not started (OpenVDB's own start needs
+ * about as much); the child never gets more than the limit leaves. */
+#define MIN_BUDGET ((uint64_t)32 << 20)
 #define BATCH 8192 /* records read from the pipe at a time */
 
 void vx_vdb_surface_free(vx_vdb_surface *s) {
@@ -45,6 +51,16 @@ void vx_vdb_surface_free(vx_vdb_surface *s) {
 
 static void child(int fd, const char *path, const char *name, uint32_t res, float band,
                   int threads, uint64_t budget) {
+  /* one malloc arena: each thread's own would reserve 64 MiB of the address space the budget
+   * bounds without using it, failing reads that fit */
+  mallopt(M_ARENA_MAX, 1);
+  /* OpenVDB, Blosc and the C++ runtime print to stderr on failures the answer reports already */
+  int devnull = open("/dev/null", O_WRONLY);
+  if (devnull >= 0) {
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    close(devnull);
+  }
   const uint64_t vm0 = vx_isolate_limit_memory(budget);
   vx_vdb_surface s;
   vx_error e;
@@ -186,7 +202,16 @@ vx_status vx_vdb_surface_read_isolated(const char *path, const char *name, uint3
     return vx_vdb_surface_read(path, name, resolution, band, threads, mem_limit, out, err);
   if (!mem_limit) mem_limit = vx_default_mem_limit();
   uint64_t rss0 = vx_resident_bytes();
-  uint64_t budget = vx_isolate_budget(mem_limit, MIN_BUDGET);
+  /* the child's peak resident size is what it shares with this process plus what it allocates,
+   * at most the budget: the limit less this process's resident bytes */
+  uint64_t budget = mem_limit > rss0 ? mem_limit - rss0 : 0;
+  if (budget < MIN_BUDGET) {
+    char lim[32], used[32];
+    return vx_error_set(err, VX_ERR_LIMIT, "cannot read '%s': the memory limit (%s) leaves less "
+                        "than 32 MiB for the OpenVDB reader (%s in use)", path,
+                        vx_bytes_text((double)mem_limit, lim, sizeof lim),
+                        vx_bytes_text((double)rss0, used, sizeof used));
+  }
   int fd;
   pid_t pid = vx_isolate_fork(&fd, "the OpenVDB reader", err);
   if (pid < 0) return err ? err->status : VX_ERR_IO;

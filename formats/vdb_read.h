@@ -98,8 +98,8 @@ vx_status vx_vdb_surface_read(const char *path, const char *name, uint32_t resol
                               int threads, uint64_t mem_limit, vx_vdb_surface *out, vx_error *err);
 
 /* The same in a child process: timeout_s <= 0 means none; mem_limit bounds the whole process
- * (the child may grow by what the caller does not use, at least 256 MiB). The caller must not
- * hold threads the child would need (fork copies the calling thread only). */
+ * (the child may grow by what the caller does not use; under 32 MiB the read is refused). The
+ * caller must not hold threads the child would need (fork copies the calling thread only). */
 vx_status vx_vdb_surface_read_isolated(const char *path, const char *name, uint32_t resolution,
                                        float band, int threads, double timeout_s,
                                        uint64_t mem_limit, vx_vdb_surface *out, vx_error *err);

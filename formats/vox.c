@@ -21,6 +21,7 @@
 #include "sys/atomic_file.h"
 #include "formats/grid_export.h"
 #include "formats/svo_codec.h"
+#include "sys/system.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -126,7 +127,8 @@ vx_status vx_vox_write(const char *path, const vx_cut *c, int solid, uint64_t me
   uint64_t limit = mem_limit ? mem_limit : UINT64_C(1) << 40;
   runs rs;
   memset(&rs, 0, sizeof rs);
-  rs.max = limit / sizeof(run);
+  uint64_t rss = vx_resident_bytes(); /* the runs take what the limit leaves beside the cut */
+  rs.max = (limit > rss ? limit - rss : 0) / sizeof(run);
   vx_status s = vx_cut_runs(c, solid, mem_limit, collect, &rs, err);
   if (s != VX_OK) {
     vx_free(rs.r);

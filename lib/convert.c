@@ -179,6 +179,10 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   int gpu_tree = 0;
   s = build(&mesh->soup, &bo, o.device, tmp_dir, &tree, &stream, &gpu_tree, &bs, &b->notes, err);
   vx_free(tmp_dir);
+  if (bs.duplicates)
+    vx_notes_add(&b->notes, "%llu exact duplicate triangle%s dropped (the same vertices in the "
+                 "same order as an earlier triangle)", (unsigned long long)bs.duplicates,
+                 bs.duplicates == 1 ? "" : "s");
   int spilled = s == VX_OK && !gpu_tree && stream.spilled;
   if (s == VX_OK && gpu_tree) {
     /* vx_voxelize_gpu built and pruned the tree */

@@ -5,6 +5,7 @@
  */
 #include "voxelizer/voxelizer.h"
 #include "voxelizer/internal.h"
+#include "voxelizer/overlap.h"
 #include "formats/mesh_import.h"
 #include "meshgen.h"
 #include "check.h"
@@ -85,6 +86,125 @@ static void build_rejects_bad_options(void) {
   CHECK(vx_voxelize(&m, &o, &t, NULL, &err) == VX_ERR_LIMIT && strstr(err.msg, "GiB"));
   CHECK(t.nodes == NULL && t.voxels == NULL);
   vx_soup_free(&m);
+}
+
+static int trees_equal(const vx_octree *a, const vx_octree *b) {
+  return a->node_count == b->node_count && a->voxel_count == b->voxel_count &&
+         !memcmp(a->nodes, b->nodes, a->node_count * sizeof(vx_node)) &&
+         !memcmp(a->voxels, b->voxels, a->voxel_count * sizeof(vx_voxel));
+}
+
+/* Exact copies (any rotation of the vertex order) change nothing and are counted; a reversed copy
+ * is another triangle. The in-core, streaming builds agree. */
+static void build_drops_duplicates(void) {
+  vx_soup m = {0}, d = {0}, r = {0};
+  CHECK(meshgen_sphere(&m, 0, 0, 0, 1.0, 24, 12) == 0);
+  for (uint64_t t = 0; t < m.tri_count; t++) {
+    const float *p = m.pos + t * 9;
+    float q[27];
+    for (int k = 0; k < 3; k++) /* the triangle, then its two rotations */
+      for (int v = 0; v < 3; v++)
+        memcpy(q + 9 * k + 3 * v, p + 3 * ((v + k) % 3), 3 * sizeof(float));
+    CHECK(vx_soup_append(&d, q, 3, NULL) == VX_OK);
+    float w[9]; /* reversed: v0 v2 v1 */
+    memcpy(w, p, 3 * sizeof(float));
+    memcpy(w + 3, p + 6, 3 * sizeof(float));
+    memcpy(w + 6, p + 3, 3 * sizeof(float));
+    CHECK(vx_soup_append(&r, p, 1, NULL) == VX_OK);
+    if (t % 2 == 0) CHECK(vx_soup_append(&r, w, 1, NULL) == VX_OK);
+  }
+  vx_voxelize_opts o;
+  memset(&o, 0, sizeof o);
+  o.resolution = 32;
+  vx_octree a, b, c;
+  vx_voxelize_stats sa, sb, sc;
+  vx_error err;
+  CHECK(vx_voxelize(&m, &o, &a, &sa, &err) == VX_OK);
+  CHECK(vx_voxelize(&d, &o, &b, &sb, &err) == VX_OK);
+  CHECK(sa.duplicates == 0 && sb.duplicates == 2 * m.tri_count);
+  CHECK(sb.triangles == m.tri_count);
+  CHECK_MSG(trees_equal(&a, &b), "3 copies of each triangle changed the tree");
+  CHECK(vx_voxelize(&r, &o, &c, &sc, &err) == VX_OK);
+  CHECK(sc.duplicates == 0 && sc.triangles == r.tri_count);
+  vx_stream st;
+  vx_voxelize_stats ss;
+  vx_octree e;
+  CHECK(vx_voxelize_stream(&d, &o, NULL, &st, &ss, &err) == VX_OK);
+  CHECK(ss.duplicates == 2 * m.tri_count);
+  CHECK(vx_stream_take_tree(&st, &e, &err) == VX_OK);
+  CHECK_MSG(trees_equal(&a, &e), "the streaming build of the copies differs");
+  vx_stream_free(&st);
+  vx_octree_free(&a);
+  vx_octree_free(&b);
+  vx_octree_free(&c);
+  vx_octree_free(&e);
+  vx_soup_free(&m);
+  vx_soup_free(&d);
+  vx_soup_free(&r);
+}
+
+/* The overlap floor never exceeds the overlaps a brute-force count finds (random triangles of
+ * every size, slivers included); stacked triangles are refused under a limit and build without. */
+static void build_overlap_floor_and_limit(void) {
+  vx_soup m = {0};
+  uint64_t seed = 12345;
+  for (int t = 0; t < 400; t++) {
+    float q[9];
+    double s = t % 4 == 0 ? 30.0 : t % 4 == 1 ? 3.0 : t % 4 == 2 ? 0.3 : 60.0;
+    for (int i = 0; i < 9; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      double u = (double)(seed >> 11) / 9007199254740992.0;
+      q[i] = (float)(32.0 + (u - 0.5) * s);
+    }
+    if (t % 4 == 3) /* a sliver: the third vertex near the middle of the first edge */
+      for (int i = 0; i < 3; i++) q[6 + i] = 0.5f * (q[i] + q[3 + i]) + 0.01f;
+    vx_soup_append(&m, q, 1, NULL);
+  }
+  vx_transform xf;
+  CHECK(vx_voxelize_transform(&m, 64, &xf, NULL) == VX_OK);
+  double floor_pairs = 0.0, brute = 0.0;
+  CHECK(vx_overlap_check(&m, &xf, 6, 0, &floor_pairs, NULL) == VX_OK);
+  for (uint64_t t = 0; t < m.tri_count; t++) {
+    double g[9];
+    int64_t lo[3], hi[3];
+    vx_grid_tri(&m, &xf, t, g);
+    double own = 0.0, fl = 0.0;
+    if (vx_tri_voxel_range(g, 64, lo, hi))
+      for (int64_t z = lo[2]; z <= hi[2]; z++)
+        for (int64_t y = lo[1]; y <= hi[1]; y++)
+          for (int64_t x = lo[0]; x <= hi[0]; x++) own += vx_tri_voxel_overlap(g, x, y, z);
+    vx_soup one = m;
+    one.pos = m.pos + t * 9;
+    one.tri_count = 1;
+    vx_overlap_check(&one, &xf, 6, 0, &fl, NULL);
+    CHECK_MSG(fl <= own, "triangle %llu: floor %.0f over %.0f overlaps", (unsigned long long)t, fl,
+              own);
+    brute += own;
+  }
+  CHECK(floor_pairs <= brute && floor_pairs > 0.1 * brute);
+  vx_soup_free(&m);
+  /* 20,000 jittered copies of a triangle across the grid: refused under 64 MiB, at once */
+  vx_soup j = {0};
+  for (int t = 0; t < 20000; t++) {
+    float q[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+    for (int i = 0; i < 9; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      q[i] += (float)(((double)(seed >> 11) / 9007199254740992.0 - 0.5) * 2e-4);
+    }
+    vx_soup_append(&j, q, 1, NULL);
+  }
+  vx_voxelize_opts o;
+  memset(&o, 0, sizeof o);
+  o.resolution = 64;
+  o.mem_limit = (uint64_t)64 << 20;
+  vx_octree tr;
+  vx_error err;
+  vx_status s = vx_voxelize(&j, &o, &tr, NULL, &err);
+  CHECK_MSG(s == VX_ERR_LIMIT && strstr(err.msg, "overlap"), "%d %s", (int)s, err.msg);
+  vx_stream st;
+  s = vx_voxelize_stream(&j, &o, NULL, &st, NULL, &err);
+  CHECK_MSG(s == VX_ERR_LIMIT && strstr(err.msg, "overlap"), "%d %s", (int)s, err.msg);
+  vx_soup_free(&j);
 }
 
 static int cancel_now(void *user, const char *phase, double f) {
@@ -202,6 +322,8 @@ int main(int argc, char **argv) {
   if (argc >= 3) return bench(argv[1], (uint32_t)atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0);
   RUN(build_sphere_gives_valid_tree);
   RUN(build_rejects_bad_options);
+  RUN(build_drops_duplicates);
+  RUN(build_overlap_floor_and_limit);
   RUN(build_cancel_is_interrupted);
   RUN(build_messy_meshes);
   return check_summary();

@@ -56,9 +56,11 @@ typedef struct job {
   vx_error err;
   vx_progress_fn progress;
   void *user;
+  vx_pair_pool *pool;
 } job;
 
 void vx_block_release(vx_block *b) {
+  if (b->pool && b->pool_held) __atomic_fetch_sub(&b->pool->used, b->pool_held, __ATOMIC_RELAXED);
   vx_free(b->tg);
   vx_free(b->surf);
   vx_free(b->list);
@@ -92,9 +94,30 @@ int vx_block_init(vx_block *b, uint32_t B, float band, const vx_sign_data *sign)
   return b->surf && b->list && b->cneed && b->cd2 && b->ctri && b->clast && b->cval && b->clist;
 }
 
+/* Moves the block's share of the pool from `old` to `now` bytes: 0 when the pool has no room
+ * (nothing charged then). */
+static int pool_charge(vx_block *b, uint64_t old, uint64_t now) {
+  if (!b->pool || now <= old) {
+    if (b->pool && now < old) {
+      __atomic_fetch_sub(&b->pool->used, old - now, __ATOMIC_RELAXED);
+      b->pool_held -= old - now;
+    }
+    return 1;
+  }
+  uint64_t d = now - old, u = __atomic_fetch_add(&b->pool->used, d, __ATOMIC_RELAXED);
+  if (b->pool->cap && u + d > b->pool->cap) {
+    __atomic_fetch_sub(&b->pool->used, d, __ATOMIC_RELAXED);
+    return 0;
+  }
+  b->pool_held += d;
+  return 1;
+}
+
+/* 1: grown; 0: out of memory; -1: over the pool. */
 static int push_pair(vx_block *b, uint32_t vox, uint32_t tri) {
   if (b->npairs == b->pair_cap) {
     uint64_t cap = b->pair_cap ? b->pair_cap * 2 : 4096;
+    if (!pool_charge(b, b->pair_cap * 8, cap * 8)) return -1;
     uint32_t *pv = (uint32_t *)vx_realloc(b->pair_vox, cap * sizeof(uint32_t));
     if (!pv) return 0;
     b->pair_vox = pv;
@@ -114,7 +137,8 @@ static int push_pair(vx_block *b, uint32_t vox, uint32_t tri) {
 static int record(vx_block *b, uint32_t t, int64_t x, int64_t y, int64_t z) {
   int64_t B = b->B, H = B + 2;
   int64_t lx = x - b->org[0], ly = y - b->org[1], lz = z - b->org[2];
-  if (!push_pair(b, (uint32_t)((lx + 1) + (ly + 1) * H + (lz + 1) * H * H), t)) return 0;
+  int r = push_pair(b, (uint32_t)((lx + 1) + (ly + 1) * H + (lz + 1) * H * H), t);
+  if (r != 1) return r;
   if (lx >= 0 && ly >= 0 && lz >= 0 && lx < B && ly < B && lz < B) {
     uint32_t m = (uint32_t)vx_morton_encode((uint32_t)lx, (uint32_t)ly, (uint32_t)lz);
     if (!b->surf[m]) {
@@ -125,16 +149,36 @@ static int record(vx_block *b, uint32_t t, int64_t x, int64_t y, int64_t z) {
   return 1;
 }
 
-/* Tests triangle t against the voxels [lo, hi]; returns 0 on allocation failure. */
+/* Tests triangle t against the voxels [lo, hi]; returns 1, or record's failure (0, -1). */
 static int scan_range(vx_block *b, uint32_t t, const double *g, const int64_t lo[3],
                       const int64_t hi[3]) {
   for (int64_t z = lo[2]; z <= hi[2]; z++)
     for (int64_t y = lo[1]; y <= hi[1]; y++)
       for (int64_t x = lo[0]; x <= hi[0]; x++) {
         b->pair_tests++;
-        if (vx_tri_voxel_overlap(g, x, y, z) && !record(b, t, x, y, z)) return 0;
+        if (vx_tri_voxel_overlap(g, x, y, z)) {
+          int r = record(b, t, x, y, z);
+          if (r != 1) return r;
+        }
       }
   return 1;
+}
+
+vx_status vx_block_error(const vx_block *b, vx_status st, uint64_t k, uint64_t nwork,
+                         vx_error *err) {
+  if (st != VX_ERR_LIMIT)
+    return vx_error_set(err, st, "out of memory voxelizing block %llu of %llu",
+                        (unsigned long long)k, (unsigned long long)nwork);
+  char a[32], c[32];
+  return vx_error_set(err, VX_ERR_LIMIT,
+                      "the %u^3 block at voxel (%lld, %lld, %lld) holds %llu triangles and %llu "
+                      "(voxel, triangle) overlaps so far: their coordinates and overlaps, with the "
+                      "other blocks', would pass the %s that the memory limit of %s leaves for "
+                      "them (triangles stacked on one another?)",
+                      b->B, (long long)b->org[0], (long long)b->org[1], (long long)b->org[2],
+                      (unsigned long long)b->ntris, (unsigned long long)b->npairs,
+                      vx_bytes_text(b->pool ? (double)b->pool->cap : 0.0, a, sizeof a),
+                      vx_bytes_text(b->pool ? (double)b->pool->limit : 0.0, c, sizeof c));
 }
 
 static int scan_triangle(vx_block *b, uint32_t t, int64_t R) {
@@ -169,7 +213,8 @@ static int scan_triangle(vx_block *b, uint32_t t, int64_t R) {
           if (a[i] < lo[i]) a[i] = lo[i];
           if (e[i] > hi[i]) e[i] = hi[i];
         }
-        if (!scan_range(b, t, g, a, e)) return 0;
+        int r = scan_range(b, t, g, a, e);
+        if (r != 1) return r;
       }
   return 1;
 }
@@ -192,14 +237,18 @@ vx_status vx_block_run(vx_block *b, const vx_soup *mesh, const vx_transform *xf,
   b->ntris = bins->off[bm + 1] - bins->off[bm];
   if (corners) *corners = 0;
   if (b->ntris * 9 > b->tg_cap) {
+    if (!pool_charge(b, b->tg_cap * sizeof(double), b->ntris * 9 * sizeof(double)))
+      return VX_ERR_LIMIT;
     double *tg = (double *)vx_realloc(b->tg, b->ntris * 9 * sizeof(double));
     if (!tg) return VX_ERR_NOMEM;
     b->tg = tg;
     b->tg_cap = b->ntris * 9;
   }
   for (uint64_t t = 0; t < b->ntris; t++) vx_grid_tri(mesh, xf, b->tris[t], b->tg + t * 9);
-  for (uint64_t t = 0; t < b->ntris; t++)
-    if (!scan_triangle(b, (uint32_t)t, R)) return VX_ERR_NOMEM;
+  for (uint64_t t = 0; t < b->ntris; t++) {
+    int r = scan_triangle(b, (uint32_t)t, R);
+    if (r != 1) return r < 0 ? VX_ERR_LIMIT : VX_ERR_NOMEM;
+  }
   uint64_t c = vx_block_field(b);
   if (corners) *corners = c;
   qsort(b->list, b->nlist, sizeof(uint32_t), cmp_u32);
@@ -246,6 +295,11 @@ static vx_status process_block(job *j, vx_block *b, uint64_t k) {
     vx_free(field);
     field = NULL;
   }
+  if (st != VX_OK) {
+    pthread_mutex_lock(&j->mu);
+    if (j->status == VX_OK) j->status = vx_block_error(b, st, k, j->bins->nwork, &j->err);
+    pthread_mutex_unlock(&j->mu);
+  }
   vx_block_take(b, field);
   return st;
 }
@@ -253,7 +307,9 @@ static vx_status process_block(job *j, vx_block *b, uint64_t k) {
 static void *worker(void *arg) {
   job *j = (job *)arg;
   vx_block b;
-  if (!vx_block_init(&b, 1u << j->blog, j->band, j->sign)) {
+  int ok = vx_block_init(&b, 1u << j->blog, j->band, j->sign);
+  b.pool = j->pool;
+  if (!ok) {
     vx_block_release(&b);
     pthread_mutex_lock(&j->mu);
     if (j->status == VX_OK)
@@ -271,11 +327,7 @@ static void *worker(void *arg) {
     pthread_mutex_lock(&j->mu);
     j->pair_tests += b.pair_tests;
     b.pair_tests = 0;
-    if (st != VX_OK && j->status == VX_OK) {
-      j->status = vx_error_set(&j->err, st, "out of memory voxelizing block %llu of %llu",
-                               (unsigned long long)k, (unsigned long long)j->bins->nwork);
-      atomic_store(&j->stop, 1);
-    }
+    if (st != VX_OK) atomic_store(&j->stop, 1); /* process_block set the status */
     j->done++;
     if (st == VX_OK && j->progress &&
         j->progress(j->user, "voxelize", (double)j->done / (double)j->bins->nwork)) {
@@ -289,37 +341,76 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* One triangle's bins within the blocks [bl, bh]. */
+typedef struct bin_walk {
+  const double *g;
+  int64_t B, bl[3], bh[3];
+  int many, pass;
+  uint32_t t;
+  uint64_t *off;
+  uint32_t *tris;
+} bin_walk;
+
+/* The blocks of the aligned cube of `size` blocks at block (x, y, z) that the triangle's plane
+ * reaches: a cube its plane misses (the cube of blocks with their halos, grown by 2e-3 voxel, holds
+ * every block's test box below) is skipped whole, so a long sliver costs the blocks it crosses, not
+ * its bounding box of blocks. The blocks kept are the ones the per-block test keeps. */
+static void bin_cube(const bin_walk *w, int64_t x, int64_t y, int64_t z, int64_t size) {
+  const int64_t c0[3] = {x, y, z};
+  for (int i = 0; i < 3; i++)
+    if (c0[i] > w->bh[i] || c0[i] + size - 1 < w->bl[i]) return;
+  const double B = (double)w->B;
+  if (size > 1) {
+    double hh = 0.5 * (double)size * B + 1.002;
+    double c[3] = {((double)x + 0.5 * (double)size) * B, ((double)y + 0.5 * (double)size) * B,
+                   ((double)z + 0.5 * (double)size) * B};
+    double h[3] = {hh, hh, hh};
+    if (!vx_tri_box_overlap(w->g, c, h)) return;
+    const int64_t s2 = size / 2;
+    for (int k = 0; k < 8; k++)
+      bin_cube(w, x + (k & 1) * s2, y + (k >> 1 & 1) * s2, z + (k >> 2 & 1) * s2, s2);
+    return;
+  }
+  /* A large triangle skips the blocks its plane misses: the block with its halo, grown by 1e-3
+   * voxel so that rounding never drops a block the voxel test would use. */
+  double c[3] = {((double)x + 0.5) * B, ((double)y + 0.5) * B, ((double)z + 0.5) * B};
+  double h[3] = {0.5 * B + 1.001, 0.5 * B + 1.001, 0.5 * B + 1.001};
+  if (w->many && !vx_tri_box_overlap(w->g, c, h)) return;
+  uint64_t bm = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
+  if (w->pass == 0)
+    w->off[bm]++;
+  else
+    w->tris[w->off[bm]++] = w->t;
+}
+
 /* Fills the bins: counts (pass 0) or triangle lists (pass 1). */
 static void bin_pass(const vx_soup *m, const vx_transform *xf, int64_t R, uint32_t blog, int pass,
                      uint64_t *off, uint32_t *tris) {
   const int64_t B = (int64_t)1 << blog, nb = R >> blog;
+  bin_walk w;
+  memset(&w, 0, sizeof w);
+  w.B = B;
+  w.pass = pass;
+  w.off = off;
+  w.tris = tris;
   for (uint64_t t = 0; t < m->tri_count; t++) {
     double g[9];
-    int64_t lo[3], hi[3], bl[3], bh[3];
+    int64_t lo[3], hi[3];
     vx_grid_tri(m, xf, t, g);
     if (!vx_tri_voxel_range(g, R, lo, hi)) continue;
+    int64_t ext = 1;
     for (int i = 0; i < 3; i++) {
-      bl[i] = floor_div(lo[i] - 1, B);
-      bh[i] = floor_div(hi[i] + 1, B);
-      if (bl[i] < 0) bl[i] = 0;
-      if (bh[i] > nb - 1) bh[i] = nb - 1;
+      w.bl[i] = floor_div(lo[i] - 1, B);
+      w.bh[i] = floor_div(hi[i] + 1, B);
+      if (w.bl[i] < 0) w.bl[i] = 0;
+      if (w.bh[i] > nb - 1) w.bh[i] = nb - 1;
+      while (ext < nb && (w.bl[i] / ext != w.bh[i] / ext)) ext *= 2;
     }
-    int many = bl[0] != bh[0] || bl[1] != bh[1] || bl[2] != bh[2];
-    double h[3] = {0.5 * (double)B + 1.001, 0.5 * (double)B + 1.001, 0.5 * (double)B + 1.001};
-    for (int64_t z = bl[2]; z <= bh[2]; z++)
-      for (int64_t y = bl[1]; y <= bh[1]; y++)
-        for (int64_t x = bl[0]; x <= bh[0]; x++) {
-          /* A large triangle skips the blocks its plane misses: the block with its halo, grown
-           * by 1e-3 voxel so that rounding never drops a block the voxel test would use. */
-          double c[3] = {((double)x + 0.5) * (double)B, ((double)y + 0.5) * (double)B,
-                         ((double)z + 0.5) * (double)B};
-          if (many && !vx_tri_box_overlap(g, c, h)) continue;
-          uint64_t bm = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
-          if (pass == 0)
-            off[bm]++;
-          else
-            tris[off[bm]++] = (uint32_t)t;
-        }
+    w.g = g;
+    w.t = (uint32_t)t;
+    w.many = w.bl[0] != w.bh[0] || w.bl[1] != w.bh[1] || w.bl[2] != w.bh[2];
+    /* the smallest aligned cube of blocks holding [bl, bh] */
+    bin_cube(&w, w.bl[0] / ext * ext, w.bl[1] / ext * ext, w.bl[2] / ext * ext, ext);
   }
 }
 
@@ -341,7 +432,7 @@ void vx_bins_free(vx_bins *b) {
 }
 
 vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
-                        uint32_t blog, vx_bins *out, vx_error *err) {
+                        uint32_t blog, uint64_t mem_limit, vx_bins *out, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "grid depth %u outside [%d, %d]", depth,
@@ -374,6 +465,18 @@ vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t de
     nwork += c != 0;
   }
   off[nblocks] = total;
+  /* the entries (4 B) and the work list (8 B a block) against what the limit leaves */
+  double need = (double)total * 4.0 + (double)nwork * 8.0, rss = (double)vx_resident_bytes();
+  if (mem_limit && rss + need > (double)mem_limit) {
+    char a[32], b[32];
+    vx_bins_free(out);
+    return vx_error_set(err, VX_ERR_LIMIT, "binning %llu triangles into %llu blocks takes %llu "
+                        "entries (%s), over what the memory limit of %s leaves (triangles stacked "
+                        "on one another?)", (unsigned long long)mesh->tri_count,
+                        (unsigned long long)nwork, (unsigned long long)total,
+                        vx_bytes_text(need, a, sizeof a),
+                        vx_bytes_text((double)mem_limit, b, sizeof b));
+  }
   out->tris = (uint32_t *)vx_malloc((total ? total : 1) * sizeof(uint32_t));
   out->work = (uint64_t *)vx_malloc((nwork ? nwork : 1) * sizeof(uint64_t));
   if (!out->tris || !out->work) {
@@ -397,7 +500,8 @@ vx_status vx_surface_build(const vx_soup *mesh, const vx_transform *xf, uint32_t
   if (!(opts->band > 0.0f))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "field band must be positive");
   vx_bins bins;
-  vx_status st = vx_bins_build(mesh, xf, depth, vx_block_log2(depth, opts->block_log2), &bins, err);
+  vx_status st = vx_bins_build(mesh, xf, depth, vx_block_log2(depth, opts->block_log2),
+                                opts->mem_limit, &bins, err);
   if (st != VX_OK) return st;
   const uint64_t nwork = bins.nwork;
   job j;
@@ -413,6 +517,15 @@ vx_status vx_surface_build(const vx_soup *mesh, const vx_transform *xf, uint32_t
   j.progress = opts->progress;
   j.user = opts->user;
   j.status = VX_OK;
+  /* the pairs may take half of what the limit leaves now (the blocks' results take the rest) */
+  vx_pair_pool pool;
+  memset(&pool, 0, sizeof pool);
+  if (opts->mem_limit) {
+    double rss = (double)vx_resident_bytes(), lim = (double)opts->mem_limit;
+    pool.cap = rss < lim ? (uint64_t)((lim - rss) / 2) : 1;
+    pool.limit = opts->mem_limit;
+  }
+  j.pool = &pool;
   j.out_codes = (uint64_t **)vx_calloc(nwork ? nwork : 1, sizeof(uint64_t *));
   j.out_field = (vx_voxel **)vx_calloc(nwork ? nwork : 1, sizeof(vx_voxel *));
   j.out_count = (uint64_t *)vx_calloc(nwork ? nwork : 1, sizeof(uint64_t));

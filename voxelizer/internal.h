@@ -52,6 +52,45 @@ static inline void vx_grid_tri(const vx_soup *m, const vx_transform *xf, uint64_
  * build path starts here. */
 vx_status vx_voxelize_setup(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_transform *xf,
                             uint32_t *depth, float *band, vx_error *err);
+/* voxelize.c: what every build runs on: `mesh` without its exact duplicates (*use is mesh or
+ * store; vx_soup_free(store) afterwards; *dropped counts the copies). */
+vx_status vx_voxelize_unique(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_soup *store,
+                             const vx_soup **use, uint64_t *dropped, vx_error *err);
+
+/* ---- duplicates and overlaps (dedup.c) ------------------------------------------------------ */
+
+/* Exact duplicate triangles (same positions, same cyclic order) dropped, the first copy kept, the
+ * others in order. When none is found out->pos stays NULL (use `in`); else `out` is a new soup
+ * (vx_soup_free) and *dropped counts the copies. When its scratch (vx_dedup_bytes) would pass
+ * mem_limit (0: none) nothing is dropped: the build's estimate, larger per triangle, refuses. */
+vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, vx_soup *out, uint64_t *dropped,
+                        vx_error *err);
+/* Bytes vx_soup_dedup may hold for n triangles. */
+double vx_dedup_bytes(uint64_t tri_count);
+
+/* Bytes of one (voxel, triangle) overlap pair in a block (blocks.c) */
+#define VX_PAIR_BYTES 8.0
+/* What vx_overlap_check charges an overlap beyond the surface's against the limit: its 8 bytes and
+ * its work (8 corner distances, as much as a block's 56 bytes of scratch per surface voxel), so
+ * the time a hostile file can take stays in proportion to the limit */
+#define VX_PAIR_CHARGE 64.0
+/* Overlaps per expected surface voxel an ordinary surface stays under */
+#define VX_PAIRS_PER_VOXEL 16.0
+
+/* A lower bound of the build's (voxel, triangle) overlaps (*pairs, may be NULL) and, with a limit,
+ * VX_ERR_LIMIT when the overlaps beyond VX_PAIRS_PER_VOXEL per expected surface voxel (the area
+ * twice, at most the grid) would not fit the limit at VX_PAIR_CHARGE each. Every build (CPU, GPU,
+ * streaming) runs it from vx_voxelize_setup: the same refusal whatever the device. */
+vx_status vx_overlap_check(const vx_soup *m, const vx_transform *xf, uint32_t depth,
+                           uint64_t mem_limit, double *pairs, vx_error *err);
+
+/* Bytes the blocks of a build may hold for their overlap pairs and triangle coordinates beyond
+ * their fixed scratch, shared by the threads; cap 0: no bound. */
+typedef struct vx_pair_pool {
+  uint64_t used; /* updated with __atomic builtins */
+  uint64_t cap;
+  uint64_t limit; /* the memory limit, for the message */
+} vx_pair_pool;
 
 /* ---- sign (sign.c) --------------------------------------------------------------------------- */
 
@@ -71,6 +110,11 @@ vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int ru
 vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf, const vx_wind_tree *w,
                            uint8_t *clean, vx_error *err);
 void vx_sign_free(vx_sign_data *s);
+/* Bytes per triangle the tables of `rule` take at the peak of their construction (measured: 180
+ * to 200 B for the pseudo-normals, 300 to 490 B with the winding number's tree, from the 871k
+ * dragon to a soup of a million small triangles with three vertices each); every build's memory
+ * estimate uses it. */
+double vx_sign_peak_bytes(int rule);
 
 /* The rules themselves (vx_sign_clean, vx_sign_by_winding, vx_sign_of, vx_sign_normal) are in
  * sign_eval.h, host and device; field_eval.h combines them per corner. */
@@ -83,6 +127,7 @@ typedef struct vx_surface_opts {
   uint32_t block_log2;   /* log2 B; 0: automatic */
   vx_progress_fn progress;
   void *user;
+  uint64_t mem_limit;    /* bytes; 0: none (the blocks' overlap pairs are checked against it) */
 } vx_surface_opts;
 
 typedef struct vx_surface {
@@ -129,6 +174,8 @@ typedef struct vx_block {
   uint32_t *clist;         /* needed corners, for reset */
   uint64_t nclist, clist_cap;
   uint64_t pair_tests;
+  vx_pair_pool *pool;      /* may be NULL: no bound */
+  uint64_t pool_held;      /* bytes this block holds in the pool */
 } vx_block;
 
 /* field.c: fills cval for every needed corner from the pairs and the surface list; returns the
@@ -157,9 +204,10 @@ typedef struct vx_bins {
  * blocks per axis; never above depth. */
 uint32_t vx_block_log2(uint32_t depth, uint32_t requested);
 
-/* Bins every triangle of `mesh` (see blocks.c). Checks depth, blog and the block count. */
+/* Bins every triangle of `mesh` (see blocks.c). Checks depth, blog, the block count and, with a
+ * mem_limit (0: none), the entries against it before they are allocated (VX_ERR_LIMIT). */
 vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
-                        uint32_t blog, vx_bins *out, vx_error *err);
+                        uint32_t blog, uint64_t mem_limit, vx_bins *out, vx_error *err);
 void vx_bins_free(vx_bins *b);
 
 /* Scratch for one block of edge B (one per thread). Returns 0 when out of memory (then call
@@ -169,9 +217,14 @@ void vx_block_release(vx_block *b);
 
 /* Voxelizes block `bm` (Morton code in the block grid): afterwards b->list[0 .. b->nlist) holds
  * its surface voxels' local Morton codes, ascending, and vx_block_take() reads their corner
- * values. *corners (may be NULL) receives the number of corners computed. VX_ERR_NOMEM only. */
+ * values. *corners (may be NULL) receives the number of corners computed. VX_ERR_NOMEM, or
+ * VX_ERR_LIMIT when its pairs would pass b->pool (vx_block_error words both). */
 vx_status vx_block_run(vx_block *b, const vx_soup *mesh, const vx_transform *xf,
                        const vx_bins *bins, uint64_t bm, uint64_t *corners);
+
+/* The message for vx_block_run's failure `st` in work item k. */
+vx_status vx_block_error(const vx_block *b, vx_status st, uint64_t k, uint64_t nwork,
+                         vx_error *err);
 
 /* Writes the corner values of b->list's voxels to field[0 .. nlist), then clears the block for
  * the next vx_block_run. */

@@ -77,6 +77,7 @@ typedef struct ooc_job {
   uint64_t fail_block;        /* test hook: block fail_block - 1 fails */
   vx_progress_fn progress;
   void *user;
+  vx_pair_pool pool;          /* the blocks' overlap pairs against the limit */
 } ooc_job;
 
 /* Voxelizes block k and builds and fits its subtree. codes/field are per-thread scratch. */
@@ -105,8 +106,9 @@ static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, u
       st = VX_ERR_NOMEM;
   }
   if (st != VX_OK) {
+    vx_block_error(b, st, k, j->nwork, err);
     if (!j->surf) vx_block_take(b, NULL);
-    return vx_error_set(err, st, "out of memory voxelizing block %llu", (unsigned long long)k);
+    return st;
   }
   if (j->surf) {
     const uint64_t mask = ((uint64_t)1 << (3 * j->blog)) - 1, *src = j->surf->codes + j->soff[k];
@@ -167,6 +169,7 @@ static void *worker(void *arg) {
   uint64_t *codes = NULL, cap = 0;
   vx_voxel *field = NULL;
   int ok = j->surf ? 1 : vx_block_init(&b, 1u << j->blog, j->band, j->sign);
+  b.pool = &j->pool;
   pthread_mutex_lock(&j->mu);
   if (!ok) {
     vx_error_set(&e, VX_ERR_NOMEM, "cannot allocate a %u^3 block's scratch", 1u << j->blog);
@@ -376,9 +379,9 @@ static void free_inputs(vx_bins *b, gpu_input *g) {
   memset(g, 0, sizeof *g);
 }
 
-vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opts,
-                                const char *tmp_dir, const vx_stream_build_opts *xo,
-                                vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
+static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts,
+                               const char *tmp_dir, const vx_stream_build_opts *xo,
+                               vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (stats) memset(stats, 0, sizeof *stats);
   vx_transform xf;
@@ -390,26 +393,31 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
   const uint32_t B = 1u << blog;
   const uint64_t limit = opts->mem_limit;
   /* What the build holds whatever happens, before the expensive steps: the process as it is, the
-   * sign tables (about 64 B per triangle, 200 B with the winding number's tree), the bins (at
-   * least one entry per triangle), every thread's scratch and the writer. */
+   * sign tables at the peak of their construction (vx_sign_peak_bytes), the bins (at least one
+   * entry per triangle), every thread's scratch and the writer. */
   const double tris = (double)mesh->tri_count;
-  const double sign_bytes = opts->sign_rule == VX_SIGN_PSEUDO_NORMAL ? 64.0 : 200.0;
+  const double sign_bytes = vx_sign_peak_bytes(opts->sign_rule);
   const double base0 = (double)vx_resident_bytes();
   /* no more threads than blocks in the grid, no more voxels in a block than in the model */
   const int nt_max = thread_count(opts, (uint64_t)1 << 3 * (depth - blog));
   const double vox = limit ? expected_voxels(mesh, &xf, depth) : 0.0;
   const double blk_vox = 0.25 * B * B * B < vox ? 0.25 * B * B * B : vox;
   const double writer = writer_bytes(vox, depth);
-  double fixed =
-      tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, blk_vox) + writer;
+  /* the GPU build's surface comes back to host memory whole (codes and corners, 16 B a voxel) */
+  const double gpu_surface = opts->gpu ? 16.0 * vox : 0.0;
+  double fixed = tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, blk_vox) +
+                 writer + gpu_surface;
+  char gpu_note[64] = "";
+  if (opts->gpu)
+    snprintf(gpu_note, sizeof gpu_note, ", %.0f for the GPU's surface", gpu_surface * MiB);
   if (limit && base0 + fixed > (double)limit)
     return vx_error_set(err, VX_ERR_LIMIT,
                         "a %u^3 build of this mesh needs at least about %.0f MiB even out of core "
                         "(%.0f in use, %.0f for sign tables and bins, %.0f for %d threads' "
-                        "scratch, %.0f for the file writer), over the memory limit of %.0f MiB",
+                        "scratch, %.0f for the file writer%s), over the memory limit of %.0f MiB",
                         opts->resolution, (base0 + fixed) * MiB, base0 * MiB,
                         tris * (sign_bytes + 4.0) * MiB, nt_max * thread_bytes(B, blk_vox) * MiB,
-                        nt_max, writer * MiB, (double)limit * MiB);
+                        nt_max, writer * MiB, gpu_note, (double)limit * MiB);
 
   double t0 = vx_clock_seconds();
   void *warm = opts->gpu ? vx_gpu_warmup_start() : NULL;
@@ -428,7 +436,7 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
     vx_sign_free(&sign);
     if (st == VX_OK) st = gpu_blocks(&gi, blog, err);
   } else {
-    st = vx_bins_build(mesh, &xf, depth, blog, &bins, err);
+    st = vx_bins_build(mesh, &xf, depth, blog, limit, &bins, err);
   }
   if (st != VX_OK) {
     vx_sign_free(&sign);
@@ -461,7 +469,12 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
                           opts->resolution, (base1 + hold) * MiB, base1 * MiB, hold * MiB,
                           (double)limit * MiB);
     }
-    double b = ((double)limit - base1 - hold) / 2.5;
+    /* the blocks' overlap pairs and triangle coordinates: what thread_bytes allows each thread
+     * for them, and a third of what is left (stacked triangles fail there, not past the limit) */
+    double left = (double)limit - base1 - hold;
+    j.pool.cap = (uint64_t)((double)nt * (blk_vox * 16.0 + 4.0 * MIB_BYTES) + left / 3.0);
+    j.pool.limit = limit;
+    double b = (2.0 / 3.0) * left / 2.5;
     budget = b > 1.0 ? (uint64_t)b : 1;
   }
   if (xo && xo->spill_budget) budget = xo->spill_budget;
@@ -536,6 +549,22 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
   vx_free(j.root_node);
   vx_free(j.root_fit);
   if (st != VX_OK) vx_stream_free(out);
+  return st;
+}
+
+vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opts,
+                                const char *tmp_dir, const vx_stream_build_opts *xo,
+                                vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
+  vx_soup uniq;
+  const vx_soup *m;
+  uint64_t dropped;
+  memset(out, 0, sizeof *out);
+  if (stats) memset(stats, 0, sizeof *stats);
+  vx_status st = vx_voxelize_unique(mesh, opts, &uniq, &m, &dropped, err);
+  if (st != VX_OK) return st;
+  st = stream_unique(m, opts, tmp_dir, xo, out, stats, err);
+  vx_soup_free(&uniq);
+  if (stats) stats->duplicates = dropped;
   return st;
 }
 

@@ -52,7 +52,9 @@ vx_status vx_voxelize_transform(const vx_soup *mesh, uint32_t resolution, vx_tra
  * too large are refused: surface voxels >= area / (2 sqrt 2) (a unit cube's largest section is
  * sqrt 2; halved for surfaces that share voxels), about 40 bytes each at the peak (codes and
  * field twice while blocks are concatenated, tree voxels and nodes), plus the per-triangle tables
- * (sign 60 B, bins about 6 B). */
+ * (the sign tables at the peak of their construction, vx_sign_peak_bytes, and 72 B for the
+ * triangles in grid coordinates: each block's on the CPU, all of them on their way to the GPU).
+ * The CPU and GPU builds check the same estimate. */
 double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf) {
   double area = 0.0;
   for (uint64_t t = 0; t < m->tri_count; t++) {
@@ -69,17 +71,19 @@ double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf) {
   return area;
 }
 
-static double estimate_bytes(const vx_soup *m, const vx_transform *xf, double *voxels) {
+double vx_sign_peak_bytes(int rule) { return rule == VX_SIGN_PSEUDO_NORMAL ? 240.0 : 520.0; }
+
+static double estimate_bytes(const vx_soup *m, const vx_transform *xf, int rule, double *voxels) {
   double area = vx_soup_grid_area(m, xf);
   *voxels = area / (2.0 * sqrt(2.0));
-  return *voxels * 40.0 + (double)m->tri_count * 66.0;
+  return *voxels * 40.0 + (double)m->tri_count * (vx_sign_peak_bytes(rule) + 72.0);
 }
 
 /* VX_ERR_LIMIT when even the low estimate is over opts->mem_limit. */
 static vx_status check_limit(const vx_soup *mesh, const vx_voxelize_opts *opts,
                              const vx_transform *xf, const char *what, vx_error *err) {
   if (!opts->mem_limit) return VX_OK;
-  double voxels, need = estimate_bytes(mesh, xf, &voxels);
+  double voxels, need = estimate_bytes(mesh, xf, opts->sign_rule, &voxels);
   if (need <= (double)opts->mem_limit) return VX_OK;
   char a[32], b[32];
   return vx_error_set(err, VX_ERR_LIMIT,
@@ -103,7 +107,18 @@ vx_status vx_voxelize_setup(const vx_soup *mesh, const vx_voxelize_opts *opts, v
   if (opts->max_error < 0.0f || !isfinite(opts->max_error))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "max error %g is not a non-negative number",
                         (double)opts->max_error);
-  return VX_OK;
+  return vx_overlap_check(mesh, xf, *depth, opts->mem_limit, NULL, err);
+}
+
+vx_status vx_voxelize_unique(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_soup *store,
+                             const vx_soup **use, uint64_t *dropped, vx_error *err) {
+  memset(store, 0, sizeof *store);
+  *use = mesh;
+  *dropped = 0;
+  if (!mesh || !opts) return VX_OK; /* setup refuses it */
+  vx_status st = vx_soup_dedup(mesh, opts->mem_limit, store, dropped, err);
+  if (st == VX_OK && store->pos) *use = store;
+  return st;
 }
 
 /* What both in-core builds do first: clear the outputs, derive the grid, check the limit. */
@@ -116,8 +131,8 @@ static vx_status begin_in_core(const vx_soup *mesh, const vx_voxelize_opts *opts
   return st != VX_OK ? st : check_limit(mesh, opts, xf, what, err);
 }
 
-vx_status vx_voxelize(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octree *out,
-                      vx_voxelize_stats *stats, vx_error *err) {
+static vx_status voxelize_unique(const vx_soup *mesh, const vx_voxelize_opts *opts,
+                                 vx_octree *out, vx_voxelize_stats *stats, vx_error *err) {
   vx_transform xf;
   uint32_t depth;
   float band;
@@ -134,6 +149,7 @@ vx_status vx_voxelize(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octr
   so.threads = opts->threads;
   so.progress = opts->progress;
   so.user = opts->user;
+  so.mem_limit = opts->mem_limit;
   st = vx_surface_build(mesh, &xf, depth, &sign, &so, &surf, stats, err);
   vx_sign_free(&sign);
   if (st != VX_OK) return st;
@@ -235,8 +251,8 @@ static const vx_sign_data *sign_wait(void *ctx, vx_error *err) {
   return &j->sign;
 }
 
-vx_status vx_voxelize_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octree *out,
-                          vx_voxelize_stats *stats, vx_error *err) {
+static vx_status voxelize_gpu_unique(const vx_soup *mesh, const vx_voxelize_opts *opts,
+                                     vx_octree *out, vx_voxelize_stats *stats, vx_error *err) {
   vx_transform xf;
   uint32_t depth;
   float band;
@@ -300,4 +316,33 @@ vx_status vx_voxelize_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_
     for (int k = 0; k < 3; k++) stats->sec_gpu_tree[k] = tsec[k];
   }
   return VX_OK;
+}
+
+/* The public entry points: duplicates dropped first (dedup.c), then the build on what is left. */
+typedef vx_status (*build_fn)(const vx_soup *, const vx_voxelize_opts *, vx_octree *,
+                              vx_voxelize_stats *, vx_error *);
+
+static vx_status run_unique(build_fn fn, const vx_soup *mesh, const vx_voxelize_opts *opts,
+                            vx_octree *out, vx_voxelize_stats *stats, vx_error *err) {
+  vx_soup uniq;
+  const vx_soup *m;
+  uint64_t dropped;
+  if (out) memset(out, 0, sizeof *out);
+  if (stats) memset(stats, 0, sizeof *stats);
+  vx_status st = vx_voxelize_unique(mesh, opts, &uniq, &m, &dropped, err);
+  if (st != VX_OK) return st;
+  st = fn(m, opts, out, stats, err);
+  vx_soup_free(&uniq);
+  if (stats) stats->duplicates = dropped;
+  return st;
+}
+
+vx_status vx_voxelize(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octree *out,
+                      vx_voxelize_stats *stats, vx_error *err) {
+  return run_unique(voxelize_unique, mesh, opts, out, stats, err);
+}
+
+vx_status vx_voxelize_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_octree *out,
+                          vx_voxelize_stats *stats, vx_error *err) {
+  return run_unique(voxelize_gpu_unique, mesh, opts, out, stats, err);
 }

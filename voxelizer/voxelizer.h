@@ -16,6 +16,11 @@
  *   the generalized winding number (inside where |w| > 1/2; winding.c documents what it does on
  *   holes, duplicate faces, overlaps and inverted meshes), or the pseudo-normal rule (sign.c). The result
  *   does not depend on how space is partitioned or how many threads run.
+ * - Duplicates: exact copies of a triangle (same positions in the same cyclic order) are dropped
+ *   first (stats->duplicates), so copies never change the tree; the reversed triangle is kept.
+ * - Memory: with opts->mem_limit, a build whose triangles overlap far more than a surface does
+ *   (stacked, jittered copies) fails at once with VX_ERR_LIMIT, and each block's overlap pairs are
+ *   checked against the limit as they grow (dedup.c, blocks.c).
  * - Never prints; progress goes through opts->progress.
  */
 #ifndef VOXLOD_VOXELIZER_H
@@ -53,6 +58,7 @@ typedef struct vx_voxelize_stats {
   uint64_t pair_tests;     /* triangle/voxel overlap tests run */
   uint64_t corners_wound;  /* GPU build: corners whose sign needed the winding number */
   uint64_t nodes;          /* nodes in the final tree */
+  uint64_t duplicates;     /* exact duplicate triangles dropped before the build (dedup.c) */
   double sec_sign;         /* the build's stages, wall seconds: sign tables (vx_voxelize_gpu:
                               built beside the GPU's first steps, so inside sec_voxels), */
   double sec_voxels;       /* surface voxels and field (the CPU build: with the octree), */
