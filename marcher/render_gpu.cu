@@ -62,15 +62,11 @@ struct vx_gpu_view {
   int events;
 };
 
+static const void *kernel_fn(int persistent, int minb);
+
 static vx_status gpu_open(vx_gpu_view *c, vx_error *err) {
-  vx_status st = VX_OK;
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess || n <= 0) {
-    cudaGetLastError(); /* clear */
-    return vx_error_set(err, VX_ERR_NO_GPU, "GPU: no usable CUDA device (%s)",
-                        e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-  }
+  vx_status st = vx_cuda_usable(kernel_fn(1, 1), err);
+  if (st != VX_OK) return st;
   VX_CU(cudaGetDevice(&c->device), "cudaGetDevice");
   VX_CU(cudaGetDeviceProperties(&c->prop, c->device), "cudaGetDeviceProperties");
   VX_CU(cudaFree(0), "creating the CUDA context");
@@ -417,9 +413,9 @@ extern "C" vx_status vx_render_gpu(const vx_octree *t, const vx_march_opts *o, v
 
 extern "C" const char *vx_cuda_device_name(void) {
   static char name[256];
-  int n = 0, dev = 0;
+  int dev = 0;
   cudaDeviceProp prop;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0 || cudaGetDevice(&dev) != cudaSuccess ||
+  if (vx_cuda_usable(kernel_fn(1, 1), NULL) != VX_OK || cudaGetDevice(&dev) != cudaSuccess ||
       cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
     cudaGetLastError();
     return NULL;

@@ -346,6 +346,7 @@ extern "C" vx_status vx_gpu_sampler_create(vx_gpu_view *view, const uint32_t *re
   g->view = view;
   vx_gpu_view_tree(view, &g->tree);
   VX_CU(cudaSetDevice(g->tree.device), "cudaSetDevice");
+  if ((st = vx_cuda_usable((const void *)vx_sample_search, err)) != VX_OK) goto done;
   VX_CU(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "creating a stream");
   VX_CU(cudaEventCreate(&g->ev[0]), "cudaEventCreate");
   VX_CU(cudaEventCreate(&g->ev[1]), "cudaEventCreate");
