@@ -10,12 +10,12 @@
 # CUDA_DISABLE_PTX_JIT=1, so that the GPU has no usable code: the library must say so once
 # (naming the GPU and its compute capability) and give the CPU's result; with --gpu, an error.
 #
-# 1. Here (no GPU needed; ~20 min on 2 cores):
+# 1. Here (no GPU needed; ~20 min on 2 cores; meshes from ../shared for device_bundle.sh):
 #      bash scripts/device_ptx_check.sh prepare
-#    builds both (scripts/device_bundle.sh twice) and prints the carry list:
-#      ["build-gpu/voxlod", "build-gpu/lib", "build-gpu/gputests",
-#       "build-ptx/voxlod", "build-ptx/lib", "build-ptx/gputests"]
-# 2. On the GPU machine (the device tool's `run`), with that carry list and timeout_s 600:
+#    builds both (scripts/device_bundle.sh twice) and packs what the check runs, both builds'
+#    voxlod, libraries and GPU tests, into build-ptxcheck/pack.tar.gz (two unpacked builds would
+#    pass the 64 MiB a run may carry).
+# 2. On the GPU machine, the device tool's `run` with carry ["build-ptxcheck"] and timeout_s 600:
 #      bash scripts/device_ptx_check.sh run
 #    or some of its steps, in this order by default: renders convert nojit tests, e.g.
 #      bash scripts/device_ptx_check.sh run tests   (VX_TEST_VARIANTS: sm90 sm90_jit ptx ptx_jit)
@@ -39,14 +39,20 @@ if [ "${1:-}" = prepare ]; then
     echo "  $b/lib/libvoxlod.so: $(cuobjdump --list-elf --list-ptx "$b/lib/libvoxlod.so" 2>/dev/null |
       grep -oE '(sm|compute)_[0-9]+' | sort | uniq -c | tr -s ' \n' ' ')"
   done
-  du -shc $G/voxlod $G/lib $G/gputests $P/voxlod $P/lib $P/gputests | sed 's/^/  /'
-  echo "carry: [\"$G/voxlod\", \"$G/lib\", \"$G/gputests\", \"$P/voxlod\", \"$P/lib\", \"$P/gputests\"]"
+  # the PTX build needs only its own libvoxlod.so: the other libraries are build-gpu/lib's
+  mkdir -p build-ptxcheck
+  tar czf build-ptxcheck/pack.tar.gz $G/voxlod $G/lib $G/gputests $P/voxlod $P/lib/libvoxlod.so* \
+    $P/gputests
+  du -sh build-ptxcheck/pack.tar.gz "$ROOT" --exclude=.git --exclude='build*' --exclude=devdata |
+    sed 's/^/  /'
+  echo "carry: [\"build-ptxcheck\"]"
   echo "run:   bash scripts/device_ptx_check.sh run"
   exit 0
 fi
 [ "${1:-}" = run ] || { sed -n '2,25p' "$0"; exit 2; }
 
 cd "$ROOT"
+[ -f build-ptxcheck/pack.tar.gz ] && tar xzf build-ptxcheck/pack.tar.gz
 OUT=${OUT:-/tmp/vx_out}
 W=/tmp/vx_ptx
 mkdir -p "$OUT" "$W"

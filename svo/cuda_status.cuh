@@ -77,8 +77,9 @@ static inline const char *vx_cuda_arch_names(const char *list, char *buf, size_t
   return buf;
 }
 
-#define VX_CUDA_STR2_(x) #x
-#define VX_CUDA_STR_(x) VX_CUDA_STR2_(x)
+/* variadic: the list holds commas */
+#define VX_CUDA_STR2_(...) #__VA_ARGS__
+#define VX_CUDA_STR_(...) VX_CUDA_STR2_(__VA_ARGS__)
 #ifdef __CUDA_ARCH_LIST__
 #define VX_CUDA_ARCH_LIST VX_CUDA_STR_(__CUDA_ARCH_LIST__)
 #else
@@ -113,18 +114,19 @@ static inline vx_status vx_cuda_usable_at(const char *file, int line, const void
     return vx_error_set_at(file, line, err, VX_ERR_NO_GPU, "GPU: no usable CUDA device (%s)",
                            e != cudaSuccess ? cudaGetErrorString(e) : "none found");
   }
-  cudaDeviceProp prop;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
-      (e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess) {
-    cudaGetLastError();
-    return vx_error_set_at(file, line, err, VX_ERR_NO_GPU, "GPU: cannot query CUDA device %d (%s)",
-                           dev, cudaGetErrorString(e));
-  }
   /* loads the kernel's module: the SASS for this GPU, else the PTX compiled by the driver */
   cudaFuncAttributes fa;
   e = cudaFuncGetAttributes(&fa, kernel);
   if (e == cudaSuccess) return VX_OK;
   cudaGetLastError();
+  cudaDeviceProp prop;
+  cudaError_t q = cudaGetDevice(&dev);
+  if (q == cudaSuccess) q = cudaGetDeviceProperties(&prop, dev);
+  if (q != cudaSuccess) {
+    cudaGetLastError();
+    return vx_error_set_at(file, line, err, VX_ERR_NO_GPU, "GPU: cannot use CUDA device %d (%s)",
+                           dev, cudaGetErrorString(e));
+  }
   vx_status s = vx_cuda_status(e);
   if (e == cudaErrorInvalidDeviceFunction) s = VX_ERR_NO_GPU; /* no image holds the kernel */
   if (s != VX_ERR_NO_GPU)
