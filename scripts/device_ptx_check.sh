@@ -13,8 +13,8 @@
 # 1. Here (no GPU needed; ~20 min on 2 cores; meshes from ../shared for device_bundle.sh):
 #      bash scripts/device_ptx_check.sh prepare
 #    builds both (scripts/device_bundle.sh twice) and packs what the check runs, both builds'
-#    voxlod, libraries and GPU tests, into build-ptxcheck/pack.tar.gz (two unpacked builds would
-#    pass the 64 MiB a run may carry).
+#    voxlod, libraries and GPU tests, into build-ptxcheck/pack.tar.gz (one path to carry, a
+#    third of their size).
 # 2. On the GPU machine, the device tool's `run` with carry ["build-ptxcheck"] and timeout_s 600:
 #      bash scripts/device_ptx_check.sh run
 #    or some of its steps, in this order by default: renders convert nojit tests, e.g.
