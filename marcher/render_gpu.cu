@@ -162,9 +162,17 @@ __device__ __forceinline__ void store_pixel(const vx_trace_scene &s, uint32_t px
   if (visits) visits[i] = p.visits;
 }
 
+/* Blocks of 256 per multiprocessor asked of ptxas: Turing (sm_75) holds at most 1024 threads
+ * per multiprocessor, so there the 48 and 40 register caps (5 and 6 blocks) act as 64. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define VX_MINB(m) ((m) > 4 ? 4 : (m))
+#else
+#define VX_MINB(m) (m)
+#endif
+
 /* One thread per pixel. The scene is a kernel parameter (constant bank, no local copy). */
 template <int MINB>
-__global__ void __launch_bounds__(256, MINB)
+__global__ void __launch_bounds__(256, VX_MINB(MINB))
     vx_kernel_tiled(const vx_trace_scene s, uint8_t *__restrict__ rgb, float *__restrict__ depth,
                     uint32_t *__restrict__ visits) {
   uint32_t px = blockIdx.x * blockDim.x + threadIdx.x;
@@ -175,7 +183,7 @@ __global__ void __launch_bounds__(256, MINB)
 
 /* Persistent warps: each warp takes the next 8x4 tile until the counter passes the last one. */
 template <int MINB>
-__global__ void __launch_bounds__(256, MINB)
+__global__ void __launch_bounds__(256, VX_MINB(MINB))
     vx_kernel_persistent(const vx_trace_scene s, uint8_t *__restrict__ rgb,
                          float *__restrict__ depth, uint32_t *__restrict__ visits,
                          unsigned int *__restrict__ counter) {
