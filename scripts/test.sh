@@ -15,7 +15,7 @@ jobs=$(nproc)
 
 # GPU code for one architecture only (sm_90, the GPU machine's): the default fat binary (every
 # architecture from sm_75 on, README "GPUs") would take most of CI's time. test_gpu_oldest_arch
-# still compiles every .cu file for compute_75 (the oldest of that list) and compute_90 together.
+# still compiles every .cu file for sm_75 (the oldest of that list) and compute_90 together.
 cuda_archs=${VOXLOD_TEST_CUDA_ARCHS:-90}
 
 echo "== build and test (build/)"

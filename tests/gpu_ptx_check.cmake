@@ -7,11 +7,11 @@
 #      stack (2 x VX_MAX_DEPTH words = 112 bytes) - no other array fell into local memory.
 #   cmake -DNVCC=... -DSRC=render_gpu.cu -DINC=<repo> -DARCH=90 -DOUT=<dir> -P gpu_ptx_check.cmake
 #
-# MODE=all: every .cu file of the repository compiles for compute_ARCH (ARCH=75, the oldest
-# architecture of the default fat binary) and compute_90 in one nvcc call (PTX only, no ptxas),
-# so that code needing a newer GPU (an sm_80+ intrinsic, say) or breaking with several
-# architectures (__CUDA_ARCH_LIST__ holds commas) fails here although the day-to-day build
-# compiles for one architecture.
+# MODE=all: every .cu file of the repository compiles for sm_ARCH (ARCH=75, the oldest
+# architecture of the default fat binary; ptxas warnings are errors) and compute_90 PTX in one nvcc
+# call, so that code needing a newer GPU (an sm_80+ intrinsic, launch bounds beyond Turing's 1024
+# threads per multiprocessor) or breaking with several architectures (__CUDA_ARCH_LIST__ holds
+# commas) fails here although the day-to-day build compiles for one architecture.
 #   cmake -DMODE=all -DNVCC=... -DINC=<repo> -DARCH=75 -DOUT=<dir> [-DEXTRA_INC=dir;dir] -P gpu_ptx_check.cmake
 if(MODE STREQUAL "all")
   file(GLOB_RECURSE srcs RELATIVE ${INC} ${INC}/*.cu)
@@ -35,26 +35,26 @@ if(MODE STREQUAL "all")
   foreach(f IN LISTS srcs)
     file(STRINGS ${INC}/${f} nvdb REGEX "#include [<\"]nanovdb/")
     if(nvdb AND NOT have_nanovdb)
-      message(STATUS "compute_${ARCH}: ${f} skipped (no NanoVDB headers)")
+      message(STATUS "sm_${ARCH}: ${f} skipped (no NanoVDB headers)")
       continue()
     endif()
     string(MAKE_C_IDENTIFIER "${f}" name)
     # the tests' compile definitions, as placeholders (only their syntax matters here)
     execute_process(COMMAND ${NVCC} -std=c++17 --expt-relaxed-constexpr
-                            -gencode=arch=compute_${ARCH},code=compute_${ARCH}
-                            -gencode=arch=compute_90,code=compute_90
+                            -gencode=arch=compute_${ARCH},code=sm_${ARCH}
+                            -gencode=arch=compute_90,code=compute_90 -Xptxas=-Werror
                             ${incs} -DVX_SHARED_MESHES="" -DVX_DATA_DIR="" -DVX_BUILD_DIR=""
                             -c ${INC}/${f} -o ${OUT}/${name}.o
                     RESULT_VARIABLE rc ERROR_VARIABLE log OUTPUT_VARIABLE log2)
     if(rc EQUAL 0)
-      message(STATUS "compute_${ARCH} + compute_90: ${f}")
+      message(STATUS "sm_${ARCH} + compute_90: ${f}")
     else()
-      message("compute_${ARCH}: ${f} FAILED\n${log}${log2}")
+      message("sm_${ARCH}: ${f} FAILED\n${log}${log2}")
       list(APPEND failed ${f})
     endif()
   endforeach()
   if(failed)
-    message(FATAL_ERROR "not compilable for compute_${ARCH}: ${failed}")
+    message(FATAL_ERROR "not compilable for sm_${ARCH}: ${failed}")
   endif()
   return()
 endif()
