@@ -36,7 +36,8 @@ typedef struct vx_gpu_config {
   uint32_t block_w, block_h; /* threads per block in x and y; block_w * block_h <= 256 */
   int schedule;              /* vx_gpu_schedule */
   int reg_cap;               /* 0: the compiler's choice; else registers per thread are capped to
-                                about this (one of 128, 85, 64, 48, 40 through __launch_bounds__) */
+                                about this (one of 128, 85, 64, 48, 40 through __launch_bounds__;
+                                48 and 40 act as 64 on sm_75) */
 } vx_gpu_config;
 
 typedef struct vx_gpu_bench_result {

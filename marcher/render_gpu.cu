@@ -59,8 +59,12 @@ struct vx_gpu_view {
   int events;
 };
 
+static const void *kernel_fn(int persistent, int minb);
+
 static vx_status gpu_open(vx_gpu_view *c, const vx_octree *t, vx_error *err) {
-  vx_status st = vx_gpu_resident_create(t, &c->res, err);
+  vx_status st = vx_cuda_usable(kernel_fn(1, 1), err);
+  if (st != VX_OK) return st;
+  st = vx_gpu_resident_create(t, &c->res, err);
   if (st != VX_OK) return st;
   vx_gpu_resident_tree(c->res, &c->tree);
   VX_CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "creating a stream");
@@ -127,9 +131,17 @@ __device__ __forceinline__ void store_pixel(const vx_trace_scene &s, uint32_t px
   if (visits) visits[i] = p.visits;
 }
 
+/* Blocks of 256 per multiprocessor asked of ptxas: Turing (sm_75) holds at most 1024 threads
+ * per multiprocessor, so there the 48 and 40 register caps (5 and 6 blocks) act as 64. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define VX_MINB(m) ((m) > 4 ? 4 : (m))
+#else
+#define VX_MINB(m) (m)
+#endif
+
 /* One thread per pixel. The scene is a kernel parameter (constant bank, no local copy). */
 template <int MINB>
-__global__ void __launch_bounds__(256, MINB)
+__global__ void __launch_bounds__(256, VX_MINB(MINB))
     vx_kernel_tiled(const vx_trace_scene s, uint8_t *__restrict__ rgb, float *__restrict__ depth,
                     uint32_t *__restrict__ visits) {
   uint32_t px = blockIdx.x * blockDim.x + threadIdx.x;
@@ -140,7 +152,7 @@ __global__ void __launch_bounds__(256, MINB)
 
 /* Persistent warps: each warp takes the next 8x4 tile until the counter passes the last one. */
 template <int MINB>
-__global__ void __launch_bounds__(256, MINB)
+__global__ void __launch_bounds__(256, VX_MINB(MINB))
     vx_kernel_persistent(const vx_trace_scene s, uint8_t *__restrict__ rgb,
                          float *__restrict__ depth, uint32_t *__restrict__ visits,
                          unsigned int *__restrict__ counter) {
@@ -373,9 +385,9 @@ extern "C" vx_status vx_render_gpu(const vx_octree *t, const vx_march_opts *o, v
 
 extern "C" const char *vx_cuda_device_name(void) {
   static char name[256];
-  int n = 0, dev = 0;
+  int dev = 0;
   cudaDeviceProp prop;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0 || cudaGetDevice(&dev) != cudaSuccess ||
+  if (vx_cuda_usable(kernel_fn(1, 1), NULL) != VX_OK || cudaGetDevice(&dev) != cudaSuccess ||
       cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
     cudaGetLastError();
     return NULL;

@@ -346,6 +346,7 @@ extern "C" vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uin
   g->res = res;
   vx_gpu_resident_tree(res, &g->tree);
   VX_CU(cudaSetDevice(g->tree.device), "cudaSetDevice");
+  if ((st = vx_cuda_usable((const void *)vx_sample_search, err)) != VX_OK) goto done;
   VX_CU(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "creating a stream");
   VX_CU(cudaEventCreate(&g->ev[0]), "cudaEventCreate");
   VX_CU(cudaEventCreate(&g->ev[1]), "cudaEventCreate");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # device_bundle.sh - build the CUDA binaries here and bundle what the GPU machine lacks.
 #
-# Builds voxlod, bench_nanovdb and the GPU tests into build-gpu (sm_90), copies the shared
+# Builds voxlod, bench_nanovdb and the GPU tests into build-gpu (sm_90; VX_CUDA_ARCHS: other CUDA
+# architectures, a CMake list, e.g. 75-virtual for PTX only), copies the shared
 # libraries that the GPU machine's image (Ubuntu 24.04 + CUDA) does not have - libassimp.so.5 and
 # what it pulls in (libdraco.so.7, libminizip.so.1), libzstd - into build-gpu/lib, where the
 # binaries' RPATH $ORIGIN/lib finds them, and puts test meshes into devdata/ (ignored through
@@ -17,7 +18,8 @@ MESHES=${VX_SHARED_MESHES:-$ROOT/../shared/data/meshes}
 
 # OpenVDB stays out (the device needs none of it, and its library alone is 57 MB of the 64 MB a
 # run may carry).
-cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DVOXLOD_OPENVDB=OFF -DVOXLOD_BENCH=ON >/dev/null
+cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${VX_CUDA_ARCHS:-90}" \
+  -DVOXLOD_OPENVDB=OFF -DVOXLOD_BENCH=ON >/dev/null
 cmake --build "$B" -j2 --target voxlod bench_nanovdb test_gpu_render test_gpu_nanovdb test_gpu_build \
   test_gpu_sample "$@"
 rm -f "$B"/*/libvx_*.a # the layers' static archives: not needed there, and large

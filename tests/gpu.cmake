@@ -7,12 +7,22 @@ if(VOXLOD_HAVE_CUDA)
                 LIBS vx_nanovdb_compare vx_marcher LABELS gpu)
   endif()
   # Compile-time checks of the kernel's code (need nvcc only, no GPU): node fetches are 128-bit
-  # read-only loads and ptxas reports no spills.
-  list(GET CMAKE_CUDA_ARCHITECTURES 0 vx_ptx_arch)
+  # read-only loads and ptxas reports no spills, on sm_90 (the architecture it is tuned on).
   add_test(NAME test_gpu_ptx COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER}
-           -DSRC=${VOXLOD_ROOT}/marcher/render_gpu.cu -DINC=${VOXLOD_ROOT} -DARCH=${vx_ptx_arch}
+           -DSRC=${VOXLOD_ROOT}/marcher/render_gpu.cu -DINC=${VOXLOD_ROOT} -DARCH=90
            -DOUT=${CMAKE_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/gpu_ptx_check.cmake)
   set_tests_properties(test_gpu_ptx PROPERTIES LABELS ptx)
+  # Every .cu file compiles for the oldest architecture of the default fat binary (a build for
+  # fewer architectures, as CI's, would not notice code that needs a newer GPU).
+  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/ptx_oldest)
+  add_test(NAME test_gpu_oldest_arch COMMAND ${CMAKE_COMMAND} -DMODE=all
+           -DNVCC=${CMAKE_CUDA_COMPILER} -DINC=${VOXLOD_ROOT} -DARCH=${VOXLOD_CUDA_MIN_ARCH}
+           "-DEXTRA_INC=${NANOVDB_INCLUDE_DIR}" -DOUT=${CMAKE_BINARY_DIR}/ptx_oldest
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/gpu_ptx_check.cmake)
+  set_tests_properties(test_gpu_oldest_arch PROPERTIES LABELS ptx)
+  # The check that the GPU can run this build's code, against a direct launch, and the library's
+  # device choice that follows it (runs without a GPU too).
+  vx_add_test(test_gpu_probe SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_probe.cu LIBS vx_lib LABELS gpu)
 endif()
 if(VOXLOD_HAVE_CUDA)
   # The GPU build against the CPU build, byte for byte.

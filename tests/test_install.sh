@@ -16,7 +16,8 @@ P=$T/prefix
 
 if cmake --install "$B" --prefix "$P" >"$T/log" 2>&1; then ok "cmake --install"; else bad "cmake --install"; fi
 LIB=$(dirname "$(find "$P" -name 'libvoxlod.so.0' | head -1)")
-for f in include/voxlod.h include/voxlod/base.h bin/voxlod; do
+for f in include/voxlod.h include/voxlod/base.h bin/voxlod share/doc/voxlod/LICENSE \
+         share/doc/voxlod/NOTICE share/doc/voxlod/THIRD_PARTY_NOTICES.md; do
   [ -e "$P/$f" ] && ok "installed $f" || bad "installed $f"
 done
 for f in libvoxlod.so libvoxlod.so.0 pkgconfig/voxlod.pc cmake/voxlod/voxlodConfig.cmake \

@@ -308,7 +308,14 @@ __global__ void k_field(part_ctx c, voxel_set u, vx_voxel *field, unsigned long 
       corner_store(u, vox, v, field);
     }
   }
+  /* the warp's sum (every lane of the block gets here): one instruction from sm_80 on, five
+   * shuffles before; the same integer either way */
+#if __CUDA_ARCH__ >= 800
   unsigned sum = __reduce_add_sync(0xffffffffu, computed);
+#else
+  unsigned sum = computed;
+  for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+#endif
   if ((threadIdx.x & 31) == 0 && sum) atomicAdd(corners, (unsigned long long)sum);
 }
 
@@ -760,14 +767,9 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
   if (mesh->tri_count >= UINT32_MAX)
     return vx_error_set(err, VX_ERR_LIMIT, "GPU build: %llu triangles (at most 2^32 - 1)",
                         (unsigned long long)mesh->tri_count);
-  int ndev = 0;
-  cudaError_t ce = cudaGetDeviceCount(&ndev);
-  if (ce != cudaSuccess || ndev == 0) {
-    cudaGetLastError();
-    return vx_error_set(err, VX_ERR_NO_GPU, "no usable CUDA device (%s)",
-                        ce != cudaSuccess ? cudaGetErrorString(ce) : "none found");
-  }
-  vx_status r = VX_OK;
+  vx_status r = vx_cuda_usable((const void *)k_field, err);
+  if (r != VX_OK) return r;
+  cudaError_t ce = cudaSuccess;
   device_inputs in;
   memset(&in, 0, sizeof in);
   part_ctx c;

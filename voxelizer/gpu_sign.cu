@@ -30,11 +30,8 @@ extern "C" vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf,
                                       const vx_wind_tree *w, uint8_t *clean, vx_error *err) {
   const uint64_t T = m->tri_count;
   if (T == 0 || w->node_count == 0) return VX_OK;
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    cudaGetLastError();
-    return vx_error_set(err, VX_ERR_NO_GPU, "no usable CUDA device");
-  }
+  vx_status u = vx_cuda_usable((const void *)k_cert, err);
+  if (u != VX_OK) return u;
   double *tg = (double *)vx_malloc(T * 9 * sizeof(double));
   if (!tg) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   for (uint64_t t = 0; t < T; t++) vx_grid_tri(m, xf, t, tg + t * 9);
