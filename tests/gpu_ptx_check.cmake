@@ -43,7 +43,7 @@ if(MODE STREQUAL "all")
     execute_process(COMMAND ${NVCC} -std=c++17 --expt-relaxed-constexpr
                             -gencode=arch=compute_${ARCH},code=sm_${ARCH}
                             -gencode=arch=compute_90,code=compute_90 -Xptxas=-Werror
-                            ${incs} -DVX_SHARED_MESHES="" -DVX_DATA_DIR="" -DVX_BUILD_DIR=""
+                            ${incs} -DVX_TEST_MESHES="" -DVX_DATA_DIR="" -DVX_BUILD_DIR=""
                             -c ${INC}/${f} -o ${OUT}/${name}.o
                     RESULT_VARIABLE rc ERROR_VARIABLE log OUTPUT_VARIABLE log2)
     if(rc EQUAL 0)
