@@ -34,7 +34,10 @@ typedef struct dc_tree {
   uint64_t node_count;
   int cut;           /* VX_DC_* */
   uint32_t level;    /* VX_DC_LEVEL: the cut level (D for the finest) */
-  uint32_t err_code; /* VX_DC_ERROR: nodes whose errmax code is <= this are cut cells */
+  uint32_t err_code; /* VX_DC_ERROR: nodes whose errmax code is <= this are candidates */
+  float max_error;   /* VX_DC_ERROR: the bound, finest voxels */
+  uint8_t *veto;     /* VX_DC_ERROR: per node, 1 when the geometry it would emit is not within
+                        max_error of the full-detail surface (dc_vertex.c, dc_mesh.c) */
   const vx_voxel *field; /* the single-valued corner field (vx_dc_corner_field) */
   _Atomic uint8_t *resigned; /* FIELD: 1 for voxels found re-signed (dc_field.c), per voxel */
 } dc_tree;
@@ -45,7 +48,8 @@ static inline int dc_is_cut(const dc_tree *T, uint32_t level, uint32_t idx) {
   if (T->cut == VX_DC_LEVEL) return level == T->level;
   if (T->cut == VX_DC_ERROR) {
     uint32_t info = T->t->nodes[idx].info;
-    return (vx_node_flags(info) & VX_NODE_PLANE_OK) && vx_node_errmax_code(info) <= T->err_code;
+    return (vx_node_flags(info) & VX_NODE_PLANE_OK) && vx_node_errmax_code(info) <= T->err_code &&
+           !(T->veto && T->veto[idx]);
   }
   return 0;
 }
@@ -95,7 +99,8 @@ typedef struct dc_face {
   uint64_t edge;    /* dc_edge_pack */
   uint32_t split;   /* bit k: side c[k] -> c[k+1] touches a voxel across a face whose corners
                        alternate in sign (four triangles would share it); see dc_mesh.c */
-  uint32_t pad;
+  uint32_t open;    /* the error cut only: not a face but a sign change next to a place outside
+                       the tree (c[k] == DC_NONE there), for dc_check_bound */
 } dc_face;
 
 /* The minimal edge of a face: lower end (finest coordinates, Morton code), axis, level of the
@@ -180,7 +185,20 @@ typedef struct dc_verts {
   float *pos;        /* (hi - lo) * 3 */
   float *nrm;        /* (hi - lo) * 3 */
   uint64_t *box;     /* node_count entries (NULL when the cut is the finest) */
+  uint8_t *placed;   /* (hi - lo): 0 not yet, 1 placed, 2 a voxel without crossings */
+  float *slab;       /* VX_DC_ERROR, per node: the largest distance of a full-detail vertex
+                        inside the node from the plane through its vertex (normal nrm) */
 } dc_verts;
+
+/* Places the cut cells not placed yet. The first call allocates v (zeroed by the caller); later
+ * calls (after more nodes were vetoed) place only the cells that became part of the cut. At the
+ * error cut a node whose full-detail vertices do not lie within max_error of the plane through
+ * its own vertex, or whose vertex lies beside them, is vetoed here and its children tried. */
+/* The error cut's check of one pass (dc_bound.c): vetoes the nodes whose faces or whose
+ * full-detail surface are not within max_error of each other, or that lie next to a hole;
+ * drops the hole records (dc_face.open) from faces[0 .. *n). Returns how many nodes were vetoed
+ * (0: the cut holds), UINT64_MAX when out of memory. */
+uint64_t dc_check_bound(const dc_tree *T, const dc_verts *V, dc_face *faces, uint64_t *n);
 
 vx_status dc_vertices(const dc_tree *T, int threads, dc_verts *v, vx_progress_fn progress,
                       void *user, vx_error *err);

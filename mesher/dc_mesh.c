@@ -509,13 +509,21 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   T.level = o->cut == VX_DC_LEVEL ? o->level : t->depth;
   if (T.cut == VX_DC_LEVEL && T.level == T.D) T.cut = VX_DC_FINEST;
   T.err_code = o->cut == VX_DC_ERROR ? err_code_at_most(o->max_error) : 0;
+  T.max_error = o->cut == VX_DC_ERROR ? o->max_error : 0.0f;
   if (t->node_count + t->voxel_count >= DC_NONE)
     return vx_error_set(err, VX_ERR_LIMIT, "a tree of %llu cells is beyond the mesher's 2^32",
                         (unsigned long long)(t->node_count + t->voxel_count));
+  if (T.cut == VX_DC_ERROR) {
+    T.veto = (uint8_t *)vx_calloc((size_t)(t->node_count ? t->node_count : 1), 1);
+    if (!T.veto) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the error cut");
+  }
 
   vx_voxel *field = (vx_voxel *)vx_malloc((size_t)(t->voxel_count ? t->voxel_count : 1) *
                                           sizeof(vx_voxel));
-  if (!field) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the corner field");
+  if (!field) {
+    vx_free(T.veto);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the corner field");
+  }
   dc_out sum;
   st = dc_field(&T, threads, field, &S.corners_shared, &S.corners_disputed, &S.corners_repaired,
                 o->progress, o->user, err);
@@ -523,15 +531,36 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   double t1 = vx_clock_seconds();
   dc_verts V;
   memset(&V, 0, sizeof V);
-  if (st == VX_OK) st = dc_vertices(&T, threads, &V, o->progress, o->user, err);
-  double t2 = vx_clock_seconds();
   dc_vec faces;
   dc_vec_init(&faces, sizeof(dc_face));
-  if (st == VX_OK)
-    st = dc_walk(&T, DC_PASS_FACES, threads, NULL, &faces, &sum, o->progress, o->user,
-                 "meshing: faces", err);
+  double sec_vertices = 0.0, sec_faces = 0.0;
+  /* The error cut: vertices and faces, then the faces checked against the bound; nodes whose
+   * faces leave it are vetoed and the cut is made again below them, until every face holds. */
+  for (uint32_t pass = 0; st == VX_OK; pass++) {
+    double a = vx_clock_seconds();
+    st = dc_vertices(&T, threads, &V, o->progress, o->user, err);
+    double b = vx_clock_seconds();
+    sec_vertices += b - a;
+    if (st == VX_OK) {
+      dc_vec_free(&faces);
+      st = dc_walk(&T, DC_PASS_FACES, threads, NULL, &faces, &sum, o->progress, o->user,
+                   "meshing: faces", err);
+    }
+    sec_faces += vx_clock_seconds() - b;
+    S.passes = pass + 1;
+    if (st != VX_OK || T.cut != VX_DC_ERROR) break;
+    double c = vx_clock_seconds();
+    uint64_t vetoed = dc_check_bound(&T, &V, (dc_face *)faces.data, &faces.n);
+    sec_faces += vx_clock_seconds() - c;
+    if (vetoed == UINT64_MAX) {
+      st = vx_error_set(err, VX_ERR_NOMEM, "out of memory checking the error cut");
+      break;
+    }
+    S.cells_refined += vetoed;
+    if (!vetoed) break;
+  }
   S.open_edges = sum.open_edges;
-  double t3 = vx_clock_seconds();
+  double t2 = t1 + sec_vertices, t3 = vx_clock_seconds();
 
   asm_ctx x;
   memset(&x, 0, sizeof x);
@@ -573,6 +602,7 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   dc_vec_free(&faces);
   dc_verts_free(&V);
   vx_free(field);
+  vx_free(T.veto);
   if (st != VX_OK) {
     vx_dc_mesh_free(out);
     return st;

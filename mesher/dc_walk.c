@@ -208,6 +208,20 @@ static void emit(walk_ctx *w, uint32_t l, uint32_t a, const uint32_t p[3], const
   for (int j = 0; j < 4; j++)
     if (e[j].clu == DC_NONE) {
       w->out->open_edges++;
+      if (T->cut == VX_DC_ERROR) {
+        /* Kept for the error cut's check (dc_bound.c), which refines the nodes next to a hole
+         * and drops these records. */
+        dc_face *f = (dc_face *)dc_vec_push(&w->out->items);
+        if (!f) {
+          w->out->nomem = 1;
+          return;
+        }
+        memset(f, 0, sizeof *f);
+        for (int k = 0; k < 4; k++) f->c[k] = e[k].clu;
+        uint32_t sh = T->D - l;
+        f->edge = dc_edge_pack(vx_morton_encode(p[0] << sh, p[1] << sh, p[2] << sh), a, l, 0);
+        f->open = 1;
+      }
       return;
     }
   uint32_t u, v;

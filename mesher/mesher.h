@@ -59,6 +59,9 @@ typedef struct vx_dc_stats {
                                 split into two manifold sheets */
   uint64_t open_edges;       /* sign changes of the cut next to a cell outside the tree: holes */
   uint32_t level_min, level_max; /* levels of the cells that carry vertices */
+  uint64_t cells_refined;    /* VX_DC_ERROR: nodes within the stored bound whose geometry was not
+                                within max_error of the full-detail surface, split */
+  uint32_t passes;           /* vertex and face passes (the error cut repeats them after splits) */
   double sec_field, sec_vertices, sec_faces, sec_assemble, sec_total;
 } vx_dc_stats;
 
