@@ -14,10 +14,9 @@
  * full-detail mesh (|q - v|); a node X the plane through its vertex with its normal, which holds
  * the full-detail vertices inside X within slab(X) (dc_vertex.c), so |n.(q - v)| + slab(X). The
  * face is within the bound where the smallest of these is, at every point: checked at once when
- * one node's plane bound holds at every corner of the face (then on all of it), else on a
- * lattice of spacing DC_CHECK_STEP over both triangulations of the face (the bounds are
- * 1-Lipschitz in q: between lattice points they exceed their neighbours by at most
- * DC_CHECK_STEP / sqrt 3). A failing face vetoes its largest node cells.
+ * one node's plane bound holds at every corner of the face (then on all of it), else on both
+ * triangulations of the face by subdivision (triangle_within; within DC_CHECK_TOL). A failing
+ * face vetoes its largest node cells.
  *
  * The surface to the faces. Every full-detail vertex inside a node of the cut must lie within
  * max_error of the node's faces (its fan: the faces around the minimal edges on its boundary;
@@ -32,7 +31,9 @@
 
 /* ---- the faces to the surface ---------------------------------------------------------------- */
 
-#define DC_CHECK_STEP 0.5
+/* Subdivision stops where a piece is this small (finest voxels): the largest bound inside it
+ * then exceeds its value at the centre by at most this much. */
+#define DC_CHECK_TOL 0.02
 
 typedef struct bound_cell {
   double v[3], n[3], slab;
@@ -50,33 +51,34 @@ static double bound_at(const bound_cell *c, int k, const double q[3]) {
   return best;
 }
 
-/* The largest bound over triangle (a, b, c) of the face's cells, on the lattice; stops early once
- * it exceeds E. */
-static double triangle_bound(const bound_cell *cells, int k, const double *a, const double *b,
-                             const double *c, double E) {
-  double l = 0.0;
-  const double *p[3] = {a, b, c};
-  for (int i = 0; i < 3; i++) {
-    const double *u = p[i], *w = p[(i + 1) % 3];
-    double d = sqrt((u[0] - w[0]) * (u[0] - w[0]) + (u[1] - w[1]) * (u[1] - w[1]) +
-                    (u[2] - w[2]) * (u[2] - w[2]));
-    if (d > l) l = d;
+static double dist3(const double *a, const double *b) {
+  return sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
+              (a[2] - b[2]) * (a[2] - b[2]));
+}
+
+/* 1 when the bound of the face's cells is <= E on all of triangle (a, b, c). The bound is
+ * 1-Lipschitz, so over the triangle it is at most its value at the centroid g plus the largest
+ * distance from g to a corner: a triangle is accepted when that is <= E, rejected when the value
+ * at g exceeds E, and otherwise split in four at its edges' midpoints. */
+static int triangle_within(const bound_cell *cells, int k, const double *a, const double *b,
+                           const double *c, double E, int depth) {
+  double g[3];
+  for (int x = 0; x < 3; x++) g[x] = (a[x] + b[x] + c[x]) / 3.0;
+  double f = bound_at(cells, k, g);
+  if (f > E) return 0;
+  double r = fmax(dist3(g, a), fmax(dist3(g, b), dist3(g, c)));
+  if (f + r <= E || r <= DC_CHECK_TOL) return 1;
+  if (depth >= 24) return 0; /* unresolved: counted as beyond */
+  double ab[3], bc[3], ca[3];
+  for (int x = 0; x < 3; x++) {
+    ab[x] = 0.5 * (a[x] + b[x]);
+    bc[x] = 0.5 * (b[x] + c[x]);
+    ca[x] = 0.5 * (c[x] + a[x]);
   }
-  int n = (int)ceil(l / DC_CHECK_STEP);
-  if (n < 1) n = 1;
-  if (n > 1024) n = 1024;
-  double worst = 0.0;
-  for (int i = 0; i <= n; i++)
-    for (int j = 0; i + j <= n; j++) {
-      double s = (double)i / n, t = (double)j / n, q[3];
-      for (int x = 0; x < 3; x++) q[x] = a[x] + s * (b[x] - a[x]) + t * (c[x] - a[x]);
-      double e = bound_at(cells, k, q);
-      if (e > worst) {
-        worst = e;
-        if (worst > E) return worst;
-      }
-    }
-  return worst;
+  return triangle_within(cells, k, a, ab, ca, E, depth + 1) &&
+         triangle_within(cells, k, ab, b, bc, E, depth + 1) &&
+         triangle_within(cells, k, ca, bc, c, E, depth + 1) &&
+         triangle_within(cells, k, ab, bc, ca, E, depth + 1);
 }
 
 static uint64_t check_faces(const dc_tree *T, const dc_verts *V, const dc_face *faces, uint64_t n) {
@@ -114,12 +116,12 @@ static uint64_t check_faces(const dc_tree *T, const dc_verts *V, const dc_face *
     if (inside) continue;
     int bad;
     if (k == 3) {
-      bad = triangle_bound(cells, k, cells[0].v, cells[1].v, cells[2].v, E) > E;
+      bad = !triangle_within(cells, k, cells[0].v, cells[1].v, cells[2].v, E, 0);
     } else {
       bad = 0;
       for (int o = 0; o < 4 && !bad; o++)
-        bad = triangle_bound(cells, k, cells[o].v, cells[(o + 1) % 4].v, cells[(o + 2) % 4].v,
-                             E) > E;
+        bad = !triangle_within(cells, k, cells[o].v, cells[(o + 1) % 4].v, cells[(o + 2) % 4].v,
+                               E, 0);
     }
     if (!bad) continue;
     for (int i = 0; i < k; i++) {
@@ -194,19 +196,24 @@ typedef struct fan_ctx {
   const dc_face *faces;
   const uint32_t *fan;   /* face indices, by node */
   uint64_t begin, end;   /* this node's range in fan */
+  uint64_t last;         /* the fan face that held the previous vertex: tried first */
   double E2;
 } fan_ctx;
 
 /* 1 when every full-detail vertex below cell (level, idx) lies within the bound of the fan. */
-static int subtree_covered(const fan_ctx *x, uint32_t level, uint32_t idx) {
+static int subtree_covered(fan_ctx *x, uint32_t level, uint32_t idx) {
   const dc_tree *T = x->T;
   if (level == T->D) {
     uint64_t id = T->node_count + idx - x->V->lo;
     if (x->V->placed[id] != 1) return 1;
     const float *w = x->V->pos + id * 3;
     double p[3] = {w[0], w[1], w[2]};
+    if (x->last < x->end && face_dist2(x->V, &x->faces[x->fan[x->last]], p) <= x->E2) return 1;
     for (uint64_t k = x->begin; k < x->end; k++)
-      if (face_dist2(x->V, &x->faces[x->fan[k]], p) <= x->E2) return 1;
+      if (k != x->last && face_dist2(x->V, &x->faces[x->fan[k]], p) <= x->E2) {
+        x->last = k;
+        return 1;
+      }
     return 0;
   }
   const vx_node *nd = &T->t->nodes[idx];
@@ -219,6 +226,15 @@ static int subtree_covered(const fan_ctx *x, uint32_t level, uint32_t idx) {
 
 /* Vetoes the nodes of the cut whose full-detail vertices are not all within the bound of their
  * faces. Returns how many, or UINT64_MAX when out of memory. */
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* A node whose fan is the same as in the pass before (same faces, same cells: its signature,
+ * an order-free hash of them) and held then, holds now: V->fan_sig keeps the signature of the
+ * last fan that held (0: none). */
 static uint64_t check_fans(const dc_tree *T, const dc_verts *V, const dc_face *faces, uint64_t n) {
   const uint64_t nn = T->node_count;
   uint64_t *start = (uint64_t *)vx_calloc((size_t)nn + 1, sizeof(uint64_t));
@@ -250,9 +266,19 @@ static uint64_t check_fans(const dc_tree *T, const dc_verts *V, const dc_face *f
     if (V->placed[X] != 1 || T->veto[X]) continue; /* not a cell of the cut */
     x.begin = start[X];
     x.end = start[X + 1];
+    x.last = x.begin;
+    uint64_t sig = 0x9e3779b97f4a7c15ull + (x.end - x.begin);
+    for (uint64_t k = x.begin; k < x.end; k++) {
+      const dc_face *f = &faces[fan[k]];
+      sig += mix64(mix64(mix64(mix64(f->c[0]) ^ f->c[1]) ^ f->c[2]) ^ f->c[3]);
+    }
+    if (!sig) sig = 1;
+    if (V->fan_sig[X] == sig) continue;
     if (!subtree_covered(&x, (uint32_t)(V->box[X] >> 56), (uint32_t)X)) {
       T->veto[X] = 1;
       vetoed++;
+    } else {
+      V->fan_sig[X] = sig;
     }
   }
     vx_free(start);
@@ -367,6 +393,19 @@ static uint64_t check_node_splits(const dc_tree *T, const dc_face *faces, uint64
     i = e;
   }
   vx_free(side);
+  return vetoed;
+}
+
+uint64_t dc_veto_holes(const dc_tree *T, const dc_face *holes, uint64_t n) {
+  uint64_t vetoed = 0;
+  const uint32_t origin[3] = {0, 0, 0};
+  for (uint64_t i = 0; i < n && T->node_count; i++) {
+    uint32_t lo[3], hi[3], axis = dc_edge_axis(holes[i].edge);
+    vx_morton_decode(dc_edge_morton(holes[i].edge), &lo[0], &lo[1], &lo[2]);
+    for (int k = 0; k < 3; k++) hi[k] = lo[k];
+    hi[axis] += 1u << (T->D - dc_edge_level(holes[i].edge));
+    vetoed += veto_along(T, 0, 0, origin, lo, hi);
+  }
   return vetoed;
 }
 

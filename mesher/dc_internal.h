@@ -37,7 +37,9 @@ typedef struct dc_tree {
   uint32_t err_code; /* VX_DC_ERROR: nodes whose errmax code is <= this are candidates */
   float max_error;   /* VX_DC_ERROR: the bound, finest voxels */
   uint8_t *veto;     /* VX_DC_ERROR: per node, 1 when the geometry it would emit is not within
-                        max_error of the full-detail surface (dc_vertex.c, dc_mesh.c) */
+                        max_error of the full-detail surface (dc_vertex.c, dc_bound.c) */
+  int keep_open;     /* FACES pass: 1: sign changes next to a place outside the tree are kept
+                        as records (dc_face.open) among the faces; 2: only those records */
   const vx_voxel *field; /* the single-valued corner field (vx_dc_corner_field) */
   _Atomic uint8_t *resigned; /* FIELD: 1 for voxels found re-signed (dc_field.c), per voxel */
 } dc_tree;
@@ -188,6 +190,7 @@ typedef struct dc_verts {
   uint8_t *placed;   /* (hi - lo): 0 not yet, 1 placed, 2 a voxel without crossings */
   float *slab;       /* VX_DC_ERROR, per node: the largest distance of a full-detail vertex
                         inside the node from the plane through its vertex (normal nrm) */
+  uint64_t *fan_sig; /* VX_DC_ERROR, per node: dc_bound.c's memory of the fan that held */
 } dc_verts;
 
 /* Places the cut cells not placed yet. The first call allocates v (zeroed by the caller); later
@@ -199,6 +202,10 @@ typedef struct dc_verts {
  * drops the hole records (dc_face.open) from faces[0 .. *n). Returns how many nodes were vetoed
  * (0: the cut holds), UINT64_MAX when out of memory. */
 uint64_t dc_check_bound(const dc_tree *T, const dc_verts *V, dc_face *faces, uint64_t *n);
+
+/* Vetoes every node whose closed box touches one of the n hole records (dc_face.open) of the
+ * full-detail cut; returns how many. */
+uint64_t dc_veto_holes(const dc_tree *T, const dc_face *holes, uint64_t n);
 
 vx_status dc_vertices(const dc_tree *T, int threads, dc_verts *v, vx_progress_fn progress,
                       void *user, vx_error *err);

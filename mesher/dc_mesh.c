@@ -514,6 +514,7 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
     return vx_error_set(err, VX_ERR_LIMIT, "a tree of %llu cells is beyond the mesher's 2^32",
                         (unsigned long long)(t->node_count + t->voxel_count));
   if (T.cut == VX_DC_ERROR) {
+    T.keep_open = 1;
     T.veto = (uint8_t *)vx_calloc((size_t)(t->node_count ? t->node_count : 1), 1);
     if (!T.veto) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the error cut");
   }
@@ -534,6 +535,7 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   dc_vec faces;
   dc_vec_init(&faces, sizeof(dc_face));
   double sec_vertices = 0.0, sec_faces = 0.0;
+  int holes_done = 0;
   /* The error cut: vertices and faces, then the faces checked against the bound; nodes whose
    * faces leave it are vetoed and the cut is made again below them, until every face holds. */
   for (uint32_t pass = 0; st == VX_OK; pass++) {
@@ -550,12 +552,32 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
     S.passes = pass + 1;
     if (st != VX_OK || T.cut != VX_DC_ERROR) break;
     double c = vx_clock_seconds();
-    uint64_t vetoed = dc_check_bound(&T, &V, (dc_face *)faces.data, &faces.n);
+    uint64_t vetoed = 0;
+    if (!holes_done) {
+      /* Open input: the nodes around every hole of the full-detail mesh are refined at once
+       * (found by one walk of the full-detail cut), rather than one pass at a time. */
+      int any = 0;
+      for (uint64_t i = 0; i < faces.n && !any; i++) any = ((const dc_face *)faces.data)[i].open;
+      if (any) {
+        dc_tree F = T;
+        F.cut = VX_DC_FINEST;
+        F.keep_open = 2;
+        dc_vec holes;
+        dc_out hs;
+        st = dc_walk(&F, DC_PASS_FACES, threads, NULL, &holes, &hs, NULL, NULL, "", err);
+        if (st != VX_OK) break;
+        vetoed += dc_veto_holes(&T, (const dc_face *)holes.data, holes.n);
+        dc_vec_free(&holes);
+      }
+      holes_done = 1;
+    }
+    uint64_t more = dc_check_bound(&T, &V, (dc_face *)faces.data, &faces.n);
     sec_faces += vx_clock_seconds() - c;
-    if (vetoed == UINT64_MAX) {
+    if (more == UINT64_MAX) {
       st = vx_error_set(err, VX_ERR_NOMEM, "out of memory checking the error cut");
       break;
     }
+    vetoed += more;
     S.cells_refined += vetoed;
     if (!vetoed) break;
   }

@@ -237,6 +237,7 @@ void dc_verts_free(dc_verts *v) {
   vx_free(v->box);
   vx_free(v->placed);
   vx_free(v->slab);
+  vx_free(v->fan_sig);
   memset(v, 0, sizeof *v);
 }
 
@@ -260,9 +261,12 @@ static vx_status alloc_verts(const dc_tree *T, dc_verts *v, vx_error *err) {
   v->placed = (uint8_t *)vx_calloc((size_t)(n ? n : 1), 1);
   int finest = !(T->cut == VX_DC_ERROR || (T->cut == VX_DC_LEVEL && T->level < T->D));
   if (!finest) v->box = (uint64_t *)vx_calloc((size_t)nn, sizeof(uint64_t));
-  if (T->cut == VX_DC_ERROR) v->slab = (float *)vx_calloc((size_t)nn, sizeof(float));
+  if (T->cut == VX_DC_ERROR) {
+    v->slab = (float *)vx_calloc((size_t)nn, sizeof(float));
+    v->fan_sig = (uint64_t *)vx_calloc((size_t)nn, sizeof(uint64_t));
+  }
   if (!v->pos || !v->nrm || !v->placed || (!finest && !v->box) ||
-      (T->cut == VX_DC_ERROR && !v->slab)) {
+      (T->cut == VX_DC_ERROR && (!v->slab || !v->fan_sig))) {
     dc_verts_free(v);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu mesh vertices",
                         (unsigned long long)n);

@@ -208,7 +208,7 @@ static void emit(walk_ctx *w, uint32_t l, uint32_t a, const uint32_t p[3], const
   for (int j = 0; j < 4; j++)
     if (e[j].clu == DC_NONE) {
       w->out->open_edges++;
-      if (T->cut == VX_DC_ERROR) {
+      if (T->keep_open) {
         /* Kept for the error cut's check (dc_bound.c), which refines the nodes next to a hole
          * and drops these records. */
         dc_face *f = (dc_face *)dc_vec_push(&w->out->items);
@@ -251,6 +251,7 @@ static void emit(walk_ctx *w, uint32_t l, uint32_t a, const uint32_t p[3], const
     w->out->open_edges++; /* cannot happen in an octree: two diagonal places in one cell */
     return;
   }
+  if (T->keep_open == 2) return; /* only the holes wanted */
   dc_face *f = (dc_face *)dc_vec_push(&w->out->items);
   if (!f) {
     w->out->nomem = 1;
