@@ -11,8 +11,10 @@
  *
  * Faces to the surface. For a point q of a face each of its cells offers an upper bound of the
  * distance from q to the full-detail surface: a voxel its own vertex, which is a vertex of the
- * full-detail mesh (|q - v|); a node X the plane through its vertex with its normal, which holds
- * the full-detail vertices inside X within slab(X) (dc_vertex.c), so |n.(q - v)| + slab(X). The
+ * full-detail mesh (|q - v|); a node X the plane through its vertex with its normal, from which
+ * the full-detail vertices inside X lie at signed distances mid(X) -+ slab(X) (dc_vertex.c), so
+ * |n.(q - v) - mid(X)| + slab(X) (this assumes the surface inside X spans the plane under q, as
+ * it does away from holes, which are refined apart, and from thin ends, which the fans catch). The
  * face is within the bound where the smallest of these is, at every point: checked at once when
  * one node's plane bound holds at every corner of the face (then on all of it), else on both
  * triangulations of the face by subdivision (triangle_within; within DC_CHECK_TOL). A failing
@@ -36,18 +38,15 @@
 #define DC_CHECK_TOL 0.02
 
 typedef struct bound_cell {
-  double v[3], n[3], slab;
+  double v[3], n[3], slab, mid;
   int node;
 } bound_cell;
 
+static double cell_bound(const bound_cell *c, const double q[3]);
+
 static double bound_at(const bound_cell *c, int k, const double q[3]) {
   double best = INFINITY;
-  for (int i = 0; i < k; i++) {
-    double d[3] = {q[0] - c[i].v[0], q[1] - c[i].v[1], q[2] - c[i].v[2]}, e;
-    if (c[i].node) e = fabs(c[i].n[0] * d[0] + c[i].n[1] * d[1] + c[i].n[2] * d[2]) + c[i].slab;
-    else e = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-    if (e < best) best = e;
-  }
+  for (int i = 0; i < k; i++) best = fmin(best, cell_bound(&c[i], q));
   return best;
 }
 
@@ -56,19 +55,39 @@ static double dist3(const double *a, const double *b) {
               (a[2] - b[2]) * (a[2] - b[2]));
 }
 
-/* 1 when the bound of the face's cells is <= E on all of triangle (a, b, c). The bound is
- * 1-Lipschitz, so over the triangle it is at most its value at the centroid g plus the largest
- * distance from g to a corner: a triangle is accepted when that is <= E, rejected when the value
- * at g exceeds E, and otherwise split in four at its edges' midpoints. */
+/* One cell's bound at q. */
+static double cell_bound(const bound_cell *c, const double q[3]) {
+  double d[3] = {q[0] - c->v[0], q[1] - c->v[1], q[2] - c->v[2]};
+  if (c->node) return fabs(c->n[0] * d[0] + c->n[1] * d[1] + c->n[2] * d[2] - c->mid) + c->slab;
+  return sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+}
+
+/* 1 when the bound of the face's cells (their smallest at each point) is <= E on all of
+ * triangle (a, b, c). Each cell's own bound is convex (|affine| + constant, or a distance to a
+ * point), so over the triangle it is largest at a corner: the triangle is accepted when one
+ * cell's bound is <= E at all three corners, rejected when the smallest bound at a corner
+ * exceeds E, and otherwise split in four at its edges' midpoints, down to DC_CHECK_TOL (where
+ * the 1-Lipschitz bound at the centroid plus the circumradius decides). */
 static int triangle_within(const bound_cell *cells, int k, const double *a, const double *b,
                            const double *c, double E, int depth) {
+  double lo = 0.0, hi = INFINITY; /* largest of the corners' smallest; smallest cell maximum */
+  double m[3] = {INFINITY, INFINITY, INFINITY};
+  for (int i = 0; i < k; i++) {
+    double ga = cell_bound(&cells[i], a), gb = cell_bound(&cells[i], b),
+           gc = cell_bound(&cells[i], c);
+    hi = fmin(hi, fmax(ga, fmax(gb, gc)));
+    m[0] = fmin(m[0], ga), m[1] = fmin(m[1], gb), m[2] = fmin(m[2], gc);
+  }
+  lo = fmax(m[0], fmax(m[1], m[2]));
+  if (lo > E) return 0;
+  if (hi <= E) return 1;
   double g[3];
   for (int x = 0; x < 3; x++) g[x] = (a[x] + b[x] + c[x]) / 3.0;
   double f = bound_at(cells, k, g);
   if (f > E) return 0;
   double r = fmax(dist3(g, a), fmax(dist3(g, b), dist3(g, c)));
-  if (f + r <= E || r <= DC_CHECK_TOL) return 1;
-  if (depth >= 24) return 0; /* unresolved: counted as beyond */
+  if (f + r <= E) return 1;
+  if (r <= DC_CHECK_TOL || depth >= 24) return 0; /* unresolved: counted as beyond */
   double ab[3], bc[3], ca[3];
   for (int x = 0; x < 3; x++) {
     ab[x] = 0.5 * (a[x] + b[x]);
@@ -95,6 +114,7 @@ static uint64_t check_faces(const dc_tree *T, const dc_verts *V, const dc_face *
       for (int x = 0; x < 3; x++) cells[i].v[x] = px[x], cells[i].n[x] = nx[x];
       cells[i].node = X < T->node_count;
       cells[i].slab = cells[i].node ? (double)V->slab[X] : 0.0;
+      cells[i].mid = cells[i].node ? (double)V->mid[X] : 0.0;
       if (!cells[i].node) continue;
       nodes++;
       uint32_t lev = (uint32_t)(V->box[X] >> 56);
@@ -106,12 +126,8 @@ static uint64_t check_faces(const dc_tree *T, const dc_verts *V, const dc_face *
     for (int i = 0; i < k && !inside; i++) {
       if (!cells[i].node) continue;
       double worst = 0.0;
-      for (int j = 0; j < k; j++) {
-        double h = 0.0;
-        for (int x = 0; x < 3; x++) h += cells[i].n[x] * (cells[j].v[x] - cells[i].v[x]);
-        if (fabs(h) > worst) worst = fabs(h);
-      }
-      inside = worst + cells[i].slab <= E;
+      for (int j = 0; j < k; j++) worst = fmax(worst, cell_bound(&cells[i], cells[j].v));
+      inside = worst <= E;
     }
     if (inside) continue;
     int bad;

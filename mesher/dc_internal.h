@@ -188,8 +188,9 @@ typedef struct dc_verts {
   float *nrm;        /* (hi - lo) * 3 */
   uint64_t *box;     /* node_count entries (NULL when the cut is the finest) */
   uint8_t *placed;   /* (hi - lo): 0 not yet, 1 placed, 2 a voxel without crossings */
-  float *slab;       /* VX_DC_ERROR, per node: the largest distance of a full-detail vertex
-                        inside the node from the plane through its vertex (normal nrm) */
+  float *slab, *mid; /* VX_DC_ERROR, per node: the full-detail vertices inside the node lie at
+                        signed distances mid - slab .. mid + slab from the plane through its
+                        vertex (normal nrm) */
   uint64_t *fan_sig; /* VX_DC_ERROR, per node: dc_bound.c's memory of the fan that held */
 } dc_verts;
 

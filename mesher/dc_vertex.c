@@ -104,19 +104,21 @@ static void place_voxel(const dc_tree *T, dc_verts *v, uint32_t idx, const uint3
 }
 
 /* The full-detail vertices of the voxels below cell (level, idx) at p (its level's coordinates),
- * placed when not yet, measured against the plane through x with unit normal n: the largest
- * distance from the plane (*slab) and the smallest distance along it (*beside). */
+ * placed when not yet, measured against the plane through x with unit normal n: the range of
+ * their signed distances from the plane (h[0] .. h[1]) and the smallest distance along it
+ * (*beside). */
 static void measure_subtree(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t idx,
                             const uint32_t p[3], const double x[3], const double n[3],
-                            double *slab, double *beside) {
+                            double h[2], double *beside) {
   if (level == T->D) {
     place_voxel(T, v, idx, p);
     if (v->placed[T->node_count + idx - v->lo] != 1) return;
     const float *w = v->pos + (T->node_count + idx - v->lo) * 3;
     double d[3] = {w[0] - x[0], w[1] - x[1], w[2] - x[2]};
-    double h = n[0] * d[0] + n[1] * d[1] + n[2] * d[2];
-    double l2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] - h * h;
-    if (fabs(h) > *slab) *slab = fabs(h);
+    double e = n[0] * d[0] + n[1] * d[1] + n[2] * d[2];
+    double l2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] - e * e;
+    if (e < h[0]) h[0] = e;
+    if (e > h[1]) h[1] = e;
     if (l2 < *beside) *beside = l2;
     return;
   }
@@ -125,7 +127,7 @@ static void measure_subtree(const dc_tree *T, dc_verts *v, uint32_t level, uint3
   for (uint32_t s = 0; s < 8; s++) {
     if (!(mask >> s & 1u)) continue;
     uint32_t q[3] = {2 * p[0] + (s & 1), 2 * p[1] + (s >> 1 & 1), 2 * p[2] + (s >> 2 & 1)};
-    measure_subtree(T, v, level + 1, vx_child_index(nd->child, mask, s), q, x, n, slab, beside);
+    measure_subtree(T, v, level + 1, vx_child_index(nd->child, mask, s), q, x, n, h, beside);
   }
 }
 
@@ -159,13 +161,15 @@ static void place_node(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t i
   uint32_t sh = T->D - level;
   v->box[idx] = (uint64_t)level << 56 | vx_morton_encode(p[0] << sh, p[1] << sh, p[2] << sh);
   if (T->cut == VX_DC_ERROR) {
-    /* The full-detail surface inside the node must lie within max_error of the plane through
-     * the vertex (dc_mesh.c then checks the faces against the same plane), and the vertex over
-     * it, not beside it. Otherwise the node is vetoed and its children are tried. */
-    double slab = 0.0, beside = INFINITY;
-    measure_subtree(T, v, level, idx, p, pos, g, &slab, &beside);
-    v->slab[idx] = (float)slab;
-    if (!(slab <= T->max_error) || !(beside <= DC_BESIDE * DC_BESIDE)) T->veto[idx] = 1;
+    /* The full-detail vertices inside the node must lie within max_error of the plane through
+     * the vertex (dc_bound.c then checks the faces against the slab they fill), and the vertex
+     * over them, not beside them. Otherwise the node is vetoed and its children are tried. */
+    double h[2] = {0.0, 0.0}, beside = INFINITY;
+    measure_subtree(T, v, level, idx, p, pos, g, h, &beside);
+    v->slab[idx] = (float)(0.5 * (h[1] - h[0]));
+    v->mid[idx] = (float)(0.5 * (h[0] + h[1]));
+    if (!(fmax(-h[0], h[1]) <= T->max_error) || !(beside <= DC_BESIDE * DC_BESIDE))
+      T->veto[idx] = 1;
   }
 }
 
@@ -237,6 +241,7 @@ void dc_verts_free(dc_verts *v) {
   vx_free(v->box);
   vx_free(v->placed);
   vx_free(v->slab);
+  vx_free(v->mid);
   vx_free(v->fan_sig);
   memset(v, 0, sizeof *v);
 }
@@ -263,10 +268,11 @@ static vx_status alloc_verts(const dc_tree *T, dc_verts *v, vx_error *err) {
   if (!finest) v->box = (uint64_t *)vx_calloc((size_t)nn, sizeof(uint64_t));
   if (T->cut == VX_DC_ERROR) {
     v->slab = (float *)vx_calloc((size_t)nn, sizeof(float));
+    v->mid = (float *)vx_calloc((size_t)nn, sizeof(float));
     v->fan_sig = (uint64_t *)vx_calloc((size_t)nn, sizeof(uint64_t));
   }
   if (!v->pos || !v->nrm || !v->placed || (!finest && !v->box) ||
-      (T->cut == VX_DC_ERROR && (!v->slab || !v->fan_sig))) {
+      (T->cut == VX_DC_ERROR && (!v->slab || !v->mid || !v->fan_sig))) {
     dc_verts_free(v);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu mesh vertices",
                         (unsigned long long)n);
