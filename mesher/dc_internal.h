@@ -38,6 +38,7 @@ typedef struct dc_tree {
   float max_error;   /* VX_DC_ERROR: the bound, finest voxels */
   uint8_t *veto;     /* VX_DC_ERROR: per node, 1 when the geometry it would emit is not within
                         max_error of the full-detail surface (dc_vertex.c, dc_bound.c) */
+  struct dc_reuse *reuse; /* FACES pass: the previous pass's tasks and faces (NULL: none) */
   int keep_open;     /* FACES pass: 1: sign changes next to a place outside the tree are kept
                         as records (dc_face.open) among the faces; 2: only those records */
   const vx_voxel *field; /* the single-valued corner field (vx_dc_corner_field) */
@@ -152,6 +153,22 @@ typedef struct dc_out {
   uint64_t open_edges;     /* DC_PASS_FACES */
   int nomem;
 } dc_out;
+
+/* What a FACES walk keeps for the next one at the error cut: its tasks and the faces each task
+ * emitted. A task's faces depend only on the cut inside the task-level cells it lists, so when
+ * the next walk collects the same tasks, those whose cells hold no node that changed (dirty,
+ * per node at the task level) are copied instead of walked again. */
+typedef struct dc_reuse {
+  int valid;          /* 0: walk every task (and keep what it gives) */
+  uint32_t task_level;
+  dc_vec tasks;       /* dc_call */
+  dc_vec faces;       /* dc_face, the tasks' faces in task order */
+  uint64_t *start;    /* per task: its first face in faces */
+  uint32_t *count;    /* per task */
+  uint8_t *dirty;     /* per node: 1 at the task-level nodes whose subtree's cut changed */
+} dc_reuse;
+
+void dc_reuse_free(dc_reuse *r);
 
 /* Runs one pass of the walk over the whole tree on `threads` threads. FIELD: writes each grid
  * point's value (dc_point_value) into `field` (t->voxel_count voxels; the tree's own voxels are

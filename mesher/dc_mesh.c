@@ -482,6 +482,30 @@ static vx_status check_tree(const vx_octree *t, const vx_dc_opts *o, vx_error *e
   return VX_OK;
 }
 
+/* The nodes whose veto is new since the last faces walk (seen: the vetoes then) make their
+ * task-level ancestors dirty. One above the task level needs nothing: the calls below it carry
+ * its cluster, which changes, so the next walk does not find them among the previous ones. */
+static void mark_dirty(const dc_tree *T, const dc_verts *V, dc_reuse *R, uint8_t *seen) {
+  const vx_octree *t = T->t;
+  if (R->valid) memset(R->dirty, 0, (size_t)t->node_count);
+  for (uint64_t X = 0; X < t->node_count; X++) {
+    if (!T->veto[X] || seen[X]) continue;
+    seen[X] = 1;
+    if (!R->valid || V->placed[X - V->lo] != 1) continue; /* never a cell of the cut */
+    uint32_t lev = (uint32_t)(V->box[X] >> 56), c[3];
+    if (lev < R->task_level) continue; /* the calls below it change: not found again */
+    vx_morton_decode(V->box[X] & ((UINT64_C(1) << 48) - 1), &c[0], &c[1], &c[2]);
+    uint32_t idx = 0;
+    for (uint32_t l = 0; l < R->task_level; l++) {
+      uint32_t sh = T->D - 1 - l;
+      uint32_t s = (c[0] >> sh & 1u) | (c[1] >> sh & 1u) << 1 | (c[2] >> sh & 1u) << 2;
+      const vx_node *n = &t->nodes[idx];
+      idx = vx_child_index(n->child, vx_node_mask(n->info), s);
+    }
+    R->dirty[idx] = 1;
+  }
+}
+
 /* The largest error code whose decoded bound is <= e. */
 static uint32_t err_code_at_most(float e) {
   uint32_t c = 0;
@@ -513,16 +537,30 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   if (t->node_count + t->voxel_count >= DC_NONE)
     return vx_error_set(err, VX_ERR_LIMIT, "a tree of %llu cells is beyond the mesher's 2^32",
                         (unsigned long long)(t->node_count + t->voxel_count));
+  dc_reuse reuse;
+  memset(&reuse, 0, sizeof reuse);
+  uint8_t *veto_seen = NULL;
   if (T.cut == VX_DC_ERROR) {
+    size_t nn = (size_t)(t->node_count ? t->node_count : 1);
     T.keep_open = 1;
-    T.veto = (uint8_t *)vx_calloc((size_t)(t->node_count ? t->node_count : 1), 1);
-    if (!T.veto) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the error cut");
+    T.veto = (uint8_t *)vx_calloc(nn, 1);
+    veto_seen = (uint8_t *)vx_calloc(nn, 1);
+    reuse.dirty = (uint8_t *)vx_calloc(nn, 1);
+    if (!T.veto || !veto_seen || !reuse.dirty) {
+      vx_free(T.veto);
+      vx_free(veto_seen);
+      vx_free(reuse.dirty);
+      return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the error cut");
+    }
+    T.reuse = &reuse;
   }
 
   vx_voxel *field = (vx_voxel *)vx_malloc((size_t)(t->voxel_count ? t->voxel_count : 1) *
                                           sizeof(vx_voxel));
   if (!field) {
     vx_free(T.veto);
+    vx_free(veto_seen);
+    dc_reuse_free(&reuse);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the corner field");
   }
   dc_out sum;
@@ -543,6 +581,7 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
     st = dc_vertices(&T, threads, &V, o->progress, o->user, err);
     double b = vx_clock_seconds();
     sec_vertices += b - a;
+    if (st == VX_OK && T.cut == VX_DC_ERROR) mark_dirty(&T, &V, &reuse, veto_seen);
     if (st == VX_OK) {
       dc_vec_free(&faces);
       st = dc_walk(&T, DC_PASS_FACES, threads, NULL, &faces, &sum, o->progress, o->user,
@@ -562,6 +601,7 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
         dc_tree F = T;
         F.cut = VX_DC_FINEST;
         F.keep_open = 2;
+        F.reuse = NULL;
         dc_vec holes;
         dc_out hs;
         st = dc_walk(&F, DC_PASS_FACES, threads, NULL, &holes, &hs, NULL, NULL, "", err);
@@ -625,6 +665,8 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   dc_verts_free(&V);
   vx_free(field);
   vx_free(T.veto);
+  vx_free(veto_seen);
+  dc_reuse_free(&reuse);
   if (st != VX_OK) {
     vx_dc_mesh_free(out);
     return st;
