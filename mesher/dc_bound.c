@@ -24,6 +24,13 @@
  * max_error of the node's faces (its fan: the faces around the minimal edges on its boundary;
  * a quad counts by the farther of its two triangulations), exactly, point to triangle. A node
  * with full-detail vertices and no face (a part inside it vanished) fails too.
+ *
+ * Holes and split contacts. A sign change next to a place outside the tree (open input) has no
+ * face, and at a coarse cell that gap is larger than at full detail: the nodes along every hole
+ * of the full-detail mesh are split down to its voxels (dc_veto_holes, once), and those along a
+ * hole of the cut as it appears (check_holes). A contact that two sheets pass through gets a
+ * vertex of its own placed from its two cells' vertices (dc_mesh.c): exact only between voxels,
+ * so the nodes of such contacts are split.
  */
 #include "mesher/dc_internal.h"
 #include "svo/system.h"
@@ -33,8 +40,8 @@
 
 /* ---- the faces to the surface ---------------------------------------------------------------- */
 
-/* Subdivision stops where a piece is this small (finest voxels): the largest bound inside it
- * then exceeds its value at the centre by at most this much. */
+/* Subdivision stops where a piece is this small (finest voxels); a piece still undecided there
+ * counts as beyond the bound. */
 #define DC_CHECK_TOL 0.02
 
 typedef struct bound_cell {
