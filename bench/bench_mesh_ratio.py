@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""bench_mesh_ratio.py - from the tables of bench/bench_mesh.sh: for each voxlod row, the
-triangles OpenVDB's volumeToMesh needs for the same distance to the source, and the ratio.
+"""bench_mesh_ratio.py - from the tables of bench/bench_mesh.sh: for each voxlod error cut,
+OpenVDB's volumeToMesh at the same 99.9th-percentile distance to the source, and the ratio of
+triangles.
 
-OpenVDB's curve (triangles against distance, over its adaptivities) is interpolated linearly in
-log(triangles) between the two adaptivities whose distances bracket ours; where no adaptivity is
-as close or as far as ours, or where OpenVDB's distance does not change with adaptivity (a
-feature of the source that no mesher of this field can reach), the ratio is left out ('-').
-Distances: the two-sided Hausdorff distance (max), its 99th percentile and its mean, in voxels.
+OpenVDB's rows are taken in the order of increasing adaptivity (fewer triangles, larger
+distance); the first two consecutive adaptivities whose p99.9 brackets voxlod's give the match:
+the adaptivity, mean and max interpolated linearly and the triangles linearly in
+log(triangles), at the fraction where p99.9 equals voxlod's. Where no two adaptivities bracket
+it (OpenVDB never gets as close, or always is), the match is left out ('-').
 
 usage: bench_mesh_ratio.py results.md
 """
@@ -16,7 +17,7 @@ import sys
 
 
 def tables(path):
-    """{mesh: {'voxlod': [(setting, tris, max, p99, mean)], 'openvdb': [...]}}"""
+    """{mesh: {'voxlod': [row], 'openvdb': [row]}}, row = dict of the table's columns."""
     out, mesh = {}, None
     for line in open(path):
         m = re.match(r'## (\S+), (\d+)\^3', line)
@@ -25,37 +26,50 @@ def tables(path):
             out[mesh] = {'voxlod': [], 'openvdb': []}
             continue
         cells = [c.strip() for c in line.split('|')[1:-1]]
-        if mesh is None or len(cells) != 7 or not cells[2].isdigit():
+        if mesh is None or len(cells) != 10 or not cells[2].isdigit():
             continue
-        tool = 'voxlod' if cells[0] == 'voxlod' else 'openvdb'
-        out[mesh][tool].append((cells[1], int(cells[2]), float(cells[4]), float(cells[5]),
-                                float(cells[6])))
+        num = lambda s: None if s == '-' else float(s)
+        row = {'setting': cells[1], 'tris': int(cells[2]), 'sec': float(cells[3]),
+               'max': float(cells[4]), 'p999': float(cells[5]), 'mean': float(cells[6]),
+               'full_max': num(cells[7]), 'full_p999': num(cells[8]), 'full_mean': num(cells[9])}
+        if cells[0] == 'voxlod':
+            out[mesh]['voxlod'].append(row)
+        else:
+            row['adaptivity'] = float(cells[1].split()[-1])
+            out[mesh]['openvdb'].append(row)
     return out
 
 
-def needed(curve, d):
-    """OpenVDB's triangles at distance d, or None."""
-    pts = sorted(curve)  # by distance
-    for (d0, t0), (d1, t1) in zip(pts, pts[1:]):
-        if d0 <= d <= d1 and d1 > d0:
-            f = (d - d0) / (d1 - d0)
-            return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
+def match(rows, d):
+    """OpenVDB interpolated at p99.9 = d: (adaptivity, triangles, mean, max) or None."""
+    rows = sorted(rows, key=lambda r: r['adaptivity'])
+    for a, b in zip(rows, rows[1:]):
+        lo, hi = min(a['p999'], b['p999']), max(a['p999'], b['p999'])
+        if lo <= d <= hi and hi > lo:
+            f = (d - a['p999']) / (b['p999'] - a['p999'])
+            lerp = lambda k: a[k] + f * (b[k] - a[k])
+            tris = math.exp(math.log(a['tris']) + f * (math.log(b['tris']) - math.log(a['tris'])))
+            return lerp('adaptivity'), tris, lerp('mean'), lerp('max')
     return None
 
 
 def main():
     for mesh, t in tables(sys.argv[1]).items():
-        print(f'\n{mesh}: OpenVDB triangles at voxlod\'s distance, and voxlod / OpenVDB\n')
-        print('| voxlod cut | triangles | max: OpenVDB | ratio | p99: OpenVDB | ratio | '
-              'mean: OpenVDB | ratio |')
-        print('|---|---|---|---|---|---|---|---|')
-        for setting, tris, *dist in t['voxlod']:
-            row = [setting, str(tris)]
-            for k in range(3):
-                curve = [(r[2 + k], r[1]) for r in t['openvdb']]
-                # a flat curve says nothing about triangles against distance
-                n = needed(curve, dist[k]) if len({c[0] for c in curve}) > 2 else None
-                row += ['-', '-'] if n is None else [f'{n:.0f}', f'{tris / n:.2f}']
+        print(f'\n### {mesh}\n')
+        print('| cut | voxlod triangles | mean | p99.9 | max | max to full detail | '
+              'OpenVDB at equal p99.9: adaptivity | triangles | mean | max | voxlod / OpenVDB |')
+        print('|---|---|---|---|---|---|---|---|---|---|---|')
+        for r in t['voxlod']:
+            full = '-' if r['full_max'] is None else f"{r['full_max']:.2f}"
+            row = [r['setting'], str(r['tris']), f"{r['mean']:.3f}", f"{r['p999']:.2f}",
+                   f"{r['max']:.2f}", full]
+            m = match(t['openvdb'], r['p999'])
+            if m is None:
+                row += ['-'] * 5
+            else:
+                a, tris, mean, mx = m
+                row += [f'{a:.3f}', f'{tris:.0f}', f'{mean:.3f}', f'{mx:.2f}',
+                        f"**{r['tris'] / tris:.2f}**"]
             print('| ' + ' | '.join(row) + ' |')
 
 

@@ -289,15 +289,18 @@ int vx_hd_one_sided(const vx_hd_mesh *a, const vx_hd_grid *g, uint64_t random, u
   j.total = total;
   vx_parallel(threads, hd_worker, &j);
   uint64_t n = j.nv + j.nrand, arg = 0;
-  double sum = 0.0;
-  for (uint64_t i = 0; i < n; i++) {
-    sum += j.d[i];
+  for (uint64_t i = 0; i < n; i++)
     if (j.d[i] > r->max) r->max = j.d[i], arg = i;
-  }
   sample_point(&j, arg, r->at);
-  qsort(j.d, n, sizeof *j.d, cmp_d);
-  r->p99 = j.d[(uint64_t)(0.99 * (double)(n - 1))];
-  r->mean = sum / (double)n;
+  /* Mean and percentiles over the points uniform by area (all points when there are none):
+   * vertices crowd where the mesh is fine and would weight those places more. */
+  uint64_t first = j.nrand ? j.nv : 0, m = n - first;
+  double sum = 0.0;
+  for (uint64_t i = first; i < n; i++) sum += j.d[i];
+  qsort(j.d + first, m, sizeof *j.d, cmp_d);
+  r->p99 = j.d[first + (uint64_t)(0.99 * (double)(m - 1))];
+  r->p999 = j.d[first + (uint64_t)(0.999 * (double)(m - 1))];
+  r->mean = sum / (double)m;
   r->samples = n;
   free(cdf);
   free(j.d);
@@ -321,6 +324,7 @@ int vx_hd_two_sided(const vx_hd_mesh *a, const vx_hd_mesh *b, const double lo[3]
   memcpy(r->at, ab.max >= ba.max ? ab.at : ba.at, sizeof r->at);
   r->mean = fmax(ab.mean, ba.mean);
   r->p99 = fmax(ab.p99, ba.p99);
+  r->p999 = fmax(ab.p999, ba.p999);
   r->samples = ab.samples + ba.samples;
   return ok;
 }

@@ -36,7 +36,8 @@ double vx_hd_point_tri_dist2(const double p[3], const double a[3], const double 
                              const double c[3]);
 
 typedef struct vx_hd_result {
-  double max, mean, p99; /* over the samples, world units */
+  double max;            /* over every sample (vertices and random points), world units */
+  double mean, p99, p999; /* over the random points (uniform by area), world units */
   uint64_t samples;
   double at[3];          /* the sample farthest from the other mesh */
   double max_ab, max_ba; /* vx_hd_two_sided: a's samples to b, b's to a */
@@ -47,7 +48,7 @@ typedef struct vx_hd_result {
 int vx_hd_one_sided(const vx_hd_mesh *a, const vx_hd_grid *g, uint64_t random, uint64_t seed,
                     int threads, vx_hd_result *r);
 
-/* Both ways: max of the two one-sided maxima (and the larger mean and p99). lo/hi: a box holding
+/* Both ways: max of the two one-sided maxima (and the larger mean, p99 and p999). lo/hi: a box holding
  * both meshes. 0 on out of memory. */
 int vx_hd_two_sided(const vx_hd_mesh *a, const vx_hd_mesh *b, const double lo[3],
                     const double hi[3], uint64_t random, int threads, vx_hd_result *r);

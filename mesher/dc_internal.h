@@ -34,7 +34,13 @@ typedef struct dc_tree {
   uint64_t node_count;
   int cut;           /* VX_DC_* */
   uint32_t level;    /* VX_DC_LEVEL: the cut level (D for the finest) */
-  uint32_t err_code; /* VX_DC_ERROR: nodes whose errmax code is <= this are cut cells */
+  uint32_t err_code; /* VX_DC_ERROR: nodes whose errmax code is <= this are candidates */
+  float max_error;   /* VX_DC_ERROR: the bound, finest voxels */
+  uint8_t *veto;     /* VX_DC_ERROR: per node, 1 when the geometry it would emit is not within
+                        max_error of the full-detail surface (dc_vertex.c, dc_bound.c) */
+  struct dc_reuse *reuse; /* FACES pass: the previous pass's tasks and faces (NULL: none) */
+  int keep_open;     /* FACES pass: 1: sign changes next to a place outside the tree are kept
+                        as records (dc_face.open) among the faces; 2: only those records */
   const vx_voxel *field; /* the single-valued corner field (vx_dc_corner_field) */
   _Atomic uint8_t *resigned; /* FIELD: 1 for voxels found re-signed (dc_field.c), per voxel */
 } dc_tree;
@@ -45,7 +51,8 @@ static inline int dc_is_cut(const dc_tree *T, uint32_t level, uint32_t idx) {
   if (T->cut == VX_DC_LEVEL) return level == T->level;
   if (T->cut == VX_DC_ERROR) {
     uint32_t info = T->t->nodes[idx].info;
-    return (vx_node_flags(info) & VX_NODE_PLANE_OK) && vx_node_errmax_code(info) <= T->err_code;
+    return (vx_node_flags(info) & VX_NODE_PLANE_OK) && vx_node_errmax_code(info) <= T->err_code &&
+           !(T->veto && T->veto[idx]);
   }
   return 0;
 }
@@ -95,7 +102,8 @@ typedef struct dc_face {
   uint64_t edge;    /* dc_edge_pack */
   uint32_t split;   /* bit k: side c[k] -> c[k+1] touches a voxel across a face whose corners
                        alternate in sign (four triangles would share it); see dc_mesh.c */
-  uint32_t pad;
+  uint32_t open;    /* the error cut only: not a face but a sign change next to a place outside
+                       the tree (c[k] == DC_NONE there), for dc_check_bound */
 } dc_face;
 
 /* The minimal edge of a face: lower end (finest coordinates, Morton code), axis, level of the
@@ -146,6 +154,22 @@ typedef struct dc_out {
   int nomem;
 } dc_out;
 
+/* What a FACES walk keeps for the next one at the error cut: its tasks and the faces each task
+ * emitted. A task's faces depend only on the cut inside the task-level cells it lists, so when
+ * the next walk collects the same tasks, those whose cells hold no node that changed (dirty,
+ * per node at the task level) are copied instead of walked again. */
+typedef struct dc_reuse {
+  int valid;          /* 0: walk every task (and keep what it gives) */
+  uint32_t task_level;
+  dc_vec tasks;       /* dc_call */
+  dc_vec faces;       /* dc_face, the tasks' faces in task order */
+  uint64_t *start;    /* per task: its first face in faces */
+  uint32_t *count;    /* per task */
+  uint8_t *dirty;     /* per node: 1 at the task-level nodes whose subtree's cut changed */
+} dc_reuse;
+
+void dc_reuse_free(dc_reuse *r);
+
 /* Runs one pass of the walk over the whole tree on `threads` threads. FIELD: writes each grid
  * point's value (dc_point_value) into `field` (t->voxel_count voxels; the tree's own voxels are
  * read) and lists the points whose sign the rule changed in *items (Morton codes), and in
@@ -180,7 +204,26 @@ typedef struct dc_verts {
   float *pos;        /* (hi - lo) * 3 */
   float *nrm;        /* (hi - lo) * 3 */
   uint64_t *box;     /* node_count entries (NULL when the cut is the finest) */
+  uint8_t *placed;   /* (hi - lo): 0 not yet, 1 placed, 2 a voxel without crossings */
+  float *slab, *mid; /* VX_DC_ERROR, per node: the full-detail vertices inside the node lie at
+                        signed distances mid - slab .. mid + slab from the plane through its
+                        vertex (normal nrm) */
+  uint64_t *fan_sig; /* VX_DC_ERROR, per node: dc_bound.c's memory of the fan that held */
 } dc_verts;
+
+/* Places the cut cells not placed yet. The first call allocates v (zeroed by the caller); later
+ * calls (after more nodes were vetoed) place only the cells that became part of the cut. At the
+ * error cut a node whose full-detail vertices do not lie within max_error of the plane through
+ * its own vertex, or whose vertex lies beside them, is vetoed here and its children tried. */
+/* The error cut's check of one pass (dc_bound.c): vetoes the nodes whose faces or whose
+ * full-detail surface are not within max_error of each other, or that lie next to a hole;
+ * drops the hole records (dc_face.open) from faces[0 .. *n). Returns how many nodes were vetoed
+ * (0: the cut holds), UINT64_MAX when out of memory. */
+uint64_t dc_check_bound(const dc_tree *T, const dc_verts *V, dc_face *faces, uint64_t *n);
+
+/* Vetoes every node whose closed box touches one of the n hole records (dc_face.open) of the
+ * full-detail cut; returns how many. */
+uint64_t dc_veto_holes(const dc_tree *T, const dc_face *holes, uint64_t n);
 
 vx_status dc_vertices(const dc_tree *T, int threads, dc_verts *v, vx_progress_fn progress,
                       void *user, vx_error *err);

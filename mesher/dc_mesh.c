@@ -482,6 +482,30 @@ static vx_status check_tree(const vx_octree *t, const vx_dc_opts *o, vx_error *e
   return VX_OK;
 }
 
+/* The nodes whose veto is new since the last faces walk (seen: the vetoes then) make their
+ * task-level ancestors dirty. One above the task level needs nothing: the calls below it carry
+ * its cluster, which changes, so the next walk does not find them among the previous ones. */
+static void mark_dirty(const dc_tree *T, const dc_verts *V, dc_reuse *R, uint8_t *seen) {
+  const vx_octree *t = T->t;
+  if (R->valid) memset(R->dirty, 0, (size_t)t->node_count);
+  for (uint64_t X = 0; X < t->node_count; X++) {
+    if (!T->veto[X] || seen[X]) continue;
+    seen[X] = 1;
+    if (!R->valid || V->placed[X - V->lo] != 1) continue; /* never a cell of the cut */
+    uint32_t lev = (uint32_t)(V->box[X] >> 56), c[3];
+    if (lev < R->task_level) continue; /* the calls below it change: not found again */
+    vx_morton_decode(V->box[X] & ((UINT64_C(1) << 48) - 1), &c[0], &c[1], &c[2]);
+    uint32_t idx = 0;
+    for (uint32_t l = 0; l < R->task_level; l++) {
+      uint32_t sh = T->D - 1 - l;
+      uint32_t s = (c[0] >> sh & 1u) | (c[1] >> sh & 1u) << 1 | (c[2] >> sh & 1u) << 2;
+      const vx_node *n = &t->nodes[idx];
+      idx = vx_child_index(n->child, vx_node_mask(n->info), s);
+    }
+    R->dirty[idx] = 1;
+  }
+}
+
 /* The largest error code whose decoded bound is <= e. */
 static uint32_t err_code_at_most(float e) {
   uint32_t c = 0;
@@ -509,13 +533,36 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   T.level = o->cut == VX_DC_LEVEL ? o->level : t->depth;
   if (T.cut == VX_DC_LEVEL && T.level == T.D) T.cut = VX_DC_FINEST;
   T.err_code = o->cut == VX_DC_ERROR ? err_code_at_most(o->max_error) : 0;
+  T.max_error = o->cut == VX_DC_ERROR ? o->max_error : 0.0f;
   if (t->node_count + t->voxel_count >= DC_NONE)
     return vx_error_set(err, VX_ERR_LIMIT, "a tree of %llu cells is beyond the mesher's 2^32",
                         (unsigned long long)(t->node_count + t->voxel_count));
+  dc_reuse reuse;
+  memset(&reuse, 0, sizeof reuse);
+  uint8_t *veto_seen = NULL;
+  if (T.cut == VX_DC_ERROR) {
+    size_t nn = (size_t)(t->node_count ? t->node_count : 1);
+    T.keep_open = 1;
+    T.veto = (uint8_t *)vx_calloc(nn, 1);
+    veto_seen = (uint8_t *)vx_calloc(nn, 1);
+    reuse.dirty = (uint8_t *)vx_calloc(nn, 1);
+    if (!T.veto || !veto_seen || !reuse.dirty) {
+      vx_free(T.veto);
+      vx_free(veto_seen);
+      vx_free(reuse.dirty);
+      return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the error cut");
+    }
+    T.reuse = &reuse;
+  }
 
   vx_voxel *field = (vx_voxel *)vx_malloc((size_t)(t->voxel_count ? t->voxel_count : 1) *
                                           sizeof(vx_voxel));
-  if (!field) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the corner field");
+  if (!field) {
+    vx_free(T.veto);
+    vx_free(veto_seen);
+    dc_reuse_free(&reuse);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the corner field");
+  }
   dc_out sum;
   st = dc_field(&T, threads, field, &S.corners_shared, &S.corners_disputed, &S.corners_repaired,
                 o->progress, o->user, err);
@@ -523,15 +570,59 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   double t1 = vx_clock_seconds();
   dc_verts V;
   memset(&V, 0, sizeof V);
-  if (st == VX_OK) st = dc_vertices(&T, threads, &V, o->progress, o->user, err);
-  double t2 = vx_clock_seconds();
   dc_vec faces;
   dc_vec_init(&faces, sizeof(dc_face));
-  if (st == VX_OK)
-    st = dc_walk(&T, DC_PASS_FACES, threads, NULL, &faces, &sum, o->progress, o->user,
-                 "meshing: faces", err);
+  double sec_vertices = 0.0, sec_faces = 0.0;
+  int holes_done = 0;
+  /* The error cut: vertices and faces, then the faces checked against the bound; nodes whose
+   * faces leave it are vetoed and the cut is made again below them, until every face holds. */
+  for (uint32_t pass = 0; st == VX_OK; pass++) {
+    double a = vx_clock_seconds();
+    st = dc_vertices(&T, threads, &V, o->progress, o->user, err);
+    double b = vx_clock_seconds();
+    sec_vertices += b - a;
+    if (st == VX_OK && T.cut == VX_DC_ERROR) mark_dirty(&T, &V, &reuse, veto_seen);
+    if (st == VX_OK) {
+      dc_vec_free(&faces);
+      st = dc_walk(&T, DC_PASS_FACES, threads, NULL, &faces, &sum, o->progress, o->user,
+                   "meshing: faces", err);
+    }
+    sec_faces += vx_clock_seconds() - b;
+    S.passes = pass + 1;
+    if (st != VX_OK || T.cut != VX_DC_ERROR) break;
+    double c = vx_clock_seconds();
+    uint64_t vetoed = 0;
+    if (!holes_done) {
+      /* Open input: the nodes around every hole of the full-detail mesh are refined at once
+       * (found by one walk of the full-detail cut), rather than one pass at a time. */
+      int any = 0;
+      for (uint64_t i = 0; i < faces.n && !any; i++) any = ((const dc_face *)faces.data)[i].open;
+      if (any) {
+        dc_tree F = T;
+        F.cut = VX_DC_FINEST;
+        F.keep_open = 2;
+        F.reuse = NULL;
+        dc_vec holes;
+        dc_out hs;
+        st = dc_walk(&F, DC_PASS_FACES, threads, NULL, &holes, &hs, NULL, NULL, "", err);
+        if (st != VX_OK) break;
+        vetoed += dc_veto_holes(&T, (const dc_face *)holes.data, holes.n);
+        dc_vec_free(&holes);
+      }
+      holes_done = 1;
+    }
+    uint64_t more = dc_check_bound(&T, &V, (dc_face *)faces.data, &faces.n);
+    sec_faces += vx_clock_seconds() - c;
+    if (more == UINT64_MAX) {
+      st = vx_error_set(err, VX_ERR_NOMEM, "out of memory checking the error cut");
+      break;
+    }
+    vetoed += more;
+    S.cells_refined += vetoed;
+    if (!vetoed) break;
+  }
   S.open_edges = sum.open_edges;
-  double t3 = vx_clock_seconds();
+  double t2 = t1 + sec_vertices, t3 = vx_clock_seconds();
 
   asm_ctx x;
   memset(&x, 0, sizeof x);
@@ -573,6 +664,9 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   dc_vec_free(&faces);
   dc_verts_free(&V);
   vx_free(field);
+  vx_free(T.veto);
+  vx_free(veto_seen);
+  dc_reuse_free(&reuse);
   if (st != VX_OK) {
     vx_dc_mesh_free(out);
     return st;

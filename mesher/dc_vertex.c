@@ -79,11 +79,15 @@ static void store(dc_verts *v, uint64_t id, const double pos[3], const double nr
 }
 
 static void place_voxel(const dc_tree *T, dc_verts *v, uint32_t idx, const uint32_t p[3]) {
+  uint8_t *placed = &v->placed[T->node_count + idx - v->lo];
+  if (*placed) return;
   float f[8];
   voxel_values(T, idx, f);
   int neg = 0;
   for (int c = 0; c < 8; c++) neg += f[c] < 0.0f;
+  *placed = 2;
   if (neg == 0 || neg == 8) return; /* no crossing: never in a face */
+  *placed = 1;
   dc_qef q;
   dc_qef_clear(&q);
   const double o[3] = {0, 0, 0}, lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
@@ -98,6 +102,39 @@ static void place_voxel(const dc_tree *T, dc_verts *v, uint32_t idx, const uint3
   double pos[3] = {p[0] + x[0], p[1] + x[1], p[2] + x[2]};
   store(v, T->node_count + idx, pos, g);
 }
+
+/* The full-detail vertices of the voxels below cell (level, idx) at p (its level's coordinates),
+ * placed when not yet, measured against the plane through x with unit normal n: the range of
+ * their signed distances from the plane (h[0] .. h[1]) and the smallest distance along it
+ * (*beside). */
+static void measure_subtree(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t idx,
+                            const uint32_t p[3], const double x[3], const double n[3],
+                            double h[2], double *beside) {
+  if (level == T->D) {
+    place_voxel(T, v, idx, p);
+    if (v->placed[T->node_count + idx - v->lo] != 1) return;
+    const float *w = v->pos + (T->node_count + idx - v->lo) * 3;
+    double d[3] = {w[0] - x[0], w[1] - x[1], w[2] - x[2]};
+    double e = n[0] * d[0] + n[1] * d[1] + n[2] * d[2];
+    double l2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] - e * e;
+    if (e < h[0]) h[0] = e;
+    if (e > h[1]) h[1] = e;
+    if (l2 < *beside) *beside = l2;
+    return;
+  }
+  const vx_node *nd = &T->t->nodes[idx];
+  uint32_t mask = vx_node_mask(nd->info);
+  for (uint32_t s = 0; s < 8; s++) {
+    if (!(mask >> s & 1u)) continue;
+    uint32_t q[3] = {2 * p[0] + (s & 1), 2 * p[1] + (s >> 1 & 1), 2 * p[2] + (s >> 2 & 1)};
+    measure_subtree(T, v, level + 1, vx_child_index(nd->child, mask, s), q, x, n, h, beside);
+  }
+}
+
+/* How far beside the full-detail vertices (along its plane) a node's vertex may sit: about the
+ * distance between neighbouring vertices, so that the node's faces lie over the surface they
+ * replace rather than beside it. */
+#define DC_BESIDE 1.0
 
 static void place_node(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t idx,
                        const uint32_t p[3]) {
@@ -120,8 +157,20 @@ static void place_node(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t i
   }
   double pos[3] = {p[0] * s + x[0], p[1] * s + x[1], p[2] * s + x[2]};
   store(v, idx, pos, g);
+  v->placed[idx - v->lo] = 1;
   uint32_t sh = T->D - level;
   v->box[idx] = (uint64_t)level << 56 | vx_morton_encode(p[0] << sh, p[1] << sh, p[2] << sh);
+  if (T->cut == VX_DC_ERROR) {
+    /* The full-detail vertices inside the node must lie within max_error of the plane through
+     * the vertex (dc_bound.c then checks the faces against the slab they fill), and the vertex
+     * over them, not beside them. Otherwise the node is vetoed and its children are tried. */
+    double h[2] = {0.0, 0.0}, beside = INFINITY;
+    measure_subtree(T, v, level, idx, p, pos, g, h, &beside);
+    v->slab[idx] = (float)(0.5 * (h[1] - h[0]));
+    v->mid[idx] = (float)(0.5 * (h[0] + h[1]));
+    if (!(fmax(-h[0], h[1]) <= T->max_error) || !(beside <= DC_BESIDE * DC_BESIDE))
+      T->veto[idx] = 1;
+  }
 }
 
 /* Finds and places the cut cells in the subtree of present cell (level, idx) at p (its level's
@@ -129,9 +178,12 @@ static void place_node(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t i
 static void visit(const dc_tree *T, dc_verts *v, uint32_t level, uint32_t idx,
                   const uint32_t p[3]) {
   if (dc_is_cut(T, level, idx)) {
-    if (level == T->D) place_voxel(T, v, idx, p);
-    else place_node(T, v, level, idx, p);
-    return;
+    if (level == T->D) {
+      place_voxel(T, v, idx, p);
+      return;
+    }
+    if (!v->placed[idx - v->lo]) place_node(T, v, level, idx, p);
+    if (dc_is_cut(T, level, idx)) return; /* else vetoed: its children */
   }
   const vx_node *nd = &T->t->nodes[idx];
   uint32_t mask = vx_node_mask(nd->info);
@@ -187,11 +239,15 @@ void dc_verts_free(dc_verts *v) {
   vx_free(v->pos);
   vx_free(v->nrm);
   vx_free(v->box);
+  vx_free(v->placed);
+  vx_free(v->slab);
+  vx_free(v->mid);
+  vx_free(v->fan_sig);
   memset(v, 0, sizeof *v);
 }
 
-vx_status dc_vertices(const dc_tree *T, int threads, dc_verts *v, vx_progress_fn progress,
-                      void *user, vx_error *err) {
+/* The arrays of v for T's cut. */
+static vx_status alloc_verts(const dc_tree *T, dc_verts *v, vx_error *err) {
   const vx_octree *t = T->t;
   memset(v, 0, sizeof *v);
   if (T->cut == VX_DC_LEVEL && T->level < T->D) {
@@ -204,16 +260,32 @@ vx_status dc_vertices(const dc_tree *T, int threads, dc_verts *v, vx_progress_fn
     v->lo = t->node_count;
     v->hi = t->node_count + t->voxel_count;
   }
-  uint64_t n = v->hi - v->lo;
+  uint64_t n = v->hi - v->lo, nn = t->node_count ? t->node_count : 1;
   v->pos = (float *)vx_calloc((size_t)(n ? n : 1) * 3, sizeof(float));
   v->nrm = (float *)vx_calloc((size_t)(n ? n : 1) * 3, sizeof(float));
+  v->placed = (uint8_t *)vx_calloc((size_t)(n ? n : 1), 1);
   int finest = !(T->cut == VX_DC_ERROR || (T->cut == VX_DC_LEVEL && T->level < T->D));
-  if (!finest)
-    v->box = (uint64_t *)vx_calloc((size_t)(t->node_count ? t->node_count : 1), sizeof(uint64_t));
-  if (!v->pos || !v->nrm || (!finest && !v->box)) {
+  if (!finest) v->box = (uint64_t *)vx_calloc((size_t)nn, sizeof(uint64_t));
+  if (T->cut == VX_DC_ERROR) {
+    v->slab = (float *)vx_calloc((size_t)nn, sizeof(float));
+    v->mid = (float *)vx_calloc((size_t)nn, sizeof(float));
+    v->fan_sig = (uint64_t *)vx_calloc((size_t)nn, sizeof(uint64_t));
+  }
+  if (!v->pos || !v->nrm || !v->placed || (!finest && !v->box) ||
+      (T->cut == VX_DC_ERROR && (!v->slab || !v->mid || !v->fan_sig))) {
     dc_verts_free(v);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu mesh vertices",
                         (unsigned long long)n);
+  }
+  return VX_OK;
+}
+
+vx_status dc_vertices(const dc_tree *T, int threads, dc_verts *v, vx_progress_fn progress,
+                      void *user, vx_error *err) {
+  const vx_octree *t = T->t;
+  if (!v->pos) {
+    vx_status st = alloc_verts(T, v, err);
+    if (st != VX_OK) return st;
   }
   if (!t->node_count) return VX_OK;
   uint32_t task_level = 0;

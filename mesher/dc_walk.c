@@ -39,6 +39,15 @@ void dc_vec_free(dc_vec *v) {
   v->n = v->cap = 0;
 }
 
+void dc_reuse_free(dc_reuse *r) {
+  dc_vec_free(&r->tasks);
+  dc_vec_free(&r->faces);
+  vx_free(r->start);
+  vx_free(r->count);
+  vx_free(r->dirty);
+  memset(r, 0, sizeof *r);
+}
+
 void *dc_vec_push(dc_vec *v) {
   if (v->n == v->cap) {
     uint64_t cap = v->cap ? v->cap * 2 : 256;
@@ -208,6 +217,20 @@ static void emit(walk_ctx *w, uint32_t l, uint32_t a, const uint32_t p[3], const
   for (int j = 0; j < 4; j++)
     if (e[j].clu == DC_NONE) {
       w->out->open_edges++;
+      if (T->keep_open) {
+        /* Kept for the error cut's check (dc_bound.c), which refines the nodes next to a hole
+         * and drops these records. */
+        dc_face *f = (dc_face *)dc_vec_push(&w->out->items);
+        if (!f) {
+          w->out->nomem = 1;
+          return;
+        }
+        memset(f, 0, sizeof *f);
+        for (int k = 0; k < 4; k++) f->c[k] = e[k].clu;
+        uint32_t sh = T->D - l;
+        f->edge = dc_edge_pack(vx_morton_encode(p[0] << sh, p[1] << sh, p[2] << sh), a, l, 0);
+        f->open = 1;
+      }
       return;
     }
   uint32_t u, v;
@@ -237,6 +260,7 @@ static void emit(walk_ctx *w, uint32_t l, uint32_t a, const uint32_t p[3], const
     w->out->open_edges++; /* cannot happen in an octree: two diagonal places in one cell */
     return;
   }
+  if (T->keep_open == 2) return; /* only the holes wanted */
   dc_face *f = (dc_face *)dc_vec_push(&w->out->items);
   if (!f) {
     w->out->nomem = 1;
@@ -417,6 +441,17 @@ static void run_call(walk_ctx *w, const dc_call *k) {
 
 /* ---- the parallel run ------------------------------------------------------------------------ */
 
+static uint64_t call_hash(const dc_call *c) {
+  uint64_t w[sizeof(dc_call) / 8], h = 0x9e3779b97f4a7c15ull;
+  memcpy(w, c, sizeof w);
+  for (size_t i = 0; i < sizeof w / 8; i++) {
+    h ^= w[i];
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  return h;
+}
+
 #define MAX_THREADS 256
 
 typedef struct run_job {
@@ -431,6 +466,7 @@ typedef struct run_job {
   uint64_t *task_start; /* per task: its first item in its thread's list */
   uint32_t *task_count; /* per task: items */
   uint16_t *task_thread;
+  const uint8_t *clean; /* per task: 1 when its items come from the previous walk (dc_reuse) */
   vx_progress_fn progress;
   void *user;
   const char *phase;
@@ -452,7 +488,7 @@ static void *run_worker(void *arg) {
     uint64_t k = atomic_fetch_add(&j->next, 1);
     if (k >= j->ntasks) break;
     uint64_t before = w.out->items.n;
-    run_call(&w, &j->tasks[k]);
+    if (!j->clean || !j->clean[k]) run_call(&w, &j->tasks[k]);
     {
       j->task_start[k] = before;
       j->task_count[k] = (uint32_t)(w.out->items.n - before);
@@ -558,6 +594,44 @@ vx_status dc_walk(const dc_tree *T, int pass, int threads, vx_voxel *field, dc_v
         st = vx_error_set(err, VX_ERR_NOMEM, "out of memory meshing the tree");
     }
   }
+  /* The error cut's passes: a task that the previous walk ran too (the same call, byte for byte:
+   * the same cells and the same clusters above them) and whose cells hold no node whose cut
+   * changed (dirty) keeps its faces. */
+  dc_reuse *R = pass == DC_PASS_FACES ? T->reuse : NULL;
+  uint8_t *clean = NULL;
+  uint64_t *from = NULL, *table = NULL, mask = 0;
+  if (st == VX_OK && R && R->valid && R->task_level == w.task_level && tasks.n && R->tasks.n) {
+    uint64_t size = 16;
+    while (size < 2 * R->tasks.n) size *= 2;
+    mask = size - 1;
+    clean = (uint8_t *)vx_calloc((size_t)tasks.n, 1);
+    from = (uint64_t *)vx_malloc((size_t)tasks.n * sizeof(uint64_t));
+    table = (uint64_t *)vx_calloc((size_t)size, sizeof(uint64_t));
+    if (!clean || !from || !table) {
+      st = vx_error_set(err, VX_ERR_NOMEM, "out of memory meshing the tree");
+    } else {
+      const dc_call *prev = (const dc_call *)R->tasks.data;
+      for (uint64_t k = 0; k < R->tasks.n; k++) {
+        uint64_t h = call_hash(&prev[k]) & mask;
+        while (table[h]) h = (h + 1) & mask;
+        table[h] = k + 1;
+      }
+      for (uint64_t k = 0; k < tasks.n; k++) {
+        const dc_call *c = &((const dc_call *)tasks.data)[k];
+        int n = c->kind == DC_CELL ? 1 : c->kind == DC_FACE ? 2 : c->kind == DC_EDGE ? 4 : 8, d = 0;
+        for (int i = 0; i < n; i++) d |= c->c[i].idx != DC_NONE && R->dirty[c->c[i].idx];
+        if (d) continue;
+        for (uint64_t h = call_hash(c) & mask; table[h]; h = (h + 1) & mask)
+          if (!memcmp(&prev[table[h] - 1], c, sizeof *c)) {
+            clean[k] = 1;
+            from[k] = table[h] - 1;
+            break;
+          }
+      }
+      j->clean = clean;
+    }
+  }
+  vx_free(table);
   if (st == VX_OK && tasks.n) {
     int want = (uint64_t)threads > tasks.n ? (int)tasks.n : threads;
     vx_parallel(want, run_worker, j);
@@ -578,6 +652,8 @@ vx_status dc_walk(const dc_tree *T, int pass, int threads, vx_voxel *field, dc_v
   }
   if (st == VX_OK) {
     /* Concatenate: the collecting walk's items, then each task's in task order. */
+    for (uint64_t k = 0; clean && k < tasks.n; k++)
+      if (clean[k]) j->task_count[k] = R->count[from[k]];
     uint64_t total = head.items.n;
     for (uint64_t k = 0; k < tasks.n; k++) total += j->task_count[k];
     items->data = vx_malloc((size_t)(total ? total : 1) * elem);
@@ -589,15 +665,48 @@ vx_status dc_walk(const dc_tree *T, int pass, int threads, vx_voxel *field, dc_v
       char *dst = (char *)items->data;
       if (head.items.n) memcpy(dst, head.items.data, head.items.n * elem);
       uint64_t at = head.items.n;
+      uint64_t first = at;
       for (uint64_t k = 0; k < tasks.n; k++) {
-        const char *src = (const char *)j->out[j->task_thread[k]].items.data;
-        if (j->task_count[k])
-          memcpy(dst + at * elem, src + j->task_start[k] * elem, (size_t)j->task_count[k] * elem);
+        const char *src = clean && clean[k]
+                              ? (const char *)R->faces.data + R->start[from[k]] * elem
+                              : (const char *)j->out[j->task_thread[k]].items.data +
+                                    j->task_start[k] * elem;
+        if (j->task_count[k]) memcpy(dst + at * elem, src, (size_t)j->task_count[k] * elem);
         at += j->task_count[k];
       }
       items->n = total;
+      if (R) { /* keep the tasks and their faces for the next walk */
+        R->valid = 0;
+        uint64_t nt = tasks.n ? tasks.n : 1, nf = total - first;
+        uint64_t *rs = (uint64_t *)vx_realloc(R->start, (size_t)nt * sizeof(uint64_t));
+        if (rs) R->start = rs;
+        uint32_t *rc = rs ? (uint32_t *)vx_realloc(R->count, (size_t)nt * sizeof(uint32_t)) : NULL;
+        if (rc) R->count = rc;
+        void *rf = rc ? vx_realloc(R->faces.data, (size_t)(nf ? nf : 1) * elem) : NULL;
+        if (rf) R->faces.data = rf;
+        void *rt = rf ? vx_realloc(R->tasks.data, (size_t)nt * sizeof(dc_call)) : NULL;
+        if (rt) {
+          R->tasks.data = rt;
+          R->tasks.n = R->tasks.cap = tasks.n;
+          R->tasks.elem = sizeof(dc_call);
+          if (tasks.n) memcpy(rt, tasks.data, tasks.n * sizeof(dc_call));
+          R->faces.n = R->faces.cap = nf;
+          R->faces.elem = elem;
+          if (nf) memcpy(rf, dst + first * elem, (size_t)nf * elem);
+          uint64_t o = 0;
+          for (uint64_t k = 0; k < tasks.n; k++) {
+            R->start[k] = o;
+            R->count[k] = j->task_count[k];
+            o += j->task_count[k];
+          }
+          R->task_level = w.task_level;
+          R->valid = 1;
+        }
+      }
     }
   }
+  vx_free(clean);
+  vx_free(from);
   /* Marks in any order: the set they flag is what matters. */
   for (int i = -1; i < MAX_THREADS; i++) {
     dc_vec *m = i < 0 ? &head.marks : &j->out[i].marks;

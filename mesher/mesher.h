@@ -6,7 +6,9 @@
  *   lod.h). Output: an indexed triangle mesh in world coordinates with one unit normal per
  *   vertex, wound counter-clockwise seen from outside (normals point to positive values).
  * - The cut: every surface voxel (finest), every node of one level, or the adaptive cut (the
- *   coarsest nodes whose stored max-error bound is <= E finest voxels, with a usable plane).
+ *   coarsest nodes whose stored max-error bound is <= E finest voxels, with a usable plane, and
+ *   whose emitted geometry is checked to lie within E of the full-detail mesh and it within E of
+ *   that geometry, dc_bound.c; nodes that fail are split until it holds).
  *   Each cell of the cut gets one vertex (two or more only where a contact between two cells
  *   would otherwise be shared by four triangles: see "Manifold" in dc_mesh.c).
  * - Topology comes from the finest level whatever the cut: a cut cell's corner signs are the
@@ -36,7 +38,7 @@ VX_EXTERN_C_BEGIN
 
 #define VX_DC_FINEST 0 /* one vertex per surface voxel */
 #define VX_DC_LEVEL 1  /* one vertex per node of `level` (level == depth: the finest) */
-#define VX_DC_ERROR 2  /* the adaptive cut at `max_error` finest voxels */
+#define VX_DC_ERROR 2  /* the adaptive cut within `max_error` finest voxels of the finest */
 
 typedef struct vx_dc_opts {
   int cut;                 /* VX_DC_FINEST, VX_DC_LEVEL or VX_DC_ERROR */
@@ -59,6 +61,9 @@ typedef struct vx_dc_stats {
                                 split into two manifold sheets */
   uint64_t open_edges;       /* sign changes of the cut next to a cell outside the tree: holes */
   uint32_t level_min, level_max; /* levels of the cells that carry vertices */
+  uint64_t cells_refined;    /* VX_DC_ERROR: nodes within the stored bound whose geometry was not
+                                within max_error of the full-detail surface, split */
+  uint32_t passes;           /* vertex and face passes (the error cut repeats them after splits) */
   double sec_field, sec_vertices, sec_faces, sec_assemble, sec_total;
 } vx_dc_stats;
 

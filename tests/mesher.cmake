@@ -2,6 +2,8 @@
 # command line (bad inputs, files).
 vx_add_test(test_mesher SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher.c
             LIBS vx_mesher vx_voxelizer vx_formats)
+vx_add_test(test_mesher_bound SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher_bound.c
+            LIBS vx_mesher vx_voxelizer vx_formats)
 vx_add_api_test(test_mesher_api)
 vx_add_api_test(test_mesher_alloc)
 add_test(NAME test_mesher_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher_cli.sh

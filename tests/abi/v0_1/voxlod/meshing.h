@@ -28,16 +28,21 @@ VX_EXTERN_C_BEGIN
 typedef enum vx_mesh_cut {
   VX_MESH_FINEST = 0, /* one vertex per surface voxel: full detail */
   VX_MESH_LEVEL = 1,  /* one vertex per node of `level` (0 = root .. depth; depth = finest) */
-  VX_MESH_ERROR = 2   /* adaptive: the coarsest nodes whose stored max-error bound is <=
-                         max_error finest voxels (and whose plane is usable), voxels elsewhere:
-                         flat parts get few large cells, detail keeps small ones */
+  VX_MESH_ERROR = 2   /* adaptive: the mesh stays within max_error finest voxels of the
+                         full-detail mesh (VX_MESH_FINEST), both ways: the coarsest nodes whose
+                         stored max-error bound is <= max_error (and whose plane is usable),
+                         kept only where the triangles they produce are checked to lie within
+                         max_error of the full-detail surface and it within max_error of them
+                         (else split, down to voxels). Flat parts get few large cells, detail,
+                         sharp edges, thin parts and holes keep small ones */
 } vx_mesh_cut;
 
 typedef struct vx_mesh_opts {
   uint32_t struct_size;    /* sizeof(vx_mesh_opts), or 0 */
   vx_mesh_cut cut;         /* zero: VX_MESH_FINEST */
   uint32_t level;          /* VX_MESH_LEVEL: 0 .. depth */
-  float max_error;         /* VX_MESH_ERROR: finest voxels, > 0 */
+  float max_error;         /* VX_MESH_ERROR: finest voxels, > 0: the largest distance allowed
+                              between this mesh and the full-detail one */
   int threads;             /* 0: all cores */
   vx_progress_fn progress; /* may be NULL; a nonzero return cancels (VX_ERR_INTERRUPTED) */
   void *user;
