@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # bench_mesh.sh - voxlod's meshes (dual contouring at every cut) against OpenVDB's volumeToMesh on
 # the same signed distance field: triangles against the two-sided distance to the source mesh (max,
 # 99.9th percentile, mean, in voxels), and each voxlod error cut's distance to voxlod's own

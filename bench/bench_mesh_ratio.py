@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench_mesh_ratio.py - from the tables of bench/bench_mesh.sh: for each voxlod error cut,
 OpenVDB's volumeToMesh at the same 99.9th-percentile distance to the source, and the ratio of
 triangles.

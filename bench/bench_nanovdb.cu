@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_nanovdb.cu - the GPU benchmark: voxlod's marcher against NanoVDB's HDDA on the same
  * surface, the same rays, the same GPU, in the same run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hausdorff.c - exact point-to-mesh distances over a uniform grid, and Hausdorff estimates from
  * sampled points (hausdorff.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hausdorff.h - how far apart two triangle meshes are: the exact distance from a point to the
  * nearest triangle of a mesh (a uniform grid of triangle lists finds the candidates), and the
  * two-sided Hausdorff distance estimated from points sampled on both meshes.

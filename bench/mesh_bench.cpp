@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh_bench.cpp - voxlod's dual contouring against OpenVDB's volumeToMesh on the same signed
  * distance field: triangles, time, and the two-sided Hausdorff distance (in voxels) to the source
  * mesh, one row per cut or adaptivity. Not part of the voxlod binary (bench/bench_mesh.sh runs

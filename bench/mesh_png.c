@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh_png.c - pictures of triangle meshes for the documentation: each triangle flat-shaded by
  * its own normal with its edges drawn, so that the size of the triangles at each level of detail
  * shows. A z-buffer rasterizer on the CPU; the public API only (vx_mesh_load, vx_write_png).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvdb_compare.cu - the NanoVDB reference marcher (see nvdb_compare.h).
  *
  * Algorithm. The tree is walked depth first from the root; at level D-1 each child voxel's 8

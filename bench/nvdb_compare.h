@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvdb_compare.h - the same surface as a NanoVDB float grid, ray-marched with NanoVDB's HDDA
  * zero crossing: the reference that bench/bench_nanovdb and tests/test_gpu_nanovdb measure and
  * check the voxlod marcher against.

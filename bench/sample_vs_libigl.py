@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Distance queries: voxlod's Tree.sample against libigl's signed_distance (winding-number sign)
 on the same points and mesh, in one run: throughput of both, and voxlod's accuracy with libigl's
 exact distance as the reference.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench.py VOXLOD TREE.svo [--gpu|--cpu] [--sizes 1280x720,1920x1080] [--frames 200]
 [--warmup 20] [--lod finest|auto|L] [--quality 80] [--label NAME] [--moving] [--encode-threads N]
 

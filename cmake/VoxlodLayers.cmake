@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # VoxlodLayers.cmake - one CMake target per layer, and includes that only reach down.
 #
 # Internal headers are named from the source root ("svo/node.h"), but no target has the source

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* convert_and_render.c - convert a mesh file to a tree (saved as .svo) and render an image of it.
  *
  *   convert_and_render MESH OUT.svo OUT.png [RES]

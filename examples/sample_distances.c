@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample_distances.c - signed distances from a tree: points near the surface (a training set for
  * an implicit network), their distances and gradients on all cores, and the same through a
  * sampler that keeps the tree on the GPU when one is usable. Writes the points as text.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tree_from_arrays.c - build a tree from vertex and index arrays in memory (an octahedron) and
  * print its memory per level.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* binvox.c - a cut as a .binvox occupancy grid (patrickmin.com/binvox/binvox.html).
  *
  * Layout: an ASCII header

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_cut.c - a tree's field at one level as cells, grid points and solid runs (grid_cut.h).
  *
  * The cut is one depth-first walk in slot order, so cells come out in Morton order without a sort.

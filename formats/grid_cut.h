@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_cut.h - a tree's field at one level as a plain list of cells and grid points: what every
  * grid and voxel writer (NanoVDB, OpenVDB, binvox, MagicaVoxel, PLY) takes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_export.h - the writers of `voxlod export`: a cut (grid_cut.h) to NanoVDB, OpenVDB, binvox,
  * MagicaVoxel and PLY files. Each writer is the only file that touches its third-party library
  * (NanoVDB's headers: nvdb_write.cpp; libopenvdb: vdb_io.cpp); binvox, .vox and PLY are written

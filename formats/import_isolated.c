@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* import_isolated.c - mesh import in a child process with a time and a memory limit.
  *
  * The parent forks; the child runs vx_soup_import() and streams the result through a pipe: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh_export.cpp - vx_mesh_write: an indexed triangle mesh through assimp's exporter to memory,
  * then the atomic writer (mesh_export.h lists the formats and what each refuses).
  *

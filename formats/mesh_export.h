@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh_export.h - triangle meshes written to files through assimp's exporter (the only file
  * besides the importer that includes assimp): the format follows the file's extension.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh_import.c - any mesh assimp reads -> a flat triangle soup in world coordinates.
  *
  * assimp (aiImportFile / aiImportFileFromMemory) loads the scene with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh_import.h - any mesh file assimp reads -> vx_soup (the only file that includes assimp).
  *
  * All meshes of the scene are taken with their node transforms applied (instances expanded),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh_precheck.c - header counts against file size (mesh_precheck.h).
  *
  * Every byte looked at comes from an untrusted file: the parsers stop at the end of the bytes

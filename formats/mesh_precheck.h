@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh_precheck.h - the element counts a mesh file's header declares, checked against the bytes
  * the file holds, before an importer sizes its arrays from them.
  *

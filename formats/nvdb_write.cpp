@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvdb_write.cpp - a cut's grid points as a NanoVDB float level set (.nvdb), through NanoVDB's own
  * headers (OpenVDB 10.0's NanoVDB; the only file that includes them for writing).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvdb_write_stub.c - .nvdb export in a build without the NanoVDB headers: refused clearly. */
 #include "formats/grid_export.h"
 

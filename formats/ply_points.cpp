@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ply_points.cpp - a cut as a PLY point cloud through assimp's exporter ("plyb": binary
  * little-endian PLY, x y z nx ny nz as floats, an empty face list), to memory, then the atomic
  * writer. C++ because only Assimp::Exporter takes AI_CONFIG_EXPORT_POINT_CLOUDS, which lets a mesh

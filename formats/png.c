@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* png.c - 8-bit RGB to PNG: stb_image_write encodes into memory (stbi_write_png_to_func); the
  * bytes are handed to the caller, or go to disk through the atomic writer, so a failed write
  * leaves no partial image.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* png.h - 8-bit RGB images to PNG through stb_image_write: into memory, or written atomically. */
 #ifndef VOXLOD_FORMATS_PNG_H
 #define VOXLOD_FORMATS_PNG_H

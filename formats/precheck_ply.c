@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* precheck_ply.c - a PLY file's counts against its size, read the way assimp 5.2 reads them.
  *
  * assimp sizes its arrays from counts before it reads what they count: an element count from the

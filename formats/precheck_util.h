@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* precheck_util.h - helpers shared by the mesh prechecks (mesh_precheck.c, precheck_ply.c); not
  * part of any public header. Every count read from a file saturates instead of wrapping. */
 #ifndef VOXLOD_FORMATS_PRECHECK_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* svo_codec.h - what the .svo writer (svo_write.c) and reader (svo_read.c) share: the format's
  * constants (docs/SVO_FORMAT.md is the byte map), explicit little-endian field access, the zstd
  * settings and the frame check. Internal to formats/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* svo_file.h - the .svo file: header + zstd-compressed sections, level by level.
  * The byte-level specification is docs/SVO_FORMAT.md.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* svo_read.c - decoding a .svo file: a fixed little-endian prologue, a header in a checksummed
  * zstd frame, then one checksummed zstd frame per level (docs/SVO_FORMAT.md is the byte map).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* svo_write.c - the one .svo writer, over a source of levels: a tree in memory or a level stream
  * (svo/stream.h) that may live in temporary files (docs/SVO_FORMAT.md is the byte map).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vdb_io.cpp - OpenVDB level sets out and in (the only file that includes libopenvdb).
  *
  * Out (vx_vdb_write): an openvdb::FloatGrid with a linear transform (voxel size h, translated to

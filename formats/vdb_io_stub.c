@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vdb_io_stub.c - .vdb export and import in a build without libopenvdb: refused clearly. */
 #include <string.h>
 

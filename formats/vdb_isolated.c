@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vdb_isolated.c - vx_vdb_surface_read in a child process, with a time and a memory limit
  * (vdb_read.h). The same scheme as the mesh importer's (import_isolated.c): fork; the child lowers
  * its address-space limit (RLIMIT_AS) to its size at the fork plus the budget (the memory limit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vdb_read.h - OpenVDB level sets in: a .vdb file's float level set -> the surface voxels of a
  * power-of-two grid (Morton codes and quantized corners), ready for vx_octree_build.
  *

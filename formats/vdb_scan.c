@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vdb_scan.c - our own parse of an OpenVDB file's outer structure (vdb_read.h): header, file
  * metadata, grid descriptors and each grid's metadata, never its tree.
  *

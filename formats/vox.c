@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vox.c - a cut as a MagicaVoxel .vox file (github.com/ephtracy/voxel-model: the .vox format and
  * its scene-graph extension).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_mesh.c - libFuzzer target: arbitrary bytes as an OBJ, PLY, STL or OFF file through
  * assimp (aiImportFileFromMemory) and the triangle filter of vx_soup_append. The first byte picks
  * the format hint. Whatever is kept must be finite, non-degenerate and inside the bbox. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_sample.c - libFuzzer target: signed-distance queries on arbitrary trees at arbitrary
  * points (sampler/ through sampler/sample_eval.h, the code behind vx_tree_sample and Tree.sample).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_svo.c - libFuzzer target: arbitrary bytes through the .svo decoder and the validator.
  * Any input must either be rejected or give a tree that validates; ASan/UBSan catch the rest.
  * Also exercises partial reads and a small memory limit (no allocation beyond it). */

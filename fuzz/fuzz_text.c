@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_text.c - vx_text_escape (svo/svo.h), which every library message goes through, on
  * arbitrary bytes and buffer sizes: the output is terminated within its buffer, holds no control
  * byte (C0, DEL) and no C1 control as UTF-8 (C2 80..9F), every byte >= 0x80 belongs to a

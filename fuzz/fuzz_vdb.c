@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_vdb.c - libFuzzer target: arbitrary bytes through the two layers of the .vdb reader that
  * are ours (formats/vdb_read.h): the scan of a file's header, metadata and grid list, and the
  * parent's check of a child reader's answer (sent through a pipe, as the child sends it). OpenVDB

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_view_msg.c - libFuzzer target: arbitrary bytes as a message from the viewer's page
  * (viewer/protocol.c). A message is refused, or parses into values inside the documented ranges
  * (abort otherwise); the size clamp and the JSON escaper run on what came out. The same bytes

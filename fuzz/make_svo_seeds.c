@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* make_svo_seeds.c - writes small valid .svo files (the fuzz seed corpus, tests/corpus/svo/).
  * Usage: make_svo_seeds OUTDIR */
 #include <stdio.h>

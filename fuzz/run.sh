@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fuzz/run.sh - build the libFuzzer targets with clang (ASan + UBSan) and run each for N seconds.
 #   fuzz/run.sh [BUILD_DIR] [SECONDS]      (defaults: build-fuzz, 60)
 # Seeds come from tests/corpus/{svo,mesh,vdb,view_msg,sample,text}; new inputs go to BUILD_DIR/corpus-* (not the repo).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod.h - libvoxlod: triangle meshes to sparse voxel octrees with a signed-distance field and
  * per-node level-of-detail planes, ray-marched on the GPU (CUDA) or the CPU.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* abi.h - versioned structs: every option and statistics struct of the API starts with
  * `uint32_t struct_size`, and its fields are only ever appended. A caller compiled against an
  * older header passes a smaller struct, or 0 for the struct's first published layout (0.1).

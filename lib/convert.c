@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* convert.c - vx_convert: the whole pipeline `voxlod convert` runs, as one library call.
  *
  * vx_convert keeps the tree in memory, vx_convert_to_file writes it; both run convert_mesh.

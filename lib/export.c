@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* export.c - vx_tree_export (include/voxlod/export.h): options and output checked before any
  * work, the cut at the chosen level (formats/grid_cut.h), then the format's writer
  * (formats/grid_export.h). Grids take the cut's points; the voxel formats and PLY its cells. */

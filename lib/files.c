@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* files.c - the public output rules (include/voxlod/files.h) over sys/atomic_file.h, the
  * PNG writer, and the library's version. */
 #include "lib/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_convert.c - vx_convert_grid and vx_convert_grid_to_file (include/voxlod/convert.h): an
  * OpenVDB level set -> tree, the mesh pipeline's later half.
  *

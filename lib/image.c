@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* image.c - the public image encoders (include/voxlod/image.h) over formats/png.h. */
 #include "lib/internal.h"
 #include "formats/png.h"

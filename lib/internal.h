@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* internal.h - what the public handles of libvoxlod hold (include/voxlod.h is their contract),
  * and the helpers the lib/ sources share. The handles wrap the core's types: a vx_tree owns a
  * vx_octree, a vx_mesh a vx_soup.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh.c - vx_mesh (include/voxlod/mesh.h): meshes from files (through the isolated importer) or
  * from arrays, their arrays, and meshes to files (formats/mesh_export). */
 #include "lib/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesher.c - the mesher's public calls (include/voxlod/mesher.h): trees to meshes through the
  * dual contouring of mesher/.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* render.c - vx_renderer: a tree prepared once (uploaded to the GPU, or the CPU renderer's
  * threads), then any number of frames into the caller's memory. */
 #include "lib/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample.c - signed-distance queries (include/voxlod/sample.h): option checks, the one-shot call
  * on the CPU or the GPU, the sampler object that keeps the tree on the GPU and takes host or
  * device pointers, the benchmark, and points near the surface. The work is sampler/'s. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tree.c - vx_tree: load, save, inspect, prune, raw arrays. */
 #include "lib/internal.h"
 #include "sampler/sampler.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_render.h - the CUDA ray-marcher: a tree resident on the GPU, frames drawn from it, and the
  * timing that `voxlod bench` and the NanoVDB comparison use.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* marcher.h - rendering a vx_octree: camera, options, CPU and GPU renderers.
  *
  * Both renderers are thin loops around vx_render_pixel() in trace.h, which is compiled for host

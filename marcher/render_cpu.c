@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* render_cpu.c - the CPU renderer: a thin loop around vx_render_pixel() (trace.h).
  *
  * Rows are handed out to worker threads (pthreads) one band of rows at a time through an atomic

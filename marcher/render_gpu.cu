@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* render_gpu.cu - the CUDA ray-marcher: a thin loop around vx_render_pixel() (trace.h).
  *
  * Algorithm. Every loaded level of the tree is uploaded once (vx_gpu_view_create, through

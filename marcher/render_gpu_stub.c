@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* render_gpu_stub.c - the GPU entry points of a build without CUDA: no GPU, say so. */
 #include "marcher/marcher.h"
 #include "marcher/gpu_render.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scene.c - camera set-up in grid space, orbit cameras that frame a model, image buffers.
  *
  * A world camera (eye, target, up, vertical fov) becomes a grid-space eye and three vectors:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scene.h - host-side set-up of a vx_trace_scene (trace.h) from a tree and render options.
  *
  * Both renderers (CPU and CUDA) call vx_render_check() then vx_trace_scene_init(); the CUDA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace.h - the per-ray function shared by the CPU renderer and the CUDA kernel.
  *
  * The interface is fixed here; the implementation lives in the parts included at the end of this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace_cell.h - where a ray meets the surface inside one final cell of the walk (part of
  * trace.h; include that).
  *

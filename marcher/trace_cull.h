@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace_cull.h - plane-bound culling, and the crack state that culling must leave as the plain
  * walk would (part of trace.h; include that).
  *

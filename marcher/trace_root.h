@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace_root.h - the first zero of the trilinear field along a ray inside one voxel (part of
  * trace.h; include that).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace_shade.h - one pixel: its ray, the walk, and the colour (part of trace.h; include that).
  *
  * Algorithm. The pixel's ray is dir00 + px du + py dv from the eye (scene.c), normalised. A hit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace_walk.h - the octree walk of one ray (part of trace.h; include that).
  *
  * Algorithm (vx_trace_ray)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dc_bound.c - the error cut's promise: every face it emits lies within max_error of the
  * full-detail surface, and every full-detail vertex within max_error of the faces.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dc_field.c - the single-valued corner field: one value per grid point, and signs that make
  * the mesh close.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dc_internal.h - what the mesher's files share: the tree as the walker sees it (cells, the
  * cut), the octree walk of Ju et al. (dc_walk.c), face records, and growable arrays.
  *

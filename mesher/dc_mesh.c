@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dc_mesh.c - vx_dc_extract: dual contouring of an octree at a cut, from the single-valued field
  * to an indexed, watertight, edge-manifold triangle mesh.
  *

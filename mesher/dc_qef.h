@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dc_qef.h - the quadric error function of a dual-contouring vertex, and the Hermite data of one
  * voxel (its edges' surface crossings with the field's gradient there).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dc_vertex.c - one vertex per cell of the cut: where it sits and which way it faces.
  *
  * A voxel of the cut: the minimiser of the QEF of its own edges' crossings (dc_qef.h) from the

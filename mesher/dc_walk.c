@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dc_walk.c - the octree walk of dual contouring: every grid point with the cells around it, and
  * every minimal edge of the cut with its (up to) four cells, without neighbour searches.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesher.h - triangle meshes out of an octree at any level of detail, by dual contouring.
  *
  * Contract

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* band_cache.c - builds the band cache (sampler/band_cache.h): the sampler's field stored around the
  * surface.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* band_cache.h - the band cache: the sampled field stored in bricks of 8^3 cells around the
  * surface, so that a point near the surface costs one lookup instead of a descent and a search
  * (sampler/band_cache.c builds it; sampler/sample_eval.h reads it; host+device).

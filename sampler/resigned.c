@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* resigned.c - the voxels that the thin-feature rule re-signed (resigned.h).
  *
  * The tree is walked depth first, in subtrees of level min(5, D - 1) handed to the threads. At

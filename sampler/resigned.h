@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* resigned.h - the voxels that the thin-feature rule re-signed, found from the corner values.
  *
  * The voxelizer computes each grid point's distance once and stores it in every surface voxel

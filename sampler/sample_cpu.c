@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample_cpu.c - the CPU sampler: a thin loop around vx_sample_point() (sampler/sample_eval.h).
  *
  * Points are handed out to the threads of vx_parallel in chunks of VX_SAMPLE_CHUNK through an

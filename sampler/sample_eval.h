@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample_eval.h - the signed distance and its gradient at one point, from the tree: the per-point
  * function of the CPU sampler and the CUDA kernel (host+device, hostdev.h's C11 subset).
  *

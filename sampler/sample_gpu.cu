@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample_gpu.cu - the CUDA sampler: kernels around the stages of vx_sample_point_run()
  * (sampler/sample_eval.h), reading the tree already resident on the device (svo/gpu_tree.h).
  *

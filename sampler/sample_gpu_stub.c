@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample_gpu_stub.c - the GPU sampler of a build without CUDA: no GPU, say so. */
 #include "sampler/sampler.h"
 

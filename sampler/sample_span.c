@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample_span.c - the CPU sampler's inner loop (sample_span.h); sample_span_avx2.c builds it a
  * second time under another name. */
 #include "sampler/sample_span.h"

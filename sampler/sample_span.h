@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample_span.h - the CPU sampler's inner loop over a span of points, built twice on x86-64:
  * for the baseline instruction set and for AVX2 + BMI2 (sample_span_avx2.c), chosen at run time
  * by what the processor has. Both builds compute the same bits: floating-point contraction is off

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sampler.h - the tree's signed-distance field at points: the CPU loop and the CUDA kernel around
  * vx_sample_point() (sampler/sample_eval.h, host and device), and points near the surface.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* surface_points.c - points spread over the surface voxels, for training sets and benchmarks.
  *
  * Stratified sampling: point i belongs to voxel floor((i + u_i) V / n) of the V surface voxels

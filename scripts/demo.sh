@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job on the bundled mesh: installs missing packages, builds, converts data/bunny.ply
 # at 512^3, renders PNGs at a few levels of detail (and auto LOD), prints the memory report.
 # Output goes to out/.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what voxlod needs to build and test, from the distribution's packages (Debian 12 /
 # Ubuntu 22.04+), when it is missing. Run as root (or with sudo available). Idempotent.
 #   required: the compiler, CMake, assimp, zstd, stb

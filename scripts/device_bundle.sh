@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # device_bundle.sh - build the CUDA binaries here and bundle what the GPU machine lacks.
 #
 # Builds voxlod, bench_nanovdb and the GPU tests into build-gpu (sm_90; VX_CUDA_ARCHS: other CUDA

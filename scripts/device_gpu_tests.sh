@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # device_gpu_tests.sh - what runs on the GPU machine (after scripts/device_bundle.sh here):
 #   1. the GPU tests (exit 0 pass, 77 skip);
 #   2. the SASS check: node fetches of the default kernel are LDG.E.128.CONSTANT, no spills;

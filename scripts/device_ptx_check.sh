@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # device_ptx_check.sh - does the PTX path of the fat binary run, and give the same images?
 #
 # Two builds of the same code: build-gpu with sm_90 machine code (+ compute_90 PTX), as

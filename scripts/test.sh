@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The test suite, as README.md and .ci/run call it: installs missing packages, builds (with the
 # CUDA code whenever nvcc is found, so it is always compiled), and runs ctest. GPU tests (label
 # `gpu`) skip themselves where there is no GPU. Then the same suite under ASan/UBSan (CPU code),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_summary.sh - counting for scripts/test.sh (sourced): passed, failed and skipped tests of
 # every ctest run and of pytest, the skipped and failed ones named, and the closing lines
 #   summary: N passed, M failed, K skipped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_status.cuh - the one mapping from CUDA errors to vx_status, for every .cu file, and the
  * one check that the GPU can run this build's code (vx_cuda_usable).
  *

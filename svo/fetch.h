@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fetch.h - one node or voxel read from the tree's arrays, host or device (hostdev.h).
  *
  * On the GPU a node is one 16-byte load and a voxel one 8-byte load through the read-only data

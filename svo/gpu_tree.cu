@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_tree.cu - a tree resident on the GPU (gpu_tree.h): the context, the upload, the arrays. */
 #include <cuda_runtime.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_tree.h - a tree resident on the GPU: every loaded level uploaded once, as the same
  * pointer-free arrays the host holds (node.h: nodes[] breadth first, voxels[] Morton order). The
  * renderer (marcher/gpu_render.h) draws from it and the sampler (sampler/sampler.h) reads it, so a

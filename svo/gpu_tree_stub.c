@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_tree_stub.c - the GPU-resident tree of a build without CUDA: no GPU, say so. */
 #include <string.h>
 

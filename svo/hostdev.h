@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hostdev.h - one source for CPU and GPU.
  *
  * Headers that hold geometry logic (triangle/box overlap, Morton codes, node decoding, traversal,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lod.c - per-node least-squares planes from additive moments, a max-error bound, and pruning.
  *
  * Follows the multiresolution scalar-field SVO of R. Marcus ("Level-of-Detail Independent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lod.h - level of detail: a least-squares plane per node, fitted from additive moments, and
  * pruning of subtrees that their root's plane already approximates.
  *

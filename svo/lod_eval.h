@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lod_eval.h - the plane fit's arithmetic, host and device: moments, the least-squares plane,
  * its packed form, and one node's fit from its children (lod.c documents the method).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node.h - the octree's bytes: node and voxel layout, Morton codes, packed planes and errors.
  *
  * Compiled as host and device code (see hostdev.h): the CPU renderer, the CUDA kernel, the builder

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh.c - the triangle soup: append with filtering of degenerate and non-finite triangles. */
 #include "svo/soup.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh.h - the triangle soup every importer produces and the voxelizer consumes.
  *
  * Owned by the caller that filled it; vx_soup_free() releases it (no-op on a zeroed mesh).

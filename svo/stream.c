@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stream.c - level-by-level octree storage, in memory or in one temporary file per level.
  *
  * The out-of-core build of Baert, Lagae & Dutre ("Out-of-core construction of sparse voxel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stream.h - an octree produced level by level in Morton order, held in memory or spilled to
  * temporary files (the out-of-core build's result; Baert, Lagae & Dutre 2013).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* svo.c - tree storage, bottom-up build from sorted Morton codes, linking and validation.
  *
  * Build (after the usual bottom-up construction from sorted Morton codes, as in Baert, Lagae &

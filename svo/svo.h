@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* svo.h - the sparse voxel octree core: the tree, its builder and validator.
  *
  * Contract

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc.c - the allocator hook (alloc.h, vx_set_allocator in include/voxlod/base.h). */
 #include "sys/alloc.h"
 

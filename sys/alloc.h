@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc.h - every host allocation of the library, through one replaceable allocator.
  *
  * vx_malloc & co. call the hook installed by vx_set_allocator() (include/voxlod/base.h), or the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* atomic_file.c - outputs: temporary file + fsync + rename (the write-then-rename idiom of POSIX
  * rename(2): rename replaces the target atomically within one file system), direct writes to
  * devices and FIFOs, and the checks that keep an output from destroying what it must not.

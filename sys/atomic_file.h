@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* atomic_file.h - every output file of the library: written whole or not at all, and never over
  * something that must not be replaced.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* error.c - status names and the one-line messages every fallible function leaves (error.h). */
 #include "sys/error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* error.h - status codes and the one-line messages of fallible functions: every layer reports
  * failures through vx_error_set, and never prints.
  */

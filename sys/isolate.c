@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* isolate.c - child-process plumbing for the isolated readers (isolate.h). */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* wait4 */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* isolate.h - what the readers that run third-party parsers in a child process share
  * (import_isolated.c for assimp, vdb_isolated.c for OpenVDB): a parser that loops, crashes or
  * balloons on a hostile file costs the caller an error, not a hang, a crash or its memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* system.c - clock, cores, memory, fork-join (system.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "sys/system.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* system.h - what the library asks of the machine, each in one place: the clock, the number of
  * cores, physical memory, and the one fork-join runner every parallel stage uses.
  */

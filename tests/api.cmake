@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The public library: its API as a C caller uses it (public header only), allocation failures
 # through the allocator hook, and the installed package (examples through find_package and
 # pkg-config, exported symbols, C++, add_subdirectory).

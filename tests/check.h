@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check.h - minimal test harness: always-on assertions that report file:line, a test runner.
  *
  *   static void svo_build_counts_one_voxel(void) { CHECK(x == 1); CHECK_NEAR(a, b, 1e-6); }

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Grids and voxel formats out, OpenVDB level sets in (include/voxlod/export.h). The files are
 # checked by readers that are not ours: decoders written from the public format descriptions
 # (test_export.c), NanoVDB's own reader (test_export_nanovdb.cpp), pyopenvdb and vdb_print

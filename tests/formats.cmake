@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 vx_add_test(test_formats_svo SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_svo.c
             LIBS vx_formats PkgConfig::ZSTD)
 vx_add_test(test_formats_mesh SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_mesh.c LIBS vx_formats)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GPU tests: label `gpu`, exit 77 (skipped) where no CUDA device is usable, so CI passes them.
 if(VOXLOD_HAVE_CUDA)
   vx_add_test(test_gpu_render SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_render.c

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # gpu_ptx_check.cmake - compile-time checks of the CUDA code (need nvcc, not a GPU).
 #
 # MODE=kernel (default): the CUDA ray-marcher, for the architecture it is tuned on (ARCH=90):

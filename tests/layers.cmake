@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The layer rule, enforced: a file compiled in a layer's target that names a header of a layer it
 # does not link fails to compile (cmake/VoxlodLayers.cmake). Each probe is a target outside `all`
 # that a test builds: test_layers_up_* pass only when the compiler reports the missing header,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # marcher: per-ray traversal (trace.h), CPU renderer, LOD rendering.
 vx_add_test(test_marcher_sphere SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_sphere.c
             LIBS vx_marcher)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mesher: dual contouring at every cut (internal API), meshes through the public API and the
 # command line (bad inputs, files).
 vx_add_test(test_mesher SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* meshgen.h - analytic test meshes: sphere, box, torus, a thin sheet, a sphere with a hole.
  *
  *   vx_soup m = {0};

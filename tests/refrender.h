@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* refrender.h - brute-force references for the marcher tests, in double precision.
  *
  * - ref_camera_ray(): the pinhole camera model of marcher.h, derived independently: a ray from the

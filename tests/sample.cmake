@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Distance queries: the CPU sampler against a brute-force reference (every triangle, double
 # precision, exact winding number), and the CUDA sampler against the CPU one (label gpu).
 vx_add_test(test_sample SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sample.c LIBS vx_lib)

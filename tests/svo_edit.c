@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* svo_edit.c - a test helper: rewrites a .svo file's transform or band with valid checksums, to
  * make trees that voxlod's own converter never writes (finite but extreme transforms, a band
  * under a voxel). Written from docs/SVO_FORMAT.md with zstd alone (no voxlod code): the header

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_api.c - libvoxlod through its public header only, as a C caller uses it: meshes from
  * arrays, conversion to memory and to a file, loading, statistics, pruning, the renderer object,
  * option structs of other sizes, the output rules, and errors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_api_alloc.c - every host allocation of a convert, a read and a render of a small model, made
  * to fail in turn through the allocator hook (vx_set_allocator): each failure must give a clean
  * error (VX_ERR_NOMEM with a message), leave no output file or temporary, and leak nothing (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_api_image.c - vx_encode_png (include/voxlod/image.h) through the public header: the bytes
  * decode (stb_image) to the same pixels, and bad arguments fail with no buffer left behind. */
 #include <stdint.h>

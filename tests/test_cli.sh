@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_cli.sh VOXLOD DATA_DIR - the command line as a user runs it: the whole
 # pipeline on the bundled mesh, and each bad input below giving one clear message on stderr,
 # a non-zero exit, no crash (exit >= 128) and no half-written output.

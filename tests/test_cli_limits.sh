@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_cli_limits.sh VOXLOD - --mem-limit against hostile inputs, as a user runs them: each case
 # either succeeds with the peak resident size of voxlod (and of its reader child) within the limit
 # plus SLACK, or fails with the limit's message, a non-zero exit and no output file.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # test_cli_names.sh - names that come from files reach the terminal escaped: a .vdb grid name and
 # a glTF buffer path carrying terminal escape sequences (retitle the window, clear the screen, a
 # fake success line after a newline) appear in the error message as \xNN text, never as raw

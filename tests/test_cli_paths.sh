@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_cli_paths.sh VOXLOD DATA_DIR - nothing lost, nothing hung: outputs that are not plain files
 # (devices, FIFOs, standard output, symbolic links), outputs equal to inputs, signals during a
 # write, FIFO inputs, size bombs, and the values and messages a careless user meets. Devices are

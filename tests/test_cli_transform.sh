@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # test_cli_transform.sh - trees whose transform is finite but beyond single precision (origin and
 # scale 1e300, scale 1e-300, a box 1e20 voxels from the world origin) are refused by every command
 # that computes in world units, with one message, exit 1 and no file; the same tree with its own

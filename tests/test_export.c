@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_export.c - grids and voxel formats out, OpenVDB level sets in (include/voxlod/export.h).
  *
  * The exported files are decoded by readers written here from the public format descriptions

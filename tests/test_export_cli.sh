@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_export_cli.sh - `voxlod export` and `voxlod convert IN.vdb` from the command line: every
 # format written, vdb_print reading the .vdb, and the refusals (a .vox too large, --lod beyond the
 # tree, an unwritable output, a fog volume, damaged .vdb files) giving one clear line, a non-zero

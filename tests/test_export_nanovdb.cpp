@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_export_nanovdb.cpp - a .nvdb export read back by NanoVDB's own reader (nanovdb::io::readGrid
  * from the NanoVDB headers), compared with values computed here from the tree's raw voxels and
  * nodes (svo/node.h decoding), not from the exporter's code:

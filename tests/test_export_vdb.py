@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_export_vdb.py - .vdb grids out and in, checked by OpenVDB's own Python module (pyopenvdb).
 
     /usr/bin/python3 tests/test_export_vdb.py VOXLOD WORKDIR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_formats_import_limits.c - the mesh import under hostile sizes: headers that declare more
  * elements than their file holds are refused before assimp allocates anything (PLY ascii and
  * binary, binary STL, OFF; from a file, from memory and before the isolated import's fork), valid

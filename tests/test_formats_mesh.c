@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_formats_mesh.c - mesh import: the test meshes (tests/data/meshes, one scene in every
  * format assimp reads that we use, messy meshes) against the triangle counts and bounding boxes
  * their generator computed (make_meshes.py, which also checks them with assimp's own command-line

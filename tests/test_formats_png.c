@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_formats_png.c - PNG output: a written image decodes (stb_image) to the same pixels; an
  * unwritable destination fails with VX_ERR_IO and leaves nothing behind. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_formats_svo.c - the .svo codec: round trip, partial reads, and rejection of every
  * truncated prefix, single-byte corruptions, hostile headers with valid checksums, newer
  * versions, memory limits; atomic writes under a full disk. */

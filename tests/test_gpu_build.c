@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_build.c - the GPU build (`convert --gpu`) against the CPU build, byte for byte (ctest
  * label gpu; exits 77 where no GPU is usable).
  *

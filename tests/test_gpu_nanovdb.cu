@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_nanovdb.cu - voxlod's marcher and NanoVDB's HDDA zero crossing see the same surface
  * (ctest label gpu). The host half runs everywhere; the GPU half exits 77 without a device.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_probe.cu - the check that this machine's GPU can run the build's code
  * (vx_cuda_usable, svo/cuda_status.cuh) and what the library does with its answer.
  *

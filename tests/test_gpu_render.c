@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_render.c - the CUDA renderer against the CPU renderer, and kernel variants against
  * each other (ctest label gpu; exits 77 where no GPU is usable).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_sample.cu - the CUDA sampler against the CPU one: host arrays, device arrays sampled in
  * place (cudaMalloc'ed, as torch or cupy hold them), a renderer's resident tree, a cut level,
  * non-finite points, mixed host and device arrays refused. Skips (77) without a usable GPU.

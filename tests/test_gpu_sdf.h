@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_sdf.h - trees from analytic signed-distance functions, for the GPU tests.
  *
  * A voxel is a surface voxel when |f(centre)| <= half its diagonal (the exact SDF's zero set can

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_install.sh BUILD_DIR SOURCE_DIR DATA_DIR - libvoxlod as a user gets it: `cmake --install`
 # into a scratch prefix, then the examples built against the *installed* package twice (through
 # find_package(voxlod) and through pkg-config), the installed CLI, only vx_* symbols exported, the

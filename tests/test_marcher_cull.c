@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_marcher_cull.c - plane-bound culling (trace.h) never changes an image.
  *
  * The walk steps over a node when its plane and max-error bound prove that the field has no zero

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_marcher_lod.c - rendering at every level of detail, blocks mode, partial loads, auto LOD.
  *
  * - Blocks mode at every level L draws exactly the occupied cells of level L: depth against a

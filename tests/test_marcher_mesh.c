@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_marcher_mesh.c - rendered meshes against a brute-force ray/triangle reference renderer.
  *
  * The mesh is voxelized (voxelizer.h) and rendered by the CPU marcher; the reference intersects

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_marcher_sphere.c - the smooth surface of a sphere's field against the analytic sphere.
  *
  * The tree is built straight from the exact signed distance (refrender.h), so every difference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_marcher_thin.c - thin features are not lost: no tunnelling through narrow sign changes.
  *
  * Sheets from two close parallel planes (slab SDF |n.p - c| - h/2, negative inside):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_mesher.c - dual contouring (mesher/): watertight and edge-manifold meshes at every cut,
  * distance to the source mesh, re-voxelization, the single-valued corner field, determinism,
  * orientation and errors.

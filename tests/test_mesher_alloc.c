@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_mesher_alloc.c - every host allocation of vx_mesher_extract and vx_mesh_save, made to fail
  * in turn through the allocator hook: each failure must give VX_ERR_NOMEM with a message, no mesh,
  * no output file or temporary, and leak nothing (the hook counts live blocks). One thread, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_mesher_api.c - meshes out of trees through the public header only (voxlod/mesher.h):
  * the cuts, the accessors and statistics, files in every format read back, and the inputs and
  * outputs that must be refused without leaving a file. */

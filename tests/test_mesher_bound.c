@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_mesher_bound.c - `mesh --error E` keeps its promise: the mesh of the error cut and the
  * full-detail mesh of the same tree are within E finest voxels of each other, both ways (plus
  * the field's quantization step), on analytic shapes and on the scanned bunnies in data/.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # test_mesher_cli.sh - `voxlod mesh` end to end: every format, every cut, and the inputs and
 # outputs it must refuse with a clear message, a non-zero exit and no file left behind.
 # usage: test_mesher_cli.sh VOXLOD DATA_DIR

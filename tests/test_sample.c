@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sample.c - distance queries (vx_tree_sample, the sampler on the CPU, points near the
  * surface) against a brute-force reference: the exact distance to every triangle and the exact
  * generalized winding number, in double precision, on small analytic meshes. */

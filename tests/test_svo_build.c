@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_svo_build.c - octree invariants and exact node counts on hand-made voxel sets. */
 #include "svo/svo.h"
 #include "check.h"

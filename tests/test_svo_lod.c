@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_svo_lod.c - per-node planes from moments, the max-error bound, packing error and pruning.
  *
  * References are brute force in double: least squares by Householder QR on the sample list, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_svo_text.c - library messages carry no terminal controls: vx_text_escape against
  * hand-written expectations (control characters, DEL, C1 controls and every kind of invalid
  * UTF-8 as \xNN; valid UTF-8 kept), its idempotence and truncation, and vx_error_set and

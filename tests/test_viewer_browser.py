@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """test_viewer_browser.py VOXLOD DATA_DIR [--gpu] [--tree T.svo] [--screenshot OUT.png]
 [--size WxH] - the page of `voxlod view` in a real browser: headless chromium driven by selenium
 against `voxlod view --cpu` (or --gpu) on a small tree. The page loads, a frame arrives and shows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_viewer_host.c - test_viewer_host: the viewer's Host header grammar and loopback test
  * (viewer/protocol.c: vw_host_parse, vw_host_is_loopback) and the escaping of names printed to
  * a terminal (vw_text_escape), against tables written from RFC 3986 / 7230 by hand. */

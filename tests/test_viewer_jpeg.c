@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jpeg_test.c - test_viewer_jpeg: the viewer's JPEG strips (jpeg_join.c, encoder.c) against
  * libjpeg-turbo's own decoder.
  *   - strips joined with restart markers decode to exactly the pixels of a single-pass encode,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """test_viewer_limits.py VOXLOD DATA_DIR - `voxlod view` against hostile clients and odd setups,
 each a reproducer that once worked:
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """test_viewer_protocol.py VOXLOD DATA_DIR [--gpu] - `voxlod view` without a browser: the HTTP
 side (the page, 404 elsewhere, methods, Host/Origin checks, the token), frames over the websocket
 (JPEG frames, JPEGs encoded in strips on several threads and joined with restart markers, the PNG,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_voxelizer_build.c - the whole build (voxels, field, tree, planes, pruning) and its errors.
  *
  * Also a tiny benchmark driver: `test_voxelizer_build MESH RES [THREADS]` converts one mesh and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_voxelizer_field.c - corner distances and signs against brute force and analytic shapes.
  *
  * Distances: every corner of every surface voxel against all triangles in double (the closest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_voxelizer_ooc.c - the streaming (out-of-core) build against the in-core build.
  *
  * Reference: vx_voxelize (all voxels concatenated, vx_octree_build, whole-tree plane fit) written

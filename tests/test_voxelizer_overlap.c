@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_voxelizer_overlap.c - closed triangle/box overlap and closest point against dense sampling.
  *
  * Reference: points sampled on the triangle (a barycentric lattice) tested inside the closed box,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_voxelizer_sign.c - the winding-number sign rule (winding.c) against brute force.
  *
  * The reference winding number sums every triangle's solid angle in long double by the spherical

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_voxelizer_surface.c - surface voxels of small meshes against a brute-force reference, and
  * independence of thread count and block size.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `voxlod view` (viewer/) and the image API it uses:
 #   test_viewer_protocol  the server without a browser (a websocket client): the page, 404s, the
 #                         token and Host/Origin checks, frames, and every bad input

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """viewer_common.py - what the `voxlod view` tests share: a small tree, a server process, a PNG
 reader for pixel statistics. Standard library only (runs with /usr/bin/python3)."""
 import os

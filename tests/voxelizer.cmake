@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # voxelizer/: overlap and closest point, surface voxels, corner field, whole build.
 # Tests that can use the mesh importer reference vx_soup_import weakly and force it in with -u, so
 # they link (and skip that part) while formats/ is incomplete.

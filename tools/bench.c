@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench.c - `voxlod bench`: what images of a tree cost, through the renderer object.
  *
  * First the first-image cost a user of `render` pays: creating the renderer (on the GPU the CUDA

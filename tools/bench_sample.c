@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_sample.c - `voxlod bench IN.svo --sample N`: what distance queries cost, through the
  * sampler object.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.c - the option parser, progress display, signal handling and messages shared by the voxlod
  * commands (cli.h). */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.h - what the voxlod commands share: the one option parser (every number range-checked as
  * it is parsed), the camera/LOD/size options of the commands that render, progress, signals and
  * messages. tools/ is the only code that prints, and it uses the public API (voxlod.h) only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* export.c - `voxlod export IN.svo OUT.{nvdb,vdb,binvox,vox,ply}`: a tree's field at one level to
  * a grid or voxel format, and `voxlod convert IN.vdb OUT.svo`: an OpenVDB level set to a tree
  * (include/voxlod/export.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mesh.c - `voxlod mesh IN.svo OUT.{obj,ply,stl,glb} [--lod L | --error E] [--format F]`: a
  * triangle mesh out of a tree at any level of detail (include/voxlod/mesher.h), written through
  * assimp. */

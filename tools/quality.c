@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* quality.c - image error of one tree against another, and the `voxlod compare` command.
  *
  * Both trees are rendered from the same orbit views (framed on the reference) at the same size;

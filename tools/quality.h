@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* quality.h - image error of one tree against another (`voxlod compare`, `stats --error`). */
 #ifndef VOXLOD_TOOLS_QUALITY_H
 #define VOXLOD_TOOLS_QUALITY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats.c - `voxlod stats`: memory per resolution, from the coarsest level to the finest.
  *
  * For each level l (resolution 2^l) the table shows what rendering with the tree cut at l costs:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod.c - the command line: convert, render, stats, bench, compare, view.
  *
  * Each command parses its arguments (cli.c), calls the library (voxlod.h) and prints. Failures

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conns.c - who holds civetweb's workers: connections that have not sent their request yet,
  * and the tab slots (server.h: vw_conns).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # embed.cmake - writes a file's bytes as a C array (the viewer's page goes into the binary).
 #   cmake -DIN=page/index.html -DOUT=page_data.c -DNAME=vw_page_html -P embed.cmake
 # Defines `const unsigned char NAME[]` (NUL-terminated, not counted) and `const size_t NAME_size`.

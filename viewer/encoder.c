@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* encoder.c - a frame to JPEG in strips on several threads (encoder.h); the pool and the plan.
  *
  * A frame's strips form a job on the caller's stack. The pool keeps a queue of jobs that still

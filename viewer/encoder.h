@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* encoder.h - a frame to JPEG on several threads: the frame is cut into horizontal strips of
  * whole MCU rows, the strips are encoded at once (libturbojpeg, jpeg.h) by the calling thread and
  * a small pool of encoder threads shared by every tab, and spliced into one baseline JPEG with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* http.c - the HTTP side of `voxlod view`: civetweb's set-up, the one page, who may connect.
  *
  * Served: GET (or HEAD) "/" and "/index.html": the page, embedded in the binary at build time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jpeg.c - libturbojpeg behind jpeg.h. Chroma is subsampled 4:2:0 (what video does: a third of
  * the bytes of 4:4:4 and half the encode time at 1080p), except at quality 95 and above, where
  * the user asked for detail. The JPEG is written straight into the caller's buffer (sized by

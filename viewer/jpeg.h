@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jpeg.h - frames to JPEG for the viewer's stream, through libturbojpeg (the only file that
  * includes it is jpeg.c). One encoder per thread: an encoder is not shared. */
 #ifndef VOXLOD_VIEWER_JPEG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jpeg_join.c - strips of one frame spliced into one JPEG with restart markers (jpeg_join.h says
  * why that is the frame). Every strip is parsed and checked before a byte moves: a header made
  * of the segments libjpeg writes (APPn, COM, DQT, DHT, one baseline or extended sequential SOF,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jpeg_join.h - strips of one frame, each encoded as its own baseline JPEG, spliced into one
  * baseline JPEG with restart markers. Pure byte work over the caller's memory (no libjpeg), so
  * that it is tested on its own (viewer/jpeg_test.c).

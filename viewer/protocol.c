@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* protocol.c - the page's messages (protocol.h): a strict tokenizer over a bounded byte string.
  *
  * Every byte is checked before it is used: the length first, then the alphabet (printable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* protocol.h - what a page may say to `voxlod view`, parsed and checked byte by byte, the
  * limits a request is held to, and the Host header's grammar. Pure functions over caller memory (no server, no allocation, no
  * global state), so the fuzz target (fuzz/fuzz_view_msg.c) drives exactly what the server runs.

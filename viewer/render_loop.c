@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* render_loop.c - the render thread: the one user of the renderer, serving every tab in turn.
  *
  * Each turn it picks the next tab (round robin by id) that wants a frame and may have one (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server.h - `voxlod view`: one tree, one renderer, one civetweb server, any number of tabs.
  *
  * THREADS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* session.c - a tab: its websocket (civetweb's handlers), what it asks for, and its writer.
  *
  * Messages from the page arrive on the connection's civetweb worker (vw_ws_data). Each is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* view.c - `voxlod view IN.svo`: a web page that flies through a tree, its frames drawn here.
  *
  * Loads the whole tree (every level: the page switches levels at will), makes one renderer (the

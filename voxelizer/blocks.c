@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* blocks.c - conservative surface voxelization, block by block, on all cores.
  *
  * Algorithm

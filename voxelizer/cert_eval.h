@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cert_eval.h - whether a triangle is "clean" for the winding rule's shortcut (sign.c explains
  * the rule), host and device: sign.c certifies every triangle on all cores, the GPU build on the
  * GPU (gpu_sign.cu), with these functions. Double precision; the winding numbers use atan2, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dedup.c - exact duplicate triangles dropped before a build, and the overlap check.
  *
  * Duplicates. Two triangles are the same when they have the same three vertex positions in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* distance.h - closest point on a triangle with the feature it lies on (host and device).
  *
  * Follows C. Ericson, "Real-Time Collision Detection" (2005), 5.1.5: the Voronoi regions of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* field.c - signed distances at the corners of one block's surface voxels.
  *
  * Candidates. A point within distance 1 of corner c lies in the cube [c-1, c+1]^3, the union of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* field_eval.h - one corner's value and one thin voxel's re-signing, host and device.
  *
  * field.c (the CPU build, block by block) and gpu_build.cu (the GPU build) choose the candidate

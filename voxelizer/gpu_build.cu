@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_build.cu - surface voxels and corner values on the GPU (`voxlod convert --gpu`).
  *
  * Same result as the CPU build (blocks.c + field.c), bit for bit: the same overlap test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_build_stub.c - vx_surface_build_gpu in a build without CUDA: says so. */
 #include "voxelizer/internal.h"
 

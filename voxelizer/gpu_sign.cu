@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_sign.cu - the winding rule's clean-triangle certificate (cert_eval.h) on the GPU.
  *
  * On the CPU this is most of the sign tables' time (two coarse winding numbers and a crossing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_tree.cu - the octree and its planes on the GPU: vx_octree_build + vx_octree_fit_planes, bit for
  * bit, from a surface that is already in GPU memory (gpu_build.cu, device_out).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_util.cuh - what the GPU build's two files share (gpu_build.cu, gpu_tree.cu): error
  * checks that turn a CUDA failure into a vx_status (svo/cuda_status.cuh), launch sizes, the wall clock and the fast
  * copy back to fresh host memory. C++ (CUDA) only. */

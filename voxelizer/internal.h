@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* internal.h - the voxelizer's internal interfaces (not installed; tests may include it).
  *
  * Pipeline (voxelize.c): grid transform -> sign data for the whole mesh (sign.c) -> surface voxels

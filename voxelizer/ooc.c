@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ooc.c - the streaming build: blocks voxelized on all cores, fed in Morton order into a
  * level-by-level octree that stays in memory or spills to disk under a memory limit.
  *

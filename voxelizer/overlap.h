@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* overlap.h - closed triangle vs closed axis-aligned box, separating-axis test (host and device).
  *
  * Follows T. Akenine-Moller, "Fast 3D Triangle-Box Overlap Testing", JGT 2001: the triangle and

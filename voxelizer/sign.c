@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sign.c - inside or outside: the sign rules' tables; the pseudo-normal rule itself.
  *
  * Which rule. The default (VX_SIGN_WINDING) is the generalized winding number, evaluated per

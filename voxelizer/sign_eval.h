@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sign_eval.h - the sign rules' per-corner decision, host and device.
  *
  * sign.c builds the tables (welded vertices, pseudo-normals, clean flags, the winding tree) and

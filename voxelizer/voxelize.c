@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxelize.c - the whole build: grid transform, sign tables, surface voxels with corner values,
  * octree, planes, pruning.
  *

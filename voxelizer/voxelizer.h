@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxelizer.h - triangles -> surface voxels with signed distances at their corners -> octree.
  *
  * Contract

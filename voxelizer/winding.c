@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* winding.c - the generalized winding number, evaluated hierarchically: the voxelizer's sign.
  *
  * Rule (A. Jacobson, L. Kavan, O. Sorkine-Hornung, "Robust Inside-Outside Segmentation using

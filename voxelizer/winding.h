@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* winding.h - generalized winding number of a triangle soup, exact and hierarchical (winding.c).
  *
  * w(p) = (1/4pi) * sum over triangles of the signed solid angle they subtend at p (Jacobson,

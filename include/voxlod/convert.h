@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/convert.h - a mesh (or an OpenVDB level set) -> a tree, in memory or in a .svo file:
  * what `voxlod convert` does.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/experimental.h - calls outside the stable API: benchmarks of the renderer and the
  * sampler, with their statistics (timings, GPU register counts).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/export.h - trees out to grid and voxel formats: what `voxlod export` does (OpenVDB level
  * sets in: vx_convert_grid, convert.h).
  *

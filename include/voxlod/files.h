@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/files.h - output files: every file the library writes goes through these rules.
  *
  * - A new path, or a regular file: written to "<name>.voxlod-tmp-XXXXXX" beside it, flushed,

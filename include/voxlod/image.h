@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/image.h - images in memory: the PNG encoder the library writes its images with, for
  * callers that send or store the bytes themselves (a server, an archive).
  *

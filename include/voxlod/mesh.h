@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/mesh.h - triangle meshes: loaded from any file assimp reads, made from your arrays or
  * by the mesher (mesher.h); read through accessors, saved to files. */
 #ifndef VOXLOD_MESH_H

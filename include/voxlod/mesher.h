@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/mesher.h - the mesher: triangle meshes out of a tree at any level of detail, what
  * `voxlod mesh` does (saving a mesh to a file: vx_mesh_save, mesh.h).
  *

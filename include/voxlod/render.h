@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/render.h - images of a tree at any level of detail, on the GPU or the CPU.
  *
  * A renderer is made once for a tree: on the GPU it uploads the tree (the CUDA context and the

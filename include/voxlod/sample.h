@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/sample.h - signed-distance queries: world-space points in, signed distance (world units)
  * and its gradient out, from a tree at full detail or cut at a level.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/tree.h - trees (sparse voxel octrees): load, save, inspect.
  *
  * A tree of depth D has 2^D cells per axis at its finest level. Levels 0 .. D-1 are nodes (16

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // module.cpp - voxlod._voxlod: the nanobind module over libvoxlod's public C API (voxlod.h).
 //
 // This layer only converts: Python arguments into option structs, statuses into exceptions

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures: small trees made once per session, the bundled meshes, the CLI binary; the
 skip policy: only tests marked `gpu` (a usable CUDA device) or `optional` (a package that
 scripts/test.sh does not install, named in the reason) may skip where $CI is set; any other skip

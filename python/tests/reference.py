@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Brute-force references for the tests: analytic meshes, and the exact signed distance to every
 triangle in double precision (closest point by Ericson's region test, inside where the
 generalized winding number, the sum of solid angles, exceeds 1/2)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Trees as bytes: Tree.to_bytes / voxlod.from_bytes against the file save() writes, pickling,
 trees sent to worker processes (what a torch DataLoader with workers does), no leak over round
 trips, one tree used from several threads at once."""

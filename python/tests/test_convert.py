@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """voxlod.convert / load / save, the tree's properties, raw views, statistics, errors, leaks."""
 import gc
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The README's Python example and docs/python.md's worked example, run as a user runs them: in a
 scratch folder with data/ beside it (they read data/bunny.ply and write their files there)."""
 import pathlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Property-based fuzzing of the Python entry points (hypothesis): whatever a caller passes to
 Tree.sample, convert (from arrays), Tree.render, Tree.surface_points, load and from_bytes
 (damaged files), or file names to save, load and convert (embedded NULs, bytes that are not

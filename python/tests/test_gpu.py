@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CUDA arrays in, CUDA arrays out (torch, cupy): sampled in place on the GPU, the same values
 as the CPU's. Skipped without a GPU or without the framework."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`voxlod mesh` writes only formats that another library reads back: each advertised format
 (.obj, .ply, .stl, .glb) is read by trimesh (its own parsers, not assimp and not ours), and the
 counts the command reports, the vertex positions across formats and the bounds against the source

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """File paths and arguments as a hostile or careless caller passes them: embedded NULs (refused as
 open() refuses them, never cut at the NUL), os.PathLike and bytes paths, names that are not
 UTF-8, progress= values that are not a switch or a callable, and exception names that shadow

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tree.render: shapes, options, the kept renderer, and the CLI's image pixel for pixel."""
 import struct
 import subprocess

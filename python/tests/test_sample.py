@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tree.sample against a brute-force reference (every triangle, double precision, exact winding
 number) and against libigl when installed; flags, gradients, cuts; bad inputs."""
 import numpy as np

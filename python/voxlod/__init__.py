@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """voxlod: triangle meshes to sparse voxel octrees (trees) with a signed-distance field and
 per-node level-of-detail planes; images and distance queries from them, on the GPU (CUDA) or the
 CPU.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Conversions: meshes (files, or vertex and face arrays) into trees."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CUDA arrays (torch, cupy, anything with __cuda_array_interface__ or DLPack): their layout, and
 new arrays of the same framework for a call's outputs."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Exceptions raised by voxlod: one class per library status, all subclasses of voxlod.Error.
 
 Each carries the library's one-line message (what failed, why, and the library source location)

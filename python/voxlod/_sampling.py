@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Signed-distance queries: Tree.sample (host arrays on all cores or the GPU, CUDA arrays in
 place) and Tree.surface_points. The rule (fields, the search near the surface, the bounded far
 value) is include/voxlod/sample.h's. The functions here are Tree's methods (_tree.py binds them).

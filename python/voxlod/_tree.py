@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Trees: the Tree class (inspect, files, images; its distance queries are _sampling.py's),
 and trees read from .svo files or their bytes (load, from_bytes)."""
 

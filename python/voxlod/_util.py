@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Argument checks shared by the package's modules: devices, sizes, paths, progress reports and
 host arrays. Checks a user should read as Python messages happen here, before the library
 (which validates everything again) is called."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* experimental_call.c - a caller of the experimental section (voxlod/experimental.h). It must
  * compile with VOXLOD_EXPERIMENTAL defined and must not without it: the stable header alone does
  * not declare the benchmark calls (tests/api.cmake compiles it both ways). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_abi_v0_1.c - a caller compiled against the first published headers (0.1, copied unchanged
  * into tests/abi/v0_1/ from the release's include/), linked to the current library.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Must compile: sampler/ (vx_sampler) names its own folder, the core, sys/ and the public API. */
 #include "sampler/sampler.h"
 #include "svo/gpu_tree.h"

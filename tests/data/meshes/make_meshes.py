@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """make_meshes.py - writes the small test meshes in this folder and prints what each must import as.
 
     python3 tests/data/meshes/make_meshes.py            # rewrites the files, prints the table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/base.h - the vocabulary every part of libvoxlod shares: version, status codes and error
  * messages, the allocator hook, progress callbacks, devices, cameras and shading modes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/convert.h - mesh -> tree (in memory) and/or .svo file: what `voxlod convert` does. */
 #ifndef VOXLOD_CONVERT_H
 #define VOXLOD_CONVERT_H

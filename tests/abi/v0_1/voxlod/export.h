@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/export.h - trees out to grid and voxel formats, and OpenVDB level sets in: what
  * `voxlod export` and `voxlod convert IN.vdb` do.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/mesh.h - triangle meshes: loaded from any file assimp reads, or made from your arrays. */
 #ifndef VOXLOD_MESH_H
 #define VOXLOD_MESH_H

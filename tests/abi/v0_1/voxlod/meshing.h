@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* voxlod/meshing.h - triangle meshes out of a tree at any level of detail, and meshes written to
  * files: what `voxlod mesh` does.
  *
