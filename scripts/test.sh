@@ -39,7 +39,7 @@ count_ctest build build build/ctest.log
 if [ "${VOXLOD_PYTHON_TESTS:-1}" != 0 ]; then
   echo "== Python package (pip install ., pytest python/tests)"
   py=python3
-  pydeps=(pytest numpy libigl tqdm hypothesis trimesh)
+  pydeps=(pytest numpy libigl tqdm hypothesis trimesh "dask[distributed]")
   if ! $py -m pip install -q "${pydeps[@]}" >build-python.log 2>&1; then
     python3 -m venv build-python/venv >>build-python.log 2>&1 && py=build-python/venv/bin/python &&
       $py -m pip install -q "${pydeps[@]}" >>build-python.log 2>&1 || true

@@ -13,8 +13,9 @@ docs/python.md in the source tree is the guide; include/voxlod/sample.h states t
 rule. Errors raise voxlod.Error (a subclass per status) with the library's message.
 
 The package's modules, by concern: _convert (meshes into trees), _tree (the Tree, load,
-from_bytes), _sampling (distance queries), _errors (exceptions), _util (argument checks), _cuda
-(CUDA arrays), _voxlod (the compiled bindings). This file only re-exports the public names.
+from_bytes), _datasets (many meshes into training samples), _sampling (distance queries),
+_errors (exceptions), _util (argument checks), _cuda (CUDA arrays), _voxlod (the compiled
+bindings); __main__ is `python -m voxlod`. This file only re-exports the public names.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import List, Optional
 
 from . import _voxlod
 from ._convert import convert
+from ._datasets import MESH_EXTENSIONS, PRESETS, sample_meshes
 from ._errors import (CancelledError, CorruptError, CudaError, EmptyError, Error, FileError,
                       FormatError, InvalidArgumentError, LimitError, NoGpuError, NoMemoryError,
                       VersionError)
@@ -33,7 +35,8 @@ from ._tree import NODE_DTYPE, STATS_DTYPE, Tree, from_bytes, load
 __version__: str = _voxlod.version()
 
 __all__ = [
-    "Tree", "convert", "load", "from_bytes", "gpu_available", "gpu_name", "NODE_DTYPE",
+    "Tree", "convert", "sample_meshes", "MESH_EXTENSIONS", "PRESETS", "load", "from_bytes",
+    "gpu_available", "gpu_name", "NODE_DTYPE",
     "STATS_DTYPE", "SAMPLE_PLANE", "SAMPLE_NEAR", "SAMPLE_FAR", "SAMPLE_OUTSIDE", "SAMPLE_NO_SIGN",
     "SAMPLE_INVALID", "Error", "InvalidArgumentError", "FileError", "NoMemoryError",
     "FormatError", "CorruptError", "VersionError", "EmptyError", "LimitError", "CudaError",

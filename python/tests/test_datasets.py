@@ -1,0 +1,267 @@
+# SPDX-License-Identifier: Apache-2.0
+"""voxlod.sample_meshes and `python -m voxlod samples`: many meshes (generated here, written as
+OBJ/PLY text, with a corrupt, an empty and a NaN one) into .npz training samples on local worker
+processes and on a Dask LocalCluster; outputs checked against the exact signed distance to the
+triangles (reference.py), resumes, damaged outputs, shards, a worker killed mid-run."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import voxlod
+from reference import box, signed_distance, uv_sphere
+
+OPTS = dict(points=3000, res=32, progress=False)
+MODEL = os.path.join("models", "model_normalized.obj")
+
+
+def write_obj(path, v, f):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write("".join(f"v {float(x)!r} {float(y)!r} {float(z)!r}\n" for x, y, z in v))
+        fh.write("".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in f))
+
+
+def write_ply(path, v, f):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write(f"ply\nformat ascii 1.0\nelement vertex {len(v)}\nproperty float x\n"
+                 f"property float y\nproperty float z\nelement face {len(f)}\n"
+                 "property list uchar int vertex_indices\nend_header\n")
+        fh.write("".join(f"{float(x)!r} {float(y)!r} {float(z)!r}\n" for x, y, z in v))
+        fh.write("".join(f"3 {a} {b} {c}\n" for a, b, c in f))
+
+
+@pytest.fixture(scope="module")
+def meshes(tmp_path_factory):
+    """A ShapeNet-like tree (two models with the same name under different ids), a box, and
+    broken inputs. Returns the root and {relative path: (vertices, faces)} of the good ones."""
+    root = tmp_path_factory.mktemp("meshes")
+    good = {
+        os.path.join("s1", "a", MODEL): uv_sphere(1.0, 32, 16),
+        os.path.join("s2", "a", MODEL): uv_sphere(0.5, 32, 16, centre=(1.0, 2.0, -3.0)),
+        "box.ply": box((-1.0, -0.5, -0.25), (1.0, 0.5, 0.25)),
+    }
+    for rel, (v, f) in good.items():
+        (write_ply if rel.endswith(".ply") else write_obj)(root / rel, v, f)
+    v, f = uv_sphere(1.0, 16, 8)
+    v[3] = np.nan
+    write_obj(root / "broken" / "nan.obj", v, f)
+    (root / "broken" / "empty.obj").write_text("")
+    (root / "broken" / "corrupt.ply").write_bytes(b"ply\nformat ascii 1.0\n\x00\xff garbage\n")
+    (root / "broken" / "notes.txt").write_text("not a mesh: not walked")
+    return root, good
+
+
+@pytest.fixture(scope="module")
+def local_run(meshes, tmp_path_factory):
+    root, _ = meshes
+    out = tmp_path_factory.mktemp("out")
+    recs = voxlod.sample_meshes(root, out, workers=2, **OPTS)
+    return out, recs
+
+
+def check_output(file, v, f, points, normalize="sphere"):
+    with np.load(file, allow_pickle=False) as z:
+        p, d, fl = z["points"], z["sdf"], z["flags"]
+        scale, offset = float(z["scale"]), z["offset"]
+        rep = json.loads(str(z["report"]))
+    assert rep["preset"] and p.dtype == np.float32 and p.shape == (points, 3)
+    assert d.dtype == np.float32 and d.shape == (points,)
+    lim = 1.0 if normalize == "sphere" else 0.5
+    # "near" points lie within the band of the surface, which may touch the cube's faces
+    assert np.abs(p).max() <= lim + (rep["band"] if rep["preset"] == "near" else 1e-6)
+    # the normalization: the mesh's vertices inside the unit sphere (or cube)
+    vn = (v - offset) / scale
+    assert np.abs(np.linalg.norm(vn, axis=1) if normalize == "sphere" else vn).max() <= lim + 1e-6
+    assert rep["triangles"] == len(f)
+    # against the exact signed distance to the triangles, in normalized units: within a voxel
+    # inside the band; beyond it the value is +-band with the exact distance's sign
+    rng = np.random.default_rng(1)
+    idx = rng.choice(points, 300, replace=False)
+    exact = signed_distance(p[idx].astype(np.float64) * scale + offset, v, f) / scale
+    far = (fl[idx] & voxlod.SAMPLE_FAR) != 0
+    vox = rep["voxel"]
+    assert (~far).sum() > 100
+    assert np.abs(d[idx][~far] - exact[~far]).max() <= vox
+    assert np.all(np.sign(d[idx][far]) == np.sign(exact[far]))
+    assert np.all(np.abs(d[idx][far]) <= np.abs(exact[far]) + vox)
+    return rep
+
+
+def test_local_engine(meshes, local_run):
+    root, good = meshes
+    out, recs = local_run
+    got = {os.path.relpath(r["path"], root): r for r in recs}
+    assert set(got) == set(good) | {os.path.join("broken", n)
+                                    for n in ("nan.obj", "empty.obj", "corrupt.ply")}
+    for rel, (v, f) in good.items():
+        r = got[rel]
+        assert r["ok"], r
+        assert r["file"] == str(out / (rel + ".npz")) and r["seconds"] > 0
+        rep = check_output(r["file"], v, f, OPTS["points"])
+        assert rep["sign_reliable"] and rep["unreliable_because"] == []
+    # the NaN mesh: its NaN triangles dropped, so its signs are not trusted
+    nan = got[os.path.join("broken", "nan.obj")]
+    assert nan["ok"] and nan["report"]["skipped_nonfinite"] > 0
+    assert not nan["report"]["sign_reliable"]
+    for n in ("empty.obj", "corrupt.ply"):
+        r = got[os.path.join("broken", n)]
+        assert not r["ok"] and r["error"] and r["file"] is None
+        assert not (out / "broken" / (n + ".npz")).exists()
+    fails = [json.loads(s) for s in (out / "failures.jsonl").read_text().splitlines()]
+    assert sorted(os.path.basename(x["path"]) for x in fails) == ["corrupt.ply", "empty.obj"]
+    assert not list(out.rglob(".tmp-*"))
+
+
+def test_rerun_skips_and_redoes_damaged(meshes, local_run, tmp_path):
+    root, good = meshes
+    out, first = local_run
+    files = {r["path"]: r["file"] for r in first if r["ok"]}
+    mtimes = {p: os.stat(f).st_mtime_ns for p, f in files.items()}
+    damaged = files[str(root / "box.ply")]
+    with open(damaged, "r+b") as fh:  # what kill -9 of a writer that was not atomic leaves
+        fh.truncate(os.path.getsize(damaged) // 2)
+    recs = voxlod.sample_meshes(root, out, workers=2, **OPTS)
+    for r in recs:
+        if r["path"] == str(root / "box.ply"):
+            assert r["ok"] and not r["skipped"]
+        elif r["ok"]:
+            assert r["skipped"] and os.stat(r["file"]).st_mtime_ns == mtimes[r["path"]]
+    v, f = good["box.ply"]
+    check_output(damaged, v, f, OPTS["points"])
+
+
+def test_shards_and_seeds(meshes, local_run, tmp_path):
+    root, _ = meshes
+    out, full = local_run
+    a = voxlod.sample_meshes(root, tmp_path, shard="0/2", workers=1, **OPTS)
+    b = voxlod.sample_meshes(root, tmp_path, shard="1/2", workers=1, **OPTS)
+    assert sorted(r["path"] for r in a + b) == sorted(r["path"] for r in full)
+    assert not {r["path"] for r in a} & {r["path"] for r in b}
+    for r in full:
+        if r["ok"]:
+            other = tmp_path / os.path.relpath(r["file"], out)
+            with np.load(r["file"]) as x, np.load(other) as y:
+                for k in ("points", "sdf", "flags", "scale", "offset"):
+                    assert np.array_equal(x[k], y[k]), k
+    # another seed gives other points
+    c = voxlod.sample_meshes(root / "box.ply", tmp_path / "s7", seed=7, **OPTS)
+    with np.load(c[0]["file"]) as x, np.load(out / "box.ply.npz") as y:
+        assert not np.array_equal(x["points"], y["points"])
+    with pytest.raises(ValueError):
+        voxlod.sample_meshes(root, tmp_path, shard="2/2", **OPTS)
+
+
+@pytest.mark.parametrize("preset", ["uniform", "surface", "near"])
+def test_presets_cube(meshes, tmp_path, preset):
+    root, good = meshes
+    rel = os.path.join("s2", "a", MODEL)
+    v, f = good[rel]
+    r = voxlod.sample_meshes(root / rel, tmp_path, preset=preset, normalize="cube", workers=1,
+                             **OPTS)[0]
+    assert r["ok"], r
+    check_output(r["file"], v, f, OPTS["points"], normalize="cube")
+    with np.load(r["file"]) as z:
+        d, fl = z["sdf"], z["flags"]
+        vox = json.loads(str(z["report"]))["voxel"]
+        if preset == "surface":
+            assert np.abs(d).max() <= vox
+            n = z["normals"]
+            p = z["points"] * z["scale"] + z["offset"]
+            radial = (p - (1.0, 2.0, -3.0)) / np.linalg.norm(p - (1.0, 2.0, -3.0), axis=1)[:, None]
+            assert np.median((n * radial).sum(1)) > 0.99
+        if preset == "near":
+            # surface voxels' centres moved by up to the band per axis: mostly within it
+            band = json.loads(str(z["report"]))["band"]
+            assert np.abs(d).max() <= band * (1 + 1e-5)
+            assert np.mean((fl & voxlod.SAMPLE_FAR) != 0) < 0.3
+
+
+def test_bad_inputs(meshes, tmp_path):
+    root, _ = meshes
+    good = root / "box.ply"
+    link = tmp_path / "link.ply"
+    link.symlink_to(good)
+    recs = voxlod.sample_meshes([good, link, good, tmp_path / "missing.obj"], tmp_path / "o",
+                                workers=1, **OPTS)
+    assert [r["ok"] for r in recs].count(True) == 1
+    dup = [r for r in recs if r["skipped"]]
+    assert len(dup) == 2 and all("same file" in r["error"] for r in dup)
+    assert any("no such file" in (r["error"] or "") for r in recs)
+    # skip_unreliable: the NaN mesh is skipped with its reason, nothing written
+    r = voxlod.sample_meshes(root / "broken" / "nan.obj", tmp_path / "u", skip_unreliable=True,
+                             **OPTS)[0]
+    assert not r["ok"] and r["skipped"] and "NaN" in r["error"]
+    assert not (tmp_path / "u" / "nan.obj.npz").exists()
+    # an output directory that cannot be made: per-mesh errors, the run goes on
+    (tmp_path / "file").write_text("")
+    recs = voxlod.sample_meshes(root, tmp_path / "file" / "out", workers=1, **OPTS)
+    assert recs and not any(r["ok"] for r in recs)
+    assert all(r["error"] for r in recs)
+    with pytest.raises(ValueError):
+        voxlod.sample_meshes(root, tmp_path, preset="nope")
+    with pytest.raises(ValueError):
+        voxlod.sample_meshes(root, tmp_path, preset_opts={"shares": (1, 1)}, **OPTS)
+
+
+def test_worker_killed(meshes, local_run, tmp_path, monkeypatch):
+    root, _ = meshes
+    mark = tmp_path / "died"
+    monkeypatch.setenv("VOXLOD_TEST_DIE_ON", "box.ply")
+    monkeypatch.setenv("VOXLOD_TEST_DIE_MARK", str(mark))
+    recs = voxlod.sample_meshes(root, tmp_path / "o", workers=2, **OPTS)
+    assert mark.exists()  # a worker did die
+    r = next(r for r in recs if r["path"] == str(root / "box.ply"))
+    assert r["ok"] and r.get("retried"), r
+    assert sum(r["ok"] for r in recs) == sum(r["ok"] for r in local_run[1])
+    with np.load(r["file"]) as x, np.load(local_run[0] / "box.ply.npz") as y:
+        assert np.array_equal(x["sdf"], y["sdf"])
+
+
+def test_cli(meshes, tmp_path):
+    root, _ = meshes
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    cmd = [sys.executable, "-m", "voxlod", "samples", str(tmp_path / "a"), "--points", "2000",
+           "--res", "32", "--workers", "1", "--seed", "3"]
+    p = subprocess.run(cmd + [str(root / "box.ply"), str(root / "s1")], env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "meshes/s" in p.stderr or "mesh/s" in p.stderr
+    assert (tmp_path / "a" / "box.ply.npz").exists()
+    p = subprocess.run(cmd + ["--no-progress", str(root)], env=env, capture_output=True,
+                       text=True)
+    assert p.returncode == 1
+    assert "2 already done" in p.stdout and "2 failed" in p.stdout
+    assert "corrupt.ply" in p.stderr
+    p = subprocess.run(cmd + ["--shard", "x", str(root)], env=env, capture_output=True, text=True)
+    assert p.returncode == 2
+
+
+def test_dask(meshes, local_run, tmp_path, monkeypatch):
+    distributed = pytest.importorskip("dask.distributed")
+    root, _ = meshes
+    out, local = local_run
+    mark = tmp_path / "died"
+    # a worker process dies (as killed) on the box; Dask reruns its task elsewhere
+    monkeypatch.setenv("VOXLOD_TEST_DIE_ON", "box.ply")
+    monkeypatch.setenv("VOXLOD_TEST_DIE_MARK", str(mark))
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        recs = voxlod.sample_meshes(root, tmp_path / "o", client=client, **OPTS)
+    assert mark.exists()
+    want = {r["path"]: r for r in local}
+    assert {r["path"] for r in recs} == set(want)
+    for r in recs:
+        assert r["ok"] == want[r["path"]]["ok"], r
+        if r["ok"]:
+            with np.load(r["file"]) as x, np.load(want[r["path"]]["file"]) as y:
+                for k in ("points", "sdf", "flags", "scale", "offset"):
+                    assert np.array_equal(x[k], y[k]), k
+        else:
+            assert r["error"]
