@@ -134,6 +134,13 @@ def test_rerun_skips_and_redoes_damaged(meshes, local_run, tmp_path):
             assert r["skipped"] and os.stat(r["file"]).st_mtime_ns == mtimes[r["path"]]
     v, f = good["box.ply"]
     check_output(damaged, v, f, OPTS["points"])
+    # other settings (here DeepSDF's shares, as numpy numbers) make other outputs: redone
+    opts = {"shares": np.array([0.5, 0.3, 0.2])}
+    recs = voxlod.sample_meshes(root / "s1", tmp_path, preset_opts=opts, **OPTS)
+    again = voxlod.sample_meshes(root / "s1", tmp_path, preset_opts=opts, **OPTS)
+    assert recs[0]["ok"] and not recs[0]["skipped"] and again[0]["skipped"]
+    redo = voxlod.sample_meshes(root / "s1", tmp_path, **OPTS)
+    assert redo[0]["ok"] and not redo[0]["skipped"]
 
 
 def test_shards_and_seeds(meshes, local_run, tmp_path):

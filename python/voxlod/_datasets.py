@@ -107,14 +107,21 @@ def _mesh_seed(seed: int, rel: str) -> List[int]:
 
 
 # ---- outputs
-def _valid_npz(path: str, points: int) -> bool:
-    """True when path holds a complete output of `points` samples (every array read, so a
-    truncated or damaged file fails its zip checks)."""
+def _settings(job: dict) -> dict:
+    """What an output depends on besides its mesh (a rerun with other settings redoes it)."""
+    return {k: job[k] for k in ("points", "res", "preset", "normalize", "seed", "band", "opts")}
+
+
+def _valid_npz(path: str, points: int, settings: dict) -> bool:
+    """True when path holds a complete output of `points` samples made with `settings` (every
+    array read, so a truncated or damaged file fails its zip checks)."""
     try:
         with np.load(path, allow_pickle=False) as z:
             p, d = z["points"], z["sdf"]
             s, o = z["scale"], z["offset"]
-            json.loads(str(z["report"]))
+            rep = json.loads(str(z["report"]))
+        if rep.get("settings") != json.loads(json.dumps(settings)):
+            return False
         return (p.dtype == np.float32 and p.shape == (points, 3) and d.dtype == np.float32
                 and d.shape == (points,) and s.shape == () and o.shape == (3,)
                 and bool(np.isfinite(p).all()) and bool(np.isfinite(d).all()))
@@ -256,6 +263,7 @@ def _sample_one(job: dict) -> dict:
             "voxel": float(t.scale / scale), "band": float(t.band * t.scale / scale),
             "resolution": int(t.resolution), "notes": t.notes,
             "preset": job["preset"], "normalize": job["normalize"],
+            "settings": _settings(job),
         }
         rec["report"] = report
         if reasons and job["skip_unreliable"]:
@@ -410,6 +418,11 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
     unknown = set(opts) - {"variances", "shares"}
     if unknown:
         raise ValueError(f"preset_opts: unknown keys {sorted(unknown)}")
+    for k in opts:  # plain lists of floats: they go into each output's JSON report
+        try:
+            opts[k] = [float(x) for x in opts[k]]
+        except (TypeError, ValueError):
+            raise ValueError(f"preset_opts[{k!r}] must be a list of numbers") from None
     if preset == "deepsdf":  # a wrong preset_opts fails here, not once per mesh
         _deepsdf_counts(10, opts)
     dev = _device(device)
@@ -417,19 +430,22 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
     out_dir = os.path.abspath(os.fsdecode(os.fspath(out_dir)))
     _, items, records = _collect(paths)
     items = items[si::sn]
+    if si:  # missing and repeated inputs are reported by shard 0 only
+        records = []
     ncpu = os.cpu_count() or 1
     nworkers = int(workers or ncpu)
     jobs = []
     for path, rel in items:
         out = os.path.join(out_dir, rel + ".npz")
-        if os.path.isfile(out) and _valid_npz(out, int(points)):
+        job = {"path": path, "rel": rel, "file": out, "points": int(points), "res": int(res),
+               "preset": preset, "normalize": normalize, "seed": _mesh_seed(seed, rel),
+               "opts": opts, "band": None if band is None else float(band), "device": dev,
+               "threads": max(1, ncpu // max(1, nworkers)),
+               "skip_unreliable": bool(skip_unreliable)}
+        if os.path.isfile(out) and _valid_npz(out, int(points), _settings(job)):
             records.append(_record(path, ok=True, file=out, skipped=True))
             continue
-        jobs.append({"path": path, "rel": rel, "file": out, "points": int(points),
-                     "res": int(res), "preset": preset, "normalize": normalize,
-                     "seed": _mesh_seed(seed, rel), "opts": opts, "band": band,
-                     "device": dev, "threads": max(1, ncpu // max(1, nworkers)),
-                     "skip_unreliable": bool(skip_unreliable)})
+        jobs.append(job)
     bar = _Progress(len(jobs)) if progress and jobs else None
     done_recs: List[dict] = []
 
