@@ -5,7 +5,6 @@ processes and on a Dask LocalCluster; outputs checked against the exact signed d
 triangles (reference.py), resumes, damaged outputs, shards, a worker killed mid-run."""
 import json
 import os
-import pathlib
 import subprocess
 import sys
 
@@ -228,6 +227,17 @@ def test_worker_killed(meshes, local_run, tmp_path, monkeypatch):
     assert sum(r["ok"] for r in recs) == sum(r["ok"] for r in local_run[1])
     with np.load(r["file"]) as x, np.load(local_run[0] / "box.ply.npz") as y:
         assert np.array_equal(x["sdf"], y["sdf"])
+
+
+def test_worker_killed_twice(meshes, tmp_path, monkeypatch):
+    root, _ = meshes
+    monkeypatch.setenv("VOXLOD_TEST_DIE_ON", "box.ply")  # no marker: it dies every time
+    recs = voxlod.sample_meshes([root / "box.ply", root / "s1"], tmp_path, workers=2, **OPTS)
+    r = {os.path.basename(r["path"]): r for r in recs}
+    assert not r["box.ply"]["ok"] and "died twice" in r["box.ply"]["error"]
+    assert r["model_normalized.obj"]["ok"]
+    assert not (tmp_path / "box.ply.npz").exists()
+    assert "died twice" in (tmp_path / "failures.jsonl").read_text()
 
 
 def test_cli(meshes, tmp_path):

@@ -35,8 +35,8 @@ PRESETS = ("deepsdf", "uniform", "surface", "near")
 _DEEPSDF = {"variances": (0.0025, 0.00025), "shares": (0.475, 0.475, 0.05)}
 
 # A test hook: a worker that is about to sample a file whose name is $VOXLOD_TEST_DIE_ON exits
-# at once (as a killed worker does) when the marker file $VOXLOD_TEST_DIE_MARK does not exist
-# yet, creating it (so it dies once).
+# at once (as a killed worker does): every time without $VOXLOD_TEST_DIE_MARK, else only while
+# that marker file does not exist yet, creating it (so it dies once).
 _DIE_ON = "VOXLOD_TEST_DIE_ON"
 _DIE_MARK = "VOXLOD_TEST_DIE_MARK"
 
@@ -219,8 +219,9 @@ def _sample_one(job: dict) -> dict:
     try:
         die = os.environ.get(_DIE_ON)
         mark = os.environ.get(_DIE_MARK)
-        if die and mark and os.path.basename(path) == die and not os.path.exists(mark):
-            open(mark, "w").close()
+        if die and os.path.basename(path) == die and not (mark and os.path.exists(mark)):
+            if mark:
+                open(mark, "w").close()
             os._exit(3)
         m = _voxlod._Mesh.load(_path(path, "mesh"), 0.0)
         info = m.info()
