@@ -271,6 +271,16 @@ def test_dask(meshes, local_run, tmp_path, monkeypatch):
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         recs = voxlod.sample_meshes(root, tmp_path / "o", client=client, **OPTS)
+        # the command line on the same cluster
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        p = subprocess.run([sys.executable, "-m", "voxlod", "samples", str(tmp_path / "cli"),
+                            str(root / "box.ply"), "--points", "3000", "--res", "32",
+                            "--no-progress", "--scheduler", cluster.scheduler_address],
+                           env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        with np.load(tmp_path / "cli" / "box.ply.npz") as x, \
+                np.load(local_run[0] / "box.ply.npz") as y:
+            assert np.array_equal(x["sdf"], y["sdf"])
     assert mark.exists()
     want = {r["path"]: r for r in local}
     assert {r["path"] for r in recs} == set(want)

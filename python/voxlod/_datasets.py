@@ -329,8 +329,8 @@ def _run_dask(jobs: List[dict], client: Any, done: Callable[[dict], None]) -> No
     twice: KilledWorker, or an error outside the function) is that mesh's failure."""
     from dask.distributed import as_completed  # optional dependency
 
-    keys = ["voxlod-sample-" + hashlib.blake2b(json.dumps(j, sort_keys=True).encode(),
-                                               digest_size=12).hexdigest() for j in jobs]
+    run = os.urandom(6).hex()  # a call's tasks never reuse an earlier call's results
+    keys = [f"voxlod-sample-{run}-{i}" for i in range(len(jobs))]
     futures = client.map(_sample_one, jobs, key=keys, retries=1, pure=False)
     by_key = {f.key: j for f, j in zip(futures, jobs)}
     for f in as_completed(futures):
