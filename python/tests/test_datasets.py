@@ -209,6 +209,9 @@ def test_bad_inputs(meshes, tmp_path):
     recs = voxlod.sample_meshes(root, tmp_path / "file" / "out", workers=1, **OPTS)
     assert recs and not any(r["ok"] for r in recs)
     assert all(r["error"] for r in recs)
+    # a memory limit no conversion fits in: each mesh fails with the library's message
+    recs = voxlod.sample_meshes(root / "s1", tmp_path / "m", mem_limit="1K", **OPTS)
+    assert not recs[0]["ok"] and "LimitError" in recs[0]["error"]
     with pytest.raises(ValueError):
         voxlod.sample_meshes(root, tmp_path, preset="nope")
     with pytest.raises(ValueError):

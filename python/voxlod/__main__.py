@@ -30,6 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--shard", metavar="i/N", default=None,
                    help="take every N-th mesh of the sorted list, from the i-th")
     s.add_argument("--device", choices=("cpu", "gpu"), default=None)
+    s.add_argument("--mem-limit", default=None, metavar="BYTES",
+                   help="each conversion's peak memory, e.g. 4G")
     s.add_argument("--skip-unreliable", action="store_true",
                    help="skip meshes whose signs cannot be trusted")
     s.add_argument("--no-progress", action="store_true")
@@ -52,7 +54,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                              normalize=a.normalize, seed=a.seed, client=client,
                              workers=a.workers, progress=not a.no_progress,
                              skip_unreliable=a.skip_unreliable, band=a.band, device=a.device,
-                             shard=a.shard)
+                             shard=a.shard, mem_limit=a.mem_limit)
     except (ValueError, TypeError) as e:
         print(f"voxlod samples: {e}", file=sys.stderr)
         return 2

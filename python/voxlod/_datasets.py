@@ -19,7 +19,7 @@ import numpy as np
 from . import _voxlod
 from ._sampling import SAMPLE_FAR, SAMPLE_NO_SIGN
 from ._tree import Tree
-from ._util import _device, _is_int, _path
+from ._util import _bytes, _device, _is_int, _path
 
 #: File name endings the mesh loader (assimp) reads; directories are walked for these.
 MESH_EXTENSIONS = frozenset((
@@ -240,7 +240,7 @@ def _sample_one(job: dict) -> dict:
         else:
             scale, box = float((hi - lo).max()), 0.5
         band = 0.0 if job["band"] is None else float(job["band"])
-        t = Tree(_voxlod.convert(m, int(job["res"]), 0.0, band, job["device"], 0,
+        t = Tree(_voxlod.convert(m, int(job["res"]), 0.0, band, job["device"], job["mem_limit"],
                                  int(job["threads"]), 0, None))
         del m
         rng = np.random.default_rng(job["seed"])
@@ -381,7 +381,8 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
                   client: Any = None, workers: Optional[int] = None, progress: bool = True,
                   skip_unreliable: bool = False, preset_opts: Optional[dict] = None,
                   band: Optional[float] = None, device: Optional[str] = None,
-                  shard: Optional[str] = None) -> List[dict]:
+                  shard: Optional[str] = None,
+                  mem_limit: Union[None, int, str] = None) -> List[dict]:
     """Signed-distance training samples from many meshes: one .npz per mesh in out_dir.
 
     paths: a file or directory, or a list of them (directories are walked for MESH_EXTENSIONS;
@@ -399,8 +400,10 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
     [-0.5, 0.5]^3). seed: per mesh, combined with its relative path. client: a
     dask.distributed.Client (else `workers` local processes, default all cores). shard: "i/N"
     takes every N-th mesh of the sorted list from the i-th. band: the field's truncation in
-    voxels (default 2). Returns one record (dict) per input: path, ok, error, file, seconds,
-    skipped, report; failures are also appended to out_dir/failures.jsonl."""
+    voxels (default 2). mem_limit: each conversion's peak bytes (int, or '8G'; a mesh that
+    cannot be converted within it fails with its message). Returns one record (dict) per
+    input: path, ok, error, file, seconds, skipped, report; failures are also appended to
+    out_dir/failures.jsonl."""
     if not _is_int(points) or not 1 <= points <= 2 ** 31:
         raise ValueError(f"points must be a count >= 1, not {points!r}")
     if not _is_int(res) or res < 2 or res > 16384 or res & (res - 1):
@@ -427,6 +430,7 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
     if preset == "deepsdf":  # a wrong preset_opts fails here, not once per mesh
         _deepsdf_counts(10, opts)
     dev = _device(device)
+    limit = _bytes(mem_limit, "mem_limit")
     si, sn = _shard(shard)
     out_dir = os.path.abspath(os.fsdecode(os.fspath(out_dir)))
     _, items, records = _collect(paths)
@@ -441,7 +445,7 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
         job = {"path": path, "rel": rel, "file": out, "points": int(points), "res": int(res),
                "preset": preset, "normalize": normalize, "seed": _mesh_seed(seed, rel),
                "opts": opts, "band": None if band is None else float(band), "device": dev,
-               "threads": max(1, ncpu // max(1, nworkers)),
+               "mem_limit": limit, "threads": max(1, ncpu // max(1, nworkers)),
                "skip_unreliable": bool(skip_unreliable)}
         if os.path.isfile(out) and _valid_npz(out, int(points), _settings(job)):
             records.append(_record(path, ok=True, file=out, skipped=True))
