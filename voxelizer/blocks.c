@@ -169,6 +169,9 @@ vx_status vx_block_error(const vx_block *b, vx_status st, uint64_t k, uint64_t n
   if (st != VX_ERR_LIMIT)
     return vx_error_set(err, st, "out of memory voxelizing block %llu of %llu",
                         (unsigned long long)k, (unsigned long long)nwork);
+  if (b->wind_over)
+    return vx_wind_limit_error(__atomic_load_n(&b->pool->wind_excess, __ATOMIC_RELAXED),
+                               b->pool->limit, err);
   char a[32], c[32];
   return vx_error_set(err, VX_ERR_LIMIT,
                       "the %u^3 block at voxel (%lld, %lld, %lld) holds %llu triangles and %llu "
@@ -251,6 +254,7 @@ vx_status vx_block_run(vx_block *b, const vx_soup *mesh, const vx_transform *xf,
   }
   uint64_t c = vx_block_field(b);
   if (corners) *corners = c;
+  if (!vx_block_wind_flush(b)) return VX_ERR_LIMIT;
   qsort(b->list, b->nlist, sizeof(uint32_t), cmp_u32);
   return VX_OK;
 }
@@ -524,6 +528,7 @@ vx_status vx_surface_build(const vx_soup *mesh, const vx_transform *xf, uint32_t
     double rss = (double)vx_resident_bytes(), lim = (double)opts->mem_limit;
     pool.cap = rss < lim ? (uint64_t)((lim - rss) / 2) : 1;
     pool.limit = opts->mem_limit;
+    pool.wind_cap = vx_wind_excess_cap(opts->mem_limit);
   }
   j.pool = &pool;
   j.out_codes = (uint64_t **)vx_calloc(nwork ? nwork : 1, sizeof(uint64_t *));
