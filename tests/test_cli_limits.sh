@@ -164,6 +164,18 @@ rm -f "$T/sliver.svo"
 bounded "2,000 stacked slivers along the diagonal at 4096^3" 200M "overlap too much.*winding" \
   "$T/sliver.svo" timeout 600 "$V" convert "$T/sliver.ply" "$T/sliver.svo" --res 4096 --cpu -q
 [ $? = 2 ] || bad "2,000 stacked slivers at 4096^3 should be refused by the winding work's bound"
+# the GPU build counts the same work (where one runs: no CPU fallback note); its peak is not
+# checked (the CUDA runtime's host memory is not in the estimates)
+if "$V" convert "$T/one.ply" "$T/g.svo" --res 64 --gpu 2>"$T/gerr" >/dev/null &&
+   ! grep -q "building on the CPU" "$T/gerr"; then
+  rm -f "$T/sliver.svo"
+  timeout 600 "$V" convert "$T/sliver.ply" "$T/sliver.svo" --res 4096 --gpu -q --mem-limit 1G \
+    2>"$T/err"
+  rc=$?
+  if [ $rc != 0 ] && [ $rc -lt 124 ] && grep -qiE "overlap too much.*winding" "$T/err" &&
+     [ ! -e "$T/sliver.svo" ]; then ok "2,000 stacked slivers on the GPU: refused"
+  else bad "2,000 stacked slivers on the GPU: exit $rc"; cat "$T/err"; fi
+else echo "skip the GPU's stacked slivers: no GPU build runs here"; fi
 
 # ---- .vdb level sets ----------------------------------------------------------------------------
 if /usr/bin/python3 -c "import pyopenvdb, numpy" 2>/dev/null; then

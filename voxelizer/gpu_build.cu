@@ -729,13 +729,19 @@ vx_status run_partition(part_ctx c, sign_source *ss, uint32_t plog, double budge
       if ((r = dev_alloc(&s->wlist, nw, st, err)) != VX_OK) return r;
       k_marks<<<grid_of(nS, TB), TB, 0, st>>>(u, s->field, NULL, s->woff, s->wlist);
       CK(cudaGetLastError());
-      k_wound<<<grid_of(nw, FB), FB, 0, st>>>(c, u, s->wlist, nw, s->field, dcorners + 1);
-      CK(cudaGetLastError());
-      if (c.wind_cap) { /* the work so far against the limit, as the CPU build checks it */
-        unsigned long long ex = 0;
-        CK(cudaMemcpyAsync(&ex, dcorners + 1, sizeof ex, cudaMemcpyDeviceToHost, st));
-        CK(cudaStreamSynchronize(st));
-        if (ex > c.wind_cap) return vx_wind_limit_error(ex, c.mem_limit, err);
+      /* under a limit in pieces, the work so far checked after each as the CPU build checks
+       * it, so that a stack of slivers stops early (each corner is independent: the same values) */
+      const uint64_t piece = c.wind_cap ? (uint64_t)1 << 20 : nw;
+      for (uint64_t at = 0; at < nw; at += piece) {
+        uint64_t m = nw - at < piece ? nw - at : piece;
+        k_wound<<<grid_of(m, FB), FB, 0, st>>>(c, u, s->wlist + at, m, s->field, dcorners + 1);
+        CK(cudaGetLastError());
+        if (c.wind_cap) {
+          unsigned long long ex = 0;
+          CK(cudaMemcpyAsync(&ex, dcorners + 1, sizeof ex, cudaMemcpyDeviceToHost, st));
+          CK(cudaStreamSynchronize(st));
+          if (ex > c.wind_cap) return vx_wind_limit_error(ex, c.mem_limit, err);
+        }
       }
     }
     *wound += nw;
