@@ -20,6 +20,10 @@
  * a clean feature, else the winding number at the corner, |w| > 1/2 inside), else by the pseudo-normal of the winning triangle's closest feature
  * (sign.c). A corner whose magnitude quantizes to 0 needs no sign and skips the query. The value is then
  * truncated at +-band and quantized to int8 (vx_corner_quantize, node.h): error <= band/254.
+ *
+ * Work: each winding query's exact triangles beyond VX_WIND_EXACT_FREE are added to the pool's
+ * count (vx_block_wind_flush), which stops the build past what the memory limit allows
+ * (internal.h explains the charge); the values themselves do not depend on it.
  */
 #include "sys/system.h"
 #include "voxelizer/internal.h"

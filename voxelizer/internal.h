@@ -103,7 +103,7 @@ typedef struct vx_pair_pool {
  * 4096^3: about 37e9 solid angles, half an hour). No per-query count tells such a stack from a CAD
  * model, so the work is bounded in proportion to the limit instead: each query's exact triangles
  * beyond VX_WIND_EXACT_FREE are charged VX_WIND_CHARGE bytes of the memory limit (1 GiB: 4.3e9
- * of them, about 3 minutes of one core), and a build whose charge passes the limit stops with
+ * of them, a few minutes of two cores), and a build whose charge passes the limit stops with
  * VX_ERR_LIMIT ("the triangles overlap too much ..."), on the CPU and the GPU alike (each counts
  * the queries it runs: the CPU evaluates a corner on a block face once per block that holds it,
  * so near the bound the two may differ by those copies). Queries under the free count cost
