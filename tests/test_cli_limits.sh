@@ -5,6 +5,8 @@
 # plus SLACK, or fails with the limit's message, a non-zero exit and no output file.
 #   - exact duplicate triangles: dropped; 1 copy and 1000 copies give the same .svo byte for byte;
 #   - many distinct triangles through the same voxels (jittered copies, large and small);
+#   - long slivers stacked along the diagonal: the winding number's exact work is charged against the
+#     limit (2,000 of them at 4096^3 took half an hour; now refused);
 #   - a small .vdb level set upsampled 64 times (the cost follows the surface: the old enumeration
 #     of every fine cell took 874 MiB at --res 512), its points checked against the analytic sphere;
 #   - a dense .vdb level set (the reader's child was let past the limit);
@@ -66,7 +68,8 @@ bounded() {
 # gen OUT MODE N: binary PLY. MODE copies: N copies of one triangle, cycling through its three
 # rotations, with N/4 reversed when N is "rev:N"; jitter: N copies with each vertex moved by up
 # to 1e-4 (the triangle spans the grid); small: N triangles of 1/200 of the box, jittered inside
-# the same few voxels at --res 64, plus one large triangle that sets the box.
+# the same few voxels at --res 64, plus one large triangle that sets the box; sliver: N copies of
+# a sliver along the box's diagonal (width 1/700 of its length), each moved by up to 4e-3.
 gen() {
   python3 - "$@" <<'PY'
 import random, struct, sys
@@ -77,7 +80,14 @@ n = int(n[4:] if rev else n)
 rnd = random.Random(7)
 A, B, C = (0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)
 v = array('f'); f = []
-if mode == 'copies':
+if mode == 'sliver':
+    for i in range(n):
+        k = len(v) // 3
+        d = [rnd.uniform(-4e-3, 4e-3) for j in range(3)]
+        for p in ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.501, 0.499, 0.5)):
+            v.extend(p[j] + d[j] for j in range(3))
+        f.append((k, k + 1, k + 2))
+elif mode == 'copies':
     v.extend(A + B + C + (0.0, 0.0, 1.0))
     rots = [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
     for i in range(n):
@@ -144,6 +154,29 @@ bounded "300,000 jittered large triangles at 256^3" 1024M "overlap" "$T/jit.svo"
 bounded "1,000,000 jittered small triangles in a few voxels" 1024M "overlap|needs at least" \
   "$T/small.svo" \
   "$V" convert "$T/small.ply" "$T/small.svo" --res 64 --cpu -q
+
+# long slivers stacked along the diagonal: few overlaps (they pass the check above) and little
+# memory, but every corner near the stack sums the winding number exactly over all 2,000 of them:
+# about 37e9 solid angles at 4096^3, half an hour. Now charged against the limit and refused
+# (the timeout only keeps a regression from hanging the suite: a refusal takes well under a
+# minute of one core)
+gen "$T/sliver.ply" sliver 2000
+rm -f "$T/sliver.svo"
+bounded "2,000 stacked slivers along the diagonal at 4096^3" 200M "overlap too much.*winding" \
+  "$T/sliver.svo" timeout 600 "$V" convert "$T/sliver.ply" "$T/sliver.svo" --res 4096 --cpu -q
+[ $? = 2 ] || bad "2,000 stacked slivers at 4096^3 should be refused by the winding work's bound"
+# the GPU build counts the same work (where one runs: no CPU fallback note); its peak is not
+# checked (the CUDA runtime's host memory is not in the estimates)
+if "$V" convert "$T/one.ply" "$T/g.svo" --res 64 --gpu 2>"$T/gerr" >/dev/null &&
+   ! grep -q "building on the CPU" "$T/gerr"; then
+  rm -f "$T/sliver.svo"
+  timeout 600 "$V" convert "$T/sliver.ply" "$T/sliver.svo" --res 4096 --gpu -q --mem-limit 1G \
+    2>"$T/err"
+  rc=$?
+  if [ $rc != 0 ] && [ $rc -lt 124 ] && grep -qiE "overlap too much.*winding" "$T/err" &&
+     [ ! -e "$T/sliver.svo" ]; then ok "2,000 stacked slivers on the GPU: refused"
+  else bad "2,000 stacked slivers on the GPU: exit $rc"; cat "$T/err"; fi
+else echo "skip the GPU's stacked slivers: no GPU build runs here"; fi
 
 # ---- .vdb level sets ----------------------------------------------------------------------------
 if /usr/bin/python3 -c "import pyopenvdb, numpy" 2>/dev/null; then

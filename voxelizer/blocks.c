@@ -170,6 +170,9 @@ vx_status vx_block_error(const vx_block *b, vx_status st, uint64_t k, uint64_t n
   if (st != VX_ERR_LIMIT)
     return vx_error_set(err, st, "out of memory voxelizing block %llu of %llu",
                         (unsigned long long)k, (unsigned long long)nwork);
+  if (b->wind_over)
+    return vx_wind_limit_error(__atomic_load_n(&b->pool->wind_excess, __ATOMIC_RELAXED),
+                               b->pool->limit, err);
   char a[32], c[32];
   return vx_error_set(err, VX_ERR_LIMIT,
                       "the %u^3 block at voxel (%lld, %lld, %lld) holds %llu triangles and %llu "
@@ -202,20 +205,43 @@ static int scan_triangle(vx_block *b, uint32_t t, int64_t R) {
     tlo[i] = floor_div(lo[i], 4);
     thi[i] = floor_div(hi[i], 4);
   }
-  double h[3] = {2.001, 2.001, 2.001};
-  for (int64_t tz = tlo[2]; tz <= thi[2]; tz++)
-    for (int64_t ty = tlo[1]; ty <= thi[1]; ty++)
-      for (int64_t tx = tlo[0]; tx <= thi[0]; tx++) {
-        double c[3] = {(double)(tx * 4 + 2), (double)(ty * 4 + 2), (double)(tz * 4 + 2)};
-        b->pair_tests++;
-        if (!vx_tri_box_overlap(g, c, h)) continue;
-        int64_t a[3] = {tx * 4, ty * 4, tz * 4}, e[3] = {tx * 4 + 3, ty * 4 + 3, tz * 4 + 3};
-        for (int i = 0; i < 3; i++) {
-          if (a[i] < lo[i]) a[i] = lo[i];
-          if (e[i] > hi[i]) e[i] = hi[i];
+  /* Aligned 16^3 groups of tiles first (their box, grown by 1e-3 voxel, holds every grown tile
+   * box in it): a sliver through a large block tests the groups it crosses, not all its tiles.
+   * The order of a triangle's pairs does not matter to the field (field.c). */
+  int64_t slo[3], shi[3];
+  for (int i = 0; i < 3; i++) {
+    slo[i] = floor_div(lo[i], 16);
+    shi[i] = floor_div(hi[i], 16);
+  }
+  const double h[3] = {2.001, 2.001, 2.001}, hs[3] = {8.001, 8.001, 8.001};
+  for (int64_t sz = slo[2]; sz <= shi[2]; sz++)
+    for (int64_t sy = slo[1]; sy <= shi[1]; sy++)
+      for (int64_t sx = slo[0]; sx <= shi[0]; sx++) {
+        const int64_t so[3] = {sx * 4, sy * 4, sz * 4}; /* its first tile */
+        if (vol > 4096) {
+          double cs[3] = {(double)(sx * 16 + 8), (double)(sy * 16 + 8), (double)(sz * 16 + 8)};
+          b->pair_tests++;
+          if (!vx_tri_box_overlap(g, cs, hs)) continue;
         }
-        int r = scan_range(b, t, g, a, e);
-        if (r != 1) return r;
+        int64_t ta[3], te[3];
+        for (int i = 0; i < 3; i++) {
+          ta[i] = so[i] > tlo[i] ? so[i] : tlo[i];
+          te[i] = so[i] + 3 < thi[i] ? so[i] + 3 : thi[i];
+        }
+        for (int64_t tz = ta[2]; tz <= te[2]; tz++)
+          for (int64_t ty = ta[1]; ty <= te[1]; ty++)
+            for (int64_t tx = ta[0]; tx <= te[0]; tx++) {
+              double c[3] = {(double)(tx * 4 + 2), (double)(ty * 4 + 2), (double)(tz * 4 + 2)};
+              b->pair_tests++;
+              if (!vx_tri_box_overlap(g, c, h)) continue;
+              int64_t a[3] = {tx * 4, ty * 4, tz * 4}, e[3] = {tx * 4 + 3, ty * 4 + 3, tz * 4 + 3};
+              for (int i = 0; i < 3; i++) {
+                if (a[i] < lo[i]) a[i] = lo[i];
+                if (e[i] > hi[i]) e[i] = hi[i];
+              }
+              int r = scan_range(b, t, g, a, e);
+              if (r != 1) return r;
+            }
       }
   return 1;
 }
@@ -252,6 +278,7 @@ vx_status vx_block_run(vx_block *b, const vx_soup *mesh, const vx_transform *xf,
   }
   uint64_t c = vx_block_field(b);
   if (corners) *corners = c;
+  if (!vx_block_wind_flush(b)) return VX_ERR_LIMIT;
   qsort(b->list, b->nlist, sizeof(uint32_t), cmp_u32);
   return VX_OK;
 }
@@ -525,6 +552,7 @@ vx_status vx_surface_build(const vx_soup *mesh, const vx_transform *xf, uint32_t
     double rss = (double)vx_resident_bytes(), lim = (double)opts->mem_limit;
     pool.cap = rss < lim ? (uint64_t)((lim - rss) / 2) : 1;
     pool.limit = opts->mem_limit;
+    pool.wind_cap = vx_wind_excess_cap(opts->mem_limit);
   }
   j.pool = &pool;
   j.out_codes = (uint64_t **)vx_calloc(nwork ? nwork : 1, sizeof(uint64_t *));

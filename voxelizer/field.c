@@ -21,13 +21,39 @@
  * a clean feature, else the winding number at the corner, |w| > 1/2 inside), else by the pseudo-normal of the winning triangle's closest feature
  * (sign.c). A corner whose magnitude quantizes to 0 needs no sign and skips the query. The value is then
  * truncated at +-band and quantized to int8 (vx_corner_quantize, node.h): error <= band/254.
+ *
+ * Work: each winding query's exact triangles beyond VX_WIND_EXACT_FREE are added to the pool's
+ * count (vx_block_wind_flush), which stops the build past what the memory limit allows
+ * (internal.h explains the charge); the values themselves do not depend on it.
  */
+#include "sys/system.h"
 #include "voxelizer/internal.h"
 #include "voxelizer/distance.h"
 #include "voxelizer/field_eval.h"
 
 #include <math.h>
 #include <stdlib.h>
+
+int vx_block_wind_flush(vx_block *b) {
+  uint64_t d = b->wind_excess;
+  b->wind_excess = 0;
+  if (!b->pool || !b->pool->wind_cap || !d) return !b->wind_over;
+  uint64_t u = __atomic_add_fetch(&b->pool->wind_excess, d, __ATOMIC_RELAXED);
+  if (u > b->pool->wind_cap) b->wind_over = 1;
+  return !b->wind_over;
+}
+
+vx_status vx_wind_limit_error(uint64_t excess, uint64_t mem_limit, vx_error *err) {
+  char a[32];
+  return vx_error_set(err, VX_ERR_LIMIT,
+                      "the triangles overlap too much for the memory limit of %s: the corners "
+                      "near them sum the winding number exactly over more than %.3g triangles "
+                      "beyond the first %d of each corner (triangles or long slivers stacked on "
+                      "one another), %g per byte of the limit (a larger --mem-limit allows more "
+                      "of this work)",
+                      vx_bytes_text((double)mem_limit, a, sizeof a), (double)excess,
+                      VX_WIND_EXACT_FREE, 1.0 / VX_WIND_CHARGE);
+}
 
 uint64_t vx_block_field(vx_block *b) {
   const int64_t B = b->B, C = B + 1, H = B + 2;
@@ -81,8 +107,18 @@ uint64_t vx_block_field(vx_block *b) {
       b->cval[idx] = 127;
       continue;
     }
-    b->cval[idx] = vx_corner_eval(b->sign, b->tris[t], b->tg + (uint64_t)t * 9, p, b->cd2[idx],
-                                  b->band);
+    const double *tg = b->tg + (uint64_t)t * 9;
+    int8_t v;
+    if (!vx_corner_eval_fast(b->sign, b->tris[t], tg, p, b->cd2[idx], b->band, &v)) {
+      uint64_t exact;
+      v = vx_corner_eval_wound_n(b->sign, p, b->cd2[idx], b->band, &exact);
+      if (exact > b->wind_max) b->wind_max = exact;
+      if (exact > VX_WIND_EXACT_FREE) {
+        b->wind_excess += exact - VX_WIND_EXACT_FREE;
+        if (b->wind_excess >= VX_WIND_FLUSH && !vx_block_wind_flush(b)) return b->nclist;
+      }
+    }
+    b->cval[idx] = v;
   }
   return b->nclist;
 }

@@ -43,9 +43,16 @@ VX_HD int vx_corner_eval_fast(const vx_sign_data *sign, uint64_t tri, const doub
   return 1;
 }
 
+/* *exact: the triangles the winding number summed exactly (its cost, vx_wind_eval_n). */
+VX_HD int8_t vx_corner_eval_wound_n(const vx_sign_data *sign, const double p[3], double d2,
+                                    float band, uint64_t *exact) {
+  return vx_corner_quantize(vx_sign_by_winding_n(sign, p, exact) * sqrt(d2), band);
+}
+
 VX_HD int8_t vx_corner_eval_wound(const vx_sign_data *sign, const double p[3], double d2,
                                   float band) {
-  return vx_corner_quantize(vx_sign_by_winding(sign, p) * sqrt(d2), band);
+  uint64_t n;
+  return vx_corner_eval_wound_n(sign, p, d2, band, &n);
 }
 
 VX_HD int8_t vx_corner_eval(const vx_sign_data *sign, uint64_t tri, const double *tg,

@@ -67,6 +67,7 @@ struct part_ctx {
   int64_t R;
   uint32_t depth;
   float band;
+  uint64_t mem_limit, wind_cap; /* the winding work's charge (internal.h); wind_cap 0: none */
   /* the partition: G = [glo, ghi] voxels, Morton range [pbase, pend) */
   int64_t glo[3], ghi[3];
   uint64_t pbase, pend;
@@ -334,9 +335,10 @@ __global__ void k_marks(voxel_set u, const vx_voxel *field, uint32_t *cnt, const
   if (cnt) cnt[i] = n;
 }
 
-/* Step 4c: one marked corner per thread: its candidates again, the winding number, the value. */
+/* Step 4c: one marked corner per thread: its candidates again, the winding number, the value;
+ * the exact triangles beyond VX_WIND_EXACT_FREE added to *excess, as the CPU charges them. */
 __global__ void k_wound(part_ctx c, voxel_set u, const uint64_t *list, uint64_t n,
-                        vx_voxel *field) {
+                        vx_voxel *field, unsigned long long *excess) {
   uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   uint64_t me = list[i] >> 3;
@@ -354,7 +356,10 @@ __global__ void k_wound(part_ctx c, voxel_set u, const uint64_t *list, uint64_t 
   double p[3] = {(double)(x + cx), (double)(y + cy), (double)(z + cz)}, best;
   uint32_t bt;
   corner_best(c, u, vox, p, &best, &bt);
-  corner_store(u, vox, vx_corner_eval_wound(&c.sign, p, best, c.band), field);
+  uint64_t exact = 0;
+  corner_store(u, vox, vx_corner_eval_wound_n(&c.sign, p, best, c.band, &exact), field);
+  if (exact > VX_WIND_EXACT_FREE)
+    atomicAdd(excess, (unsigned long long)(exact - VX_WIND_EXACT_FREE));
 }
 
 __global__ void k_thin(part_ctx c, voxel_set u, vx_voxel *field) {
@@ -725,8 +730,20 @@ vx_status run_partition(part_ctx c, sign_source *ss, uint32_t plog, double budge
       if ((r = dev_alloc(&s->wlist, nw, st, err)) != VX_OK) return r;
       k_marks<<<grid_of(nS, TB), TB, 0, st>>>(u, s->field, NULL, s->woff, s->wlist);
       CK(cudaGetLastError());
-      k_wound<<<grid_of(nw, FB), FB, 0, st>>>(c, u, s->wlist, nw, s->field);
-      CK(cudaGetLastError());
+      /* under a limit in pieces, the work so far checked after each as the CPU build checks
+       * it, so that a stack of slivers stops early (each corner is independent: the same values) */
+      const uint64_t piece = c.wind_cap ? (uint64_t)1 << 20 : nw;
+      for (uint64_t at = 0; at < nw; at += piece) {
+        uint64_t m = nw - at < piece ? nw - at : piece;
+        k_wound<<<grid_of(m, FB), FB, 0, st>>>(c, u, s->wlist + at, m, s->field, dcorners + 1);
+        CK(cudaGetLastError());
+        if (c.wind_cap) {
+          unsigned long long ex = 0;
+          CK(cudaMemcpyAsync(&ex, dcorners + 1, sizeof ex, cudaMemcpyDeviceToHost, st));
+          CK(cudaStreamSynchronize(st));
+          if (ex > c.wind_cap) return vx_wind_limit_error(ex, c.mem_limit, err);
+        }
+      }
     }
     *wound += nw;
   }
@@ -811,11 +828,14 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
   c.R = (int64_t)1 << depth;
   c.depth = depth;
   c.band = band;
+  c.mem_limit = go ? go->mem_limit : 0;
+  c.wind_cap = vx_wind_excess_cap(c.mem_limit);
   if (r == VX_OK) {
     ce = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
     o.st = st;
-    if (ce == cudaSuccess) ce = cudaMalloc((void **)&dcorners, sizeof *dcorners);
-    if (ce == cudaSuccess) ce = cudaMemset(dcorners, 0, sizeof *dcorners);
+    /* [0]: corners computed, [1]: the winding work's excess (k_wound) */
+    if (ce == cudaSuccess) ce = cudaMalloc((void **)&dcorners, 2 * sizeof *dcorners);
+    if (ce == cudaSuccess) ce = cudaMemset(dcorners, 0, 2 * sizeof *dcorners);
     if (ce != cudaSuccess) r = VX_CUDA_ERROR(err, ce, "stream set-up");
   }
   sec[0] = now_s() - t_up;

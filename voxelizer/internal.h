@@ -91,7 +91,35 @@ typedef struct vx_pair_pool {
   uint64_t used; /* updated with __atomic builtins */
   uint64_t cap;
   uint64_t limit; /* the memory limit, for the message */
+  uint64_t wind_excess; /* exact winding triangles beyond VX_WIND_EXACT_FREE a query (__atomic) */
+  uint64_t wind_cap;    /* at most this many (vx_wind_excess_cap); 0: no bound */
 } vx_pair_pool;
+
+/* The winding number's work. A corner query sums exactly the triangles whose bounding ball it is
+ * near (winding.h): on the shared scans a few dozen to a few hundred a query (at most 562 on the
+ * shared meshes at 512^3), on CAD models with long fan triangles and unwelded facets up to a few
+ * thousand (2CylinderEngine.glb: 3,022 on average, 4,592 at most). Triangles stacked on one
+ * another, long slivers above all, make every query near the stack sum all of them, and the time
+ * grows with the queries times the stack whatever the memory (2,000 slivers along the diagonal at
+ * 4096^3: about 37e9 solid angles, half an hour). No per-query count tells such a stack from a CAD
+ * model, so the work is bounded in proportion to the limit instead: each query's exact triangles
+ * beyond VX_WIND_EXACT_FREE are charged VX_WIND_CHARGE bytes of the memory limit (1 GiB: 4.3e9
+ * of them, a few minutes of two cores), and a build whose charge passes the limit stops with
+ * VX_ERR_LIMIT ("the triangles overlap too much ..."), on the CPU and the GPU alike (each counts
+ * the queries it runs: the CPU evaluates a corner on a block face once per block that holds it,
+ * so near the bound the two may differ by those copies). Queries under the free count cost
+ * nothing: the scans and the messy meshes never reach it, so their output and time do not
+ * change; the engine at 512^3 is charged about 2.5e9 and passes from a limit of 0.6 GiB. */
+#define VX_WIND_EXACT_FREE 1024
+#define VX_WIND_CHARGE 0.25
+/* A block adds its excess to the pool in pieces of at least this many triangles */
+#define VX_WIND_FLUSH 65536
+/* The excess a build may spend under mem_limit (0: no bound) */
+static inline uint64_t vx_wind_excess_cap(uint64_t mem_limit) {
+  return mem_limit ? (uint64_t)((double)mem_limit / VX_WIND_CHARGE) + 1 : 0;
+}
+/* The message of a build stopped by it (the excess so far, the limit) */
+vx_status vx_wind_limit_error(uint64_t excess, uint64_t mem_limit, vx_error *err);
 
 /* ---- sign (sign.c) --------------------------------------------------------------------------- */
 
@@ -177,7 +205,13 @@ typedef struct vx_block {
   uint64_t pair_tests;
   vx_pair_pool *pool;      /* may be NULL: no bound */
   uint64_t pool_held;      /* bytes this block holds in the pool */
+  uint64_t wind_excess;    /* exact winding triangles beyond the free count, not yet in the pool */
+  uint64_t wind_max;       /* the most exact triangles one query of this block summed */
+  int wind_over;           /* the pool's wind_cap was passed: the block stopped */
 } vx_block;
+
+/* field.c: adds b->wind_excess to the pool; 0 (and b->wind_over set) when it passes the cap. */
+int vx_block_wind_flush(vx_block *b);
 
 /* field.c: fills cval for every needed corner from the pairs and the surface list; returns the
  * number of corners computed. */
@@ -237,6 +271,8 @@ typedef struct vx_gpu_build_opts {
   uint32_t part_log2;  /* partitions of at most 2^part_log2 voxels per axis (tests); 0: the whole
                           grid, split only when GPU memory requires it */
   uint64_t mem_budget; /* GPU bytes a partition may use; 0: 85% of the free memory */
+  uint64_t mem_limit;  /* the build's memory limit, for the winding work's charge
+                          (VX_WIND_CHARGE, as on the CPU); 0: no bound */
   int device_out;      /* 1: the surface stays in GPU memory (out's arrays are device pointers,
                           freed with vx_gpu_surface_free) for vx_octree_build_gpu */
   /* With sign == NULL: called (once) when the sign tables are first needed, after the first

@@ -432,8 +432,12 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
   memset(&bins, 0, sizeof bins);
   memset(&gi, 0, sizeof gi);
   if (opts->gpu) { /* the surface from the GPU now; the sign tables are not needed after it */
-    st = vx_surface_build_gpu(mesh, &xf, depth, &sign, band, xo ? &xo->gpu : NULL,
-                              opts->progress, opts->user, &gi.surf, &gi.stats, err);
+    vx_gpu_build_opts go;
+    if (xo) go = xo->gpu;
+    else memset(&go, 0, sizeof go);
+    go.mem_limit = limit;
+    st = vx_surface_build_gpu(mesh, &xf, depth, &sign, band, &go, opts->progress, opts->user,
+                              &gi.surf, &gi.stats, err);
     vx_sign_free(&sign);
     if (st == VX_OK) st = gpu_blocks(&gi, blog, err);
   } else {
@@ -475,6 +479,7 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
     double left = (double)limit - base1 - hold;
     j.pool.cap = (uint64_t)((double)nt * (blk_vox * 16.0 + 4.0 * MIB_BYTES) + left / 3.0);
     j.pool.limit = limit;
+    j.pool.wind_cap = vx_wind_excess_cap(limit);
     double b = (2.0 / 3.0) * left / 2.5;
     budget = b > 1.0 ? (uint64_t)b : 1;
   }

@@ -277,6 +277,7 @@ static vx_status voxelize_gpu_unique(const vx_soup *mesh, const vx_voxelize_opts
   vx_gpu_build_opts go;
   memset(&go, 0, sizeof go);
   go.device_out = 1;
+  go.mem_limit = opts->mem_limit;
   go.sign_wait = sign_wait;
   go.sign_ctx = &sj;
   prefault_job pf;

@@ -83,12 +83,15 @@ VX_HD double vx_wind_solid(const double *a, const double *b, const double *c, co
   return atan2(det, den) * (0.5 / VX_WIND_PI); /* Omega / (4 pi), Omega = 2 atan2 */
 }
 
-/* vx_wind_at_beta's body over a node array and the tree-ordered triangles. */
-VX_HD double vx_wind_eval(const vx_wind_node *nodes, const double *tri, const double p[3],
-                          double beta) {
+/* vx_wind_at_beta's body over a node array and the tree-ordered triangles; *exact (not NULL)
+ * receives the number of triangles whose solid angle it summed exactly: the query's cost, which
+ * the builds charge against the memory limit beyond VX_WIND_EXACT_FREE (internal.h). */
+VX_HD double vx_wind_eval_n(const vx_wind_node *nodes, const double *tri, const double p[3],
+                            double beta, uint64_t *exact) {
   uint32_t stack[VX_WIND_STACK];
   int sp = 0;
   double far = 0.0, near = 0.0;
+  uint64_t n = 0;
   const double b2 = beta * beta;
   stack[sp++] = 0;
   while (sp > 0) {
@@ -109,13 +112,22 @@ VX_HD double vx_wind_eval(const vx_wind_node *nodes, const double *tri, const do
       const double *g = tri + (uint64_t)nd->first * 9;
       uint32_t k;
       for (k = 0; k < nd->count; k++, g += 9) near += vx_wind_solid(g, g + 3, g + 6, p);
+      n += nd->count;
     } else if (sp + 2 <= VX_WIND_STACK) {
       /* INNER near p: left child first */
       stack[sp++] = nd->first + 1;
       stack[sp++] = nd->first;
     }
   }
+  *exact = n;
   return near + far * (0.25 / VX_WIND_PI);
+}
+
+/* The same without the count. */
+VX_HD double vx_wind_eval(const vx_wind_node *nodes, const double *tri, const double p[3],
+                          double beta) {
+  uint64_t n;
+  return vx_wind_eval_n(nodes, tri, p, beta, &n);
 }
 
 #endif
