@@ -114,7 +114,9 @@ static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device devi
     bo->gpu = 1;
     s = vx_voxelize_gpu(mesh, bo, tree, bs, &ge);
     *gpu_tree = s == VX_OK;
-    if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) { /* the surface on the GPU, the octree here */
+    if ((s == VX_ERR_LIMIT && !vx_voxelize_refused_overlap(&ge)) || s == VX_ERR_NOMEM) {
+      /* the surface on the GPU, the octree here (triangles refused for their overlap are
+       * refused by every build: not retried) */
       vx_notes_add(notes, "%s; building the tree on the CPU, out of core", ge.msg);
       s = vx_voxelize_stream(mesh, bo, tmp_dir, stream, bs, &ge);
     }

@@ -188,7 +188,7 @@ vx_status vx_overlap_check(const vx_soup *m, const vx_transform *xf, uint32_t de
   if (pairs <= allowed) return VX_OK;
   char a[32];
   return vx_error_set(err, VX_ERR_LIMIT,
-                      "the triangles overlap too much for the memory limit of %s: at least %.3g "
+                      VX_OVERLAP_REFUSAL " for the memory limit of %s: at least %.3g "
                       "(voxel, triangle) overlaps at %u^3, where a surface of this area has about "
                       "%.3g (triangles stacked on one another: the %.3g more, at %.0f bytes of "
                       "memory and work each, would take %.3g MiB)",

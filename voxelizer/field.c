@@ -46,7 +46,7 @@ int vx_block_wind_flush(vx_block *b) {
 vx_status vx_wind_limit_error(uint64_t excess, uint64_t mem_limit, vx_error *err) {
   char a[32];
   return vx_error_set(err, VX_ERR_LIMIT,
-                      "the triangles overlap too much for the memory limit of %s: the corners "
+                      VX_OVERLAP_REFUSAL " for the memory limit of %s: the corners "
                       "near them sum the winding number exactly over more than %.3g triangles "
                       "beyond the first %d of each corner (triangles or long slivers stacked on "
                       "one another), %g per byte of the limit (a larger --mem-limit allows more "

@@ -28,6 +28,8 @@
 #define VOXLOD_VOXELIZER_H
 
 #include "svo/svo.h"
+
+#include <string.h>
 #include "svo/soup.h"
 #include "svo/stream.h"
 
@@ -68,6 +70,14 @@ typedef struct vx_voxelize_stats {
                               voxel index, corner field, copy back to the host */
   double sec_gpu_tree[3];  /* vx_voxelize_gpu's octree on the GPU: levels, planes, copy to host */
 } vx_voxelize_stats;
+
+/* Every refusal for triangles that overlap too much (the overlap floor of dedup.c, the winding
+ * work of field.c and the GPU build) says this. No other build (out of core, on the CPU) avoids
+ * that work, so a caller that falls back on another build after VX_ERR_LIMIT does not for these. */
+#define VX_OVERLAP_REFUSAL "the triangles overlap too much"
+static inline int vx_voxelize_refused_overlap(const vx_error *e) {
+  return e && strstr(e->msg, VX_OVERLAP_REFUSAL) != NULL;
+}
 
 /* The grid transform used for a mesh at resolution R (see above). */
 vx_status vx_voxelize_transform(const vx_soup *mesh, uint32_t resolution, vx_transform *xf,
