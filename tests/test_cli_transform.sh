@@ -62,7 +62,7 @@ for t in huge tiny far; do
     [ -e "$T/$o" ] && bad "$t: no $o left behind" || ok "$t: no $o left behind"
   done
   expect "$t: mesh --lod refused" 1 "$msg" "$V" mesh "$T/$t.svo" "$T/l.ply" --lod 3
-  expect "$t: export --lod refused" 1 "$msg" "$V" export "$T/$t.svo" "$T/l.vdb" --lod 3
+  expect "$t: export --lod refused" 1 "$msg" "$V" export "$T/$t.svo" "$T/l.binvox" --lod 3
   expect "$t: sampling refused" 1 "$msg" "$V" bench "$T/$t.svo" --sample 1000
   expect "$t: compare refused" 1 "$msg" "$V" compare "$T/$t.svo" "$T/$t.svo" --size 64x48
   # the viewer makes its renderer before it listens: refused at once (where it is built)

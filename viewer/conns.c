@@ -300,7 +300,7 @@ static void pass(vw_conns *cs) {
     else live++;
   }
   /* Per address: all but the VW_WAIT_PER_ADDR youngest go (those ready to be served stay). */
-  qsort(cs->cur, cs->ncur, sizeof *cs->cur, by_addr_age);
+  if (cs->ncur > 1) qsort(cs->cur, cs->ncur, sizeof *cs->cur, by_addr_age);
   for (size_t g = 0; g < cs->ncur;) {
     size_t e = g, n = 0;
     while (e < cs->ncur && cs->cur[e].addr == cs->cur[g].addr) n += cs->cur[e++].shut == 0.0;
@@ -314,7 +314,7 @@ static void pass(vw_conns *cs) {
     g = e;
   }
   /* In all: the oldest over VW_WAIT_MAX go. */
-  qsort(cs->cur, cs->ncur, sizeof *cs->cur, by_age);
+  if (cs->ncur > 1) qsort(cs->cur, cs->ncur, sizeof *cs->cur, by_age);
   for (size_t i = 0; i < cs->ncur && live > VW_WAIT_MAX; i++) {
     waiter *w = &cs->cur[i];
     if (w->shut > 0.0 || w->ready) continue;
@@ -322,9 +322,9 @@ static void pass(vw_conns *cs) {
     live--;
   }
   /* What the next pass will have seen before, by descriptor. */
-  memcpy(cs->seen, cs->cur, cs->ncur * sizeof *cs->cur);
+  if (cs->ncur) memcpy(cs->seen, cs->cur, cs->ncur * sizeof *cs->cur);
   cs->nseen = cs->ncur;
-  qsort(cs->seen, cs->nseen, sizeof *cs->seen, by_fd);
+  if (cs->nseen > 1) qsort(cs->seen, cs->nseen, sizeof *cs->seen, by_fd);
 }
 
 static void *reaper_main(void *arg) {
