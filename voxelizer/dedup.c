@@ -171,14 +171,7 @@ vx_status vx_overlap_check(const vx_soup *m, const vx_transform *xf, uint32_t de
     double g[9];
     vx_grid_tri(m, xf, t, g);
     pairs += pair_floor(g, R);
-    double u[3], v[3];
-    for (int i = 0; i < 3; i++) {
-      u[i] = g[3 + i] - g[i];
-      v[i] = g[6 + i] - g[i];
-    }
-    double cx = u[1] * v[2] - u[2] * v[1], cy = u[2] * v[0] - u[0] * v[2],
-           cz = u[0] * v[1] - u[1] * v[0];
-    area += 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
+    area += vx_grid_tri_area(g);
   }
   if (pairs_out) *pairs_out = pairs;
   if (!mem_limit) return VX_OK;

@@ -19,6 +19,7 @@
 #ifndef VOXLOD_VOXELIZER_INTERNAL_H
 #define VOXLOD_VOXELIZER_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
 #include "svo/soup.h"
 #include "svo/svo.h"
@@ -332,6 +333,17 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
 
 /* The mesh's surface area in grid units (finest voxels squared) under transform xf. */
 double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf);
+/* The area of one triangle in grid coordinates (9 doubles, as vx_grid_tri gives them). */
+static inline double vx_grid_tri_area(const double g[9]) {
+  double u[3], v[3];
+  for (int i = 0; i < 3; i++) {
+    u[i] = g[3 + i] - g[i];
+    v[i] = g[6 + i] - g[i];
+  }
+  double cx = u[1] * v[2] - u[2] * v[1], cy = u[2] * v[0] - u[0] * v[2],
+         cz = u[0] * v[1] - u[1] * v[0];
+  return 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
+}
 
 VX_EXTERN_C_END
 

@@ -59,15 +59,9 @@ vx_status vx_voxelize_transform(const vx_soup *mesh, uint32_t resolution, vx_tra
 double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf) {
   double area = 0.0;
   for (uint64_t t = 0; t < m->tri_count; t++) {
-    double g[9], u[3], v[3];
+    double g[9];
     vx_grid_tri(m, xf, t, g);
-    for (int i = 0; i < 3; i++) {
-      u[i] = g[3 + i] - g[i];
-      v[i] = g[6 + i] - g[i];
-    }
-    double cx = u[1] * v[2] - u[2] * v[1], cy = u[2] * v[0] - u[0] * v[2],
-           cz = u[0] * v[1] - u[1] * v[0];
-    area += 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
+    area += vx_grid_tri_area(g);
   }
   return area;
 }
