@@ -22,10 +22,10 @@ for t in svo mesh vdb view_msg sample text; do
   echo "== fuzz_$t for ${secs}s (seeds: tests/corpus/$t)"
   # fuzz/lsan.supp: leaks inside assimp itself are not ours to fix.
   # fuzz_mesh: assimp sizes its arrays from counts in the file (a PLY face list claiming 5e17
-  # indices asks for 28 GB). Any single allocation over 2000 MB fails here, as it would on a
-  # machine without that memory (below libFuzzer's 2048 MB malloc limit, so it is not reported
-  # as an out-of-memory crash); assimp turns the std::bad_alloc into an import error, which we
-  # report. The RSS limit still catches memory really used. fuzz_svo keeps the strict default:
+  # indices asks for 28 GB). Any single allocation over 2000 MB fails here, as it does under
+  # the library's isolated import (below libFuzzer's 2048 MB malloc limit, so it is not reported
+  # as an out-of-memory crash); fuzz/alloc_cap.cpp makes operator new throw std::bad_alloc then
+  # (ASan's own would abort), and assimp turns that into an import error, which we report. The RSS limit still catches memory really used. fuzz_svo keeps the strict default:
   # our reader checks sizes against the file before allocating.
   asan=detect_leaks=1
   [ "$t" = mesh ] && asan=detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=2000
