@@ -6,9 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+void vx_soup_color_free(vx_soup_color *c) {
+  if (!c) return;
+  for (uint32_t i = 0; i < c->texture_count && c->textures; i++) vx_free(c->textures[i].rgba);
+  vx_free(c->textures);
+  vx_free(c->materials);
+  vx_free(c->material);
+  vx_free(c->uv);
+  vx_free(c->corner_rgba);
+  vx_free(c->warnings);
+  vx_free(c);
+}
+
 void vx_soup_free(vx_soup *m) {
   if (!m) return;
   vx_free(m->pos);
+  vx_soup_color_free(m->color);
   memset(m, 0, sizeof *m);
 }
 

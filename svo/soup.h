@@ -21,7 +21,57 @@ typedef struct vx_soup {
   uint64_t skipped_nonfinite;  /* triangles with a NaN/Inf coordinate */
   uint64_t skipped_nontriangle;/* points and lines */
   uint32_t mesh_count;         /* meshes in the scene (instances counted) */
+  struct vx_soup_color *color; /* NULL: no colour (a grey tree); else owned, freed with the soup */
 } vx_soup;
+
+/* Colour of a triangle soup: a material table, decoded textures, and per triangle its material
+ * with per-corner UVs and colours. The colour of a point with barycentric weights w on triangle t:
+ *   m = materials[material[t]]
+ *   m.texture >= 0: m.factor x texture(sum w_k uv[t][k])   (UV channel 0, wrapped: repeat)
+ *   else, corner_rgba set: sum w_k corner_rgba[t][k]       (vertex colours, channel 0)
+ *   else: m.factor                                         (the material's own colour)
+ * Products and sums in linear light (svo/color.h). Alpha: m.alpha_mode says how the alpha of that
+ * colour is used (opaque: ignored; mask: opaque when >= m.alpha_cutoff, else a hole; blend:
+ * weights the colour). The importer resolves precedence (base colour before diffuse, texture before
+ * vertex colours before material colour) into this form. */
+enum { VX_ALPHA_OPAQUE = 0, VX_ALPHA_MASK = 1, VX_ALPHA_BLEND = 2 };
+
+typedef struct vx_material {
+  uint32_t factor;      /* packed RGBA8 (svo/color.h) */
+  int32_t texture;      /* index into textures[], or -1 */
+  uint32_t alpha_mode;  /* VX_ALPHA_* */
+  float alpha_cutoff;   /* VX_ALPHA_MASK: opaque at alpha >= cutoff (glTF default 0.5) */
+} vx_material;
+
+typedef struct vx_texture {
+  uint32_t width, height; /* >= 1 each */
+  uint32_t *rgba;         /* width * height packed RGBA8, rows as the image file stores them (top
+                             first); uv (0,0) is the bottom-left corner of the image (assimp's
+                             convention for every format), uv (1,1) the top-right */
+} vx_texture;
+
+typedef struct vx_soup_color {
+  vx_material *materials; /* material_count entries */
+  uint32_t material_count;
+  vx_texture *textures;   /* texture_count entries */
+  uint32_t texture_count;
+  uint32_t *material;     /* tri_count: index into materials[] */
+  float *uv;              /* tri_count * 6 (u, v per corner), or NULL when no material has a texture */
+  uint32_t *corner_rgba;  /* tri_count * 3 packed RGBA8, or NULL when no triangle has vertex colours */
+  char *warnings;         /* NUL-terminated lines for the user (a texture that could not be read,
+                             ...), or NULL */
+} vx_soup_color;
+
+void vx_soup_color_free(vx_soup_color *c); /* frees c and what it owns; NULL is a no-op */
+
+/* vx_soup_append for a coloured soup: the same triangles kept and dropped, with their attributes
+ * (material: tri_count indices, uv6: tri_count * 6 floats or NULL, rgba3: tri_count * 3 packed
+ * colours or NULL) appended to m->color in step. m->color must be set (its tables filled) before
+ * the first call; uv/corner arrays are created on first use and back-filled (uv 0, corners
+ * 0xffffffff) for triangles appended without them. Non-finite UVs become 0. */
+vx_status vx_soup_append_color(vx_soup *m, const float *pos9, const uint32_t *material,
+                               const float *uv6, const uint32_t *rgba3, uint64_t tri_count,
+                               vx_error *err);
 
 void vx_soup_free(vx_soup *m);
 

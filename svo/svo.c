@@ -48,6 +48,8 @@ void vx_octree_free(vx_octree *t) {
   if (!t) return;
   vx_free(t->nodes);
   vx_free(t->voxels);
+  vx_free(t->node_color);
+  vx_free(t->voxel_color);
   memset(t, 0, sizeof *t);
 }
 

@@ -43,6 +43,12 @@ typedef struct vx_octree {
   vx_transform xf;         /* grid -> world */
   float band;              /* corner values are truncated at +-band finest voxels */
   float prune_error;       /* E of vx_octree_prune (0: full tree) */
+  /* Colour (svo/color.h: packed RGBA8, sRGB rgb, linear alpha), or both NULL: a grey tree.
+   * node_color[i] belongs to nodes[i]: the coverage-weighted mean colour of the node's subtree
+   * (for a pruned leaf, of the subtree it replaced); voxel_color[i] to voxels[i]. Allocated and
+   * freed with the tree; a partial read (levels_loaded <= D) leaves voxel_color NULL. */
+  uint32_t *node_color;
+  uint32_t *voxel_color;
 } vx_octree;
 
 void vx_octree_free(vx_octree *t);

@@ -122,8 +122,25 @@ typedef struct vx_camera {
 typedef enum vx_shade {
   VX_SHADE_SMOOTH = 0, /* zero crossing of the trilinear field, normal from its gradient */
   VX_SHADE_BLOCKS = 1, /* voxel cubes with face normals */
-  VX_SHADE_NORMALS = 2 /* smooth surface, normal as colour */
+  VX_SHADE_NORMALS = 2, /* smooth surface, normal as colour */
+  VX_SHADE_ALBEDO = 3   /* smooth surface, unlit base colour (the tree's colour, else grey) */
 } vx_shade;
+
+/* ---- colour --------------------------------------------------------------------------------------
+ * Colours are RGBA8: r, g, b sRGB-encoded, a linear (the opaque share of the surface a cell
+ * stands for; 0: a hole, neither drawn nor meshed). Averages are taken in linear light. */
+typedef enum vx_color_mode {
+  VX_COLOR_AUTO = 0, /* a coloured tree when the mesh has colour (textures, vertex or material
+                        colours), else a grey one */
+  VX_COLOR_OFF = 1   /* a grey tree whatever the mesh has */
+} vx_color_mode;
+
+typedef enum vx_color_filter {
+  VX_COLOR_FILTER_MEAN = 0,    /* area-weighted mean in linear light of the surface in the voxel,
+                                  textures filtered over each part's footprint */
+  VX_COLOR_FILTER_DOMINANT = 1 /* the colour of the part with the largest area: no mixed colours
+                                  at material borders */
+} vx_color_filter;
 
 VX_EXTERN_C_END
 

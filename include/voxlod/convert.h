@@ -38,6 +38,8 @@ typedef struct vx_convert_opts {
   const char *temp_dir;    /* where spill files go; NULL: beside the output file, else $TMPDIR */
   vx_progress_fn progress; /* may be NULL; a nonzero return cancels (VX_ERR_INTERRUPTED) */
   void *user;
+  vx_color_mode color;     /* VX_COLOR_AUTO (0): colour when the mesh has it; VX_COLOR_OFF */
+  vx_color_filter color_filter; /* VX_COLOR_FILTER_MEAN (0) or VX_COLOR_FILTER_DOMINANT */
 } vx_convert_opts;
 
 /* The result of a conversion: the tree (in-memory calls), notes, statistics. */

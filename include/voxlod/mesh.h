@@ -34,6 +34,16 @@ VX_API vx_status vx_mesh_from_arrays(const float *vertices, uint64_t vertex_coun
                                      const uint32_t *indices, uint64_t triangle_count,
                                      vx_mesh **out, vx_error *err);
 
+/* Per-vertex colours for a mesh made by vx_mesh_from_arrays: vertex_count entries (the count the
+ * mesh was made with) of `channels` bytes each (3: RGB, 4: RGBA; sRGB-encoded colour, linear
+ * alpha). They replace any colour the mesh had; a conversion then gives a coloured tree. */
+VX_API vx_status vx_mesh_set_vertex_colors(vx_mesh *m, const uint8_t *colors, uint64_t vertex_count,
+                                           uint32_t channels, vx_error *err);
+
+/* What the load had to tell the user without failing (a texture that could not be read and the
+ * material colour used instead, ...), one line each; "" when nothing. Valid while m lives. */
+VX_API const char *vx_mesh_notes(const vx_mesh *m);
+
 VX_API void vx_mesh_free(vx_mesh *m);
 
 typedef struct vx_mesh_info {
@@ -45,6 +55,10 @@ typedef struct vx_mesh_info {
   uint64_t skipped_nonfinite;    /* triangles with a NaN or infinite coordinate dropped */
   uint64_t skipped_nontriangle;  /* points and lines dropped */
   double load_seconds;           /* vx_mesh_load's wall time */
+  uint32_t has_color;            /* 1: the triangles carry colour (textures, vertex or material
+                                    colours) */
+  uint32_t materials;            /* materials in the colour table */
+  uint32_t textures;             /* textures decoded */
 } vx_mesh_info;
 
 VX_API vx_status vx_mesh_get_info(const vx_mesh *m, vx_mesh_info *info);

@@ -65,6 +65,8 @@ typedef struct vx_tree_info {
   uint64_t memory_bytes;   /* nodes * 16 + voxels * 8 */
   uint64_t file_bytes;     /* size of the file it was loaded from (0: not from a file) */
   uint32_t file_version;   /* .svo format version of that file (0: not from a file) */
+  uint32_t has_color;      /* 1: nodes and voxels carry RGBA8 colours */
+  uint64_t color_bytes;    /* 4 per loaded node and voxel when coloured, else 0 */
 } vx_tree_info;
 
 VX_API vx_status vx_tree_get_info(const vx_tree *t, vx_tree_info *info);
@@ -82,6 +84,7 @@ typedef struct vx_level_stats {
   uint64_t render_bytes;   /* memory of levels 0 .. l: what rendering cut at l uploads */
   uint64_t float8_bytes;   /* a plain octree with 8 float corners per cell at this resolution */
   uint64_t dense_bytes;    /* a dense float grid of (2^l + 1)^3 corner values */
+  uint64_t color_bytes;    /* RGBA8 colours of this level's cells (0: a grey tree) */
 } vx_level_stats;
 
 /* Row `level` (0 .. depth) of the table. Levels beyond those loaded report zero cells. */
@@ -100,6 +103,19 @@ VX_API const void *vx_tree_nodes(const vx_tree *t, uint64_t *count);
 VX_API const void *vx_tree_voxels(const vx_tree *t, uint64_t *count);
 VX_API uint64_t vx_tree_level_count(const vx_tree *t, uint32_t level);
 VX_API uint64_t vx_tree_level_first(const vx_tree *t, uint32_t level);
+
+/* The colours, read-only, in the order of vx_tree_nodes / vx_tree_voxels (packed RGBA8: r in the
+ * low byte; see base.h); NULL for a grey tree or when that level is not loaded. */
+VX_API const uint32_t *vx_tree_node_colors(const vx_tree *t, uint64_t *count);
+VX_API const uint32_t *vx_tree_voxel_colors(const vx_tree *t, uint64_t *count);
+
+/* The colour at n world points (xyz float32 triples): for each, RGBA8 (4 bytes: sRGB r g b,
+ * alpha) of the cell at `level` (-1: the finest loaded; a pruned leaf above it stands for its
+ * subtree) containing the point, else of the nearest such cell within the band (Chebyshev
+ * distance in cells at the finest level, up to ceil(band)), else 0 0 0 0. A grey tree gives
+ * VX_ERR_INVALID_ARG ("the tree has no colour"). */
+VX_API vx_status vx_tree_colors(const vx_tree *t, const float *points, uint64_t n, int level,
+                                uint8_t *rgba, vx_error *err);
 
 VX_EXTERN_C_END
 
