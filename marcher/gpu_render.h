@@ -53,7 +53,7 @@ typedef struct vx_gpu_bench_result {
   double mrays_per_s;        /* width * height / ms_median, in millions of primary rays per second */
   double visits_per_ray;     /* node + voxel fetches per primary ray, mean over the views */
   double hit_fraction;       /* fraction of pixels that hit the surface, over the views */
-  uint64_t tree_bytes;       /* nodes + voxels uploaded */
+  uint64_t tree_bytes;       /* nodes + voxels uploaded, their colours included */
   uint64_t frame_bytes;      /* framebuffers on the GPU */
   uint64_t device_used_bytes;/* device memory in use during the run (cudaMemGetInfo), all
                                 processes and the CUDA context included */

@@ -3,11 +3,11 @@
  *
  * Algorithm. Every loaded level of the tree is uploaded once (vx_gpu_view_create, through
  * svo/gpu_tree.h) as the same pointer-free arrays the host holds (node.h: nodes[] breadth first,
- * voxels[] Morton order) and stays there for any number of frames; the scene (camera in grid
- * space, cut, shading) travels as a kernel parameter, so a frame at another camera, cut or shading
- * costs one launch and the copy of its pixels back to host memory. One thread renders one pixel
- * with the traversal shared with the CPU renderer, so the two images agree up to float
- * contraction (see tests/test_gpu_render.c).
+ * voxels[] Morton order, and their colours when the tree has them) and stays there for any number
+ * of frames; the scene (camera in grid space, cut, shading) travels as a kernel parameter, so a
+ * frame at another camera, cut or shading costs one launch and the copy of its pixels back to
+ * host memory. One thread renders one pixel with the traversal shared with the CPU renderer, so
+ * the two images agree up to float contraction (see tests/test_gpu_render.c).
  *
  * Schedules (vx_gpu_config, measured in docs/MARCHER.md):
  *   persistent  (default) a grid that just fills the machine; each warp takes 8x4 tiles from a
@@ -112,6 +112,9 @@ static vx_status gpu_scene(const vx_gpu_view *c, const vx_octree *t, const vx_ma
     return vx_error_set(err, st, "GPU: cannot set up the scene");
   s->nodes = c->tree.nodes;
   s->voxels = c->tree.voxels;
+  s->node_color = c->tree.node_color;
+  s->voxel_color = c->tree.voxel_color;
+  s->holes = c->tree.holes;
   s->levels_loaded = c->tree.levels;
   if (s->max_level > (int)c->tree.levels - 1) s->max_level = (int)c->tree.levels - 1;
   return VX_OK;

@@ -65,7 +65,7 @@ vx_status vx_render_check(const vx_octree *t, const vx_march_opts *o, vx_error *
   if (!(o->lod_scale >= 0.0f) || !isfinite(o->lod_scale))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "LOD scale %g is not a non-negative number",
                         (double)o->lod_scale);
-  if ((unsigned)o->shade > VX_SHADE_NORMALS)
+  if ((unsigned)o->shade > VX_SHADE_ALBEDO)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown shading mode %d", (int)o->shade);
   const vx_camera *c = &o->cam;
   for (int i = 0; i < 3; i++)
@@ -100,6 +100,11 @@ vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_octree *t, const vx_ma
   camera_frame(c, f, r, u);
   s->nodes = t->nodes;
   s->voxels = t->levels_loaded > t->depth ? t->voxels : NULL;
+  /* Colour where the tree has it; whether a cell is a hole is then asked per hit cell (a
+   * resident GPU tree knows whether any is: svo/gpu_tree.h). */
+  s->node_color = t->node_color;
+  s->voxel_color = s->voxels ? t->voxel_color : NULL;
+  s->holes = s->node_color || s->voxel_color;
   s->depth = t->depth;
   s->levels_loaded = t->levels_loaded;
   s->band = t->band;

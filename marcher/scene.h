@@ -2,7 +2,7 @@
 /* scene.h - host-side set-up of a vx_trace_scene (trace.h) from a tree and render options.
  *
  * Both renderers (CPU and CUDA) call vx_render_check() then vx_trace_scene_init(); the CUDA
- * renderer then swaps the node and voxel pointers for device copies of the same bytes.
+ * renderer then swaps the node, voxel and colour pointers for device copies of the same bytes.
  */
 #ifndef VOXLOD_MARCHER_SCENE_H
 #define VOXLOD_MARCHER_SCENE_H
@@ -20,7 +20,8 @@ vx_status vx_render_check(const vx_octree *t, const vx_march_opts *o, vx_error *
 
 /* Fills s for tree t and options o (which must have passed vx_render_check): the world camera in
  * grid space (world = xf.origin + grid * xf.scale), pixel rays through pixel centres, the LOD cut,
- * a headlight from above-left of the eye. The node and voxel pointers are t's host arrays.
+ * a headlight from above-left of the eye. The node, voxel and colour pointers are t's host
+ * arrays (colour NULL for a grey tree; holes set whenever there is colour).
  * Returns VX_ERR_INVALID_ARG (and leaves s unusable) when o does not pass vx_render_check. */
 vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_octree *t, const vx_march_opts *o);
 

@@ -31,19 +31,26 @@
  *    (trace_root.h). Inside the walk a voxel is only asked whether it holds a root; the
  *    refinement and the normal are computed once after the walk, where the GPU rejoins the
  *    warp's lanes.
- * 5. Shading: Lambert with s->light plus ambient, a gamma of 2 to 8 bits; background constant
- *    (trace_shade.h).
+ * 5. Colour: a tree with colour arrays (svo/color.h) gives the hit the colour of the final cell
+ *    the surface was found in (a voxel's, or a final node's: its subtree's mean), read once per
+ *    pixel after the walk from the cell index the walk leaves in the hit. A cell of alpha 0 (a
+ *    hole: only cut-out surface) is not drawn: the walk goes on past it as past a cell without a
+ *    hit (one colour read per hit cell, only when the tree has holes).
+ * 6. Shading: Lambert with s->light plus ambient on the cell's albedo (sRGB decoded to linear;
+ *    a constant for a grey tree), a gamma of 2 to 8 bits; or the unlit albedo; background
+ *    constant (trace_shade.h).
  *
  * Parts, in include order: trace_root.h (the cubic), trace_cull.h (plane-bound culling),
  * trace_cell.h (one final cell), trace_walk.h (the octree walk), trace_shade.h (the pixel).
  *
  * GPU notes: a node is fetched as one 16-byte struct copy (one 128-bit load), a voxel as one
- * 8-byte copy; no recursion; all small arrays are indexed by constants after unrolling except the
+ * 8-byte copy, a colour as one 4-byte load (read-only path); no recursion; all small arrays are indexed by constants after unrolling except the
  * traversal stack. */
 #ifndef VOXLOD_MARCHER_TRACE_H
 #define VOXLOD_MARCHER_TRACE_H
 
 #include "svo/node.h"
+#include "svo/color.h"
 
 #include <string.h> /* memcpy: float <-> bits */
 
@@ -66,6 +73,10 @@ typedef struct vx_trace_scene {
   int cull;               /* 1: skip nodes whose plane bounds exclude a zero (trace_cull.h) */
   int pruned;             /* the tree has pruned leaves (drawn as planes at any level) */
   float cull_eps;         /* float round-off allowance of that test, field units (voxels) */
+  /* colour (svo/color.h, packed RGBA8), parallel to nodes and voxels; NULL: grey */
+  const uint32_t *node_color;
+  const uint32_t *voxel_color; /* NULL also when voxels is NULL */
+  int holes;              /* 1: some cell may have alpha 0 (checked per hit cell); 0: none has */
 } vx_trace_scene;
 
 typedef struct vx_pixel {
@@ -80,6 +91,8 @@ typedef struct vx_trace_hit {
   float t;         /* grid units along the unit ray direction */
   float n[3];      /* unit surface normal (field gradient, plane or box face), not flipped */
   uint32_t visits; /* nodes and voxels fetched */
+  uint32_t cell;   /* the hit's final cell: its index in nodes[] (level < depth) or voxels[] */
+  uint32_t level;  /* that cell's level (depth: a voxel) */
 } vx_trace_hit;
 
 /* Traces a ray in grid space: origin o, unit direction d. Fills h; returns h->hit. */
@@ -101,6 +114,26 @@ VX_HD void vx_render_pixel(const vx_trace_scene *s, uint32_t px, uint32_t py, vx
 
 VX_HD float vx_tr_min(float a, float b) { return a < b ? a : b; }
 VX_HD float vx_tr_max(float a, float b) { return a > b ? a : b; }
+
+/* One packed colour (read-only path on the GPU). */
+VX_HD uint32_t vx_tr_fetch_color(const uint32_t *p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
+/* The colour array of a final cell at `level`: node or voxel colours, NULL for a grey tree. */
+VX_HD const uint32_t *vx_tr_colors(const vx_trace_scene *s, uint32_t level) {
+  return level < s->depth ? s->node_color : s->voxel_color;
+}
+
+/* Whether the final cell (level, index) is a hole: alpha 0, not drawn. Only where s->holes. */
+VX_HD int vx_tr_is_hole(const vx_trace_scene *s, uint32_t level, uint32_t index) {
+  const uint32_t *c = vx_tr_colors(s, level);
+  return c && vx_tr_fetch_color(&c[index]) >> 24 == 0u;
+}
 
 #include "marcher/trace_root.h"
 #include "marcher/trace_cull.h"

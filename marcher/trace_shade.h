@@ -2,10 +2,16 @@
 /* trace_shade.h - one pixel: its ray, the walk, and the colour (part of trace.h; include that).
  *
  * Algorithm. The pixel's ray is dir00 + px du + py dv from the eye (scene.c), normalised. A hit
- * is shaded Lambert with the light s->light plus an ambient term, on a constant albedo, then
- * encoded with a gamma of 2 to 8 bits; the normal is first turned to face the viewer (zero
- * crossings count in both directions, so a hit normal may point either way). A miss is the
- * constant background colour. VX_SHADE_NORMALS writes the facing normal as a colour instead. */
+ * is shaded Lambert with the light s->light plus an ambient term, on the albedo of its cell,
+ * then encoded with a gamma of 2 to 8 bits; the normal is first turned to face the viewer (zero
+ * crossings count in both directions, so a hit normal may point either way). The albedo is the
+ * hit cell's colour (svo/color.h: sRGB decoded to linear light), read once here from the cell
+ * index the walk leaves in the hit, or a constant warm grey when the tree has no colour (the
+ * images of grey trees are those of before colour existed). A miss is the constant background
+ * colour. VX_SHADE_NORMALS writes the facing normal as a colour instead; VX_SHADE_ALBEDO the
+ * unlit albedo as stored: the cell's sRGB bytes as they are (so an image compares with the
+ * input's texture colours directly), or sRGB-encoded grey 0.8 for a grey tree. Blocks mode is
+ * lit and coloured as the smooth surface. */
 #ifndef VOXLOD_MARCHER_TRACE_SHADE_H
 #define VOXLOD_MARCHER_TRACE_SHADE_H
 
@@ -13,13 +19,15 @@
 #error "marcher/trace_shade.h is a part of marcher/trace.h: include that"
 #endif
 
-/* Background colour (8-bit RGB) and surface albedo (linear). */
+/* Background colour (8-bit RGB), the albedo of a grey tree (linear) when lit, and when unlit
+ * (VX_SHADE_ALBEDO, linear grey). */
 #define VX_BG_R 34
 #define VX_BG_G 38
 #define VX_BG_B 46
 #define VX_ALBEDO_R 0.86f
 #define VX_ALBEDO_G 0.80f
 #define VX_ALBEDO_B 0.72f
+#define VX_GREY 0.8f
 #define VX_AMBIENT 0.18f
 
 /* 8-bit channel from a linear value: gamma 2 (sqrt), clamped. */
@@ -61,11 +69,31 @@ VX_HD void vx_render_pixel(const vx_trace_scene *s, uint32_t px, uint32_t py, vx
     out->rgb[2] = (uint8_t)((n[2] * 0.5f + 0.5f) * 255.0f + 0.5f);
     return;
   }
+  const uint32_t *colors = vx_tr_colors(s, h.level);
+  uint32_t c = colors ? vx_tr_fetch_color(&colors[h.cell]) : 0u; /* the one colour read */
+  if (s->shade == 3 /* VX_SHADE_ALBEDO */) {
+    if (colors) {
+      out->rgb[0] = (uint8_t)(c & 255u);
+      out->rgb[1] = (uint8_t)(c >> 8 & 255u);
+      out->rgb[2] = (uint8_t)(c >> 16 & 255u);
+    } else {
+      out->rgb[0] = out->rgb[1] = out->rgb[2] = (uint8_t)vx_unorm8(vx_linear_to_srgb(VX_GREY));
+    }
+    return;
+  }
+  float alb[3] = {VX_ALBEDO_R, VX_ALBEDO_G, VX_ALBEDO_B};
+  if (colors) {
+    float lin[4];
+    vx_rgba_unpack_linear(c, lin);
+    alb[0] = lin[0];
+    alb[1] = lin[1];
+    alb[2] = lin[2];
+  }
   float diff = vx_tr_max(n[0] * s->light[0] + n[1] * s->light[1] + n[2] * s->light[2], 0.0f);
   float lum = VX_AMBIENT + (1.0f - VX_AMBIENT) * diff;
-  out->rgb[0] = vx_to_srgb8(VX_ALBEDO_R * lum);
-  out->rgb[1] = vx_to_srgb8(VX_ALBEDO_G * lum);
-  out->rgb[2] = vx_to_srgb8(VX_ALBEDO_B * lum);
+  out->rgb[0] = vx_to_srgb8(alb[0] * lum);
+  out->rgb[1] = vx_to_srgb8(alb[1] * lum);
+  out->rgb[2] = vx_to_srgb8(alb[2] * lum);
 }
 
 #endif

@@ -21,9 +21,11 @@
  *    level, when it is a pruned leaf (mask 0), or, with auto LOD, when its size 2^(D-l) is below
  *    t_entry * s->pixel_angle (ESVO's pixel-cone rule). A final cell is intersected by
  *    vx_trace_cell (trace_cell.h); a node that culling excludes is stepped over (trace_cull.h).
+ *    A hit cell whose colour has alpha 0 (a hole) is passed as a cell without a hit.
  * 4. The walk only decides which cell is hit; that cell's root refinement and normal are
  *    computed once after the loop, where the GPU rejoins the warp's lanes (VX_WARP_JOIN),
- *    instead of a few lanes at a time inside it. */
+ *    instead of a few lanes at a time inside it; the hit keeps the cell's index and level, for
+ *    its colour. */
 #ifndef VOXLOD_MARCHER_TRACE_WALK_H
 #define VOXLOD_MARCHER_TRACE_WALK_H
 
@@ -117,6 +119,8 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
   h->t = INFINITY;
   h->n[0] = h->n[1] = h->n[2] = 0.0f;
   h->visits = 0;
+  h->cell = 0;
+  h->level = 0;
 
   /* mirror into the positive octant; d: the direction with components under 1e-12 raised to
    * +-1e-12, the ray the slab t's below describe */
@@ -164,6 +168,9 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
       for (int i = 0; i < 3; i++) rtx0[i] = tx0[i];
       float v0, v1;
       h->hit = vx_trace_cell(s, o, d, 0, cmin, Rf, t0, t1, rtx0, &node, 0, 0, 1, &v1, &v0, h);
+      if (h->hit && s->holes && vx_tr_is_hole(s, 0, 0)) h->hit = 0; /* the only cell: a hole */
+      h->cell = 0;
+      h->level = 0;
       if (!h->hit) h->t = INFINITY;
       return h->hit;
     }
@@ -275,7 +282,9 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
                                     &h->visits));
           hc |= crack; /* the crack rule hits at the entry */
         }
-        if (hc) {
+        /* A hole (alpha 0) is passed as a cell without a hit: its exit value still sets the
+         * crack state, as any final cell's. Read only for a hit cell, only in trees with holes. */
+        if (hc && !(s->holes && vx_tr_is_hole(s, cl, ci))) {
           hit = 1;
           cs.hit_crack = crack;
           break;
@@ -338,6 +347,8 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
     float v0, v1;
     h->hit = vx_trace_cell(s, o, d, l + 1, cmin, Sf, tc0, tc1, tx0, &node, &vox, cs.hit_crack, 1,
                            &v1, &v0, h);
+    h->cell = ci; /* its colour is read once, by the shading (trace_shade.h) */
+    h->level = l + 1;
     if (!h->hit) h->t = INFINITY; /* cannot happen: the same branches as in the loop */
   }
   return h->hit;

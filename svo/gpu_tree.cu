@@ -10,6 +10,8 @@ struct vx_gpu_resident {
   cudaDeviceProp prop;
   vx_node *nodes;   /* device */
   vx_voxel *voxels; /* device, NULL when level D is not loaded */
+  uint32_t *node_color, *voxel_color; /* device, NULL for a grey tree */
+  int holes;        /* some uploaded colour has alpha 0 */
   uint64_t node_count, voxel_count;
   uint32_t levels;  /* levels uploaded: 0 .. levels-1 */
 };
@@ -30,6 +32,13 @@ done:
   return st;
 }
 
+/* Whether a colour of c[0 .. n-1] has alpha 0 (a hole): the renderer then checks hit cells. */
+static int has_hole(const uint32_t *c, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++)
+    if (c[i] >> 24 == 0u) return 1;
+  return 0;
+}
+
 static vx_status gpu_upload(vx_gpu_resident *c, const vx_octree *t, vx_error *err) {
   vx_status st = VX_OK;
   uint32_t levels = t->levels_loaded < t->depth + 1 ? t->levels_loaded : t->depth + 1;
@@ -39,17 +48,33 @@ static vx_status gpu_upload(vx_gpu_resident *c, const vx_octree *t, vx_error *er
   uint64_t nodes = t->level_first[node_levels - 1] + t->level_count[node_levels - 1];
   uint64_t voxels = levels > t->depth ? t->voxel_count : 0;
   size_t nb = (size_t)nodes * sizeof(vx_node), vb = (size_t)voxels * sizeof(vx_voxel);
+  /* colour arrays, parallel to the uploaded nodes and voxels */
+  size_t ncb = t->node_color ? (size_t)nodes * sizeof(uint32_t) : 0;
+  size_t vcb = t->voxel_color && vb ? (size_t)voxels * sizeof(uint32_t) : 0;
+  size_t all = nb + vb + ncb + vcb;
   size_t free_b = 0, total_b = 0;
   VX_CU(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-  if ((uint64_t)nb + vb + ((uint64_t)64 << 20) > free_b)
+  if ((uint64_t)all + ((uint64_t)64 << 20) > free_b)
     return vx_error_set(err, VX_ERR_NO_GPU,
                         "GPU: not enough device memory: the tree needs %.1f MiB, %.1f MiB free",
-                        (double)(nb + vb) / 1048576.0, (double)free_b / 1048576.0);
+                        (double)all / 1048576.0, (double)free_b / 1048576.0);
   VX_CU(cudaMalloc((void **)&c->nodes, nb), "allocating the nodes");
   VX_CU(cudaMemcpy(c->nodes, t->nodes, nb, cudaMemcpyHostToDevice), "uploading the nodes");
   if (vb) {
     VX_CU(cudaMalloc((void **)&c->voxels, vb), "allocating the voxels");
     VX_CU(cudaMemcpy(c->voxels, t->voxels, vb, cudaMemcpyHostToDevice), "uploading the voxels");
+  }
+  if (ncb) {
+    VX_CU(cudaMalloc((void **)&c->node_color, ncb), "allocating the node colours");
+    VX_CU(cudaMemcpy(c->node_color, t->node_color, ncb, cudaMemcpyHostToDevice),
+          "uploading the node colours");
+    c->holes |= has_hole(t->node_color, nodes);
+  }
+  if (vcb) {
+    VX_CU(cudaMalloc((void **)&c->voxel_color, vcb), "allocating the voxel colours");
+    VX_CU(cudaMemcpy(c->voxel_color, t->voxel_color, vcb, cudaMemcpyHostToDevice),
+          "uploading the voxel colours");
+    c->holes |= has_hole(t->voxel_color, voxels);
   }
   c->node_count = nodes;
   c->voxel_count = voxels;
@@ -63,6 +88,8 @@ extern "C" void vx_gpu_resident_free(vx_gpu_resident *c) {
   /* Errors on free are ignored: nothing can be done about them. */
   if (c->nodes) cudaFree(c->nodes);
   if (c->voxels) cudaFree(c->voxels);
+  if (c->node_color) cudaFree(c->node_color);
+  if (c->voxel_color) cudaFree(c->voxel_color);
   cudaGetLastError();
   vx_free(c);
 }
@@ -90,7 +117,8 @@ extern "C" int vx_gpu_resident_sm_count(const vx_gpu_resident *g) {
 }
 
 extern "C" uint64_t vx_gpu_resident_bytes(const vx_gpu_resident *g) {
-  return g->node_count * sizeof(vx_node) + g->voxel_count * sizeof(vx_voxel);
+  return g->node_count * (sizeof(vx_node) + (g->node_color ? sizeof(uint32_t) : 0)) +
+         g->voxel_count * (sizeof(vx_voxel) + (g->voxel_color ? sizeof(uint32_t) : 0));
 }
 
 extern "C" void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out) {
@@ -98,4 +126,7 @@ extern "C" void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out)
   out->voxels = g->voxels;
   out->levels = g->levels;
   out->device = g->device;
+  out->node_color = g->node_color;
+  out->voxel_color = g->voxel_color;
+  out->holes = g->holes;
 }

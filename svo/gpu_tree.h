@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_tree.h - a tree resident on the GPU: every loaded level uploaded once, as the same
- * pointer-free arrays the host holds (node.h: nodes[] breadth first, voxels[] Morton order). The
+ * pointer-free arrays the host holds (node.h: nodes[] breadth first, voxels[] Morton order; the
+ * colour arrays beside them when the tree has colour). The
  * renderer (marcher/gpu_render.h) draws from it and the sampler (sampler/sampler.h) reads it, so a
  * tree both render and sample is on the device once.
  *
@@ -23,7 +24,7 @@ typedef struct vx_gpu_resident vx_gpu_resident;
 vx_status vx_gpu_resident_create(const vx_octree *t, vx_gpu_resident **out, vx_error *err);
 void vx_gpu_resident_free(vx_gpu_resident *g);
 
-/* GPU name, its multiprocessors, and bytes of the tree uploaded. */
+/* GPU name, its multiprocessors, and bytes of the tree uploaded (colour included). */
 const char *vx_gpu_resident_device(const vx_gpu_resident *g);
 int vx_gpu_resident_sm_count(const vx_gpu_resident *g);
 uint64_t vx_gpu_resident_bytes(const vx_gpu_resident *g);
@@ -35,6 +36,11 @@ typedef struct vx_gpu_tree {
   const vx_voxel *voxels; /* NULL when level D is not uploaded */
   uint32_t levels;
   int device;
+  /* colour (svo/color.h) parallel to nodes and voxels, NULL for a grey tree (voxel_color also
+   * when voxels is NULL); holes: 1 when some uploaded colour has alpha 0 (found at upload) */
+  const uint32_t *node_color;
+  const uint32_t *voxel_color;
+  int holes;
 } vx_gpu_tree;
 void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out);
 

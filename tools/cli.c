@@ -329,7 +329,9 @@ const char *vx_view_args_help =
     "  --eye X,Y,Z         camera position in world (mesh) coordinates\n"
     "  --target X,Y,Z      point looked at, world coordinates (default: the model's centre)\n"
     "  --shade MODE        smooth (trilinear zero crossing, default), blocks (voxel cubes),\n"
-    "                      normals (normal as colour)\n"
+    "                      normals (normal as colour), albedo (smooth, unlit: the tree's\n"
+    "                      colours as stored, grey without); smooth and blocks are lit, in\n"
+    "                      the tree's colours when it has them\n"
     "  --gpu | --cpu       force the CUDA or the CPU renderer (default: GPU if usable, else CPU)\n"
     "  --threads N         CPU threads (default: all cores)\n"
     "  --mem-limit SIZE    refuse a file whose decoded size exceeds SIZE (default: 80% of memory)\n";
@@ -369,8 +371,9 @@ int vx_view_opts(vx_view_args *a, vx_opt *opts, int n) {
   opts[n++].seen = &a->have_eye;
   opts[n] = vx_cli_opt("--target", VX_OPT_VEC3, a->target, 0, 0, "X,Y,Z");
   opts[n++].seen = &a->have_target;
-  opts[n] = vx_cli_opt("--shade", VX_OPT_CHOICE, &a->shade, 0, 0, "smooth, blocks or normals");
-  opts[n++].choices = "smooth|blocks|normals";
+  opts[n] = vx_cli_opt("--shade", VX_OPT_CHOICE, &a->shade, 0, 0,
+                       "smooth, blocks, normals or albedo");
+  opts[n++].choices = "smooth|blocks|normals|albedo";
   opts[n++] = vx_cli_opt("--gpu", VX_OPT_FLAG, &a->gpu, 0, 0, NULL);
   opts[n++] = vx_cli_opt("--cpu", VX_OPT_FLAG, &a->cpu, 0, 0, NULL);
   opts[n++] = vx_cli_opt("--threads", VX_OPT_U32, &a->threads, 0, 1024, "a thread count, 0: all cores");
