@@ -10,3 +10,5 @@ vx_add_test(test_marcher_mesh SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_m
             LIBS vx_marcher vx_voxelizer vx_formats)
 vx_add_test(test_marcher_cull SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_cull.c
             LIBS vx_marcher vx_voxelizer vx_formats)
+vx_add_test(test_marcher_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_color.c
+            LIBS vx_marcher)
