@@ -7,7 +7,8 @@
  * not (two roundings). That moves a hit by ~1e-7 relative, which flips a pixel's colour by more
  * than 2/255 only on grazing rays at silhouettes: the bound, <= 0.1% of pixels, is checked.
  * Kernel variants (schedules, block shapes, register caps) run the same device code and must give
- * the same bytes.
+ * the same bytes. Coloured trees (per-cell colours, with and without holes) are held to the same
+ * bound, lit, unlit and as blocks.
  */
 #include "marcher/marcher.h"
 #include "marcher/gpu_render.h"
@@ -180,6 +181,82 @@ static void gpu_bench_reports_sane_numbers(void) {
           r.device, r.ms_median, r.mrays_per_s, r.visits_per_ray, r.regs_per_thread, r.local_bytes);
 }
 
+/* Colour per cell from its index (alpha 255), and holes (alpha 0) in about one cell of 12
+ * when `holes`. */
+static uint32_t cell_color(uint64_t i, uint32_t salt, int holes) {
+  uint32_t h = (uint32_t)(i * 2654435761u) ^ salt;
+  h ^= h >> 15;
+  h *= 2246822519u;
+  h ^= h >> 13;
+  uint32_t a = holes && h % 12u == 5u ? 0u : 255u;
+  return (h & 0xffffffu) | a << 24;
+}
+
+static void set_colors(int holes) {
+  vx_free(tree.node_color);
+  vx_free(tree.voxel_color);
+  tree.node_color = (uint32_t *)vx_malloc(tree.node_count * sizeof(uint32_t));
+  tree.voxel_color = (uint32_t *)vx_malloc(tree.voxel_count * sizeof(uint32_t));
+  CHECK(tree.node_color && tree.voxel_color);
+  for (uint64_t i = 0; i < tree.node_count; i++) tree.node_color[i] = cell_color(i, 0x51u, holes);
+  for (uint64_t i = 0; i < tree.voxel_count; i++)
+    tree.voxel_color[i] = cell_color(i, 0x9e3u, holes);
+}
+
+static void drop_colors(void) {
+  vx_free(tree.node_color);
+  vx_free(tree.voxel_color);
+  tree.node_color = tree.voxel_color = NULL;
+}
+
+/* Coloured trees, with and without holes: the GPU's image is the CPU's (the same bound as the
+ * grey tree's), lit, unlit (albedo) and blocks, at every cut; the colour arrays are uploaded. */
+static void gpu_matches_cpu_in_colour(void) {
+  vx_march_image gi, ci;
+  CHECK(vx_march_image_alloc(&gi, W, H, 1, NULL) == VX_OK);
+  CHECK(vx_march_image_alloc(&ci, W, H, 1, NULL) == VX_OK);
+  const vx_shade shades[3] = {VX_SHADE_SMOOTH, VX_SHADE_ALBEDO, VX_SHADE_BLOCKS};
+  int lods[4] = {VX_LOD_AUTO, (int)tree.depth, (int)tree.depth - 2, 3};
+  for (int holes = 0; holes < 2; holes++) {
+    set_colors(holes);
+    vx_gpu_view *g;
+    vx_error e;
+    vx_status s = vx_gpu_view_create(&tree, &g, &e);
+    if (s == VX_ERR_NO_GPU) CHECK_SKIP("%s", e.msg);
+    CHECK_MSG(s == VX_OK, "%s", e.msg);
+    if (s == VX_OK) {
+      CHECK(vx_gpu_view_tree_bytes(g) == tree.node_count * 20 + tree.voxel_count * 12);
+      vx_gpu_view_free(g);
+    }
+    for (int sh = 0; sh < 3; sh++)
+      for (int k = 0; k < 4; k++) {
+        vx_march_opts o;
+        opts_for(&o, W, H, lods[k], 40.0 + 100.0 * k, 25.0 - 20.0 * sh);
+        o.shade = shades[sh];
+        if (gpu_render(&o, NULL, &gi) != VX_OK) continue;
+        s = vx_render_cpu(&tree, &o, &ci, 2, &e);
+        CHECK_MSG(s == VX_OK, "%s", e.msg);
+        size_t diff = count_diff(&gi, &ci), hit_mismatch = 0, hits = 0, unwritten = 0;
+        for (size_t i = 0; i < (size_t)W * H; i++) {
+          unwritten += isnan(gi.depth[i]);
+          hits += isfinite(ci.depth[i]);
+          hit_mismatch += isfinite(gi.depth[i]) != isfinite(ci.depth[i]);
+        }
+        CHECK(unwritten == 0);
+        CHECK_MSG(diff * 1000 <= (size_t)W * H && hit_mismatch * 1000 <= (size_t)W * H,
+                  "holes %d shade %d lod %d: %zu colour diffs, %zu hit mismatches", holes,
+                  (int)shades[sh], lods[k], diff, hit_mismatch);
+        CHECK_MSG(hits > (size_t)W * H / 20, "holes %d shade %d lod %d: %zu hits", holes,
+                  (int)shades[sh], lods[k], hits);
+        fprintf(stderr, "  colour holes %d shade %d lod %2d: %6zu hits, %4zu colour diffs, %3zu "
+                "hit mismatches\n", holes, (int)shades[sh], lods[k], hits, diff, hit_mismatch);
+      }
+  }
+  drop_colors();
+  vx_march_image_free(&gi);
+  vx_march_image_free(&ci);
+}
+
 static void gpu_rejects_bad_config(void) {
   vx_march_opts o;
   vx_march_image img;
@@ -203,6 +280,7 @@ int main(void) {
   RUN(gpu_render_writes_every_pixel);
   RUN(gpu_matches_cpu_at_every_lod);
   RUN(gpu_variants_give_identical_images);
+  RUN(gpu_matches_cpu_in_colour);
   RUN(gpu_bench_reports_sane_numbers);
   RUN(gpu_rejects_bad_config);
   vx_octree_free(&tree);
