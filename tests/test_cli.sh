@@ -31,6 +31,8 @@ for lod in 3 4 5 6 auto; do
      head -c 8 "$T/b_$lod.png" | od -An -c | grep -q "P   N   G"; then ok "render lod $lod"; else bad "render lod $lod"; cat "$T/err"; fi
 done
 if "$VOXLOD" render "$T/b.svo" "$T/blocks.png" --shade blocks --size 64x48 --cpu 2>/dev/null; then ok "render blocks"; else bad "render blocks"; fi
+if "$VOXLOD" render "$T/b.svo" "$T/albedo.png" --shade albedo --size 64x48 --cpu 2>/dev/null; then ok "render albedo"; else bad "render albedo"; fi
+expect_fail "render --shade unknown" "smooth, blocks, normals or albedo" "$VOXLOD" render "$T/b.svo" "$T/x.png" --shade pink
 if "$VOXLOD" stats "$T/b.svo" >"$T/stats" && grep -q "64^3" "$T/stats" && grep -q "per surface voxel" "$T/stats"; then ok stats; else bad stats; cat "$T/stats"; fi
 if "$VOXLOD" stats "$T/b.svo" --plot "$T/m.svg" --error 0.5 --views 1 --size 64x48 --cpu >"$T/stats2" && grep -q "<svg" "$T/m.svg" && grep -q "PSNR" "$T/stats2"; then ok "stats --plot --error"; else bad "stats --plot --error"; cat "$T/stats2"; fi
 if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/p.svo" --res 64 --error 1 -q && "$VOXLOD" compare "$T/b.svo" "$T/p.svo" --views 1 --size 64x48 --cpu >"$T/cmp" && grep -q PSNR "$T/cmp"; then ok "convert --error, compare"; else bad "convert --error, compare"; fi

@@ -23,8 +23,9 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from viewer_common import (Server, band_errors, jpeg_scan_markers, make_tree,  # noqa: E402
-                           object_fraction, png_pixels, split_binary)
+from viewer_common import (BACKGROUND, Server, band_errors,  # noqa: E402
+                           jpeg_scan_markers, make_tree, object_fraction, png_pixels,
+                           split_binary)
 
 try:
     import websocket  # websocket-client
@@ -298,6 +299,19 @@ def test_frames(srv, depth):
         hdr, _ = t.frame(seq=seq)
         want = "auto" if lod == "auto" else depth if lod == "finest" else int(lod)
         check(hdr["lod"] == want, "lod=%s draws at that level" % lod, str(hdr))
+    # every shading mode draws; albedo of a grey tree: the object in one grey (sRGB of linear
+    # 0.8), nothing else off the background
+    check(info.get("color") == 0, "the first message says the tree is grey", str(info.get("color")))
+    for name, want in [("normals", 2), ("smooth", 0), ("albedo", 3)]:
+        seq = t.view(160, 120, extra="lod=finest shade=%s" % name)
+        hdr, _ = t.frame(seq=seq)
+        check(hdr["shade"] == want, "shade=%s draws in that mode" % name, str(hdr))
+    t.send("png")
+    hdr, body = t.frame(kind="png")
+    w, h, rgb = png_pixels(body)
+    px = set(tuple(rgb[i:i + 3]) for i in range(0, len(rgb), 3))
+    check(px == {BACKGROUND, (231, 231, 231)} and hdr["shade"] == 3,
+          "albedo of a grey tree is grey 231 on the background", str(sorted(px)[:6]))
     # absurd sizes are clamped, keeping the aspect ratio
     for (w, h), want in [((100000, 100000), (512, 512)), ((100000, 50000), (512, 256)),
                          ((1, 100000), (1, 512)), ((2147483647, 1), (512, 1))]:

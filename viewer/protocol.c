@@ -185,8 +185,9 @@ static int parse_field(unsigned bit, span key, span v, int max_level, vw_msg *m,
     if (span_is(v, "smooth")) m->shade = 0;
     else if (span_is(v, "blocks")) m->shade = 1;
     else if (span_is(v, "normals")) m->shade = 2;
+    else if (span_is(v, "albedo")) m->shade = 3;
     else
-      return fail(why, why_n, "shade: '%s' is not smooth, blocks or normals",
+      return fail(why, why_n, "shade: '%s' is not smooth, blocks, normals or albedo",
                   show(v, vb, sizeof vb));
     return 0;
   case VW_HAS_QUALITY:

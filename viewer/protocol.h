@@ -16,9 +16,11 @@
  * view: any subset of its fields; the others keep their values. eye/target/up are world
  * coordinates (finite, |x| <= 1e30), fov in [1, 179] degrees, w/h the canvas in device pixels
  * (1 .. 2^31-1: clamped later by vw_clamp_size, never refused for being large), lod "finest",
- * "auto" or a level 0 .. max_level, lodscale in [0.01, 1000] pixels, shade smooth|blocks|normals,
- * q the JPEG quality 1 .. 100, moving 0|1 (1: the camera is being dragged: previews may come
- * first), seq the page's own number for this view (echoed in the frames that show it).
+ * "auto" or a level 0 .. max_level, lodscale in [0.01, 1000] pixels, shade
+ * smooth|blocks|normals|albedo (smooth and blocks are lit, in the tree's colours when it has
+ * them; albedo is the unlit colour), q the JPEG quality 1 .. 100, moving 0|1 (1: the camera is
+ * being dragged: previews may come first), seq the page's own number for this view (echoed in
+ * the frames that show it).
  * png: the current view at full size as PNG. ack: frames up to `frame` have arrived (flow
  * control). ping: the server answers at once (liveness).
  *
@@ -66,7 +68,7 @@ typedef struct vw_msg {
   uint32_t width, height;  /* as asked */
   int lod;                 /* VW_LOD_FINEST, VW_LOD_AUTO or a level */
   double lod_scale;
-  int shade;               /* 0 smooth, 1 blocks, 2 normals (vx_shade) */
+  int shade;               /* 0 smooth, 1 blocks, 2 normals, 3 albedo (vx_shade) */
   int quality;
   int moving;
   uint32_t seq;

@@ -505,12 +505,12 @@ int vw_info_build(vw_server *s, char *why, size_t why_n) {
   at = put(b, cap, at,
            "{\"type\":\"info\",\"version\":\"%s\",\"file\":%s,\"device\":%s,\"gpu\":%d,"
            "\"depth\":%u,\"resolution\":%u,\"levels_loaded\":%u,\"prune_error\":%.9g,"
-           "\"nodes\":%llu,\"voxels\":%llu,\"memory\":%llu,\"scale\":%.17g,"
+           "\"nodes\":%llu,\"voxels\":%llu,\"memory\":%llu,\"color\":%d,\"scale\":%.17g,"
            "\"origin\":[%.17g,%.17g,%.17g],\"levels\":[",
            vx_version(), file, dev, s->rinfo.used_gpu, ti->depth, ti->resolution,
            ti->levels_loaded, (double)ti->prune_error, (unsigned long long)ti->node_count,
-           (unsigned long long)ti->voxel_count, (unsigned long long)ti->memory_bytes, ti->scale,
-           ti->origin[0], ti->origin[1], ti->origin[2]);
+           (unsigned long long)ti->voxel_count, (unsigned long long)ti->memory_bytes,
+           ti->has_color ? 1 : 0, ti->scale, ti->origin[0], ti->origin[1], ti->origin[2]);
   for (uint32_t l = 0; l <= ti->depth; l++) {
     vx_level_stats ls;
     memset(&ls, 0, sizeof ls);
