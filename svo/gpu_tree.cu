@@ -32,10 +32,16 @@ done:
   return st;
 }
 
-/* Whether a colour of c[0 .. n-1] has alpha 0 (a hole): the renderer then checks hit cells. */
+/* Whether a colour of c[0 .. n-1] has alpha 0 (a hole): the renderer then checks hit cells.
+ * In chunks without an early exit inside, which the compiler vectorizes (100M colours: 300 ms
+ * one by one, 40-80 ms so, on a shared 2-core host). */
 static int has_hole(const uint32_t *c, uint64_t n) {
-  for (uint64_t i = 0; i < n; i++)
-    if (c[i] >> 24 == 0u) return 1;
+  for (uint64_t i = 0; i < n; i += 4096) {
+    uint64_t e = n - i < 4096 ? n - i : 4096;
+    uint32_t any = 0;
+    for (uint64_t j = 0; j < e; j++) any |= c[i + j] < 0x01000000u ? 1u : 0u;
+    if (any) return 1;
+  }
   return 0;
 }
 
