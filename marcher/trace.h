@@ -44,8 +44,8 @@
  * trace_cell.h (one final cell), trace_walk.h (the octree walk), trace_shade.h (the pixel).
  *
  * GPU notes: a node is fetched as one 16-byte struct copy (one 128-bit load), a voxel as one
- * 8-byte copy, a colour as one 4-byte load (read-only path); no recursion; all small arrays are indexed by constants after unrolling except the
- * traversal stack. */
+ * 8-byte copy, a colour as one 4-byte load (read-only path); no recursion; all small arrays are
+ * indexed by constants after unrolling except the traversal stack. */
 #ifndef VOXLOD_MARCHER_TRACE_H
 #define VOXLOD_MARCHER_TRACE_H
 
