@@ -28,6 +28,8 @@ typedef struct vx_mesh_data {
   const uint32_t *tri;    /* triangle_count * 3 indices; NULL: a soup, vertices 3k..3k+2 form
                              triangle k (identical vertices are then merged by assimp) */
   uint64_t triangle_count;
+  const uint8_t *rgba;    /* vertex_count * 4 (sRGB r, g, b, linear alpha) vertex colours, or
+                             NULL */
 } vx_mesh_data;
 
 /* The assimp exporter id ("plyb") and the format's extension ("ply") for format ("ply", ".PLY";

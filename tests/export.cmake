@@ -6,6 +6,10 @@
 set(VX_CORPUS_DIR "${VOXLOD_ROOT}/tests/corpus")
 vx_add_test(test_export SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_export.c LIBS vx_lib)
 target_compile_definitions(test_export PRIVATE VX_CORPUS_DIR="${VX_CORPUS_DIR}")
+# Colour out: a tree coloured by hand, meshed and exported (test_export_color.c checks through the
+# library; with a directory it writes the files that test_export_color.py reads with trimesh, its
+# own .vox parser and pyopenvdb).
+vx_add_test(test_export_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_export_color.c LIBS vx_lib)
 if(NANOVDB_INCLUDE_DIR)
   vx_add_test(test_export_nanovdb SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_export_nanovdb.cpp
               LIBS vx_lib)

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_export_color.c - colour in the outputs: meshes (vx_mesher_extract, vx_mesh_colors and the
+ * PLY/GLB/OBJ writers) and exported grids (.vox palette, .vdb Cd, .nvdb Cd, PLY points) of a tree
+ * coloured by hand.
+ *
+ *   test_export_color             checks through the library's own accessors
+ *   test_export_color WORKDIR     also writes the files into WORKDIR for the readers that share
+ *                                 no code with ours (test_export_color.py: trimesh, a .vox parser
+ *                                 written from the format description, pyopenvdb)
+ *
+ * The tree: a sphere converted at 64^3 (depth 6). Every cell (node or voxel) gets the colour of
+ * the octant (around the grid's centre, a node boundary from level 1 on) its box lies in, with its
+ * level in the blue channel: r = 40 + 120 * bit0 + 60 * bit2, g = 60 + 120 * bit1, b = 20 + 25 *
+ * level. So a mesh at --lod L must carry b = 20 + 25 L on every vertex, and each vertex the
+ * octant of its position (vertices lie in their cells, clamped to them: those on an octant plane can
+ * be either). Cells wholly above the cap plane z = centre + 0.6 r get alpha 0: holes, not meshed.
+ */
+#define _POSIX_C_SOURCE 200809L
+#define VOXLOD_EXPERIMENTAL /* lib/internal.h holds every handle */
+#include "check.h"
+#include "meshgen.h"
+#include "voxlod.h"
+#include "lib/internal.h"
+#include "svo/color.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RES 64u
+#define RADIUS 0.8
+static const double CENTRE[3] = {0.03, -0.02, 0.05};
+#define CAP 0.6 /* holes above z = centre z + CAP * RADIUS (world) */
+
+static uint32_t octant_color(uint32_t oct, uint32_t level, uint32_t alpha) {
+  uint32_t r = 40 + 120 * (oct & 1) + 60 * (oct >> 2 & 1), g = 60 + 120 * (oct >> 1 & 1);
+  uint32_t b = 20 + 25 * level;
+  return r | g << 8 | b << 16 | alpha << 24;
+}
+
+/* grid -> world of the tree, and the grid's centre (the octants' origin) */
+typedef struct frame {
+  double origin[3], scale, mid[3], cap_z;
+  uint32_t D;
+} frame;
+
+static frame frame_of(const vx_octree *t) {
+  frame f;
+  f.D = t->depth;
+  f.scale = t->xf.scale;
+  for (int k = 0; k < 3; k++) {
+    f.origin[k] = t->xf.origin[k];
+    f.mid[k] = f.origin[k] + 0.5 * (double)(1u << t->depth) * f.scale;
+  }
+  f.cap_z = CENTRE[2] + CAP * RADIUS;
+  return f;
+}
+
+/* Colours the cell of `level` with minimum corner c (finest voxels) and size s (finest voxels). */
+static uint32_t cell_color(const frame *f, uint32_t level, const uint32_t c[3], uint32_t s) {
+  double lo[3], hi[3];
+  uint32_t oct = 0;
+  for (int k = 0; k < 3; k++) {
+    lo[k] = f->origin[k] + c[k] * f->scale;
+    hi[k] = lo[k] + s * f->scale;
+    if (0.5 * (lo[k] + hi[k]) > f->mid[k]) oct |= 1u << k;
+  }
+  return octant_color(oct, level, lo[2] > f->cap_z ? 0u : 255u);
+}
+
+static void color_node(vx_octree *t, const frame *f, uint64_t idx, uint32_t l, const uint32_t c[3]) {
+  uint32_t s = 1u << (t->depth - l);
+  t->node_color[idx] = cell_color(f, l, c, s);
+  const vx_node *n = &t->nodes[idx];
+  uint32_t mask = vx_node_mask(n->info);
+  for (uint32_t k = 0; k < 8; k++) {
+    if (!(mask >> k & 1u)) continue;
+    uint32_t ci = vx_child_index(n->child, mask, k);
+    uint32_t cc[3] = {c[0] + (k & 1) * s / 2, c[1] + (k >> 1 & 1) * s / 2, c[2] + (k >> 2 & 1) * s / 2};
+    if (l + 1 < t->depth) color_node(t, f, ci, l + 1, cc);
+    else t->voxel_color[ci] = cell_color(f, t->depth, cc, 1);
+  }
+}
+
+static vx_tree *sphere_tree(int colored) {
+  vx_soup s;
+  memset(&s, 0, sizeof s);
+  CHECK(meshgen_sphere(&s, CENTRE[0], CENTRE[1], CENTRE[2], RADIUS, 64, 32) == 0);
+  vx_mesh *m = NULL;
+  vx_error e;
+  CHECK(vx_mesh_from_arrays(s.pos, 3 * s.tri_count, NULL, s.tri_count, &m, &e) == VX_OK);
+  vx_soup_free(&s);
+  if (!m) return NULL;
+  vx_convert_opts co;
+  memset(&co, 0, sizeof co);
+  co.struct_size = sizeof co;
+  co.resolution = RES;
+  co.device = VX_DEVICE_CPU;
+  co.threads = 2;
+  vx_conversion *b = NULL;
+  vx_status st = vx_convert(m, &co, &b, &e);
+  CHECK_MSG(st == VX_OK, "convert: %s", e.msg);
+  vx_tree *t = st == VX_OK ? vx_conversion_take_tree(b) : NULL;
+  vx_conversion_free(b);
+  vx_mesh_free(m);
+  if (!t || !colored) return t;
+  vx_octree *o = &t->oct;
+  vx_free(o->node_color);
+  vx_free(o->voxel_color);
+  o->node_color = (uint32_t *)vx_malloc((size_t)o->node_count * 4);
+  o->voxel_color = (uint32_t *)vx_malloc((size_t)(o->voxel_count ? o->voxel_count : 1) * 4);
+  CHECK(o->node_color && o->voxel_color);
+  frame f = frame_of(o);
+  const uint32_t zero[3] = {0, 0, 0};
+  color_node(o, &f, 0, 0, zero);
+  return t;
+}
+
+static vx_mesh *mesh_at(const vx_tree *t, int level) {
+  vx_mesher_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.threads = 2;
+  if (level >= 0) {
+    o.cut = VX_MESHER_LEVEL;
+    o.level = (uint32_t)level;
+  }
+  vx_mesh *m = NULL;
+  vx_error e;
+  vx_status st = vx_mesher_extract(t, &o, &m, &e);
+  CHECK_MSG(st == VX_OK, "mesh: %s", e.msg);
+  return m;
+}
+
+/* Every vertex: blue = the level's marker; the octant of its position (away from the planes);
+ * nothing above the holes' plane (plus the cells around it). Returns vertices checked. */
+static uint64_t check_mesh_colors(const vx_mesh *m, const frame *f, uint32_t level) {
+  uint64_t n = 0, nc = 0, checked = 0, bad = 0, bad_blue = 0, above = 0;
+  const float *p = vx_mesh_vertices(m, &n);
+  const uint8_t *c = vx_mesh_colors(m, &nc);
+  CHECK(c != NULL && nc == n);
+  if (!c || nc != n) return 0;
+  double cell = f->scale * (double)(1u << (f->D - level));
+  for (uint64_t i = 0; i < n; i++) {
+    uint32_t oct = 0;
+    int near_plane = 0;
+    for (int k = 0; k < 3; k++) {
+      double d = p[3 * i + k] - f->mid[k];
+      if (d > 0) oct |= 1u << k;
+      if (d > -1e-3 * cell && d < 1e-3 * cell) near_plane = 1;
+    }
+    uint32_t want = octant_color(oct, level, 255);
+    uint32_t got = c[4 * i] | (uint32_t)c[4 * i + 1] << 8 | (uint32_t)c[4 * i + 2] << 16 |
+                   (uint32_t)c[4 * i + 3] << 24;
+    if (c[4 * i + 2] != (want >> 16 & 255u)) bad_blue++;
+    if (p[3 * i + 2] > f->cap_z + cell) above++;
+    if (near_plane) continue;
+    checked++;
+    if (got != want) bad++;
+  }
+  CHECK_MSG(bad == 0, "level %u: %llu of %llu vertices off their octant's colour", level,
+            (unsigned long long)bad, (unsigned long long)checked);
+  CHECK_MSG(bad_blue == 0, "level %u: %llu vertices without the level's colour", level,
+            (unsigned long long)bad_blue);
+  CHECK_MSG(above == 0, "level %u: %llu vertices in the holes", level, (unsigned long long)above);
+  CHECK_MSG(checked * 2 > n, "level %u: only %llu of %llu vertices away from the planes", level,
+            (unsigned long long)checked, (unsigned long long)n);
+  return checked;
+}
+
+static double max_z(const vx_mesh *m) {
+  uint64_t n = 0;
+  const float *p = vx_mesh_vertices(m, &n);
+  double z = -1e30;
+  for (uint64_t i = 0; i < n; i++)
+    if (p[3 * i + 2] > z) z = p[3 * i + 2];
+  return z;
+}
+
+static const char *workdir;
+
+static void save(const vx_mesh *m, const char *name) {
+  if (!workdir) return;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", workdir, name);
+  vx_error e;
+  vx_status st = vx_mesh_save(m, path, &e);
+  CHECK_MSG(st == VX_OK, "save %s: %s", name, e.msg);
+}
+
+static void meshes_carry_the_cells_colors(void) {
+  vx_tree *t = sphere_tree(1);
+  vx_tree *g = sphere_tree(0);
+  if (!t || !g) return;
+  frame f = frame_of(&t->oct);
+  vx_mesh *fine = mesh_at(t, -1), *grey = mesh_at(g, -1);
+  if (fine && grey) {
+    check_mesh_colors(fine, &f, f.D);
+    uint64_t n;
+    CHECK(vx_mesh_colors(grey, &n) == NULL && n == 0);
+    /* the holes: the grey sphere reaches its top, the coloured one stops at the cap */
+    CHECK(max_z(grey) > CENTRE[2] + 0.95 * RADIUS);
+    CHECK(max_z(fine) < f.cap_z + 2.0 * f.scale);
+    uint64_t tf = 0, tg = 0;
+    vx_mesh_indices(fine, &tf);
+    vx_mesh_indices(grey, &tg);
+    CHECK(tf < tg);
+    save(fine, "fine.ply");
+    save(fine, "fine.glb");
+    save(fine, "fine.obj");
+    save(grey, "grey.ply");
+  }
+  for (int level = 3; level <= 5; level++) {
+    vx_mesh *m = mesh_at(t, level);
+    if (!m) continue;
+    check_mesh_colors(m, &f, (uint32_t)level);
+    if (level == 4) save(m, "lod4.ply");
+    vx_mesh_free(m);
+  }
+  /* a mesh of only holes is refused, with the reason */
+  for (uint64_t i = 0; i < t->oct.node_count; i++) t->oct.node_color[i] &= 0xffffffu;
+  for (uint64_t i = 0; i < t->oct.voxel_count; i++) t->oct.voxel_color[i] &= 0xffffffu;
+  vx_mesh *none = NULL;
+  vx_error e;
+  CHECK(vx_mesher_extract(t, NULL, &none, &e) == VX_ERR_EMPTY && !none);
+  CHECK(strstr(e.msg, "cut out") != NULL);
+  vx_mesh_free(fine);
+  vx_mesh_free(grey);
+  vx_tree_free(t);
+  vx_tree_free(g);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) workdir = argv[1];
+  RUN(meshes_carry_the_cells_colors);
+  return check_summary();
+}
