@@ -65,34 +65,6 @@ struct scene_guard {
   }
 };
 
-/* assimp up to 5.4 (its issue 3827, fixed in 5.4.2) declares binary PLY colours as `uchar red
- * green blue alpha` but writes four floats. The body is rewritten to what the header declares
- * when its length is that of the float layout; an exporter that writes bytes is left alone.
- * Vertices hold 3 (+3 normals) floats and the colour, faces 1 + 3 * 4 bytes. */
-bool ply_colors_to_bytes(std::string &ply, uint64_t nv, uint64_t nf, bool normals) {
-  const size_t end = ply.find("end_header\n");
-  if (end == std::string::npos) return false;
-  const size_t body = end + 11, pos = normals ? 24 : 12;
-  const uint64_t faces = 13 * nf, have = ply.size() - body;
-  if (have == nv * (pos + 4) + faces) return true;
-  if (have != nv * (pos + 16) + faces) return false;
-  std::string out;
-  out.reserve(body + nv * (pos + 4) + faces);
-  out.append(ply, 0, body);
-  const char *v = ply.data() + body;
-  for (uint64_t i = 0; i < nv; i++, v += pos + 16) {
-    out.append(v, pos);
-    for (int k = 0; k < 4; k++) {
-      float f;
-      std::memcpy(&f, v + pos + 4 * k, 4);
-      out.push_back((char)vx_unorm8(f));
-    }
-  }
-  out.append(v, faces);
-  ply.swap(out);
-  return true;
-}
-
 }  // namespace
 
 extern "C" vx_status vx_mesh_export_format(const char *path, const char *format, const char **id,
@@ -127,6 +99,34 @@ extern "C" vx_status vx_mesh_export_format(const char *path, const char *format,
   return vx_error_set(err, VX_ERR_INVALID_ARG,
                       "'%s': meshes are written as %s, not as '.%.32s'", path, format_list,
                       e.c_str());
+}
+
+/* assimp up to 5.4 (its issue 3827, fixed in 5.4.2) declares binary PLY colours as `uchar red
+ * green blue alpha` but writes four floats. The body is rewritten to what the header declares
+ * when its length is that of the float layout; an exporter that writes bytes is left alone.
+ * Vertices hold 3 (+3 normals) floats and the colour, faces 1 + 3 * 4 bytes. */
+bool vx_ply_colors_to_bytes(std::string &ply, uint64_t nv, uint64_t nf, bool normals) {
+  const size_t end = ply.find("end_header\n");
+  if (end == std::string::npos) return false;
+  const size_t body = end + 11, pos = normals ? 24 : 12;
+  const uint64_t faces = 13 * nf, have = ply.size() - body;
+  if (have == nv * (pos + 4) + faces) return true;
+  if (have != nv * (pos + 16) + faces) return false;
+  std::string out;
+  out.reserve(body + nv * (pos + 4) + faces);
+  out.append(ply, 0, body);
+  const char *v = ply.data() + body;
+  for (uint64_t i = 0; i < nv; i++, v += pos + 16) {
+    out.append(v, pos);
+    for (int k = 0; k < 4; k++) {
+      float f;
+      std::memcpy(&f, v + pos + 4 * k, 4);
+      out.push_back((char)vx_unorm8(f));
+    }
+  }
+  out.append(v, faces);
+  ply.swap(out);
+  return true;
 }
 
 extern "C" vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint64_t *bytes,
@@ -231,7 +231,7 @@ extern "C" vx_status vx_mesh_write_as(const char *path, const char *format,
     }
     if (std::strcmp(ext, "ply") == 0 && am->mColors[0]) {
       std::string ply((const char *)blob->data, blob->size);
-      if (!ply_colors_to_bytes(ply, nv, m->triangle_count, am->mNormals != nullptr)) {
+      if (!vx_ply_colors_to_bytes(ply, nv, m->triangle_count, am->mNormals != nullptr)) {
         vx_free(soup_idx);
         return vx_error_set(err, VX_ERR_IO, "cannot export '%s': assimp's PLY has an unexpected "
                             "vertex layout", path);

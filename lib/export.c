@@ -153,14 +153,19 @@ vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opt
     float *values = NULL;
     for (int k = 0; k < 3; k++) g.origin[k] = cut.origin[k];
     g.h = cut.h;
+    float *rgb = NULL;
     s = vx_cut_points(&cut, o.band, limit, &keys, &values, &g.count, &g.pad, err);
+    if (s == VX_OK && cut.rgba)
+      s = vx_cut_point_colors(&cut, keys, g.count, g.pad, limit, &rgb, err);
     vx_cut_free(&cut); /* the writers need only the points */
     if (s == VX_OK) s = writer_fits(o.format, g.count, limit, err);
     if (s != VX_OK) {
       vx_free(keys);
       vx_free(values);
+      vx_free(rgb);
       break;
     }
+    g.rgb = rgb;
     g.keys = keys;
     g.values = values;
     g.band = o.band;
@@ -170,6 +175,7 @@ vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opt
                                    : vx_vdb_write(path, &g, &st.file_bytes, err);
     vx_free(keys);
     vx_free(values);
+    vx_free(rgb);
     break;
   }
   case VX_EXPORT_BINVOX:

@@ -23,9 +23,12 @@
 #include "lib/internal.h"
 #include "svo/color.h"
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RES 64u
 #define RADIUS 0.8
@@ -178,6 +181,7 @@ static double max_z(const vx_mesh *m) {
 }
 
 static const char *workdir;
+static char tmpdir[64];
 
 static void save(const vx_mesh *m, const char *name) {
   if (!workdir) return;
@@ -230,8 +234,131 @@ static void meshes_carry_the_cells_colors(void) {
   vx_tree_free(g);
 }
 
+static vx_status export_to(const vx_tree *t, const char *name, uint32_t levels, int solid,
+                           vx_export_stats *st) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", workdir ? workdir : tmpdir, name);
+  vx_export_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.levels = levels;
+  o.solid = solid;
+  vx_error e;
+  vx_status s = vx_tree_export(t, path, &o, st, &e);
+  CHECK_MSG(s == VX_OK, "export %s: %s", name, e.msg);
+  return s;
+}
+
+static uint8_t *slurp(const char *name, size_t *n) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", workdir ? workdir : tmpdir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = (uint8_t *)malloc((size_t)len + 1);
+  *n = b && fread(b, 1, (size_t)len, f) == (size_t)len ? (size_t)len : 0;
+  fclose(f);
+  return b;
+}
+
+static uint32_t rd32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A .vox read from the format's description: the palette (RGBA chunk: entry i is colour index
+ * i + 1) and every voxel's colour index, counted per colour in *hist (256 entries). */
+static int read_vox(const char *name, uint32_t pal[256], uint64_t hist[256], uint64_t *voxels) {
+  size_t n = 0;
+  uint8_t *b = slurp(name, &n);
+  memset(hist, 0, 256 * sizeof *hist);
+  *voxels = 0;
+  int ok = b && n >= 20 && memcmp(b, "VOX ", 4) == 0 && memcmp(b + 8, "MAIN", 4) == 0;
+  for (size_t at = 20; ok && at + 12 <= n;) {
+    uint32_t len = rd32(b + at + 4);
+    const uint8_t *c = b + at + 12;
+    if (at + 12 + len > n) ok = 0;
+    else if (memcmp(b + at, "XYZI", 4) == 0) {
+      uint32_t k = rd32(c);
+      for (uint32_t i = 0; i < k; i++) hist[c[4 + 4 * i + 3]]++;
+      *voxels += k;
+    } else if (memcmp(b + at, "RGBA", 4) == 0) {
+      for (int i = 0; i < 256; i++) pal[(i + 1) & 255] = rd32(c + 4 * i);
+    }
+    at += 12 + len + rd32(b + at + 8);
+  }
+  free(b);
+  return ok;
+}
+
+/* .vox: the palette holds the colours of the level exported (exact: at most 16 here), the holes
+ * are left out; a tree of many colours gets 255 entries close to them. PLY points, .vdb and .nvdb
+ * are written for the readers of test_export_color.py and test_export_nanovdb.cpp. */
+static void grids_carry_the_cells_colors(void) {
+  vx_tree *t = sphere_tree(1);
+  if (!t) return;
+  const uint32_t D = t->oct.depth;
+  vx_export_stats st;
+  uint32_t pal[256];
+  uint64_t hist[256], voxels = 0;
+  for (uint32_t level = D; level >= D - 2; level--) {
+    char name[64];
+    snprintf(name, sizeof name, "lod%u.vox", level);
+    if (export_to(t, name, level + 1, 0, &st) != VX_OK) continue;
+    CHECK(read_vox(name, pal, hist, &voxels));
+    CHECK(voxels == st.values && voxels > 0);
+    /* every voxel's colour is an octant colour of this level, opaque */
+    uint64_t good = 0;
+    for (int i = 1; i < 256; i++) {
+      if (!hist[i]) continue;
+      int known = 0;
+      for (uint32_t oct = 0; oct < 8; oct++)
+        known |= pal[i] == octant_color(oct, level, 255);
+      CHECK_MSG(known, "level %u: palette entry %d is %08x", level, i, pal[i]);
+      good += known ? hist[i] : 0;
+    }
+    CHECK(good == voxels);
+    CHECK(hist[0] == 0);
+    /* the holes are left out: fewer voxels than surface cells */
+    CHECK(st.values < st.cells);
+  }
+  /* solid: inside voxels take colours of the palette too */
+  if (export_to(t, "solid.vox", D - 1, 1, &st) == VX_OK) {
+    CHECK(read_vox("solid.vox", pal, hist, &voxels));
+    CHECK(voxels == st.values && voxels > st.cells / 2);
+  }
+  export_to(t, "points.ply", 0, 0, &st);
+  export_to(t, "lod5.vdb", D, 0, &st);
+  export_to(t, "lod5.nvdb", D, 0, &st);
+  /* many colours: a median cut; each voxel's entry within a small distance of its colour */
+  vx_octree *o = &t->oct;
+  for (uint64_t i = 0; i < o->voxel_count; i++)
+    o->voxel_color[i] = (uint32_t)((i * 2654435761u) & 0xffffffu) | 0xff000000u;
+  if (export_to(t, "many.vox", 0, 0, &st) == VX_OK) {
+    CHECK(read_vox("many.vox", pal, hist, &voxels));
+    CHECK(voxels == o->voxel_count);
+    int used = 0;
+    for (int i = 1; i < 256; i++) used += hist[i] != 0;
+    CHECK_MSG(used > 200, "%d palette entries used", used);
+  }
+  vx_tree_free(t);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) workdir = argv[1];
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/vx_color_XXXXXX");
+  if (!workdir) CHECK(mkdtemp(tmpdir) != NULL);
   RUN(meshes_carry_the_cells_colors);
+  RUN(grids_carry_the_cells_colors);
+  if (!workdir) { /* the files of a run without a directory */
+    DIR *d = opendir(tmpdir);
+    struct dirent *e;
+    char path[1024];
+    while (d && (e = readdir(d)))
+      if (e->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name), unlink(path);
+    if (d) closedir(d);
+    rmdir(tmpdir);
+  }
   return check_summary();
 }
