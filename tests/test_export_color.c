@@ -197,6 +197,17 @@ static void meshes_carry_the_cells_colors(void) {
   vx_tree *g = sphere_tree(0);
   if (!t || !g) return;
   frame f = frame_of(&t->oct);
+  if (workdir) { /* the frame, for test_export_color.py */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/frame.txt", workdir);
+    FILE *o = fopen(path, "w");
+    CHECK(o != NULL);
+    if (o) {
+      fprintf(o, "%.17g %.17g %.17g %.17g %u %.17g %.17g %.17g %.17g\n", f.origin[0], f.origin[1],
+              f.origin[2], f.scale, f.D, f.cap_z, f.mid[0], f.mid[1], f.mid[2]);
+      fclose(o);
+    }
+  }
   vx_mesh *fine = mesh_at(t, -1), *grey = mesh_at(g, -1);
   if (fine && grey) {
     check_mesh_colors(fine, &f, f.D);
