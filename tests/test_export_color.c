@@ -232,6 +232,43 @@ static void meshes_carry_the_cells_colors(void) {
     if (level == 4) save(m, "lod4.ply");
     vx_mesh_free(m);
   }
+  /* the error cut: cells of several levels, each vertex its octant's colour at one of them */
+  vx_mesher_opts eo;
+  memset(&eo, 0, sizeof eo);
+  eo.struct_size = sizeof eo;
+  eo.cut = VX_MESHER_ERROR;
+  eo.max_error = 2.0f;
+  vx_mesh *em = NULL;
+  vx_error ee;
+  CHECK(vx_mesher_extract(t, &eo, &em, &ee) == VX_OK);
+  vx_mesher_stats ms;
+  memset(&ms, 0, sizeof ms);
+  if (em && vx_mesher_get_stats(em, &ms) == VX_OK) {
+    CHECK(ms.level_min < ms.level_max);
+    uint64_t n = 0, bad = 0, checked = 0;
+    const float *p = vx_mesh_vertices(em, &n);
+    const uint8_t *c = vx_mesh_colors(em, NULL);
+    for (uint64_t i = 0; c && i < n; i++) {
+      uint32_t oct = 0;
+      int near_plane = 0;
+      for (int k = 0; k < 3; k++) {
+        double d = p[3 * i + k] - f.mid[k];
+        oct |= (d > 0) << k;
+        near_plane |= d > -0.01 * f.scale && d < 0.01 * f.scale;
+      }
+      if (near_plane) continue;
+      uint32_t got = c[4 * i] | (uint32_t)c[4 * i + 1] << 8 | (uint32_t)c[4 * i + 2] << 16 |
+                     (uint32_t)c[4 * i + 3] << 24;
+      int ok = 0;
+      for (uint32_t l = ms.level_min; l <= ms.level_max; l++) ok |= got == octant_color(oct, l, 255);
+      bad += !ok;
+      checked++;
+    }
+    CHECK(c != NULL && checked * 2 > n);
+    CHECK_MSG(bad == 0, "error cut: %llu of %llu vertices off their octant's colour",
+              (unsigned long long)bad, (unsigned long long)checked);
+  }
+  vx_mesh_free(em);
   /* a mesh of only holes is refused, with the reason */
   for (uint64_t i = 0; i < t->oct.node_count; i++) t->oct.node_color[i] &= 0xffffffu;
   for (uint64_t i = 0; i < t->oct.voxel_count; i++) t->oct.voxel_color[i] &= 0xffffffu;
@@ -358,6 +395,7 @@ static void grids_carry_the_cells_colors(void) {
 
 int main(int argc, char **argv) {
   if (argc > 1) workdir = argv[1];
+  if (workdir) mkdir(workdir, 0755); /* may exist */
   snprintf(tmpdir, sizeof tmpdir, "/tmp/vx_color_XXXXXX");
   if (!workdir) CHECK(mkdtemp(tmpdir) != NULL);
   RUN(meshes_carry_the_cells_colors);
