@@ -317,6 +317,9 @@ static uint32_t rd32(const uint8_t *p) {
 
 /* A .vox read from the format's description: the palette (RGBA chunk: entry i is colour index
  * i + 1) and every voxel's colour index, counted per colour in *hist (256 entries). */
+static uint8_t (*vox_list)[4]; /* read_vox: every voxel (x, y, z, colour index) when set */
+static uint64_t vox_cap;
+
 static int read_vox(const char *name, uint32_t pal[256], uint64_t hist[256], uint64_t *voxels) {
   size_t n = 0;
   uint8_t *b = slurp(name, &n);
@@ -329,7 +332,10 @@ static int read_vox(const char *name, uint32_t pal[256], uint64_t hist[256], uin
     if (at + 12 + len > n) ok = 0;
     else if (memcmp(b + at, "XYZI", 4) == 0) {
       uint32_t k = rd32(c);
-      for (uint32_t i = 0; i < k; i++) hist[c[4 + 4 * i + 3]]++;
+      for (uint32_t i = 0; i < k; i++) {
+        hist[c[4 + 4 * i + 3]]++;
+        if (vox_list && *voxels + i < vox_cap) memcpy(vox_list[*voxels + i], c + 4 + 4 * i, 4);
+      }
       *voxels += k;
     } else if (memcmp(b + at, "RGBA", 4) == 0) {
       for (int i = 0; i < 256; i++) pal[(i + 1) & 255] = rd32(c + 4 * i);
@@ -338,6 +344,44 @@ static int read_vox(const char *name, uint32_t pal[256], uint64_t hist[256], uin
   }
   free(b);
   return ok;
+}
+
+/* Reference OKLab (Ottosson 2020), double precision, from sRGB bytes. */
+static void ref_oklab(uint32_t rgb, double lab[3]) {
+  double c[3];
+  for (int k = 0; k < 3; k++) {
+    double v = (double)(rgb >> 8 * k & 255u) / 255.0;
+    c[k] = v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4);
+  }
+  double l = cbrt(0.4122214708 * c[0] + 0.5363325363 * c[1] + 0.0514459929 * c[2]);
+  double m = cbrt(0.2119034982 * c[0] + 0.6806995451 * c[1] + 0.1073969566 * c[2]);
+  double s = cbrt(0.0883024619 * c[0] + 0.2817188376 * c[1] + 0.6299787005 * c[2]);
+  lab[0] = 0.2104542553 * l + 0.7936177850 * m - 0.0040720468 * s;
+  lab[1] = 1.9779984951 * l - 2.4285922050 * m + 0.4505937099 * s;
+  lab[2] = 0.0259040371 * l + 0.7827717662 * m - 0.8086757660 * s;
+}
+
+static double lab_dist(uint32_t a, uint32_t b) {
+  double x[3], y[3];
+  ref_oklab(a, x);
+  ref_oklab(b, y);
+  return sqrt((x[0] - y[0]) * (x[0] - y[0]) + (x[1] - y[1]) * (x[1] - y[1]) +
+              (x[2] - y[2]) * (x[2] - y[2]));
+}
+
+/* The voxels' colours as a dense RES^3 grid (finest coordinates). */
+static void dense_colors(const vx_octree *t, uint64_t idx, uint32_t l, const uint32_t c[3],
+                         uint32_t *grid) {
+  uint32_t s = 1u << (t->depth - l);
+  const vx_node *n = &t->nodes[idx];
+  uint32_t mask = vx_node_mask(n->info);
+  for (uint32_t k = 0; k < 8; k++) {
+    if (!(mask >> k & 1u)) continue;
+    uint32_t ci = vx_child_index(n->child, mask, k);
+    uint32_t cc[3] = {c[0] + (k & 1) * s / 2, c[1] + (k >> 1 & 1) * s / 2, c[2] + (k >> 2 & 1) * s / 2};
+    if (l + 1 < t->depth) dense_colors(t, ci, l + 1, cc, grid);
+    else grid[((uint64_t)cc[2] * RES + cc[1]) * RES + cc[0]] = t->voxel_color[ci];
+  }
 }
 
 /* .vox: the palette holds the colours of the level exported (exact: at most 16 here), the holes
@@ -383,13 +427,40 @@ static void grids_carry_the_cells_colors(void) {
   vx_octree *o = &t->oct;
   for (uint64_t i = 0; i < o->voxel_count; i++)
     o->voxel_color[i] = (uint32_t)((i * 2654435761u) & 0xffffffu) | 0xff000000u;
-  if (export_to(t, "many.vox", 0, 0, &st) == VX_OK) {
+  uint32_t *dense = (uint32_t *)calloc((size_t)RES * RES * RES, sizeof(uint32_t));
+  vox_cap = o->voxel_count;
+  vox_list = (uint8_t(*)[4])malloc((size_t)vox_cap * 4);
+  CHECK(dense && vox_list);
+  if (dense && vox_list && export_to(t, "many.vox", 0, 0, &st) == VX_OK) {
+    const uint32_t zero[3] = {0, 0, 0};
+    dense_colors(o, 0, 0, zero, dense);
     CHECK(read_vox("many.vox", pal, hist, &voxels));
     CHECK(voxels == o->voxel_count);
     int used = 0;
     for (int i = 1; i < 256; i++) used += hist[i] != 0;
     CHECK_MSG(used > 200, "%d palette entries used", used);
+    /* each voxel: the entry nearest to its colour in OKLab (up to float rounding), and the
+     * quantisation error small for 255 entries over random colours */
+    double sum = 0.0;
+    uint64_t not_nearest = 0;
+    for (uint64_t i = 0; i < voxels && i < vox_cap; i++) {
+      uint32_t truth = dense[((uint64_t)vox_list[i][2] * RES + vox_list[i][1]) * RES + vox_list[i][0]];
+      double d = lab_dist(truth, pal[vox_list[i][3]]), best = 1e30;
+      for (int k = 1; k < 256; k++) { /* every entry of the palette (index 256 does not exist) */
+        double e = lab_dist(truth, pal[k]);
+        if (e < best) best = e;
+      }
+      if (d > best + 1e-4) not_nearest++;
+      sum += d;
+    }
+    CHECK_MSG(not_nearest == 0, "%llu voxels not on their nearest palette entry",
+              (unsigned long long)not_nearest);
+    CHECK_MSG(sum / (double)voxels < 0.06, "mean OKLab error %.4f", sum / (double)voxels);
+    fprintf(stderr, "many.vox: %d entries used, mean OKLab error %.4f\n", used, sum / (double)voxels);
   }
+  free(dense);
+  free(vox_list);
+  vox_list = NULL;
   vx_tree_free(t);
 }
 
