@@ -63,7 +63,8 @@ vx_status vx_cut_point_colors(const vx_cut *c, const uint64_t *keys, uint64_t n,
     vx_rgba_unpack_linear(c->rgba[i], f);
     float wt = (c->rgba[i] >> 24) ? 1.0f : 1e-6f;
     for (int k = 0; k < 8; k++) {
-      uint64_t key = vx_morton_encode(x + pad + (k & 1), y + pad + (k >> 1 & 1), z + pad + (k >> 2 & 1));
+      uint64_t key =
+          vx_morton_encode(x + pad + (k & 1), y + pad + (k >> 1 & 1), z + pad + (k >> 2 & 1));
       uint64_t j = find_key(keys, n, key);
       if (j == UINT64_MAX) continue;
       for (int a = 0; a < 3; a++) col[3 * j + a] += wt * f[a];

@@ -413,7 +413,8 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
     memcpy(out->nrm + (uint64_t)id * 3, V->nrm + c * 3, 3 * sizeof(float));
     if (x->colored) {
       uint32_t col = cluster_color(T, (uint32_t)(V->lo + c));
-      for (int k = 0; k < 4; k++) out->rgba[(uint64_t)id * 4 + (uint64_t)k] = (uint8_t)(col >> 8 * k);
+      for (int k = 0; k < 4; k++)
+        out->rgba[(uint64_t)id * 4 + (uint64_t)k] = (uint8_t)(col >> 8 * k);
     }
     uint32_t lev = cluster_level(T, V, (uint32_t)(V->lo + c));
     if (lev < lmin) lmin = lev;

@@ -12,8 +12,9 @@
  * the octant (around the grid's centre, a node boundary from level 1 on) its box lies in, with its
  * level in the blue channel: r = 40 + 120 * bit0 + 60 * bit2, g = 60 + 120 * bit1, b = 20 + 25 *
  * level. So a mesh at --lod L must carry b = 20 + 25 L on every vertex, and each vertex the
- * octant of its position (vertices lie in their cells, clamped to them: those on an octant plane can
- * be either). Cells wholly above the cap plane z = centre + 0.6 r get alpha 0: holes, not meshed.
+ * octant of its position (vertices lie in their cells, clamped to them: those on an octant
+ * plane can be either). Cells wholly above the cap plane z = centre + 0.6 r get alpha 0: holes,
+ * not meshed.
  */
 #define _POSIX_C_SOURCE 200809L
 #define VOXLOD_EXPERIMENTAL /* lib/internal.h holds every handle */
@@ -71,7 +72,8 @@ static uint32_t cell_color(const frame *f, uint32_t level, const uint32_t c[3], 
   return octant_color(oct, level, lo[2] > f->cap_z ? 0u : 255u);
 }
 
-static void color_node(vx_octree *t, const frame *f, uint64_t idx, uint32_t l, const uint32_t c[3]) {
+static void color_node(vx_octree *t, const frame *f, uint64_t idx, uint32_t l,
+                       const uint32_t c[3]) {
   uint32_t s = 1u << (t->depth - l);
   t->node_color[idx] = cell_color(f, l, c, s);
   const vx_node *n = &t->nodes[idx];
@@ -79,7 +81,8 @@ static void color_node(vx_octree *t, const frame *f, uint64_t idx, uint32_t l, c
   for (uint32_t k = 0; k < 8; k++) {
     if (!(mask >> k & 1u)) continue;
     uint32_t ci = vx_child_index(n->child, mask, k);
-    uint32_t cc[3] = {c[0] + (k & 1) * s / 2, c[1] + (k >> 1 & 1) * s / 2, c[2] + (k >> 2 & 1) * s / 2};
+    uint32_t cc[3] = {c[0] + (k & 1) * s / 2, c[1] + (k >> 1 & 1) * s / 2,
+                      c[2] + (k >> 2 & 1) * s / 2};
     if (l + 1 < t->depth) color_node(t, f, ci, l + 1, cc);
     else t->voxel_color[ci] = cell_color(f, t->depth, cc, 1);
   }
@@ -260,7 +263,8 @@ static void meshes_carry_the_cells_colors(void) {
       uint32_t got = c[4 * i] | (uint32_t)c[4 * i + 1] << 8 | (uint32_t)c[4 * i + 2] << 16 |
                      (uint32_t)c[4 * i + 3] << 24;
       int ok = 0;
-      for (uint32_t l = ms.level_min; l <= ms.level_max; l++) ok |= got == octant_color(oct, l, 255);
+      for (uint32_t l = ms.level_min; l <= ms.level_max; l++)
+        ok |= got == octant_color(oct, l, 255);
       bad += !ok;
       checked++;
     }
@@ -378,7 +382,8 @@ static void dense_colors(const vx_octree *t, uint64_t idx, uint32_t l, const uin
   for (uint32_t k = 0; k < 8; k++) {
     if (!(mask >> k & 1u)) continue;
     uint32_t ci = vx_child_index(n->child, mask, k);
-    uint32_t cc[3] = {c[0] + (k & 1) * s / 2, c[1] + (k >> 1 & 1) * s / 2, c[2] + (k >> 2 & 1) * s / 2};
+    uint32_t cc[3] = {c[0] + (k & 1) * s / 2, c[1] + (k >> 1 & 1) * s / 2,
+                      c[2] + (k >> 2 & 1) * s / 2};
     if (l + 1 < t->depth) dense_colors(t, ci, l + 1, cc, grid);
     else grid[((uint64_t)cc[2] * RES + cc[1]) * RES + cc[0]] = t->voxel_color[ci];
   }
@@ -444,7 +449,8 @@ static void grids_carry_the_cells_colors(void) {
     double sum = 0.0;
     uint64_t not_nearest = 0;
     for (uint64_t i = 0; i < voxels && i < vox_cap; i++) {
-      uint32_t truth = dense[((uint64_t)vox_list[i][2] * RES + vox_list[i][1]) * RES + vox_list[i][0]];
+      const uint8_t *q = vox_list[i];
+      uint32_t truth = dense[((uint64_t)q[2] * RES + q[1]) * RES + q[0]];
       double d = lab_dist(truth, pal[vox_list[i][3]]), best = 1e30;
       for (int k = 1; k < 256; k++) { /* every entry of the palette (index 256 does not exist) */
         double e = lab_dist(truth, pal[k]);
@@ -456,7 +462,8 @@ static void grids_carry_the_cells_colors(void) {
     CHECK_MSG(not_nearest == 0, "%llu voxels not on their nearest palette entry",
               (unsigned long long)not_nearest);
     CHECK_MSG(sum / (double)voxels < 0.06, "mean OKLab error %.4f", sum / (double)voxels);
-    fprintf(stderr, "many.vox: %d entries used, mean OKLab error %.4f\n", used, sum / (double)voxels);
+    fprintf(stderr, "many.vox: %d entries used, mean OKLab error %.4f\n", used,
+            sum / (double)voxels);
   }
   free(dense);
   free(vox_list);
@@ -476,7 +483,10 @@ int main(int argc, char **argv) {
     struct dirent *e;
     char path[1024];
     while (d && (e = readdir(d)))
-      if (e->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name), unlink(path);
+      if (e->d_name[0] != '.') {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
+        unlink(path);
+      }
     if (d) closedir(d);
     rmdir(tmpdir);
   }
