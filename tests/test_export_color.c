@@ -426,8 +426,8 @@ static void grids_carry_the_cells_colors(void) {
     CHECK(voxels == st.values && voxels > st.cells / 2);
   }
   export_to(t, "points.ply", 0, 0, &st);
-  export_to(t, "lod5.vdb", D, 0, &st);
-  export_to(t, "lod5.nvdb", D, 0, &st);
+  if (vx_export_available(VX_EXPORT_VDB)) export_to(t, "lod5.vdb", D, 0, &st);
+  if (vx_export_available(VX_EXPORT_NVDB)) export_to(t, "lod5.nvdb", D, 0, &st);
   /* many colours: a median cut; each voxel's entry within a small distance of its colour */
   vx_octree *o = &t->oct;
   for (uint64_t i = 0; i < o->voxel_count; i++)
