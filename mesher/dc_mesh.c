@@ -93,6 +93,7 @@ static int tree_colored(const vx_octree *t) {
 
 /* The mean of two colours in linear light. */
 static uint32_t color_mean2(uint32_t a, uint32_t b) {
+  if (a == b) return a;
   float fa[4], fb[4];
   vx_rgba_unpack_linear(a, fa);
   vx_rgba_unpack_linear(b, fb);
