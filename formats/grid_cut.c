@@ -31,6 +31,7 @@ void vx_cut_free(vx_cut *c) {
   if (!c) return;
   vx_free(c->codes);
   vx_free(c->field);
+  vx_free(c->rgba);
   memset(c, 0, sizeof *c);
 }
 
@@ -45,10 +46,11 @@ typedef struct walk {
   void *user;
   uint64_t done, total, next_report;
   vx_error *err;
+  int colored;         /* the tree has node and voxel colours: cells carry theirs */
 } walk;
 
 static vx_status push_cell(walk *w, uint32_t x, uint32_t y, uint32_t z, const float v[8],
-                           int from_plane) {
+                           int from_plane, uint32_t rgba) {
   vx_cut *c = w->c;
   if (c->count == c->cap) {
     if (c->count >= w->max_cells) {
@@ -68,8 +70,15 @@ static vx_status push_cell(walk *w, uint32_t x, uint32_t y, uint32_t z, const fl
     if (!field) return vx_error_set(w->err, VX_ERR_NOMEM, "out of memory for %llu cells",
                                     (unsigned long long)cap);
     c->field = field;
+    if (w->colored) {
+      uint32_t *col = (uint32_t *)vx_realloc(c->rgba, (size_t)cap * sizeof *col);
+      if (!col) return vx_error_set(w->err, VX_ERR_NOMEM, "out of memory for %llu cells",
+                                    (unsigned long long)cap);
+      c->rgba = col;
+    }
     c->cap = cap;
   }
+  if (w->colored) c->rgba[c->count] = rgba;
   c->codes[c->count] = vx_morton_encode(x, y, z);
   memcpy(c->field[c->count], v, sizeof(float) * 8);
   c->count++;
@@ -79,28 +88,28 @@ static vx_status push_cell(walk *w, uint32_t x, uint32_t y, uint32_t z, const fl
 
 /* The level-L cell (x, y, z) from plane P, whose frame origin is node_min (finest voxels). */
 static vx_status plane_cell(walk *w, const vx_plane *P, const double node_min[3], uint32_t x,
-                            uint32_t y, uint32_t z) {
+                            uint32_t y, uint32_t z, uint32_t rgba) {
   float v[8];
   double p0[3] = {x * w->S - node_min[0], y * w->S - node_min[1], z * w->S - node_min[2]};
   for (int k = 0; k < 8; k++)
     v[k] = (float)(vx_plane_at(P, p0[0] + (k & 1) * w->S, p0[1] + (k >> 1 & 1) * w->S,
                                p0[2] + (k >> 2 & 1) * w->S) / w->S);
-  return push_cell(w, x, y, z, v, 1);
+  return push_cell(w, x, y, z, v, 1, rgba);
 }
 
 /* The level-L cells below box (x, y, z) of level m that plane P crosses, in Morton order. */
 static vx_status subdivide(walk *w, const vx_plane *P, const double node_min[3], uint32_t m,
-                           uint32_t x, uint32_t y, uint32_t z) {
+                           uint32_t x, uint32_t y, uint32_t z, uint32_t rgba) {
   double size = ldexp(1.0, (int)(w->D - m));
   double h = 0.5 * size;
   double f = vx_plane_at(P, x * size + h - node_min[0], y * size + h - node_min[1],
                          z * size + h - node_min[2]);
   double r = (fabs(P->n[0]) + fabs(P->n[1]) + fabs(P->n[2])) * h;
   if (!(f - r <= 0.0 && f + r >= 0.0)) return VX_OK;
-  if (m == w->L) return plane_cell(w, P, node_min, x, y, z);
+  if (m == w->L) return plane_cell(w, P, node_min, x, y, z, rgba);
   for (uint32_t s = 0; s < 8; s++) {
     vx_status st = subdivide(w, P, node_min, m + 1, 2 * x + (s & 1), 2 * y + (s >> 1 & 1),
-                             2 * z + (s >> 2 & 1));
+                             2 * z + (s >> 2 & 1), rgba);
     if (st != VX_OK) return st;
   }
   return VX_OK;
@@ -124,8 +133,9 @@ static vx_status visit(walk *w, uint64_t idx, uint32_t l, uint32_t x, uint32_t y
   if (l == w->L || mask == 0) {
     vx_plane P;
     vx_plane_decode(nd, size, &P);
-    vx_status st = l == w->L ? plane_cell(w, &P, node_min, x, y, z)
-                             : subdivide(w, &P, node_min, l, x, y, z);
+    uint32_t rgba = w->colored ? t->node_color[idx] : 0;
+    vx_status st = l == w->L ? plane_cell(w, &P, node_min, x, y, z, rgba)
+                             : subdivide(w, &P, node_min, l, x, y, z, rgba);
     if (st == VX_OK && l == w->L) st = report(w);
     return st;
   }
@@ -140,7 +150,7 @@ static vx_status visit(walk *w, uint64_t idx, uint32_t l, uint32_t x, uint32_t y
       const vx_voxel *v = &t->voxels[ci];
       float f[8];
       for (int k = 0; k < 8; k++) f[k] = vx_corner_value(v->c[k], t->band);
-      st = push_cell(w, cx, cy, cz, f, 0);
+      st = push_cell(w, cx, cy, cz, f, 0, w->colored ? t->voxel_color[ci] : 0);
       if (st == VX_OK) st = report(w);
     }
     if (st != VX_OK) return st;
@@ -165,7 +175,9 @@ vx_status vx_cut_build(const vx_octree *t, uint32_t level, uint64_t mem_limit,
   w.S = ldexp(1.0, (int)(t->depth - level));
   w.c = out;
   w.limit = mem_limit ? mem_limit : vx_default_mem_limit();
-  w.max_cells = limit_room(w.limit) / CELL_BYTES; /* what the limit leaves beside the tree */
+  w.colored = t->node_color && (t->voxel_color || t->voxel_count == 0);
+  /* what the limit leaves beside the tree */
+  w.max_cells = limit_room(w.limit) / (CELL_BYTES + (w.colored ? sizeof(uint32_t) : 0));
   w.progress = progress;
   w.user = user;
   w.total = t->level_count[level];

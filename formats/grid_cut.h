@@ -23,7 +23,10 @@
  * the 4 corner values of each face < 0). Outside the first and last surface cells of a column is
  * outside: the tree's box holds the whole surface.
  *
- * Memory: 40 bytes per cell; points 16 bytes per point plus a hash table while they are merged.
+ * Colour: on a coloured tree every cell carries the colour of the voxel or node it comes from
+ * (vx_cut.rgba); vx_cut_point_colors gives the grid points a colour (grid_color.c).
+ *
+ * Memory: 40 bytes per cell (44 coloured); points 16 bytes per point plus a hash table while they are merged.
  * Every count is checked before it is allocated against what mem_limit leaves beside the
  * process's resident memory at that step (the tree, the cut). Never prints.
  */
@@ -46,6 +49,9 @@ typedef struct vx_cut {
   float (*field)[8];   /* corner values per cell, cells of the cut; corner c at (c&1, c>>1&1, c>>2&1) */
   uint64_t plane_cells; /* cells whose values come from planes */
   uint64_t cap;
+  uint32_t *rgba;      /* per cell, a coloured tree's colour of it (svo/color.h: the voxel's, the
+                          node's at level L, a pruned leaf's for the cells of its plane); NULL for
+                          a grey tree */
 } vx_cut;
 
 /* Builds the cut of a whole tree (all levels loaded) at level `level` (0 .. depth). Fails with
@@ -61,6 +67,16 @@ void vx_cut_free(vx_cut *c);
  * from vx_malloc. */
 vx_status vx_cut_points(const vx_cut *c, float band, uint64_t mem_limit, uint64_t **keys,
                         float **values, uint64_t *n, uint32_t *pad, vx_error *err);
+
+/* The colour of each of n grid points (keys and pad as vx_cut_points gives them) of a coloured
+ * cut, linear r, g, b (3 floats a point, from vx_malloc): the mean in linear light of the cells
+ * the point is a corner of, leaving out holes (alpha 0) unless all are; a point of the band's
+ * extension the mean of its 6-neighbours' that have one, layer by layer outwards. */
+vx_status vx_cut_point_colors(const vx_cut *c, const uint64_t *keys, uint64_t n, uint32_t pad,
+                              uint64_t mem_limit, float **rgb, vx_error *err);
+
+/* The index of the cell with Morton code `code` in c (binary search), or UINT64_MAX. */
+uint64_t vx_cut_find(const vx_cut *c, uint64_t code);
 
 /* A run of filled cells in one column: x, z fixed, y0 <= y < y1. */
 typedef vx_status (*vx_run_fn)(void *user, uint32_t x, uint32_t z, uint32_t y0, uint32_t y1,

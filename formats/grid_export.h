@@ -18,7 +18,9 @@ VX_EXTERN_C_BEGIN
 
 /* The level-set grid both VDB writers take: points of a cut (vx_cut_points), values in cells,
  * world = origin + index * h, values written as world distances (value * h), background
- * band * h, a signed flood fill for the inside. */
+ * band * h, a signed flood fill for the inside. With rgb (a coloured tree), a second grid "Cd"
+ * beside it on exactly the same points: linear r, g, b (Houdini's convention for Cd), background
+ * 0; OpenVDB: a Vec3SGrid, NanoVDB: a Vec3f grid (vx_cut_point_colors). */
 typedef struct vx_grid_points {
   const uint64_t *keys; /* Morton codes of (i + pad, j + pad, k + pad), ascending */
   uint32_t pad;         /* vx_cut_points' shift */
@@ -28,6 +30,7 @@ typedef struct vx_grid_points {
   double h;
   float band;           /* cells */
   const char *name;
+  const float *rgb;     /* count * 3 linear colours, or NULL: the level set alone */
 } vx_grid_points;
 
 /* 1 when the writer was built (NanoVDB headers, libopenvdb found at build time). */
@@ -45,7 +48,9 @@ vx_status vx_vdb_write(const char *path, const vx_grid_points *g, uint64_t *byte
 vx_status vx_binvox_write(const char *path, const vx_cut *c, int solid, uint64_t mem_limit,
                           uint64_t *filled, uint64_t *bytes, vx_error *err);
 
-/* MagicaVoxel .vox (version 150): models of at most 256^3 cells placed by a scene graph; grids
+/* MagicaVoxel .vox (version 150): models of at most 256^3 cells placed by a scene graph, a
+ * coloured cut with its palette (formats/palette.h; holes left out, *filled counts what was
+ * written); grids
  * beyond VX_VOX_MAX_RES per axis (MagicaVoxel's world is 2048 voxels wide) and files of 2 GiB or
  * more (int32 chunk sizes) are refused. */
 #define VX_VOX_MODEL 256u
@@ -54,7 +59,8 @@ vx_status vx_vox_write(const char *path, const vx_cut *c, int solid, uint64_t me
                        uint64_t *filled, uint32_t *models, uint64_t *bytes, vx_error *err);
 
 /* Binary little-endian PLY: x y z nx ny nz (float) per cell: its centre, or with surface the
- * centre moved onto the zero set along the gradient (one Newton step, kept inside the cell). */
+ * centre moved onto the zero set along the gradient (one Newton step, kept inside the cell).
+ * A coloured cut adds uchar red green blue alpha and leaves out the holes (alpha 0). */
 vx_status vx_ply_points_write(const char *path, const vx_cut *c, int surface, uint64_t *bytes,
                               vx_error *err);
 

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "sys/atomic_file.h"
+#include "svo/color.h"
 #include "formats/mesh_export.h"
 
 namespace {
@@ -100,6 +101,34 @@ extern "C" vx_status vx_mesh_export_format(const char *path, const char *format,
                       e.c_str());
 }
 
+/* assimp up to 5.4 (its issue 3827, fixed in 5.4.2) declares binary PLY colours as `uchar red
+ * green blue alpha` but writes four floats. The body is rewritten to what the header declares
+ * when its length is that of the float layout; an exporter that writes bytes is left alone.
+ * Vertices hold 3 (+3 normals) floats and the colour, faces 1 + 3 * 4 bytes. */
+bool vx_ply_colors_to_bytes(std::string &ply, uint64_t nv, uint64_t nf, bool normals) {
+  const size_t end = ply.find("end_header\n");
+  if (end == std::string::npos) return false;
+  const size_t body = end + 11, pos = normals ? 24 : 12;
+  const uint64_t faces = 13 * nf, have = ply.size() - body;
+  if (have == nv * (pos + 4) + faces) return true;
+  if (have != nv * (pos + 16) + faces) return false;
+  std::string out;
+  out.reserve(body + nv * (pos + 4) + faces);
+  out.append(ply, 0, body);
+  const char *v = ply.data() + body;
+  for (uint64_t i = 0; i < nv; i++, v += pos + 16) {
+    out.append(v, pos);
+    for (int k = 0; k < 4; k++) {
+      float f;
+      std::memcpy(&f, v + pos + 4 * k, 4);
+      out.push_back((char)vx_unorm8(f));
+    }
+  }
+  out.append(v, faces);
+  ply.swap(out);
+  return true;
+}
+
 extern "C" vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint64_t *bytes,
                                    vx_error *err) {
   return vx_mesh_write_as(path, nullptr, m, bytes, err);
@@ -123,8 +152,9 @@ extern "C" vx_status vx_mesh_write_as(const char *path, const char *format,
   if (!m->tri && m->vertex_count < nv)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "a triangle soup needs 3 vertices per triangle");
   if (std::strcmp(ext, "glb") == 0) {
-    /* positions and normals (24 bytes a vertex), indices (12 a triangle), JSON and headers */
-    double need = 24.0 * (double)nv + 12.0 * (double)m->triangle_count + 65536.0;
+    /* positions and normals (24 bytes a vertex), colours (16), indices (12 a triangle), JSON
+     * and headers */
+    double need = (m->rgba && m->tri ? 40.0 : 24.0) * (double)nv + 12.0 * (double)m->triangle_count + 65536.0;
     if (need >= 4294967296.0)
       return vx_error_set(err, VX_ERR_LIMIT,
                           "'%s': a .glb file holds at most 4 GiB and this mesh needs about %.1f "
@@ -159,6 +189,19 @@ extern "C" vx_status vx_mesh_write_as(const char *path, const char *format,
     am->mNumVertices = (unsigned)nv;
     am->mVertices = (aiVector3D *)const_cast<float *>(m->pos);
     if (m->nrm && m->tri) am->mNormals = (aiVector3D *)const_cast<float *>(m->nrm);
+    if (m->rgba && m->tri) {
+      /* Vertex colours, owned by the mesh (assimp frees them). glTF's COLOR_0 is linear, so
+       * .glb gets linear values (written as float VEC4 by assimp); PLY (uchar red green blue
+       * alpha) and OBJ (`v x y z r g b`, 0..1) get the sRGB values as image tools write them. */
+      const bool linear = std::strcmp(ext, "glb") == 0;
+      am->mColors[0] = new aiColor4D[nv];
+      for (uint64_t i = 0; i < nv; i++) {
+        const uint8_t *c = m->rgba + 4 * i;
+        float r = c[0] / 255.0f, gg = c[1] / 255.0f, b = c[2] / 255.0f;
+        if (linear) r = vx_srgb_to_linear(r), gg = vx_srgb_to_linear(gg), b = vx_srgb_to_linear(b);
+        am->mColors[0][i] = aiColor4D(r, gg, b, c[3] / 255.0f);
+      }
+    }
     const uint32_t *idx = m->tri;
     if (!idx) {
       soup_idx = (uint32_t *)vx_malloc((size_t)nv * sizeof(uint32_t));
@@ -186,8 +229,19 @@ extern "C" vx_status vx_mesh_write_as(const char *path, const char *format,
       return vx_error_set(err, VX_ERR_IO, "cannot export '%s' as %s: the exporter gave no single "
                           "file", path, id);
     }
-    st = vx_atomic_write_file(path, blob->data, blob->size, err);
-    if (st == VX_OK && bytes) *bytes = blob->size;
+    if (std::strcmp(ext, "ply") == 0 && am->mColors[0]) {
+      std::string ply((const char *)blob->data, blob->size);
+      if (!vx_ply_colors_to_bytes(ply, nv, m->triangle_count, am->mNormals != nullptr)) {
+        vx_free(soup_idx);
+        return vx_error_set(err, VX_ERR_IO, "cannot export '%s': assimp's PLY has an unexpected "
+                            "vertex layout", path);
+      }
+      st = vx_atomic_write_file(path, ply.data(), ply.size(), err);
+      if (st == VX_OK && bytes) *bytes = ply.size();
+    } else {
+      st = vx_atomic_write_file(path, blob->data, blob->size, err);
+      if (st == VX_OK && bytes) *bytes = blob->size;
+    }
   } catch (const std::bad_alloc &) {
     st = vx_error_set(err, VX_ERR_NOMEM, "out of memory writing '%s'", path);
   } catch (const std::exception &x) {

@@ -2,10 +2,13 @@
 /* mesh_export.h - triangle meshes written to files through assimp's exporter (the only file
  * besides the importer that includes assimp): the format follows the file's extension.
  *
- * .obj  Wavefront OBJ without a material file (assimp "objnomtl"): v, vn, f lines
- * .ply  binary little-endian PLY ("plyb"): vertex x y z nx ny nz, face lists
+ * .obj  Wavefront OBJ without a material file (assimp "objnomtl"): v, vn, f lines (with colours
+ *       `v x y z r g b`, sRGB in 0..1: the common extension MeshLab, Blender and trimesh read)
+ * .ply  binary little-endian PLY ("plyb"): vertex x y z nx ny nz (uchar red green blue alpha
+ *       with colours), face lists
  * .stl  binary STL ("stlb"): one normal per triangle (the format holds no vertex normals)
  * .glb  binary glTF 2 ("glb2"): positions, normals, 32-bit indices, one default material
+ *       (with colours COLOR_0, float VEC4, linear as glTF defines it)
  * and nothing else: every format offered is read back by an independent reader in the tests;
  * assimp's other exporters are refused (some crash or fail on a plain triangle mesh, others write
  * several files). What a format cannot hold is refused before anything is written, with the
@@ -28,6 +31,8 @@ typedef struct vx_mesh_data {
   const uint32_t *tri;    /* triangle_count * 3 indices; NULL: a soup, vertices 3k..3k+2 form
                              triangle k (identical vertices are then merged by assimp) */
   uint64_t triangle_count;
+  const uint8_t *rgba;    /* vertex_count * 4 (sRGB r, g, b, linear alpha) vertex colours, or
+                             NULL */
 } vx_mesh_data;
 
 /* The assimp exporter id ("plyb") and the format's extension ("ply") for format ("ply", ".PLY";
@@ -44,5 +49,13 @@ vx_status vx_mesh_write_as(const char *path, const char *format, const vx_mesh_d
 vx_status vx_mesh_write(const char *path, const vx_mesh_data *m, uint64_t *bytes, vx_error *err);
 
 VX_EXTERN_C_END
+
+#ifdef __cplusplus
+#include <string>
+/* A binary PLY from assimp's "plyb" exporter with colours (nv vertices of x y z, nx ny nz when
+ * `normals`, then the colour; nf triangles) made to hold the uchar red green blue alpha its header
+ * declares: assimp up to 5.4 writes them as floats. False when the body has neither layout. */
+bool vx_ply_colors_to_bytes(std::string &ply, uint64_t nv, uint64_t nf, bool normals);
+#endif
 
 #endif

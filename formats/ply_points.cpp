@@ -9,6 +9,9 @@
  * the field's gradient there, normalised (+z where it vanishes). The scene handed to assimp is
  * built here; its vertex and normal arrays are ours (vx_malloc) and are detached before the scene
  * is destroyed, so assimp frees only what it allocated.
+ *
+ * Colour: a coloured cut gives each point its cell's colour as uchar red green blue alpha (sRGB,
+ * alpha linear), and cells whose colour has alpha 0 (holes) no point.
  */
 #include <assimp/Exporter.hpp>
 #include <assimp/config.h>
@@ -18,8 +21,11 @@
 #include <cstring>
 #include <new>
 
+#include <string>
+
 #include "sys/atomic_file.h"
 #include "formats/grid_export.h"
+#include "formats/mesh_export.h"
 
 namespace {
 
@@ -55,7 +61,10 @@ extern "C" vx_status vx_ply_points_write(const char *path, const vx_cut *c, int 
   if (c->count > 0xffffffffu)
     return vx_error_set(err, VX_ERR_LIMIT, "%llu points: more than a PLY vertex count holds here",
                         (unsigned long long)c->count);
-  const unsigned n = (unsigned)c->count;
+  unsigned n = 0;
+  for (uint64_t i = 0; i < c->count; i++) n += !c->rgba || (c->rgba[i] >> 24) != 0;
+  if (n == 0)
+    return vx_error_set(err, VX_ERR_EMPTY, "every cell is cut out (alpha 0): no point to write");
   aiVector3D *pos = (aiVector3D *)vx_malloc((size_t)n * sizeof(aiVector3D));
   aiVector3D *nrm = (aiVector3D *)vx_malloc((size_t)n * sizeof(aiVector3D));
   if (!pos || !nrm) {
@@ -63,7 +72,8 @@ extern "C" vx_status vx_ply_points_write(const char *path, const vx_cut *c, int 
     vx_free(nrm);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %u points", n);
   }
-  for (unsigned i = 0; i < n; i++) point_of(c, i, surface, &pos[i], &nrm[i]);
+  for (uint64_t i = 0, j = 0; i < c->count; i++)
+    if (!c->rgba || (c->rgba[i] >> 24) != 0) point_of(c, i, surface, &pos[j], &nrm[j]), j++;
   vx_status s = VX_OK;
   aiScene *scene = nullptr;
   aiMesh *mesh = nullptr;
@@ -79,6 +89,15 @@ extern "C" vx_status vx_ply_points_write(const char *path, const vx_cut *c, int 
     mesh->mNumVertices = n;
     mesh->mVertices = pos;
     mesh->mNormals = nrm;
+    if (c->rgba) { /* owned by the mesh: assimp frees it */
+      mesh->mColors[0] = new aiColor4D[n];
+      for (uint64_t i = 0, j = 0; i < c->count; i++) {
+        uint32_t v = c->rgba[i];
+        if (!(v >> 24)) continue;
+        mesh->mColors[0][j++] = aiColor4D((v & 255u) / 255.0f, (v >> 8 & 255u) / 255.0f,
+                                          (v >> 16 & 255u) / 255.0f, (v >> 24) / 255.0f);
+      }
+    }
     scene->mNumMeshes = 1;
     scene->mMeshes = new aiMesh *[1] { mesh };
     Assimp::Exporter ex;
@@ -88,7 +107,13 @@ extern "C" vx_status vx_ply_points_write(const char *path, const vx_cut *c, int 
     if (!blob || !blob->data)
       s = vx_error_set(err, VX_ERR_FORMAT, "assimp cannot write the point cloud: %s",
                        ex.GetErrorString());
-    else if ((s = vx_atomic_write_file(path, blob->data, blob->size, err)) == VX_OK)
+    else if (c->rgba) {
+      std::string ply((const char *)blob->data, blob->size);
+      if (!vx_ply_colors_to_bytes(ply, n, 0, true))
+        s = vx_error_set(err, VX_ERR_FORMAT, "assimp's PLY has an unexpected vertex layout");
+      else if ((s = vx_atomic_write_file(path, ply.data(), ply.size(), err)) == VX_OK)
+        *bytes = ply.size();
+    } else if ((s = vx_atomic_write_file(path, blob->data, blob->size, err)) == VX_OK)
       *bytes = blob->size;
   } catch (const std::bad_alloc &) {
     s = vx_error_set(err, VX_ERR_NOMEM, "out of memory exporting %u points", n);

@@ -5,7 +5,8 @@
  * the tree's origin), class level set, the grid points' values as world distances, the tree's
  * inactive values signed by tools::signedFloodFill, written through io::Archive's seekable writer
  * (grid offsets included, the layout io::File writes, OpenVDB's default compression) into memory
- * and from there to the atomic writer: vdb_print, pyopenvdb, Houdini and Blender read it.
+ * and from there to the atomic writer: vdb_print, pyopenvdb, Houdini and Blender read it. A
+ * coloured tree adds a Vec3SGrid "Cd" (linear rgb) on the same active voxels.
  *
  * In (vx_vdb_surface_read, vdb_read.h documents the mapping and resampling): io::File reads only
  * the grid named, every property we rely on is checked (value type, class, linear transform,
@@ -81,6 +82,23 @@ extern "C" vx_status vx_vdb_write(const char *path, const vx_grid_points *g, uin
     std::ostringstream os(std::ios_base::out | std::ios_base::binary);
     openvdb::GridCPtrVec grids;
     grids.push_back(grid);
+    if (g->rgb) {
+      /* Cd: linear colour on the level set's points (Houdini's name and convention) */
+      openvdb::Vec3SGrid::Ptr cd = openvdb::Vec3SGrid::create(openvdb::Vec3s(0.0f));
+      cd->setTransform(xf);
+      cd->setName("Cd");
+      cd->setVectorType(openvdb::VEC_INVARIANT);
+      openvdb::Vec3SGrid::Accessor ca = cd->getAccessor();
+      for (uint64_t i = 0; i < g->count; i++) {
+        uint32_t x, y, z;
+        vx_morton_decode(g->keys[i], &x, &y, &z);
+        const int p = (int)g->pad;
+        const float *c = g->rgb + 3 * i;
+        ca.setValue(openvdb::Coord((int)x - p, (int)y - p, (int)z - p),
+                    openvdb::Vec3s(c[0], c[1], c[2]));
+      }
+      grids.push_back(cd);
+    }
     MemoryArchive().writeSeekable(os, grids);
     if (!os) return vx_error_set(err, VX_ERR_IO, "OpenVDB: serializing the grid failed");
     data = os.str();

@@ -7,7 +7,8 @@
  *   per model: SIZE (int32 x, y, z) and XYZI (int32 n, then n x (x, y, z, colour index) bytes);
  *   the scene graph: nTRN 0 -> nGRP 1 -> per model k: nTRN 2+2k (frame attribute _t = "x y z")
  *   -> nSHP 3+2k -> model k;
- *   RGBA: the palette (colour index 1 is the voxels' grey).
+ *   RGBA: the palette (a grey tree: colour index 1 is the voxels' grey; a coloured one: the
+ *   palette of palette.h, exact up to 255 colours, else median cut in OKLab).
  * A voxel coordinate is one byte, so a model holds at most 256^3 cells: the grid is split into
  * tiles of 256^3 (the last of each axis smaller), each non-empty tile one model. The format anchors
  * _t at the model box's centre, so a tile with minimum corner m and size s gets _t = m + s/2
@@ -18,9 +19,15 @@
  * Limits refused before writing: a grid wider than 2048 cells (MagicaVoxel's world is 2048 wide)
  * and a file of 2 GiB or more (chunk sizes are int32). The runs are collected once (8 bytes each),
  * counted per model to size every chunk, then each model's voxels are written in turn.
+ *
+ * Colour: each surface cell takes the palette entry of its colour; a cell inside (solid) that of
+ * the surface cell below it in its column (the run it continues); a surface cell whose colour has
+ * alpha 0 (a hole) is left out. One byte per filled cell holds the entries while the models are
+ * written.
  */
 #include "sys/atomic_file.h"
 #include "formats/grid_export.h"
+#include "formats/palette.h"
 #include "formats/svo_codec.h"
 #include "sys/system.h"
 
@@ -58,6 +65,59 @@ static vx_status collect(void *user, uint32_t x, uint32_t z, uint32_t y0, uint32
   r->y0 = (uint16_t)y0;
   r->y1 = (uint16_t)y1;
   rs->filled += y1 - y0;
+  return VX_OK;
+}
+
+/* The palette of the cut's non-hole cells, and per filled cell (run order) its entry + 1: a
+ * surface cell's from its colour (0 for a hole), an inside cell's from the surface cell below it
+ * in the column (the first non-hole one above when there is none below). */
+static vx_status colour_cells(const vx_cut *c, const runs *rs, vx_palette *pal, uint8_t **out,
+                              uint64_t limit, vx_error *err) {
+  *out = NULL;
+  uint64_t rss = vx_resident_bytes(), opaque = 0;
+  for (uint64_t i = 0; i < c->count; i++) opaque += (c->rgba[i] >> 24) != 0;
+  if (opaque == 0)
+    return vx_error_set(err, VX_ERR_EMPTY, "every cell is cut out (alpha 0): no voxel to write");
+  if ((double)rss + (double)rs->filled + 9.0 * (double)opaque > (double)limit)
+    return vx_error_set(err, VX_ERR_LIMIT, "the colours of %llu voxels do not fit the memory limit",
+                        (unsigned long long)rs->filled);
+  uint32_t *cols = (uint32_t *)vx_malloc((size_t)opaque * sizeof *cols);
+  uint8_t *ci = (uint8_t *)vx_malloc((size_t)(rs->filled ? rs->filled : 1));
+  if (!cols || !ci) {
+    vx_free(cols);
+    vx_free(ci);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the voxels' colours");
+  }
+  for (uint64_t i = 0, k = 0; i < c->count; i++)
+    if (c->rgba[i] >> 24) cols[k++] = c->rgba[i];
+  vx_status s = vx_palette_build(cols, opaque, pal, err);
+  vx_free(cols);
+  if (s != VX_OK) {
+    vx_free(ci);
+    return s;
+  }
+  uint64_t at = 0;
+  uint8_t below = 0;
+  for (uint64_t i = 0; i < rs->n; i++) {
+    const run *r = &rs->r[i];
+    if (i == 0 || rs->r[i - 1].x != r->x || rs->r[i - 1].z != r->z) below = 0;
+    for (uint32_t y = r->y0; y < r->y1; y++, at++) {
+      uint64_t j = vx_cut_find(c, vx_morton_encode(r->x, y, r->z));
+      if (j != UINT64_MAX) {
+        ci[at] = c->rgba[j] >> 24 ? (uint8_t)(vx_palette_index(pal, c->rgba[j]) + 1) : 0;
+        if (ci[at]) below = ci[at];
+        continue;
+      }
+      uint8_t v = below; /* inside */
+      for (uint32_t q = y + 1; !v && q < r->y1; q++) {
+        uint64_t k = vx_cut_find(c, vx_morton_encode(r->x, q, r->z));
+        if (k != UINT64_MAX && c->rgba[k] >> 24)
+          v = (uint8_t)(vx_palette_index(pal, c->rgba[k]) + 1);
+      }
+      ci[at] = v ? v : 1;
+    }
+  }
+  *out = ci;
   return VX_OK;
 }
 
@@ -135,21 +195,36 @@ vx_status vx_vox_write(const char *path, const vx_cut *c, int solid, uint64_t me
     vx_free(rs.r);
     return s;
   }
+  /* colours: a palette entry + 1 per filled cell in run order (0: a hole, left out) */
+  vx_palette pal;
+  memset(&pal, 0, sizeof pal);
+  uint8_t *ci = NULL;
+  if (c->rgba) {
+    s = colour_cells(c, &rs, &pal, &ci, limit, err);
+    if (s != VX_OK) {
+      vx_free(rs.r);
+      return s;
+    }
+  }
   /* voxels per tile */
   const uint32_t nt = (c->res + VX_VOX_MODEL - 1) / VX_VOX_MODEL;
   static const uint32_t none = 0xffffffffu;
   uint64_t count[TILES * TILES * TILES];
   uint32_t index[TILES * TILES * TILES];
   memset(count, 0, sizeof count);
-  for (uint64_t i = 0; i < rs.n; i++) {
+  for (uint64_t i = 0, at = 0; i < rs.n; i++) {
     const run *r = &rs.r[i];
-    for (uint32_t y = r->y0; y < r->y1;) {
+    for (uint32_t y = r->y0; y < r->y1 && ci; y++, at++)
+      if (ci[at]) count[(r->x / VX_VOX_MODEL * nt + y / VX_VOX_MODEL) * nt + r->z / VX_VOX_MODEL]++;
+    for (uint32_t y = r->y0; y < r->y1 && !ci;) {
       uint32_t end = (y / VX_VOX_MODEL + 1) * VX_VOX_MODEL;
       if (end > r->y1) end = r->y1;
       count[(r->x / VX_VOX_MODEL * nt + y / VX_VOX_MODEL) * nt + r->z / VX_VOX_MODEL] += end - y;
       y = end;
     }
   }
+  uint64_t written = 0;
+  for (uint32_t t = 0; t < nt * nt * nt; t++) written += count[t];
   uint32_t nm = 0;
   uint64_t voxel_bytes = 0;
   for (uint32_t t = 0; t < nt * nt * nt; t++) {
@@ -168,6 +243,8 @@ vx_status vx_vox_write(const char *path, const vx_cut *c, int solid, uint64_t me
     vx_free(tail.b);
     vx_free(xyzi);
     vx_free(rs.r);
+    vx_free(ci);
+    vx_palette_free(&pal);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
   size_t at = chunk_open(&tail, "nTRN"); /* root transform 0 -> group 1 */
@@ -193,13 +270,17 @@ vx_status vx_vox_write(const char *path, const vx_cut *c, int solid, uint64_t me
     model_nodes(&tail, index[t], m, sz, c->res);
   }
   at = chunk_open(&tail, "RGBA");
-  for (int i = 0; i < 256; i++) put_u32(&tail, i == 0 ? 0xffc8c8c8u : 0xff000000u); /* R G B A */
+  for (int i = 0; i < 256; i++) /* R G B A */
+    put_u32(&tail, !ci ? (i == 0 ? 0xffc8c8c8u : 0xff000000u)
+                       : ((uint32_t)i < pal.count ? pal.rgba[i] | 0xff000000u : 0xff000000u));
   chunk_close(&tail, at);
   uint64_t children = voxel_bytes + tail.n;
   if (20 + children >= UINT64_C(0x7fffffff)) {
     vx_free(tail.b);
     vx_free(xyzi);
     vx_free(rs.r);
+    vx_free(ci);
+    vx_palette_free(&pal);
     return vx_error_set(err, VX_ERR_LIMIT, "the .vox would hold %llu voxels (%.1f GiB): more than "
                         "the format's 2 GiB (int32 chunk sizes); export a coarser level with --lod",
                         (unsigned long long)rs.filled, (double)(20 + children) / 1073741824.0);
@@ -221,15 +302,17 @@ vx_status vx_vox_write(const char *path, const vx_cut *c, int solid, uint64_t me
     uint32_t m[3] = {tx * VX_VOX_MODEL, ty * VX_VOX_MODEL, tz * VX_VOX_MODEL}, sz[3];
     for (int a = 0; a < 3; a++) sz[a] = c->res - m[a] < VX_VOX_MODEL ? c->res - m[a] : VX_VOX_MODEL;
     size_t n = 0;
-    for (uint64_t i = 0; i < rs.n; i++) {
+    for (uint64_t i = 0, at = 0; i < rs.n; at += rs.r[i].y1 - rs.r[i].y0, i++) {
       const run *r = &rs.r[i];
       if (r->x / VX_VOX_MODEL != tx || r->z / VX_VOX_MODEL != tz) continue;
       uint32_t a = r->y0 > m[1] ? r->y0 : m[1], b = r->y1 < m[1] + sz[1] ? r->y1 : m[1] + sz[1];
       for (uint32_t y = a; y < b; y++) {
+        uint8_t col = ci ? ci[at + (y - r->y0)] : 1;
+        if (!col) continue;
         xyzi[4 * n] = (uint8_t)(r->x - m[0]);
         xyzi[4 * n + 1] = (uint8_t)(y - m[1]);
         xyzi[4 * n + 2] = (uint8_t)(r->z - m[2]);
-        xyzi[4 * n + 3] = 1;
+        xyzi[4 * n + 3] = col;
         n++;
       }
     }
@@ -253,8 +336,10 @@ vx_status vx_vox_write(const char *path, const vx_cut *c, int solid, uint64_t me
   vx_free(tail.b);
   vx_free(xyzi);
   vx_free(rs.r);
+  vx_free(ci);
+  vx_palette_free(&pal);
   if (s2 == VX_OK) {
-    *filled = rs.filled;
+    *filled = written;
     *models = nm;
     *nbytes = 20 + children;
   }

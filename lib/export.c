@@ -106,9 +106,13 @@ static vx_status check(const vx_tree *t, const char *path, vx_export_opts *o, vx
  * 16384^3 sphere of 3.4M grid points (1.4M cells) and rounded up: NanoVDB's GridBuilder with its
  * tree, the finished grid and the stream it is copied through, 78 B; OpenVDB's tree and the
  * serialized file twice, 40 B; assimp's PLY exporter (our vertex and normal arrays, its scene
- * and blob), 113 B. Checked against what the limit leaves before the writer starts. */
-static vx_status writer_fits(vx_export_format f, uint64_t values, uint64_t limit, vx_error *err) {
-  const double per = f == VX_EXPORT_NVDB ? 96.0 : f == VX_EXPORT_VDB ? 56.0 : 128.0;
+ * and blob), 113 B. Checked against what the limit leaves before the writer starts. A coloured
+ * tree adds the Cd grid beside the level set (a Vec3f value is 3 floats: NanoVDB 3/4 more,
+ * OpenVDB as much again) and to PLY points a colour (assimp's 16 B aiColor4D, 4 B in the file). */
+static vx_status writer_fits(vx_export_format f, uint64_t values, int colored, uint64_t limit,
+                             vx_error *err) {
+  double per = f == VX_EXPORT_NVDB ? 96.0 : f == VX_EXPORT_VDB ? 56.0 : 128.0;
+  if (colored) per += f == VX_EXPORT_NVDB ? 72.0 : f == VX_EXPORT_VDB ? 56.0 : 24.0;
   const double need = per * (double)values + 4.0 * 1048576.0, rss = (double)vx_resident_bytes();
   if (rss + need <= (double)limit) return VX_OK;
   char a[32], b[32];
@@ -153,14 +157,19 @@ vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opt
     float *values = NULL;
     for (int k = 0; k < 3; k++) g.origin[k] = cut.origin[k];
     g.h = cut.h;
+    float *rgb = NULL;
     s = vx_cut_points(&cut, o.band, limit, &keys, &values, &g.count, &g.pad, err);
+    if (s == VX_OK && cut.rgba)
+      s = vx_cut_point_colors(&cut, keys, g.count, g.pad, limit, &rgb, err);
     vx_cut_free(&cut); /* the writers need only the points */
-    if (s == VX_OK) s = writer_fits(o.format, g.count, limit, err);
+    if (s == VX_OK) s = writer_fits(o.format, g.count, rgb != NULL, limit, err);
     if (s != VX_OK) {
       vx_free(keys);
       vx_free(values);
+      vx_free(rgb);
       break;
     }
+    g.rgb = rgb;
     g.keys = keys;
     g.values = values;
     g.band = o.band;
@@ -170,6 +179,7 @@ vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opt
                                    : vx_vdb_write(path, &g, &st.file_bytes, err);
     vx_free(keys);
     vx_free(values);
+    vx_free(rgb);
     break;
   }
   case VX_EXPORT_BINVOX:
@@ -179,7 +189,7 @@ vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opt
     s = vx_vox_write(path, &cut, o.solid, limit, &st.values, &st.models, &st.file_bytes, err);
     break;
   default:
-    s = writer_fits(o.format, cut.count, limit, err);
+    s = writer_fits(o.format, cut.count, cut.rgba != NULL, limit, err);
     if (s == VX_OK) s = vx_ply_points_write(path, &cut, o.surface_points, &st.file_bytes, err);
     st.values = cut.count;
     break;

@@ -27,6 +27,8 @@ struct vx_mesh {
   uint64_t vertex_count;
   uint32_t *indices;  /* triangle_count * 3 */
   uint64_t triangle_count;
+  uint8_t *colors;    /* vertex_count * 4 RGBA8 of the indexed form (a coloured tree's mesh), or
+                         NULL */
   int has_mesher_stats;
   vx_mesher_stats mesher_stats;
 };

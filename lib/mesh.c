@@ -16,6 +16,7 @@ void vx_mesh_free(vx_mesh *m) {
   vx_free(m->vertices);
   vx_free(m->normals);
   vx_free(m->indices);
+  vx_free(m->colors);
   vx_free(m);
 }
 
@@ -158,6 +159,7 @@ vx_status vx_mesh_save_as(const vx_mesh *m, const char *path, const char *format
     d.vertex_count = m->vertex_count;
     d.tri = m->indices;
     d.triangle_count = m->triangle_count;
+    d.rgba = m->colors;
   } else {
     d.pos = m->soup.pos;
     d.vertex_count = 3 * m->soup.tri_count;

@@ -3,7 +3,8 @@
  * dual contouring of mesher/.
  *
  * A meshed vx_mesh keeps the indexed arrays the mesher made (moved, not copied) and, beside
- * them, the same triangles as a soup, so that it converts like any loaded mesh.
+ * them, the same triangles as a soup, so that it converts like any loaded mesh. A coloured tree
+ * gives a colour per vertex (vx_mesh_colors).
  */
 #include "lib/internal.h"
 #include "mesher/mesher.h"
@@ -72,6 +73,10 @@ vx_status vx_mesher_extract(const vx_tree *t, const vx_mesher_opts *opts, vx_mes
   if (st != VX_OK) return st;
   if (dm.triangle_count == 0) {
     vx_dc_mesh_free(&dm);
+    if (ds.faces_cut_out)
+      return vx_error_set(err, VX_ERR_EMPTY,
+                          "every cell of the cut with a surface crossing is cut out (alpha 0): "
+                          "nothing to mesh");
     if (d.cut == VX_DC_LEVEL)
       return vx_error_set(err, VX_ERR_EMPTY,
                           "no surface crossing at level %u (%u^3 cells): choose a finer level",
@@ -88,6 +93,7 @@ vx_status vx_mesher_extract(const vx_tree *t, const vx_mesher_opts *opts, vx_mes
   m->vertex_count = dm.vertex_count;
   m->indices = dm.tri;
   m->triangle_count = dm.triangle_count;
+  m->colors = dm.rgba;
   st = fill_soup(m, err);
   if (st != VX_OK) {
     vx_mesh_free(m);
@@ -113,6 +119,11 @@ vx_status vx_mesher_extract(const vx_tree *t, const vx_mesher_opts *opts, vx_mes
   m->has_mesher_stats = 1;
   *out = m;
   return VX_OK;
+}
+
+const uint8_t *vx_mesh_colors(const vx_mesh *m, uint64_t *count) {
+  if (count) *count = m && m->colors ? m->vertex_count : 0;
+  return m ? m->colors : NULL;
 }
 
 vx_status vx_mesher_get_stats(const vx_mesh *m, vx_mesher_stats *st) {

@@ -29,6 +29,7 @@
  * .split); sides between two nodes are grouped here by their two vertices.
  */
 #include "mesher/dc_internal.h"
+#include "svo/color.h"
 #include "sys/system.h"
 
 #include <math.h>
@@ -39,6 +40,7 @@ void vx_dc_mesh_free(vx_dc_mesh *m) {
   vx_free(m->pos);
   vx_free(m->nrm);
   vx_free(m->tri);
+  vx_free(m->rgba);
   memset(m, 0, sizeof *m);
 }
 
@@ -63,6 +65,8 @@ typedef struct asm_ctx {
   dc_vec splits;       /* split_rec */
   dc_vec extra_pos;    /* float[3] per split vertex, grid coordinates */
   dc_vec extra_nrm;
+  dc_vec extra_rgba;   /* packed RGBA8 per split vertex (coloured trees) */
+  int colored;         /* the tree carries node and voxel colours */
   uint64_t nverts;     /* cluster vertices + split vertices so far */
   uint64_t unresolved; /* contacts whose sign changes did not alternate */
   uint64_t split_count;
@@ -75,6 +79,26 @@ static const float *cluster_pos(const asm_ctx *x, uint32_t clu) {
 }
 static const float *cluster_nrm(const asm_ctx *x, uint32_t clu) {
   return x->V->nrm + (clu - x->V->lo) * 3;
+}
+
+/* The colour of a cut cell (coloured trees only): its node's or voxel's. */
+static uint32_t cluster_color(const dc_tree *T, uint32_t clu) {
+  return clu < T->node_count ? T->t->node_color[clu]
+                             : T->t->voxel_color[(uint64_t)clu - T->node_count];
+}
+
+static int tree_colored(const vx_octree *t) {
+  return t->node_color && (t->voxel_color || t->voxel_count == 0);
+}
+
+/* The mean of two colours in linear light. */
+static uint32_t color_mean2(uint32_t a, uint32_t b) {
+  if (a == b) return a;
+  float fa[4], fb[4];
+  vx_rgba_unpack_linear(a, fa);
+  vx_rgba_unpack_linear(b, fb);
+  return vx_rgba_pack_linear(0.5f * (fa[0] + fb[0]), 0.5f * (fa[1] + fb[1]),
+                             0.5f * (fa[2] + fb[2]), 0.5f * (fa[3] + fb[3]));
 }
 
 /* Minimal edge of a face: lower end (finest coordinates) and length. */
@@ -105,6 +129,11 @@ static int add_split(asm_ctx *x, uint32_t f0, uint32_t s0, uint32_t f1, uint32_t
   if (l > 0.0)
     for (int i = 0; i < 3; i++) n[i] /= l;
   float *P = (float *)dc_vec_push(&x->extra_pos), *N = (float *)dc_vec_push(&x->extra_nrm);
+  if (x->colored) {
+    uint32_t *C = (uint32_t *)dc_vec_push(&x->extra_rgba);
+    if (!C) return 0;
+    *C = color_mean2(cluster_color(x->T, A), cluster_color(x->T, B));
+  }
   split_rec *r0 = (split_rec *)dc_vec_push(&x->splits);
   split_rec *r1 = r0 ? (split_rec *)dc_vec_push(&x->splits) : NULL;
   if (!P || !N || !r0 || !r1) return 0;
@@ -371,7 +400,8 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
   out->pos = (float *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 3 * sizeof(float));
   out->nrm = (float *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 3 * sizeof(float));
   out->tri = (uint32_t *)vx_malloc((size_t)(ntri ? ntri : 1) * 3 * sizeof(uint32_t));
-  if (!out->pos || !out->nrm || !out->tri)
+  if (x->colored) out->rgba = (uint8_t *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 4);
+  if (!out->pos || !out->nrm || !out->tri || (x->colored && !out->rgba))
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for a mesh of %llu triangles",
                         (unsigned long long)ntri);
   /* Vertices in grid coordinates first (the diagonal choice uses them), world at the end. */
@@ -382,6 +412,11 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
     if (id == DC_NONE) continue;
     memcpy(out->pos + (uint64_t)id * 3, V->pos + c * 3, 3 * sizeof(float));
     memcpy(out->nrm + (uint64_t)id * 3, V->nrm + c * 3, 3 * sizeof(float));
+    if (x->colored) {
+      uint32_t col = cluster_color(T, (uint32_t)(V->lo + c));
+      for (int k = 0; k < 4; k++)
+        out->rgba[(uint64_t)id * 4 + (uint64_t)k] = (uint8_t)(col >> 8 * k);
+    }
     uint32_t lev = cluster_level(T, V, (uint32_t)(V->lo + c));
     if (lev < lmin) lmin = lev;
     if (lev > lmax) lmax = lev;
@@ -389,6 +424,10 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
   if (x->split_count) {
     memcpy(out->pos + ncl * 3, x->extra_pos.data, x->split_count * 3 * sizeof(float));
     memcpy(out->nrm + ncl * 3, x->extra_nrm.data, x->split_count * 3 * sizeof(float));
+    for (uint64_t i = 0; x->colored && i < x->split_count; i++) {
+      uint32_t col = ((const uint32_t *)x->extra_rgba.data)[i];
+      for (int k = 0; k < 4; k++) out->rgba[(ncl + i) * 4 + (uint64_t)k] = (uint8_t)(col >> 8 * k);
+    }
   }
   uint32_t *t = out->tri;
   for (uint64_t fi = 0, si = 0; fi < x->nfaces; fi++) {
@@ -634,6 +673,25 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   dc_vec_init(&x.splits, sizeof(split_rec));
   dc_vec_init(&x.extra_pos, 3 * sizeof(float));
   dc_vec_init(&x.extra_nrm, 3 * sizeof(float));
+  dc_vec_init(&x.extra_rgba, sizeof(uint32_t));
+  x.colored = tree_colored(t);
+  if (st == VX_OK && x.colored) {
+    /* Cells whose surface is entirely cut out (alpha 0) are not meshed: the faces around them
+     * go, and with them their vertices (which no other face uses). */
+    dc_face *fa = (dc_face *)faces.data;
+    uint64_t keep = 0;
+    for (uint64_t fi = 0; fi < faces.n; fi++) {
+      int hole = 0;
+      for (int k = 0; k < face_sides(&fa[fi]) && !hole; k++)
+        hole = (cluster_color(&T, fa[fi].c[k]) >> 24) == 0;
+      if (hole) continue;
+      if (keep != fi) fa[keep] = fa[fi];
+      keep++;
+    }
+    S.faces_cut_out = faces.n - keep;
+    faces.n = keep;
+    x.nfaces = keep;
+  }
   uint32_t *vid = NULL;
   if (st == VX_OK) {
     /* Vertex ids: the cut cells that some face uses, in cluster order. */
@@ -662,6 +720,7 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   dc_vec_free(&x.splits);
   dc_vec_free(&x.extra_pos);
   dc_vec_free(&x.extra_nrm);
+  dc_vec_free(&x.extra_rgba);
   dc_vec_free(&faces);
   dc_verts_free(&V);
   vx_free(field);

@@ -26,6 +26,11 @@
  *   field's sign changes next to a cell that is not in the tree (open input: the winding
  *   number's membrane over a hole runs outside the surface voxels), that crossing has no
  *   face: the mesh is open there, and vx_dc_stats.open_edges counts such crossings.
+ * - Colour: on a coloured tree (node_color / voxel_color set) every vertex carries the colour of
+ *   the cut cell it was placed in (a node's colour at a coarse cut: its subtree's mean), a vertex
+ *   that splits a contact the mean in linear light of the two cells'. Faces around a cell whose
+ *   alpha is 0 (its surface is entirely cut out) are dropped: such cells are not meshed, and the
+ *   mesh is open around them. A grey tree gives exactly the mesh it gave before colour existed.
  * - Never prints; uses all cores through vx_parallel; every allocation through vx_malloc.
  *   Deterministic: the same tree and options give the same mesh for any number of threads.
  */
@@ -61,6 +66,8 @@ typedef struct vx_dc_stats {
   uint64_t contacts_split;   /* contacts between two cells that four triangles would share,
                                 split into two manifold sheets */
   uint64_t open_edges;       /* sign changes of the cut next to a cell outside the tree: holes */
+  uint64_t faces_cut_out;    /* coloured trees: faces dropped because a cell of theirs has
+                                alpha 0 (only cut-out surface: not meshed) */
   uint32_t level_min, level_max; /* levels of the cells that carry vertices */
   uint64_t cells_refined;    /* VX_DC_ERROR: nodes within the stored bound whose geometry was not
                                 within max_error of the full-detail surface, split */
@@ -74,6 +81,8 @@ typedef struct vx_dc_mesh {
   uint64_t vertex_count;
   uint32_t *tri;         /* triangle_count * 3 vertex indices */
   uint64_t triangle_count;
+  uint8_t *rgba;         /* vertex_count * 4 (sRGB r, g, b, linear alpha): the colour of the cut
+                            cell each vertex was placed in; NULL for a grey tree */
 } vx_dc_mesh;
 
 /* Meshes tree t at the cut in o. stats may be NULL. On failure *out is zeroed. A cut without

@@ -22,8 +22,20 @@ jobs=$(nproc)
 # still compiles every .cu file for sm_75 (the oldest of that list) and compute_90 together.
 cuda_archs=${VOXLOD_TEST_CUDA_ARCHS:-90}
 
+# The Python test dependencies first: ctest's readers in Python (trimesh) use them too. An
+# externally managed Python (Debian's own, PEP 668) gets a virtual environment instead.
+py=python3
+pydeps=(pytest numpy libigl tqdm hypothesis trimesh "dask[distributed]")
+if [ "${VOXLOD_PYTHON_TESTS:-1}" != 0 ]; then
+  if ! $py -m pip install -q "${pydeps[@]}" >build-python.log 2>&1; then
+    python3 -m venv build-python/venv >>build-python.log 2>&1 && py="$PWD/build-python/venv/bin/python" &&
+      $py -m pip install -q "${pydeps[@]}" >>build-python.log 2>&1 || true
+  fi
+fi
+
 echo "== build and test (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVOXLOD_BENCH=ON \
+  -DVOXLOD_TEST_PYTHON="$(command -v "$py" || echo "$py")" \
   -DCMAKE_CUDA_ARCHITECTURES="$cuda_archs" >build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j"$jobs" >>build.log 2>&1 || { tail -50 build.log; exit 1; }
 source scripts/test_summary.sh
@@ -34,16 +46,10 @@ count_ctest build build build/ctest.log
 # The Python package: `pip install .` (the same CMake build, for the same CUDA architectures as
 # above, through CMake's CUDAARCHS) and its pytest suite. The build is kept in
 # build-python/ci-<archs>-<tag>, so that a second run recompiles only what changed and a plain
-# `pip install .` (every architecture, in build-python/<tag>) never reuses it. An externally
-# managed Python (Debian's own, PEP 668) gets a virtual environment instead.
+# `pip install .` (every architecture, in build-python/<tag>) never reuses it. The interpreter
+# and its dependencies were set up before the build.
 if [ "${VOXLOD_PYTHON_TESTS:-1}" != 0 ]; then
   echo "== Python package (pip install ., pytest python/tests)"
-  py=python3
-  pydeps=(pytest numpy libigl tqdm hypothesis trimesh "dask[distributed]")
-  if ! $py -m pip install -q "${pydeps[@]}" >build-python.log 2>&1; then
-    python3 -m venv build-python/venv >>build-python.log 2>&1 && py=build-python/venv/bin/python &&
-      $py -m pip install -q "${pydeps[@]}" >>build-python.log 2>&1 || true
-  fi
   if CUDAARCHS="$cuda_archs" SKBUILD_BUILD_DIR="build-python/ci-${cuda_archs//;/-}-{wheel_tag}" \
      $py -m pip install -q . >>build-python.log 2>&1; then
     rm -f build/pytest.xml

@@ -118,6 +118,7 @@ int vx_cmd_mesh(int argc, char **argv) {
   memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
   vx_mesher_get_stats(m, &ms);
+  const int colored = vx_mesh_colors(m, NULL) != NULL;
   vx_mesh_free(m);
   if (vx_cli_quiet) return 0;
   char cut[64];
@@ -126,10 +127,14 @@ int vx_cmd_mesh(int argc, char **argv) {
     snprintf(cut, sizeof cut, "error %g (levels %u..%u)", (double)mo.max_error, ms.level_min,
              ms.level_max);
   else snprintf(cut, sizeof cut, "finest (%u^3)", ti.resolution);
+  const char *ext = format ? format : strrchr(out, '.') ? strrchr(out, '.') + 1 : "";
+  const char *col = !colored ? ""
+                    : strcasecmp(ext, "stl") == 0 ? " (no colours: .stl holds none)"
+                                                  : " with colours";
   fprintf(stderr,
-          "%s: %llu triangles, %llu vertices, cut %s; load %.2fs, mesh %.2fs, write %.2fs\n", out,
-          (unsigned long long)ms.triangles, (unsigned long long)ms.vertices, cut, t1 - t0, t2 - t1,
-          t3 - t2);
+          "%s: %llu triangles, %llu vertices%s, cut %s; load %.2fs, mesh %.2fs, write %.2fs\n",
+          out, (unsigned long long)ms.triangles, (unsigned long long)ms.vertices, col, cut,
+          t1 - t0, t2 - t1, t3 - t2);
   fprintf(stderr, "%s: corner field: %llu shared grid points, %llu with different values (the "
           "larger kept), %llu re-signed; %llu contacts split", out,
           (unsigned long long)ms.corners_shared, (unsigned long long)ms.corners_disputed,

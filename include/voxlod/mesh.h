@@ -71,6 +71,11 @@ VX_API vx_status vx_mesh_get_info(const vx_mesh *m, vx_mesh_info *info);
 VX_API const float *vx_mesh_vertices(const vx_mesh *m, uint64_t *count);
 VX_API const float *vx_mesh_normals(const vx_mesh *m, uint64_t *count);
 VX_API const uint32_t *vx_mesh_indices(const vx_mesh *m, uint64_t *count);
+/* Per-vertex colours of a mesh made by vx_mesher_extract from a coloured tree: *count vertices
+ * (as vx_mesh_vertices) of 4 bytes, sRGB r, g, b and linear alpha, the colour of the tree's cell
+ * the vertex was placed in. NULL (with *count 0) for other meshes. vx_mesh_save writes them
+ * (PLY, GLB and OBJ; STL holds no colour). */
+VX_API const uint8_t *vx_mesh_colors(const vx_mesh *m, uint64_t *count);
 
 /* Writes m to path through assimp's exporter, the format chosen by the extension (any case):
  * .obj (no material file), .ply (binary), .stl (binary) or .glb (binary glTF 2); every other
