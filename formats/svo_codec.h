@@ -19,6 +19,11 @@
 #define VX_SVO_LEVEL_ENTRY 32u
 #define VX_SVO_NODE_RECORD 12u /* mask, then errmax, errrms, flags, normal u32, d f32 */
 #define VX_SVO_VOXEL_RECORD 8u /* 8 corners */
+#define VX_SVO_COLOR_RECORD 4u /* packed RGBA8 (svo/color.h) */
+#define VX_SVO_FLAG_COLOR 1u   /* prologue flag: colour sections follow the level sections */
+#define VX_SVO_FLAGS_KNOWN VX_SVO_FLAG_COLOR
+#define VX_SVO_MAX_SECTIONS (2 * (VX_MAX_DEPTH + 1)) /* D+1 level sections, D+1 colour sections */
+#define VX_SVO_MAX_HEADER (VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * VX_SVO_MAX_SECTIONS)
 #define VX_SVO_MAX_HEADER_FRAME 65536u
 #define VX_SVO_SMALL_RAW ((uint64_t)8 << 20) /* below: zstd level 19 */
 #define VX_SVO_BIG_RAW ((uint64_t)64 << 20)  /* from here: level 3 and worker threads; between: 9 */
@@ -56,6 +61,28 @@ static inline double vx_get_f64(const uint8_t *p) {
   double f;
   memcpy(&f, &v, 8);
   return f;
+}
+
+/* Bytes of the header record of a tree of `depth` levels, with or without colour entries. */
+static inline uint64_t vx_svo_header_size(uint32_t depth, int color) {
+  return VX_SVO_HEADER_FIXED + (uint64_t)VX_SVO_LEVEL_ENTRY * (depth + 1) * (color ? 2u : 1u);
+}
+
+/* Colour sections: n packed RGBA8 colours <-> 4n bytes, stored as byte planes (all r bytes, then
+ * all g, all b, all a), which zstd compresses better than interleaved RGBA (SVO_FORMAT.md). */
+static inline void vx_svo_pack_colors(const uint32_t *c, uint64_t n, uint8_t *raw) {
+  for (uint64_t i = 0; i < n; i++) {
+    uint32_t v = c[i];
+    raw[i] = (uint8_t)v;
+    raw[n + i] = (uint8_t)(v >> 8);
+    raw[2 * n + i] = (uint8_t)(v >> 16);
+    raw[3 * n + i] = (uint8_t)(v >> 24);
+  }
+}
+static inline void vx_svo_unpack_colors(const uint8_t *raw, uint64_t n, uint32_t *c) {
+  for (uint64_t i = 0; i < n; i++)
+    c[i] = (uint32_t)raw[i] | (uint32_t)raw[n + i] << 8 | (uint32_t)raw[2 * n + i] << 16 |
+           (uint32_t)raw[3 * n + i] << 24;
 }
 
 /* The zstd level for `requested` (0: default by size) and a decoded total of raw_total bytes, and

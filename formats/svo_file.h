@@ -26,8 +26,10 @@ typedef struct vx_svo_read_opts {
 
 typedef struct vx_svo_file_info {
   uint32_t version;
+  uint32_t flags; /* prologue flags (VX_SVO_FLAG_COLOR: the file has colour sections) */
   uint64_t file_bytes;
   uint64_t level_disk_bytes[VX_MAX_DEPTH + 1]; /* compressed bytes of each level's section */
+  uint64_t level_color_disk_bytes[VX_MAX_DEPTH + 1]; /* ... of each level's colours (0: none) */
   uint64_t header_bytes;
 } vx_svo_file_info;
 
