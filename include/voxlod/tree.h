@@ -85,6 +85,7 @@ typedef struct vx_level_stats {
   uint64_t float8_bytes;   /* a plain octree with 8 float corners per cell at this resolution */
   uint64_t dense_bytes;    /* a dense float grid of (2^l + 1)^3 corner values */
   uint64_t color_bytes;    /* RGBA8 colours of this level's cells (0: a grey tree) */
+  uint64_t color_disk_bytes; /* compressed bytes of this level's colours in the file */
 } vx_level_stats;
 
 /* Row `level` (0 .. depth) of the table. Levels beyond those loaded report zero cells. */
