@@ -167,8 +167,10 @@ static vx_status decode_colors(svo_src *src, ZSTD_DCtx *dc, ZSTD_CCtx *ck, vx_oc
         (s = unframe(dc, p, zsize[csec + l], raw, t->level_count[l] * VX_SVO_COLOR_RECORD, name,
                      what, err)) != VX_OK)
       return s;
-    vx_svo_unpack_colors(raw, t->level_count[l], l < D ? t->node_color + t->level_first[l]
-                                                       : t->voxel_color);
+    vx_svo_unpack_colors(raw, t->level_count[l], l ? t->nodes + t->level_first[l - 1] : NULL,
+                         l ? t->node_color + t->level_first[l - 1] : NULL,
+                         l ? t->level_count[l - 1] : 0,
+                         l < D ? t->node_color + t->level_first[l] : t->voxel_color);
     at += zsize[csec + l];
   }
   return VX_OK;

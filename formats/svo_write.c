@@ -132,7 +132,12 @@ static void *pack_worker(void *arg) {
 static vx_status pack_level(const source *q, uint32_t l, uint8_t *raw, vx_node *scratch,
                             uint64_t *children, vx_error *err) {
   if (l > q->depth) {
-    vx_svo_pack_colors(section_colors(q, l), q->count[l - q->depth - 1], raw);
+    const uint32_t cl = l - q->depth - 1; /* the cells' level */
+    const vx_octree *t = q->t;
+    vx_svo_pack_colors(section_colors(q, l), q->count[cl],
+                       cl ? t->nodes + t->level_first[cl - 1] : NULL,
+                       cl ? t->node_color + t->level_first[cl - 1] : NULL,
+                       cl ? q->count[cl - 1] : 0, raw);
     return VX_OK;
   }
   uint64_t count = q->count[l];

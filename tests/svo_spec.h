@@ -47,7 +47,9 @@ static uint32_t spec_check32(const uint8_t *p, size_t n) {
 
 /* The coloured file for a grey file `in` (flags 0) and its cells' colours: colors[i] for the
  * i-th cell in file order (level 0's node, level 1's nodes, ..., level D's voxels), packed RGBA8
- * (r low). Colour sections at zstd `level`, byte planes r, g, b, a. NULL on a malformed input. */
+ * (r low). Colour sections at zstd `level`: each cell's r, g, b, a minus its parent's (mod 256;
+ * the parent from the masks of the level above: node k's children are the next popcount(mask)
+ * cells), as byte planes r, g, b, a. NULL on a malformed input. */
 static uint8_t *spec_colorize(const uint8_t *in, size_t n, const uint32_t *colors, int level,
                               size_t *out_n) {
   if (n < 32 || memcmp(in, "VXLOD\0\r\n", 8) != 0 || spec_rd32(in + 12) != 0) return NULL;
@@ -65,11 +67,27 @@ static uint8_t *spec_colorize(const uint8_t *in, size_t n, const uint32_t *color
   size_t cap = 32 + 65536 + geo + (D + 1) * 64 + ZSTD_compressBound(cells * 4);
   uint8_t *out = (uint8_t *)malloc(cap), *sec = (uint8_t *)malloc(cap);
   uint8_t *planes = (uint8_t *)malloc(cells * 4 + 1);
-  size_t used = 0, first = 0;
+  /* parent[i]: the index (file order) of cell i's parent, from the node sections' masks */
+  uint64_t *parent = (uint64_t *)calloc(cells + 1, sizeof(uint64_t));
+  size_t used = 0, first = 0, off = 32 + hz, next = 1;
+  for (uint32_t l = 0; l < D; l++) {
+    uint64_t count = spec_rd64(hdr + 48 + 32 * l), raw = spec_rd64(hdr + 48 + 32 * l + 16);
+    uint8_t *nodes = (uint8_t *)malloc((size_t)raw + 1); /* masks first */
+    CHECK(ZSTD_decompress(nodes, (size_t)raw, in + off, (size_t)spec_rd64(hdr + 48 + 32 * l + 8)) == raw);
+    for (uint64_t k = 0; k < count; k++)
+      for (int s = 0; s < 8; s++)
+        if ((nodes[k] >> s & 1) && next < cells) parent[next++] = first + k;
+    off += (size_t)spec_rd64(hdr + 48 + 32 * l + 8);
+    first += (size_t)count;
+    free(nodes);
+  }
+  first = 0;
   for (uint32_t l = 0; l <= D; l++) {
     uint64_t count = spec_rd64(hdr + 48 + 32 * l);
-    for (uint64_t i = 0; i < count; i++)
-      for (int b = 0; b < 4; b++) planes[b * count + i] = (uint8_t)(colors[first + i] >> (8 * b));
+    for (uint64_t i = 0; i < count; i++) {
+      uint32_t c = colors[first + i], p = l ? colors[parent[first + i]] : 0;
+      for (int b = 0; b < 4; b++) planes[b * count + i] = (uint8_t)((c >> (8 * b)) - (p >> (8 * b)));
+    }
     size_t z = spec_frame(planes, (size_t)count * 4, sec + used, cap - used, level);
     uint8_t *e = hdr + 48 + 32 * (D + 1) + 32 * l;
     spec_wr64(e, count);
@@ -92,6 +110,7 @@ static uint8_t *spec_colorize(const uint8_t *in, size_t n, const uint32_t *color
   *out_n = 32 + hz2 + geo + used;
   free(sec);
   free(planes);
+  free(parent);
   return out;
 }
 
