@@ -11,6 +11,11 @@
  * After decoding, vx_octree_link() and vx_octree_validate() must pass. Every failure frees what was
  * allocated and leaves the output tree zeroed.
  *
+ * Colour (prologue flag bit 0): a colour entry per level after the level entries, each with the
+ * level's count, and the colour sections after the level sections, decoded for the loaded levels
+ * once the level sections have proven their counts; unknown flags are a newer writer's features
+ * (VX_ERR_VERSION).
+ *
  * Integrity: besides zstd's content checksum, the header stores for each frame the low 32 bits of
  * XXH64 of the frame's compressed bytes (svo_codec.h's checker), so that a damaged byte that would
  * still decode to the same content is rejected too: every single-byte change of a file is

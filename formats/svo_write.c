@@ -5,7 +5,9 @@
  * Sections. A node level is stored as all its child masks (one byte each), then one 11-byte
  * record per node (errors, flags, normal, plane offset); child indices are not stored (the reader
  * rebuilds them from the masks). Voxels are stored as they lie in memory, 8 corner bytes each.
- * Both layouts were chosen by measurement (SVO_FORMAT.md, "Why this layout").
+ * A coloured tree adds one section per level after the voxels: each cell's RGBA8 minus its
+ * parent's, as byte planes (svo_codec.h). The layouts were chosen by measurement
+ * (SVO_FORMAT.md, "Why this layout").
  *
  * Compression. Each level is one zstd frame with its content size and checksum, at the level
  * vx_svo_zstd_level picks, with zstd worker threads for big files. zstd's output depends on how
