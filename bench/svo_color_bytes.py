@@ -3,6 +3,7 @@
 colour section (docs/SVO_FORMAT.md, "Colour sections: why this layout").
 
     python3 bench/svo_color_bytes.py TREE.svo MESH.obj TEXTURE.png [--noise N] [--levels 19,9,3]
+                                     [--write OUT.svo]
 
 TREE.svo is a grey tree of MESH.obj (voxlod convert MESH.obj TREE.svo --res R). Each surface
 voxel gets the area-weighted mean colour, in linear light, of the textured surface inside it
@@ -13,7 +14,9 @@ position plus uniform noise of +-N per channel. For each field and layout the co
 (one zstd frame per level) are compressed and reported in bytes per surface voxel.
 
 Needs numpy, Pillow, scipy and zstandard (pip). Reads the .svo with its own parser (the format's
-text), so it measures the layouts, not the library's writer.
+text), so it measures the layouts, not the library's writer. --write OUT.svo also writes TREE.svo
+with the texture field's colours in the chosen layout (the writer's zstd level rule), for
+`voxlod stats OUT.svo` and the viewers.
 """
 import argparse
 import struct
@@ -45,6 +48,29 @@ def read_tree(path):
         off += z
         geo += z
     return depth, np.array(origin), scale, counts, masks, len(b)
+
+
+def check32(data):
+    """The low 32 bits of XXH64: a zstd frame's content checksum."""
+    f = zstandard.ZstdCompressor(level=1, write_checksum=True).compress(data)
+    return struct.unpack("<I", f[-4:])[0]
+
+
+def write_colored(src, dst, secs, counts):
+    b = open(src, "rb").read()
+    _, _, hz, hr = struct.unpack_from("<IIII", b, 8)
+    hdr = bytearray(zstandard.ZstdDecompressor().decompress(b[32:32 + hz], max_output_size=hr))
+    depth = len(counts) - 1
+    raw_total = sum(struct.unpack_from("<Q", hdr, 48 + 32 * l + 16)[0] for l in range(depth + 1))
+    raw_total += sum(len(x) for x in secs)
+    level = 19 if raw_total < 8 << 20 else 9 if raw_total < 64 << 20 else 3
+    frames = [zstandard.ZstdCompressor(level=level, write_checksum=True).compress(x) for x in secs]
+    for l, f in enumerate(frames):
+        hdr += struct.pack("<QQQII", counts[l], len(f), 4 * counts[l], check32(f), 0)
+    hframe = zstandard.ZstdCompressor(level=19, write_checksum=True).compress(bytes(hdr))
+    pro = b[:8] + struct.pack("<IIIIII", 2, 1, len(hframe), len(hdr), check32(hframe), 0)
+    with open(dst, "wb") as f:
+        f.write(pro + hframe + b[32 + hz:] + b"".join(frames))
 
 
 def cells(depth, masks):
@@ -203,6 +229,7 @@ def main():
     ap.add_argument("texture")
     ap.add_argument("--noise", type=int, default=4)
     ap.add_argument("--levels", default="19,9,3")
+    ap.add_argument("--write")
     args = ap.parse_args()
     depth, origin, scale, counts, masks, file_bytes = read_tree(args.svo)
     xyz, first, nchild = cells(depth, masks)
@@ -216,7 +243,10 @@ def main():
           "   (B per surface voxel, all levels)")
     for name, (s, w) in fields.items():
         lv = level_colors(depth, first, nchild, s, w)
-        for lname, secs in layouts(lv, first, nchild).items():
+        lays = layouts(lv, first, nchild)
+        if args.write and name == "texture":
+            write_colored(args.svo, args.write, lays["byte planes, minus parent"], counts)
+        for lname, secs in lays.items():
             sizes = []
             for z in zl:
                 cc = zstandard.ZstdCompressor(level=z, write_checksum=True)
