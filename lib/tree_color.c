@@ -13,11 +13,18 @@
  * a point costs a few root-to-leaf descents whatever the band. Within a pruned leaf's box the
  * nearest level-L cell is the point's cell clamped into the box (unique: the distance is minimal
  * per axis), and that cell takes the leaf's colour.
+ *
+ * Points are independent: large batches run on the cores in chunks (the result does not depend
+ * on how many threads run).
  */
 #include "lib/internal.h"
+#include "sys/system.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
+
+#define CHUNK 4096u /* points a thread takes at a time */
 
 typedef struct search {
   const vx_octree *o;
@@ -106,29 +113,12 @@ static void visit(search *s, uint64_t idx, uint32_t k, const uint32_t p[3]) {
   }
 }
 
-vx_status vx_tree_colors(const vx_tree *t, const float *points, uint64_t n, int level,
-                         uint8_t *rgba, vx_error *err) {
-  if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree");
-  const vx_octree *o = &t->oct;
-  if (!o->node_color || (o->levels_loaded == o->depth + 1 && o->voxel_count && !o->voxel_color))
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "the tree has no colour");
-  if (n > SIZE_MAX / (3 * sizeof(float)))
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "%llu points are too many",
-                        (unsigned long long)n);
-  if (n && (!points || !rgba)) return vx_error_set(err, VX_ERR_INVALID_ARG, "no points or no output");
-  const int finest = (int)o->levels_loaded - 1;
-  if (level < -1 || level > finest)
-    return vx_error_set(err, VX_ERR_INVALID_ARG,
-                        "level %d is not loaded (levels 0 .. %d are; -1: the finest)", level,
-                        finest);
-  search s;
-  memset(&s, 0, sizeof s);
-  s.o = o;
-  s.L = level < 0 ? (uint32_t)finest : (uint32_t)level;
+/* The colours of points [lo, hi). */
+static void colors_of(search s, const float *points, uint64_t lo, uint64_t hi, uint8_t *rgba) {
+  const vx_octree *o = s.o;
   const double cell = o->xf.scale * (double)((uint64_t)1 << (o->depth - s.L)); /* world units */
   const double cells = (double)((uint64_t)1 << s.L);
-  s.r = (int64_t)ceil((double)o->band / (double)((uint64_t)1 << (o->depth - s.L)));
-  for (uint64_t i = 0; i < n; i++) {
+  for (uint64_t i = lo; i < hi; i++) {
     uint32_t color = 0;
     int ok = 1;
     for (int a = 0; a < 3 && ok; a++) {
@@ -144,5 +134,57 @@ vx_status vx_tree_colors(const vx_tree *t, const float *points, uint64_t n, int 
     }
     for (int b = 0; b < 4; b++) rgba[4 * i + (uint64_t)b] = (uint8_t)(color >> (8 * b));
   }
+}
+
+typedef struct color_job {
+  search s;
+  const float *points;
+  uint8_t *rgba;
+  uint64_t n, next;
+  pthread_mutex_t mu;
+} color_job;
+
+static void *color_worker(void *arg) {
+  color_job *j = (color_job *)arg;
+  for (;;) {
+    pthread_mutex_lock(&j->mu);
+    uint64_t lo = j->next;
+    j->next = lo + CHUNK < j->n ? lo + CHUNK : j->n;
+    pthread_mutex_unlock(&j->mu);
+    if (lo >= j->n) return NULL;
+    colors_of(j->s, j->points, lo, lo + CHUNK < j->n ? lo + CHUNK : j->n, j->rgba);
+  }
+}
+
+vx_status vx_tree_colors(const vx_tree *t, const float *points, uint64_t n, int level,
+                         uint8_t *rgba, vx_error *err) {
+  if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree");
+  const vx_octree *o = &t->oct;
+  if (!o->node_color || (o->levels_loaded == o->depth + 1 && o->voxel_count && !o->voxel_color))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "the tree has no colour");
+  if (n > SIZE_MAX / (3 * sizeof(float)))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "%llu points are too many",
+                        (unsigned long long)n);
+  if (n && (!points || !rgba)) return vx_error_set(err, VX_ERR_INVALID_ARG, "no points or no output");
+  const int finest = (int)o->levels_loaded - 1;
+  if (level < -1 || level > finest)
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "level %d is not loaded (levels 0 .. %d are; -1: the finest)", level,
+                        finest);
+  color_job j;
+  memset(&j, 0, sizeof j);
+  j.s.o = o;
+  j.s.L = level < 0 ? (uint32_t)finest : (uint32_t)level;
+  j.s.r = (int64_t)ceil((double)o->band / (double)((uint64_t)1 << (o->depth - j.s.L)));
+  j.points = points;
+  j.rgba = rgba;
+  j.n = n;
+  if (n <= CHUNK) {
+    colors_of(j.s, points, 0, n, rgba);
+    return VX_OK;
+  }
+  pthread_mutex_init(&j.mu, NULL);
+  vx_parallel(vx_thread_count(0, 64), color_worker, &j);
+  pthread_mutex_destroy(&j.mu);
   return VX_OK;
 }

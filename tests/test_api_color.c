@@ -331,6 +331,21 @@ static void api_color_queries_against_brute_force(void) {
   compare_colors(t, (int)ti.depth, pts, 600);
   compare_colors(t, (int)ti.depth - 2, pts, 600);
   compare_colors(t, 1, pts, 200);
+  /* a large batch (on several threads): the same colours as the checked small one */
+  {
+    const int big = 30000;
+    float *many = (float *)malloc((size_t)big * 3 * sizeof(float));
+    for (int k = 0; k < big; k++) memcpy(many + 3 * k, pts + 3 * (k % 600), 3 * sizeof(float));
+    uint8_t *a = (uint8_t *)malloc((size_t)big * 4), *b = (uint8_t *)malloc(600 * 4);
+    CHECK(vx_tree_colors(t, many, (uint64_t)big, -1, a, &e) == VX_OK);
+    CHECK(vx_tree_colors(t, pts, 600, -1, b, &e) == VX_OK);
+    int diff = 0;
+    for (int k = 0; k < big; k++) diff += memcmp(a + 4 * k, b + 4 * (k % 600), 4) != 0;
+    CHECK_MSG(diff == 0, "%d of %d differ in a large batch", diff, big);
+    free(many);
+    free(a);
+    free(b);
+  }
   /* a pruned copy: leaves above the level stand for their cells, with their own colour */
   vx_tree *p = NULL;
   CHECK_MSG(vx_tree_prune(t, 0.6f, &p, &e) == VX_OK, "%s", e.msg);
