@@ -91,12 +91,14 @@ static void visit(search *s, uint64_t idx, uint32_t k, const uint32_t p[3]) {
   const int64_t half = (int64_t)1 << (shift - 1);
   for (uint32_t slot = 0; slot < 8; slot++) {
     if (!(mask >> slot & 1u)) continue;
-    int64_t g2 = 0;
+    int64_t g2 = 0, gmax = 0;
     for (int a = 0; a < 3; a++) {
       int64_t l0 = lo[a] + ((slot >> a & 1u) ? half : 0);
       int64_t g = axis_gap(s->c[a], l0, l0 + half - 1);
       g2 += g * g;
+      if (g > gmax) gmax = g;
     }
+    if (gmax > s->r) continue; /* beyond the radius */
     uint32_t j = n++;
     for (; j > 0 && key[j - 1] > g2; j--) {
       key[j] = key[j - 1];
@@ -106,6 +108,7 @@ static void visit(search *s, uint64_t idx, uint32_t k, const uint32_t p[3]) {
     order[j] = slot;
   }
   for (uint32_t i = 0; i < n; i++) {
+    if (s->found && (uint64_t)key[i] > s->best_d2) break; /* this and the rest are farther */
     uint32_t slot = order[i];
     uint32_t q[3] = {2 * p[0] + (slot & 1u), 2 * p[1] + (slot >> 1 & 1u), 2 * p[2] + (slot >> 2 & 1u)};
     uint64_t child = (uint64_t)nd->child + vx_popcount8(mask & ((1u << slot) - 1u));
