@@ -130,7 +130,8 @@ static void *pack_worker(void *arg) {
 }
 
 /* The whole raw section l into raw (raw_size bytes): a tree's node levels on up to 16 threads
- * when large (the same bytes either way), a stream's batch by batch; colours as byte planes. */
+ * when large (the same bytes either way), a stream's batch by batch; colours as differences
+ * from the parents' colours in byte planes (svo_codec.h). */
 static vx_status pack_level(const source *q, uint32_t l, uint8_t *raw, vx_node *scratch,
                             uint64_t *children, vx_error *err) {
   if (l > q->depth) {
