@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* svo_file.h - the .svo file: header + zstd-compressed sections, level by level.
- * The byte-level specification is docs/SVO_FORMAT.md.
+/* svo_file.h - the .svo file: header + zstd-compressed sections, level by level, then for a
+ * coloured tree (vx_octree.node_color/voxel_color set) one colour section per level. The
+ * byte-level specification is docs/SVO_FORMAT.md.
  *
  * Writing (svo_write.c): one writer over a source of levels, a tree in memory or a level stream
  * (svo/stream.h) that may live in temporary files; both give the same bytes for the same tree.
@@ -9,7 +10,9 @@
  * Reading (svo_read.c) distrusts every byte: sizes are checked against the file size and the
  * memory limit before any allocation, each level's masks are checked against the next level's
  * count before that level is allocated, every section's checksum is verified, child indices are
- * rebuilt from masks and the tree is validated before it is returned.
+ * rebuilt from masks and the tree is validated before it is returned. Colours are read for the
+ * levels loaded (partial reads: node colours of levels 0..max_level, no voxel colours) and count
+ * in the memory limit.
  */
 #ifndef VOXLOD_FORMATS_SVO_FILE_H
 #define VOXLOD_FORMATS_SVO_FILE_H
@@ -26,8 +29,10 @@ typedef struct vx_svo_read_opts {
 
 typedef struct vx_svo_file_info {
   uint32_t version;
+  uint32_t flags; /* prologue flags (VX_SVO_FLAG_COLOR: the file has colour sections) */
   uint64_t file_bytes;
   uint64_t level_disk_bytes[VX_MAX_DEPTH + 1]; /* compressed bytes of each level's section */
+  uint64_t level_color_disk_bytes[VX_MAX_DEPTH + 1]; /* ... of each level's colours (0: none) */
   uint64_t header_bytes;
 } vx_svo_file_info;
 

@@ -11,6 +11,11 @@
  * After decoding, vx_octree_link() and vx_octree_validate() must pass. Every failure frees what was
  * allocated and leaves the output tree zeroed.
  *
+ * Colour (prologue flag bit 0): a colour entry per level after the level entries, each with the
+ * level's count, and the colour sections after the level sections, decoded for the loaded levels
+ * once the level sections have proven their counts; unknown flags are a newer writer's features
+ * (VX_ERR_VERSION).
+ *
  * Integrity: besides zstd's content checksum, the header stores for each frame the low 32 bits of
  * XXH64 of the frame's compressed bytes (svo_codec.h's checker), so that a damaged byte that would
  * still decode to the same content is rejected too: every single-byte change of a file is
@@ -30,10 +35,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static uint64_t header_size(uint32_t depth) {
-  return VX_SVO_HEADER_FIXED + (uint64_t)VX_SVO_LEVEL_ENTRY * (depth + 1);
-}
 
 /* The check of n bytes (svo_codec.h's checker, in one call). */
 static int bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check) {
@@ -144,6 +145,42 @@ static vx_status checked(ZSTD_CCtx *ck, const uint8_t *z, uint64_t n, uint32_t w
   return VX_OK;
 }
 
+/* The colour sections of levels 0 .. levels-1, the first at file offset `at`, into new
+ * node_color / voxel_color arrays sized by the counts the level sections proved. raw holds the
+ * largest loaded level section, hence any of these colour sections (4 bytes a cell, less than a
+ * node's 12 or a voxel's 8). */
+static vx_status decode_colors(svo_src *src, ZSTD_DCtx *dc, ZSTD_CCtx *ck, vx_octree *t,
+                               const uint64_t *zsize, const uint32_t *zcheck, uint32_t levels,
+                               uint64_t at, uint8_t *raw, vx_error *err) {
+  const char *name = src->name;
+  const uint32_t D = t->depth, csec = D + 1;
+  if (t->node_count &&
+      !(t->node_color = (uint32_t *)vx_malloc((size_t)t->node_count * sizeof(uint32_t))))
+    return vx_error_set(err, VX_ERR_NOMEM, "%s: cannot allocate %llu node colours", name,
+                        (unsigned long long)t->node_count);
+  if (t->voxel_count &&
+      !(t->voxel_color = (uint32_t *)vx_malloc((size_t)t->voxel_count * sizeof(uint32_t))))
+    return vx_error_set(err, VX_ERR_NOMEM, "%s: cannot allocate %llu voxel colours", name,
+                        (unsigned long long)t->voxel_count);
+  for (uint32_t l = 0; l < levels; l++) {
+    char what[40];
+    snprintf(what, sizeof what, "the colours of level %u", l);
+    const uint8_t *p;
+    vx_status s;
+    if ((s = src_get(src, at, zsize[csec + l], &p, err)) != VX_OK ||
+        (s = checked(ck, p, zsize[csec + l], zcheck[csec + l], name, what, err)) != VX_OK ||
+        (s = unframe(dc, p, zsize[csec + l], raw, t->level_count[l] * VX_SVO_COLOR_RECORD, name,
+                     what, err)) != VX_OK)
+      return s;
+    vx_svo_unpack_colors(raw, t->level_count[l], l ? t->nodes + t->level_first[l - 1] : NULL,
+                         l ? t->node_color + t->level_first[l - 1] : NULL,
+                         l ? t->level_count[l - 1] : 0,
+                         l < D ? t->node_color + t->level_first[l] : t->voxel_color);
+    at += zsize[csec + l];
+  }
+  return VX_OK;
+}
+
 static int finite_d(double v) { return v == v && v <= 1.7e308 && v >= -1.7e308; }
 
 static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t, vx_svo_file_info *info,
@@ -176,13 +213,20 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
                         "%s: made by a newer voxlod (file version %u, this reads up to %u)", name,
                         version, VX_SVO_VERSION);
   if (version == 0) return vx_error_set(err, VX_ERR_CORRUPT, "%s: file version 0 is invalid", name);
-  if (flags != 0 || preserved != 0)
+  /* Flags came with version 2: version 1 has none. A version-2 flag this reader does not know
+   * is a feature of a newer writer, not damage. */
+  if (preserved != 0 || (version < 2 && flags != 0))
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: unknown flags 0x%x in a version-%u file", name,
                         flags, version);
-  if (hraw < header_size(VX_MIN_DEPTH) || hraw > header_size(VX_MAX_DEPTH) ||
+  if (flags & ~VX_SVO_FLAGS_KNOWN)
+    return vx_error_set(err, VX_ERR_VERSION,
+                        "%s: uses features this reader does not know (flags 0x%x): made by a "
+                        "newer voxlod", name, flags & ~VX_SVO_FLAGS_KNOWN);
+  const int color = (flags & VX_SVO_FLAG_COLOR) != 0;
+  if (hraw < vx_svo_header_size(VX_MIN_DEPTH, 0) || hraw > vx_svo_header_size(VX_MAX_DEPTH, color) ||
       (hraw - VX_SVO_HEADER_FIXED) % VX_SVO_LEVEL_ENTRY != 0 || hz > VX_SVO_MAX_HEADER_FRAME)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: header sizes %u/%u are impossible", name, hz, hraw);
-  uint8_t hdr[VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
+  uint8_t hdr[VX_SVO_MAX_HEADER];
   ZSTD_DCtx *dc = vx_zstd_dctx();
   ZSTD_CCtx *ck = vx_zstd_cctx();
   if (!dc || !ck) {
@@ -205,7 +249,12 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   for (int i = 0; i < 3; i++) t->xf.origin[i] = vx_get_f64(hdr + 16 + 8 * i);
   t->xf.scale = vx_get_f64(hdr + 40);
   s = VX_OK;
-  if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH || header_size(t->depth) != hraw)
+  if (t->depth >= VX_MIN_DEPTH && t->depth <= VX_MAX_DEPTH && color &&
+      vx_svo_header_size(t->depth, 0) == hraw)
+    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: the colour flag is set but the header has no "
+                     "colour entries", name);
+  else if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH ||
+           vx_svo_header_size(t->depth, color) != hraw)
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: depth %u is out of range or disagrees with the header", name, t->depth);
   else if (reserved != 0)
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: reserved header field is %u, not 0", name, reserved);
@@ -216,8 +265,9 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   else if (!finite_d(t->xf.origin[0]) || !finite_d(t->xf.origin[1]) || !finite_d(t->xf.origin[2]) ||
            !(t->xf.scale > 0.0) || !finite_d(t->xf.scale))
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: grid-to-world transform is not finite", name);
-  uint64_t zsize[VX_MAX_DEPTH + 1];
-  uint32_t zcheck[VX_MAX_DEPTH + 1];
+  /* Section sizes and checks in file order: levels 0 .. D, then (colour) colours of 0 .. D. */
+  uint64_t zsize[VX_SVO_MAX_SECTIONS];
+  uint32_t zcheck[VX_SVO_MAX_SECTIONS];
   uint64_t offset = (uint64_t)VX_SVO_PROLOGUE + hz, end = offset;
   for (uint32_t l = 0; s == VX_OK && l <= t->depth; l++) {
     const uint8_t *e = hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * l;
@@ -242,6 +292,28 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
     if (info && s == VX_OK) info->level_disk_bytes[l] = z;
     end += z;
   }
+  const uint32_t csec = t->depth + 1; /* colour section of level l: csec + l */
+  for (uint32_t l = 0; s == VX_OK && color && l <= t->depth; l++) {
+    const uint8_t *e = hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * (csec + l);
+    uint64_t count = vx_get_u64(e), z = vx_get_u64(e + 8), raw = vx_get_u64(e + 16);
+    zcheck[csec + l] = vx_get_u32(e + 24);
+    if (vx_get_u32(e + 28) != 0)
+      s = vx_error_set(err, VX_ERR_CORRUPT, "%s: colours of level %u: reserved field is not 0",
+                       name, l);
+    else if (count != t->level_count[l])
+      s = vx_error_set(err, VX_ERR_CORRUPT, "%s: colours of level %u: %llu colours for %llu cells",
+                       name, l, (unsigned long long)count, (unsigned long long)t->level_count[l]);
+    else if (raw != count * VX_SVO_COLOR_RECORD)
+      s = vx_error_set(err, VX_ERR_CORRUPT, "%s: colours of level %u declare %llu bytes for %llu "
+                       "cells", name, l, (unsigned long long)raw, (unsigned long long)count);
+    else if (z > src->size || end > src->size - z)
+      s = vx_error_set(err, VX_ERR_CORRUPT, "%s: truncated: the colours of level %u end past the "
+                       "end of the file (%llu bytes)", name, l, (unsigned long long)src->size);
+    zsize[csec + l] = z;
+    if (info && s == VX_OK) info->level_color_disk_bytes[l] = z;
+    end += z;
+  }
+  if (info) info->flags = flags;
   if (info) info->header_bytes = (uint64_t)VX_SVO_PROLOGUE + hz;
   if (s == VX_OK && end != src->size)
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: file has %llu bytes but its header describes %llu", name,
@@ -255,6 +327,9 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
     uint64_t rec = l < t->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD;
     if (t->level_count[l] * rec > raw_max) raw_max = t->level_count[l] * rec;
     if (zsize[l] > z_max) z_max = zsize[l];
+    if (color && t->level_count[l] * VX_SVO_COLOR_RECORD > raw_max)
+      raw_max = t->level_count[l] * VX_SVO_COLOR_RECORD;
+    if (color && zsize[csec + l] > z_max) z_max = zsize[csec + l];
   }
   if (s == VX_OK) {
     t->levels_loaded = levels;
@@ -263,6 +338,7 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   uint64_t limit = opts && opts->mem_limit ? opts->mem_limit : vx_default_mem_limit();
   uint64_t need = t->node_count * sizeof(vx_node) + t->voxel_count * sizeof(vx_voxel) + raw_max +
                   (src->mem ? 0 : z_max);
+  if (color) need += (t->node_count + t->voxel_count) * VX_SVO_COLOR_RECORD;
   if (s == VX_OK && need > limit) {
     char a[32], b[32];
     s = vx_error_set(err, VX_ERR_LIMIT, "%s: loading needs %s, over the %s limit", name,
@@ -336,6 +412,12 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
       unpack_voxels(raw, t->level_count[l], t->voxels);
     }
     offset += zsize[l];
+  }
+  /* The colours of the levels loaded, once those levels have proven their counts. */
+  if (s == VX_OK && color) {
+    uint64_t at = (uint64_t)VX_SVO_PROLOGUE + hz;
+    for (uint32_t l = 0; l <= t->depth; l++) at += zsize[l];
+    s = decode_colors(src, dc, ck, t, zsize, zcheck, levels, at, raw, err);
   }
   vx_free(raw);
   ZSTD_freeDCtx(dc);

@@ -5,7 +5,9 @@
  * Sections. A node level is stored as all its child masks (one byte each), then one 11-byte
  * record per node (errors, flags, normal, plane offset); child indices are not stored (the reader
  * rebuilds them from the masks). Voxels are stored as they lie in memory, 8 corner bytes each.
- * Both layouts were chosen by measurement (SVO_FORMAT.md, "Why this layout").
+ * A coloured tree adds one section per level after the voxels: each cell's RGBA8 minus its
+ * parent's, as byte planes (svo_codec.h). The layouts were chosen by measurement
+ * (SVO_FORMAT.md, "Why this layout").
  *
  * Compression. Each level is one zstd frame with its content size and checksum, at the level
  * vx_svo_zstd_level picks, with zstd worker threads for big files. zstd's output depends on how
@@ -55,15 +57,26 @@ int vx_svo_zstd_workers(uint64_t raw_total) {
 
 /* ---- the source of levels ------------------------------------------------------------------ */
 
+/* Sections are numbered in file order: 0 .. D are the levels (nodes, then voxels at D), and a
+ * coloured tree adds D+1 .. 2D+1, the colours of levels 0 .. D. */
 typedef struct source {
   const vx_octree *t; /* a tree in memory, or */
-  vx_stream *s;       /* a stream */
+  vx_stream *s;       /* a stream (never coloured) */
   uint32_t depth;
+  uint32_t sections;  /* D+1, or 2(D+1) with colour */
+  int color;
   const uint64_t *count;
 } source;
 
-static uint64_t raw_size(const source *q, uint32_t l) {
-  return q->count[l] * (l < q->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD);
+static uint64_t raw_size(const source *q, uint32_t sec) {
+  if (sec > q->depth) return q->count[sec - q->depth - 1] * VX_SVO_COLOR_RECORD;
+  return q->count[sec] * (sec < q->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD);
+}
+
+/* The colours of colour section sec (trees only). */
+static const uint32_t *section_colors(const source *q, uint32_t sec) {
+  uint32_t l = sec - q->depth - 1;
+  return l < q->depth ? q->t->node_color + q->t->level_first[l] : q->t->voxel_color;
 }
 
 /* Records first .. first+n-1 of level l into dst (vx_node or vx_voxel records). */
@@ -116,10 +129,20 @@ static void *pack_worker(void *arg) {
   }
 }
 
-/* The whole raw section of level l into raw (raw_size bytes): a tree's node levels on up to 16
- * threads when large (the same bytes either way), a stream's batch by batch. */
+/* The whole raw section l into raw (raw_size bytes): a tree's node levels on up to 16 threads
+ * when large (the same bytes either way), a stream's batch by batch; colours as differences
+ * from the parents' colours in byte planes (svo_codec.h). */
 static vx_status pack_level(const source *q, uint32_t l, uint8_t *raw, vx_node *scratch,
                             uint64_t *children, vx_error *err) {
+  if (l > q->depth) {
+    const uint32_t cl = l - q->depth - 1; /* the cells' level */
+    const vx_octree *t = q->t;
+    vx_svo_pack_colors(section_colors(q, l), q->count[cl],
+                       cl ? t->nodes + t->level_first[cl - 1] : NULL,
+                       cl ? t->node_color + t->level_first[cl - 1] : NULL,
+                       cl ? q->count[cl - 1] : 0, raw);
+    return VX_OK;
+  }
   uint64_t count = q->count[l];
   if (l == q->depth) {
     for (uint64_t first = 0; first < count; first += BATCH) {
@@ -246,15 +269,15 @@ typedef struct writer {
   vx_node *scratch;       /* BATCH records */
   uint8_t *in, *out;      /* PIECE buffers (streams) */
   size_t out_cap;
-  /* frames in memory (trees): level l at mem + slot[l] */
+  /* frames in memory (trees): section l at mem + slot[l] */
   uint8_t *mem;
-  size_t mem_cap, slot[VX_MAX_DEPTH + 1];
-  check_job cj[VX_MAX_DEPTH + 1];
+  size_t mem_cap, slot[VX_SVO_MAX_SECTIONS];
+  check_job cj[VX_SVO_MAX_SECTIONS];
   /* frames in a staging file (streams), checked as they appear */
   FILE *stage;
   vx_svo_checker ck;
-  uint64_t zsize[VX_MAX_DEPTH + 1], staged;
-  uint32_t check[VX_MAX_DEPTH + 1];
+  uint64_t zsize[VX_SVO_MAX_SECTIONS], staged;
+  uint32_t check[VX_SVO_MAX_SECTIONS];
   uint64_t done, total;   /* progress: raw bytes compressed + bytes written */
   vx_progress_fn progress;
   void *user;
@@ -301,7 +324,7 @@ static vx_status open_stage(writer *w, vx_error *err) {
   return st;
 }
 
-/* Level l, packed whole and compressed in one call, into its memory slot or the staging file. */
+/* Section l, packed whole and compressed in one call, into its memory slot or the staging file. */
 static vx_status level_whole(writer *w, uint32_t l, uint64_t *children, vx_error *err) {
   const source *q = &w->q;
   uint64_t raw = raw_size(q, l);
@@ -378,7 +401,7 @@ static vx_status level_pieces(writer *w, uint32_t l, uint64_t *children, vx_erro
 static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
   const source *q = &w->q;
   uint64_t raw_total = 0, raw_max = 0, bound_total = 0;
-  for (uint32_t l = 0; l <= q->depth; l++) {
+  for (uint32_t l = 0; l < q->sections; l++) {
     uint64_t r = raw_size(q, l);
     raw_total += r;
     if (r > raw_max) raw_max = r;
@@ -404,10 +427,11 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
     w->out = (uint8_t *)vx_malloc(w->out_cap);
     if (!w->in || !w->out) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   } else {
-    /* A tree's voxels are compressed in place: the packing buffer holds node levels only. */
+    /* A tree's voxels are compressed in place: the packing buffer holds node levels and
+     * colours only. */
     uint64_t need = 0;
-    for (uint32_t l = 0; l <= q->depth; l++)
-      if ((l < q->depth || !q->t) && raw_size(q, l) > need) need = raw_size(q, l);
+    for (uint32_t l = 0; l < q->sections; l++)
+      if ((l != q->depth || !q->t) && raw_size(q, l) > need) need = raw_size(q, l);
     w->raw = (uint8_t *)vx_malloc((size_t)need);
     if (!w->raw)
       return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB to pack a level",
@@ -434,10 +458,10 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
     if (!vthread) validate_worker(&vj);
   }
   /* The voxels (the largest section) first, so that their frame's check runs while the node
-   * levels compress; a frame does not depend on what the context compressed before. Streams go
-   * in file order: their frames are staged one after the other. */
-  for (uint32_t o = 0; o <= q->depth && st == VX_OK; o++) {
-    const uint32_t l = q->t ? (o == 0 ? q->depth : o - 1) : o;
+   * levels and the colours compress; a frame does not depend on what the context compressed
+   * before. Streams go in file order: their frames are staged one after the other. */
+  for (uint32_t o = 0; o < q->sections && st == VX_OK; o++) {
+    const uint32_t l = q->t ? (o == 0 ? q->depth : o <= q->depth ? o - 1 : o) : o;
     uint64_t children = 0;
     if (!w->mem && !vx_svo_check_begin(&w->ck)) {
       st = vx_svo_zstd_fail(err, "checksumming", 0);
@@ -454,7 +478,7 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
                         "level %u: masks name %llu children but level %u holds %llu", l,
                         (unsigned long long)children, l + 1, (unsigned long long)q->count[l + 1]);
   }
-  for (uint32_t l = 0; l <= q->depth; l++) {
+  for (uint32_t l = 0; l < q->sections; l++) {
     check_job *j = &w->cj[l];
     if (j->threaded) pthread_join(j->th, NULL);
     if (j->ck) {
@@ -479,17 +503,17 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
 static vx_status make_head(writer *w, float band, float prune_error, const vx_transform *xf,
                            uint8_t *ph, size_t *n, vx_error *err) {
   const source *q = &w->q;
-  uint8_t hdr[VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * (VX_MAX_DEPTH + 1)];
-  const size_t hsize = VX_SVO_HEADER_FIXED + (size_t)VX_SVO_LEVEL_ENTRY * (q->depth + 1);
+  uint8_t hdr[VX_SVO_MAX_HEADER];
+  const size_t hsize = (size_t)vx_svo_header_size(q->depth, q->color);
   vx_put_u32(hdr + 0, q->depth);
   vx_put_f32(hdr + 4, band);
   vx_put_f32(hdr + 8, prune_error);
   vx_put_u32(hdr + 12, 0);
   for (int i = 0; i < 3; i++) vx_put_f64(hdr + 16 + 8 * i, xf->origin[i]);
   vx_put_f64(hdr + 40, xf->scale);
-  for (uint32_t l = 0; l <= q->depth; l++) {
+  for (uint32_t l = 0; l < q->sections; l++) { /* level entries, then colour entries */
     uint8_t *e = hdr + VX_SVO_HEADER_FIXED + VX_SVO_LEVEL_ENTRY * l;
-    vx_put_u64(e, q->count[l]);
+    vx_put_u64(e, q->count[l > q->depth ? l - q->depth - 1 : l]);
     vx_put_u64(e + 8, w->zsize[l]);
     vx_put_u64(e + 16, raw_size(q, l));
     vx_put_u32(e + 24, w->check[l]);
@@ -509,7 +533,7 @@ static vx_status make_head(writer *w, float band, float prune_error, const vx_tr
   if (!ok) return vx_svo_zstd_fail(err, "checksumming the header", 0);
   memcpy(ph, VX_SVO_MAGIC, 8);
   vx_put_u32(ph + 8, VX_SVO_VERSION);
-  vx_put_u32(ph + 12, 0);
+  vx_put_u32(ph + 12, q->color ? VX_SVO_FLAG_COLOR : 0u);
   vx_put_u32(ph + 16, (uint32_t)hz);
   vx_put_u32(ph + 20, (uint32_t)hsize);
   vx_put_u32(ph + 24, hcheck);
@@ -542,6 +566,12 @@ static vx_status encode(writer *w, const vx_octree *t, vx_stream *s, int zstd_le
     w->q.t = t;
     w->q.depth = t->depth;
     w->q.count = t->level_count;
+    w->q.color = t->node_color != NULL || t->voxel_color != NULL;
+    if (w->q.color && ((t->node_count && !t->node_color) || (t->voxel_count && !t->voxel_color)))
+      return vx_error_set(err, VX_ERR_INVALID_ARG,
+                          "the tree's colours are incomplete (node colours %s, voxel colours %s)",
+                          t->node_color ? "present" : "missing",
+                          t->voxel_color ? "present" : "missing");
     band = t->band;
     prune = t->prune_error;
     xf = t->xf;
@@ -555,6 +585,7 @@ static vx_status encode(writer *w, const vx_octree *t, vx_stream *s, int zstd_le
     xf = s->xf;
   }
   const uint32_t D = w->q.depth;
+  w->q.sections = (D + 1) * (w->q.color ? 2u : 1u);
   if (D < VX_MIN_DEPTH || D > VX_MAX_DEPTH || w->q.count[0] != 1 || (s && w->q.count[D] == 0))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "cannot write an incomplete tree (depth %u)", D);
   if (!isfinite(xf.origin[0]) || !isfinite(xf.origin[1]) || !isfinite(xf.origin[2]) ||
@@ -570,7 +601,7 @@ static vx_status emit(writer *w, vx_atomic_file *af, const uint8_t *ph, size_t p
                       vx_error *err) {
   vx_status st = vx_atomic_write(af, ph, phn, err);
   if (w->mem) {
-    for (uint32_t l = 0; l <= w->q.depth && st == VX_OK; l++) {
+    for (uint32_t l = 0; l < w->q.sections && st == VX_OK; l++) {
       /* in pieces, so that progress (and a cancel) is seen during a long write */
       for (uint64_t at = 0; at < w->zsize[l] && st == VX_OK; at += 64 * PIECE) {
         size_t n = w->zsize[l] - at < 64 * PIECE ? (size_t)(w->zsize[l] - at) : 64 * PIECE;
@@ -616,7 +647,7 @@ static vx_status write_file(const char *path, const vx_octree *t, vx_stream *s, 
     if (st == VX_OK) {
       /* The second half of the progress is the write: scale it to the compressed bytes. */
       uint64_t frames = 0;
-      for (uint32_t l = 0; l <= w.q.depth; l++) frames += w.zsize[l];
+      for (uint32_t l = 0; l < w.q.sections; l++) frames += w.zsize[l];
       w.total = w.done + frames;
       st = emit(&w, &af, ph, phn, err);
     }
@@ -654,7 +685,7 @@ vx_status vx_svo_encode(const vx_octree *t, int zstd_level, uint8_t **out, size_
                     : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   if (st == VX_OK) {
     size_t n = phn;
-    for (uint32_t l = 0; l <= w.q.depth; l++) n += (size_t)w.zsize[l];
+    for (uint32_t l = 0; l < w.q.sections; l++) n += (size_t)w.zsize[l];
     uint8_t *buf = (uint8_t *)vx_malloc(n);
     if (!buf) {
       st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB for the file",
@@ -662,7 +693,7 @@ vx_status vx_svo_encode(const vx_octree *t, int zstd_level, uint8_t **out, size_
     } else {
       memcpy(buf, ph, phn);
       size_t at = phn;
-      for (uint32_t l = 0; l <= w.q.depth; l++) {
+      for (uint32_t l = 0; l < w.q.sections; l++) {
         memcpy(buf + at, w.mem + w.slot[l], (size_t)w.zsize[l]);
         at += (size_t)w.zsize[l];
       }

@@ -111,6 +111,8 @@ vx_status vx_tree_get_info(const vx_tree *t, vx_tree_info *info) {
   i.memory_bytes = o->node_count * sizeof(vx_node) + o->voxel_count * sizeof(vx_voxel);
   i.file_bytes = t->file.file_bytes;
   i.file_version = t->file.version;
+  i.has_color = o->node_color != NULL || o->voxel_color != NULL;
+  i.color_bytes = i.has_color ? (o->node_count + o->voxel_count) * sizeof(uint32_t) : 0;
   VX_STATS_OUT(info, i);
   return VX_OK;
 }
@@ -130,6 +132,9 @@ vx_status vx_tree_get_level(const vx_tree *t, uint32_t level, vx_level_stats *st
   r.lod_bytes = lb[level].lod_bytes;
   r.field_bytes = lb[level].field_bytes;
   r.disk_bytes = t->file.level_disk_bytes[level];
+  if ((o->node_color || o->voxel_color) && level < o->levels_loaded)
+    r.color_bytes = lb[level].cells * sizeof(uint32_t);
+  r.color_disk_bytes = t->file.level_color_disk_bytes[level];
   uint64_t plain_nodes = 0;
   for (uint32_t l = 0; l <= level; l++) {
     r.render_bytes += l < o->depth ? lb[l].cells * sizeof(vx_node) : lb[l].field_bytes;
@@ -139,6 +144,21 @@ vx_status vx_tree_get_level(const vx_tree *t, uint32_t level, vx_level_stats *st
   double side = (double)((uint64_t)1 << level) + 1.0;
   r.dense_bytes = (uint64_t)(side * side * side * 4.0);
   VX_STATS_OUT(st, r);
+  return VX_OK;
+}
+
+/* b (a copy of a's arrays) gets copies of a's colours too. */
+static vx_status copy_colors(const vx_octree *a, vx_octree *b, vx_error *err) {
+  if (a->node_color && a->node_count) {
+    b->node_color = (uint32_t *)vx_malloc((size_t)a->node_count * sizeof(uint32_t));
+    if (!b->node_color) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for colours");
+    memcpy(b->node_color, a->node_color, (size_t)a->node_count * sizeof(uint32_t));
+  }
+  if (a->voxel_color && a->voxel_count) {
+    b->voxel_color = (uint32_t *)vx_malloc((size_t)a->voxel_count * sizeof(uint32_t));
+    if (!b->voxel_color) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for colours");
+    memcpy(b->voxel_color, a->voxel_color, (size_t)a->voxel_count * sizeof(uint32_t));
+  }
   return VX_OK;
 }
 
@@ -160,10 +180,15 @@ vx_status vx_tree_prune(const vx_tree *t, float max_error, vx_tree **out, vx_err
   *b = *a;
   b->nodes = NULL;
   b->voxels = NULL;
+  b->node_color = NULL;
+  b->voxel_color = NULL;
   vx_status st = vx_octree_alloc(b, err);
   if (st == VX_OK) {
     if (a->node_count) memcpy(b->nodes, a->nodes, a->node_count * sizeof(vx_node));
     if (a->voxel_count) memcpy(b->voxels, a->voxels, a->voxel_count * sizeof(vx_voxel));
+    st = copy_colors(a, b, err);
+  }
+  if (st == VX_OK) {
     st = vx_octree_prune(b, max_error, err);
     if (st == VX_OK && max_error > b->prune_error) b->prune_error = max_error;
   }
@@ -193,4 +218,16 @@ uint64_t vx_tree_level_count(const vx_tree *t, uint32_t level) {
 uint64_t vx_tree_level_first(const vx_tree *t, uint32_t level) {
   if (!t || level >= t->oct.depth || level >= t->oct.levels_loaded) return 0;
   return t->oct.level_first[level];
+}
+
+const uint32_t *vx_tree_node_colors(const vx_tree *t, uint64_t *count) {
+  const uint32_t *c = t && t->oct.node_count ? t->oct.node_color : NULL;
+  if (count) *count = c ? t->oct.node_count : 0;
+  return c;
+}
+
+const uint32_t *vx_tree_voxel_colors(const vx_tree *t, uint64_t *count) {
+  const uint32_t *c = t && t->oct.voxel_count ? t->oct.voxel_color : NULL;
+  if (count) *count = c ? t->oct.voxel_count : 0;
+  return c;
 }

@@ -237,6 +237,7 @@ vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
     first[l] = w;
     for (uint64_t k = 0; k < t->level_count[l]; k++) {
       vx_node nd = t->nodes[base + k]; /* read before any write can reach index base + k */
+      uint32_t col = t->node_color ? t->node_color[base + k] : 0u; /* colours move alike */
       uint32_t info = nd.info, mask = vx_node_mask(info), flags = vx_node_flags(info);
       uint32_t code = vx_node_errmax_code(info);
       int kept = keep[k];
@@ -247,6 +248,7 @@ vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
         nd.info = vx_node_info(0, code, vx_node_errrms_code(info), flags | VX_NODE_PRUNED);
         nd.child = 0;
       }
+      if (t->node_color) t->node_color[w] = col;
       t->nodes[w++] = nd;
     }
     count[l] = w - first[l];
@@ -256,12 +258,19 @@ vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
   }
   uint64_t vw = 0;
   for (uint64_t k = 0; k < t->level_count[D]; k++)
-    if (keep[k]) t->voxels[vw++] = t->voxels[k];
+    if (keep[k]) {
+      if (t->voxel_color) t->voxel_color[vw] = t->voxel_color[k];
+      t->voxels[vw++] = t->voxels[k];
+    }
   count[D] = vw;
   vx_free(keep);
   vx_free(next);
   if (w != t->node_count) t->nodes = (vx_node *)shrink(t->nodes, (size_t)w, sizeof(vx_node));
   if (vw != t->voxel_count) t->voxels = (vx_voxel *)shrink(t->voxels, (size_t)vw, sizeof(vx_voxel));
+  if (t->node_color && w != t->node_count)
+    t->node_color = (uint32_t *)shrink(t->node_color, (size_t)w, sizeof(uint32_t));
+  if (t->voxel_color && vw != t->voxel_count)
+    t->voxel_color = (uint32_t *)shrink(t->voxel_color, (size_t)vw, sizeof(uint32_t));
   for (uint32_t l = 0; l <= D; l++) {
     t->level_count[l] = count[l];
     if (l < D) t->level_first[l] = first[l];

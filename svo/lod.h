@@ -62,7 +62,8 @@ vx_status vx_octree_fit_subtree(vx_octree *t, vx_fit_root *root, vx_progress_fn 
 vx_status vx_octree_fit_top(vx_octree *t, uint32_t depth, const vx_fit_root *leaves, vx_error *err);
 
 /* Replaces each subtree whose root plane's max error bound is <= max_error (finest voxels) by that
- * root (flag VX_NODE_PRUNED, mask 0), top-down, and compacts the arrays. max_error <= 0 changes
+ * root (flag VX_NODE_PRUNED, mask 0), top-down, and compacts the arrays (colours with them: a
+ * pruned leaf keeps its own colour, the mean of the subtree it replaces). max_error <= 0 changes
  * nothing. */
 vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err);
 

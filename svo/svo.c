@@ -84,8 +84,12 @@ vx_status vx_octree_alloc(vx_octree *t, vx_error *err) {
   uint64_t nodes = t->node_count, voxels = t->voxel_count;
   vx_free(t->nodes);
   vx_free(t->voxels);
+  vx_free(t->node_color); /* colours of an old layout would not be parallel to the new arrays */
+  vx_free(t->voxel_color);
   t->nodes = NULL;
   t->voxels = NULL;
+  t->node_color = NULL;
+  t->voxel_color = NULL;
   if (nodes) {
     t->nodes = (vx_node *)vx_malloc((size_t)nodes * sizeof(vx_node));
     if (!t->nodes)

@@ -58,7 +58,9 @@ void vx_octree_free(vx_octree *t);
 vx_status vx_octree_layout(vx_octree *t, vx_error *err);
 
 /* Allocates nodes/voxels for the counts in t->level_count (16-byte aligned nodes) and fills
- * level_first, node_count and voxel_count. Used by the builder and the file reader. */
+ * level_first, node_count and voxel_count; frees any colour arrays (they belonged to the old
+ * arrays: the caller allocates colours for the new ones). Used by the builder and the file
+ * reader. */
 vx_status vx_octree_alloc(vx_octree *t, vx_error *err);
 
 /* Builds the tree bottom-up from n sorted, unique Morton codes of level-`depth` voxels with their

@@ -14,6 +14,9 @@ function(vx_add_api_test name)
 endfunction()
 vx_add_api_test(test_api)
 vx_add_api_test(test_api_alloc)
+# Coloured trees: their files are made by tests/svo_spec.h (zstd), the rest is the public API.
+vx_add_api_test(test_api_color)
+target_link_libraries(test_api_color PRIVATE PkgConfig::ZSTD)
 add_test(NAME test_install COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_install.sh ${CMAKE_BINARY_DIR}
          ${VOXLOD_ROOT} ${VX_DATA_DIR})
 set_tests_properties(test_install PROPERTIES TIMEOUT 900 LABELS install)

@@ -40,6 +40,12 @@ if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/p.svo" --res 64 --error 1 -q && 
 expect_fail "render --lod-scale without --lod auto" "lod-scale applies to --lod auto" "$VOXLOD" render "$T/b.svo" "$T/ls.png" --lod-scale 2
 expect_fail "render --threads with --gpu" "threads applies to the CPU" "$VOXLOD" render "$T/b.svo" "$T/th.png" --gpu --threads 2
 expect_fail "bench --threads with --gpu" "threads applies to the CPU" "$VOXLOD" bench "$T/b.svo" --gpu --threads 2
+# a coloured tree (the fuzz seed written by fuzz/make_svo_seeds): colour columns and plot line
+col="$(dirname "$DATA")/tests/corpus/svo/plane_d3_color.svo"
+if "$VOXLOD" stats "$col" --plot "$T/c.svg" >"$T/cs" && grep -q "colour: yes" "$T/cs" &&
+   grep -q "colour-disk" "$T/cs" && grep -q "per surface voxel)" "$T/cs" && grep -q "with colour" "$T/c.svg" &&
+   ! grep -q "colour-disk" "$T/stats" && grep -q "colour: no" "$T/stats"; then ok "stats of a coloured tree"
+else bad "stats of a coloured tree"; cat "$T/cs"; fi
 expect_fail "stats --size without --error" "size applies to --error" "$VOXLOD" stats "$T/b.svo" --size 64x48
 expect_fail "stats --views without --error" "views applies to --error" "$VOXLOD" stats "$T/b.svo" --views 2
 expect_fail "stats --lod without --error" "lod applies to --error" "$VOXLOD" stats "$T/b.svo" --lod 3

@@ -6,8 +6,10 @@
  * field bytes, the compressed bytes of that level's file section, the cumulative memory of levels
  * 0..l (what `render --lod l` uploads) and that memory per cell of level l. For comparison it
  * gives a plain scalar-field SVO with 8 float corners per cell at that resolution (8-byte nodes
- * above, 32 bytes per cell) and a dense float grid of (2^l + 1)^3 corner values. The rows come
- * from vx_tree_get_level.
+ * above, 32 bytes per cell) and a dense float grid of (2^l + 1)^3 corner values. A coloured tree
+ * adds two columns: the RGBA8 colours of the level's cells in memory and their compressed bytes
+ * on disk (the colour sections of the file), and the plot adds rendering memory with colour.
+ * The rows come from vx_tree_get_level.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -25,7 +27,8 @@ static const char *stats_help =
     "Prints a row per level (resolution 2^l, coarsest first): cells, pruned leaves, bytes for\n"
     "topology, LOD planes and the scalar field in memory, bytes on disk (zstd), the memory needed\n"
     "to render at that level, bytes per cell, and for comparison a scalar-field SVO with 8 float\n"
-    "corners per cell and a dense float grid.\n"
+    "corners per cell and a dense float grid. A coloured tree also gets its colours' bytes in\n"
+    "memory (4 per cell) and on disk, per level.\n"
     "\n"
     "options:\n"
     "  --plot FILE.svg   also draw memory against resolution\n"
@@ -37,6 +40,7 @@ static const char *stats_help =
 
 typedef struct rows {
   uint32_t depth;
+  int color;
   vx_level_stats r[15];
 } rows;
 
@@ -46,6 +50,7 @@ static void make_rows(const vx_tree *t, rows *rs) {
   ti.struct_size = sizeof ti;
   vx_tree_get_info(t, &ti);
   rs->depth = ti.depth;
+  rs->color = ti.has_color != 0;
   for (uint32_t l = 0; l <= ti.depth; l++) {
     memset(&rs->r[l], 0, sizeof rs->r[l]);
     rs->r[l].struct_size = sizeof rs->r[l];
@@ -59,9 +64,11 @@ static void print_table(const vx_tree *t, const rows *rs) {
   memset(&ti, 0, sizeof ti);
   ti.struct_size = sizeof ti;
   vx_tree_get_info(t, &ti);
-  printf("%-5s %7s %12s %10s %11s %11s %11s %11s %12s %8s %12s %12s\n", "level", "res", "cells",
+  printf("%-5s %7s %12s %10s %11s %11s %11s %11s %12s %8s %12s %12s", "level", "res", "cells",
          "leaves", "topology", "lod", "field", "disk", "render<=l", "B/cell", "float8-svo",
          "dense-f32");
+  if (rs->color) printf(" %11s %11s", "colour", "colour-disk");
+  printf("\n");
   for (uint32_t l = 0; l <= rs->depth; l++) {
     const vx_level_stats *r = &rs->r[l];
     vx_format_bytes((double)r->topology_bytes, b[0], 24);
@@ -71,10 +78,16 @@ static void print_table(const vx_tree *t, const rows *rs) {
     vx_format_bytes((double)r->render_bytes, b[4], 24);
     vx_format_bytes((double)r->float8_bytes, b[5], 24);
     vx_format_bytes((double)r->dense_bytes, b[6], 24);
-    printf("%-5u %6llu^3 %12llu %10llu %11s %11s %11s %11s %12s %8.2f %12s %12s\n", l,
+    printf("%-5u %6llu^3 %12llu %10llu %11s %11s %11s %11s %12s %8.2f %12s %12s", l,
            (unsigned long long)1 << l, (unsigned long long)r->cells,
            (unsigned long long)r->leaves, b[0], b[1], b[2], b[3], b[4],
            r->cells ? (double)r->render_bytes / (double)r->cells : 0.0, b[5], b[6]);
+    if (rs->color) {
+      vx_format_bytes((double)r->color_bytes, b[0], 24);
+      vx_format_bytes((double)r->color_disk_bytes, b[1], 24);
+      printf(" %11s %11s", b[0], b[1]);
+    }
+    printf("\n");
   }
   const vx_level_stats *f = &rs->r[rs->depth];
   uint64_t node_bytes = ti.node_count * 16;
@@ -88,6 +101,16 @@ static void print_table(const vx_tree *t, const rows *rs) {
            "%.2f B on disk (float8 SVO: %.2f B)\n",
            (double)node_bytes / nv, (double)f->field_bytes / nv, (double)ti.memory_bytes / nv,
            (double)ti.file_bytes / nv, (double)f->float8_bytes / nv);
+  }
+  if (rs->color) {
+    uint64_t disk = 0;
+    for (uint32_t l = 0; l <= rs->depth; l++) disk += rs->r[l].color_disk_bytes;
+    vx_format_bytes((double)ti.color_bytes, b[0], 24);
+    vx_format_bytes((double)disk, b[1], 24);
+    printf("colour: %s in memory (4 B per node and voxel), %s on disk", b[0], b[1]);
+    if (ti.voxel_count)
+      printf(" (%.2f B per surface voxel)", (double)disk / (double)ti.voxel_count);
+    printf("\n");
   }
   if (ti.prune_error > 0) printf("pruned at max error %g voxels\n", ti.prune_error);
 }
@@ -105,12 +128,13 @@ static void print_json_levels(const rows *rs) {
     printf("    {\"level\": %u, \"res\": %llu, \"cells\": %llu, \"leaves\": %llu, "
            "\"topology_bytes\": %llu, \"lod_bytes\": %llu, \"field_bytes\": %llu, "
            "\"disk_bytes\": %llu, \"render_bytes\": %llu, \"float8_svo_bytes\": %llu, "
-           "\"dense_bytes\": %llu}%s\n",
+           "\"dense_bytes\": %llu, \"color_bytes\": %llu, \"color_disk_bytes\": %llu}%s\n",
            l, (unsigned long long)1 << l, (unsigned long long)r->cells,
            (unsigned long long)r->leaves, (unsigned long long)r->topology_bytes,
            (unsigned long long)r->lod_bytes, (unsigned long long)r->field_bytes,
            (unsigned long long)r->disk_bytes, (unsigned long long)r->render_bytes,
            (unsigned long long)r->float8_bytes, (unsigned long long)r->dense_bytes,
+           (unsigned long long)r->color_bytes, (unsigned long long)r->color_disk_bytes,
            l == rs->depth ? "" : ",");
   }
   printf("  ]");
@@ -156,10 +180,17 @@ static vx_status write_plot(const char *path, const rows *rs, const rows *pruned
   const double W = 860, H = 480, L = 80, R = 250, T = 30, B = 50;
   const uint32_t D = rs->depth;
   double ymin = 1e300, ymax = 0;
+  /* with colour: what rendering at l uploads with the colours of levels 0 .. l */
+  double colored[15], color_sum = 0;
   for (uint32_t l = 0; l <= D; l++) {
-    double v[4] = {(double)rs->r[l].render_bytes, (double)rs->r[l].float8_bytes,
-                   (double)rs->r[l].dense_bytes, pruned ? (double)pruned->r[l].render_bytes : 1.0};
-    for (int k = 0; k < 4; k++)
+    color_sum += (double)rs->r[l].color_bytes;
+    colored[l] = rs->color ? (double)rs->r[l].render_bytes + color_sum : 0.0;
+  }
+  for (uint32_t l = 0; l <= D; l++) {
+    double v[5] = {(double)rs->r[l].render_bytes, (double)rs->r[l].float8_bytes,
+                   (double)rs->r[l].dense_bytes, pruned ? (double)pruned->r[l].render_bytes : 1.0,
+                   rs->color ? colored[l] : 1.0};
+    for (int k = 0; k < 5; k++)
       if (v[k] > 0) {
         ymin = fmin(ymin, v[k]);
         ymax = fmax(ymax, v[k]);
@@ -183,19 +214,22 @@ static vx_status write_plot(const char *path, const rows *rs, const rows *pruned
               (unsigned long long)1 << l);
   sb_printf(&b, "<text x='%.1f' y='%.1f' text-anchor='middle'>resolution (cells per axis)</text>\n",
             (L + W - R) / 2, H - 12);
-  const char *names[4] = {"voxlod (render at this level)", "SVO, 8 float corners",
-                          "dense float grid", "voxlod pruned"};
-  const char *colors[4] = {"#1f77b4", "#ff7f0e", "#7f7f7f", "#2ca02c"};
-  for (int s = 0; s < (pruned ? 4 : 3); s++) {
+  const char *names[5] = {"voxlod (render at this level)", "SVO, 8 float corners",
+                          "dense float grid", "voxlod pruned", "voxlod with colour (RGBA8)"};
+  const char *colors[5] = {"#1f77b4", "#ff7f0e", "#7f7f7f", "#2ca02c", "#9467bd"};
+  int row = 0;
+  for (int s = 0; s < 5; s++) {
+    if ((s == 3 && !pruned) || (s == 4 && !rs->color)) continue;
     sb_printf(&b, "<polyline fill='none' stroke='%s' stroke-width='2' points='", colors[s]);
     for (uint32_t l = 0; l <= D; l++) {
       double v = s == 0   ? (double)rs->r[l].render_bytes
                  : s == 1 ? (double)rs->r[l].float8_bytes
                  : s == 2 ? (double)rs->r[l].dense_bytes
-                          : (double)pruned->r[l].render_bytes;
+                 : s == 3 ? (double)pruned->r[l].render_bytes
+                          : colored[l];
       if (v > 0) sb_printf(&b, "%.1f,%.1f ", PX(l), PY(v));
     }
-    sb_printf(&b, "'/>\n<text x='%.1f' y='%.1f' fill='%s'>%s</text>\n", W - R + 8, T + 16.0 * s,
+    sb_printf(&b, "'/>\n<text x='%.1f' y='%.1f' fill='%s'>%s</text>\n", W - R + 8, T + 16.0 * row++,
               colors[s], names[s]);
   }
   sb_printf(&b, "</svg>\n");
@@ -271,8 +305,9 @@ int vx_cmd_stats(int argc, char **argv) {
   }
   if (rc == 0 && json) {
     char psnr[32];
-    printf("{\"file\": \"%s\", \"depth\": %u, \"file_bytes\": %llu, \"prune_error\": %g,\n"
-           "  \"levels\": ", in, ti.depth, (unsigned long long)ti.file_bytes, ti.prune_error);
+    printf("{\"file\": \"%s\", \"depth\": %u, \"file_bytes\": %llu, \"prune_error\": %g, "
+           "\"color\": %s,\n  \"levels\": ", in, ti.depth, (unsigned long long)ti.file_bytes,
+           ti.prune_error, ti.has_color ? "true" : "false");
     print_json_levels(&rs);
     if (have_error) {
       json_num(psnr, sizeof psnr, "%.2f", q.psnr_db);
@@ -287,8 +322,8 @@ int vx_cmd_stats(int argc, char **argv) {
     }
     printf("\n}\n");
   } else if (rc == 0) {
-    printf("%s: depth %u (%u^3), field band +-%g voxels (step %.4f voxel)\n", in, ti.depth,
-           1u << ti.depth, ti.band, ti.band / 127.0);
+    printf("%s: depth %u (%u^3), field band +-%g voxels (step %.4f voxel), colour: %s\n", in,
+           ti.depth, 1u << ti.depth, ti.band, ti.band / 127.0, ti.has_color ? "yes" : "no");
     print_table(t, &rs);
     if (have_error) {
       printf("\npruned at --error %g:\n", error);

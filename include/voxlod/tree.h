@@ -85,6 +85,7 @@ typedef struct vx_level_stats {
   uint64_t float8_bytes;   /* a plain octree with 8 float corners per cell at this resolution */
   uint64_t dense_bytes;    /* a dense float grid of (2^l + 1)^3 corner values */
   uint64_t color_bytes;    /* RGBA8 colours of this level's cells (0: a grey tree) */
+  uint64_t color_disk_bytes; /* compressed bytes of this level's colours in the file */
 } vx_level_stats;
 
 /* Row `level` (0 .. depth) of the table. Levels beyond those loaded report zero cells. */
@@ -112,8 +113,10 @@ VX_API const uint32_t *vx_tree_voxel_colors(const vx_tree *t, uint64_t *count);
 /* The colour at n world points (xyz float32 triples): for each, RGBA8 (4 bytes: sRGB r g b,
  * alpha) of the cell at `level` (-1: the finest loaded; a pruned leaf above it stands for its
  * subtree) containing the point, else of the nearest such cell within the band (Chebyshev
- * distance in cells at the finest level, up to ceil(band)), else 0 0 0 0. A grey tree gives
- * VX_ERR_INVALID_ARG ("the tree has no colour"). */
+ * distance from the point's cell up to ceil(band / cell size) cells of that level: ceil(band) at
+ * the finest; nearest by the distance between cell centres, ties to the smaller Morton code),
+ * else 0 0 0 0 (also for non-finite points). A grey tree gives VX_ERR_INVALID_ARG ("the tree has
+ * no colour"); so does a level that is not loaded. Large n runs on all cores. */
 VX_API vx_status vx_tree_colors(const vx_tree *t, const float *points, uint64_t n, int level,
                                 uint8_t *rgba, vx_error *err);
 
