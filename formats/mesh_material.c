@@ -51,6 +51,8 @@ typedef struct image {
   int ok, has_alpha, owned;
   vx_texture img;  /* owned until given to the soup as it is */
   int32_t soup;    /* its index in the soup's textures when used as it is, else -1 */
+  char *path;      /* the file found (external textures), or NULL */
+  int32_t alias;   /* another name of a file decoded already: that image; else -1 */
 } image;
 
 typedef struct combo {
@@ -208,7 +210,7 @@ static vx_status decode_embedded(const struct aiTexture *t, image *im, vx_error 
   return VX_OK;
 }
 
-static void load_image(builder *b, image *im, const char *matname) {
+static void load_image(builder *b, image *im, uint32_t self, const char *matname) {
   char shown[NAME_CHARS + 8];
   vx_texture_display_name(im->ref, NAME_CHARS, shown, sizeof shown);
   vx_error e;
@@ -226,6 +228,15 @@ static void load_image(builder *b, image *im, const char *matname) {
     if (!vx_texture_resolve(b->dir, im->ref, path, sizeof path)) {
       s = vx_error_set(&e, VX_ERR_IO, "not found beside the mesh");
     } else {
+      /* the same file under another name ("a.png", "A.PNG", "maps\\a.png"): decoded once */
+      for (uint32_t i = 0; i < self; i++)
+        if (b->img[i].path && b->img[i].alias < 0 && strcmp(b->img[i].path, path) == 0) {
+          im->alias = (int32_t)i;
+          return;
+        }
+      size_t pl = strlen(path);
+      im->path = (char *)vx_malloc(pl + 1);
+      if (im->path) memcpy(im->path, path, pl + 1);
       uint8_t *data;
       size_t size;
       uint64_t room = vx_memory_headroom();
@@ -257,7 +268,7 @@ static int32_t image_for(builder *b, const char *ref, const char *matname) {
   uint32_t slot = (uint32_t)h & (IMAGE_SLOTS - 1);
   while (b->islot[slot] >= 0) {
     image *im = &b->img[b->islot[slot]];
-    if (im->hash == h && strcmp(im->ref, ref) == 0) return b->islot[slot];
+    if (im->hash == h && strcmp(im->ref, ref) == 0) return im->alias >= 0 ? im->alias : b->islot[slot];
     slot = (slot + 1) & (IMAGE_SLOTS - 1);
   }
   if (b->nimg >= MAX_IMAGES) {
@@ -269,13 +280,14 @@ static int32_t image_for(builder *b, const char *ref, const char *matname) {
   image *im = &b->img[b->nimg];
   memset(im, 0, sizeof *im);
   im->soup = -1;
+  im->alias = -1;
   im->hash = h;
   im->ref = (char *)vx_malloc(n + 1);
   if (!im->ref) return -1;
   memcpy(im->ref, ref, n + 1);
   b->islot[slot] = (int32_t)b->nimg++;
-  load_image(b, im, matname);
-  return b->islot[slot];
+  load_image(b, im, b->nimg - 1, matname);
+  return im->alias >= 0 ? im->alias : b->islot[slot];
 }
 
 static int32_t add_texture(builder *b, vx_texture t) {
@@ -560,6 +572,7 @@ vx_status vx_scene_color_build(const struct aiScene *sc, const char *path, const
     for (uint32_t i = 0; i < b->nimg; i++) {
       if (b->img[i].owned) vx_free(b->img[i].img.rgba);
       vx_free(b->img[i].ref);
+      vx_free(b->img[i].path);
     }
     vx_soup_color_free(b->c);
     vx_free(b->mslot);

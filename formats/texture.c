@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* DT_* and strcasecmp */
 #include "formats/texture.h"
+#include "sys/system.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,11 +59,22 @@ vx_status vx_texture_decode(const void *data, size_t size, uint64_t mem_avail, v
   if (size > (size_t)0x7fffffff) return vx_error_set(err, VX_ERR_LIMIT, "file over 2 GiB");
   const stbi_uc *b = (const stbi_uc *)data;
   int w = 0, h = 0, comp = 0;
-  if (!stbi_info_from_memory(b, (int)size, &w, &h, &comp) || w <= 0 || h <= 0)
+  if (!stbi_info_from_memory(b, (int)size, &w, &h, &comp) || w <= 0 || h <= 0) {
+    /* stb_image refuses a PNG over 2^30 decoded bytes already; say what its header claims */
+    if (size >= 24 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0 && memcmp(b + 12, "IHDR", 4) == 0) {
+      uint32_t pw = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
+      uint32_t ph = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
+      if ((uint64_t)pw * ph > VX_TEXTURE_MAX_TEXELS)
+        return vx_error_set(err, VX_ERR_LIMIT,
+                            "its header claims %ux%u texels, more than the %llu a texture may have",
+                            pw, ph, (unsigned long long)VX_TEXTURE_MAX_TEXELS);
+    }
     return vx_error_set(err, VX_ERR_FORMAT, "not an image stb_image reads (PNG, JPEG, TGA, BMP)");
+  }
   uint64_t texels = (uint64_t)w * (uint64_t)h;
   if (texels > VX_TEXTURE_MAX_TEXELS)
-    return vx_error_set(err, VX_ERR_LIMIT, "%dx%d texels, more than the %llu a texture may have",
+    return vx_error_set(err, VX_ERR_LIMIT,
+                        "its header claims %dx%d texels, more than the %llu a texture may have",
                         w, h, (unsigned long long)VX_TEXTURE_MAX_TEXELS);
   /* the decoders hold the file's samples, their own rows and the 4-channel copy at once: 3x */
   uint64_t need = texels * 4 * 3 + size;
@@ -246,11 +258,16 @@ int vx_texture_resolve(const char *dir, const char *ref, char *out, size_t cap) 
     const char *cand[2] = {a, strcmp(a, b) ? b : NULL};
     for (int c = 0; c < 2 && !ok; c++)
       if (cand[c] && cand[c][0]) ok = walk(base, cand[c], out, cap);
-    for (int c = 0; c < 2 && !ok; c++) { /* the bare file name beside the mesh */
+    /* a path from another machine ("C:/art/maps/wood.png"): its tails below the mesh's folder,
+     * longest first, down to the bare file name */
+    for (int c = 0; c < 2 && !ok; c++) {
       if (!cand[c]) continue;
-      const char *slash = strrchr(cand[c], '/');
-      const char *name = slash ? slash + 1 : cand[c];
-      if (*name && name != cand[c]) ok = walk(base, name, out, cap);
+      int tails = 0;
+      for (const char *p = cand[c]; *p && !ok && tails < 64; p++)
+        if (*p == '/' && p[1] && p[1] != '/') {
+          tails++;
+          ok = walk(base, p + 1, out, cap);
+        }
     }
   }
   vx_free(a);
@@ -280,14 +297,7 @@ void vx_texture_display_name(const char *name, size_t max, char *out, size_t cap
 uint64_t vx_memory_headroom(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
-  FILE *f = fopen("/proc/self/statm", "r");
-  unsigned long long pages = 0;
-  if (f) {
-    if (fscanf(f, "%llu", &pages) != 1) pages = 0;
-    fclose(f);
-  }
-  long ps = sysconf(_SC_PAGESIZE);
-  uint64_t used = pages * (uint64_t)(ps > 0 ? ps : 4096);
+  uint64_t used = vx_virtual_bytes();
   uint64_t lim = (uint64_t)rl.rlim_cur;
   return used + 1 < lim ? lim - used : 1;
 }

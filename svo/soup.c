@@ -44,6 +44,10 @@ static int tri_degenerate(const float *p) {
   return cx == 0.0 && cy == 0.0 && cz == 0.0;
 }
 
+int vx_soup_tri_usable(const float *pos9) {
+  return tri_finite(pos9) && !tri_degenerate(pos9);
+}
+
 /* Grows the colour arrays of m to hold `need` triangles; creates uv/corner arrays when asked,
  * back-filling the triangles already there (uv 0, corners white). */
 static vx_status color_grow(vx_soup *m, uint64_t need, int want_uv, int want_rgba, vx_error *err) {
