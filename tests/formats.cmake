@@ -7,5 +7,5 @@ target_include_directories(test_formats_png PRIVATE ${STB_INCLUDE_DIR})
 vx_add_test(test_formats_import_limits
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_import_limits.c LIBS vx_formats)
 vx_add_test(test_formats_color_import
-            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_color_import.c LIBS vx_formats)
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_color_import.c LIBS vx_lib)
 target_include_directories(test_formats_color_import PRIVATE ${STB_INCLUDE_DIR})

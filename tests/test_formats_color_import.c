@@ -17,6 +17,7 @@
 #include "formats/color_record.h"
 #include "formats/mesh_import.h"
 #include "formats/mesh_material.h"
+#include "lib/internal.h"
 #include "svo/color.h"
 
 #include <assimp/material.h>
@@ -735,6 +736,72 @@ static void record_checked(void) {
   vx_soup_free(&m);
 }
 
+/* ---- the public mesh (include/voxlod/mesh.h) -------------------------------------------------- */
+
+static void mesh_from_arrays_with_vertex_colors(void) {
+  const float v[12] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0};
+  /* the middle triangle is degenerate: dropped, the colours must still follow their vertices */
+  const uint32_t idx[9] = {0, 1, 2, 0, 0, 1, 0, 2, 3};
+  const uint8_t col[16] = {255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 128, 9, 8, 7, 255};
+  vx_mesh *m = NULL;
+  vx_error e;
+  CHECK(vx_mesh_from_arrays(v, 4, idx, 3, &m, &e) == VX_OK && m);
+  if (!m) return;
+  vx_mesh_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  CHECK(vx_mesh_get_info(m, &info) == VX_OK && info.has_color == 0 && info.triangles == 2);
+  CHECK(vx_mesh_set_vertex_colors(m, col, 3, 4, &e) == VX_ERR_INVALID_ARG); /* wrong count */
+  CHECK(vx_mesh_set_vertex_colors(m, col, 4, 2, &e) == VX_ERR_INVALID_ARG); /* 2 channels */
+  CHECK(vx_mesh_set_vertex_colors(m, col, 4, 4, &e) == VX_OK);
+  CHECK(vx_mesh_get_info(m, &info) == VX_OK && info.has_color == 1 && info.materials == 1 &&
+        info.textures == 0);
+  CHECK(strcmp(vx_mesh_notes(m), "") == 0);
+  const vx_soup_color *c = m->soup.color;
+  CHECK(c && c->corner_rgba && c->material_count == 1);
+  if (c && c->corner_rgba) {
+    /* an alpha below 255: the material blends */
+    CHECK(c->materials[0].alpha_mode == VX_ALPHA_BLEND && c->materials[0].texture == -1);
+    const uint32_t want[6] = {rgba(255, 0, 0, 255), rgba(0, 255, 0, 255), rgba(0, 0, 255, 128),
+                              rgba(255, 0, 0, 255), rgba(0, 0, 255, 128), rgba(9, 8, 7, 255)};
+    CHECK(m->soup.tri_count == 2 && memcmp(c->corner_rgba, want, sizeof want) == 0);
+  }
+  /* RGB over it: replaced, opaque */
+  const uint8_t rgb[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  CHECK(vx_mesh_set_vertex_colors(m, rgb, 4, 3, &e) == VX_OK);
+  c = m->soup.color;
+  CHECK(c && c->materials[0].alpha_mode == VX_ALPHA_OPAQUE && c->corner_rgba[5] == rgba(10, 11, 12, 255));
+  vx_mesh_free(m);
+  /* a soup (no indices) that drops its first triangle */
+  const float sv[18] = {0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0};
+  uint8_t sc[18];
+  for (int i = 0; i < 18; i++) sc[i] = (uint8_t)(10 * i);
+  CHECK(vx_mesh_from_arrays(sv, 6, NULL, 2, &m, &e) == VX_OK && m);
+  if (!m) return;
+  CHECK(vx_mesh_set_vertex_colors(m, sc, 6, 3, &e) == VX_OK);
+  c = m->soup.color;
+  CHECK(m->soup.tri_count == 1 && c && c->corner_rgba[0] == rgba(90, 100, 110, 255) &&
+        c->corner_rgba[2] == rgba(150, 160, 170, 255));
+  vx_mesh_free(m);
+}
+
+static void mesh_load_notes_and_info(void) {
+  write_text("notes.mtl", "newmtl bad\nKd 0 1 0\nmap_Kd gone.png\n");
+  vx_mesh *m = NULL;
+  vx_error e;
+  CHECK(vx_mesh_load(write_text("notes.obj", quad_obj("notes.mtl", "bad")), NULL, &m, &e) ==
+        VX_OK);
+  if (!m) return;
+  CHECK(strstr(vx_mesh_notes(m), "'gone.png'") != NULL);
+  vx_mesh_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  CHECK(vx_mesh_get_info(m, &info) == VX_OK && info.has_color && info.materials == 1 &&
+        info.textures == 0);
+  CHECK(vx_mesh_set_vertex_colors(m, (const uint8_t *)"abc", 1, 3, &e) == VX_ERR_INVALID_ARG);
+  vx_mesh_free(m);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/vx_test_color.XXXXXX");
   if (!mkdtemp(tmpdir)) CHECK_FATAL("cannot make a temporary directory");
@@ -748,6 +815,8 @@ int main(void) {
   RUN(texture_paths_that_are_not_images);
   RUN(nonfinite_and_huge_uvs);
   RUN(record_checked);
+  RUN(mesh_from_arrays_with_vertex_colors);
+  RUN(mesh_load_notes_and_info);
   RUN(material_table_capped);
   RUN(a_million_materials_in_a_file);
   char cmd[400];
