@@ -51,6 +51,31 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #endif
 
+/* stb_image 2.27 (Debian's) builds a JPEG Huffman table from 16 counts without checking that
+ * they sum to at most 256 (its table's size): a DHT segment claiming more writes past the table
+ * (found by fuzz/fuzz_texture.c; newer stb_image checks it). Every place the decoder could take
+ * for a DHT segment (a 0xFF 0xC4 pair anywhere: the decoder skips bytes to the next 0xFF when it
+ * looks for a marker) is checked the way the decoder would read it; 0 when one would overflow. */
+static int jpeg_huffman_ok(const uint8_t *b, size_t n) {
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (b[i] != 0xff || b[i + 1] != 0xc4) continue;
+    size_t p = i + 2;
+    if (p + 2 > n) return 1;
+    long len = (long)((unsigned)b[p] << 8 | b[p + 1]) - 2;
+    p += 2;
+    while (len > 0 && p < n) {
+      unsigned q = b[p++];
+      if ((q >> 4) > 1 || (q & 15) > 3) break; /* the decoder stops here */
+      unsigned sum = 0;
+      for (int k = 0; k < 16; k++) sum += p + (size_t)k < n ? b[p + (size_t)k] : 0u;
+      if (sum > 256) return 0;
+      p += 16 + sum;
+      len -= 17 + (long)sum;
+    }
+  }
+  return 1;
+}
+
 vx_status vx_texture_decode(const void *data, size_t size, uint64_t mem_avail, vx_texture *out,
                             int *has_alpha, vx_error *err) {
   memset(out, 0, sizeof *out);
@@ -59,6 +84,12 @@ vx_status vx_texture_decode(const void *data, size_t size, uint64_t mem_avail, v
   if (size > (size_t)0x7fffffff) return vx_error_set(err, VX_ERR_LIMIT, "file over 2 GiB");
   const stbi_uc *b = (const stbi_uc *)data;
   int w = 0, h = 0, comp = 0;
+  /* stbi_info reads a JPEG's tables already. The JPEG decoder takes a file that starts with
+   * 0xFF bytes and then 0xD8 (SOI); PNG and BMP, tried first, start otherwise. */
+  size_t lead = 0;
+  while (lead < size && b[lead] == 0xff) lead++;
+  if (lead > 0 && lead < size && b[lead] == 0xd8 && !jpeg_huffman_ok(b, size))
+    return vx_error_set(err, VX_ERR_FORMAT, "damaged image (a JPEG Huffman table too large)");
   if (!stbi_info_from_memory(b, (int)size, &w, &h, &comp) || w <= 0 || h <= 0) {
     /* stb_image refuses a PNG over 2^30 decoded bytes already; say what its header claims */
     if (size >= 24 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0 && memcmp(b + 12, "IHDR", 4) == 0) {
@@ -214,7 +245,7 @@ static int walk(const char *base, const char *rel, char *out, size_t cap) {
     if (!*p) break;
     const char *q = p;
     while (*q && *q != '/') q++;
-    if (++comps > 64) return 0;
+    if (++comps > 32) return 0;
     int r = join_component(out, cap, len, p, (size_t)(q - p));
     if (r < 0) return 0;
     len = (size_t)r;
@@ -263,7 +294,7 @@ int vx_texture_resolve(const char *dir, const char *ref, char *out, size_t cap) 
     for (int c = 0; c < 2 && !ok; c++) {
       if (!cand[c]) continue;
       int tails = 0;
-      for (const char *p = cand[c]; *p && !ok && tails < 64; p++)
+      for (const char *p = cand[c]; *p && !ok && tails < 16; p++)
         if (*p == '/' && p[1] && p[1] != '/') {
           tails++;
           ok = walk(base, p + 1, out, cap);

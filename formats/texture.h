@@ -29,8 +29,9 @@ vx_status vx_texture_read_file(const char *path, uint64_t max_bytes, uint8_t **d
 
 /* Finds the file a material names: ref as the file writes it ('\\' or '/' separators, URL escapes
  * such as %20, a file:// prefix), relative to dir (the mesh file's folder; NULL: the current one)
- * or absolute; each path component matched exactly, else without regard to case; last, the bare
- * file name in dir. Writes the path found (which exists, of whatever type) to out; returns 1, or 0
+ * or absolute; each path component matched exactly, else without regard to case; last, the path's
+ * tails below dir (a path from another machine, "C:\\art\\maps\\a.png": "maps/a.png", then
+ * "a.png"). Writes the path found (which exists, of whatever type) to out; returns 1, or 0
  * when none exists. */
 int vx_texture_resolve(const char *dir, const char *ref, char *out, size_t cap);
 

@@ -17,6 +17,7 @@
 #include "formats/color_record.h"
 #include "formats/mesh_import.h"
 #include "formats/mesh_material.h"
+#include "formats/texture.h"
 #include "lib/internal.h"
 #include "svo/color.h"
 
@@ -497,6 +498,32 @@ static void lying_and_truncated_textures(void) {
   }
 }
 
+/* A JPEG whose Huffman table counts sum past 256 (stb_image 2.27 writes past its table: found by
+ * fuzz_texture), after fill bytes: refused before the decoder reads it. A PNG whose bytes happen
+ * to hold the same pattern still decodes. */
+static void jpeg_huffman_overflow_refused(void) {
+  uint8_t j[64] = {0xff, 0xff, 0xff, 0xd8, 0xff, 0xc4, 0x00, 0x30, 0x00};
+  for (int k = 0; k < 16; k++) j[9 + k] = 0x20; /* 16 x 32 = 512 codes */
+  vx_texture t;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  CHECK(vx_texture_decode(j, sizeof j, 0, &t, NULL, &e) == VX_ERR_FORMAT &&
+        strstr(e.msg, "Huffman") && t.rgba == NULL);
+  uint8_t px[16 * 16 * 3];
+  for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 13);
+  int len = 0;
+  unsigned char *png = stbi_write_png_to_mem(px, 48, 16, 16, 3, &len);
+  CHECK(png != NULL);
+  if (!png) return;
+  unsigned char *big = (unsigned char *)malloc((size_t)len + 64);
+  memcpy(big, png, (size_t)len);
+  memcpy(big + len, j + 4, 40); /* after IEND: ignored by PNG readers */
+  CHECK(vx_texture_decode(big, (size_t)len + 40, 0, &t, NULL, &e) == VX_OK && t.width == 16);
+  vx_free(t.rgba);
+  free(big);
+  free(png);
+}
+
 static void texture_paths_that_are_not_images(void) {
   CHECK(mkdir(tmp_path("adir.png"), 0755) == 0);
   bad_texture("dir", "adir.png", "a directory");
@@ -812,6 +839,7 @@ int main(void) {
   RUN(obj_alpha);
   RUN(glb_embedded_texture_and_alpha_modes);
   RUN(lying_and_truncated_textures);
+  RUN(jpeg_huffman_overflow_refused);
   RUN(texture_paths_that_are_not_images);
   RUN(nonfinite_and_huge_uvs);
   RUN(record_checked);
