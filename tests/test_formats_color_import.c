@@ -308,7 +308,8 @@ static void obj_alpha(void) {
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); /* little-endian hosts only */ }
 
 /* A GLB: one quad (glTF uv (0,0) at the image's top-left), material with an embedded PNG. */
-static size_t make_glb(uint8_t *out, size_t cap, const char *material_extra, int with_texture) {
+static size_t make_glb(uint8_t *out, size_t cap, const char *material_extra, int with_texture,
+                       int with_colors) {
   int png_len = 0;
   unsigned char *png = stbi_write_png_to_mem(quad_px, 8, 2, 2, 4, &png_len);
   if (!png) CHECK_FATAL("stbi_write_png_to_mem");
@@ -321,7 +322,10 @@ static size_t make_glb(uint8_t *out, size_t cap, const char *material_extra, int
   memcpy(bin, pos, 48);
   memcpy(bin + 48, uv, 32);
   memcpy(bin + 80, idx, 12);
-  bl = 92;
+  /* COLOR_0 (linear RGBA floats): red, green, blue, half grey */
+  const float vc[16] = {1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0.5f, 0.5f, 0.5f, 1};
+  memcpy(bin + 92, vc, 64);
+  bl = 156;
   memcpy(bin + bl, png, (size_t)png_len);
   size_t png_off = bl;
   bl += (size_t)png_len;
@@ -332,17 +336,20 @@ static size_t make_glb(uint8_t *out, size_t cap, const char *material_extra, int
       json, sizeof json,
       "{\"asset\":{\"version\":\"2.0\"},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],"
       "\"nodes\":[{\"mesh\":0}],\"meshes\":[{\"primitives\":[{\"attributes\":{\"POSITION\":0,"
-      "\"TEXCOORD_0\":1},\"indices\":2,\"material\":0}]}],"
+      "\"TEXCOORD_0\":1%s},\"indices\":2,\"material\":0}]}],"
       "\"materials\":[{\"name\":\"m\",\"pbrMetallicRoughness\":{\"baseColorFactor\":[1,0.5,1,1]%s}"
       "%s}],"
       "\"textures\":[{\"source\":0}],\"images\":[{\"bufferView\":3,\"mimeType\":\"image/png\"}],"
       "\"accessors\":[{\"bufferView\":0,\"componentType\":5126,\"count\":4,\"type\":\"VEC3\","
       "\"min\":[0,0,0],\"max\":[1,1,0]},{\"bufferView\":1,\"componentType\":5126,\"count\":4,"
       "\"type\":\"VEC2\"},{\"bufferView\":2,\"componentType\":5123,\"count\":6,"
-      "\"type\":\"SCALAR\"}],"
+      "\"type\":\"SCALAR\"},{\"bufferView\":4,\"componentType\":5126,\"count\":4,"
+      "\"type\":\"VEC4\"}],"
       "\"bufferViews\":[{\"buffer\":0,\"byteOffset\":0,\"byteLength\":48},{\"buffer\":0,"
       "\"byteOffset\":48,\"byteLength\":32},{\"buffer\":0,\"byteOffset\":80,\"byteLength\":12},"
-      "{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":%d}],\"buffers\":[{\"byteLength\":%zu}]}",
+      "{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":%d},{\"buffer\":0,\"byteOffset\":92,"
+      "\"byteLength\":64}],\"buffers\":[{\"byteLength\":%zu}]}",
+      with_colors ? ",\"COLOR_0\":3" : "",
       with_texture ? ",\"baseColorTexture\":{\"index\":0}" : "", material_extra, png_off, png_len,
       bl);
   while (jl % 4) json[jl++] = ' ';
@@ -370,7 +377,7 @@ static void glb_embedded_texture_and_alpha_modes(void) {
                {",\"alphaMode\":\"MASK\",\"alphaCutoff\":0.25", VX_ALPHA_MASK, 0.25f},
                {",\"alphaMode\":\"BLEND\"", VX_ALPHA_BLEND, 0.5f}};
   for (int i = 0; i < 3; i++) {
-    size_t n = make_glb(glb, sizeof glb, cases[i].extra, 1);
+    size_t n = make_glb(glb, sizeof glb, cases[i].extra, 1, 0);
     char name[32];
     snprintf(name, sizeof name, "quad%d.glb", i);
     vx_soup m;
@@ -400,12 +407,28 @@ static void glb_embedded_texture_and_alpha_modes(void) {
     vx_soup_free(&m);
   }
   /* a material factor alone (no texture): its colour */
-  size_t n = make_glb(glb, sizeof glb, "", 0);
+  size_t n = make_glb(glb, sizeof glb, "", 0, 0);
   vx_soup m;
   if (import_both(write_file("factor.glb", glb, n), &m)) {
     CHECK(m.color && m.color->texture_count == 0 &&
           m.color->materials[m.color->material[0]].factor ==
               vx_rgba_pack_linear(1.0f, 0.5f, 1.0f, 1.0f));
+    vx_soup_free(&m);
+  }
+  /* vertex colours (linear in glTF) times the base colour factor (1, 0.5, 1, 1) */
+  n = make_glb(glb, sizeof glb, "", 0, 1);
+  if (import_both(write_file("vc.glb", glb, n), &m)) {
+    CHECK(m.color && m.color->corner_rgba);
+    for (uint64_t t = 0; m.color && m.color->corner_rgba && t < m.tri_count; t++)
+      for (int k = 0; k < 3; k++) {
+        const float *p = m.pos + 9 * t + 3 * k;
+        uint32_t want = p[0] == 0 && p[1] == 0   ? vx_rgba_pack_linear(1, 0, 0, 1)
+                        : p[0] == 1 && p[1] == 0 ? vx_rgba_pack_linear(0, 0.5f, 0, 1)
+                        : p[0] == 1 && p[1] == 1 ? vx_rgba_pack_linear(0, 0, 1, 1)
+                                                 : vx_rgba_pack_linear(0.5f, 0.25f, 0.5f, 1);
+        CHECK_MSG(m.color->corner_rgba[3 * t + k] == want, "(%g, %g): %08x", p[0], p[1],
+                  m.color->corner_rgba[3 * t + k]);
+      }
     vx_soup_free(&m);
   }
 }
@@ -671,6 +694,67 @@ static void material_table_capped(void) {
   free(meshp);
 }
 
+/* An embedded texture of raw texels (aiTexel: b, g, r, a bytes; assimp's FBX and some others) on a
+ * scene made here, named "*0" by its material: decoded to packed RGBA with the channels in place. */
+static void embedded_raw_texels(void) {
+  struct aiTexel tx[2] = {{0, 0, 255, 255}, {40, 30, 20, 10}}; /* red; r 20 g 30 b 40 a 10 */
+  struct aiTexture tex;
+  memset(&tex, 0, sizeof tex);
+  tex.mWidth = 2;
+  tex.mHeight = 1;
+  tex.pcData = tx;
+  struct aiTexture *texp = &tex;
+  /* material: name, diffuse texture "*0" (assimp's string property: u32 length, bytes, NUL) */
+  static char name_data[8] = {1, 0, 0, 0, 'm', 0}, file_data[8] = {2, 0, 0, 0, '*', '0', 0};
+  struct aiMaterialProperty props[2];
+  memset(props, 0, sizeof props);
+  strcpy(props[0].mKey.data, "?mat.name");
+  props[0].mKey.length = 9;
+  props[0].mType = aiPTI_String;
+  props[0].mDataLength = 6;
+  props[0].mData = name_data;
+  strcpy(props[1].mKey.data, "$tex.file");
+  props[1].mKey.length = 9;
+  props[1].mSemantic = aiTextureType_DIFFUSE;
+  props[1].mType = aiPTI_String;
+  props[1].mDataLength = 7;
+  props[1].mData = file_data;
+  struct aiMaterialProperty *pp[2] = {&props[0], &props[1]};
+  struct aiMaterial mat;
+  memset(&mat, 0, sizeof mat);
+  mat.mProperties = pp;
+  mat.mNumProperties = mat.mNumAllocated = 2;
+  struct aiMaterial *matp = &mat;
+  struct aiVector3D uv[3];
+  memset(uv, 0, sizeof uv);
+  struct aiMesh *mesh = (struct aiMesh *)calloc(1, sizeof *mesh);
+  mesh->mNumFaces = 1;
+  mesh->mTextureCoords[0] = uv;
+  struct aiScene *sc = (struct aiScene *)calloc(1, sizeof *sc);
+  sc->mNumMaterials = 1;
+  sc->mMaterials = &matp;
+  sc->mNumMeshes = 1;
+  sc->mMeshes = &mesh;
+  sc->mNumTextures = 1;
+  sc->mTextures = &texp;
+  vx_scene_color col;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  CHECK_MSG(vx_scene_color_build(sc, NULL, "fbx", &col, &e) == VX_OK, "%s", e.msg);
+  CHECK(col.color && col.color->texture_count == 1 && col.want_uv);
+  if (col.color && col.color->texture_count == 1) {
+    const vx_texture *t = &col.color->textures[0];
+    CHECK(t->width == 2 && t->height == 1);
+    CHECK(t->rgba[0] == rgba(255, 0, 0, 255) && t->rgba[1] == rgba(20, 30, 40, 10));
+    /* a transparent texel in a non-glTF diffuse texture: a cut-out */
+    const vx_material *mt = &col.color->materials[col.mat_index[0]];
+    CHECK(mt->texture == 0 && mt->alpha_mode == VX_ALPHA_MASK && mt->alpha_cutoff == 0.5f);
+  }
+  vx_scene_color_release(&col);
+  free(mesh);
+  free(sc);
+}
+
 /* ---- the record of the isolated import -------------------------------------------------------- */
 
 typedef struct membuf {
@@ -842,6 +926,7 @@ int main(void) {
   RUN(jpeg_huffman_overflow_refused);
   RUN(texture_paths_that_are_not_images);
   RUN(nonfinite_and_huge_uvs);
+  RUN(embedded_raw_texels);
   RUN(record_checked);
   RUN(mesh_from_arrays_with_vertex_colors);
   RUN(mesh_load_notes_and_info);
