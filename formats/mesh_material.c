@@ -466,7 +466,7 @@ static vx_status build_material(builder *b, unsigned i, int with_uv, int without
   out->mat_index[2 * i + 1] = (uint32_t)p;
   out->mat_rgba[2 * i] = b->c->materials[a].factor;
   out->mat_rgba[2 * i + 1] = plain.factor;
-  if (b->c->materials[a].texture >= 0) out->want_uv = 1;
+  if (with_uv && b->c->materials[a].texture >= 0) out->want_uv = 1;
   if (out->vc_factor) memcpy(out->vc_factor + 4 * i, col, sizeof col);
   return VX_OK;
 }
