@@ -9,3 +9,6 @@ vx_add_test(test_formats_import_limits
 vx_add_test(test_formats_color_import
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_color_import.c LIBS vx_lib)
 target_include_directories(test_formats_color_import PRIVATE ${STB_INCLUDE_DIR})
+vx_add_test(test_formats_color_tables
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_color_tables.c LIBS vx_lib)
+target_include_directories(test_formats_color_tables PRIVATE ${STB_INCLUDE_DIR})
