@@ -12,7 +12,8 @@
  *    texture's mean colour as Kd beside map_Kd: multiplying would darken it twice). An opacity
  *    map (OBJ map_d) multiplies the texture's alpha, and it or an RGBA texture with transparent
  *    texels makes the material a cut-out (mask at 0.5); an opacity below 1 makes it BLEND with
- *    that alpha. Vertex colours are sRGB-encoded, as PLY scans store them.
+ *    that alpha, as do vertex colours with an alpha below 1 (on meshes without a texture).
+ *    Vertex colours are sRGB-encoded, as PLY scans store them.
  * A scene with no texture, no vertex colour and only the material assimp adds when a file has none
  * ("DefaultMaterial", or an unnamed one) has no colour.
  *
@@ -405,7 +406,7 @@ static int is_default_material(const struct aiScene *sc, unsigned i, int gltf) {
 }
 
 static vx_status build_material(builder *b, unsigned i, int with_uv, int without_uv,
-                                vx_scene_color *out, vx_error *err) {
+                                int vertex_alpha, vx_scene_color *out, vx_error *err) {
   const struct aiMaterial *m = b->sc->mMaterials[i];
   char matname[48];
   material_name(m, matname, sizeof matname);
@@ -430,7 +431,7 @@ static vx_status build_material(builder *b, unsigned i, int with_uv, int without
     if (get_float(m, AI_MATKEY_OPACITY, &opacity)) opacity = clamp01(opacity);
     else opacity = 1.0f;
     col[3] = opacity;
-    if (opacity < 1.0f) plain.alpha_mode = VX_ALPHA_BLEND;
+    if (opacity < 1.0f || vertex_alpha) plain.alpha_mode = VX_ALPHA_BLEND;
   }
   plain.factor = pack(col);
   tex = plain;
@@ -488,7 +489,7 @@ vx_status vx_scene_color_build(const struct aiScene *sc, const char *path, const
   memset(out, 0, sizeof *out);
   out->gltf = ext_is(ext, "gltf") || ext_is(ext, "glb");
   uint32_t nm = sc->mMaterials ? sc->mNumMaterials : 0;
-  /* which materials meshes use, with and without UVs; vertex colours */
+  /* which materials meshes use: 1 with UVs, 2 without, 4 with translucent vertex colours */
   uint8_t *use = nm ? (uint8_t *)vx_calloc(nm, 1) : NULL;
   if (nm && !use) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for materials");
   int colored = 0, any_vc = 0;
@@ -496,7 +497,11 @@ vx_status vx_scene_color_build(const struct aiScene *sc, const char *path, const
     const struct aiMesh *am = sc->mMeshes[k];
     if (!am || am->mNumFaces == 0) continue;
     if (am->mColors[0]) any_vc = 1;
-    if (am->mMaterialIndex < nm) use[am->mMaterialIndex] |= am->mTextureCoords[0] ? 1 : 2;
+    if (am->mMaterialIndex >= nm) continue;
+    use[am->mMaterialIndex] |= am->mTextureCoords[0] ? 1 : 2;
+    /* vertex colours with alpha below 1: the material blends (other formats; glTF's mode rules) */
+    for (unsigned v = 0; am->mColors[0] && !(use[am->mMaterialIndex] & 4) && v < am->mNumVertices; v++)
+      if (am->mColors[0][v].a < 1.0f) use[am->mMaterialIndex] |= 4;
   }
   colored = any_vc;
   for (uint32_t i = 0; i < nm && !colored; i++)
@@ -546,7 +551,8 @@ vx_status vx_scene_color_build(const struct aiScene *sc, const char *path, const
       out->mat_rgba[0] = out->mat_rgba[1] = grey.factor;
     }
     for (uint32_t i = 0; s == VX_OK && i < nm; i++)
-      if (use[i] && sc->mMaterials[i]) s = build_material(b, i, use[i] & 1, (use[i] & 2) != 0, out, err);
+      if (use[i] && sc->mMaterials[i])
+        s = build_material(b, i, use[i] & 1, (use[i] & 2) != 0, (use[i] & 4) != 0, out, err);
     if (s == VX_OK && b->c->material_count == 0) {
       vx_material grey = {vx_rgba_pack_linear(0.6f, 0.6f, 0.6f, 1.0f), -1, VX_ALPHA_OPAQUE, 0.5f};
       soup_material(b, &grey);

@@ -227,7 +227,7 @@ static void vertex_colored_ply(void) {
   CHECK(m.color && m.color->corner_rgba && !m.color->uv && m.color->texture_count == 0);
   if (!m.color || !m.color->corner_rgba) return;
   const vx_material *mt = &m.color->materials[m.color->material[0]];
-  CHECK(mt->texture == -1);
+  CHECK(mt->texture == -1 && mt->alpha_mode == VX_ALPHA_OPAQUE);
   /* each corner's colour is the colour of the vertex at its position (sRGB bytes as stored) */
   for (uint64_t t = 0; t < m.tri_count; t++)
     for (int k = 0; k < 3; k++) {
@@ -238,6 +238,16 @@ static void vertex_colored_ply(void) {
                                                : rgba(10, 20, 30, 255);
       CHECK_MSG(m.color->corner_rgba[3 * t + k] == want, "%08x", m.color->corner_rgba[3 * t + k]);
     }
+  vx_soup_free(&m);
+  /* an alpha below 255 on a vertex: the material blends (opaque otherwise, as above) */
+  const char *plya = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                     "property float z\nproperty uchar red\nproperty uchar green\n"
+                     "property uchar blue\nproperty uchar alpha\nelement face 1\n"
+                     "property list uchar int vertex_indices\nend_header\n0 0 0 255 0 0 255\n"
+                     "1 0 0 0 255 0 64\n0 1 0 0 0 255 255\n3 0 1 2\n";
+  if (!import_both(write_text("vca.ply", plya), &m)) return;
+  CHECK(m.color && m.color->corner_rgba && m.color->corner_rgba[1] == rgba(0, 255, 0, 64));
+  CHECK(m.color && m.color->materials[m.color->material[0]].alpha_mode == VX_ALPHA_BLEND);
   vx_soup_free(&m);
 }
 
