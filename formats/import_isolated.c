@@ -3,7 +3,9 @@
  *
  * The parent forks; the child runs vx_soup_import() and streams the result through a pipe: a
  * fixed record (status, message, counts, bounding box, how far the child's address space grew;
- * explicit little-endian fields) followed by the positions, 9 floats per triangle. The parent
+ * explicit little-endian fields; the summary of the colour: color_record.h) followed by the
+ * positions, 9 floats per triangle, then the colour (materials, textures, the attributes of every
+ * triangle, the warnings: color_record.h). The parent
  * reads with poll() against a deadline. When the deadline passes it kills the child (SIGKILL) and
  * reports a time-out; when the pipe ends early it reports how the child died. Every count read
  * from the pipe is checked before it is used: the child is running code that just parsed a
@@ -19,12 +21,14 @@
  * failure of a child that had grown by half its budget or more (its VmPeak, or its peak RSS when
  * it died) is reported the same way. Header counts are checked before the fork
  * (mesh_precheck.c), so a header bomb never starts a child. The triangles the parent receives
- * are checked against the limit before they are allocated.
+ * are checked against the limit before they are allocated, with their colour (the sizes of its
+ * tables and textures, from the summary, which the colour stream must then match).
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* wait4: the child's peak memory */
 #include "sys/system.h"
 #include "formats/mesh_import.h"
+#include "formats/color_record.h"
 #include "sys/isolate.h"
 #include "formats/mesh_precheck.h"
 #include "formats/svo_codec.h"
@@ -42,7 +46,21 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { REC = 4 + 512 + 8 * 4 + 4 + 6 * 8 + 8 };
+enum { REC_BASE = 4 + 512 + 8 * 4 + 4 + 6 * 8 + 8, REC = REC_BASE + VX_COLOR_SUMMARY_BYTES };
+
+static int write_fd(void *ctx, const void *p, size_t n) {
+  return vx_isolate_write(*(const int *)ctx, p, n) ? 2 : 0;
+}
+
+typedef struct pipe_in {
+  int fd;
+  double deadline;
+} pipe_in;
+
+static int read_fd(void *ctx, void *p, size_t n) {
+  const pipe_in *in = (const pipe_in *)ctx;
+  return vx_isolate_read(in->fd, p, n, in->deadline);
+}
 
 /* The least address space a child gets under a limit, whatever the parent holds already: enough
  * for assimp to read a small mesh and fail cleanly on a large one. */
@@ -70,9 +88,11 @@ static void child(int fd, const char *path, uint64_t budget) {
   }
   /* how far the import grew the address space: how near it came to the limit */
   vx_put_u64(q + 84, vx_isolate_growth(vm0));
+  vx_color_summary_put(s == VX_OK ? m.color : NULL, rec + REC_BASE);
   int bad = vx_isolate_write(fd, rec, sizeof rec);
   if (!bad && s == VX_OK)
     bad = vx_isolate_write(fd, m.pos, (size_t)m.tri_count * 9 * sizeof(float));
+  if (!bad && s == VX_OK) bad = vx_soup_color_write(m.color, m.tri_count, write_fd, &fd);
   _exit(bad ? 1 : 0);
 }
 
@@ -121,7 +141,12 @@ vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t m
     const uint8_t *q = rec + 4 + 512;
     uint32_t cs = vx_get_u32(rec);
     uint64_t n = vx_get_u64(q);
-    if (cs > VX_ERR_INTERRUPTED || n > (UINT64_C(1) << 32) || (cs != VX_OK && n != 0)) {
+    vx_color_summary cols;
+    vx_error cerr;
+    int cbad = vx_color_summary_get(rec + REC_BASE, &cols, &cerr) != VX_OK;
+    double cbytes = cbad ? 0.0 : vx_color_summary_bytes(&cols, n);
+    if (cs > VX_ERR_INTERRUPTED || n > (UINT64_C(1) << 32) || (cs != VX_OK && n != 0) || cbad ||
+        (cs != VX_OK && cols.present)) {
       s = vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s': the importer answered nonsense", path);
     } else if (mem_limit && cs != VX_OK &&
                (cs == VX_ERR_NOMEM || vx_get_u64(q + 84) >= budget / 2)) {
@@ -138,14 +163,16 @@ vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t m
         m[sizeof m - 1] = 0;
         vx_text_escape(err->msg, sizeof err->msg, m); /* bytes from another process */
       }
-    } else if (mem_limit &&
-               (double)vx_resident_bytes() + 2.0 * 36.0 * (double)n > (double)mem_limit) {
-      /* twice 36 bytes a triangle: the child's copy stays alive while this one fills */
+    } else if (mem_limit && (double)vx_resident_bytes() + 2.0 * (36.0 * (double)n + cbytes) >
+                                (double)mem_limit) {
+      /* twice 36 bytes a triangle and the colour: the child's copy stays alive while this one
+       * fills */
       char lim[32];
       s = vx_error_set(err, VX_ERR_LIMIT,
-                       "cannot read '%s': its %llu triangles (%.1f MiB) do not fit under the "
+                       "cannot read '%s': its %llu triangles (%.1f MiB%s) do not fit under the "
                        "memory limit (%s)",
-                       path, (unsigned long long)n, (double)n * 36.0 / 1048576.0,
+                       path, (unsigned long long)n, ((double)n * 36.0 + cbytes) / 1048576.0,
+                       cols.present ? " with their colours" : "",
                        vx_bytes_text((double)mem_limit, lim, sizeof lim));
     } else {
       out->tri_count = n;
@@ -163,6 +190,18 @@ vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t m
                          (unsigned long long)n);
       else
         r = vx_isolate_read(fd, out->pos, (size_t)n * 9 * sizeof(float), deadline);
+      if (s == VX_OK && r == 0 && cols.present) {
+        pipe_in in = {fd, deadline};
+        uint64_t rss = mem_limit ? vx_resident_bytes() : 0;
+        uint64_t avail = !mem_limit ? 0 : rss < mem_limit ? mem_limit - rss : 1;
+        s = vx_soup_color_read(&cols, n, avail, read_fd, &in, &out->color, &r, err);
+        if (s != VX_OK && r == 0) {
+          char pre[600];
+          snprintf(pre, sizeof pre, "cannot read the colours of '%s'", path);
+          vx_error_prefix(err, pre);
+        }
+        if (r != 0) s = VX_OK; /* a time-out or a dead child: said below */
+      }
     }
   }
   close(fd);

@@ -22,7 +22,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "formats/mesh_import.h"
+#include "formats/mesh_material.h"
 #include "formats/mesh_precheck.h"
+#include "svo/color.h"
 
 #include <assimp/cimport.h>
 #include <assimp/postprocess.h>
@@ -65,12 +67,42 @@ static void xform(const double m[12], const struct aiVector3D *v, float *out) {
     out[i] = (float)(m[4 * i] * x + m[4 * i + 1] * y + m[4 * i + 2] * z + m[4 * i + 3]);
 }
 
-/* Appends one instance of mesh am under transform m. */
-static vx_status add_instance(const struct aiMesh *am, const double m[12], float *buf, vx_soup *out,
-                              vx_error *err) {
+/* What a chunk of triangles carries beside positions when the scene has colour. */
+typedef struct chunk {
+  float *pos;     /* CHUNK_TRIS * 9 */
+  uint32_t *mat;  /* CHUNK_TRIS, or NULL: no colour */
+  float *uv;      /* CHUNK_TRIS * 6, or NULL */
+  uint32_t *rgba; /* CHUNK_TRIS * 3, or NULL */
+} chunk;
+
+static vx_status flush(vx_soup *out, const chunk *b, uint32_t nb, vx_error *err) {
+  if (!b->mat) return vx_soup_append(out, b->pos, nb, err);
+  return vx_soup_append_color(out, b->pos, b->mat, b->uv, b->rgba, nb, err);
+}
+
+/* A vertex colour as packed RGBA8: glTF's are linear and multiplied by the base colour factor;
+ * other formats' are sRGB-encoded values. */
+static uint32_t vertex_rgba(const struct aiColor4D *c, const float *factor) {
+  if (factor)
+    return vx_rgba_pack_linear(c->r * factor[0], c->g * factor[1], c->b * factor[2],
+                               c->a * factor[3]);
+  return vx_unorm8(c->r) | vx_unorm8(c->g) << 8 | vx_unorm8(c->b) << 16 | vx_unorm8(c->a) << 24;
+}
+
+/* Appends one instance of mesh am under transform m, with its colour attributes when sc has
+ * colour. */
+static vx_status add_instance(const struct aiMesh *am, const double m[12], const chunk *b,
+                              const vx_scene_color *col, vx_soup *out, vx_error *err) {
   uint32_t nb = 0;
   const unsigned nv = am->mNumVertices;
   if (!am->mVertices || !am->mFaces) return VX_OK;
+  uint32_t mi = col->material_count && am->mMaterialIndex < col->material_count
+                    ? am->mMaterialIndex : 0;
+  const struct aiVector3D *tc = am->mTextureCoords[0];
+  const struct aiColor4D *vc = am->mColors[0];
+  uint32_t smat = col->mat_index ? col->mat_index[2 * mi + (tc ? 0 : 1)] : 0;
+  uint32_t srgba = col->mat_rgba ? col->mat_rgba[2 * mi + (tc ? 0 : 1)] : 0xffffffffu;
+  const float *vf = col->vc_factor ? col->vc_factor + 4 * mi : NULL;
   for (unsigned f = 0; f < am->mNumFaces; f++) {
     const struct aiFace *face = &am->mFaces[f];
     unsigned n = face->mNumIndices;
@@ -85,27 +117,43 @@ static vx_status add_instance(const struct aiMesh *am, const double m[12], float
       continue;
     }
     for (unsigned k = 1; k + 1 < n; k++) { /* a fan; n == 3 after aiProcess_Triangulate */
-      xform(m, &am->mVertices[face->mIndices[0]], buf + 9 * nb);
-      xform(m, &am->mVertices[face->mIndices[k]], buf + 9 * nb + 3);
-      xform(m, &am->mVertices[face->mIndices[k + 1]], buf + 9 * nb + 6);
+      const unsigned idx[3] = {face->mIndices[0], face->mIndices[k], face->mIndices[k + 1]};
+      for (int c = 0; c < 3; c++) {
+        xform(m, &am->mVertices[idx[c]], b->pos + 9 * nb + 3 * c);
+        if (b->uv) {
+          b->uv[6 * nb + 2 * c] = tc ? tc[idx[c]].x : 0.0f;
+          b->uv[6 * nb + 2 * c + 1] = tc ? tc[idx[c]].y : 0.0f;
+        }
+        if (b->rgba) b->rgba[3 * nb + c] = vc ? vertex_rgba(&vc[idx[c]], vf) : srgba;
+      }
+      if (b->mat) b->mat[nb] = smat;
       if (++nb == CHUNK_TRIS) {
-        vx_status s = vx_soup_append(out, buf, nb, err);
+        vx_status s = flush(out, b, nb, err);
         if (s != VX_OK) return s;
         nb = 0;
       }
     }
   }
-  return nb ? vx_soup_append(out, buf, nb, err) : VX_OK;
+  return nb ? flush(out, b, nb, err) : VX_OK;
 }
 
-static vx_status walk_scene(const struct aiScene *sc, const char *name, vx_soup *out, vx_error *err) {
+static vx_status walk_scene(const struct aiScene *sc, const char *name, const vx_scene_color *col,
+                            vx_soup *out, vx_error *err) {
   if (!sc->mRootNode || !sc->mMeshes)
     return vx_error_set(err, VX_ERR_EMPTY, "'%s' has no meshes", name);
   size_t cap = 64, top = 0;
   walk_item *stack = (walk_item *)vx_malloc(cap * sizeof *stack);
-  float *buf = (float *)vx_malloc((size_t)CHUNK_TRIS * 9 * sizeof(float));
+  chunk buf = {(float *)vx_malloc((size_t)CHUNK_TRIS * 9 * sizeof(float)), NULL, NULL, NULL};
+  int nomem = !stack || !buf.pos;
+  if (out->color) {
+    buf.mat = (uint32_t *)vx_malloc((size_t)CHUNK_TRIS * sizeof(uint32_t));
+    nomem |= !buf.mat;
+    if (col->want_uv) nomem |= !(buf.uv = (float *)vx_malloc((size_t)CHUNK_TRIS * 6 * sizeof(float)));
+    if (col->want_rgba)
+      nomem |= !(buf.rgba = (uint32_t *)vx_malloc((size_t)CHUNK_TRIS * 3 * sizeof(uint32_t)));
+  }
   vx_status s = VX_OK;
-  if (!stack || !buf) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory importing '%s'", name);
+  if (nomem) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory importing '%s'", name);
   if (s == VX_OK) {
     stack[0].node = sc->mRootNode;
     mat_from_ai(&sc->mRootNode->mTransformation, stack[0].m);
@@ -123,7 +171,7 @@ static vx_status walk_scene(const struct aiScene *sc, const char *name, vx_soup 
       unsigned mi = it.node->mMeshes[i];
       if (mi >= sc->mNumMeshes || !sc->mMeshes[mi]) continue;
       out->mesh_count++;
-      s = add_instance(sc->mMeshes[mi], it.m, buf, out, err);
+      s = add_instance(sc->mMeshes[mi], it.m, &buf, col, out, err);
     }
     for (unsigned c = 0; s == VX_OK && c < it.node->mNumChildren && it.node->mChildren; c++) {
       const struct aiNode *child = it.node->mChildren[c];
@@ -145,7 +193,10 @@ static vx_status walk_scene(const struct aiScene *sc, const char *name, vx_soup 
     }
   }
   vx_free(stack);
-  vx_free(buf);
+  vx_free(buf.pos);
+  vx_free(buf.mat);
+  vx_free(buf.uv);
+  vx_free(buf.rgba);
   if (s == VX_OK && out->tri_count == 0)
     s = vx_error_set(err, VX_ERR_EMPTY,
                      "'%s' has no usable triangles (%u mesh instances; dropped %llu degenerate, "
@@ -171,7 +222,9 @@ static int faces_well_formed(const struct aiScene *sc) {
   return 1;
 }
 
-static vx_status finish(const struct aiScene *sc, const char *name, vx_soup *out, vx_error *err) {
+/* path: the mesh file (NULL: from memory); ext: its format's extension, or NULL. */
+static vx_status finish(const struct aiScene *sc, const char *name, const char *path,
+                        const char *ext, vx_soup *out, vx_error *err) {
   if (sc && faces_well_formed(sc)) sc = aiApplyPostProcessing(sc, aiProcess_Triangulate);
   if (!sc) {
     const char *why = aiGetErrorString();
@@ -182,7 +235,14 @@ static vx_status finish(const struct aiScene *sc, const char *name, vx_soup *out
     return vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s' as a mesh: %s", name,
                         why && *why ? why : "unknown format or damaged file");
   }
-  vx_status s = walk_scene(sc, name, out, err);
+  vx_scene_color col;
+  vx_status s = vx_scene_color_build(sc, path, ext, &col, err);
+  if (s == VX_OK) {
+    out->color = col.color; /* the soup owns it from here */
+    col.color = NULL;
+    s = walk_scene(sc, name, &col, out, err);
+  }
+  vx_scene_color_release(&col);
   aiReleaseImport(sc);
   if (s != VX_OK) vx_soup_free(out);
   return s;
@@ -303,7 +363,7 @@ vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err) {
   }
   vx_free(magic);
   if (s != VX_OK) return s;
-  return finish(aiImportFile(path, IMPORT_FLAGS), path, out, err);
+  return finish(aiImportFile(path, IMPORT_FLAGS), path, path, vx_mesh_path_ext(path), out, err);
 }
 
 vx_status vx_soup_import_memory(const void *data, size_t size, const char *hint, vx_soup *out,
@@ -322,5 +382,5 @@ vx_status vx_soup_import_memory(const void *data, size_t size, const char *hint,
   if (s != VX_OK) return s;
   return finish(aiImportFileFromMemory((const char *)data, (unsigned)size, IMPORT_FLAGS,
                                        hint ? hint : ""),
-                "mesh data", out, err);
+                "mesh data", NULL, hint, out, err);
 }

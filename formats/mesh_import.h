@@ -4,6 +4,13 @@
  * All meshes of the scene are taken with their node transforms applied (instances expanded),
  * polygons triangulated; points and lines are dropped and counted, as are zero-area triangles and
  * triangles with NaN/Inf coordinates. A scene with no triangle left is VX_ERR_EMPTY.
+ *
+ * Colour (svo/soup.h vx_soup_color, formats/mesh_material.c): per triangle the base-colour or
+ * diffuse texture through UV channel 0 (external files beside the mesh, or embedded in a GLB/FBX;
+ * decoded here, under the memory the process has left), else vertex colours, else the material's
+ * colour; soup.color stays NULL for a scene with none of these. A texture that cannot be found or
+ * read is a line in soup.color->warnings, never an error; more than 65536 distinct materials is
+ * VX_ERR_LIMIT.
  */
 #ifndef VOXLOD_FORMATS_MESH_IMPORT_H
 #define VOXLOD_FORMATS_MESH_IMPORT_H

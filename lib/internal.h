@@ -31,6 +31,13 @@ struct vx_mesh {
                          NULL */
   int has_mesher_stats;
   vx_mesher_stats mesher_stats;
+  /* Made by vx_mesh_from_arrays: where each kept triangle's corners came from, for
+   * vx_mesh_set_vertex_colors: src_idx (3 per triangle) the input indices, else src_tri the input
+   * triangle (its vertices 3t..3t+2; NULL: none was dropped). */
+  int from_arrays;
+  uint64_t src_vertex_count;
+  uint32_t *src_idx;
+  uint32_t *src_tri;
 };
 
 struct vx_tree {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* mesh.c - the triangle soup: append with filtering of degenerate and non-finite triangles. */
+/* soup.c - the triangle soup: append with filtering of degenerate and non-finite triangles, with
+ * the triangles' colour attributes in step when the soup has colour. */
 #include "svo/soup.h"
 
 #include <math.h>
@@ -43,8 +44,49 @@ static int tri_degenerate(const float *p) {
   return cx == 0.0 && cy == 0.0 && cz == 0.0;
 }
 
-vx_status vx_soup_append(vx_soup *m, const float *pos9, uint64_t tri_count, vx_error *err) {
+int vx_soup_tri_usable(const float *pos9) {
+  return tri_finite(pos9) && !tri_degenerate(pos9);
+}
+
+/* Grows the colour arrays of m to hold `need` triangles; creates uv/corner arrays when asked,
+ * back-filling the triangles already there (uv 0, corners white). */
+static vx_status color_grow(vx_soup *m, uint64_t need, int want_uv, int want_rgba, vx_error *err) {
+  vx_soup_color *c = m->color;
+  uint32_t *mat = (uint32_t *)vx_realloc(c->material, (size_t)need * sizeof(uint32_t));
+  if (!mat) goto nomem;
+  c->material = mat;
+  if (c->uv || want_uv) {
+    float *g = (float *)vx_realloc(c->uv, (size_t)need * 6 * sizeof(float));
+    if (!g) goto nomem;
+    if (!c->uv) memset(g, 0, (size_t)m->tri_count * 6 * sizeof(float));
+    c->uv = g;
+  }
+  if (c->corner_rgba || want_rgba) {
+    uint32_t *g = (uint32_t *)vx_realloc(c->corner_rgba, (size_t)need * 3 * sizeof(uint32_t));
+    if (!g) goto nomem;
+    if (!c->corner_rgba)
+      for (uint64_t i = 0; i < m->tri_count * 3; i++) g[i] = 0xffffffffu;
+    c->corner_rgba = g;
+  }
+  return VX_OK;
+nomem:
+  return vx_error_set(err, VX_ERR_NOMEM, "cannot hold the colours of %llu triangles in memory",
+                      (unsigned long long)need);
+}
+
+/* Both appends: the triangles, and with m->color set their attributes in step (NULL attribute
+ * arrays: material 0, uv 0, corners white). */
+static vx_status append_tris(vx_soup *m, const float *pos9, const uint32_t *material,
+                             const float *uv6, const uint32_t *rgba3, uint64_t tri_count,
+                             vx_error *err) {
   if (tri_count == 0) return VX_OK;
+  vx_soup_color *c = m->color;
+  if (c && material)
+    for (uint64_t t = 0; t < tri_count; t++)
+      if (material[t] >= c->material_count)
+        return vx_error_set(err, VX_ERR_INVALID_ARG,
+                            "triangle %llu names material %u of %u", (unsigned long long)t,
+                            material[t], c->material_count);
   if (m->tri_count == 0 && m->pos == NULL) {
     for (int i = 0; i < 3; i++) {
       m->bbox_min[i] = INFINITY;
@@ -59,6 +101,10 @@ vx_status vx_soup_append(vx_soup *m, const float *pos9, uint64_t tri_count, vx_e
     return vx_error_set(err, VX_ERR_NOMEM, "cannot hold %llu triangles in memory",
                         (unsigned long long)need);
   m->pos = grown;
+  if (c) {
+    vx_status s = color_grow(m, need, uv6 != NULL, rgba3 != NULL, err);
+    if (s != VX_OK) return s;
+  }
   for (uint64_t t = 0; t < tri_count; t++) {
     const float *p = pos9 + t * 9;
     if (!tri_finite(p)) {
@@ -69,14 +115,38 @@ vx_status vx_soup_append(vx_soup *m, const float *pos9, uint64_t tri_count, vx_e
       m->skipped_degenerate++;
       continue;
     }
-    memcpy(m->pos + m->tri_count * 9, p, 9 * sizeof(float));
+    uint64_t k = m->tri_count;
+    memcpy(m->pos + k * 9, p, 9 * sizeof(float));
     for (int v = 0; v < 3; v++)
       for (int i = 0; i < 3; i++) {
-        double c = p[v * 3 + i];
-        if (c < m->bbox_min[i]) m->bbox_min[i] = c;
-        if (c > m->bbox_max[i]) m->bbox_max[i] = c;
+        double x = p[v * 3 + i];
+        if (x < m->bbox_min[i]) m->bbox_min[i] = x;
+        if (x > m->bbox_max[i]) m->bbox_max[i] = x;
       }
+    if (c) {
+      c->material[k] = material ? material[t] : 0;
+      if (c->uv)
+        for (int i = 0; i < 6; i++) {
+          float u = uv6 ? uv6[t * 6 + (uint64_t)i] : 0.0f;
+          c->uv[k * 6 + (uint64_t)i] = isfinite(u) ? u : 0.0f;
+        }
+      if (c->corner_rgba)
+        for (int i = 0; i < 3; i++)
+          c->corner_rgba[k * 3 + (uint64_t)i] = rgba3 ? rgba3[t * 3 + (uint64_t)i] : 0xffffffffu;
+    }
     m->tri_count++;
   }
   return VX_OK;
+}
+
+vx_status vx_soup_append(vx_soup *m, const float *pos9, uint64_t tri_count, vx_error *err) {
+  return append_tris(m, pos9, NULL, NULL, NULL, tri_count, err);
+}
+
+vx_status vx_soup_append_color(vx_soup *m, const float *pos9, const uint32_t *material,
+                               const float *uv6, const uint32_t *rgba3, uint64_t tri_count,
+                               vx_error *err) {
+  if (!m->color)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "coloured triangles for a soup without colour");
+  return append_tris(m, pos9, material, uv6, rgba3, tri_count, err);
 }

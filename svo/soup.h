@@ -75,6 +75,9 @@ vx_status vx_soup_append_color(vx_soup *m, const float *pos9, const uint32_t *ma
 
 void vx_soup_free(vx_soup *m);
 
+/* 1 when vx_soup_append keeps the triangle (9 floats: finite, not degenerate), else 0. */
+int vx_soup_tri_usable(const float *pos9);
+
 /* Appends triangles from flat float positions; drops degenerate and non-finite ones (counted),
  * grows the bbox. Fails only on allocation (VX_ERR_NOMEM) or count overflow (VX_ERR_LIMIT). */
 vx_status vx_soup_append(vx_soup *m, const float *pos9, uint64_t tri_count, vx_error *err);

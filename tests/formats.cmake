@@ -10,3 +10,9 @@ vx_add_test(test_formats_svo_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_form
             LIBS vx_formats PkgConfig::ZSTD)
 target_compile_definitions(test_formats_svo_color PRIVATE
                            VX_SVO_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/corpus/svo")
+vx_add_test(test_formats_color_import
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_color_import.c LIBS vx_lib)
+target_include_directories(test_formats_color_import PRIVATE ${STB_INCLUDE_DIR})
+vx_add_test(test_formats_color_tables
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_color_tables.c LIBS vx_lib)
+target_include_directories(test_formats_color_tables PRIVATE ${STB_INCLUDE_DIR})
