@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* color_tex.c - mip pyramids and bilinear samples of textures for the colour pass. */
+#include "voxelizer/color_tex.h"
+#include "svo/color.h"
+#include "sys/alloc.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint32_t half_up(uint32_t n) { return n > 1 ? (n + 1) / 2 : 1; }
+
+uint64_t ctex_mip_texels(uint32_t w, uint32_t h) {
+  uint64_t n = 0;
+  while (w > 1 || h > 1) {
+    w = half_up(w);
+    h = half_up(h);
+    n += (uint64_t)w * h;
+  }
+  return n;
+}
+
+void ctex_lut(float lut[256]) {
+  for (int i = 0; i < 256; i++) lut[i] = vx_srgb_to_linear((float)i * (1.0f / 255.0f));
+}
+
+void ctex_free(ctex *t) {
+  if (!t) return;
+  vx_free(t->owned);
+  memset(t, 0, sizeof *t);
+}
+
+int ctex_build(ctex *t, const vx_texture *src, int premul, const float lut[256]) {
+  memset(t, 0, sizeof *t);
+  t->premul = premul;
+  t->levels = 1;
+  t->w[0] = src->width;
+  t->h[0] = src->height;
+  t->px[0] = src->rgba;
+  uint64_t extra = ctex_mip_texels(src->width, src->height);
+  if (extra == 0) return 1;
+  t->owned = (uint32_t *)vx_malloc((size_t)extra * sizeof(uint32_t));
+  if (!t->owned) return 0;
+  uint32_t *at = t->owned;
+  while (t->w[t->levels - 1] > 1 || t->h[t->levels - 1] > 1) {
+    uint32_t k = t->levels, sw = t->w[k - 1], sh = t->h[k - 1];
+    uint32_t w = half_up(sw), h = half_up(sh);
+    const uint32_t *s = t->px[k - 1];
+    for (uint32_t y = 0; y < h; y++)
+      for (uint32_t x = 0; x < w; x++) {
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, pm[3] = {0.0f, 0.0f, 0.0f};
+        int n = 0;
+        for (uint32_t dy = 0; dy < 2; dy++)
+          for (uint32_t dx = 0; dx < 2; dx++) {
+            uint32_t sx = 2 * x + dx, sy = 2 * y + dy;
+            if (sx >= sw || sy >= sh) continue;
+            uint32_t c = s[(uint64_t)sy * sw + sx];
+            float a = (float)(c >> 24) * (1.0f / 255.0f);
+            for (int k = 0; k < 3; k++) {
+              float l = lut[c >> (8 * k) & 255u];
+              acc[k] += l;
+              pm[k] += a * l;
+            }
+            acc[3] += a;
+            n++;
+          }
+        float inv = 1.0f / (float)n;
+        if (premul && acc[3] > 0.0f)
+          for (int k = 0; k < 3; k++) acc[k] = pm[k] / acc[3] * (float)n;
+        at[(uint64_t)y * w + x] =
+            vx_rgba_pack_linear(acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv);
+      }
+    t->w[k] = w;
+    t->h[k] = h;
+    t->px[k] = at;
+    at += (uint64_t)w * h;
+    t->levels++;
+  }
+  return 1;
+}
+
+/* Wraps a texel index into [0, n). */
+static uint32_t wrap_index(double i, uint32_t n) {
+  double m = fmod(i, (double)n);
+  if (m < 0.0) m += (double)n;
+  uint32_t r = (uint32_t)m;
+  return r < n ? r : 0;
+}
+
+void ctex_bilinear(const ctex *t, uint32_t level, double u, double v, int premul,
+                   const float lut[256], float out[4]) {
+  if (level >= t->levels) level = t->levels - 1;
+  const uint32_t w = t->w[level], h = t->h[level];
+  const uint32_t *px = t->px[level];
+  u -= floor(u);
+  v -= floor(v);
+  double x = u * (double)w - 0.5, y = (1.0 - v) * (double)h - 0.5; /* rows top first */
+  double fx0 = floor(x), fy0 = floor(y);
+  float fx = (float)(x - fx0), fy = (float)(y - fy0);
+  uint32_t x0 = wrap_index(fx0, w), y0 = wrap_index(fy0, h);
+  uint32_t x1 = x0 + 1 < w ? x0 + 1 : 0, y1 = y0 + 1 < h ? y0 + 1 : 0;
+  uint32_t c[4] = {px[(uint64_t)y0 * w + x0], px[(uint64_t)y0 * w + x1],
+                   px[(uint64_t)y1 * w + x0], px[(uint64_t)y1 * w + x1]};
+  float wt[4] = {(1.0f - fx) * (1.0f - fy), fx * (1.0f - fy), (1.0f - fx) * fy, fx * fy};
+  float plain[3] = {0.0f, 0.0f, 0.0f}, pm[3] = {0.0f, 0.0f, 0.0f}, a = 0.0f;
+  for (int k = 0; k < 4; k++) {
+    float ak = (float)(c[k] >> 24) * (1.0f / 255.0f);
+    for (int q = 0; q < 3; q++) {
+      float l = wt[k] * lut[c[k] >> (8 * q) & 255u];
+      plain[q] += l;
+      pm[q] += ak * l;
+    }
+    a += wt[k] * ak;
+  }
+  for (int q = 0; q < 3; q++) out[q] = premul && a > 0.0f ? pm[q] / a : plain[q];
+  out[3] = a;
+}
