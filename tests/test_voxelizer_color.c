@@ -6,10 +6,12 @@
  * sampling of the triangle, a material colour, a MASK texture with a hole, the dominant filter at
  * a material border, pruning, and thread counts.
  *
- * Also a tiny benchmark driver: `test_voxelizer_color bench RES [TRIS_PER_SIDE [THREADS]]`
- * times the build and the colour pass of a textured sphere (a 2048^2 synthetic texture).
+ * Also a tiny benchmark driver: `test_voxelizer_color bench RES [N|MESH [THREADS]]` times the
+ * build and the colour pass of a textured sphere of N x N/2 quads (a 2048^2 synthetic texture),
+ * or of MESH with planar UVs and a 512^2 synthetic texture (needs the mesh importer).
  */
 #include "voxelizer/voxelizer.h"
+#include "formats/mesh_import.h"
 #include "svo/lod.h"
 #include "sys/system.h"
 #include "check.h"
@@ -18,6 +20,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#if defined(__GNUC__)
+#pragma weak vx_soup_import
+#endif
 
 /* ---- references (no library code) ----------------------------------------------------------- */
 
@@ -748,31 +755,79 @@ static void refusals(void) {
   vx_soup_free(&s);
 }
 
+/* A mesh from a file with a synthetic texture: UVs the planar projection of x, y over the box
+ * (the texture repeated twice across it), a texN^2 checker of 16 texel squares. */
+static int mesh_soup(const char *path, vx_soup *s, uint32_t texN) {
+  vx_error e;
+  if (!vx_soup_import) {
+    fprintf(stderr, "no mesh importer linked\n");
+    return 0;
+  }
+  if (vx_soup_import(path, s, &e) != VX_OK) {
+    fprintf(stderr, "%s\n", e.msg);
+    return 0;
+  }
+  vx_soup_color *c = (vx_soup_color *)vx_calloc(1, sizeof *c);
+  vx_material m = mat_tex(0, VX_ALPHA_OPAQUE, 0.5f);
+  c->materials = (vx_material *)vx_malloc(sizeof m);
+  c->materials[0] = m;
+  c->material_count = 1;
+  c->textures = (vx_texture *)vx_calloc(1, sizeof(vx_texture));
+  uint32_t *px = checker(texN, 16);
+  c->textures[0].width = c->textures[0].height = texN;
+  c->textures[0].rgba = (uint32_t *)vx_malloc((size_t)texN * texN * 4);
+  memcpy(c->textures[0].rgba, px, (size_t)texN * texN * 4);
+  free(px);
+  c->texture_count = 1;
+  c->material = (uint32_t *)vx_calloc(s->tri_count, 4);
+  c->uv = (float *)vx_malloc(s->tri_count * 24);
+  double ext = fmax(s->bbox_max[0] - s->bbox_min[0], s->bbox_max[1] - s->bbox_min[1]);
+  for (uint64_t t = 0; t < s->tri_count * 3; t++)
+    for (int k = 0; k < 2; k++)
+      c->uv[t * 2 + k] = (float)(2.0 * (s->pos[t * 3 + k] - s->bbox_min[k]) / ext);
+  s->color = c;
+  return 1;
+}
+
 static int bench(int argc, char **argv) {
   uint32_t R = (uint32_t)atoi(argv[2]);
-  int nu = argc > 3 ? atoi(argv[3]) : 512, threads = argc > 4 ? atoi(argv[4]) : 0;
+  int threads = argc > 4 ? atoi(argv[4]) : 0;
+  const char *what = argc > 3 ? argv[3] : "512";
   vx_soup s;
-  sphere_soup(&s, nu, nu / 2, 2048);
+  struct stat sb;
+  if (stat(what, &sb) == 0) {
+    if (!mesh_soup(what, &s, 512)) return 1;
+  } else {
+    int nu = atoi(what);
+    sphere_soup(&s, nu, nu / 2, 2048);
+  }
   vx_voxelize_opts o;
   memset(&o, 0, sizeof o);
   o.resolution = R;
   o.threads = threads;
   vx_octree t;
   vx_error e;
+  struct timespec c0, c1, c2;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
   double t0 = vx_clock_seconds();
   if (vx_voxelize(&s, &o, &t, NULL, &e) != VX_OK) {
     fprintf(stderr, "%s\n", e.msg);
     return 1;
   }
   double t1 = vx_clock_seconds();
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
   if (vx_color_tree(&s, &t, VX_COLOR_FILTER_MEAN, threads, 0, &e) != VX_OK) {
     fprintf(stderr, "%s\n", e.msg);
     return 1;
   }
   double t2 = vx_clock_seconds();
-  printf("%llu triangles, %u^3: %llu voxels, %llu nodes; build %.2f s, colour %.2f s (+%.0f%%)\n",
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c2);
+  double cb = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
+  double cc = (double)(c2.tv_sec - c1.tv_sec) + 1e-9 * (double)(c2.tv_nsec - c1.tv_nsec);
+  printf("%llu triangles, %u^3: %llu voxels, %llu nodes; build %.2f s (CPU %.2f s), colour %.2f s "
+         "(CPU %.2f s, +%.0f%% of the build's CPU time)\n",
          (unsigned long long)s.tri_count, R, (unsigned long long)t.voxel_count,
-         (unsigned long long)t.node_count, t1 - t0, t2 - t1, 100.0 * (t2 - t1) / (t1 - t0));
+         (unsigned long long)t.node_count, t1 - t0, cb, t2 - t1, cc, 100.0 * cc / cb);
   vx_octree_free(&t);
   vx_soup_free(&s);
   return 0;

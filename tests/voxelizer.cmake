@@ -21,4 +21,5 @@ vx_add_test(test_voxelizer_ooc SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelize
             LIBS ${VX_VOXELIZER_TEST_LIBS})
 target_link_options(test_voxelizer_ooc PRIVATE "LINKER:-u,vx_soup_import")
 vx_add_test(test_voxelizer_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_color.c
-            LIBS vx_voxelizer Threads::Threads)
+            LIBS ${VX_VOXELIZER_TEST_LIBS})
+target_link_options(test_voxelizer_color PRIVATE "LINKER:-u,vx_soup_import")

@@ -10,16 +10,17 @@
  * 2. The colour of a part (part_color): a material colour is constant; vertex colours are linear
  *    over the triangle, so their mean over a part is their value at its centroid; a texture is
  *    filtered over the part's footprint at the texel rate of that footprint: the part's UV polygon
- *    spans A0 texels, the fan triangles of the part are split at their edge midpoints into S <= 16
- *    equal sub-triangles, and each is sampled bilinearly at its centroid on the mip level where
+ *    spans A0 texels, the fan triangles of the part are split at their edge midpoints into S
+ *    equal sub-triangles (S about A0, at most 16), and each is sampled bilinearly at its centroid on the mip level where
  *    the footprint spans at most S texels (color_tex.h), weighted by its area; a part smaller
  *    than a texel takes the bilinear value of level 0 at its centroid. Textures of MASK and BLEND
  *    materials are filtered with alpha weights (color_tex.h). Alpha per sample: opaque
  *    materials 1, MASK 1 where the sample's alpha >= the cutoff and 0 elsewhere (on level 0; a
  *    coarser level's alpha is the share of opaque texels below it and is used as such), BLEND
  *    the alpha itself.
- * 3. Sums. Records are sorted by (code, triangle) - a total order, so the sums below are the same
- *    whatever the thread count - and reduced per voxel, then level by level upwards (code >> 3):
+ * 3. Sums. Records are sorted by (code, triangle) (a stable radix sort on the code of records
+ *    made in triangle order) - a total order, so the sums below are the same whatever the thread
+ *    count - and reduced per voxel, then level by level upwards (code >> 3):
  *    sums of A, of A alpha and of A alpha rgb for every cell some part reached. Mean filter: a
  *    cell's colour is sum(A alpha rgb) / sum(A alpha), its alpha sum(A alpha) / sum(A) (at least
  *    1/255 when some of it is opaque). Dominant filter: a voxel takes the colour of its part with
@@ -34,30 +35,16 @@
  */
 #include "voxelizer/voxelizer.h"
 #include "voxelizer/color_clip.h"
+#include "voxelizer/color_internal.h"
 #include "voxelizer/color_tex.h"
 #include "voxelizer/internal.h"
 #include "svo/color.h"
 #include "sys/system.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define COLOR_CHUNK 1024u /* triangles per work item */
-
-typedef struct crec { /* one part of one triangle in one voxel: 32 bytes */
-  uint64_t code;
-  uint32_t tri;
-  float area;   /* A */
-  float rgb[3]; /* A * mean(alpha * rgb), linear */
-  float a;      /* A * mean(alpha) */
-} crec;
-
-typedef struct csum { /* a cell's sums */
-  uint64_t code;
-  double area, a;
-  double rgb[3]; /* mean: sum of A alpha rgb; dominant: the chosen colour */
-} csum;
+#define COLOR_CHUNK 64u /* triangles per work item (a large triangle has many parts) */
 
 enum { KIND_FLAT = 0, KIND_CORNER = 1, KIND_TEX = 2 };
 
@@ -82,7 +69,6 @@ typedef struct cjob {
   uint64_t chunks;
   uint64_t *count; /* per chunk: records (pass 1), then its first record's offset */
   crec *recs;      /* NULL in pass 1 */
-  atomic_uint_fast64_t next;
 } cjob;
 
 static void unpack_linear(const float lut[256], uint32_t c, float out[4]) {
@@ -195,7 +181,12 @@ static void part_color(const cjob *j, const ctri *ti, const clip_poly *P, double
     accumulate(j, ti, c1, c2, 0, 1.0, out);
     return;
   }
-  const int k = nf == 1 ? 2 : (nf <= 4 ? 1 : 0), m = 1 << k;
+  /* about one sample per texel of the footprint, up to 16: each fan triangle split k times */
+  const int kmax = nf == 1 ? 2 : (nf <= 4 ? 1 : 0);
+  const double want = ti->kind == KIND_TEX ? texels : 16.0;
+  int k = 0;
+  while (k < kmax && (double)(nf << (2 * k)) < want) k++;
+  const int m = 1 << k;
   uint32_t level = 0;
   if (ti->kind == KIND_TEX) {
     const double S = (double)(nf * m * m);
@@ -269,89 +260,7 @@ static void run_chunk(cjob *j, uint64_t chunk) {
   if (!j->recs) j->count[chunk] = n;
 }
 
-static void *color_worker(void *arg) {
-  cjob *j = (cjob *)arg;
-  for (;;) {
-    uint64_t c = atomic_fetch_add(&j->next, 1);
-    if (c >= j->chunks) break;
-    run_chunk(j, c);
-  }
-  return NULL;
-}
-
-static int rec_cmp(const void *pa, const void *pb) {
-  const crec *a = (const crec *)pa, *b = (const crec *)pb;
-  if (a->code != b->code) return a->code < b->code ? -1 : 1;
-  return a->tri < b->tri ? -1 : (a->tri > b->tri);
-}
-
-/* Records (sorted) -> the voxels' sums; returns their count. */
-static uint64_t reduce_voxels(const crec *r, uint64_t n, vx_color_filter filter, csum *out) {
-  uint64_t m = 0;
-  for (uint64_t i = 0; i < n;) {
-    csum *s = &out[m++];
-    memset(s, 0, sizeof *s);
-    s->code = r[i].code;
-    double best = 0.0;
-    for (; i < n && r[i].code == s->code; i++) {
-      s->area += r[i].area;
-      s->a += r[i].a;
-      if (filter == VX_COLOR_FILTER_DOMINANT) {
-        if (r[i].a > best) {
-          best = r[i].a;
-          for (int k = 0; k < 3; k++) s->rgb[k] = (double)r[i].rgb[k] / (double)r[i].a;
-        }
-      } else {
-        for (int k = 0; k < 3; k++) s->rgb[k] += r[i].rgb[k];
-      }
-    }
-  }
-  return m;
-}
-
-/* The sums of level l (n entries) -> those of level l - 1 (in place at out); returns the count. */
-static uint64_t reduce_up(const csum *c, uint64_t n, vx_color_filter filter, csum *out) {
-  uint64_t m = 0;
-  for (uint64_t i = 0; i < n;) {
-    csum s;
-    memset(&s, 0, sizeof s);
-    s.code = c[i].code >> 3;
-    double best = 0.0;
-    for (; i < n && (c[i].code >> 3) == s.code; i++) {
-      s.area += c[i].area;
-      s.a += c[i].a;
-      if (filter == VX_COLOR_FILTER_DOMINANT) {
-        if (c[i].a > best) {
-          best = c[i].a;
-          memcpy(s.rgb, c[i].rgb, sizeof s.rgb);
-        }
-      } else {
-        for (int k = 0; k < 3; k++) s.rgb[k] += c[i].rgb[k];
-      }
-    }
-    out[m++] = s;
-  }
-  return m;
-}
-
-/* A cell's packed colour from its sums; parent: the parent's packed colour. */
-static uint32_t cell_color(const csum *s, vx_color_filter filter, uint32_t parent) {
-  if (!s || !(s->area > 0.0)) return (parent & 0xffffffu) | 0xff000000u;
-  if (!(s->a > 0.0)) return parent & 0xffffffu;
-  double rgb[3];
-  for (int k = 0; k < 3; k++) rgb[k] = filter == VX_COLOR_FILTER_DOMINANT ? s->rgb[k] : s->rgb[k] / s->a;
-  double alpha = s->a / s->area;
-  uint32_t c = vx_rgba_pack_linear((float)rgb[0], (float)rgb[1], (float)rgb[2], 1.0f) & 0xffffffu;
-  uint32_t a8 = vx_unorm8((float)alpha);
-  return c | (a8 ? a8 : 1u) << 24;
-}
-
-/* Pass 1 and 2 over the triangles. */
-static void run_passes(cjob *j, int threads) {
-  atomic_store(&j->next, 0);
-  int nt = vx_thread_count(threads, j->chunks < 256 ? (int)(j->chunks ? j->chunks : 1) : 256);
-  vx_parallel(nt, color_worker, j);
-}
+static void chunk_item(void *ctx, uint64_t chunk) { run_chunk((cjob *)ctx, chunk); }
 
 vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filter, int threads,
                         uint64_t mem_limit, vx_error *err) {
@@ -409,7 +318,7 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
     }
   }
   /* pass 1: count the records */
-  run_passes(&j, threads);
+  color_parallel(threads, j.chunks, chunk_item, &j);
   uint64_t nrec = 0;
   for (uint64_t c = 0; c < j.chunks; c++) {
     uint64_t n = j.count[c];
@@ -446,15 +355,14 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
                       (unsigned long long)nrec);
     goto done;
   }
-  run_passes(&j, threads);
-  qsort(j.recs, (size_t)nrec, sizeof(crec), rec_cmp);
-  /* sums, voxels then upwards */
+  color_parallel(threads, j.chunks, chunk_item, &j);
+  /* sums, voxels then upwards; the voxels' sums hold the sort's scratch first */
   sums[D] = (csum *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(csum));
-  if (!sums[D]) {
+  if (!sums[D] || !color_sort(j.recs, (crec *)(void *)sums[D], nrec, 3 * D, threads)) {
     st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
     goto done;
   }
-  nsum[D] = reduce_voxels(j.recs, nrec, filter, sums[D]);
+  nsum[D] = color_reduce_voxels(j.recs, nrec, filter, sums[D], threads);
   vx_free(j.recs);
   j.recs = NULL;
   for (uint32_t l = D; l > 0; l--) {
@@ -463,7 +371,7 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
       st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
       goto done;
     }
-    nsum[l - 1] = reduce_up(sums[l], nsum[l], filter, sums[l - 1]);
+    nsum[l - 1] = color_reduce_up(sums[l], nsum[l], filter, sums[l - 1], threads);
   }
   /* the walk */
   ncol = (uint32_t *)vx_malloc((size_t)(t->node_count ? t->node_count : 1) * sizeof(uint32_t));
@@ -474,42 +382,8 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
     st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
     goto done;
   }
-  {
-    const uint32_t grey = vx_rgba_pack_linear(0.5f, 0.5f, 0.5f, 1.0f);
-    codes[0] = 0;
-    ncol[0] = cell_color(nsum[0] && sums[0][0].code == 0 ? &sums[0][0] : NULL, filter, grey);
-    for (uint32_t l = 0; l < D; l++) {
-      const uint64_t first = t->level_first[l], cnt = t->level_count[l];
-      const uint64_t cfirst = l + 1 < D ? t->level_first[l + 1] : 0, ccnt = t->level_count[l + 1];
-      uint64_t p = 0;
-      const csum *S = sums[l + 1];
-      for (uint64_t k = 0; k < cnt; k++) {
-        const vx_node *nd = &t->nodes[first + k];
-        uint32_t mask = vx_node_mask(nd->info), slot_k = 0;
-        for (uint32_t s = 0; s < 8; s++) {
-          if (!(mask >> s & 1u)) continue;
-          uint64_t idx = (uint64_t)nd->child + slot_k++;
-          if (idx < cfirst || idx - cfirst >= ccnt) {
-            st = vx_error_set(err, VX_ERR_CORRUPT, "colour pass: a child index out of range");
-            goto done;
-          }
-          uint64_t code = codes[k] << 3 | s;
-          while (p < nsum[l + 1] && S[p].code < code) p++;
-          const csum *hit = p < nsum[l + 1] && S[p].code == code ? &S[p] : NULL;
-          uint32_t c = cell_color(hit, filter, ncol[first + k]);
-          if (l + 1 < D) {
-            ncol[idx] = c;
-            next_codes[idx - cfirst] = code;
-          } else {
-            vcol[idx] = c;
-          }
-        }
-      }
-      uint64_t *tmp = codes;
-      codes = next_codes;
-      next_codes = tmp;
-    }
-  }
+  st = color_walk(t, sums, nsum, filter, ncol, vcol, codes, next_codes, threads, err);
+  if (st != VX_OK) goto done;
   vx_free(t->node_color);
   vx_free(t->voxel_color);
   t->node_color = ncol;

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 /* A triangle clipped by 6 planes has at most 9 vertices; the splits below never hold more. */
-#define CLIP_MAX 16
+#define CLIP_MAX 12
 
 typedef struct clip_vert {
   double p[3]; /* grid coordinates */
@@ -105,48 +105,62 @@ typedef void (*clip_emit_fn)(void *ctx, const clip_poly *P, double area, uint32_
 
 static inline uint64_t clip_triangle(const double g[9], uint32_t R, double min_area,
                                      clip_emit_fn emit, void *ctx) {
-  clip_poly T, restx, px, resty, py, restz, pz, tmp;
-  T.n = 3;
+  /* each axis: the rest beyond the current slab in rx[cur], split into the slab's piece and the
+   * next rest in rx[1 - cur] (no copies of polygons) */
+  clip_poly rx[2], ry[2], rz[2], px, py, pz;
+  rx[0].n = 3;
   for (int v = 0; v < 3; v++) {
-    for (int k = 0; k < 3; k++) T.v[v].p[k] = g[v * 3 + k];
-    T.v[v].b[0] = v == 1 ? 1.0 : 0.0;
-    T.v[v].b[1] = v == 2 ? 1.0 : 0.0;
+    for (int k = 0; k < 3; k++) rx[0].v[v].p[k] = g[v * 3 + k];
+    rx[0].v[v].b[0] = v == 1 ? 1.0 : 0.0;
+    rx[0].v[v].b[1] = v == 2 ? 1.0 : 0.0;
   }
   uint64_t parts = 0;
   int64_t x0, x1, y0, y1, z0, z1;
-  clip_range(&T, 0, R, &x0, &x1);
-  restx = T;
-  for (int64_t x = x0; x <= x1 && restx.n >= 3; x++) {
+  int cx = 0;
+  clip_range(&rx[0], 0, R, &x0, &x1);
+  for (int64_t x = x0; x <= x1 && rx[cx].n >= 3; x++) {
+    const clip_poly *PX = &rx[cx];
     if (x < x1) {
-      clip_split(&restx, 0, (double)(x + 1), &px, &tmp);
-      restx = tmp;
-    } else {
-      px = restx;
+      clip_split(&rx[cx], 0, (double)(x + 1), &px, &rx[1 - cx]);
+      cx = 1 - cx;
+      PX = &px;
     }
-    if (px.n < 3) continue;
-    clip_range(&px, 1, R, &y0, &y1);
-    resty = px;
-    for (int64_t y = y0; y <= y1 && resty.n >= 3; y++) {
+    if (PX->n < 3) continue;
+    int cy = 0;
+    clip_range(PX, 1, R, &y0, &y1);
+    const clip_poly *YS = PX; /* the rest; copied only when it will be split */
+    if (y0 < y1) {
+      ry[0] = *PX;
+      YS = &ry[0];
+    }
+    for (int64_t y = y0; y <= y1 && YS->n >= 3; y++) {
+      const clip_poly *PY = YS;
       if (y < y1) {
-        clip_split(&resty, 1, (double)(y + 1), &py, &tmp);
-        resty = tmp;
-      } else {
-        py = resty;
+        clip_split(&ry[cy], 1, (double)(y + 1), &py, &ry[1 - cy]);
+        cy = 1 - cy;
+        YS = &ry[cy];
+        PY = &py;
       }
-      if (py.n < 3) continue;
-      clip_range(&py, 2, R, &z0, &z1);
-      restz = py;
-      for (int64_t z = z0; z <= z1 && restz.n >= 3; z++) {
+      if (PY->n < 3) continue;
+      int cz = 0;
+      clip_range(PY, 2, R, &z0, &z1);
+      const clip_poly *ZS = PY;
+      if (z0 < z1) {
+        rz[0] = *PY;
+        ZS = &rz[0];
+      }
+      for (int64_t z = z0; z <= z1 && ZS->n >= 3; z++) {
+        const clip_poly *PZ = ZS;
         if (z < z1) {
-          clip_split(&restz, 2, (double)(z + 1), &pz, &tmp);
-          restz = tmp;
-        } else {
-          pz = restz;
+          clip_split(&rz[cz], 2, (double)(z + 1), &pz, &rz[1 - cz]);
+          cz = 1 - cz;
+          ZS = &rz[cz];
+          PZ = &pz;
         }
-        if (pz.n < 3) continue;
-        double a = clip_area(&pz);
+        if (PZ->n < 3) continue;
+        double a = clip_area(PZ);
         if (!(a > min_area)) continue;
-        if (emit) emit(ctx, &pz, a, (uint32_t)x, (uint32_t)y, (uint32_t)z);
+        if (emit) emit(ctx, PZ, a, (uint32_t)x, (uint32_t)y, (uint32_t)z);
         parts++;
       }
     }

@@ -78,12 +78,12 @@ int ctex_build(ctex *t, const vx_texture *src, int premul, const float lut[256])
   return 1;
 }
 
-/* Wraps a texel index into [0, n). */
+/* The texel index floor(i) for i in [-1, n) (a coordinate of [0, 1) in texels less a half),
+ * wrapped into [0, n). */
 static uint32_t wrap_index(double i, uint32_t n) {
-  double m = fmod(i, (double)n);
-  if (m < 0.0) m += (double)n;
-  uint32_t r = (uint32_t)m;
-  return r < n ? r : 0;
+  if (i < 0.0) return n - 1;
+  uint32_t r = (uint32_t)i;
+  return r < n ? r : n - 1;
 }
 
 void ctex_bilinear(const ctex *t, uint32_t level, double u, double v, int premul,
