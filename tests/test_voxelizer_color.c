@@ -824,10 +824,16 @@ static int bench(int argc, char **argv) {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c2);
   double cb = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
   double cc = (double)(c2.tv_sec - c1.tv_sec) + 1e-9 * (double)(c2.tv_nsec - c1.tv_nsec);
+  uint64_t h = 14695981039346656037ull; /* FNV-1a of the colours, to compare builds */
+  for (uint64_t i = 0; i < t.node_count + t.voxel_count; i++) {
+    uint32_t c = i < t.node_count ? t.node_color[i] : t.voxel_color[i - t.node_count];
+    for (int k = 0; k < 4; k++) h = (h ^ (c >> (8 * k) & 255u)) * 1099511628211ull;
+  }
   printf("%llu triangles, %u^3: %llu voxels, %llu nodes; build %.2f s (CPU %.2f s), colour %.2f s "
-         "(CPU %.2f s, +%.0f%% of the build's CPU time)\n",
+         "(CPU %.2f s, +%.0f%% of the build's CPU time); colours %016llx\n",
          (unsigned long long)s.tri_count, R, (unsigned long long)t.voxel_count,
-         (unsigned long long)t.node_count, t1 - t0, cb, t2 - t1, cc, 100.0 * cc / cb);
+         (unsigned long long)t.node_count, t1 - t0, cb, t2 - t1, cc, 100.0 * cc / cb,
+         (unsigned long long)h);
   vx_octree_free(&t);
   vx_soup_free(&s);
   return 0;

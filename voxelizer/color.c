@@ -5,8 +5,9 @@
  * 1. Parts. Each triangle is cut into its parts in the finest voxels (color_clip.h). Each part of
  *    positive area gives a record: the voxel's Morton code, the triangle's index, the part's area
  *    A and, over the part, A * mean(alpha * rgb) and A * mean(alpha), rgb in linear light.
- *    Triangles are handed to the threads in chunks; a first pass counts each chunk's records, so
- *    that the second writes them at fixed offsets, in chunk order whatever the thread count.
+ *    Triangles are handed to the threads in chunks of COLOR_CHUNK; each chunk's records go to a
+ *    block of their own (charged against the memory limit as they are made), gathered in chunk
+ *    order afterwards, so their order does not depend on the thread count.
  * 2. The colour of a part (part_color): a material colour is constant; vertex colours are linear
  *    over the triangle, so their mean over a part is their value at its centroid; a texture is
  *    filtered over the part's footprint at the texel rate of that footprint: the part's UV polygon
@@ -41,6 +42,7 @@
 #include "svo/color.h"
 #include "sys/system.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,8 +69,12 @@ typedef struct cjob {
   const ctex *tex; /* texture_count entries; levels == 0: unusable or unused */
   float lut[256];
   uint64_t chunks;
-  uint64_t *count; /* per chunk: records (pass 1), then its first record's offset */
-  crec *recs;      /* NULL in pass 1 */
+  crec **chunk_recs;    /* per chunk: its records, in triangle order */
+  uint64_t *count;      /* per chunk: how many, then the offset of its first in recs */
+  crec *recs;           /* all of them, chunk after chunk */
+  uint64_t cap;         /* bytes the chunks' records may hold (0: no limit) */
+  atomic_uint_fast64_t held;
+  atomic_int fail;      /* VX_ERR_LIMIT or VX_ERR_NOMEM: stop */
 } cjob;
 
 static void unpack_linear(const float lut[256], uint32_t c, float out[4]) {
@@ -212,7 +218,9 @@ static void part_color(const cjob *j, const ctri *ti, const clip_poly *P, double
 typedef struct emit_ctx {
   const cjob *j;
   const ctri *ti;
-  crec *out;
+  crec *buf; /* the chunk's records: n of cap */
+  uint64_t n, cap;
+  int nomem;
   uint32_t tri;
   int plane; /* the axis of the inner grid plane the triangle lies on, or -1 */
 } emit_ctx;
@@ -220,6 +228,17 @@ typedef struct emit_ctx {
 static void emit_part(void *vctx, const clip_poly *P, double area, uint32_t x, uint32_t y,
                       uint32_t z) {
   emit_ctx *e = (emit_ctx *)vctx;
+  if (e->nomem) return;
+  if (e->n + 2 > e->cap) {
+    uint64_t cap = e->cap * 2 + 16;
+    crec *b = (crec *)vx_realloc(e->buf, (size_t)cap * sizeof(crec));
+    if (!b) {
+      e->nomem = 1;
+      return;
+    }
+    e->buf = b;
+    e->cap = cap;
+  }
   double c[4];
   part_color(e->j, e->ti, P, c);
   uint32_t xyz[3] = {x, y, z};
@@ -227,7 +246,7 @@ static void emit_part(void *vctx, const clip_poly *P, double area, uint32_t x, u
   double A = area / copies;
   for (int i = 0; i < copies; i++) {
     if (e->plane >= 0) xyz[e->plane] = (e->plane == 0 ? x : e->plane == 1 ? y : z) - 1 + i;
-    crec *r = e->out++;
+    crec *r = &e->buf[e->n++];
     r->code = vx_morton_encode(xyz[0], xyz[1], xyz[2]);
     r->tri = e->tri;
     r->area = (float)A;
@@ -236,31 +255,49 @@ static void emit_part(void *vctx, const clip_poly *P, double area, uint32_t x, u
   }
 }
 
-static void run_chunk(cjob *j, uint64_t chunk) {
+/* The records of one chunk of triangles, into a block of their own, charged against j->cap. */
+static void run_chunk(void *ctx, uint64_t chunk) {
+  cjob *j = (cjob *)ctx;
+  if (atomic_load(&j->fail)) return;
   uint64_t t0 = chunk * COLOR_CHUNK, t1 = t0 + COLOR_CHUNK;
   if (t1 > j->soup->tri_count) t1 = j->soup->tri_count;
-  uint64_t n = 0;
-  crec *out = j->recs ? j->recs + j->count[chunk] : NULL;
-  for (uint64_t t = t0; t < t1; t++) {
+  emit_ctx e;
+  memset(&e, 0, sizeof e);
+  e.j = j;
+  for (uint64_t t = t0; t < t1 && !e.nomem; t++) {
     double g[9];
     vx_grid_tri(j->soup, &j->xf, t, g);
     /* parts below this share of the triangle are round-off (an edge on a grid plane) */
     double min_area = vx_grid_tri_area(g) * 1e-12;
-    int plane = clip_on_plane(g, j->R);
-    if (!out) {
-      n += clip_triangle(g, j->R, min_area, NULL, NULL) * (plane >= 0 ? 2 : 1);
-      continue;
-    }
     ctri ti;
     tri_setup(j, t, &ti);
-    emit_ctx e = {j, &ti, out, (uint32_t)t, plane};
+    e.ti = &ti;
+    e.tri = (uint32_t)t;
+    e.plane = clip_on_plane(g, j->R);
     clip_triangle(g, j->R, min_area, emit_part, &e);
-    out = e.out;
   }
-  if (!j->recs) j->count[chunk] = n;
+  if (!e.nomem && e.n < e.cap) { /* give back the slack */
+    crec *b = (crec *)vx_realloc(e.buf, (size_t)(e.n ? e.n : 1) * sizeof(crec));
+    if (b) e.buf = b;
+  }
+  uint64_t held = atomic_fetch_add(&j->held, e.n * sizeof(crec)) + e.n * sizeof(crec);
+  if (e.nomem || (j->cap && held > j->cap)) {
+    int none = 0;
+    atomic_compare_exchange_strong(&j->fail, &none, e.nomem ? VX_ERR_NOMEM : VX_ERR_LIMIT);
+  }
+  j->chunk_recs[chunk] = e.buf;
+  j->count[chunk] = e.n;
 }
 
-static void chunk_item(void *ctx, uint64_t chunk) { run_chunk((cjob *)ctx, chunk); }
+/* Copies a chunk's records to their place in recs and frees its block. */
+static void gather_chunk(void *ctx, uint64_t chunk) {
+  cjob *j = (cjob *)ctx;
+  if (j->chunk_recs[chunk])
+    memcpy(j->recs + j->count[chunk], j->chunk_recs[chunk],
+           (size_t)(j->count[chunk + 1] - j->count[chunk]) * sizeof(crec));
+  vx_free(j->chunk_recs[chunk]);
+  j->chunk_recs[chunk] = NULL;
+}
 
 vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filter, int threads,
                         uint64_t mem_limit, vx_error *err) {
@@ -286,14 +323,17 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
   j.chunks = (soup->tri_count + COLOR_CHUNK - 1) / COLOR_CHUNK;
   ctex *tex = (ctex *)vx_calloc(sc->texture_count ? sc->texture_count : 1, sizeof(ctex));
   uint8_t *used = (uint8_t *)vx_calloc(sc->texture_count ? sc->texture_count : 1, 1);
-  j.count = (uint64_t *)vx_calloc((size_t)j.chunks, sizeof(uint64_t));
+  j.count = (uint64_t *)vx_calloc((size_t)j.chunks + 1, sizeof(uint64_t));
+  j.chunk_recs = (crec **)vx_calloc((size_t)j.chunks, sizeof(crec *));
+  atomic_init(&j.held, 0);
+  atomic_init(&j.fail, 0);
   csum *sums[VX_MAX_DEPTH + 1];
   uint64_t nsum[VX_MAX_DEPTH + 1];
   memset(sums, 0, sizeof sums);
   memset(nsum, 0, sizeof nsum);
   uint64_t *codes = NULL, *next_codes = NULL;
   uint32_t *ncol = NULL, *vcol = NULL;
-  if (!tex || !used || !j.count) {
+  if (!tex || !used || !j.count || !j.chunk_recs) {
     st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
     goto done;
   }
@@ -317,45 +357,50 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
         mip_bytes += ctex_mip_texels(x->width, x->height) * 4;
     }
   }
-  /* pass 1: count the records */
-  color_parallel(threads, j.chunks, chunk_item, &j);
-  uint64_t nrec = 0;
-  for (uint64_t c = 0; c < j.chunks; c++) {
-    uint64_t n = j.count[c];
-    j.count[c] = nrec;
-    nrec += n;
-  }
   uint64_t widest = 1;
   for (uint32_t l = 0; l <= D; l++)
     if (t->level_count[l] > widest) widest = t->level_count[l];
-  double need = (double)nrec * (sizeof(crec) + sizeof(csum)) +
-                (double)t->node_count * sizeof(csum) +
-                (double)(t->node_count + t->voxel_count) * 4.0 + (double)widest * 16.0 +
-                (double)mip_bytes;
+  /* besides the records (32 B each, twice while they are gathered) and the voxels' sums (48 B
+   * per record at most): the upper levels' sums, the colours, the walk's codes, the mips */
+  const double fixed = (double)t->node_count * sizeof(csum) +
+                       (double)(t->node_count + t->voxel_count) * 4.0 + (double)widest * 16.0 +
+                       (double)mip_bytes;
+  const double per_rec = 2.0 * sizeof(crec) + sizeof(csum) - sizeof(crec);
+  double left = 0.0;
   if (mem_limit) {
     double rss = (double)vx_resident_bytes(), lim = (double)mem_limit;
-    double left = rss < lim ? lim - rss : 0.0;
-    if (need > left) {
-      char a[32], b[32];
-      st = vx_error_set(err, VX_ERR_LIMIT, "colour needs %s for %llu triangle parts; the memory "
-                        "limit leaves %s", vx_bytes_text(need, a, sizeof a),
-                        (unsigned long long)nrec, vx_bytes_text(left, b, sizeof b));
-      goto done;
-    }
+    left = rss < lim ? lim - rss : 0.0;
+    double room = left - fixed;
+    j.cap = room > 0.0 ? (uint64_t)(room / per_rec * sizeof(crec)) : 1;
   }
   for (uint32_t i = 0; i < sc->texture_count; i++)
     if (used[i] && !ctex_build(&tex[i], &sc->textures[i], used[i] >> 1, j.lut)) {
       st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory for texture levels");
       goto done;
     }
-  /* pass 2: the records, sorted */
-  j.recs = (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));
+  /* the records, chunk by chunk, then gathered in chunk order */
+  color_parallel(threads, j.chunks, run_chunk, &j);
+  uint64_t nrec = 0;
+  for (uint64_t c = 0; c < j.chunks; c++) {
+    uint64_t n = j.count[c];
+    j.count[c] = nrec;
+    nrec += n;
+  }
+  j.count[j.chunks] = nrec;
+  if (atomic_load(&j.fail) == VX_ERR_LIMIT) {
+    char a[32], b[32];
+    st = vx_error_set(err, VX_ERR_LIMIT, "colour needs more than %s for its triangle parts; the "
+                      "memory limit leaves %s", vx_bytes_text(fixed + (double)atomic_load(&j.held) / sizeof(crec) * per_rec, a, sizeof a),
+                      vx_bytes_text(left, b, sizeof b));
+    goto done;
+  }
+  j.recs = atomic_load(&j.fail) ? NULL : (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));
   if (!j.recs) {
     st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory for %llu triangle parts",
                       (unsigned long long)nrec);
     goto done;
   }
-  color_parallel(threads, j.chunks, chunk_item, &j);
+  color_parallel(threads, j.chunks, gather_chunk, &j);
   /* sums, voxels then upwards; the voxels' sums hold the sort's scratch first */
   sums[D] = (csum *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(csum));
   if (!sums[D] || !color_sort(j.recs, (crec *)(void *)sums[D], nrec, 3 * D, threads)) {
@@ -393,6 +438,8 @@ done:
   for (uint32_t i = 0; tex && i < sc->texture_count; i++) ctex_free(&tex[i]);
   vx_free(tex);
   vx_free(used);
+  for (uint64_t c = 0; j.chunk_recs && c < j.chunks; c++) vx_free(j.chunk_recs[c]);
+  vx_free(j.chunk_recs);
   vx_free(j.count);
   vx_free(j.recs);
   for (uint32_t l = 0; l <= D; l++) vx_free(sums[l]);
