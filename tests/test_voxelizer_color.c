@@ -254,7 +254,7 @@ static void cube_six_face_colours(void) {
   }
   vx_soup s;
   sb_finish(&b, &s, &m, 1, &tx, 1, 1, 0);
-  for (uint32_t R = 8; R <= 32; R *= 4) {
+  for (uint32_t R = 2; R <= 32; R *= 4) {
     vx_octree t;
     if (!build(&s, R, &t)) continue;
     if (color(&s, &t, VX_COLOR_FILTER_MEAN, 2)) {
@@ -355,7 +355,7 @@ static void checkerboard_plane(void) {
   }
 }
 
-/* ---- 3. vertex colours and a material colour -------------------------------------------------- */
+/* ---- 3. vertex colours and a material colour ------------------------------------------------ */
 
 static void vertex_colours_match_integral(void) {
   const uint32_t R = 16;

@@ -12,9 +12,10 @@
  *    over the triangle, so their mean over a part is their value at its centroid; a texture is
  *    filtered over the part's footprint at the texel rate of that footprint: the part's UV polygon
  *    spans A0 texels, the fan triangles of the part are split at their edge midpoints into S
- *    equal sub-triangles (S about A0, at most 16), and each is sampled bilinearly at its centroid on the mip level where
- *    the footprint spans at most S texels (color_tex.h), weighted by its area; a part smaller
- *    than a texel takes the bilinear value of level 0 at its centroid. Textures of MASK and BLEND
+ *    equal sub-triangles (S about A0, at most 16), and each is sampled bilinearly at its
+ *    centroid on the mip level where the footprint spans at most S texels (color_tex.h),
+ *    weighted by its area; a part smaller than a texel takes the bilinear value of level 0 at
+ *    its centroid. Textures of MASK and BLEND
  *    materials are filtered with alpha weights (color_tex.h). Alpha per sample: opaque
  *    materials 1, MASK 1 where the sample's alpha >= the cutoff and 0 elsewhere (on level 0; a
  *    coarser level's alpha is the share of opaque texels below it and is used as such), BLEND
@@ -389,12 +390,13 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
   j.count[j.chunks] = nrec;
   if (atomic_load(&j.fail) == VX_ERR_LIMIT) {
     char a[32], b[32];
+    double seen = fixed + (double)atomic_load(&j.held) / sizeof(crec) * per_rec;
     st = vx_error_set(err, VX_ERR_LIMIT, "colour needs more than %s for its triangle parts; the "
-                      "memory limit leaves %s", vx_bytes_text(fixed + (double)atomic_load(&j.held) / sizeof(crec) * per_rec, a, sizeof a),
+                      "memory limit leaves %s", vx_bytes_text(seen, a, sizeof a),
                       vx_bytes_text(left, b, sizeof b));
     goto done;
   }
-  j.recs = atomic_load(&j.fail) ? NULL : (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));
+  if (!atomic_load(&j.fail)) j.recs = (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));
   if (!j.recs) {
     st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory for %llu triangle parts",
                       (unsigned long long)nrec);
