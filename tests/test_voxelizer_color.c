@@ -430,6 +430,50 @@ static void vertex_colours_match_integral(void) {
   vx_soup_free(&s);
 }
 
+/* Random triangles, corner colours from their positions: the root's colour is the area-weighted mean of
+ * the triangles' mean colours (their corners' mean in linear light), so no part of any triangle
+ * is lost or counted twice by the clipping. */
+static void random_soup_root_mean(void) {
+  soupb b = {0};
+  uint64_t seed = 12345;
+  double sum[3] = {0, 0, 0}, area = 0;
+  for (int i = 0; i < 300; i++) {
+    double p[9];
+    uint32_t corner[3];
+    for (int k = 0; k < 9; k++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      p[k] = (double)(seed >> 11) / 9007199254740992.0;
+      if (i % 7 == 0 && k % 3 == 2) p[k] = 0.5; /* some lie on a grid plane */
+    }
+    for (int v = 0; v < 3; v++) /* the colour follows the position: lost parts bias it */
+      corner[v] = rgba((uint32_t)(255 * p[v * 3]), (uint32_t)(255 * p[v * 3 + 1]),
+                       (uint32_t)(255 * p[v * 3 + 2]), 255);
+    double u[3], w[3];
+    for (int k = 0; k < 3; k++) {
+      u[k] = (float)p[3 + k] - (float)p[k];
+      w[k] = (float)p[6 + k] - (float)p[k];
+    }
+    double cx = u[1] * w[2] - u[2] * w[1], cy = u[2] * w[0] - u[0] * w[2],
+           cz = u[0] * w[1] - u[1] * w[0], A = 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
+    area += A;
+    for (int q = 0; q < 3; q++)
+      for (int v = 0; v < 3; v++) sum[q] += A * ref_lin(corner[v] >> (8 * q) & 255u) / 3.0;
+    sb_tri(&b, p, 0, NULL, corner);
+  }
+  vx_material m = mat_flat(0xffffffffu);
+  vx_soup s;
+  sb_finish(&b, &s, &m, 1, NULL, 0, 0, 1);
+  vx_octree t;
+  if (build(&s, 16, &t) && color(&s, &t, VX_COLOR_FILTER_MEAN, 2)) {
+    for (int q = 0; q < 3; q++)
+      CHECK_MSG(abs(ch(t.node_color[0], q) - ref_srgb8(sum[q] / area)) <= 1, "channel %d: %d, want %d",
+                q, ch(t.node_color[0], q), ref_srgb8(sum[q] / area));
+    CHECK(ch(t.node_color[0], 3) == 255);
+  }
+  vx_octree_free(&t);
+  vx_soup_free(&s);
+}
+
 static void material_colour_exact(void) {
   soupb b = {0};
   /* a closed box of 12 triangles, slanted so its faces cut voxels */
@@ -844,6 +888,7 @@ int main(int argc, char **argv) {
   RUN(cube_six_face_colours);
   RUN(checkerboard_plane);
   RUN(vertex_colours_match_integral);
+  RUN(random_soup_root_mean);
   RUN(material_colour_exact);
   RUN(mask_hole);
   RUN(dominant_two_materials);

@@ -101,16 +101,18 @@ void ctex_bilinear(const ctex *t, uint32_t level, double u, double v, int premul
   uint32_t c[4] = {px[(uint64_t)y0 * w + x0], px[(uint64_t)y0 * w + x1],
                    px[(uint64_t)y1 * w + x0], px[(uint64_t)y1 * w + x1]};
   float wt[4] = {(1.0f - fx) * (1.0f - fy), fx * (1.0f - fy), (1.0f - fx) * fy, fx * fy};
-  float plain[3] = {0.0f, 0.0f, 0.0f}, pm[3] = {0.0f, 0.0f, 0.0f}, a = 0.0f;
+  float a[4], wa[4], asum = 0.0f;
   for (int k = 0; k < 4; k++) {
-    float ak = (float)(c[k] >> 24) * (1.0f / 255.0f);
-    for (int q = 0; q < 3; q++) {
-      float l = wt[k] * lut[c[k] >> (8 * q) & 255u];
-      plain[q] += l;
-      pm[q] += ak * l;
-    }
-    a += wt[k] * ak;
+    a[k] = (float)(c[k] >> 24) * (1.0f / 255.0f);
+    wa[k] = wt[k] * a[k];
+    asum += wa[k];
   }
-  for (int q = 0; q < 3; q++) out[q] = premul && a > 0.0f ? pm[q] / a : plain[q];
-  out[3] = a;
+  const float *ws = premul && asum > 0.0f ? wa : wt; /* premultiplied, or plain */
+  const float norm = premul && asum > 0.0f ? 1.0f / asum : 1.0f;
+  for (int q = 0; q < 3; q++) {
+    const uint32_t sh = 8u * (uint32_t)q;
+    out[q] = (ws[0] * lut[c[0] >> sh & 255u] + ws[1] * lut[c[1] >> sh & 255u] +
+              ws[2] * lut[c[2] >> sh & 255u] + ws[3] * lut[c[3] >> sh & 255u]) * norm;
+  }
+  out[3] = asum;
 }
