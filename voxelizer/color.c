@@ -59,7 +59,7 @@ typedef struct ctri { /* what the colour of one triangle needs */
   float corner[3][4];
   double uv[6];
   double texels; /* |det| of the barycentric -> texel map of level 0 (twice the UV triangle) */
-  const ctex *tex;
+  ctex *tex;
 } ctri;
 
 typedef struct cjob {
@@ -67,7 +67,7 @@ typedef struct cjob {
   const vx_soup_color *sc;
   vx_transform xf;
   uint32_t R;
-  const ctex *tex; /* texture_count entries; levels == 0: unusable or unused */
+  ctex *tex;       /* texture_count entries; levels == 0: unusable or unused */
   float lut[256];
   uint64_t chunks;
   crec **chunk_recs;    /* per chunk: its records, in triangle order */
@@ -198,6 +198,7 @@ static void part_color(const cjob *j, const ctri *ti, const clip_poly *P, double
   if (ti->kind == KIND_TEX) {
     const double S = (double)(nf * m * m);
     while (level + 1 < ti->tex->levels && texels > S * ldexp(1.0, 2 * (int)level)) level++;
+    if (level > 0 && !ctex_mips(ti->tex, j->lut)) level = 0; /* no memory for them: level 0 */
   }
   for (int f = 0; f < nf; f++) {
     if (!(fan[f] > 0.0)) continue;
@@ -375,10 +376,7 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
     j.cap = room > 0.0 ? (uint64_t)(room / per_rec * sizeof(crec)) : 1;
   }
   for (uint32_t i = 0; i < sc->texture_count; i++)
-    if (used[i] && !ctex_build(&tex[i], &sc->textures[i], used[i] >> 1, j.lut)) {
-      st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory for texture levels");
-      goto done;
-    }
+    if (used[i]) ctex_init(&tex[i], &sc->textures[i], used[i] >> 1);
   /* the records, chunk by chunk, then gathered in chunk order */
   color_parallel(threads, j.chunks, run_chunk, &j);
   uint64_t nrec = 0;

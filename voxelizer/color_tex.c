@@ -24,26 +24,67 @@ void ctex_lut(float lut[256]) {
 }
 
 void ctex_free(ctex *t) {
-  if (!t) return;
+  if (!t || !t->levels) return;
   vx_free(t->owned);
+  pthread_mutex_destroy(&t->mu);
   memset(t, 0, sizeof *t);
 }
 
-int ctex_build(ctex *t, const vx_texture *src, int premul, const float lut[256]) {
+void ctex_init(ctex *t, const vx_texture *src, int premul) {
   memset(t, 0, sizeof *t);
   t->premul = premul;
   t->levels = 1;
   t->w[0] = src->width;
   t->h[0] = src->height;
   t->px[0] = src->rgba;
-  uint64_t extra = ctex_mip_texels(src->width, src->height);
-  if (extra == 0) return 1;
-  t->owned = (uint32_t *)vx_malloc((size_t)extra * sizeof(uint32_t));
+  while (t->w[t->levels - 1] > 1 || t->h[t->levels - 1] > 1) {
+    t->w[t->levels] = half_up(t->w[t->levels - 1]);
+    t->h[t->levels] = half_up(t->h[t->levels - 1]);
+    t->levels++;
+  }
+  atomic_init(&t->state, t->levels == 1 ? 1 : 0);
+  pthread_mutex_init(&t->mu, NULL);
+}
+
+static int build_levels(ctex *t, const float lut[256]);
+
+int ctex_mips(ctex *t, const float lut[256]) {
+  int s = atomic_load(&t->state);
+  if (s == 0) {
+    pthread_mutex_lock(&t->mu);
+    s = atomic_load(&t->state);
+    if (s == 0) {
+      s = build_levels(t, lut) ? 1 : 2;
+      atomic_store(&t->state, s);
+    }
+    pthread_mutex_unlock(&t->mu);
+  }
+  return s == 1;
+}
+
+/* Linear [0, 1] -> sRGB code: the code whose interval (its value +-1/2 in sRGB units) holds x,
+ * as vx_unorm8(vx_linear_to_srgb(x)) rounds, found among the intervals' bounds in linear light
+ * (up[c]: the linear value at code c + 1/2) by binary search instead of a power per channel. */
+static uint32_t encode8(const float up[256], float x) {
+  uint32_t lo = 0, hi = 255; /* the first code whose upper bound is above x */
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (up[mid] > x) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+static int build_levels(ctex *t, const float lut[256]) {
+  float up[256];
+  for (int c = 0; c < 255; c++) up[c] = vx_srgb_to_linear(((float)c + 0.5f) * (1.0f / 255.0f));
+  up[255] = INFINITY;
+  const int premul = t->premul;
+  t->owned = (uint32_t *)vx_malloc((size_t)ctex_mip_texels(t->w[0], t->h[0]) * sizeof(uint32_t));
   if (!t->owned) return 0;
   uint32_t *at = t->owned;
-  while (t->w[t->levels - 1] > 1 || t->h[t->levels - 1] > 1) {
-    uint32_t k = t->levels, sw = t->w[k - 1], sh = t->h[k - 1];
-    uint32_t w = half_up(sw), h = half_up(sh);
+  for (uint32_t k = 1; k < t->levels; k++) {
+    uint32_t sw = t->w[k - 1], sh = t->h[k - 1], w = t->w[k], h = t->h[k];
     const uint32_t *s = t->px[k - 1];
     for (uint32_t y = 0; y < h; y++)
       for (uint32_t x = 0; x < w; x++) {
@@ -55,25 +96,22 @@ int ctex_build(ctex *t, const vx_texture *src, int premul, const float lut[256])
             if (sx >= sw || sy >= sh) continue;
             uint32_t c = s[(uint64_t)sy * sw + sx];
             float a = (float)(c >> 24) * (1.0f / 255.0f);
-            for (int k = 0; k < 3; k++) {
-              float l = lut[c >> (8 * k) & 255u];
-              acc[k] += l;
-              pm[k] += a * l;
+            for (int q = 0; q < 3; q++) {
+              float l = lut[c >> (8 * q) & 255u];
+              acc[q] += l;
+              pm[q] += a * l;
             }
             acc[3] += a;
             n++;
           }
         float inv = 1.0f / (float)n;
         if (premul && acc[3] > 0.0f)
-          for (int k = 0; k < 3; k++) acc[k] = pm[k] / acc[3] * (float)n;
-        at[(uint64_t)y * w + x] =
-            vx_rgba_pack_linear(acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv);
+          for (int q = 0; q < 3; q++) acc[q] = pm[q] / acc[3] * (float)n;
+        at[(uint64_t)y * w + x] = encode8(up, acc[0] * inv) | encode8(up, acc[1] * inv) << 8 |
+                                  encode8(up, acc[2] * inv) << 16 | vx_unorm8(acc[3] * inv) << 24;
       }
-    t->w[k] = w;
-    t->h[k] = h;
     t->px[k] = at;
     at += (uint64_t)w * h;
-    t->levels++;
   }
   return 1;
 }

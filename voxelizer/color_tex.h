@@ -16,27 +16,35 @@
 #ifndef VOXLOD_VOXELIZER_COLOR_TEX_H
 #define VOXLOD_VOXELIZER_COLOR_TEX_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include "svo/soup.h"
 
 #define CTEX_MAX_LEVELS 33
 
 typedef struct ctex {
-  uint32_t levels;                  /* >= 1 */
+  uint32_t levels;                  /* >= 1, down to 1 x 1 */
   uint32_t w[CTEX_MAX_LEVELS], h[CTEX_MAX_LEVELS];
-  const uint32_t *px[CTEX_MAX_LEVELS];
-  uint32_t *owned;                  /* levels 1.. in one block (NULL when levels == 1) */
+  const uint32_t *px[CTEX_MAX_LEVELS]; /* levels 1.. once ctex_mips has built them */
+  uint32_t *owned;                  /* levels 1.. in one block */
   int premul;                       /* levels 1.. averaged with alpha weights */
+  atomic_int state;                 /* levels 1..: 0 not built, 1 built, 2 out of memory */
+  pthread_mutex_t mu;
 } ctex;
 
-/* Texels of levels 1.. of a w x h texture (what ctex_build allocates, 4 bytes each). */
+/* Texels of levels 1.. of a w x h texture (what ctex_mips allocates, 4 bytes each). */
 uint64_t ctex_mip_texels(uint32_t w, uint32_t h);
 
 /* The 256 sRGB codes decoded to linear light. */
 void ctex_lut(float lut[256]);
 
-/* Builds the pyramid of src (width, height >= 1, rgba set). Returns 0 when out of memory. */
-int ctex_build(ctex *t, const vx_texture *src, int premul, const float lut[256]);
+/* Level 0 of src (width, height >= 1, rgba set) and the sizes of the others, which are built on
+ * first use (ctex_mips): a pass whose parts all fit within a texel never builds them. */
+void ctex_init(ctex *t, const vx_texture *src, int premul);
+/* Whether levels 1.. are there, building them on the first call (thread-safe); 0 when out of
+ * memory (then only level 0 can be sampled). */
+int ctex_mips(ctex *t, const float lut[256]);
 void ctex_free(ctex *t);
 
 /* The bilinear sample of level `level` at (u, v) (finite; wrapped here): linear r, g, b, a;
