@@ -19,7 +19,9 @@
  *    materials are filtered with alpha weights (color_tex.h). Alpha per sample: opaque
  *    materials 1, MASK 1 where the sample's alpha >= the cutoff and 0 elsewhere (on level 0; a
  *    coarser level's alpha is the share of opaque texels below it and is used as such), BLEND
- *    the alpha itself.
+ *    the alpha itself. What the importer should not hand over is tolerated: a material index
+ *    out of range is opaque white, a texture out of range or without UVs leaves the material's
+ *    colour (or the vertex colours), a non-finite UV is 0.
  * 3. Sums. Records are sorted by (code, triangle) (a stable radix sort on the code of records
  *    made in triangle order) - a total order, so the sums below are the same whatever the thread
  *    count - and reduced per voxel, then level by level upwards (code >> 3):
@@ -88,9 +90,8 @@ static void unpack_linear(const float lut[256], uint32_t c, float out[4]) {
 static void tri_setup(const cjob *j, uint64_t t, ctri *ti) {
   const vx_soup_color *sc = j->sc;
   static const vx_material white = {0xffffffffu, -1, VX_ALPHA_OPAQUE, 0.5f};
-  const vx_material *m = sc->material && sc->material[t] < sc->material_count && sc->materials
-                             ? &sc->materials[sc->material[t]]
-                             : &white;
+  const uint32_t mi = sc->material ? sc->material[t] : 0; /* no table of them: material 0 */
+  const vx_material *m = sc->materials && mi < sc->material_count ? &sc->materials[mi] : &white;
   ti->alpha_mode = m->alpha_mode;
   ti->cutoff = m->alpha_cutoff;
   unpack_linear(j->lut, m->factor, ti->factor);
