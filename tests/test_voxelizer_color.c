@@ -782,6 +782,28 @@ static void refusals(void) {
     CHECK(vx_color_tree(&s, &t, VX_COLOR_FILTER_MEAN, 1, 1024, &e) == VX_ERR_LIMIT);
     CHECK(strstr(e.msg, "colour") != NULL);
     CHECK(t.node_color == NULL && t.voxel_color == NULL);
+    /* limits around what it needs: either colours or VX_ERR_LIMIT and the tree left grey (the
+     * refusal before any part, and the one while the parts are made) */
+    uint64_t lo = vx_resident_bytes(), hi = lo + (64u << 20);
+    int refused = 0, done = 0;
+    for (int i = 0; i < 14; i++) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      vx_status st = vx_color_tree(&s, &t, VX_COLOR_FILTER_MEAN, 2, mid, &e);
+      CHECK(st == VX_OK || st == VX_ERR_LIMIT);
+      if (st == VX_OK) {
+        CHECK(t.node_color && t.voxel_color);
+        vx_free(t.node_color);
+        vx_free(t.voxel_color);
+        t.node_color = t.voxel_color = NULL;
+        done++;
+        hi = mid;
+      } else {
+        CHECK(t.node_color == NULL && t.voxel_color == NULL && strstr(e.msg, "colour needs"));
+        refused++;
+        lo = mid;
+      }
+    }
+    CHECK(refused > 0 && done > 0);
     CHECK(vx_color_tree(&s, &t, (vx_color_filter)7, 1, 0, &e) == VX_ERR_INVALID_ARG);
     /* no colour: nothing to do */
     vx_soup_color *c = s.color;

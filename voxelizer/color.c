@@ -368,11 +368,23 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
   const double fixed = (double)t->node_count * sizeof(csum) +
                        (double)(t->node_count + t->voxel_count) * 4.0 + (double)widest * 16.0 +
                        (double)mip_bytes;
-  const double per_rec = 2.0 * sizeof(crec) + sizeof(csum) - sizeof(crec);
+  /* per record, the peak: its sums beside it (80 B; 64 B while the blocks are gathered) */
+  const double per_rec = (double)(sizeof(crec) + sizeof(csum));
   double left = 0.0;
   if (mem_limit) {
     double rss = (double)vx_resident_bytes(), lim = (double)mem_limit;
     left = rss < lim ? lim - rss : 0.0;
+    /* refused at once when even the fewest parts cannot fit: a part lies in one voxel, whose
+     * plane sections are at most sqrt 2 in area */
+    double fewest = vx_soup_grid_area(soup, &t->xf) / sqrt(2.0);
+    if (fixed + fewest * per_rec > left) {
+      char a[32], b[32];
+      st = vx_error_set(err, VX_ERR_LIMIT, "colour needs at least %s for %.0f triangle parts; "
+                        "the memory limit leaves %s",
+                        vx_bytes_text(fixed + fewest * per_rec, a, sizeof a), fewest,
+                        vx_bytes_text(left, b, sizeof b));
+      goto done;
+    }
     double room = left - fixed;
     j.cap = room > 0.0 ? (uint64_t)(room / per_rec * sizeof(crec)) : 1;
   }
