@@ -365,13 +365,15 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
   uint64_t widest = 1;
   for (uint32_t l = 0; l <= D; l++)
     if (t->level_count[l] > widest) widest = t->level_count[l];
-  /* besides the records (32 B each, twice while they are gathered) and the voxels' sums (48 B
-   * per record at most): the upper levels' sums, the colours, the walk's codes, the mips */
+  /* besides the records (32 B each, twice while they are gathered and sorted) and the voxels'
+   * sums (48 B per voxel a part reached): the upper levels' sums, the colours, the walk's codes,
+   * the mips */
   const double fixed = (double)t->node_count * sizeof(csum) +
                        (double)(t->node_count + t->voxel_count) * 4.0 + (double)widest * 16.0 +
                        (double)mip_bytes;
-  /* per record, the peak: its sums beside it (80 B; 64 B while the blocks are gathered) */
-  const double per_rec = (double)(sizeof(crec) + sizeof(csum));
+  /* per record, while the records are made, gathered (blocks and array) and sorted (array and
+   * scratch): twice its size; the voxels' sums are charged once counted */
+  const double per_rec = 2.0 * sizeof(crec);
   double left = 0.0;
   if (mem_limit) {
     double rss = (double)vx_resident_bytes(), lim = (double)mem_limit;
@@ -416,22 +418,40 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
     goto done;
   }
   color_parallel(threads, j.chunks, gather_chunk, &j);
-  /* sums, voxels then upwards; the voxels' sums hold the sort's scratch first */
-  sums[D] = (csum *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(csum));
-  if (!sums[D] || !color_sort(j.recs, (crec *)(void *)sums[D], nrec, 3 * D, threads)) {
-    st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
+  {
+    crec *scratch = (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));
+    int sorted = scratch && color_sort(j.recs, scratch, nrec, 3 * D, threads);
+    vx_free(scratch);
+    if (!sorted) {
+      st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory to sort %llu parts",
+                        (unsigned long long)nrec);
+      goto done;
+    }
+  }
+  /* sums, voxels (beside the records) then upwards (their share is in `fixed`) */
+  int over = 0;
+  double room = left - fixed - (double)nrec * sizeof(crec);
+  sums[D] = color_reduce_voxels(j.recs, nrec, filter, threads,
+                                mem_limit ? (room > 1.0 ? (uint64_t)room : 1) : 0, &nsum[D], &over);
+  if (!sums[D]) {
+    char a[32], b[32];
+    st = over ? vx_error_set(err, VX_ERR_LIMIT, "colour needs %s for %llu triangle parts in %llu "
+                             "voxels; the memory limit leaves %s",
+                             vx_bytes_text(fixed + (double)nrec * sizeof(crec) +
+                                           (double)nsum[D] * sizeof(csum), a, sizeof a),
+                             (unsigned long long)nrec, (unsigned long long)nsum[D],
+                             vx_bytes_text(left, b, sizeof b))
+              : vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
     goto done;
   }
-  nsum[D] = color_reduce_voxels(j.recs, nrec, filter, sums[D], threads);
   vx_free(j.recs);
   j.recs = NULL;
   for (uint32_t l = D; l > 0; l--) {
-    sums[l - 1] = (csum *)vx_malloc((size_t)(nsum[l] ? nsum[l] : 1) * sizeof(csum));
+    sums[l - 1] = color_reduce_up(sums[l], nsum[l], filter, threads, 0, &nsum[l - 1], &over);
     if (!sums[l - 1]) {
       st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
       goto done;
     }
-    nsum[l - 1] = color_reduce_up(sums[l], nsum[l], filter, sums[l - 1], threads);
   }
   /* the walk */
   ncol = (uint32_t *)vx_malloc((size_t)(t->node_count ? t->node_count : 1) * sizeof(uint32_t));

@@ -28,10 +28,13 @@ void color_parallel(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t 
  * (bits wide); tmp holds n records. Returns 0 when out of memory. */
 int color_sort(crec *r, crec *tmp, uint64_t n, uint32_t bits, int threads);
 
-/* Sorted records -> the voxels' sums (out: up to n); sums of a level -> those of the level above
- * (code >> 3). Return the number of sums written. */
-uint64_t color_reduce_voxels(const crec *r, uint64_t n, vx_color_filter f, csum *out, int threads);
-uint64_t color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, csum *out, int threads);
+/* Sorted records -> the voxels' sums; sums of a level -> those of the level above (code >> 3).
+ * Return the sums (*count of them, vx_malloc'd, exactly that many), or NULL when they would take
+ * more than max_bytes (0: no bound; *over set) or cannot be allocated. */
+csum *color_reduce_voxels(const crec *r, uint64_t n, vx_color_filter f, int threads,
+                          uint64_t max_bytes, uint64_t *count, int *over);
+csum *color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, int threads,
+                      uint64_t max_bytes, uint64_t *count, int *over);
 
 /* The tree's colours from the sums of every level (sums[l]: nsum[l] entries sorted by code):
  * fills ncol (node_count) and vcol (voxel_count); codes and next_codes hold the widest level. */

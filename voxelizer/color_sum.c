@@ -8,7 +8,8 @@
  * the code by an LSD radix sort of an odd number of passes, so the result lands back in place.
  * Both steps are stable, so records made in triangle order end in (code, triangle) order.
  * Reduce: the sorted input is cut into ranges at changes of the key (code, or code >> 3 a level
- * up), each range's keys counted, then summed into place.
+ * up), each range's keys counted, the output allocated to the exact count, then each range
+ * summed into place.
  * Walk: level by level, the nodes of a level in ranges of WALK_CHUNK; a range finds its first
  * child's sums by binary search, then merges (the children's codes increase along a level).
  */
@@ -212,7 +213,7 @@ static void red_range(void *ctx, uint64_t p) {
   }
 }
 
-static uint64_t reduce(red_job *j, int threads) {
+static csum *reduce(red_job *j, int threads, uint64_t max_bytes, uint64_t *count, int *over) {
   for (uint64_t p = 0; p <= REDUCE_PARTS; p++) {
     uint64_t a = (uint64_t)((unsigned __int128)j->n * p / REDUCE_PARTS);
     if (p && a < j->lo[p - 1]) a = j->lo[p - 1];
@@ -228,29 +229,34 @@ static uint64_t reduce(red_job *j, int threads) {
     j->at[p] = total;
     total += c;
   }
+  *count = total;
+  *over = max_bytes && (double)total * sizeof(csum) > (double)max_bytes;
+  if (*over) return NULL;
+  j->out = (csum *)vx_malloc((size_t)(total ? total : 1) * sizeof(csum));
+  if (!j->out) return NULL;
   j->write = 1;
   color_parallel(threads, REDUCE_PARTS, red_range, j);
-  return total;
+  return j->out;
 }
 
-uint64_t color_reduce_voxels(const crec *r, uint64_t n, vx_color_filter f, csum *out, int threads) {
+csum *color_reduce_voxels(const crec *r, uint64_t n, vx_color_filter f, int threads,
+                          uint64_t max_bytes, uint64_t *count, int *over) {
   red_job j;
   memset(&j, 0, sizeof j);
   j.r = r;
   j.n = n;
   j.f = f;
-  j.out = out;
-  return reduce(&j, threads);
+  return reduce(&j, threads, max_bytes, count, over);
 }
 
-uint64_t color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, csum *out, int threads) {
+csum *color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, int threads,
+                      uint64_t max_bytes, uint64_t *count, int *over) {
   red_job j;
   memset(&j, 0, sizeof j);
   j.c = c;
   j.n = n;
   j.f = f;
-  j.out = out;
-  return reduce(&j, threads);
+  return reduce(&j, threads, max_bytes, count, over);
 }
 
 /* ---- the walk ---------------------------------------------------------------------------- */
