@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # fuzz/run.sh - build the libFuzzer targets with clang (ASan + UBSan) and run each for N seconds.
 #   fuzz/run.sh [BUILD_DIR] [SECONDS]      (defaults: build-fuzz, 60)
-# Seeds come from tests/corpus/{svo,mesh,vdb,view_msg,sample,text,color,texture,material}; new inputs go to BUILD_DIR/corpus-* (not the repo).
+# Seeds come from tests/corpus/<target name without fuzz_>; new inputs go to BUILD_DIR/corpus-* (not the repo).
 # Exits non-zero when a target crashes (the crashing input is left in BUILD_DIR/crash-*).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -15,9 +15,9 @@ jobs="${VOXLOD_FUZZ_JOBS:-2}"
 command -v clang++ >/dev/null || { echo "fuzz/run.sh: clang not found (apt-get install clang)" >&2; exit 2; }
 cmake -S "$here" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$jobs" --target fuzz_svo fuzz_mesh fuzz_vdb fuzz_view_msg fuzz_sample fuzz_text \
-  fuzz_color fuzz_texture fuzz_material
+  fuzz_color fuzz_color_pass fuzz_texture fuzz_material
 status=0
-for t in svo mesh vdb view_msg sample text color texture material; do
+for t in svo mesh vdb view_msg sample text color color_pass texture material; do
   corpus="$build/corpus-$t"
   mkdir -p "$corpus"
   echo "== fuzz_$t for ${secs}s (seeds: tests/corpus/$t)"

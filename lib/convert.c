@@ -15,7 +15,10 @@
  *    they and the later write fit the memory limit, else they spill to temporary files beside
  *    the output (or opts->temp_dir); a limit too small even for that is refused at once.
  * 4. Pruning on the tree in memory, or level by level on a spilled stream.
- * 5. The .svo file through the one writer (svo_write.c), from the tree or the spilled stream.
+ * 5. Colour (when the mesh has it and opts.color allows): vx_color_tree on the final tree in
+ *    memory, whichever device built it; a spilled tree stays grey (a note), and so does one whose
+ *    colour does not fit the memory limit.
+ * 6. The .svo file through the one writer (svo_write.c), from the tree or the spilled stream.
  */
 #include "lib/internal.h"
 #include "svo/lod.h"
@@ -84,6 +87,10 @@ static vx_status check_opts(const vx_convert_opts *o, vx_error *err) {
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown device %d", (int)o->device);
   if (o->sign_rule != VX_SIGN_WINDING && o->sign_rule != VX_SIGN_PSEUDO_NORMAL)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown sign rule %d", o->sign_rule);
+  if (o->color != VX_COLOR_AUTO && o->color != VX_COLOR_OFF)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown colour mode %d", (int)o->color);
+  if (o->color_filter != VX_COLOR_FILTER_MEAN && o->color_filter != VX_COLOR_FILTER_DOMINANT)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown colour filter %d", (int)o->color_filter);
   if (o->zstd_level < 0 || o->zstd_level > 22)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "zstd level %d outside 1..22 (0: by size)",
                         o->zstd_level);
@@ -137,6 +144,34 @@ static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device devi
   }
   bo->gpu = 0;
   return vx_voxelize_stream(mesh, bo, tmp_dir, stream, bs, err);
+}
+
+/* Colours the final tree (vx_color_tree), whichever device built it, so that every build path
+ * gives the same bytes. A tree built out of core (tree NULL) stays grey, as does one whose colour
+ * does not fit the memory limit: a note, not a failed conversion. */
+static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, vx_octree *tree,
+                            vx_notes *notes, vx_error *err) {
+  if (!soup->color || o->color == VX_COLOR_OFF) return VX_OK;
+  if (!tree) {
+    vx_notes_add(notes, "colour is not computed for trees built out of core: a grey tree");
+    return VX_OK;
+  }
+  if (o->progress && o->progress(o->user, "colouring", 0.0))
+    return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted before colouring");
+  vx_error ce;
+  memset(&ce, 0, sizeof ce);
+  vx_status s = vx_color_tree(soup, tree, o->color_filter, o->threads, o->mem_limit, &ce);
+  if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) {
+    vx_notes_add(notes, "colour not computed (%s): a grey tree", ce.msg);
+    return VX_OK;
+  }
+  if (s != VX_OK) {
+    if (err) *err = ce;
+    return s;
+  }
+  if (o->progress && o->progress(o->user, "colouring", 1.0))
+    return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted after colouring");
+  return VX_OK;
 }
 
 /* The conversion: the tree to out_path (when not NULL) and kept in the result (keep_tree). */
@@ -202,6 +237,7 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
     vx_stream_free(&stream);
     if (s == VX_OK) stream = pruned;
   }
+  if (s == VX_OK) s = color_pass(&mesh->soup, &o, spilled ? NULL : &tree, &b->notes, err);
   if (s == VX_OK && spilled && keep_tree) {
     char lim[32];
     s = vx_error_set(err, VX_ERR_LIMIT, "the tree does not fit the memory limit (%s) in memory: "

@@ -7,7 +7,7 @@
 # and the skipped tests named (scripts/test_summary.sh). Where $CI is set only GPU tests (and
 # pytest's `optional` ones) may skip: a test that misses an optional dependency fails there
 # (scripts/deps.sh and the pip line below install them all).
-#   VOXLOD_FUZZ_SECONDS=N   seconds per fuzz target (default 40; 0 skips fuzzing)
+#   VOXLOD_FUZZ_SECONDS=N   seconds per fuzz target (default 30; 0 skips fuzzing)
 #   VOXLOD_SANITIZE=0       skip the sanitizer build
 #   VOXLOD_PYTHON_TESTS=0   skip the Python package (pip install . and pytest)
 #   VOXLOD_TEST_CUDA_ARCHS  the CUDA architectures compiled here, a CMake list (default 90)
@@ -78,10 +78,10 @@ if [ "${VOXLOD_SANITIZE:-1}" != 0 ]; then
   count_ctest asan build-asan build-asan/ctest.log
 fi
 
-if [ "${VOXLOD_FUZZ_SECONDS:-40}" != 0 ] && command -v clang >/dev/null && [ -x fuzz/run.sh ]; then
-  echo "== fuzzing (build-fuzz/), ${VOXLOD_FUZZ_SECONDS:-40}s per target"
+if [ "${VOXLOD_FUZZ_SECONDS:-30}" != 0 ] && command -v clang >/dev/null && [ -x fuzz/run.sh ]; then
+  echo "== fuzzing (build-fuzz/), ${VOXLOD_FUZZ_SECONDS:-30}s per target"
   mkdir -p build-fuzz
-  if bash fuzz/run.sh build-fuzz "${VOXLOD_FUZZ_SECONDS:-40}" 2>&1 | tee build-fuzz/fuzz.log; then
+  if bash fuzz/run.sh build-fuzz "${VOXLOD_FUZZ_SECONDS:-30}" 2>&1 | tee build-fuzz/fuzz.log; then
     count_plain fuzz "$(grep -c "^== fuzz_" build-fuzz/fuzz.log)" 0
   else
     count_plain fuzz 0 1; status=1

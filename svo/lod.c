@@ -56,6 +56,8 @@
  * decoded bound is <= E becomes a leaf (mask 0, VX_NODE_PRUNED); its subtree is not kept. Kept
  * nodes are compacted in place (a node's new index never exceeds its old one, and each level is
  * read before it is overwritten), then the arrays are shrunk and vx_octree_link() re-links them.
+ * Colours (node_color, voxel_color) move with their nodes and voxels: a pruned leaf keeps the
+ * colour it had, the coverage-weighted colour of the subtree it replaces.
  */
 #include "svo/lod.h"
 #include "svo/lod_eval.h"
@@ -237,7 +239,7 @@ vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
     first[l] = w;
     for (uint64_t k = 0; k < t->level_count[l]; k++) {
       vx_node nd = t->nodes[base + k]; /* read before any write can reach index base + k */
-      uint32_t col = t->node_color ? t->node_color[base + k] : 0u; /* colours move alike */
+      uint32_t col = t->node_color ? t->node_color[base + k] : 0;
       uint32_t info = nd.info, mask = vx_node_mask(info), flags = vx_node_flags(info);
       uint32_t code = vx_node_errmax_code(info);
       int kept = keep[k];
@@ -248,7 +250,7 @@ vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
         nd.info = vx_node_info(0, code, vx_node_errrms_code(info), flags | VX_NODE_PRUNED);
         nd.child = 0;
       }
-      if (t->node_color) t->node_color[w] = col;
+      if (t->node_color) t->node_color[w] = col; /* a pruned leaf keeps its subtree's colour */
       t->nodes[w++] = nd;
     }
     count[l] = w - first[l];
@@ -269,8 +271,10 @@ vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
   if (vw != t->voxel_count) t->voxels = (vx_voxel *)shrink(t->voxels, (size_t)vw, sizeof(vx_voxel));
   if (t->node_color && w != t->node_count)
     t->node_color = (uint32_t *)shrink(t->node_color, (size_t)w, sizeof(uint32_t));
-  if (t->voxel_color && vw != t->voxel_count)
+  if (t->voxel_color && vw != t->voxel_count) {
     t->voxel_color = (uint32_t *)shrink(t->voxel_color, (size_t)vw, sizeof(uint32_t));
+    if (!t->voxel_color) t->voxel_color = (uint32_t *)vx_malloc(sizeof(uint32_t)); /* none left */
+  }
   for (uint32_t l = 0; l <= D; l++) {
     t->level_count[l] = count[l];
     if (l < D) t->level_first[l] = first[l];

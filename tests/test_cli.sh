@@ -58,6 +58,12 @@ if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/g.svo" --res 64 --gpu -q 2>"$T/g
   ok "convert --gpu: same file$(grep -q 'building on the CPU' "$T/gerr" && echo ' (CPU fallback)')"
 else bad "convert --gpu: same file"; cat "$T/gerr"; fi
 expect_fail "--gpu with --cpu" "exclude" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/x.svo" --res 16 --gpu --cpu
+# colour options: a mesh without colour gives the same grey file whatever they say
+if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/nc.svo" --res 64 --no-color -q && cmp -s "$T/nc.svo" "$T/b.svo" &&
+   "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/dc.svo" --res 64 --color-filter dominant -q && cmp -s "$T/dc.svo" "$T/b.svo"; then
+  ok "convert --no-color, --color-filter on a grey mesh"; else bad "convert --no-color, --color-filter on a grey mesh"; fi
+expect_fail "--no-color with --color-filter" "exclude" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/x.svo" --res 16 --no-color --color-filter mean
+expect_fail "--color-filter unknown" "mean or dominant" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/x.svo" --res 16 --color-filter max
 for c in convert render stats bench compare; do
   if "$VOXLOD" $c --help | grep -q "usage: voxlod $c"; then ok "$c --help"; else bad "$c --help"; fi
 done

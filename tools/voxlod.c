@@ -68,6 +68,11 @@ static const char *convert_help =
     "                   pseudo-normal (faster; exact on closed manifold meshes); meshes only\n"
     "  --zstd-level L   compression level 1..22 (default by decoded size: 19 under 8 MiB, 9 under\n"
     "                   64 MiB, 3 above)\n"
+    "  --color-filter F how a coloured mesh (textures, vertex or material colours) colours a\n"
+    "                   cell: mean (default: the area-weighted mean in linear light of the\n"
+    "                   surface in it, textures filtered over each part's footprint) or dominant\n"
+    "                   (the colour of its largest part: no mixed colours at material borders)\n"
+    "  --no-color       a grey tree whatever colour the mesh has\n"
     "  --grid NAME      MESH may be an OpenVDB file (.vdb): its float level set NAME (default: the\n"
     "                   first) becomes the tree; without --res its own voxel size is kept, with\n"
     "                   --res N its active box is mapped into N^3 and the level set rebuilt there\n"
@@ -94,9 +99,10 @@ int vx_cmd_convert(int argc, char **argv) {
   memset(&co, 0, sizeof co);
   co.struct_size = sizeof co;
   int gpu = 0, cpu = 0, have_res = 0, sign = 0, have_sign = 0;
+  int color_filter = 0, have_filter = 0, no_color = 0;
   const char *grid = NULL;
   double timeout = 300.0;
-  vx_opt o[16];
+  vx_opt o[20];
   int n = 0;
   o[n] = vx_cli_opt("--res", VX_OPT_U32, &co.resolution, 0, 4294967295.0, "a power of two");
   o[n++].seen = &have_res;
@@ -111,6 +117,10 @@ int vx_cmd_convert(int argc, char **argv) {
   o[n].choices = "winding|pseudo-normal";
   o[n++].seen = &have_sign;
   o[n++] = vx_cli_opt("--zstd-level", VX_OPT_INT, &co.zstd_level, 1, 22, "a zstd level");
+  o[n] = vx_cli_opt("--color-filter", VX_OPT_CHOICE, &color_filter, 0, 0, "mean or dominant");
+  o[n].choices = "mean|dominant";
+  o[n++].seen = &have_filter;
+  o[n++] = vx_cli_opt("--no-color", VX_OPT_FLAG, &no_color, 0, 0, NULL);
   o[n++] = vx_cli_opt("--grid", VX_OPT_STRING, &grid, 0, 0, "a grid name of the .vdb input");
   o[n] = vx_cli_opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
   o[n++].alias = "-q";
@@ -134,7 +144,11 @@ int vx_cmd_convert(int argc, char **argv) {
     return vx_cli_usage_error("convert", "--res must be a power of two from 2 to 16384 (got %u)",
                               co.resolution);
   if (gpu && cpu) return vx_cli_usage_error("convert", "--gpu and --cpu exclude each other");
+  if (no_color && have_filter)
+    return vx_cli_usage_error("convert", "--color-filter and --no-color exclude each other");
   const char *in = pos[0], *out = pos[1];
+  co.color = no_color ? VX_COLOR_OFF : VX_COLOR_AUTO;
+  co.color_filter = color_filter ? VX_COLOR_FILTER_DOMINANT : VX_COLOR_FILTER_MEAN;
   co.device = gpu ? VX_DEVICE_AUTO : VX_DEVICE_CPU;
   co.sign_rule = sign ? VX_SIGN_PSEUDO_NORMAL : VX_SIGN_WINDING;
   co.progress = vx_cli_progress;

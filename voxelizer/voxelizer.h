@@ -105,6 +105,24 @@ vx_status vx_voxelize_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_
 vx_status vx_voxelize_stream(const vx_soup *mesh, const vx_voxelize_opts *opts, const char *tmp_dir,
                              vx_stream *out, vx_voxelize_stats *stats, vx_error *err);
 
+/* The colour pass (color.c): node_color and voxel_color of the built tree t (every level in
+ * memory, pruned or not) from the coloured soup it was built from (soup->color; NULL: nothing to
+ * do, VX_OK). Each triangle is cut into its parts in the finest voxels; a part's colour is the
+ * area-weighted mean in linear light of the surface over it, textures filtered over the part's
+ * footprint at the texel rate (mip levels), alpha by the material's mode; a cell's colour is the
+ * coverage-weighted mean of the parts below it (VX_COLOR_FILTER_MEAN), or the colour of its part
+ * / child with the largest opaque area (VX_COLOR_FILTER_DOMINANT); cells no part reached take
+ * their parent's colour with alpha 255; cells whose parts are all cut out have alpha 0. Pruned
+ * leaves get the colour of the subtree they replaced, so colouring then pruning (vx_octree_prune
+ * carries the colours) and pruning then colouring give the same bytes. The result does not
+ * depend on `threads` (0: all cores). mem_limit (0: none) is the whole process's: what the pass
+ * holds is charged against what the limit leaves above the resident memory, the parts' records
+ * as they are made; past it, VX_ERR_LIMIT (VX_ERR_NOMEM when an allocation fails), the tree left
+ * as it was (grey). Exact duplicate triangles, which the build drops, count as often as they
+ * appear in the means. */
+vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filter, int threads,
+                        uint64_t mem_limit, vx_error *err);
+
 VX_EXTERN_C_END
 
 #endif

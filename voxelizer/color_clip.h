@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* color_clip.h - a triangle cut into its parts in the voxels of the finest grid (the colour pass,
+ * color.c).
+ *
+ * The triangle, in grid coordinates (double), is split slab by slab: at the planes x = i, then
+ * each x slab's piece at y = j, then each of those at z = k (Sutherland-Hodgman against one plane
+ * at a time, both halves kept). Each vertex carries its barycentric weights (b1, b2) of the
+ * triangle's corners 1 and 2, interpolated with the position, so the colour of any point of a
+ * part is known. Every point of the triangle lies in exactly one part: slab i holds
+ * i <= x < i + 1 (the first and last slab of the grid also what lies beyond it, against
+ * round-off), so the parts' areas add up to the triangle's. A triangle lying exactly on an inner
+ * grid plane (x = i, 0 < i < R, and so on) touches the voxels on both sides, as the voxelizer
+ * sets them; the caller gives each side half of each part (clip_on_plane says which axis).
+ */
+#ifndef VOXLOD_VOXELIZER_COLOR_CLIP_H
+#define VOXLOD_VOXELIZER_COLOR_CLIP_H
+
+#include <math.h>
+#include <stdint.h>
+
+/* A triangle clipped by 6 planes has at most 9 vertices; the splits below never hold more. */
+#define CLIP_MAX 12
+
+typedef struct clip_vert {
+  double p[3]; /* grid coordinates */
+  double b[2]; /* barycentric weights of corners 1 and 2 (corner 0: 1 - b[0] - b[1]) */
+} clip_vert;
+
+typedef struct clip_poly {
+  int n;
+  clip_vert v[CLIP_MAX];
+} clip_poly;
+
+/* Splits P at the plane p[axis] = c into lo (p[axis] <= c) and hi (p[axis] >= c). */
+static inline void clip_split(const clip_poly *P, int axis, double c, clip_poly *lo,
+                              clip_poly *hi) {
+  lo->n = hi->n = 0;
+  for (int i = 0; i < P->n; i++) {
+    const clip_vert *a = &P->v[i], *b = &P->v[i + 1 == P->n ? 0 : i + 1];
+    double da = a->p[axis] - c, db = b->p[axis] - c;
+    if (da <= 0.0 && lo->n < CLIP_MAX) lo->v[lo->n++] = *a;
+    if (da >= 0.0 && hi->n < CLIP_MAX) hi->v[hi->n++] = *a;
+    if ((da < 0.0 && db > 0.0) || (da > 0.0 && db < 0.0)) {
+      double t = da / (da - db);
+      clip_vert q;
+      for (int k = 0; k < 3; k++) q.p[k] = a->p[k] + t * (b->p[k] - a->p[k]);
+      for (int k = 0; k < 2; k++) q.b[k] = a->b[k] + t * (b->b[k] - a->b[k]);
+      q.p[axis] = c;
+      if (lo->n < CLIP_MAX) lo->v[lo->n++] = q;
+      if (hi->n < CLIP_MAX) hi->v[hi->n++] = q;
+    }
+  }
+}
+
+/* The first and last slab index of P along axis, within [0, R - 1]. */
+static inline void clip_range(const clip_poly *P, int axis, uint32_t R, int64_t *first,
+                              int64_t *last) {
+  double mn = P->v[0].p[axis], mx = mn;
+  for (int i = 1; i < P->n; i++) {
+    double x = P->v[i].p[axis];
+    mn = x < mn ? x : mn;
+    mx = x > mx ? x : mx;
+  }
+  double f = floor(mn), l = ceil(mx) - 1.0;
+  if (l < f) l = f; /* mx == mn, an integer: the slab above the plane */
+  if (f < 0.0) f = 0.0;
+  if (f > (double)R - 1.0) f = (double)R - 1.0;
+  if (l < f) l = f;
+  if (l > (double)R - 1.0) l = (double)R - 1.0;
+  *first = (int64_t)f;
+  *last = (int64_t)l;
+}
+
+/* Area of a planar polygon in 3D (grid units squared). */
+static inline double clip_area(const clip_poly *P) {
+  double s[3] = {0.0, 0.0, 0.0};
+  for (int i = 1; i + 1 < P->n; i++) {
+    double u[3], w[3];
+    for (int k = 0; k < 3; k++) {
+      u[k] = P->v[i].p[k] - P->v[0].p[k];
+      w[k] = P->v[i + 1].p[k] - P->v[0].p[k];
+    }
+    s[0] += u[1] * w[2] - u[2] * w[1];
+    s[1] += u[2] * w[0] - u[0] * w[2];
+    s[2] += u[0] * w[1] - u[1] * w[0];
+  }
+  return 0.5 * sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
+}
+
+/* The axis (0, 1, 2) of an inner grid plane the triangle g (9 doubles) lies on, or -1. */
+static inline int clip_on_plane(const double g[9], uint32_t R) {
+  for (int a = 0; a < 3; a++) {
+    double c = g[a];
+    if (g[3 + a] == c && g[6 + a] == c && c == floor(c) && c > 0.0 && c < (double)R) return a;
+  }
+  return -1;
+}
+
+/* Calls emit(ctx, P, area, x, y, z) for each part of triangle g (9 doubles, grid coordinates) of
+ * positive area, in x, then y, then z order; the area is that of P (3D). Parts whose area is
+ * below min_area (round-off slivers of edges on a grid plane) are skipped. Returns the number of
+ * parts emitted. */
+typedef void (*clip_emit_fn)(void *ctx, const clip_poly *P, double area, uint32_t x, uint32_t y,
+                             uint32_t z);
+
+static inline uint64_t clip_triangle(const double g[9], uint32_t R, double min_area,
+                                     clip_emit_fn emit, void *ctx) {
+  /* each axis: the rest beyond the current slab in rx[cur], split into the slab's piece and the
+   * next rest in rx[1 - cur] (no copies of polygons) */
+  clip_poly rx[2], ry[2], rz[2], px, py, pz;
+  rx[0].n = 3;
+  for (int v = 0; v < 3; v++) {
+    for (int k = 0; k < 3; k++) rx[0].v[v].p[k] = g[v * 3 + k];
+    rx[0].v[v].b[0] = v == 1 ? 1.0 : 0.0;
+    rx[0].v[v].b[1] = v == 2 ? 1.0 : 0.0;
+  }
+  uint64_t parts = 0;
+  int64_t x0, x1, y0, y1, z0, z1;
+  int cx = 0;
+  clip_range(&rx[0], 0, R, &x0, &x1);
+  for (int64_t x = x0; x <= x1 && rx[cx].n >= 3; x++) {
+    const clip_poly *PX = &rx[cx];
+    if (x < x1) {
+      clip_split(&rx[cx], 0, (double)(x + 1), &px, &rx[1 - cx]);
+      cx = 1 - cx;
+      PX = &px;
+    }
+    if (PX->n < 3) continue;
+    int cy = 0;
+    clip_range(PX, 1, R, &y0, &y1);
+    const clip_poly *YS = PX; /* the rest; copied only when it will be split */
+    if (y0 < y1) {
+      ry[0] = *PX;
+      YS = &ry[0];
+    }
+    for (int64_t y = y0; y <= y1 && YS->n >= 3; y++) {
+      const clip_poly *PY = YS;
+      if (y < y1) {
+        clip_split(&ry[cy], 1, (double)(y + 1), &py, &ry[1 - cy]);
+        cy = 1 - cy;
+        YS = &ry[cy];
+        PY = &py;
+      }
+      if (PY->n < 3) continue;
+      int cz = 0;
+      clip_range(PY, 2, R, &z0, &z1);
+      const clip_poly *ZS = PY;
+      if (z0 < z1) {
+        rz[0] = *PY;
+        ZS = &rz[0];
+      }
+      for (int64_t z = z0; z <= z1 && ZS->n >= 3; z++) {
+        const clip_poly *PZ = ZS;
+        if (z < z1) {
+          clip_split(&rz[cz], 2, (double)(z + 1), &pz, &rz[1 - cz]);
+          cz = 1 - cz;
+          ZS = &rz[cz];
+          PZ = &pz;
+        }
+        if (PZ->n < 3) continue;
+        double a = clip_area(PZ);
+        if (!(a > min_area)) continue;
+        if (emit) emit(ctx, PZ, a, (uint32_t)x, (uint32_t)y, (uint32_t)z);
+        parts++;
+      }
+    }
+  }
+  return parts;
+}
+
+#endif

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* color_internal.h - what the colour pass's two files share: color.c makes the records of the
+ * triangles' parts, color_sum.c sorts them, sums them per cell and colours the tree. */
+#ifndef VOXLOD_VOXELIZER_COLOR_INTERNAL_H
+#define VOXLOD_VOXELIZER_COLOR_INTERNAL_H
+
+#include <stdint.h>
+#include "svo/svo.h"
+
+typedef struct crec { /* one part of one triangle in one voxel: 32 bytes */
+  uint64_t code;      /* the voxel's Morton code */
+  uint32_t tri;
+  float area;         /* A, grid units squared */
+  float rgb[3];       /* A * mean(alpha * rgb), linear */
+  float a;            /* A * mean(alpha) */
+} crec;
+
+typedef struct csum { /* a cell's sums */
+  uint64_t code;
+  double area, a;
+  double rgb[3];      /* mean: sum of A alpha rgb; dominant: the chosen colour (linear) */
+} csum;
+
+/* fn(ctx, i) for every i < items, on up to `threads` threads (0: all cores). */
+void color_parallel(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx);
+
+/* Sorts n records made in triangle order by (code, triangle): a stable radix sort on the code
+ * (bits wide); tmp holds n records. Returns 0 when out of memory. */
+int color_sort(crec *r, crec *tmp, uint64_t n, uint32_t bits, int threads);
+
+/* Sorted records -> the voxels' sums; sums of a level -> those of the level above (code >> 3).
+ * Return the sums (*count of them, vx_malloc'd, exactly that many), or NULL when they would take
+ * more than max_bytes (0: no bound; *over set) or cannot be allocated. */
+csum *color_reduce_voxels(const crec *r, uint64_t n, vx_color_filter f, int threads,
+                          uint64_t max_bytes, uint64_t *count, int *over);
+csum *color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, int threads,
+                      uint64_t max_bytes, uint64_t *count, int *over);
+
+/* The tree's colours from the sums of every level (sums[l]: nsum[l] entries sorted by code):
+ * fills ncol (node_count) and vcol (voxel_count); codes and next_codes hold the widest level. */
+vx_status color_walk(const vx_octree *t, csum *const *sums, const uint64_t *nsum,
+                     vx_color_filter f, uint32_t *ncol, uint32_t *vcol, uint64_t *codes,
+                     uint64_t *next_codes, int threads, vx_error *err);
+
+#endif

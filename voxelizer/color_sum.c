@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* color_sum.c - the colour pass's records -> sums per cell -> the tree's colours (color.c tells
+ * the whole pass). Every step runs on all threads, and none depends on how many run: work is cut
+ * into a fixed number of ranges, each reduced in order by one thread.
+ *
+ * Sort: the top (up to 8) bits of the code spread the records into buckets (a histogram per fixed
+ * input range, then a stable scatter in range order), then each bucket is sorted on the rest of
+ * the code by an LSD radix sort of an odd number of passes, so the result lands back in place.
+ * Both steps are stable, so records made in triangle order end in (code, triangle) order.
+ * Reduce: the sorted input is cut into ranges at changes of the key (code, or code >> 3 a level
+ * up), each range's keys counted, the output allocated to the exact count, then each range
+ * summed into place.
+ * Walk: level by level, the nodes of a level in ranges of WALK_CHUNK; a range finds its first
+ * child's sums by binary search, then merges (the children's codes increase along a level).
+ */
+#include "voxelizer/color_internal.h"
+#include "svo/color.h"
+#include "sys/system.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#define SORT_PARTS 64
+#define REDUCE_PARTS 64
+#define WALK_CHUNK 4096
+
+/* ---- the thread pool's work queue --------------------------------------------------------- */
+
+typedef struct par_job {
+  void (*fn)(void *ctx, uint64_t item);
+  void *ctx;
+  uint64_t items;
+  atomic_uint_fast64_t next;
+} par_job;
+
+static void *par_worker(void *arg) {
+  par_job *j = (par_job *)arg;
+  for (;;) {
+    uint64_t i = atomic_fetch_add(&j->next, 1);
+    if (i >= j->items) break;
+    j->fn(j->ctx, i);
+  }
+  return NULL;
+}
+
+void color_parallel(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx) {
+  if (items == 0) return;
+  int nt = vx_thread_count(threads, items < 256 ? (int)items : 256);
+  if (nt <= 1) {
+    for (uint64_t i = 0; i < items; i++) fn(ctx, i);
+    return;
+  }
+  par_job j;
+  j.fn = fn;
+  j.ctx = ctx;
+  j.items = items;
+  atomic_init(&j.next, 0);
+  vx_parallel(nt, par_worker, &j);
+}
+
+/* ---- sort -------------------------------------------------------------------------------- */
+
+typedef struct sort_job {
+  crec *r, *tmp;
+  uint64_t n, nbt;   /* records; buckets of the top digit */
+  uint32_t low_bits; /* bits below the top digit */
+  uint64_t *hist;    /* SORT_PARTS x nbt: counts, then each range's next slot per bucket */
+  uint64_t *start;   /* nbt + 1: each bucket's first record */
+} sort_job;
+
+static void range_of(uint64_t n, uint64_t parts, uint64_t p, uint64_t *a, uint64_t *b) {
+  *a = (uint64_t)((unsigned __int128)n * p / parts);
+  *b = (uint64_t)((unsigned __int128)n * (p + 1) / parts);
+}
+
+static void sort_hist(void *ctx, uint64_t p) {
+  sort_job *j = (sort_job *)ctx;
+  uint64_t a, b, *h = j->hist + p * j->nbt;
+  range_of(j->n, SORT_PARTS, p, &a, &b);
+  for (uint64_t i = a; i < b; i++) h[j->r[i].code >> j->low_bits]++;
+}
+
+static void sort_scatter(void *ctx, uint64_t p) {
+  sort_job *j = (sort_job *)ctx;
+  uint64_t a, b, *h = j->hist + p * j->nbt;
+  range_of(j->n, SORT_PARTS, p, &a, &b);
+  for (uint64_t i = a; i < b; i++) j->tmp[h[j->r[i].code >> j->low_bits]++] = j->r[i];
+}
+
+static void sort_bucket(void *ctx, uint64_t bucket) {
+  sort_job *j = (sort_job *)ctx;
+  const uint64_t s = j->start[bucket], n = j->start[bucket + 1] - s;
+  if (n == 0) return;
+  if (j->low_bits == 0 || n == 1) {
+    memcpy(j->r + s, j->tmp + s, (size_t)n * sizeof(crec));
+    return;
+  }
+  const uint32_t passes = j->low_bits <= 12 ? 1 : 3;
+  const uint32_t dbits = (j->low_bits + passes - 1) / passes;
+  const uint64_t nb = (uint64_t)1 << dbits, mask = nb - 1;
+  uint64_t hist[4096];
+  crec *src = j->tmp + s, *dst = j->r + s;
+  for (uint32_t p = 0; p < passes; p++) {
+    const uint32_t shift = p * dbits;
+    memset(hist, 0, (size_t)nb * sizeof(uint64_t));
+    for (uint64_t i = 0; i < n; i++) hist[src[i].code >> shift & mask]++;
+    uint64_t at = 0;
+    for (uint64_t b = 0; b < nb; b++) {
+      uint64_t c = hist[b];
+      hist[b] = at;
+      at += c;
+    }
+    for (uint64_t i = 0; i < n; i++) dst[hist[src[i].code >> shift & mask]++] = src[i];
+    crec *x = src;
+    src = dst;
+    dst = x;
+  }
+  /* an odd number of passes: the result is in r */
+}
+
+int color_sort(crec *r, crec *tmp, uint64_t n, uint32_t bits, int threads) {
+  if (n < 2) return 1;
+  sort_job j;
+  memset(&j, 0, sizeof j);
+  j.r = r;
+  j.tmp = tmp;
+  j.n = n;
+  const uint32_t top = bits < 8 ? bits : 8;
+  j.low_bits = bits - top;
+  j.nbt = (uint64_t)1 << top;
+  j.hist = (uint64_t *)vx_calloc((size_t)(SORT_PARTS * j.nbt), sizeof(uint64_t));
+  j.start = (uint64_t *)vx_calloc((size_t)(j.nbt + 1), sizeof(uint64_t));
+  if (!j.hist || !j.start) {
+    vx_free(j.hist);
+    vx_free(j.start);
+    return 0;
+  }
+  color_parallel(threads, SORT_PARTS, sort_hist, &j);
+  uint64_t at = 0;
+  for (uint64_t b = 0; b < j.nbt; b++) {
+    j.start[b] = at;
+    for (uint64_t p = 0; p < SORT_PARTS; p++) {
+      uint64_t c = j.hist[p * j.nbt + b];
+      j.hist[p * j.nbt + b] = at;
+      at += c;
+    }
+  }
+  j.start[j.nbt] = at;
+  color_parallel(threads, SORT_PARTS, sort_scatter, &j);
+  color_parallel(threads, j.nbt, sort_bucket, &j);
+  vx_free(j.hist);
+  vx_free(j.start);
+  return 1;
+}
+
+/* ---- reduce ------------------------------------------------------------------------------ */
+
+typedef struct red_job {
+  const crec *r; /* records (voxels' sums), or */
+  const csum *c; /* a level's sums (the level above) */
+  uint64_t n;
+  vx_color_filter f;
+  csum *out;
+  uint64_t lo[REDUCE_PARTS + 1];
+  uint64_t at[REDUCE_PARTS]; /* keys in each range, then its first output */
+  int write;
+} red_job;
+
+static uint64_t red_key(const red_job *j, uint64_t i) {
+  return j->r ? j->r[i].code : j->c[i].code >> 3;
+}
+
+static void red_range(void *ctx, uint64_t p) {
+  red_job *j = (red_job *)ctx;
+  const uint64_t a = j->lo[p], b = j->lo[p + 1];
+  if (!j->write) {
+    uint64_t keys = 0;
+    for (uint64_t i = a; i < b; i++) keys += i == a || red_key(j, i) != red_key(j, i - 1);
+    j->at[p] = keys;
+    return;
+  }
+  const int dom = j->f == VX_COLOR_FILTER_DOMINANT;
+  csum *o = j->out + j->at[p];
+  for (uint64_t i = a; i < b;) {
+    csum s;
+    memset(&s, 0, sizeof s);
+    s.code = red_key(j, i);
+    double best = 0.0;
+    for (; i < b && red_key(j, i) == s.code; i++) {
+      if (j->r) {
+        const crec *x = &j->r[i];
+        s.area += x->area;
+        s.a += x->a;
+        if (!dom) {
+          for (int k = 0; k < 3; k++) s.rgb[k] += x->rgb[k];
+        } else if (x->a > best) { /* the part with the largest opaque area, the first on ties */
+          best = x->a;
+          for (int k = 0; k < 3; k++) s.rgb[k] = (double)x->rgb[k] / (double)x->a;
+        }
+      } else {
+        const csum *x = &j->c[i];
+        s.area += x->area;
+        s.a += x->a;
+        if (!dom) {
+          for (int k = 0; k < 3; k++) s.rgb[k] += x->rgb[k];
+        } else if (x->a > best) { /* the child with the largest opaque area */
+          best = x->a;
+          memcpy(s.rgb, x->rgb, sizeof s.rgb);
+        }
+      }
+    }
+    *o++ = s;
+  }
+}
+
+static csum *reduce(red_job *j, int threads, uint64_t max_bytes, uint64_t *count, int *over) {
+  for (uint64_t p = 0; p <= REDUCE_PARTS; p++) {
+    uint64_t a = (uint64_t)((unsigned __int128)j->n * p / REDUCE_PARTS);
+    if (p && a < j->lo[p - 1]) a = j->lo[p - 1];
+    while (a > 0 && a < j->n && red_key(j, a) == red_key(j, a - 1)) a++; /* a key's start */
+    j->lo[p] = a;
+  }
+  j->lo[REDUCE_PARTS] = j->n;
+  j->write = 0;
+  color_parallel(threads, REDUCE_PARTS, red_range, j);
+  uint64_t total = 0;
+  for (uint64_t p = 0; p < REDUCE_PARTS; p++) {
+    uint64_t c = j->at[p];
+    j->at[p] = total;
+    total += c;
+  }
+  *count = total;
+  *over = max_bytes && (double)total * sizeof(csum) > (double)max_bytes;
+  if (*over) return NULL;
+  j->out = (csum *)vx_malloc((size_t)(total ? total : 1) * sizeof(csum));
+  if (!j->out) return NULL;
+  j->write = 1;
+  color_parallel(threads, REDUCE_PARTS, red_range, j);
+  return j->out;
+}
+
+csum *color_reduce_voxels(const crec *r, uint64_t n, vx_color_filter f, int threads,
+                          uint64_t max_bytes, uint64_t *count, int *over) {
+  red_job j;
+  memset(&j, 0, sizeof j);
+  j.r = r;
+  j.n = n;
+  j.f = f;
+  return reduce(&j, threads, max_bytes, count, over);
+}
+
+csum *color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, int threads,
+                      uint64_t max_bytes, uint64_t *count, int *over) {
+  red_job j;
+  memset(&j, 0, sizeof j);
+  j.c = c;
+  j.n = n;
+  j.f = f;
+  return reduce(&j, threads, max_bytes, count, over);
+}
+
+/* ---- the walk ---------------------------------------------------------------------------- */
+
+/* A cell's packed colour from its sums (NULL: none); parent: the parent's packed colour. */
+static uint32_t cell_color(const csum *s, vx_color_filter f, uint32_t parent) {
+  if (!s || !(s->area > 0.0)) return (parent & 0xffffffu) | 0xff000000u; /* inherited */
+  if (!(s->a > 0.0)) return parent & 0xffffffu; /* every part cut out: a hole */
+  double rgb[3];
+  for (int k = 0; k < 3; k++) rgb[k] = f == VX_COLOR_FILTER_DOMINANT ? s->rgb[k] : s->rgb[k] / s->a;
+  uint32_t c = vx_rgba_pack_linear((float)rgb[0], (float)rgb[1], (float)rgb[2], 1.0f) & 0xffffffu;
+  uint32_t a8 = vx_unorm8((float)(s->a / s->area));
+  return c | (a8 ? a8 : 1u) << 24; /* some of it is opaque: never a hole */
+}
+
+typedef struct walk_job {
+  const vx_octree *t;
+  const csum *S; /* the children's level's sums */
+  uint64_t nS;
+  vx_color_filter f;
+  uint32_t *ncol, *vcol;
+  const uint64_t *codes; /* this level's cells' codes */
+  uint64_t *next;        /* the children's */
+  uint32_t level;
+  atomic_int bad;
+} walk_job;
+
+static void walk_range(void *ctx, uint64_t chunk) {
+  walk_job *j = (walk_job *)ctx;
+  const vx_octree *t = j->t;
+  const uint32_t l = j->level, D = t->depth;
+  const uint64_t first = t->level_first[l], cnt = t->level_count[l];
+  const uint64_t cfirst = l + 1 < D ? t->level_first[l + 1] : 0, ccnt = t->level_count[l + 1];
+  const uint64_t k0 = chunk * WALK_CHUNK, k1 = k0 + WALK_CHUNK < cnt ? k0 + WALK_CHUNK : cnt;
+  /* the first sums at or after the range's first possible child */
+  uint64_t lo = 0, hi = j->nS, want = j->codes[k0] << 3;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (j->S[mid].code < want) lo = mid + 1;
+    else hi = mid;
+  }
+  uint64_t p = lo;
+  for (uint64_t k = k0; k < k1; k++) {
+    const vx_node *nd = &t->nodes[first + k];
+    uint32_t mask = vx_node_mask(nd->info), slot_k = 0;
+    for (uint32_t s = 0; s < 8; s++) {
+      if (!(mask >> s & 1u)) continue;
+      uint64_t idx = (uint64_t)nd->child + slot_k++;
+      if (idx < cfirst || idx - cfirst >= ccnt) {
+        atomic_store(&j->bad, 1);
+        return;
+      }
+      uint64_t code = j->codes[k] << 3 | s;
+      while (p < j->nS && j->S[p].code < code) p++;
+      const csum *hit = p < j->nS && j->S[p].code == code ? &j->S[p] : NULL;
+      uint32_t c = cell_color(hit, j->f, j->ncol[first + k]);
+      if (l + 1 < D) {
+        j->ncol[idx] = c;
+        j->next[idx - cfirst] = code;
+      } else {
+        j->vcol[idx] = c;
+      }
+    }
+  }
+}
+
+vx_status color_walk(const vx_octree *t, csum *const *sums, const uint64_t *nsum,
+                     vx_color_filter f, uint32_t *ncol, uint32_t *vcol, uint64_t *codes,
+                     uint64_t *next_codes, int threads, vx_error *err) {
+  const uint32_t grey = vx_rgba_pack_linear(0.5f, 0.5f, 0.5f, 1.0f);
+  codes[0] = 0;
+  ncol[0] = cell_color(nsum[0] && sums[0][0].code == 0 ? &sums[0][0] : NULL, f, grey);
+  walk_job j;
+  memset(&j, 0, sizeof j);
+  j.t = t;
+  j.f = f;
+  j.ncol = ncol;
+  j.vcol = vcol;
+  atomic_init(&j.bad, 0);
+  for (uint32_t l = 0; l < t->depth; l++) {
+    j.S = sums[l + 1];
+    j.nS = nsum[l + 1];
+    j.codes = codes;
+    j.next = next_codes;
+    j.level = l;
+    color_parallel(threads, (t->level_count[l] + WALK_CHUNK - 1) / WALK_CHUNK, walk_range, &j);
+    if (atomic_load(&j.bad))
+      return vx_error_set(err, VX_ERR_CORRUPT, "colour pass: a child index out of range");
+    uint64_t *x = codes;
+    codes = next_codes;
+    next_codes = x;
+  }
+  return VX_OK;
+}
