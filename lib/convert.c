@@ -152,6 +152,12 @@ static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device devi
 static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, vx_octree *tree,
                             vx_notes *notes, vx_error *err) {
   if (!soup->color || o->color == VX_COLOR_OFF) return VX_OK;
+  for (const char *w = soup->color->warnings; w && *w;) { /* the import's, one note a line */
+    const char *end = strchr(w, '\n');
+    size_t len = end ? (size_t)(end - w) : strlen(w);
+    if (len) vx_notes_add(notes, "%.*s", (int)(len < 400 ? len : 400), w);
+    w += len + (end != NULL);
+  }
   if (!tree) {
     vx_notes_add(notes, "colour is not computed for trees built out of core: a grey tree");
     return VX_OK;
