@@ -159,7 +159,8 @@ def test_colors_near_and_far(colour_tree):
     """A point just off the surface (within the band) takes the nearest surface voxel's colour;
     one far from it gets 0 0 0 0."""
     t = colour_tree
-    d = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0]])
+    d = np.array([[1.0, 1.0, 1.0], [-1.0, 0.5, 0.2], [0.3, -0.4, 1.0]])
+    d /= np.linalg.norm(d, axis=1, keepdims=True)  # on the sphere, inside the tree's box
     on = t.colors(d)
     off = t.colors(d * (1.0 + 0.5 * t.scale))  # half a voxel outside
     assert (off[:, 3] == 255).all()
@@ -293,7 +294,7 @@ def test_bad_color_queries(sphere_tree, points, lod, exc, words):
 @needs_color
 def test_colors_inputs_and_partial_trees(colour_tree):
     t = colour_tree
-    p = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0]], np.float64)
+    p = np.array([[0.6, 0.8, 0.0], [0.0, 0.6, -0.8]], np.float64)
     ref = t.colors(p.astype(np.float32))
     assert np.array_equal(t.colors(p), ref) and np.array_equal(t.colors(p.tolist()), ref)
     assert t.colors(np.zeros((0, 3))).shape == (0, 4)
