@@ -203,13 +203,15 @@ def test_color_off_gives_a_grey_tree(sphere_rgba, colour_tree):
 
 @needs_color
 def test_dominant_filter_invents_no_colour():
-    """Triangles of two solid colours (red above the equator, blue below, corners not shared):
+    """Triangles of two solid colours (red above a latitude, blue below, corners not shared):
     "mean" mixes them in the voxels that span the border, "dominant" gives each voxel one of
     the two, the one with the larger area there where one clearly has it (Monte Carlo)."""
     v, f = uv_sphere(1.0, 48, 24)
     soup = v[f].reshape(-1, 3)
     faces = np.arange(len(soup)).reshape(-1, 3)
-    top = v[f].mean(axis=1)[:, 2] > 0
+    # the border: the ring of vertices at z = cos(9 pi / 24) = 0.383, off the grid planes (which
+    # lie at z = -1 + k / 16), so that voxels span it
+    top = v[f].mean(axis=1)[:, 2] > np.cos(9 * np.pi / 24)
     red, blue = np.array([255, 0, 0, 255], np.uint8), np.array([0, 0, 255, 255], np.uint8)
     rgba = np.repeat(np.where(top[:, None], red, blue), 3, axis=0)
     mean = voxlod.convert((soup, faces, rgba), res=32, progress=False, gpu=False)
@@ -220,10 +222,17 @@ def test_dominant_filter_invents_no_colour():
     assert pure(dom.voxel_colors).all()  # (nodes are means of their subtree in either mode)
     assert not pure(mean.voxel_colors).all()  # the border voxels are mixed
     pts, col = surface_samples(soup, faces, rgba, 200_000, seed=1)  # col[:, 0]: 1 red, 0 blue
-    q, share, _, cnt = cell_means(dom, pts, col, dom.depth)
+    q, share, se, cnt = cell_means(dom, pts, col, dom.depth)
     clear = (cnt >= 64) & (np.abs(share[:, 0] - 0.5) > 0.3)
+    assert clear.sum() > 100
     got = dom.colors(q[clear])
     assert np.array_equal(np.all(got == red, axis=1), share[clear, 0] > 0.5)
+    # "mean" at the border: the area shares in linear light, (share, 0, 1 - share) decoded (a
+    # mean of the sRGB bytes would be far off: share 0.5 is byte 188 in sRGB, not 128)
+    border = (cnt >= 64) & (share[:, 0] > 0.1) & (share[:, 0] < 0.9)
+    assert border.sum() > 10
+    lin = srgb_to_linear(mean.colors(q[border])[:, :3] / 255.0)
+    assert np.all(np.abs(lin - share[border]) <= QUANT + 5.0 * se[border])
 
 
 # ---- bad input ------------------------------------------------------------------------------
