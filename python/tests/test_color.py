@@ -319,6 +319,24 @@ def test_colors_inputs_and_partial_trees(colour_tree):
         part.colors(p, lod=4)
 
 
+@needs_color
+def test_pruned_and_pickled_trees_keep_their_colours(colour_tree, samples):
+    """A pruned leaf keeps the colour of the subtree it replaced: at every surface point the
+    pruned tree answers what the full tree answers at some level; a pickled tree (its .svo
+    bytes) answers the same."""
+    import pickle
+    t = colour_tree
+    q = cell_means(t, *samples, t.depth)[0]
+    pruned = t.prune(0.5)
+    assert pruned.has_color and len(pruned.voxels) < len(t.voxels)
+    got = pruned.colors(q)
+    levels = np.stack([t.colors(q, lod=level) for level in range(t.depth + 1)])
+    assert np.all(np.any(np.all(levels == got[None], axis=2), axis=0))
+    assert not np.array_equal(got, t.colors(q))  # some points are in pruned leaves
+    back = pickle.loads(pickle.dumps(t))
+    assert back.has_color and np.array_equal(back.colors(q), t.colors(q))
+
+
 # ---- render ---------------------------------------------------------------------------------
 
 def hit_points(eye, target, up, fov, width, height, depth):
