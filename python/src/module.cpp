@@ -81,12 +81,13 @@ struct Mesh {
 using Floats2 = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Uints2 = nb::ndarray<const uint32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
-Mesh *mesh_load(const nb::bytes &path_bytes, double timeout_s) {
+Mesh *mesh_load(const nb::bytes &path_bytes, double timeout_s, uint64_t mem_limit) {
   std::string path = path_of(path_bytes);
   vx_mesh_load_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.timeout_s = timeout_s;
+  o.mem_limit = mem_limit;
   vx_error e = no_error();
   vx_mesh *m = nullptr;
   vx_status s;
@@ -114,6 +115,19 @@ Mesh *mesh_from_arrays(Floats2 v, Uints2 f) {
   return r;
 }
 
+using Bytes2 = nb::ndarray<const uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+// Per-vertex colours (N, 3 or 4) uint8, N the vertex count the mesh was made with.
+void mesh_set_vertex_colors(Mesh &m, Bytes2 c) {
+  vx_error e = no_error();
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_mesh_set_vertex_colors(m.m, c.data(), c.shape(0), (uint32_t)c.shape(1), &e);
+  }
+  check(s, e);
+}
+
 nb::dict mesh_info(const Mesh &m) {
   vx_mesh_info i;
   std::memset(&i, 0, sizeof i);
@@ -127,6 +141,10 @@ nb::dict mesh_info(const Mesh &m) {
   d["skipped_degenerate"] = i.skipped_degenerate;
   d["skipped_nonfinite"] = i.skipped_nonfinite;
   d["skipped_nontriangle"] = i.skipped_nontriangle;
+  d["load_seconds"] = i.load_seconds;
+  d["has_color"] = i.has_color != 0;
+  d["materials"] = i.materials;
+  d["textures"] = i.textures;
   return d;
 }
 
@@ -250,6 +268,8 @@ nb::dict tree_info(const Tree &t) {
   d["memory_bytes"] = i.memory_bytes;
   d["file_bytes"] = i.file_bytes;
   d["file_version"] = i.file_version;
+  d["has_color"] = i.has_color != 0;
+  d["color_bytes"] = i.color_bytes;
   return d;
 }
 
@@ -263,7 +283,7 @@ std::vector<std::vector<uint64_t>> tree_levels(const Tree &t) {
     s.struct_size = sizeof s;
     if (vx_tree_get_level(t.t, l, &s) != VX_OK) continue;
     rows.push_back({s.level, s.cells, s.leaves, s.topology_bytes, s.lod_bytes, s.field_bytes,
-                    s.disk_bytes, s.render_bytes, s.float8_bytes, s.dense_bytes});
+                    s.disk_bytes, s.render_bytes, s.float8_bytes, s.dense_bytes, s.color_bytes});
   }
   return rows;
 }
@@ -285,6 +305,30 @@ nb::ndarray<nb::numpy, const int8_t, nb::ndim<2>> tree_voxels(nb::handle self) {
   static const int8_t empty[8] = {0};
   size_t shape[2] = {(size_t)n, 8};
   return nb::ndarray<nb::numpy, const int8_t, nb::ndim<2>>(p ? p : empty, 2, shape, self);
+}
+
+// The packed RGBA8 colours (r in the low byte) of the nodes or the voxels, read-only, in the
+// order of nodes() / voxels(); empty for a grey tree or a level not loaded.
+nb::ndarray<nb::numpy, const uint32_t, nb::ndim<1>> tree_colors_of(nb::handle self, bool voxels) {
+  Tree &t = nb::cast<Tree &>(self);
+  uint64_t n = 0;
+  const uint32_t *p = voxels ? vx_tree_voxel_colors(t.t, &n) : vx_tree_node_colors(t.t, &n);
+  static const uint32_t empty[1] = {0};
+  size_t shape[1] = {p ? (size_t)n : 0};
+  return nb::ndarray<nb::numpy, const uint32_t, nb::ndim<1>>(p ? p : empty, 1, shape, self);
+}
+
+using Rgba = nb::ndarray<uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+// RGBA8 (sRGB) at world points, from the cells of `level` (-1: the finest loaded).
+void tree_colors(Tree &t, Floats2 points, Rgba out, int level) {
+  vx_error e = no_error();
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tree_colors(t.t, points.data(), points.shape(0), level, out.data(), &e);
+  }
+  check(s, e);
 }
 
 Tree *tree_prune(Tree &t, float max_error) {
@@ -324,8 +368,31 @@ int progress_cb(void *user, const char *phase, double fraction) {
   return p->cancel.load();
 }
 
+// The mesh's notes, then the conversion's lines that are not among them (a conversion may
+// repeat what the load said), one per line.
+std::string merged_notes(const char *mesh_notes, const char *conv_notes) {
+  std::vector<std::string> lines;
+  for (const char *text : {mesh_notes, conv_notes}) {
+    std::string rest = text ? text : "";
+    size_t at = 0;
+    while (at < rest.size()) {
+      size_t end = rest.find('\n', at);
+      if (end == std::string::npos) end = rest.size();
+      std::string line = rest.substr(at, end - at);
+      at = end + 1;
+      bool seen = false;
+      for (const std::string &l : lines) seen = seen || l == line;
+      if (!line.empty() && !seen) lines.push_back(line);
+    }
+  }
+  std::string out;
+  for (const std::string &l : lines) out += (out.empty() ? "" : "\n") + l;
+  return out;
+}
+
 Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int device,
-              uint64_t mem_limit, int threads, int sign_rule, nb::object progress) {
+              uint64_t mem_limit, int threads, int sign_rule, nb::object progress, int color,
+              int color_filter) {
   vx_convert_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -336,6 +403,8 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
   o.mem_limit = mem_limit;
   o.threads = threads;
   o.sign_rule = (vx_sign_rule)sign_rule;
+  o.color = color == 1 ? VX_COLOR_OFF : VX_COLOR_AUTO;
+  o.color_filter = color_filter == 1 ? VX_COLOR_FILTER_DOMINANT : VX_COLOR_FILTER_MEAN;
   Progress pr;
   o.progress = progress_cb;
   o.user = &pr;
@@ -395,7 +464,7 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
   }
   check(s, e);
   Tree *r = new Tree();
-  r->notes = vx_conversion_notes(b);
+  r->notes = merged_notes(vx_mesh_notes(mesh.m), vx_conversion_notes(b));
   r->t = vx_conversion_take_tree(b);
   vx_conversion_free(b);
   return r;
@@ -596,10 +665,12 @@ NB_MODULE(_voxlod, m) {
   m.def("status_name", [](int s) { return std::string(vx_status_str((vx_status)s)); });
 
   nb::class_<Mesh>(m, "_Mesh")
-      .def_static("load", &mesh_load, "path"_a, "timeout_s"_a = 0.0,
+      .def_static("load", &mesh_load, "path"_a, "timeout_s"_a = 0.0, "mem_limit"_a = 0,
                   nb::rv_policy::take_ownership)
       .def_static("from_arrays", &mesh_from_arrays, "vertices"_a.noconvert(),
                   "faces"_a.noconvert(), nb::rv_policy::take_ownership)
+      .def("set_vertex_colors", &mesh_set_vertex_colors, "colors"_a.noconvert())
+      .def("notes", [](const Mesh &m) { return text_of(vx_mesh_notes(m.m)); })
       .def("info", &mesh_info);
 
   nb::class_<Tree>(m, "_Tree")
@@ -614,6 +685,9 @@ NB_MODULE(_voxlod, m) {
       .def("notes", [](const Tree &t) { return text_of(t.notes.c_str()); })
       .def("nodes", &tree_nodes)
       .def("voxels", &tree_voxels)
+      .def("node_colors", [](nb::handle self) { return tree_colors_of(self, false); })
+      .def("voxel_colors", [](nb::handle self) { return tree_colors_of(self, true); })
+      .def("colors", &tree_colors, "points"_a.noconvert(), "out"_a.noconvert(), "level"_a)
       .def("prune", &tree_prune, "max_error"_a, nb::rv_policy::take_ownership)
       .def("render", &render, "rgb"_a.noconvert(), "depth"_a.noconvert().none(), "lod_mode"_a,
            "level"_a, "lod_scale"_a, "shade"_a, "camera"_a, "device"_a)
@@ -644,7 +718,7 @@ NB_MODULE(_voxlod, m) {
       });
 
   m.def("convert", &convert, "mesh"_a, "resolution"_a, "max_error"_a, "band"_a, "device"_a,
-        "mem_limit"_a, "threads"_a, "sign_rule"_a, "progress"_a.none(),
-        nb::rv_policy::take_ownership);
+        "mem_limit"_a, "threads"_a, "sign_rule"_a, "progress"_a.none(), "color"_a = 0,
+        "color_filter"_a = 0, nb::rv_policy::take_ownership);
   m.def("dlpack_info", &dlpack_info, "array"_a);
 }

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Property-based fuzzing of the Python entry points (hypothesis): whatever a caller passes to
-Tree.sample, convert (from arrays), Tree.render, Tree.surface_points, load and from_bytes
+Tree.sample, convert (from arrays, with vertex colours), Tree.colors, Tree.render,
+Tree.surface_points, load and from_bytes
 (damaged files), or file names to save, load and convert (embedded NULs, bytes that are not
 UTF-8, separators) and progress= values, arrays of any dtype, shape, layout and values or no arrays at all, the call
 either gives well-formed results that satisfy the sampling rule's invariants or raises
@@ -11,6 +12,7 @@ The examples are derandomized (the same ones in every run, so that CI is reprodu
 runs with fresh examples: VOXLOD_FUZZ_EXAMPLES=5000 VOXLOD_FUZZ_RANDOM=1 pytest this file.
 """
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -291,6 +293,122 @@ def test_convert_any_arrays(mesh, res, error, band):
     assert d.shape == (len(pts),) and not np.any(np.isnan(d))
 
 
+# ---- colour: vertex colours in, Tree.colors out --------------------------------------------------
+
+# lib/color_shim.c stands in for the colour pass until it is merged: trees stay grey meanwhile
+SHIM = (pathlib.Path(__file__).resolve().parents[2] / "lib" / "color_shim.c").exists()
+
+
+def valid_colours(c, n):
+    """Is c what convert takes as per-vertex colours of n vertices?"""
+    if isinstance(c, list):
+        try:
+            c = np.asarray(c)
+        except ValueError:
+            return False
+    if not isinstance(c, np.ndarray) or c.ndim != 2 or c.shape != (n, c.shape[1]) \
+            or c.shape[1] not in (3, 4):
+        return False
+    if c.dtype == np.bool_ or c.dtype.kind == "c":
+        return False
+    if np.issubdtype(c.dtype, np.integer):
+        return c.size == 0 or (int(c.min()) >= 0 and int(c.max()) <= 255)
+    if not np.issubdtype(c.dtype, np.floating):
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isfinite(c)) and np.all((c >= 0) & (c <= 1)))
+
+
+@st.composite
+def colour_arrays(draw):
+    """Mostly (N, 3 or 4) uint8 or float colours for SPHERE's N vertices, sometimes a wrong
+    count, dtype, shape or value, in any layout."""
+    n = len(SPHERE[0])
+    rows = n if draw(st.integers(0, 7)) else draw(st.sampled_from([0, 1, n - 1, n + 1]))
+    shape = (rows, draw(mostly(st.sampled_from([3, 4]), st.sampled_from([0, 1, 2, 5]))))
+    if draw(st.integers(0, 9)) == 0:
+        shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))
+    dtype = draw(mostly(st.sampled_from([np.uint8, np.float32, np.float64]),
+                        st.sampled_from(DTYPES + [np.uint16, np.int8])))
+    if np.issubdtype(dtype, np.floating) or dtype == np.complex64:
+        good = st.floats(0, 1, width=16 if dtype == np.float16 else 32)
+        elems = draw(mostly(st.just(good), st.sampled_from([  # out of range, or not finite
+            st.one_of(good, st.floats(-2, 2, width=16)),
+            st.one_of(good, st.sampled_from([float("nan"), float("inf")]))]), k=2))
+    elif dtype == np.bool_:
+        elems = st.booleans()
+    else:
+        info = np.iinfo(dtype)
+        elems = st.integers(max(info.min, -3), min(info.max, 300))
+    a = draw(hnp.arrays(dtype, shape, elements=elems))
+    return layout(a, draw(st.sampled_from(LAYOUTS)))
+
+
+@FUZZ
+@given(colours=mostly(colour_arrays(), not_arrays, k=8),
+       color=mostly(st.sampled_from(["auto", "off"]), st.sampled_from(["on", "", None, 1])),
+       color_filter=mostly(st.sampled_from(["mean", "dominant"]),
+                           st.sampled_from(["max", "Mean", None, 0])))
+def test_convert_any_colours(colours, color, color_filter):
+    v, f = SPHERE
+    try:
+        t = voxlod.convert((v, f, colours), res=8, progress=False, gpu=False, color=color,
+                           color_filter=color_filter)
+    except BaseException as e:  # noqa: B902
+        expect_refusal(e)
+        assert not (valid_colours(colours, len(v)) and color in ("auto", "off")
+                    and color_filter in ("mean", "dominant")) or colours is None, str(e)
+        return
+    assert colours is None or valid_colours(colours, len(v)), "malformed colours were accepted"
+    assert color in ("auto", "off") and color_filter in ("mean", "dominant")
+    if not SHIM:
+        assert t.has_color == (colours is not None and color == "auto")
+
+
+@pytest.fixture(scope="module")
+def colour_tree():
+    v, f = SPHERE
+    rgb = np.floor((v * 0.5 + 0.5) * 255 + 0.5).astype(np.uint8)
+    return voxlod.convert((v, f, rgb), res=32, progress=False, gpu=False)
+
+
+@FUZZ
+@given(points=mostly(point_arrays(), not_arrays, k=8),
+       lod=mostly(st.one_of(st.none(), st.none(), st.integers(0, 5)),
+                  st.one_of(st.integers(-2, 8), st.booleans(), st.floats(0, 5),
+                            st.text(max_size=3))))
+def test_colors_any_input(colour_tree, points, lod):
+    t = colour_tree
+    try:
+        out = t.colors(points, lod=lod)
+    except BaseException as e:  # noqa: B902
+        expect_refusal(e)
+        valid_lod = lod is None or (isinstance(lod, int) and not isinstance(lod, bool) and
+                                    0 <= lod <= t.depth)
+        if is_valid_points(points) and valid_lod:
+            # the refusals of well-formed input: a NaN or infinite point, a grey tree
+            p32 = np.asarray(points, dtype=np.float32) if len(points) else np.zeros((0, 3))
+            assert not np.all(np.isfinite(p32)) or (SHIM and "no colour" in str(e)), str(e)
+        return
+    assert is_valid_points(points), "malformed points were accepted"
+    p = np.asarray(points, dtype=np.float32).astype(np.float64)
+    assert out.dtype == np.uint8 and out.shape == (len(p), 4)
+    # the sphere is opaque: a point has its cell's colour (alpha 255) or none (0 0 0 0)
+    none = np.all(out == 0, axis=1)
+    assert np.all(none | (out[:, 3] == 255))
+    # none where no surface voxel is within the band; a colour within a voxel of the surface
+    # (the nearest surface voxel is then within ceil(band) cells); distances to the mesh exact
+    if lod is None and len(p):
+        d = np.abs(signed_distance(p, *SPHERE))
+        reach = (np.ceil(t.band) + 1) * t.scale * np.sqrt(3)
+        assert not np.any(~none & (d > reach))
+        assert not np.any(none & (d < 0.5 * t.scale))
+    # a point's answer does not depend on its company or order
+    if len(p):
+        rev = t.colors(np.ascontiguousarray(np.asarray(points, dtype=np.float32)[::-1]), lod=lod)
+        assert np.array_equal(rev[::-1], out)
+
+
 # ---- render ----------------------------------------------------------------------------------
 
 vec = rarely_bad(
@@ -310,7 +428,7 @@ vec = rarely_bad(
        eye=vec, target=vec, up=vec,
        fov=rarely_bad(st.one_of(st.none(), st.floats(1, 179)),
                       st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just("40"))),
-       shade=rarely_bad(st.sampled_from(["smooth", "blocks", "normals"]),
+       shade=rarely_bad(st.sampled_from(["smooth", "blocks", "normals", "albedo"]),
                         st.sampled_from(["Smooth", "", 3])),
        lod_scale=rarely_bad(st.floats(0.1, 8), st.floats(allow_nan=True, allow_infinity=True)),
        depth=st.booleans())

@@ -12,8 +12,9 @@ CPU.
 docs/python.md in the source tree is the guide; include/voxlod/sample.h states the sampling
 rule. Errors raise voxlod.Error (a subclass per status) with the library's message.
 
-The package's modules, by concern: _convert (meshes into trees), _tree (the Tree, load,
-from_bytes), _datasets (many meshes into training samples), _sampling (distance queries),
+The package's modules, by concern: _convert (meshes into trees), _mesh (Mesh, load_mesh, meshes
+from arrays), _tree (the Tree, load, from_bytes), _datasets (many meshes into training samples),
+_sampling (distance queries), _color (vertex colours in, Tree.colors),
 _errors (exceptions), _util (argument checks), _cuda (CUDA arrays), _voxlod (the compiled
 bindings); __main__ is `python -m voxlod`. This file only re-exports the public names.
 """
@@ -24,6 +25,7 @@ from typing import List, Optional
 
 from . import _voxlod
 from ._convert import convert
+from ._mesh import Mesh, load_mesh
 from ._datasets import MESH_EXTENSIONS, PRESETS, sample_meshes
 from ._errors import (CancelledError, CorruptError, CudaError, EmptyError, Error, FileError,
                       FormatError, InvalidArgumentError, LimitError, NoGpuError, NoMemoryError,
@@ -35,7 +37,7 @@ from ._tree import NODE_DTYPE, STATS_DTYPE, Tree, from_bytes, load
 __version__: str = _voxlod.version()
 
 __all__ = [
-    "Tree", "convert", "sample_meshes", "MESH_EXTENSIONS", "PRESETS", "load", "from_bytes",
+    "Tree", "Mesh", "convert", "load_mesh", "sample_meshes", "MESH_EXTENSIONS", "PRESETS", "load", "from_bytes",
     "gpu_available", "gpu_name", "NODE_DTYPE",
     "STATS_DTYPE", "SAMPLE_PLANE", "SAMPLE_NEAR", "SAMPLE_FAR", "SAMPLE_OUTSIDE", "SAMPLE_NO_SIGN",
     "SAMPLE_INVALID", "Error", "InvalidArgumentError", "FileError", "NoMemoryError",

@@ -240,8 +240,9 @@ def _sample_one(job: dict) -> dict:
         else:
             scale, box = float((hi - lo).max()), 0.5
         band = 0.0 if job["band"] is None else float(job["band"])
+        # distances only: no colour pass (color=1: off)
         t = Tree(_voxlod.convert(m, int(job["res"]), 0.0, band, job["device"], job["mem_limit"],
-                                 int(job["threads"]), 0, None))
+                                 int(job["threads"]), 0, None, color=1))
         del m
         rng = np.random.default_rng(job["seed"])
         arrays = _points(t, job["preset"], int(job["points"]), rng, scale, offset, box,

@@ -9,7 +9,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _sampling, _voxlod
+from . import _color, _sampling, _voxlod
 from ._util import _bytes, _device, _is_int, _path, _zstd_level
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -21,9 +21,9 @@ NODE_DTYPE = np.dtype([("child", "<u4"), ("info", "<u4"), ("normal", "<u4"), ("d
 #: One row of the memory-per-level table (Tree.stats()).
 STATS_DTYPE = np.dtype([(name, "<u8") for name in (
     "level", "cells", "leaves", "topology_bytes", "lod_bytes", "field_bytes", "disk_bytes",
-    "render_bytes", "float8_bytes", "dense_bytes")])
+    "render_bytes", "float8_bytes", "dense_bytes", "color_bytes")])
 
-_SHADES = {"smooth": 0, "blocks": 1, "normals": 2}
+_SHADES = {"smooth": 0, "blocks": 1, "normals": 2, "albedo": 3}
 
 
 class Tree:
@@ -78,8 +78,14 @@ class Tree:
         return m
 
     @property
+    def has_color(self) -> bool:
+        """True when the nodes and voxels carry colours (Tree.colors, shade="albedo")."""
+        return self._info["has_color"]
+
+    @property
     def info(self) -> dict:
-        """Depth, counts, transform, band, prune error, memory and file bytes (a dict)."""
+        """Depth, counts, transform, band, prune error, memory and file bytes, has_color and
+        color_bytes (a dict)."""
         return dict(self._info)
 
     @property
@@ -99,6 +105,19 @@ class Tree:
         """The surface voxels in Morton order, read-only int8 (N, 8): corner c at
         (c & 1, c >> 1 & 1, c >> 2 & 1), value q meaning q * band / 127 voxels."""
         return self._t.voxels()
+
+    @property
+    def node_colors(self) -> np.ndarray:
+        """The nodes' colours, read-only uint8 (N, 4) RGBA (sRGB r g b, linear alpha) in the
+        order of ``nodes``, each the coverage-weighted mean colour of the node's subtree; empty
+        (0, 4) for a grey tree."""
+        return _color._rgba_view(self._t.node_colors())
+
+    @property
+    def voxel_colors(self) -> np.ndarray:
+        """The surface voxels' colours, read-only uint8 (N, 4) RGBA in the order of ``voxels``;
+        empty (0, 4) for a grey tree or when the finest level is not loaded."""
+        return _color._rgba_view(self._t.voxel_colors())
 
     def stats(self) -> np.ndarray:
         """The memory-per-level table (``voxlod stats``): a structured array of STATS_DTYPE,
@@ -151,7 +170,9 @@ class Tree:
         (per pixel: nodes smaller than lod_scale pixels). Camera: eye and target in world
         coordinates (default: an orbit view at azimuth 30, elevation 20 that frames the model;
         with only target or eye given the other comes from it), fov the vertical field of view
-        in degrees (default 40), up (default +y). shade: "smooth", "blocks" or "normals".
+        in degrees (default 40), up (default +y). shade: "smooth", "blocks", "normals" or
+        "albedo" (the smooth surface in its unlit base colour: the tree's colours, grey for a
+        tree without). A coloured tree is drawn in colour (lit) by the other shades too.
         device: None (the GPU when usable), "cpu" or "gpu"; the renderer is kept for the next
         call."""
         if not _is_int(width) or not _is_int(height) \
@@ -191,9 +212,10 @@ class Tree:
                        _device(device))
         return (rgb, dep) if depth else rgb
 
-    # ---- sample (_sampling.py)
+    # ---- sample (_sampling.py), colour (_color.py)
     sample = _sampling.sample
     surface_points = _sampling.surface_points
+    colors = _color.colors
 
 
 def _levels(max_level: Optional[int]) -> int:
