@@ -16,20 +16,6 @@ from reference import uv_sphere
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# lib/color_shim.c stands in for the colour pass (voxelizer), the colour lookup (vx_tree_colors),
-# the importer's colours and the albedo shading while those are on other branches: it keeps no
-# colour, so every tree is grey. Checks that need a coloured tree wait for the merge that deletes
-# it; everything else (argument checks, grey trees) runs now.
-SHIM = (ROOT / "lib" / "color_shim.c").exists()
-needs_color = pytest.mark.skipif(
-    SHIM, reason="needs the colour pass of vx_convert and vx_tree_colors (lib/color_shim.c "
-    "stands in until they are merged)")
-needs_albedo = pytest.mark.skipif(
-    SHIM, reason="needs VX_SHADE_ALBEDO in the renderer and a coloured tree (lib/color_shim.c "
-    "stands in until they are merged)")
-needs_import = pytest.mark.skipif(
-    SHIM, reason="needs the importer's colours and notes (lib/color_shim.c stands in until "
-    "they are merged)")
 
 
 # ---- references -----------------------------------------------------------------------------
@@ -113,7 +99,6 @@ def samples(sphere_rgba):
     return surface_samples(v, f, rgba, 400_000)
 
 
-@needs_color
 def test_vertex_colours_make_a_coloured_tree(colour_tree):
     t = colour_tree
     assert t.has_color and t.info["has_color"]
@@ -128,7 +113,6 @@ def test_vertex_colours_make_a_coloured_tree(colour_tree):
     assert (t.voxel_colors[:, 3] == 255).all() and (t.node_colors[:, 3] == 255).all()
 
 
-@needs_color
 @pytest.mark.parametrize("level", [None, 4, 2])
 def test_colors_are_the_cells_area_mean(colour_tree, samples, level):
     """Tree.colors at a point of each cell (finest level, and coarser cuts) against the mean
@@ -154,7 +138,6 @@ def test_colors_are_the_cells_area_mean(colour_tree, samples, level):
     assert got.std(axis=0).min() > 0.1
 
 
-@needs_color
 def test_colors_near_and_far(colour_tree):
     """A point just off the surface (within the band) takes the nearest surface voxel's colour;
     one far from it gets 0 0 0 0."""
@@ -169,7 +152,6 @@ def test_colors_near_and_far(colour_tree):
     assert (far == 0).all()
 
 
-@needs_color
 def test_uint8_and_float_colours_give_the_same_tree(sphere_rgba, colour_tree):
     v, f, rgba = sphere_rgba
     for c in (rgba / 255.0, (rgba / 255.0).astype(np.float32), rgba[:, :3] / 255.0,
@@ -192,7 +174,6 @@ def test_float_colours_round_to_nearest():
     assert _vertex_colors([[0, 128, 255, 7]], 1).tolist() == [[0, 128, 255, 7]]
 
 
-@needs_color
 def test_color_off_gives_a_grey_tree(sphere_rgba, colour_tree):
     v, f, rgba = sphere_rgba
     t = voxlod.convert((v, f, rgba), res=32, progress=False, gpu=False, color="off")
@@ -201,7 +182,6 @@ def test_color_off_gives_a_grey_tree(sphere_rgba, colour_tree):
     assert np.array_equal(t.voxels, colour_tree.voxels)
 
 
-@needs_color
 def test_dominant_filter_invents_no_colour():
     """Triangles of two solid colours (red above a latitude, blue below, corners not shared):
     "mean" mixes them in the voxels that span the border, "dominant" gives each voxel one of
@@ -300,7 +280,6 @@ def test_bad_color_queries(sphere_tree, points, lod, exc, words):
     assert words in str(e.value)
 
 
-@needs_color
 def test_colors_inputs_and_partial_trees(colour_tree):
     t = colour_tree
     p = np.array([[0.6, 0.8, 0.0], [0.0, 0.6, -0.8]], np.float64)
@@ -319,7 +298,6 @@ def test_colors_inputs_and_partial_trees(colour_tree):
         part.colors(p, lod=4)
 
 
-@needs_color
 def test_pruned_and_pickled_trees_keep_their_colours(colour_tree, samples):
     """A pruned leaf keeps the colour of the subtree it replaced: at every surface point the
     pruned tree answers what the full tree answers at some level; a pickled tree (its .svo
@@ -355,7 +333,6 @@ def hit_points(eye, target, up, fov, width, height, depth):
     return hit, eye + d[hit] * depth[hit][:, None]
 
 
-@needs_albedo
 def test_render_albedo_shows_the_trees_colours(colour_tree):
     """Each hit pixel of shade="albedo" is the colour Tree.colors gives at its hit point, or at
     a point half a voxel from it (the hit may lie on a voxel's face, where either side's colour
@@ -378,7 +355,6 @@ def test_render_albedo_shows_the_trees_colours(colour_tree):
     assert not np.array_equal(lit[hit], rgb[hit])
 
 
-@needs_albedo
 def test_render_albedo_of_a_grey_tree(sphere_tree):
     rgb, depth = sphere_tree.render(64, 48, shade="albedo", depth=True, device="cpu")
     hit = np.isfinite(depth)
@@ -421,7 +397,6 @@ def write_coloured_ply(path, v, f, rgb):
         fh.write(head.encode() + vert.tobytes() + face.tobytes())
 
 
-@needs_import
 def test_load_mesh_with_vertex_colours(tmp_path, sphere_rgba):
     """A PLY with vertex colours: a coloured mesh, and the same tree as the arrays give."""
     v, f, rgba = sphere_rgba
@@ -436,7 +411,6 @@ def test_load_mesh_with_vertex_colours(tmp_path, sphere_rgba):
     assert np.abs(a.voxel_colors.astype(int) - b.voxel_colors.astype(int)).max() <= 1
 
 
-@needs_import
 def test_missing_texture_is_a_note(tmp_path):
     """An OBJ whose material names a texture that is not there: loaded, coloured with the
     material's Kd, and a note naming the file (on the mesh and on the converted tree)."""

@@ -12,7 +12,6 @@ The examples are derandomized (the same ones in every run, so that CI is reprodu
 runs with fresh examples: VOXLOD_FUZZ_EXAMPLES=5000 VOXLOD_FUZZ_RANDOM=1 pytest this file.
 """
 import os
-import pathlib
 
 import numpy as np
 import pytest
@@ -295,8 +294,6 @@ def test_convert_any_arrays(mesh, res, error, band):
 
 # ---- colour: vertex colours in, Tree.colors out --------------------------------------------------
 
-# lib/color_shim.c stands in for the colour pass until it is merged: trees stay grey meanwhile
-SHIM = (pathlib.Path(__file__).resolve().parents[2] / "lib" / "color_shim.c").exists()
 
 
 def valid_colours(c, n):
@@ -361,8 +358,7 @@ def test_convert_any_colours(colours, color, color_filter):
         return
     assert colours is None or valid_colours(colours, len(v)), "malformed colours were accepted"
     assert color in ("auto", "off") and color_filter in ("mean", "dominant")
-    if not SHIM:
-        assert t.has_color == (colours is not None and color == "auto")
+    assert t.has_color == (colours is not None and color == "auto")
 
 
 @pytest.fixture(scope="module")
@@ -388,7 +384,7 @@ def test_colors_any_input(colour_tree, points, lod):
         if is_valid_points(points) and valid_lod:
             # the refusals of well-formed input: a NaN or infinite point, a grey tree
             p32 = np.asarray(points, dtype=np.float32) if len(points) else np.zeros((0, 3))
-            assert not np.all(np.isfinite(p32)) or (SHIM and "no colour" in str(e)), str(e)
+            assert not np.all(np.isfinite(p32)), str(e)
         return
     assert is_valid_points(points), "malformed points were accepted"
     p = np.asarray(points, dtype=np.float32).astype(np.float64)
