@@ -21,8 +21,8 @@ MESHES=${VX_SHARED_MESHES:-$ROOT/../shared/data/meshes}
 # run may carry).
 cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${VX_CUDA_ARCHS:-90}" \
   -DVOXLOD_OPENVDB=OFF -DVOXLOD_BENCH=ON >/dev/null
-cmake --build "$B" -j2 --target voxlod bench_nanovdb test_gpu_render test_gpu_nanovdb test_gpu_build \
-  test_gpu_sample "$@"
+cmake --build "$B" -j2 --target voxlod bench_nanovdb bench_color test_gpu_render test_gpu_nanovdb \
+  test_gpu_build test_gpu_sample "$@"
 rm -f "$B"/*/libvx_*.a # the layers' static archives: not needed there, and large
 mkdir -p "$B/gputests" # the GPU tests, in one folder to carry
 cp "$B"/tests/test_gpu_* "$B/gputests/"
@@ -33,7 +33,7 @@ core='^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|libz\.|libpthread
 mkdir -p "$B/lib"
 # $B/bench_nanovdb_base (optional): a bench_nanovdb built from the code before a change, copied
 # there by hand, so that the device times both in the same run.
-bins=("$B/voxlod" "$B/bench_nanovdb" "$B"/gputests/test_gpu_*)
+bins=("$B/voxlod" "$B/bench_nanovdb" "$B/bench_color" "$B"/gputests/test_gpu_*)
 [ -f "$B/bench_nanovdb_base" ] && bins+=("$B/bench_nanovdb_base")
 todo=()
 for f in "${bins[@]}"; do [ -f "$f" ] && [ -x "$f" ] && todo+=("$f"); done
@@ -50,7 +50,7 @@ while [ ${#todo[@]} -gt 0 ]; do
     todo+=("$path")
   done < <(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
 done
-strip --strip-debug "$B"/lib/*.so* "$B"/gputests/* "$B/bench_nanovdb" "$B/voxlod" 2>/dev/null ||
+strip --strip-debug "$B"/lib/*.so* "$B"/gputests/* "$B/bench_nanovdb" "$B/bench_color" "$B/voxlod" 2>/dev/null ||
   true # what travels has no debug info (it stays in the build's objects here)
 echo "bundled into $BN/lib:$seen"
 
@@ -60,6 +60,9 @@ cp "$MESHES/stanford_bunny/bun_zipper.ply" "$ROOT/devdata/bunny.ply"
 # the dragon travels compressed (device_gpu_tests.sh unpacks it there)
 rm -f "$ROOT/devdata/dragon.ply"
 cp "$MESHES/stanford_dragon/dragon_871k.ply.gz" "$ROOT/devdata/dragon.ply.gz"
+# textured meshes for the colour step (duck: DAE + TGA, spider: OBJ + MTL + JPEGs, a GLB)
+rm -rf "$ROOT/devdata/color" && mkdir -p "$ROOT/devdata/color"
+cp -r "$MESHES/duck" "$MESHES/spider" "$MESHES/2cylinder_engine" "$ROOT/devdata/color/"
 # the viewer's protocol test runs with the device's python3 and Debian's websocket-client module
 [ -d /usr/lib/python3/dist-packages/websocket ] && mkdir -p "$ROOT/devdata/pylib" &&
   cp -r /usr/lib/python3/dist-packages/websocket "$ROOT/devdata/pylib/"
@@ -70,7 +73,7 @@ grep -qx '/devdata/' "$EXCL" 2>/dev/null || echo '/devdata/' >> "$EXCL"
 du -sh "$B/voxlod" "$B/bench_nanovdb" "$B/lib" "$B/gputests" "$ROOT/devdata" | sed 's/^/  /'
 base=""
 [ -f "$B/bench_nanovdb_base" ] && base=", \"$BN/bench_nanovdb_base\""
-echo "carry: [\"$BN/voxlod\", \"$BN/bench_nanovdb\", \"$BN/lib\", \"$BN/gputests\", \"devdata\"$base]"
+echo "carry: [\"$BN/voxlod\", \"$BN/bench_nanovdb\", \"$BN/bench_color\", \"$BN/lib\", \"$BN/gputests\", \"devdata\"$base]"
 echo "(the Python wheel for the device's Python 3.12: python3.12 -m pip wheel --no-deps -w .whl ., carried as .whl)"
 echo "run:   VX_BUILD=$BN bash scripts/device_gpu_tests.sh"
 

@@ -9,7 +9,7 @@
 # bunny/{voxlod,nanovdb}.png, dragon/{voxlod,nanovdb}.png, bunny/bench.json, dragon/bench.json.
 #
 #   bash scripts/device_gpu_tests.sh [STEP ...]
-#   steps: tests sass bunny dragon dragon4k gpubuild zoom perf variants trees versus big lib ncu
+#   steps: tests sass bunny dragon dragon4k color gpubuild zoom perf variants trees versus big lib ncu
 #   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU
 #   build; `zoom` repeats the dragons filling the frame; `perf` times every model framed and zoomed
 #   with the kernel variants, 50 frames; `variants` does the same against a base build, with the
@@ -74,6 +74,41 @@ for s in $steps; do
     timeout 300 $B/bench_nanovdb /tmp/vx/dragon4096.svo --size 1920x1080 --frames "$FRAMES" --views 8 \
       --lods --out /tmp/vx/d4k --json /tmp/vx/d4k/bench.json
     cat /tmp/vx/d4k/bench.json 2>/dev/null
+    ;;
+  color)
+    # Colour: convert --gpu against --cpu (same file) on the textured meshes of devdata/color,
+    # the time colour adds to convert --gpu (against --no-color, best of 3), and the frame time
+    # of coloured trees against grey ones (bench_color: CUDA events, median of the frames).
+    stamp "colour"
+    best3() { # prints the best wall time of 3 runs of "$@"
+      local b=""
+      for k in 1 2 3; do
+        local t0 t1
+        t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
+        b=$(echo "$t0 $t1 ${b:-1e9}" | awk '{d=$2-$1; print (d<$3)?d:$3}')
+      done
+      echo "$b"
+    }
+    C=$D/color
+    for m in "$C/duck/duck.dae" "$C/spider/spider.obj" "$C/2cylinder_engine/2CylinderEngine.glb"; do
+      n=$(basename "$m" | cut -d. -f1)
+      for r in ${VX_COLOR_RES:-512 1024}; do
+        echo "-- $n $r"
+        timeout 280 $B/voxlod convert "$m" /tmp/vx/${n}_gpu.svo --res "$r" --gpu 2>&1 | tr '\r' '\n' | grep -v '%' | tail -n 3
+        if [ "$r" -le "${VX_COLOR_CPU:-512}" ]; then
+          timeout 280 $B/voxlod convert "$m" /tmp/vx/${n}_cpu.svo --res "$r" --cpu 2>&1 | tr '\r' '\n' | grep -v '%' | tail -n 1
+          cmp /tmp/vx/${n}_gpu.svo /tmp/vx/${n}_cpu.svo && echo "SAME FILE $n $r"
+        fi
+        echo "convert --gpu best of 3: colour $(best3 $B/voxlod convert "$m" /tmp/vx/t.svo --res "$r" --gpu) s," \
+             "--no-color $(best3 $B/voxlod convert "$m" /tmp/vx/t.svo --res "$r" --gpu --no-color) s"
+        timeout 60 $B/voxlod stats /tmp/vx/${n}_gpu.svo 2>&1 | tail -n 4
+        [ -x $B/bench_color ] && timeout 200 $B/bench_color /tmp/vx/${n}_gpu.svo --size 1920x1080 --frames 30 --rounds 3 2>&1 | tail -n 8
+        timeout 60 $B/voxlod render /tmp/vx/${n}_gpu.svo $OUT/${n}_${r}_albedo.png --gpu --shade albedo 2>&1 | tail -n 1
+        timeout 60 $B/voxlod render /tmp/vx/${n}_gpu.svo /tmp/vx/${n}_cpu_albedo.png --cpu --shade albedo 2>&1 | tail -n 1
+        cmp $OUT/${n}_${r}_albedo.png /tmp/vx/${n}_cpu_albedo.png && echo "SAME IMAGE $n $r (GPU and CPU, albedo)"
+        rm -f /tmp/vx/${n}_gpu.svo /tmp/vx/${n}_cpu.svo /tmp/vx/t.svo
+      done
+    done
     ;;
   gpubuild)
     # convert --gpu against the CPU build (same file, byte for byte) and its time; peak RSS from
