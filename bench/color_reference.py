@@ -420,19 +420,31 @@ def _fan_subdivisions(part, fans, tri, texel_density, cap):
     return np.clip(np.ceil(texel_density * need).astype(np.int64), 1, cap)
 
 
-def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=64,
-                tri_chunk=2048, sample_chunk=1 << 20, stats=None):
+def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=32,
+                piece_chunk=1 << 17, sample_chunk=1 << 20, stats=None, keep_samples=False):
     """Every piece (one triangle inside one finest cell) of the surface with its filtered
     colour: yields, per chunk, (cell keys (P,), world area (P,), opaque area (P,), opaque-
     weighted linear rgb sum (P, 3), the samples (linear rgba (S, 4), opaque (S,), piece (S,))).
     The pieces are exact (polygon clipping at the grid planes); within a piece the texture is
     averaged over a lattice of s^2 samples per fan triangle (texel_density per texel along the
-    longest edge, at most cap^2)."""
+    longest edge, at most cap^2). The samples are returned only with keep_samples (else
+    empty arrays)."""
     for part in parts:
-        nt = len(part.tris)
-        for t0 in range(0, nt, tri_chunk):
-            tri = np.arange(t0, min(nt, t0 + tri_chunk))
-            g = (part.tris[tri] - grid.origin) / grid.scale
+        if not len(part.tris):
+            continue
+        # chunks of whole triangles holding about piece_chunk pieces each (a triangle crosses
+        # about its area plus its perimeter in cells)
+        g_all = (part.tris - grid.origin) / grid.scale
+        e = np.linalg.norm(g_all - np.roll(g_all, 1, axis=1), axis=2).sum(axis=1)
+        est = triangle_areas(g_all) + e + 1.0
+        est = np.where(np.isfinite(est), est, 1.0)
+        ends = np.searchsorted(np.cumsum(est), np.arange(1, int(est.sum() // piece_chunk) + 2)
+                               * float(piece_chunk))
+        starts = np.unique(np.concatenate([[0], ends]))
+        starts = starts[starts < len(est)]
+        for t0, t1 in zip(starts, list(starts[1:]) + [len(est)]):
+            tri = np.arange(t0, t1)
+            g = g_all[tri]
             fans, fan_piece, cells, src = pieces(g)
             inside = np.all((cells >= 0) & (cells < grid.res), axis=1)
             if stats is not None:
@@ -475,9 +487,10 @@ def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=64,
                     for c in range(3):
                         sums[:, 2 + c] += np.bincount(pc, weights=ow * rgba[:, c],
                                                       minlength=npiece)
-                    srgba.append(rgba)
-                    sop.append(op)
-                    spiece.append(pc)
+                    if keep_samples:
+                        srgba.append(rgba)
+                        sop.append(op)
+                        spiece.append(pc)
             keep = inside
             remap = np.cumsum(keep) - 1
             sp = np.concatenate(spiece) if spiece else np.zeros(0, np.int64)
@@ -516,8 +529,8 @@ class Footprint:
         return np.where(self.area > 0, self.opaque / np.maximum(self.area, 1e-300), 0.0)
 
 
-def footprint_reference(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=64,
-                        coarser=0, stats=None, tri_chunk=2048) -> List[Footprint]:
+def footprint_reference(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=32,
+                        coarser=0, stats=None) -> List[Footprint]:
     """The reference colour of every cell the surface crosses, at the finest level and
     `coarser` levels above it: [finest, finest - 1, ...] (sums of the exact pieces, so every
     level is the area-weighted mean in linear light of its footprint)."""
@@ -527,7 +540,7 @@ def footprint_reference(parts: Sequence[Part], grid: Grid, texel_density=2.0, ca
     acc_k = np.zeros(0, np.int64)
     acc_v = np.zeros((0, 5))
     for keys, area, opaque, rgbsum, _ in part_pieces(parts, grid, texel_density, cap,
-                                                     tri_chunk, stats=stats):
+                                                     stats=stats):
         pend_k.append(keys)
         pend_v.append(np.concatenate([area[:, None], opaque[:, None], rgbsum], axis=1))
         pending += len(keys)
@@ -545,7 +558,7 @@ def footprint_reference(parts: Sequence[Part], grid: Grid, texel_density=2.0, ca
 
 
 def dominant_distances(parts: Sequence[Part], grid: Grid, keys, lab, texel_density=2.0,
-                       cap=64, tri_chunk=2048):
+                       cap=32):
     """For checks of the dominant filter at the finest level: for each cell keys[i] (sorted)
     with the colour lab[i] (CIELAB: what voxlod stored), the smallest CIEDE2000 to (a) the
     colour of any sample inside the cell (the bilinear texture of its footprint) and (b) the
@@ -557,7 +570,7 @@ def dominant_distances(parts: Sequence[Part], grid: Grid, keys, lab, texel_densi
     if not len(keys):
         return best_s, best_p
     for pk, area, opaque, rgbsum, (rgba, op, sp) in part_pieces(parts, grid, texel_density,
-                                                                cap, tri_chunk):
+                                                                cap, keep_samples=True):
         slot = np.minimum(np.searchsorted(keys, pk), len(keys) - 1)
         found = keys[slot] == pk
         ok = found & (opaque > 0)

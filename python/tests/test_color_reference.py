@@ -286,3 +286,69 @@ def test_render_reference_draws_the_nearest_surface():
     row = img[24]
     red = np.flatnonzero((row == [255, 0, 0]).all(axis=1))
     assert abs((red[-1] - red[0] + 1) / 2 - half) <= 1.5
+
+
+# ---------------------------------------------------------------- the measurement's plumbing
+
+class FakeTree:
+    """What bench/color_quality.py uses of a voxlod Tree: the grid and colors(points, lod);
+    colours from a function of the point (the analytic albedo), alpha 255."""
+
+    def __init__(self, origin, scale, depth, albedo):
+        self.origin, self.scale, self.depth = tuple(origin), scale, depth
+        self.resolution = 1 << depth
+        self.albedo = albedo
+        self.lods = []
+
+    def colors(self, points, lod=None):
+        self.lods.append(lod)
+        rgb = cr.linear_to_srgb8(self.albedo(np.asarray(points)))
+        return np.concatenate([rgb, np.full((len(rgb), 1), 255, np.uint8)], axis=1)
+
+
+def two_colour_obj(tmp_path, scale=1.0):
+    """Two quads in the plane z = 0.3, x < 0.5 red (a material), x > 0.5 vertex colours
+    (all blue), written as OBJ + MTL with negative indices."""
+    (tmp_path / "m.mtl").write_text("newmtl red\nKd 0.9 0.05 0.02\n")
+    s = scale
+    (tmp_path / "m.obj").write_text(
+        "mtllib m.mtl\nusemtl red\n"
+        f"v 0 0 {0.3 * s}\nv {0.5 * s} 0 {0.3 * s}\nv {0.5 * s} {s} {0.3 * s}\n"
+        f"v 0 {s} {0.3 * s}\nf -4 -3 -2 -1\n"
+        "usemtl none\n"
+        f"v {0.5 * s} 0 {0.3 * s} 0 0 1\nv {s} 0 {0.3 * s} 0 0 1\nv {s} {s} {0.3 * s} 0 0 1\n"
+        f"v {0.5 * s} {s} {0.3 * s} 0 0 1\nf 5 6 7 8\n")
+    return tmp_path / "m.obj"
+
+
+def test_measure_compares_each_voxel_with_its_footprint(tmp_path):
+    import color_quality as cq
+    parts = cq.load_parts(two_colour_obj(tmp_path))
+    assert sorted(len(p.tris) for p in parts) == [2, 2]
+    red, blue = np.array([0.9, 0.05, 0.02]), np.array([0.0, 0.0, 1.0])
+    tree = FakeTree((0, 0, 0), 1 / 8, 3, lambda p: np.where(p[:, :1] < 0.5, red, blue))
+    rows = cq.measure(parts, tree, coarser=3)
+    assert [r["level"] for r in rows] == [3, 2, 1, 0]
+    assert tree.lods == [None, 2, 1, 0]
+    fine = rows[0]
+    assert fine["cells"] == fine["compared"] == 64 and fine["missing"] == 0
+    assert fine["max"] < 0.5  # only the 8-bit rounding of the fake tree
+    # level 0: one cell holding both halves (reference: their mean), the fake says blue
+    root = rows[3]
+    assert root["compared"] == 1
+    want = cr.ciede2000(cr.srgb8_to_lab(cr.linear_to_srgb8(blue)),
+                        cr.linear_to_lab(0.5 * (red + blue)))
+    assert root["mean"] == pytest.approx(float(want), abs=0.5)
+    assert root["mean"] > 10
+
+
+def test_align_maps_a_rescaled_mesh_onto_the_tree(tmp_path):
+    """A mesh read at 100 times voxlod's size (a unit scale one reader ignored) is mapped
+    onto the tree's grid before the footprints are taken."""
+    import color_quality as cq
+    parts = cq.load_parts(two_colour_obj(tmp_path, scale=100.0))
+    tree = FakeTree((0, -0.5 + 0.5, 0.3 - 0.5), 1 / 8, 3, lambda p: np.zeros((len(p), 3)))
+    moved = cq.align(parts, tree)
+    allp = np.concatenate([p.tris.reshape(-1, 3) for p in moved])
+    np.testing.assert_allclose(allp.min(axis=0), [0, 0, 0.3], atol=1e-9)
+    np.testing.assert_allclose(allp.max(axis=0), [1, 1, 0.3], atol=1e-9)
