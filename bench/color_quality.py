@@ -12,7 +12,7 @@ and with --dominant the share of voxels of a color_filter="dominant" tree whose 
 within dE00 1 of any colour of their footprint.
 
     python3 bench/color_quality.py                      # the shared textured meshes, 256 and 1024
-    python3 bench/color_quality.py --res 256 --mesh duck --pictures docs/img/color
+    python3 bench/color_quality.py --res 256 --mesh duck --pictures docs/images/color
 
 Needs numpy, trimesh, pillow (and pycollada for .dae); the voxlod package with colour.
 """
@@ -465,8 +465,8 @@ def main(argv=None):
                     help="at most cap^2 samples per piece triangle (default 32)")
     ap.add_argument("--obj-kd", choices=("multiply", "ignore"), default="multiply",
                     help="OBJ: the diffuse texture times Kd (default), or the texture alone")
-    ap.add_argument("--pictures", metavar="DIR", nargs="?", const=str(ROOT / "docs/img/color"),
-                    help="write reference-vs-voxlod PNGs (default docs/img/color) at the "
+    ap.add_argument("--pictures", metavar="DIR", nargs="?", const=str(ROOT / "docs/images/color"),
+                    help="write reference-vs-voxlod PNGs (default docs/images/color) at the "
                          "lowest resolution")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     a = ap.parse_args(argv)

@@ -249,9 +249,8 @@ def shade(part, idx, bary):
     return rgba, op
 
 
-def samples(parts: Sequence[Part], voxel: float, density=2.0, cap=1024,
-            chunk=1 << 21, texel_rate=True) -> Iterator[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                             np.ndarray]]:
+def samples(parts: Sequence[Part], voxel: float, density=2.0, cap=1024, chunk=1 << 21,
+            texel_rate=True) -> Iterator[Tuple[np.ndarray, ...]]:
     """Dense uniform samples of every triangle, in chunks that hold whole triangles:
     yields (positions (N, 3), linear rgba (N, 4), area weight (N,), opaque share (N,), global
     triangle id (N,)). Triangle ids count across parts in order."""
