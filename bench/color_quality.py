@@ -332,7 +332,7 @@ def align(parts: Sequence[cr.Part], tree) -> List[cr.Part]:
     return out
 
 
-def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=32,
+def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=16,
             stats=None) -> List[dict]:
     """dE00 between tree.colors() and the footprint reference on the tree's grid, per level
     (finest first). Only cells whose reference has opaque surface are compared; cells voxlod
@@ -364,7 +364,7 @@ def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=32
     return rows
 
 
-def measure_dominant(parts, tree, texel_density=2.0, cap=32) -> dict:
+def measure_dominant(parts, tree, texel_density=2.0, cap=16) -> dict:
     """For a color_filter="dominant" tree: the share of compared voxels whose colour is more
     than dE00 1 from every sample colour of their footprint (texels, bilinear) and from every
     piece's filtered colour."""
@@ -461,8 +461,8 @@ def main(argv=None):
                     help="also convert with color_filter='dominant' and check its colours")
     ap.add_argument("--texel-density", type=float, default=2.0,
                     help="reference samples per texel along a piece's longest edge (default 2)")
-    ap.add_argument("--cap", type=int, default=32,
-                    help="at most cap^2 samples per piece triangle (default 32)")
+    ap.add_argument("--cap", type=int, default=16,
+                    help="at most cap^2 samples per piece triangle (default 16)")
     ap.add_argument("--obj-kd", choices=("multiply", "ignore"), default="multiply",
                     help="OBJ: the diffuse texture times Kd (default), or the texture alone")
     ap.add_argument("--pictures", metavar="DIR", nargs="?", const=str(ROOT / "docs/images/color"),

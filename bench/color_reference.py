@@ -419,7 +419,7 @@ def _fan_subdivisions(part, fans, tri, texel_density, cap):
     return np.clip(np.ceil(texel_density * need).astype(np.int64), 1, cap)
 
 
-def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=32,
+def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=16,
                 piece_chunk=1 << 17, sample_chunk=1 << 20, stats=None, keep_samples=False):
     """Every piece (one triangle inside one finest cell) of the surface with its filtered
     colour: yields, per chunk, (cell keys (P,), world area (P,), opaque area (P,), opaque-
@@ -528,7 +528,7 @@ class Footprint:
         return np.where(self.area > 0, self.opaque / np.maximum(self.area, 1e-300), 0.0)
 
 
-def footprint_reference(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=32,
+def footprint_reference(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=16,
                         coarser=0, stats=None) -> List[Footprint]:
     """The reference colour of every cell the surface crosses, at the finest level and
     `coarser` levels above it: [finest, finest - 1, ...] (sums of the exact pieces, so every
@@ -557,7 +557,7 @@ def footprint_reference(parts: Sequence[Part], grid: Grid, texel_density=2.0, ca
 
 
 def dominant_distances(parts: Sequence[Part], grid: Grid, keys, lab, texel_density=2.0,
-                       cap=32):
+                       cap=16):
     """For checks of the dominant filter at the finest level: for each cell keys[i] (sorted)
     with the colour lab[i] (CIELAB: what voxlod stored), the smallest CIEDE2000 to (a) the
     colour of any sample inside the cell (the bilinear texture of its footprint) and (b) the
