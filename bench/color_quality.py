@@ -315,7 +315,7 @@ def align(parts: Sequence[cr.Part], tree) -> List[cr.Part]:
     mine = (hi - lo).max()
     k = ext / mine
     c0 = 0.5 * (lo + hi)
-    if abs(k - 1.0) < 1e-6 and np.all(np.abs(c0 - centre) < 1e-6 * ext):
+    if abs(k - 1.0) < 1e-5 and np.all(np.abs(c0 - centre) < 1e-5 * ext):
         return list(parts)
     log(f"  note: the reference mesh is mapped onto voxlod's (scale {k:.6g}, centre "
         f"{np.round(c0, 4)} -> {np.round(centre, 4)})")

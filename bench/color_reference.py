@@ -445,7 +445,10 @@ def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=16,
             tri = np.arange(t0, t1)
             g = g_all[tri]
             fans, fan_piece, cells, src = pieces(g)
-            inside = np.all((cells >= 0) & (cells < grid.res), axis=1)
+            # a face lying in the grid's last plane (coordinate == res) belongs to the last
+            # cell; a piece further out than one cell is outside the grid (not compared)
+            inside = np.all((cells >= -1) & (cells <= grid.res), axis=1)
+            cells = np.clip(cells, 0, grid.res - 1)
             if stats is not None:
                 stats["pieces"] = stats.get("pieces", 0) + len(cells)
                 stats["outside"] = stats.get("outside", 0) + int((~inside).sum())

@@ -352,3 +352,15 @@ def test_align_maps_a_rescaled_mesh_onto_the_tree(tmp_path):
     allp = np.concatenate([p.tris.reshape(-1, 3) for p in moved])
     np.testing.assert_allclose(allp.min(axis=0), [0, 0, 0.3], atol=1e-9)
     np.testing.assert_allclose(allp.max(axis=0), [1, 1, 0.3], atol=1e-9)
+
+
+def test_faces_on_the_grid_boundary_belong_to_the_boundary_cells():
+    """A square lying in the plane x = res (the grid's far side, where voxlod's bounding box
+    puts a mesh's extreme face) falls into the last layer of cells, not outside."""
+    p = np.array([[1.0, 0, 0], [1.0, 1, 0], [1.0, 1, 1], [1.0, 0, 1]])
+    part = cr.Part(p[np.array([[0, 1, 2], [0, 2, 3]])], factor=(0.2, 0.3, 0.4, 1))
+    st = {}
+    fp = cr.footprint_reference([part], cr.Grid((0, 0, 0), 0.25, 4), stats=st)[0]
+    assert len(fp.keys) == 16 and st["outside"] == 0
+    assert np.all(cr.Grid((0, 0, 0), 0.25, 4).cells(fp.keys)[:, 0] == 3)
+    np.testing.assert_allclose(fp.area.sum(), 1.0, rtol=1e-12)
