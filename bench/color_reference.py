@@ -136,11 +136,13 @@ class Part:
     (0, 0) its bottom-left corner), or linear RGBA corner colours (T, 3, 4), or only the linear
     RGBA factor. alpha_mode: "opaque", "mask" (cutoff) or "blend"."""
 
-    __slots__ = ("name", "tris", "uv", "texture", "corners", "factor", "alpha_mode", "cutoff")
+    __slots__ = ("name", "tris", "uv", "texture", "corners", "factor", "alpha_mode", "cutoff",
+                 "_mips")
 
     def __init__(self, tris, uv=None, texture=None, corners=None, factor=(1.0, 1.0, 1.0, 1.0),
                  alpha_mode="opaque", cutoff=0.5, name=""):
         self.name = name
+        self._mips = None
         self.tris = np.ascontiguousarray(tris, dtype=np.float64).reshape(-1, 3, 3)
         self.texture = None if texture is None else np.ascontiguousarray(texture, np.float32)
         self.uv = None
@@ -157,8 +159,19 @@ class Part:
         self.alpha_mode = alpha_mode
         self.cutoff = float(cutoff)
 
-    def texels_per_uv(self):
-        return 0.0 if self.texture is None else float(max(self.texture.shape[:2]))
+    def mip(self, level):
+        """The texture box-filtered `level` times (2 x 2 texels in linear light, wrapping at
+        odd sizes): texel size 2^level of the original."""
+        if self._mips is None:
+            self._mips = [self.texture]
+        while len(self._mips) <= level:
+            t = self._mips[-1].astype(np.float64)
+            h, w = t.shape[:2]
+            r0, r1 = np.arange(0, h, 2), np.arange(1, h + 1, 2) % h
+            c0, c1 = np.arange(0, w, 2), np.arange(1, w + 1, 2) % w
+            t = 0.25 * (t[r0][:, c0] + t[r0][:, c1] + t[r1][:, c0] + t[r1][:, c1])
+            self._mips.append(t.astype(np.float32))
+        return self._mips[level]
 
 
 def bilinear(tex, u, v):
@@ -224,16 +237,24 @@ def triangle_areas(tris):
     return 0.5 * np.linalg.norm(np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]), axis=1)
 
 
-def shade(part, idx, bary):
+def shade(part, idx, bary, level=None):
     """Linear RGBA (N, 4) and opaque weight (N,) of the samples: triangles idx (N,) of `part`
-    at barycentric (N, 2) = (b1, b2), b0 = 1 - b1 - b2."""
+    at barycentric (N, 2) = (b1, b2), b0 = 1 - b1 - b2; level (N,): the texture's mip level
+    to read at each sample (None: the texture itself)."""
     b1, b2 = bary[:, 0], bary[:, 1]
     b0 = 1.0 - b1 - b2
     if part.texture is not None:
         uv = part.uv[idx]
         u = b0 * uv[:, 0, 0] + b1 * uv[:, 1, 0] + b2 * uv[:, 2, 0]
         v = b0 * uv[:, 0, 1] + b1 * uv[:, 1, 1] + b2 * uv[:, 2, 1]
-        rgba = bilinear(part.texture, u, v) * part.factor
+        if level is None or not np.any(level):
+            rgba = bilinear(part.texture, u, v) * part.factor
+        else:
+            rgba = np.empty((len(u), 4))
+            for lv in np.unique(level):
+                m = level == lv
+                rgba[m] = bilinear(part.mip(int(lv)), u[m], v[m])
+            rgba *= part.factor
     elif part.corners is not None:
         c = part.corners[idx]
         rgba = b0[:, None] * c[:, 0] + b1[:, None] * c[:, 1] + b2[:, None] * c[:, 2]
@@ -404,9 +425,11 @@ def pieces(tris_grid):
 
 def _fan_subdivisions(part, fans, tri, texel_density, cap):
     """s per fan triangle: texel_density samples per texel along its longest edge in texture
-    space (1 without a texture: the centroid integrates the linear vertex colours exactly)."""
+    space (1 without a texture: the centroid integrates the linear vertex colours exactly), at
+    most cap; and the mip level to sample: 0, or where s hit the cap, the level whose texels
+    are at least the sample spacing (so that the samples still average every texel)."""
     if part.texture is None or texel_density <= 0:
-        return np.ones(len(fans), np.int64)
+        return np.ones(len(fans), np.int64), np.zeros(len(fans), np.int64)
     h, w = part.texture.shape[:2]
     uv = part.uv[tri]  # (F, 3, 2)
     b = fans[:, :, 3:5]  # (F, 3 corners, 2)
@@ -416,7 +439,12 @@ def _fan_subdivisions(part, fans, tri, texel_density, cap):
     d = np.stack([cuv[:, 1] - cuv[:, 0], cuv[:, 2] - cuv[:, 1], cuv[:, 0] - cuv[:, 2]], axis=1)
     need = np.linalg.norm(d * np.array([w, h], np.float64), axis=2).max(axis=1)
     need = np.where(np.isfinite(need), need, cap)
-    return np.clip(np.ceil(texel_density * need).astype(np.int64), 1, cap)
+    s = np.clip(np.ceil(texel_density * need).astype(np.int64), 1, cap)
+    spacing = need / s  # texels between samples
+    level = np.where(texel_density * need > cap,
+                     np.ceil(np.log2(np.maximum(spacing, 1.0))), 0.0).astype(np.int64)
+    top = int(np.ceil(np.log2(max(h, w))))
+    return s, np.clip(level, 0, top)
 
 
 def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=16,
@@ -456,7 +484,7 @@ def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=16,
             p1 = fans[:, 2, :3] - fans[:, 0, :3]
             area = 0.5 * np.linalg.norm(np.cross(p0, p1), axis=1) * grid.scale ** 2
             ftri = tri[src[fan_piece]]
-            s_all = _fan_subdivisions(part, fans, ftri, texel_density, cap)
+            s_all, lev_all = _fan_subdivisions(part, fans, ftri, texel_density, cap)
             if stats is not None:
                 stats["samples"] = stats.get("samples", 0) + int((s_all * s_all).sum())
                 stats["capped_area"] = stats.get("capped_area", 0.0) + float(
@@ -480,7 +508,7 @@ def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=16,
                     cb = fans[f, :, 3:5]  # corner barycentrics (S, 3, 2)
                     bary = (cb[:, 0] + lb[:, 0:1] * (cb[:, 1] - cb[:, 0])
                             + lb[:, 1:2] * (cb[:, 2] - cb[:, 0]))
-                    rgba, op = shade(part, ftri[f], bary)
+                    rgba, op = shade(part, ftri[f], bary, lev_all[f])
                     w = area[f] / (s * s)
                     ow = w * op
                     pc = fan_piece[f]

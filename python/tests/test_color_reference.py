@@ -364,3 +364,19 @@ def test_faces_on_the_grid_boundary_belong_to_the_boundary_cells():
     assert len(fp.keys) == 16 and st["outside"] == 0
     assert np.all(cr.Grid((0, 0, 0), 0.25, 4).cells(fp.keys)[:, 0] == 3)
     np.testing.assert_allclose(fp.area.sum(), 1.0, rtol=1e-12)
+
+
+def test_minified_texture_mean_through_mip_levels():
+    """One cell holding a whole quad whose 64^2 random texture is sampled with at most 4^2
+    samples per triangle: the samples read a box-filtered level, so the cell still gets the
+    mean of all 4,096 texels (the integral of a bilinear texture over whole periods)."""
+    rng = np.random.default_rng(5)
+    tex = np.concatenate([rng.uniform(0, 1, (64, 64, 3)), np.ones((64, 64, 1))], axis=2)
+    want = tex[:, :, :3].reshape(-1, 3).mean(axis=0)
+    fp = cr.footprint_reference([quad_part(tex)], cr.Grid((0, 0, 0), 1.0, 1), cap=4)[0]
+    np.testing.assert_allclose(fp.rgb[0], want, atol=1e-6)
+    # the same lattice on the full-size texture alone misses the mean by far more
+    part = quad_part(tex)
+    b = cr.lattice(4)
+    rgba, _ = cr.shade(part, np.repeat([0, 1], 16), np.tile(b, (2, 1)))
+    assert np.abs(rgba[:, :3].mean(axis=0) - want).max() > 4e-3
