@@ -333,19 +333,22 @@ def align(parts: Sequence[cr.Part], tree) -> List[cr.Part]:
 
 
 def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=16,
-            stats=None) -> List[dict]:
+            stats=None, keep=None) -> List[dict]:
     """dE00 between tree.colors() and the footprint reference on the tree's grid, per level
     (finest first). Only cells whose reference has opaque surface are compared; cells voxlod
     left at alpha 0 there are counted as `missing`; reference holes (every piece cut out) are
-    checked for alpha 0 (`holes`, `holes_drawn`)."""
+    checked for alpha 0 (`holes`, `holes_drawn`). keep (a list) receives the finest
+    level's reference, for measure_dominant."""
     grid = cr.Grid(tree.origin, tree.scale, tree.resolution)
     fps = cr.footprint_reference(parts, grid, texel_density, cap, coarser=coarser, stats=stats)
+    if keep is not None:
+        keep.append(fps[0])
     rows = []
     for shift, fp in enumerate(fps):
         level = tree.depth - shift
         lod = None if shift == 0 else level
         cen = grid.centres(fp.keys, shift)
-        got = np.asarray(tree.colors(cen, lod=lod))
+        got = np.asarray(tree.colors(cen.astype(np.float32), lod=lod))
         if got.shape != (len(cen), 4) or got.dtype != np.uint8:
             raise RuntimeError(f"Tree.colors returned {got.dtype} {got.shape}, "
                                f"expected uint8 ({len(cen)}, 4)")
@@ -364,14 +367,15 @@ def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=16
     return rows
 
 
-def measure_dominant(parts, tree, texel_density=2.0, cap=16) -> dict:
+def measure_dominant(parts, tree, texel_density=2.0, cap=16, fp=None) -> dict:
     """For a color_filter="dominant" tree: the share of compared voxels whose colour is more
     than dE00 1 from every sample colour of their footprint (texels, bilinear) and from every
-    piece's filtered colour."""
+    piece's filtered colour. fp: the finest reference on the same grid, if already made."""
     grid = cr.Grid(tree.origin, tree.scale, tree.resolution)
-    fp = cr.footprint_reference(parts, grid, texel_density, cap)[0]
+    if fp is None:
+        fp = cr.footprint_reference(parts, grid, texel_density, cap)[0]
     keys = fp.keys[fp.opaque > 0]
-    got = np.asarray(tree.colors(grid.centres(keys)))
+    got = np.asarray(tree.colors(grid.centres(keys).astype(np.float32)))
     drawn = got[:, 3] > 0
     keys, got = keys[drawn], got[drawn]
     ds, dp = cr.dominant_distances(parts, grid, keys, cr.srgb8_to_lab(got[:, :3]),
@@ -494,7 +498,8 @@ def main(argv=None):
                 t1 = time.time()
                 parts_r = align(parts, tree)
                 stats: dict = {}
-                rows = measure(parts_r, tree, a.coarser, a.texel_density, a.cap, stats)
+                finest: list = []
+                rows = measure(parts_r, tree, a.coarser, a.texel_density, a.cap, stats, finest)
                 t2 = time.time()
                 log(f"  {res}^3: convert {t1 - t0:.1f} s, reference {t2 - t1:.1f} s "
                     f"({stats.get('pieces', 0):,} pieces, {stats.get('samples', 0):,} samples, "
@@ -502,8 +507,12 @@ def main(argv=None):
                     f"% of the area at the sample cap)")
                 r = {"mesh": name, "res": res, "levels": rows, "reference": stats}
                 if a.dominant:
-                    r["dominant"] = measure_dominant(parts_r, convert(path, res, "dominant"),
-                                                     a.texel_density, a.cap)
+                    dom = convert(path, res, "dominant")
+                    if (dom.origin, dom.scale) != (tree.origin, tree.scale):
+                        raise SystemExit(f"{name}: the dominant tree has another grid")
+                    r["dominant"] = measure_dominant(parts_r, dom, a.texel_density, a.cap,
+                                                     finest[0])
+                    del dom
                 results.append(r)
                 if a.pictures and res == min(resolutions) and name in PICTURE_MESHES:
                     out = pictures(parts_r, tree, name, pathlib.Path(a.pictures), az_el)

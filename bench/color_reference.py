@@ -426,8 +426,9 @@ def pieces(tris_grid):
 def _fan_subdivisions(part, fans, tri, texel_density, cap):
     """s per fan triangle: texel_density samples per texel along its longest edge in texture
     space (1 without a texture: the centroid integrates the linear vertex colours exactly), at
-    most cap; and the mip level to sample: 0, or where s hit the cap, the level whose texels
-    are at least the sample spacing (so that the samples still average every texel)."""
+    most cap; and the mip level to sample: 0, or where s hit the cap, the coarsest level whose
+    texels are at most the sample spacing (box-filtered, so the samples still average nearly
+    every texel without blurring much across the piece's border)."""
     if part.texture is None or texel_density <= 0:
         return np.ones(len(fans), np.int64), np.zeros(len(fans), np.int64)
     h, w = part.texture.shape[:2]
@@ -442,7 +443,7 @@ def _fan_subdivisions(part, fans, tri, texel_density, cap):
     s = np.clip(np.ceil(texel_density * need).astype(np.int64), 1, cap)
     spacing = need / s  # texels between samples
     level = np.where(texel_density * need > cap,
-                     np.ceil(np.log2(np.maximum(spacing, 1.0))), 0.0).astype(np.int64)
+                     np.floor(np.log2(np.maximum(spacing, 1.0))), 0.0).astype(np.int64)
     top = int(np.ceil(np.log2(max(h, w))))
     return s, np.clip(level, 0, top)
 
