@@ -24,7 +24,6 @@ import gzip
 import json
 import os
 import pathlib
-import re
 import shutil
 import struct
 import sys
