@@ -332,14 +332,15 @@ def align(parts: Sequence[cr.Part], tree) -> List[cr.Part]:
 
 
 def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=16,
-            stats=None, keep=None) -> List[dict]:
+            stats=None, keep=None, workers=1) -> List[dict]:
     """dE00 between tree.colors() and the footprint reference on the tree's grid, per level
     (finest first). Only cells whose reference has opaque surface are compared; cells voxlod
     left at alpha 0 there are counted as `missing`; reference holes (every piece cut out) are
     checked for alpha 0 (`holes`, `holes_drawn`). keep (a list) receives the finest
     level's reference, for measure_dominant."""
     grid = cr.Grid(tree.origin, tree.scale, tree.resolution)
-    fps = cr.footprint_reference(parts, grid, texel_density, cap, coarser=coarser, stats=stats)
+    fps = cr.footprint_reference(parts, grid, texel_density, cap, coarser=coarser, stats=stats,
+                                 workers=workers)
     if keep is not None:
         keep.append(fps[0])
     rows = []
@@ -366,19 +367,19 @@ def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=16
     return rows
 
 
-def measure_dominant(parts, tree, texel_density=2.0, cap=16, fp=None) -> dict:
+def measure_dominant(parts, tree, texel_density=2.0, cap=16, fp=None, workers=1) -> dict:
     """For a color_filter="dominant" tree: the share of compared voxels whose colour is more
     than dE00 1 from every sample colour of their footprint (texels, bilinear) and from every
     piece's filtered colour. fp: the finest reference on the same grid, if already made."""
     grid = cr.Grid(tree.origin, tree.scale, tree.resolution)
     if fp is None:
-        fp = cr.footprint_reference(parts, grid, texel_density, cap)[0]
+        fp = cr.footprint_reference(parts, grid, texel_density, cap, workers=workers)[0]
     keys = fp.keys[fp.opaque > 0]
     got = np.asarray(tree.colors(grid.centres(keys).astype(np.float32)))
     drawn = got[:, 3] > 0
     keys, got = keys[drawn], got[drawn]
     ds, dp = cr.dominant_distances(parts, grid, keys, cr.srgb8_to_lab(got[:, :3]),
-                                   texel_density, cap)
+                                   texel_density, cap, workers)
     n = max(len(keys), 1)
     return {"voxels": int(len(keys)), "not_a_texel": float((ds > 1.0).sum() / n),
             "not_a_piece": float((dp > 1.0).sum() / n)}
@@ -466,6 +467,8 @@ def main(argv=None):
                     help="reference samples per texel along a piece's longest edge (default 2)")
     ap.add_argument("--cap", type=int, default=16,
                     help="at most cap^2 samples per piece triangle (default 16)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                    help="processes for the reference (default: every core)")
     ap.add_argument("--obj-kd", choices=("multiply", "ignore"), default="multiply",
                     help="OBJ: the diffuse texture times Kd (default), or the texture alone")
     ap.add_argument("--pictures", metavar="DIR", nargs="?", const=str(ROOT / "docs/images/color"),
@@ -498,7 +501,8 @@ def main(argv=None):
                 parts_r = align(parts, tree)
                 stats: dict = {}
                 finest: list = []
-                rows = measure(parts_r, tree, a.coarser, a.texel_density, a.cap, stats, finest)
+                rows = measure(parts_r, tree, a.coarser, a.texel_density, a.cap, stats, finest,
+                               a.workers)
                 t2 = time.time()
                 log(f"  {res}^3: convert {t1 - t0:.1f} s, reference {t2 - t1:.1f} s "
                     f"({stats.get('pieces', 0):,} pieces, {stats.get('samples', 0):,} samples, "
@@ -510,7 +514,7 @@ def main(argv=None):
                     if (dom.origin, dom.scale) != (tree.origin, tree.scale):
                         raise SystemExit(f"{name}: the dominant tree has another grid")
                     r["dominant"] = measure_dominant(parts_r, dom, a.texel_density, a.cap,
-                                                     finest[0])
+                                                     finest[0], a.workers)
                     del dom
                 results.append(r)
                 if a.pictures and res == min(resolutions) and name in PICTURE_MESHES:

@@ -448,88 +448,127 @@ def _fan_subdivisions(part, fans, tri, texel_density, cap):
     return s, np.clip(level, 0, top)
 
 
-def part_pieces(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=16,
-                piece_chunk=1 << 17, sample_chunk=1 << 20, stats=None, keep_samples=False):
-    """Every piece (one triangle inside one finest cell) of the surface with its filtered
-    colour: yields, per chunk, (cell keys (P,), world area (P,), opaque area (P,), opaque-
-    weighted linear rgb sum (P, 3), the samples (linear rgba (S, 4), opaque (S,), piece (S,))).
-    The pieces are exact (polygon clipping at the grid planes); within a piece the texture is
-    averaged over a lattice of s^2 samples per fan triangle (texel_density per texel along the
-    longest edge, at most cap^2). The samples are returned only with keep_samples (else
-    empty arrays)."""
-    for part in parts:
+def _jobs(parts: Sequence[Part], grid: Grid, piece_chunk=1 << 17):
+    """(part index, first triangle, end) ranges of whole triangles holding about piece_chunk
+    pieces each (a triangle crosses about its area plus its perimeter in cells)."""
+    jobs = []
+    for pi, part in enumerate(parts):
         if not len(part.tris):
             continue
-        # chunks of whole triangles holding about piece_chunk pieces each (a triangle crosses
-        # about its area plus its perimeter in cells)
-        g_all = (part.tris - grid.origin) / grid.scale
-        e = np.linalg.norm(g_all - np.roll(g_all, 1, axis=1), axis=2).sum(axis=1)
-        est = triangle_areas(g_all) + e + 1.0
+        g = (part.tris - grid.origin) / grid.scale
+        e = np.linalg.norm(g - np.roll(g, 1, axis=1), axis=2).sum(axis=1)
+        est = triangle_areas(g) + e + 1.0
         est = np.where(np.isfinite(est), est, 1.0)
         ends = np.searchsorted(np.cumsum(est), np.arange(1, int(est.sum() // piece_chunk) + 2)
                                * float(piece_chunk))
         starts = np.unique(np.concatenate([[0], ends]))
         starts = starts[starts < len(est)]
-        for t0, t1 in zip(starts, list(starts[1:]) + [len(est)]):
-            tri = np.arange(t0, t1)
-            g = g_all[tri]
-            fans, fan_piece, cells, src = pieces(g)
-            # a face lying in the grid's last plane (coordinate == res) belongs to the last
-            # cell; a piece further out than one cell is outside the grid (not compared)
-            inside = np.all((cells >= -1) & (cells <= grid.res), axis=1)
-            cells = np.clip(cells, 0, grid.res - 1)
-            if stats is not None:
-                stats["pieces"] = stats.get("pieces", 0) + len(cells)
-                stats["outside"] = stats.get("outside", 0) + int((~inside).sum())
-            p0 = fans[:, 1, :3] - fans[:, 0, :3]
-            p1 = fans[:, 2, :3] - fans[:, 0, :3]
-            area = 0.5 * np.linalg.norm(np.cross(p0, p1), axis=1) * grid.scale ** 2
-            ftri = tri[src[fan_piece]]
-            s_all, lev_all = _fan_subdivisions(part, fans, ftri, texel_density, cap)
-            if stats is not None:
-                stats["samples"] = stats.get("samples", 0) + int((s_all * s_all).sum())
-                stats["capped_area"] = stats.get("capped_area", 0.0) + float(
-                    area[s_all >= cap].sum())
-                stats["area"] = stats.get("area", 0.0) + float(area.sum())
-            npiece = len(cells)
-            sums = np.zeros((npiece, 5))
-            srgba, sop, spiece = [], [], []
-            order = np.argsort(s_all, kind="stable")
-            s_sorted = s_all[order]
-            for grp in np.split(order, np.flatnonzero(np.diff(s_sorted)) + 1):
-                if not len(grp):
-                    continue
-                s = int(s_all[grp[0]])
-                lat = lattice(s)
-                per = max(1, sample_chunk // (s * s))
-                for k in range(0, len(grp), per):
-                    ids = grp[k:k + per]
-                    f = np.repeat(ids, s * s)
-                    lb = np.tile(lat, (len(ids), 1))
-                    cb = fans[f, :, 3:5]  # corner barycentrics (S, 3, 2)
-                    bary = (cb[:, 0] + lb[:, 0:1] * (cb[:, 1] - cb[:, 0])
-                            + lb[:, 1:2] * (cb[:, 2] - cb[:, 0]))
-                    rgba, op = shade(part, ftri[f], bary, lev_all[f])
-                    w = area[f] / (s * s)
-                    ow = w * op
-                    pc = fan_piece[f]
-                    sums[:, 0] += np.bincount(pc, weights=w, minlength=npiece)
-                    sums[:, 1] += np.bincount(pc, weights=ow, minlength=npiece)
-                    for c in range(3):
-                        sums[:, 2 + c] += np.bincount(pc, weights=ow * rgba[:, c],
-                                                      minlength=npiece)
-                    if keep_samples:
-                        srgba.append(rgba)
-                        sop.append(op)
-                        spiece.append(pc)
-            keep = inside
-            remap = np.cumsum(keep) - 1
-            sp = np.concatenate(spiece) if spiece else np.zeros(0, np.int64)
-            sk = keep[sp]
-            keys = grid.key(np.where(inside[:, None], cells, 0))[keep]
-            yield (keys, sums[keep, 0], sums[keep, 1], sums[keep, 2:5],
-                   (np.concatenate(srgba)[sk] if srgba else np.zeros((0, 4)),
-                    np.concatenate(sop)[sk] if sop else np.zeros(0), remap[sp[sk]]))
+        jobs += [(pi, int(t0), int(t1)) for t0, t1 in zip(starts, list(starts[1:]) + [len(est)])]
+    return jobs
+
+
+def _piece_colours(part: Part, grid: Grid, tri, texel_density, cap, want_samples,
+                   sample_chunk=1 << 20):
+    """The pieces of triangles tri of part: (keys (P,) of the pieces inside the grid, sums
+    (P, 5): area, opaque area, opaque-weighted linear rgb; stats; and with want_samples the
+    samples (linear rgba (S, 4), opaque (S,), piece index into keys (S,)))."""
+    g = (part.tris[tri] - grid.origin) / grid.scale
+    fans, fan_piece, cells, src = pieces(g)
+    # a face lying in the grid's last plane (coordinate == res) belongs to the last cell; a
+    # piece further out than one cell is outside the grid (not compared)
+    inside = np.all((cells >= -1) & (cells <= grid.res), axis=1)
+    cells = np.clip(cells, 0, grid.res - 1)
+    p0 = fans[:, 1, :3] - fans[:, 0, :3]
+    p1 = fans[:, 2, :3] - fans[:, 0, :3]
+    area = 0.5 * np.linalg.norm(np.cross(p0, p1), axis=1) * grid.scale ** 2
+    ftri = tri[src[fan_piece]]
+    s_all, lev_all = _fan_subdivisions(part, fans, ftri, texel_density, cap)
+    st = {"pieces": len(cells), "outside": int((~inside).sum()),
+          "samples": int((s_all * s_all).sum()), "capped_area": float(area[s_all >= cap].sum()),
+          "area": float(area.sum())}
+    npiece = len(cells)
+    sums = np.zeros((npiece, 5))
+    srgba, sop, spiece = [], [], []
+    order = np.argsort(s_all, kind="stable")
+    s_sorted = s_all[order]
+    for grp in np.split(order, np.flatnonzero(np.diff(s_sorted)) + 1):
+        if not len(grp):
+            continue
+        s = int(s_all[grp[0]])
+        lat = lattice(s)
+        per = max(1, sample_chunk // (s * s))
+        for k in range(0, len(grp), per):
+            ids = grp[k:k + per]
+            f = np.repeat(ids, s * s)
+            lb = np.tile(lat, (len(ids), 1))
+            cb = fans[f, :, 3:5]  # corner barycentrics (S, 3, 2)
+            bary = (cb[:, 0] + lb[:, 0:1] * (cb[:, 1] - cb[:, 0])
+                    + lb[:, 1:2] * (cb[:, 2] - cb[:, 0]))
+            rgba, op = shade(part, ftri[f], bary, lev_all[f])
+            w = area[f] / (s * s)
+            ow = w * op
+            pc = fan_piece[f]
+            sums[:, 0] += np.bincount(pc, weights=w, minlength=npiece)
+            sums[:, 1] += np.bincount(pc, weights=ow, minlength=npiece)
+            for c in range(3):
+                sums[:, 2 + c] += np.bincount(pc, weights=ow * rgba[:, c], minlength=npiece)
+            if want_samples:
+                srgba.append(rgba)
+                sop.append(op)
+                spiece.append(pc)
+    keys = grid.key(cells[inside])
+    samples_out = None
+    if want_samples:
+        remap = np.cumsum(inside) - 1
+        sp = np.concatenate(spiece) if spiece else np.zeros(0, np.int64)
+        sk = inside[sp]
+        samples_out = (np.concatenate(srgba)[sk] if srgba else np.zeros((0, 4)),
+                       np.concatenate(sop)[sk] if sop else np.zeros(0), remap[sp[sk]])
+    return keys, sums[inside], st, samples_out
+
+
+_CTX: dict = {}  # what the worker processes read (inherited through fork)
+
+
+def _run_job(job):
+    c = _CTX
+    pi, t0, t1 = job
+    keys, sums, st, smp = _piece_colours(c["parts"][pi], c["grid"], np.arange(t0, t1),
+                                         c["texel_density"], c["cap"], c["dominant"])
+    if not c["dominant"]:
+        return keys, sums, st
+    # dominant checks: per cell, the smallest dE00 to a piece's colour and to a sample's
+    ref, lab = c["keys"], c["lab"]
+    slot = np.minimum(np.searchsorted(ref, keys), len(ref) - 1)
+    found = ref[slot] == keys
+    ok = found & (sums[:, 1] > 0)
+    dp = ciede2000(linear_to_lab(sums[ok, 2:5] / sums[ok, 1:2]), lab[slot[ok]])
+    rgba, op, sp = smp
+    sok = np.flatnonzero(found[sp] & (op > 0))
+    ss, sinv = np.unique(slot[sp[sok]], return_inverse=True)
+    ds = np.full(len(ss), np.inf)
+    for k in range(0, len(sok), 1 << 22):
+        i = sok[k:k + (1 << 22)]
+        d = ciede2000(linear_to_lab(rgba[i, :3]), lab[slot[sp[i]]])
+        np.minimum.at(ds, sinv.ravel()[k:k + (1 << 22)], d)
+    return slot[ok], dp, ss, ds, st
+
+
+def _map(jobs, workers):
+    """Runs _run_job over jobs, in `workers` forked processes when more than one."""
+    if workers > 1 and len(jobs) > 1:
+        import multiprocessing
+        with multiprocessing.get_context("fork").Pool(min(workers, len(jobs))) as pool:
+            yield from pool.imap_unordered(_run_job, jobs, chunksize=1)
+    else:
+        for j in jobs:
+            yield _run_job(j)
+
+
+def _add_stats(total, st):
+    if total is not None:
+        for k, v in st.items():
+            total[k] = total.get(k, 0) + v
 
 
 def _reduce(keys, cols):
@@ -561,24 +600,32 @@ class Footprint:
 
 
 def footprint_reference(parts: Sequence[Part], grid: Grid, texel_density=2.0, cap=16,
-                        coarser=0, stats=None) -> List[Footprint]:
+                        coarser=0, stats=None, workers=1,
+                        piece_chunk=1 << 17) -> List[Footprint]:
     """The reference colour of every cell the surface crosses, at the finest level and
     `coarser` levels above it: [finest, finest - 1, ...] (sums of the exact pieces, so every
-    level is the area-weighted mean in linear light of its footprint)."""
+    level is the area-weighted mean in linear light of its footprint). The pieces are exact
+    (polygon clipping at the grid planes); within a piece the texture is averaged over a
+    lattice of s^2 samples per fan triangle (texel_density per texel along the longest edge,
+    at most cap^2, minified textures through mip levels). workers: processes (fork), each
+    taking triangles of about piece_chunk pieces at a time."""
+    _CTX.clear()
+    _CTX.update(parts=parts, grid=grid, texel_density=texel_density, cap=cap, dominant=False)
     pend_k: List[np.ndarray] = []
     pend_v: List[np.ndarray] = []
     pending = 0
     acc_k = np.zeros(0, np.int64)
     acc_v = np.zeros((0, 5))
-    for keys, area, opaque, rgbsum, _ in part_pieces(parts, grid, texel_density, cap,
-                                                     stats=stats):
+    for keys, sums, st in _map(_jobs(parts, grid, piece_chunk), workers):
+        _add_stats(stats, st)
         pend_k.append(keys)
-        pend_v.append(np.concatenate([area[:, None], opaque[:, None], rgbsum], axis=1))
+        pend_v.append(sums)
         pending += len(keys)
         if pending > (1 << 22):
             acc_k, acc_v = _reduce(np.concatenate([acc_k] + pend_k),
                                    np.concatenate([acc_v] + pend_v))
             pend_k, pend_v, pending = [], [], 0
+    _CTX.clear()
     acc_k, acc_v = _reduce(np.concatenate([acc_k] + pend_k), np.concatenate([acc_v] + pend_v))
     out = [Footprint(acc_k, acc_v)]
     for lv in range(1, coarser + 1):
@@ -589,7 +636,7 @@ def footprint_reference(parts: Sequence[Part], grid: Grid, texel_density=2.0, ca
 
 
 def dominant_distances(parts: Sequence[Part], grid: Grid, keys, lab, texel_density=2.0,
-                       cap=16):
+                       cap=16, workers=1, piece_chunk=1 << 17):
     """For checks of the dominant filter at the finest level: for each cell keys[i] (sorted)
     with the colour lab[i] (CIELAB: what voxlod stored), the smallest CIEDE2000 to (a) the
     colour of any sample inside the cell (the bilinear texture of its footprint) and (b) the
@@ -600,17 +647,13 @@ def dominant_distances(parts: Sequence[Part], grid: Grid, keys, lab, texel_densi
     best_p = np.full(len(keys), np.inf)
     if not len(keys):
         return best_s, best_p
-    for pk, area, opaque, rgbsum, (rgba, op, sp) in part_pieces(parts, grid, texel_density,
-                                                                cap, keep_samples=True):
-        slot = np.minimum(np.searchsorted(keys, pk), len(keys) - 1)
-        found = keys[slot] == pk
-        ok = found & (opaque > 0)
-        d = ciede2000(linear_to_lab(rgbsum[ok] / opaque[ok, None]), lab[slot[ok]])
-        np.minimum.at(best_p, slot[ok], d)
-        sok = found[sp] & (op > 0)
-        if np.any(sok):
-            d = ciede2000(linear_to_lab(rgba[sok, :3]), lab[slot[sp[sok]]])
-            np.minimum.at(best_s, slot[sp[sok]], d)
+    _CTX.clear()
+    _CTX.update(parts=parts, grid=grid, texel_density=texel_density, cap=cap, dominant=True,
+                keys=keys, lab=np.asarray(lab, np.float64))
+    for sp, dp, ss, ds, _ in _map(_jobs(parts, grid, piece_chunk), workers):
+        np.minimum.at(best_p, sp, dp)
+        np.minimum.at(best_s, ss, ds)
+    _CTX.clear()
     return best_s, best_p
 
 

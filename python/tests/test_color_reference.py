@@ -380,3 +380,24 @@ def test_minified_texture_mean_through_mip_levels():
     b = cr.lattice(4)
     rgba, _ = cr.shade(part, np.repeat([0, 1], 16), np.tile(b, (2, 1)))
     assert np.abs(rgba[:, :3].mean(axis=0) - want).max() > 4e-3
+
+
+def test_worker_processes_give_the_same_reference():
+    """The reference split over forked workers and many small jobs equals the one-process one
+    (up to the order of float64 sums), for the footprints and the dominant check."""
+    parts, _ = cube_parts()
+    tex = checker_texture(8, (0.9, 0.2, 0.1), (0.1, 0.2, 0.9))
+    parts.append(quad_part(tex, z=0.55))
+    grid = cr.Grid((0, 0, 0), 1.0 / 16, 16)
+    one = cr.footprint_reference(parts, grid, coarser=2)
+    many = cr.footprint_reference(parts, grid, coarser=2, workers=2, piece_chunk=16)
+    for a, b in zip(one, many):
+        assert np.array_equal(a.keys, b.keys)
+        np.testing.assert_allclose(a.rgb, b.rgb, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(a.area, b.area, rtol=1e-12)
+    lab = cr.linear_to_lab(one[0].rgb)
+    s1, p1 = cr.dominant_distances(parts, grid, one[0].keys, lab)
+    s2, p2 = cr.dominant_distances(parts, grid, one[0].keys, lab, workers=2, piece_chunk=16)
+    np.testing.assert_allclose(s1, s2, atol=1e-12)
+    np.testing.assert_allclose(p1, p2, atol=1e-12)
+    assert np.isfinite(s1).all() and np.isfinite(p1).all()
