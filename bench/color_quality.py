@@ -338,6 +338,8 @@ def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=16
     left at alpha 0 there are counted as `missing`; reference holes (every piece cut out) are
     checked for alpha 0 (`holes`, `holes_drawn`). keep (a list) receives the finest
     level's reference, for measure_dominant."""
+    if not hasattr(tree, "colors"):
+        raise SystemExit("this voxlod has no Tree.colors(): install the package with colour")
     grid = cr.Grid(tree.origin, tree.scale, tree.resolution)
     fps = cr.footprint_reference(parts, grid, texel_density, cap, coarser=coarser, stats=stats,
                                  workers=workers)
