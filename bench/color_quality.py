@@ -408,7 +408,7 @@ def pictures(parts, tree, name, out_dir: pathlib.Path, az_el, tile=(240, 180), l
     lo, hi = allp.min(axis=0), allp.max(axis=0)
     eye, target = cr.orbit_camera(lo, hi, az_el[0], az_el[1], 40.0)
     w, h = tile
-    imgs = [(cr.render_reference(parts, eye, target, 40.0, w, h), "reference")]
+    imgs = []
     for k in range(levels):
         lv = tree.depth - 2 * k
         if lv < 1:
@@ -416,6 +416,11 @@ def pictures(parts, tree, name, out_dir: pathlib.Path, az_el, tile=(240, 180), l
         img = tree.render(w, h, lod=None if k == 0 else lv, eye=eye.tolist(),
                           target=target.tolist(), fov=40.0, shade="albedo")
         imgs.append((np.asarray(img), f"voxlod {1 << lv}^3"))
+    # the reference on voxlod's background colour (its top-left pixel: the model is framed
+    # with a margin)
+    bg = tuple(int(c) for c in imgs[0][0][0, 0]) if imgs else (0, 0, 0)
+    imgs.insert(0, (cr.render_reference(parts, eye, target, 40.0, w, h, background=bg),
+                    "reference"))
     strip = Image.new("RGB", (w * len(imgs), h))
     draw = ImageDraw.Draw(strip)
     for i, (im, label) in enumerate(imgs):
