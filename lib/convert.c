@@ -243,7 +243,10 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
     vx_stream_free(&stream);
     if (s == VX_OK) stream = pruned;
   }
+  const double tc = vx_clock_seconds();
   if (s == VX_OK) s = color_pass(&mesh->soup, &o, spilled ? NULL : &tree, &b->notes, err);
+  const double sec_color =
+      mesh->soup.color && o.color != VX_COLOR_OFF ? vx_clock_seconds() - tc : 0.0;
   if (s == VX_OK && spilled && keep_tree) {
     char lim[32];
     s = vx_error_set(err, VX_ERR_LIMIT, "the tree does not fit the memory limit (%s) in memory: "
@@ -278,6 +281,7 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   st->sec_tree = bs.sec_tree;
   for (int k = 0; k < 5; k++) st->sec_gpu[k] = bs.sec_gpu[k];
   for (int k = 0; k < 3; k++) st->sec_gpu_tree[k] = bs.sec_gpu_tree[k];
+  st->sec_color = sec_color;
   if (spilled) vx_stream_free(&stream);
   return vx_conversion_finish(s, b, &tree, out_path, keep_tree, out, err);
 }

@@ -80,14 +80,13 @@ for s in $steps; do
     # the time colour adds to convert --gpu (against --no-color, best of 3), and the frame time
     # of coloured trees against grey ones (bench_color: CUDA events, median of the frames).
     stamp "colour"
-    best3() { # prints the best wall time of 3 runs of "$@"
-      local b=""
-      for k in 1 2 3; do
-        local t0 t1
-        t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
-        b=$(echo "$t0 $t1 ${b:-1e9}" | awk '{d=$2-$1; print (d<$3)?d:$3}')
-      done
-      echo "$b"
+    medtime() { # median "total" and "write" (and "colour") of 5 runs of convert "$@"
+      for k in 1 2 3 4 5; do
+        $B/voxlod convert "$@" 2>&1 | tr '\r' '\n' | awk '
+          /on disk/ { for (i = 1; i < NF; i++) { if ($i == "write") w = $(i + 1); if ($i == "total") t = $(i + 1) } }
+          /: colour [0-9.]+s/ { for (i = 1; i < NF; i++) if ($i == "colour") c = $(i + 1) }
+          END { gsub(/[s,]/, "", w); gsub(/[s,]/, "", t); gsub(/s/, "", c); print t, w, (c == "" ? 0 : c) }'
+      done | sort -n | sed -n 3p
     }
     C=$D/color
     for m in "$C/duck/duck.dae" "$C/spider/spider.obj" "$C/2cylinder_engine/2CylinderEngine.glb"; do
@@ -99,8 +98,9 @@ for s in $steps; do
           timeout 280 $B/voxlod convert "$m" /tmp/vx/${n}_cpu.svo --res "$r" --cpu 2>&1 | tr '\r' '\n' | grep -v '%' | tail -n 1
           cmp /tmp/vx/${n}_gpu.svo /tmp/vx/${n}_cpu.svo && echo "SAME FILE $n $r"
         fi
-        echo "convert --gpu best of 3: colour $(best3 $B/voxlod convert "$m" /tmp/vx/t.svo --res "$r" --gpu) s," \
-             "--no-color $(best3 $B/voxlod convert "$m" /tmp/vx/t.svo --res "$r" --gpu --no-color) s"
+        echo "convert --gpu, median of 5 (total write colour, s): with colour" \
+             "$(medtime "$m" /tmp/vx/t.svo --res "$r" --gpu); --no-color" \
+             "$(medtime "$m" /tmp/vx/t.svo --res "$r" --gpu --no-color)"
         timeout 60 $B/voxlod stats /tmp/vx/${n}_gpu.svo 2>&1 | tail -n 4
         [ -x $B/bench_color ] && timeout 200 $B/bench_color /tmp/vx/${n}_gpu.svo --size 1920x1080 --frames 30 --rounds 3 2>&1 | tail -n 8
         timeout 60 $B/voxlod render /tmp/vx/${n}_gpu.svo $OUT/${n}_${r}_albedo.png --gpu --shade albedo 2>&1 | tail -n 1

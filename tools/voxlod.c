@@ -210,6 +210,7 @@ int vx_cmd_convert(int argc, char **argv) {
     fprintf(stderr, "; octree levels %.2fs, planes %.2fs, copy back %.2fs", st.sec_gpu_tree[0],
             st.sec_gpu_tree[1], st.sec_gpu_tree[2]);
   if (st.used_gpu) fputc('\n', stderr);
+  if (st.sec_color > 0.0) fprintf(stderr, "%s: colour %.2fs (CPU)\n", out, st.sec_color);
   return 0;
 }
 

@@ -113,6 +113,7 @@ typedef struct vx_conversion_stats {
   double sec_gpu[5];        /* GPU surface stage: upload, overlap pairs, sort and index, corner
                                field, copy back */
   double sec_gpu_tree[3];   /* GPU tree: levels, planes, copy to host */
+  double sec_color;         /* the colour pass (on the CPU, after either build; in sec_build) */
 } vx_conversion_stats;
 
 VX_API vx_status vx_conversion_get_stats(const vx_conversion *c, vx_conversion_stats *st);
