@@ -115,6 +115,27 @@ Mesh *mesh_from_arrays(Floats2 v, Uints2 f) {
   return r;
 }
 
+// Read-only views of a mesh's arrays; `self` (the Python _Mesh) stays alive while they do.
+// Vertices: (V, 3) float32, world coordinates (a loaded mesh or one made from arrays is a
+// triangle soup: 3 vertices per triangle). Indices: (T, 3) uint32, or None for a soup.
+nb::ndarray<nb::numpy, const float, nb::ndim<2>> mesh_vertices(nb::handle self) {
+  Mesh &m = nb::cast<Mesh &>(self);
+  uint64_t n = 0;
+  const float *p = vx_mesh_vertices(m.m, &n);
+  static const float empty[3] = {0};
+  size_t shape[2] = {p ? (size_t)n : 0, 3};
+  return nb::ndarray<nb::numpy, const float, nb::ndim<2>>(p ? p : empty, 2, shape, self);
+}
+
+std::optional<nb::ndarray<nb::numpy, const uint32_t, nb::ndim<2>>> mesh_indices(nb::handle self) {
+  Mesh &m = nb::cast<Mesh &>(self);
+  uint64_t n = 0;
+  const uint32_t *p = vx_mesh_indices(m.m, &n);
+  if (!p) return std::nullopt;
+  size_t shape[2] = {(size_t)n, 3};
+  return nb::ndarray<nb::numpy, const uint32_t, nb::ndim<2>>(p, 2, shape, self);
+}
+
 using Bytes2 = nb::ndarray<const uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
 // Per-vertex colours (N, 3 or 4) uint8, N the vertex count the mesh was made with.
@@ -671,7 +692,9 @@ NB_MODULE(_voxlod, m) {
                   "faces"_a.noconvert(), nb::rv_policy::take_ownership)
       .def("set_vertex_colors", &mesh_set_vertex_colors, "colors"_a.noconvert())
       .def("notes", [](const Mesh &m) { return text_of(vx_mesh_notes(m.m)); })
-      .def("info", &mesh_info);
+      .def("info", &mesh_info)
+      .def("vertices", &mesh_vertices)
+      .def("indices", &mesh_indices);
 
   nb::class_<Tree>(m, "_Tree")
       .def_static("load", &tree_load, "path"_a, "levels"_a = 0, "mem_limit"_a = 0,

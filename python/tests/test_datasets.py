@@ -295,3 +295,104 @@ def test_dask(meshes, local_run, tmp_path, monkeypatch):
                     assert np.array_equal(x[k], y[k]), k
         else:
             assert r["error"]
+
+
+def two_boxes_on_an_edge():
+    """Two unit boxes touching along the edge x = y = 1: that edge carries four triangles."""
+    v0, f0 = box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+    v1, f1 = box((1.0, 1.0, 0.0), (2.0, 2.0, 1.0))
+    return np.concatenate([v0, v1]), np.concatenate([f0, f1 + len(v0)])
+
+
+def edge_counts(v, f):
+    """Boundary, non-manifold and inconsistently oriented edges by brute force: a dict of
+    undirected edges (vertex positions as tuples) to their directed uses."""
+    uses = {}
+    for tri in f:
+        for i in range(3):
+            a, b = tuple(v[tri[i]]), tuple(v[tri[(i + 1) % 3]])
+            uses.setdefault(frozenset((a, b)), []).append((a, b))
+    boundary = sum(len(u) == 1 for u in uses.values())
+    nonmanifold = sum(len(u) > 2 for u in uses.values())
+    inconsistent = sum(len(u) == 2 and u[0] == u[1] for u in uses.values())
+    return len(uses), boundary, nonmanifold, inconsistent
+
+
+def test_sign_report(tmp_path):
+    cube = box((-1.0, -1.0, -1.0), (1.0, 1.0, 1.0))
+    v, f = cube
+    flipped = f.copy()
+    flipped[0] = flipped[0][::-1]
+    cases = {  # name: (vertices, faces, watertight, sign_reliable)
+        "cube": (v, f, True, True),
+        "open.obj": (v, f[2:], False, False),   # no lid: an opening of a sixth of the area
+        "edge.obj": (*two_boxes_on_an_edge(), False, True),  # closed, oriented: signs hold
+        "flipped.obj": (v, flipped, True, False),  # half a face the wrong way round
+    }
+    # a fine sphere with one small hole: open, but the hole is far below 1 % of the area
+    sv, sf = uv_sphere(1.0, 64, 32)
+    cases["pinhole.obj"] = (sv, sf[1:], False, True)
+    for name, (cv, cf, _, _) in cases.items():
+        write_obj(tmp_path / "in" / (name if name.endswith(".obj") else name + ".obj"), cv, cf)
+    recs = voxlod.sample_meshes(tmp_path / "in", tmp_path / "out", workers=1, **OPTS)
+    got = {os.path.basename(r["path"]): r for r in recs}
+    for name, (cv, cf, watertight, reliable) in cases.items():
+        r = got[name if name.endswith(".obj") else name + ".obj"]
+        assert r["ok"], r
+        rep = r["report"]
+        edges, boundary, nonmanifold, inconsistent = edge_counts(cv, cf)
+        assert (rep["edges"], rep["boundary_edges"], rep["nonmanifold_edges"],
+                rep["inconsistent_edges"]) == (edges, boundary, nonmanifold, inconsistent), name
+        assert rep["watertight"] is watertight and rep["sign_reliable"] is reliable, (name, rep)
+        assert (rep["unreliable_because"] == []) is reliable
+        assert rep["unsigned"] is False
+        with np.load(r["file"]) as z:
+            assert json.loads(str(z["report"]))["watertight"] is watertight
+    # the expected counts themselves
+    assert got["cube.obj"]["report"]["open_area_share"] == 0.0
+    assert got["open.obj"]["report"]["boundary_edges"] == 4
+    assert got["edge.obj"]["report"]["nonmanifold_edges"] == 1
+    assert got["flipped.obj"]["report"]["inconsistent_edges"] == 3
+    assert got["pinhole.obj"]["report"]["boundary_edges"] == 3
+    assert "open or inconsistently oriented" in " ".join(
+        got["open.obj"]["report"]["unreliable_because"])
+    # skip_unreliable: the open box and the flipped cube are skipped, the others written
+    recs = voxlod.sample_meshes(tmp_path / "in", tmp_path / "skip", workers=1,
+                                skip_unreliable=True, **OPTS)
+    skipped = sorted(os.path.basename(r["path"]) for r in recs if r["skipped"])
+    assert skipped == ["flipped.obj", "open.obj"]
+    assert all(r["ok"] for r in recs if not r["skipped"])
+    # Mesh exposes the loaded soup: 3 vertices per triangle, the faces index them in order
+    m = voxlod.load_mesh(tmp_path / "in" / "cube.obj")
+    assert m.vertices.shape == (36, 3) and m.vertices.dtype == np.float32
+    assert not m.vertices.flags.writeable
+    assert np.array_equal(m.faces, np.arange(36).reshape(12, 3))
+    assert np.array_equal(m.vertices, v[f].reshape(-1, 3).astype(np.float32))
+
+
+def test_unsigned(meshes, tmp_path):
+    root, _ = meshes
+    src = [root / "box.ply", root / "s1"]
+    signed = voxlod.sample_meshes(src, tmp_path / "s", workers=1, **OPTS)
+    unsigned = voxlod.sample_meshes(src, tmp_path / "u", workers=1, unsigned=True, **OPTS)
+    assert len(signed) == len(unsigned) == 2
+    for a, b in zip(signed, unsigned):
+        assert a["ok"] and b["ok"] and b["report"]["unsigned"] is True
+        with np.load(a["file"]) as x, np.load(b["file"]) as y:
+            assert np.array_equal(x["points"], y["points"])
+            assert (x["sdf"] < 0).any()  # the signed run has inside points
+            assert (y["sdf"] >= 0).all()
+            assert np.array_equal(y["sdf"], np.abs(x["sdf"]))
+            assert json.loads(str(y["report"]))["unsigned"] is True
+    # a signed output is not a finished unsigned one: a rerun into the same folder redoes it
+    again = voxlod.sample_meshes(src, tmp_path / "s", workers=1, unsigned=True, **OPTS)
+    assert all(r["ok"] and not r["skipped"] for r in again)
+    # the shell's --unsigned
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    p = subprocess.run([sys.executable, "-m", "voxlod", "samples", str(tmp_path / "c"),
+                        "--points", "3000", "--res", "32", "--workers", "1", "--no-progress",
+                        "--unsigned", str(root / "box.ply")], env=env, capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    with np.load(tmp_path / "c" / "box.ply.npz") as z, np.load(tmp_path / "u" / "box.ply.npz") as y:
+        assert np.array_equal(z["sdf"], y["sdf"])

@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="each conversion's peak memory, e.g. 4G")
     s.add_argument("--skip-unreliable", action="store_true",
                    help="skip meshes whose signs cannot be trusted")
+    s.add_argument("--unsigned", action="store_true",
+                   help="store |distance| (for meshes whose signs mean nothing)")
     s.add_argument("--no-progress", action="store_true")
     return ap
 
@@ -53,7 +55,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         recs = sample_meshes(a.inputs, a.out_dir, points=a.points, res=a.res, preset=a.preset,
                              normalize=a.normalize, seed=a.seed, client=client,
                              workers=a.workers, progress=not a.no_progress,
-                             skip_unreliable=a.skip_unreliable, band=a.band, device=a.device,
+                             skip_unreliable=a.skip_unreliable, unsigned=a.unsigned,
+                             band=a.band, device=a.device,
                              shard=a.shard, mem_limit=a.mem_limit)
     except (ValueError, TypeError) as e:
         print(f"voxlod samples: {e}", file=sys.stderr)

@@ -109,7 +109,8 @@ def _mesh_seed(seed: int, rel: str) -> List[int]:
 # ---- outputs
 def _settings(job: dict) -> dict:
     """What an output depends on besides its mesh (a rerun with other settings redoes it)."""
-    return {k: job[k] for k in ("points", "res", "preset", "normalize", "seed", "band", "opts")}
+    return {k: job[k] for k in ("points", "res", "preset", "normalize", "seed", "band", "opts",
+                                "unsigned")}
 
 
 def _valid_npz(path: str, points: int, settings: dict) -> bool:
@@ -147,6 +148,80 @@ def _write_npz(path: str, arrays: Dict[str, Any]) -> None:
         except OSError:
             pass
         raise
+
+
+# ---- topology of a loaded mesh (a triangle soup)
+#: A mesh that is not watertight keeps trustworthy signs while its openings are small: the
+#: generalized winding number is off by the solid angle an opening subtends over 4 pi, so only
+#: points about as close to an opening as the opening is wide can flip. Signs are called
+#: unreliable when the openings could be capped by more than this share of the surface's area.
+OPEN_AREA_SHARE = 0.01
+
+
+def _components(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """Connected-component labels (the smallest vertex id of each) of n vertices joined by the
+    edges (a[i], b[i]): min-label hooking with pointer jumping until nothing changes."""
+    lab = np.arange(n, dtype=np.int64)
+    while True:
+        old = lab.copy()
+        m = np.minimum(lab[a], lab[b])
+        np.minimum.at(lab, a, m)
+        np.minimum.at(lab, b, m)
+        while True:
+            j = lab[lab]
+            if np.array_equal(j, lab):
+                break
+            lab = j
+        if np.array_equal(lab, old):
+            return lab
+
+
+def _topology(v: np.ndarray) -> dict:
+    """Edge counts of a triangle soup v (3 vertices per triangle), corners welded by exact
+    position: `edges` (undirected), `boundary_edges` (used by one triangle),
+    `nonmanifold_edges` (by more than two), `inconsistent_edges` (two triangles that run along
+    it in the same direction: one of them is flipped), `watertight` (no boundary and no
+    non-manifold edge), and `open_area_share`: an upper bound on the area needed to cap the
+    mesh's openings over its surface area (0 for a closed, consistently oriented mesh, any
+    number of triangles on an edge included). An edge is open when the triangles that use it
+    one way do not match those that use it the other way; the open edges form loops, and a loop
+    of length L encloses at most L^2 / (4 pi) (isoperimetric inequality), each edge counted as
+    often as it is unmatched."""
+    v = np.ascontiguousarray(v, dtype=np.float32).reshape(-1, 3) + np.float32(0.0)  # -0 is 0
+    t = v.shape[0] // 3
+    rows = v.view(np.dtype((np.void, 12))).reshape(-1)
+    _, first, ids = np.unique(rows, return_index=True, return_inverse=True)
+    pos = v[first].astype(np.float64)
+    f = ids.reshape(t, 3).astype(np.int64)
+    a, b = f.reshape(-1), f[:, [1, 2, 0]].reshape(-1)
+    keep = a != b
+    a, b = a[keep], b[keep]
+    nv = max(1, pos.shape[0])
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    key = lo * nv + hi
+    uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+    fwd = np.bincount(inv.reshape(-1), weights=(a < b), minlength=uk.size)
+    excess = np.abs(2 * fwd - cnt).astype(np.int64)  # uses one way minus uses the other way
+    e0, e1 = uk // nv, uk % nv
+    area = 0.5 * float(np.linalg.norm(np.cross(pos[f[:, 1]] - pos[f[:, 0]],
+                                               pos[f[:, 2]] - pos[f[:, 0]]), axis=1).sum())
+    open_e = excess > 0
+    share = 0.0
+    if open_e.any():
+        oa, ob = e0[open_e], e1[open_e]
+        length = np.linalg.norm(pos[oa] - pos[ob], axis=1) * excess[open_e]
+        lab = _components(oa, ob, nv)[oa]
+        per_loop = np.bincount(np.unique(lab, return_inverse=True)[1].reshape(-1),
+                               weights=length)
+        caps = float((per_loop ** 2).sum() / (4.0 * np.pi))
+        share = caps / area if area > 0 else float("inf")
+    boundary = int(np.count_nonzero(cnt == 1))
+    nonmanifold = int(np.count_nonzero(cnt > 2))
+    return {"edges": int(uk.size), "boundary_edges": boundary,
+            "nonmanifold_edges": nonmanifold,
+            "inconsistent_edges": int(np.count_nonzero((cnt == 2) & (fwd != 1))),
+            "watertight": boundary == 0 and nonmanifold == 0,
+            "open_area_share": share}
 
 
 # ---- one mesh (runs in a worker process or a Dask task)
@@ -225,6 +300,7 @@ def _sample_one(job: dict) -> dict:
             os._exit(3)
         m = _voxlod._Mesh.load(_path(path, "mesh"), 0.0)
         info = m.info()
+        topo = _topology(m.vertices()) if info["triangles"] else {}
         lo, hi = np.array(info["bbox_min"], float), np.array(info["bbox_max"], float)
         if info["triangles"] == 0:
             raise ValueError("the mesh has no triangles")
@@ -234,6 +310,13 @@ def _sample_one(job: dict) -> dict:
         if info["skipped_nonfinite"]:
             reasons.append(f"{info['skipped_nonfinite']} triangles with NaN or infinite "
                            "coordinates dropped (holes)")
+        if topo["open_area_share"] > OPEN_AREA_SHARE:
+            reasons.append(
+                f"open or inconsistently oriented ({topo['boundary_edges']} boundary, "
+                f"{topo['nonmanifold_edges']} non-manifold, {topo['inconsistent_edges']} "
+                f"inconsistently oriented edges) and its openings could take "
+                f"{topo['open_area_share']:.3g} of its area to close (more than "
+                f"{OPEN_AREA_SHARE}): the winding number is ambiguous near them")
         offset = (lo + hi) / 2.0
         if job["normalize"] == "sphere":
             scale, box = float(np.linalg.norm(hi - lo) / 2.0), 1.0
@@ -260,7 +343,8 @@ def _sample_one(job: dict) -> dict:
             "skipped_nontriangle": int(info["skipped_nontriangle"]),
             "no_sign_points": no_sign,
             "far_points": int(np.count_nonzero(fl & SAMPLE_FAR)),
-            "watertight": None,  # the loaded mesh's triangles are not exposed: not measured
+            **topo,
+            "unsigned": bool(job["unsigned"]),
             "sign_reliable": not reasons, "unreliable_because": reasons,
             "voxel": float(t.scale / scale), "band": float(t.band * t.scale / scale),
             "resolution": int(t.resolution), "notes": t.notes,
@@ -272,6 +356,8 @@ def _sample_one(job: dict) -> dict:
             rec.update(skipped=True, file=None,
                        error="sign unreliable (skipped): " + "; ".join(reasons))
             return rec
+        if job["unsigned"]:
+            d = np.abs(d)
         arrays["sdf"] = (d.astype(np.float64) / scale).astype(np.float32)
         arrays["flags"] = fl
         arrays["scale"] = np.float64(scale)
@@ -380,7 +466,8 @@ class _Progress:
 def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int = 256,
                   preset: str = "deepsdf", normalize: str = "sphere", seed: int = 0,
                   client: Any = None, workers: Optional[int] = None, progress: bool = True,
-                  skip_unreliable: bool = False, preset_opts: Optional[dict] = None,
+                  skip_unreliable: bool = False, unsigned: bool = False,
+                  preset_opts: Optional[dict] = None,
                   band: Optional[float] = None, device: Optional[str] = None,
                   shard: Optional[str] = None,
                   mem_limit: Union[None, int, str] = None) -> List[dict]:
@@ -391,8 +478,24 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
     common root>.npz with `points` (float32 (N, 3), normalized), `sdf` (float32 (N,), normalized
     units, truncated at +-band: see `flags`), `flags` (uint8, Tree.sample's), `scale`, `offset`
     (world = points * scale + offset), `normals` (preset "surface") and `report` (a JSON string:
-    triangles, dropped triangles, sign indicators, `sign_reliable`). Written atomically; meshes
-    whose output is already complete are skipped (resumable); a damaged output is redone.
+    triangles, dropped triangles, edge counts of the mesh welded by exact position (`edges`,
+    `boundary_edges`, `nonmanifold_edges`, `inconsistent_edges`), `watertight` (no boundary and
+    no non-manifold edge), `open_area_share`, sign indicators, `sign_reliable` and
+    `unreliable_because`). Written atomically; meshes whose output is already complete are
+    skipped (resumable); a damaged output is redone.
+
+    sign_reliable is False when NaN triangles were dropped, when some point's sign could not
+    be found, or when the mesh has openings that are not small: the open edges (boundary
+    edges, and edges whose triangles do not pair one way with the other: next to a flipped
+    triangle, or odd non-manifold ones) form loops, and when capping them could take more than
+    OPEN_AREA_SHARE (1 %) of the surface's area (bounded by sum(loop length^2) / 4 pi, an
+    edge counted as often as it is unpaired) the winding number, hence the sign, is ambiguous
+    in a sizeable region. So a mesh with a few small holes keeps reliable signs, an open sheet
+    or a box without a lid does not, a watertight mesh with a flipped triangle does not unless
+    the triangle is small, and two closed solids touching along an edge (four consistently
+    oriented triangles on it: not watertight) do. skip_unreliable=True writes nothing for such
+    meshes (the record says why). unsigned=True stores |distance| in `sdf` (report
+    "unsigned": true) for meshes whose signs mean nothing; skip_unreliable still applies.
 
     preset: "deepsdf" (surface points moved by Gaussians, plus a uniform share; preset_opts
     {"variances": (0.0025, 0.00025), "shares": (0.475, 0.475, 0.05)}), "uniform" (in the
@@ -447,7 +550,7 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
                "preset": preset, "normalize": normalize, "seed": _mesh_seed(seed, rel),
                "opts": opts, "band": None if band is None else float(band), "device": dev,
                "mem_limit": limit, "threads": max(1, ncpu // max(1, nworkers)),
-               "skip_unreliable": bool(skip_unreliable)}
+               "skip_unreliable": bool(skip_unreliable), "unsigned": bool(unsigned)}
         if os.path.isfile(out) and _valid_npz(out, int(points), _settings(job)):
             records.append(_record(path, ok=True, file=out, skipped=True))
             continue

@@ -51,6 +51,23 @@ class Mesh:
         return self._m.notes()
 
     @property
+    def vertices(self) -> np.ndarray:
+        """The vertices, float32 (V, 3), world coordinates, read-only (a view valid while the
+        Mesh lives). A loaded mesh is a triangle soup: 3 vertices per triangle, in the order of
+        `faces`, so corners shared by several triangles repeat (weld by position if needed)."""
+        return self._m.vertices()
+
+    @property
+    def faces(self) -> np.ndarray:
+        """The triangles as vertex indices into `vertices`, int64 (T, 3); for a loaded mesh
+        (a soup) simply [[0, 1, 2], [3, 4, 5], ...]."""
+        idx = self._m.indices()
+        if idx is not None:
+            return idx.astype(np.int64)
+        n = self._m.vertices().shape[0] // 3
+        return np.arange(3 * n, dtype=np.int64).reshape(n, 3)
+
+    @property
     def info(self) -> dict:
         """Counts (triangles, meshes, materials, textures, skipped_*), bbox_min/bbox_max,
         has_color and load_seconds (a dict)."""
