@@ -349,7 +349,12 @@ def test_sign_report(tmp_path):
         with np.load(r["file"]) as z:
             assert json.loads(str(z["report"]))["watertight"] is watertight
     # the expected counts themselves
+    # open_area_share against the areas by hand (the box is 2 wide: faces of 4, triangles of 2)
     assert got["cube.obj"]["report"]["open_area_share"] == 0.0
+    assert got["edge.obj"]["report"]["open_area_share"] == 0.0
+    assert got["open.obj"]["report"]["open_area_share"] == pytest.approx(4 / 20)  # the lid
+    assert got["flipped.obj"]["report"]["open_area_share"] == pytest.approx(2 * 2 / 24)
+    assert 0 < got["pinhole.obj"]["report"]["open_area_share"] < 1e-3
     assert got["open.obj"]["report"]["boundary_edges"] == 4
     assert got["edge.obj"]["report"]["nonmanifold_edges"] == 1
     assert got["flipped.obj"]["report"]["inconsistent_edges"] == 3
