@@ -320,8 +320,8 @@ def _sample_one(job: dict) -> dict:
             reasons.append(
                 f"open or inconsistently oriented ({topo['boundary_edges']} boundary, "
                 f"{topo['nonmanifold_edges']} non-manifold, {topo['inconsistent_edges']} "
-                f"inconsistently oriented edges) and its openings could take "
-                f"{topo['open_area_share']:.3g} of its area to close (more than "
+                f"inconsistently oriented edges) and its openings' area is "
+                f"{topo['open_area_share']:.3g} of its surface's (more than "
                 f"{OPEN_AREA_SHARE}): the winding number is ambiguous near them")
         offset = (lo + hi) / 2.0
         if job["normalize"] == "sphere":
