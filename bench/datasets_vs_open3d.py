@@ -26,7 +26,9 @@ SAMPLE_FAR) whose exact |d| is below the band; sign agreement over the points wh
 
 --dask: sample_meshes with a dask.distributed LocalCluster of 1 and then 2 worker processes
 (one thread each), cluster start-up not timed. --profile: per mesh, where sample_meshes'
-per-mesh function spends its time (1 thread, in this process). --mesh-to-sdf K: mesh_to_sdf's
+per-mesh function spends its time (1 thread, in this process), and how much of a conversion
+comes before its first "voxelize" progress report (mesh load and sign tables) with the winding
+and the pseudo-normal sign rule (a small mesh's conversion may end before any report). --mesh-to-sdf K: mesh_to_sdf's
 sample_sdf_near_surface (sampled surface points, normal signs: no OpenGL) on the K smallest
 meshes, where it is installed.
 """
@@ -212,6 +214,23 @@ def phases_one(path, n, res, out_dir):
     return rec["seconds"], acc
 
 
+def sign_tables(path, res):
+    """Seconds from the call to voxlod.convert's first "voxelize" progress report (mesh load
+    and the sign tables) and in all, with each sign rule (1 thread, CPU, no colour)."""
+    out = {}
+    for sign in ("winding", "pseudo-normal"):
+        first = []
+        t0 = time.perf_counter()
+
+        def cb(phase, frac):
+            if phase == "voxelize" and not first:
+                first.append(time.perf_counter() - t0)
+
+        voxlod.convert(path, res, progress=cb, threads=1, color="off", sign=sign, gpu=False)
+        out[sign] = (first[0] if first else float("nan"), time.perf_counter() - t0)
+    return out
+
+
 def mesh_to_sdf_runs(paths, n, k):
     """mesh_to_sdf.sample_sdf_near_surface (surface points sampled, sign from normals: no
     OpenGL) on the k meshes with the fewest triangles; seconds per mesh."""
@@ -307,6 +326,10 @@ def main():
                 total, acc = phases_one(p, a.points, a.res, tmp)
                 print(f"phases {os.path.basename(p)} (1 thread) {total:.2f} s: " + ", ".join(
                     f"{k} {v:.2f} s ({100 * v / total:.0f} %)" for k, v in acc.items()))
+                st = sign_tables(p, a.res)
+                print("  convert before its first 'voxelize' report / in all: " + ", ".join(
+                    f"sign={k} " + ("no report" if x != x else f"{x:.2f}") + f" / {y:.2f} s"
+                    for k, (x, y) in st.items()))
         if a.mesh_to_sdf:
             try:
                 for p, t in mesh_to_sdf_runs(paths, a.points, a.mesh_to_sdf):
