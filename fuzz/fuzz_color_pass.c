@@ -116,6 +116,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     vx_soup_free(&s);
     return 0;
   }
+  /* vx_soup_append kept c's arrays in step (material 0, uv 0, white corners): replaced by the
+   * input's own attributes, out-of-range material indices included */
+  vx_free(c->material);
+  vx_free(c->uv);
+  vx_free(c->corner_rgba);
+  c->uv = NULL;
+  c->corner_rgba = NULL;
   c->material = (uint32_t *)vx_malloc(kept * 4);
   if (c->material) memcpy(c->material, mat, kept * 4);
   if (!no_uv && (c->uv = (float *)vx_malloc(kept * 24))) memcpy(c->uv, uv, kept * 24);

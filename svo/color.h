@@ -25,8 +25,8 @@ VX_HD float vx_linear_to_srgb(float c) {
 }
 
 VX_HD uint32_t vx_unorm8(float c) {
-  c = c < 0.0f ? 0.0f : (c > 1.0f ? 1.0f : c);
-  return (uint32_t)(c * 255.0f + 0.5f);
+  if (!(c > 0.0f)) return 0u; /* NaN too */
+  return c >= 1.0f ? 255u : (uint32_t)(c * 255.0f + 0.5f);
 }
 
 /* Linear r, g, b, a in [0, 1] -> packed RGBA8 (rgb sRGB-encoded). */
