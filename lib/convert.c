@@ -146,11 +146,12 @@ static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device devi
   return vx_voxelize_stream(mesh, bo, tmp_dir, stream, bs, err);
 }
 
-/* Colours the final tree (vx_color_tree), whichever device built it, so that every build path
- * gives the same bytes. A tree built out of core (tree NULL) stays grey, as does one whose colour
+/* Colours the final tree (vx_color_tree_ex), its triangle parts made on the GPU when `gpu` is set
+ * (*on_gpu set) and on the CPU otherwise or when the GPU cannot (a note): the same bytes either
+ * way. A tree built out of core (tree NULL) stays grey, as does one whose colour
  * does not fit the memory limit: a note, not a failed conversion. */
-static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, vx_octree *tree,
-                            vx_notes *notes, vx_error *err) {
+static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, int gpu,
+                            vx_octree *tree, int *on_gpu, vx_notes *notes, vx_error *err) {
   if (!soup->color || o->color == VX_COLOR_OFF) return VX_OK;
   for (const char *w = soup->color->warnings; w && *w;) { /* the import's, one note a line */
     const char *end = strchr(w, '\n');
@@ -164,9 +165,12 @@ static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, vx_oc
   }
   if (o->progress && o->progress(o->user, "colouring", 0.0))
     return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted before colouring");
-  vx_error ce;
+  vx_error ce, gn;
   memset(&ce, 0, sizeof ce);
-  vx_status s = vx_color_tree(soup, tree, o->color_filter, o->threads, o->mem_limit, &ce);
+  memset(&gn, 0, sizeof gn);
+  vx_status s = vx_color_tree_ex(soup, tree, o->color_filter, o->threads, o->mem_limit, gpu,
+                                 on_gpu, &gn, &ce);
+  if (gpu && gn.msg[0]) vx_notes_add(notes, "colour computed on the CPU (%s)", gn.msg);
   if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) {
     vx_notes_add(notes, "colour not computed (%s): a grey tree", ce.msg);
     return VX_OK;
@@ -244,7 +248,10 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
     if (s == VX_OK) stream = pruned;
   }
   const double tc = vx_clock_seconds();
-  if (s == VX_OK) s = color_pass(&mesh->soup, &o, spilled ? NULL : &tree, &b->notes, err);
+  /* the colour pass's parts on the device that built the tree */
+  int color_gpu = 0;
+  if (s == VX_OK)
+    s = color_pass(&mesh->soup, &o, bo.gpu, spilled ? NULL : &tree, &color_gpu, &b->notes, err);
   const double sec_color =
       mesh->soup.color && o.color != VX_COLOR_OFF ? vx_clock_seconds() - tc : 0.0;
   if (s == VX_OK && spilled && keep_tree) {
@@ -273,6 +280,7 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   st->used_gpu = bo.gpu;
   st->gpu_tree = gpu_tree;
   st->spilled = spilled;
+  st->color_gpu = color_gpu;
   st->sec_build = t1 - t0;
   st->sec_write = out_path ? t2 - t1 : 0.0;
   st->sec_total = t2 - t0;

@@ -30,4 +30,9 @@ if(VOXLOD_HAVE_CUDA)
   vx_add_test(test_gpu_build SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_build.c
               LIBS vx_voxelizer vx_formats Threads::Threads LABELS gpu)
   target_link_options(test_gpu_build PRIVATE "LINKER:-u,vx_soup_import")
+  # The colour tests with the triangle parts made on the GPU: the same references, the CPU's bytes.
+  vx_add_test(test_gpu_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_color.c
+              LIBS ${VX_VOXELIZER_TEST_LIBS} LABELS gpu)
+  target_compile_definitions(test_gpu_color PRIVATE VX_TEST_COLOR_GPU)
+  target_link_options(test_gpu_color PRIVATE "LINKER:-u,vx_soup_import")
 endif()

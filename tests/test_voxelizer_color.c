@@ -6,6 +6,10 @@
  * sampling of the triangle, a material colour, a MASK texture with a hole, the dominant filter at
  * a material border, pruning, and thread counts.
  *
+ * Built a second time as test_gpu_color (VX_TEST_COLOR_GPU): every colour pass of these tests
+ * then makes its triangle parts on the GPU, is held to the same references, and must give the CPU
+ * pass's bytes.
+ *
  * Also a tiny benchmark driver: `test_voxelizer_color bench RES [N|MESH [THREADS]]` times the
  * build and the colour pass of a textured sphere of N x N/2 quads (a 2048^2 synthetic texture),
  * or of MESH with planar UVs and a 512^2 synthetic texture (needs the mesh importer).
@@ -147,9 +151,33 @@ static int build(const vx_soup *s, uint32_t res, vx_octree *t) {
   return st == VX_OK;
 }
 
+static void copy_tree(const vx_octree *a, vx_octree *b);
+
 static int color(const vx_soup *s, vx_octree *t, vx_color_filter f, int threads) {
   vx_error e;
+#ifdef VX_TEST_COLOR_GPU
+  vx_octree cpu;
+  copy_tree(t, &cpu);
+  vx_error note;
+  memset(&note, 0, sizeof note);
+  int on_gpu = 0;
+  vx_status st = vx_color_tree_ex(s, t, f, threads, 0, 1, &on_gpu, &note, &e);
+  if (st == VX_OK && !on_gpu && note.status == VX_ERR_NO_GPU) CHECK_SKIP("%s", note.msg);
+  CHECK_MSG(st != VX_OK || on_gpu, "the GPU did not make the parts: %s", note.msg);
+  if (st == VX_OK) {
+    vx_status cs = vx_color_tree(s, &cpu, f, threads, 0, &e);
+    CHECK_MSG(cs == VX_OK, "%s", e.msg);
+    if (cs == VX_OK) {
+      CHECK_MSG(!memcmp(cpu.node_color, t->node_color, t->node_count * 4),
+                "GPU and CPU node colours differ");
+      CHECK_MSG(!memcmp(cpu.voxel_color, t->voxel_color, t->voxel_count * 4),
+                "GPU and CPU voxel colours differ");
+    }
+  }
+  vx_octree_free(&cpu);
+#else
   vx_status st = vx_color_tree(s, t, f, threads, 0, &e);
+#endif
   CHECK_MSG(st == VX_OK, "%s", e.msg);
   CHECK(st != VX_OK || (t->node_color && t->voxel_color));
   return st == VX_OK;
@@ -856,6 +884,20 @@ static void threads_same_bytes(void) {
       if (color(&s, &t1, (vx_color_filter)f, 1) && color(&s, &t2, (vx_color_filter)f, 2)) {
         CHECK(!memcmp(t1.node_color, t2.node_color, t1.node_count * 4));
         CHECK(!memcmp(t1.voxel_color, t2.voxel_color, t1.voxel_count * 4));
+        /* asked for the GPU: its parts, or the CPU's with a note why; the same bytes */
+        vx_octree t3;
+        copy_tree(&t1, &t3);
+        vx_free(t3.node_color);
+        vx_free(t3.voxel_color);
+        t3.node_color = t3.voxel_color = NULL;
+        vx_error e, note;
+        memset(&note, 0, sizeof note);
+        int on_gpu = -1;
+        CHECK(vx_color_tree_ex(&s, &t3, (vx_color_filter)f, 2, 0, 1, &on_gpu, &note, &e) == VX_OK);
+        CHECK(on_gpu == 1 || (on_gpu == 0 && note.msg[0] && note.status != VX_OK));
+        CHECK(t3.node_color && !memcmp(t1.node_color, t3.node_color, t1.node_count * 4));
+        CHECK(t3.voxel_color && !memcmp(t1.voxel_color, t3.voxel_color, t1.voxel_count * 4));
+        vx_octree_free(&t3);
       }
       vx_octree_free(&t2);
     }

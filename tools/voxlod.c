@@ -52,8 +52,9 @@ static const char *convert_help =
     "                   (max error bound); 0 keeps the full tree (default 0)\n"
     "  --band B         truncate the distance field at +-B voxels (default 2)\n"
     "  --threads N      worker threads (default: all cores)\n"
-    "  --gpu            voxelize and compute the field on the GPU (CUDA): the same file, bit for\n"
-    "                   bit; falls back to the CPU with a notice when no GPU can run it\n"
+    "  --gpu            voxelize, compute the field and cut the colour's triangle parts on the\n"
+    "                   GPU (CUDA): the same file, bit for bit; falls back to the CPU with a\n"
+    "                   notice when no GPU can run it\n"
     "  --cpu            voxelize on the CPU (default)\n"
     "  --mem-limit SIZE keep the whole process, mesh import included, under SIZE (e.g. 8G): the\n"
     "                   tree's levels spill to temporary files beside OUT.svo when they would\n"
@@ -210,7 +211,9 @@ int vx_cmd_convert(int argc, char **argv) {
     fprintf(stderr, "; octree levels %.2fs, planes %.2fs, copy back %.2fs", st.sec_gpu_tree[0],
             st.sec_gpu_tree[1], st.sec_gpu_tree[2]);
   if (st.used_gpu) fputc('\n', stderr);
-  if (st.sec_color > 0.0) fprintf(stderr, "%s: colour %.2fs (CPU)\n", out, st.sec_color);
+  if (st.sec_color > 0.0)
+    fprintf(stderr, "%s: colour %.2fs (%s)\n", out, st.sec_color,
+            st.color_gpu ? "triangle parts on the GPU" : "CPU");
   return 0;
 }
 

@@ -40,9 +40,15 @@
  *    as their codes' prefix gathers them.
  */
 #include "voxelizer/voxelizer.h"
-#include "voxelizer/color_clip.h"
-#include "voxelizer/color_internal.h"
 #include "voxelizer/color_tex.h"
+
+/* Levels 1.. of a texture are built by the first part that needs them; without memory for them,
+ * level 0. */
+static uint32_t cpu_level(const ctex_view *v, uint32_t level, const float *lut) {
+  return level > 0 && !ctex_mips((ctex *)v->host, lut) ? 0 : level;
+}
+#define CPART_LEVEL(view, level) cpu_level(view, level, lut)
+#include "voxelizer/color_part.h"
 #include "voxelizer/internal.h"
 #include "svo/color.h"
 #include "sys/system.h"
@@ -53,25 +59,12 @@
 
 #define COLOR_CHUNK 64u /* triangles per work item (a large triangle has many parts) */
 
-enum { KIND_FLAT = 0, KIND_CORNER = 1, KIND_TEX = 2 };
-
-typedef struct ctri { /* what the colour of one triangle needs */
-  int kind;
-  uint32_t alpha_mode;
-  float cutoff;
-  float factor[4]; /* linear */
-  float corner[3][4];
-  double uv[6];
-  double texels; /* |det| of the barycentric -> texel map of level 0 (twice the UV triangle) */
-  ctex *tex;
-} ctri;
-
 typedef struct cjob {
   const vx_soup *soup;
-  const vx_soup_color *sc;
   vx_transform xf;
   uint32_t R;
-  ctex *tex;       /* texture_count entries; levels == 0: unusable or unused */
+  cpart_src src;        /* the soup's colour, the views of tex */
+  ctex *tex;            /* texture_count entries; view levels == 0: unusable or unused */
   float lut[256];
   uint64_t chunks;
   crec **chunk_recs;    /* per chunk: its records, in triangle order */
@@ -81,144 +74,6 @@ typedef struct cjob {
   atomic_uint_fast64_t held;
   atomic_int fail;      /* VX_ERR_LIMIT or VX_ERR_NOMEM: stop */
 } cjob;
-
-static void unpack_linear(const float lut[256], uint32_t c, float out[4]) {
-  out[0] = lut[c & 255u];
-  out[1] = lut[c >> 8 & 255u];
-  out[2] = lut[c >> 16 & 255u];
-  out[3] = (float)(c >> 24) * (1.0f / 255.0f);
-}
-
-static void tri_setup(const cjob *j, uint64_t t, ctri *ti) {
-  const vx_soup_color *sc = j->sc;
-  static const vx_material white = {0xffffffffu, -1, VX_ALPHA_OPAQUE, 0.5f};
-  const uint32_t mi = sc->material ? sc->material[t] : 0; /* no table of them: material 0 */
-  const vx_material *m = sc->materials && mi < sc->material_count ? &sc->materials[mi] : &white;
-  ti->alpha_mode = m->alpha_mode;
-  ti->cutoff = m->alpha_cutoff;
-  unpack_linear(j->lut, m->factor, ti->factor);
-  ti->tex = NULL;
-  if (m->texture >= 0 && (uint32_t)m->texture < sc->texture_count && sc->uv &&
-      j->tex[m->texture].levels > 0) {
-    ti->kind = KIND_TEX;
-    ti->tex = &j->tex[m->texture];
-    for (int k = 0; k < 6; k++) {
-      double u = (double)sc->uv[t * 6 + k];
-      ti->uv[k] = isfinite(u) ? u : 0.0;
-    }
-    double W = (double)ti->tex->w[0], H = (double)ti->tex->h[0];
-    double du1 = (ti->uv[2] - ti->uv[0]) * W, dv1 = (ti->uv[3] - ti->uv[1]) * H;
-    double du2 = (ti->uv[4] - ti->uv[0]) * W, dv2 = (ti->uv[5] - ti->uv[1]) * H;
-    ti->texels = fabs(du1 * dv2 - du2 * dv1);
-    if (!isfinite(ti->texels)) ti->texels = 1e300;
-  } else if (sc->corner_rgba) {
-    ti->kind = KIND_CORNER;
-    for (int k = 0; k < 3; k++) unpack_linear(j->lut, sc->corner_rgba[t * 3 + k], ti->corner[k]);
-  } else {
-    ti->kind = KIND_FLAT;
-  }
-}
-
-static float alpha_of(const ctri *ti, float a, uint32_t level) {
-  if (ti->alpha_mode == VX_ALPHA_MASK) return level == 0 ? (a >= ti->cutoff ? 1.0f : 0.0f) : a;
-  if (ti->alpha_mode == VX_ALPHA_BLEND) return a < 0.0f ? 0.0f : (a > 1.0f ? 1.0f : a);
-  return 1.0f;
-}
-
-/* The colour at barycentric (b1, b2), linear rgba before the alpha mode. */
-static void sample_at(const cjob *j, const ctri *ti, double b1, double b2, uint32_t level,
-                      float out[4]) {
-  double b0 = 1.0 - b1 - b2;
-  if (ti->kind == KIND_TEX) {
-    double u = b0 * ti->uv[0] + b1 * ti->uv[2] + b2 * ti->uv[4];
-    double v = b0 * ti->uv[1] + b1 * ti->uv[3] + b2 * ti->uv[5];
-    if (!isfinite(u)) u = 0.0;
-    if (!isfinite(v)) v = 0.0;
-    ctex_bilinear(ti->tex, level, u, v, ti->alpha_mode != VX_ALPHA_OPAQUE, j->lut, out);
-    for (int k = 0; k < 4; k++) out[k] *= ti->factor[k];
-  } else if (ti->kind == KIND_CORNER) {
-    for (int k = 0; k < 4; k++)
-      out[k] = (float)(b0 * ti->corner[0][k] + b1 * ti->corner[1][k] + b2 * ti->corner[2][k]);
-  } else {
-    memcpy(out, ti->factor, sizeof ti->factor);
-  }
-}
-
-/* Adds weight w of the sample at (b1, b2) to acc (alpha * rgb, alpha). */
-static void accumulate(const cjob *j, const ctri *ti, double b1, double b2, uint32_t level,
-                       double w, double acc[4]) {
-  float s[4];
-  sample_at(j, ti, b1, b2, level, s);
-  double a = w * (double)alpha_of(ti, s[3], level);
-  acc[0] += a * s[0];
-  acc[1] += a * s[1];
-  acc[2] += a * s[2];
-  acc[3] += a;
-}
-
-/* Mean over part P of alpha * rgb and of alpha (out: 4 values per unit area). */
-static void part_color(const cjob *j, const ctri *ti, const clip_poly *P, double out[4]) {
-  out[0] = out[1] = out[2] = out[3] = 0.0;
-  if (ti->kind == KIND_FLAT) {
-    accumulate(j, ti, 0.0, 0.0, 0, 1.0, out);
-    return;
-  }
-  /* the fan triangles in barycentric space, where areas are proportional to the 3D ones */
-  double fan[CLIP_MAX], total = 0.0, c1 = 0.0, c2 = 0.0;
-  const int nf = P->n - 2;
-  for (int i = 0; i < nf; i++) {
-    const double *p0 = P->v[0].b, *p1 = P->v[i + 1].b, *p2 = P->v[i + 2].b;
-    double a = 0.5 * fabs((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1]));
-    fan[i] = a;
-    total += a;
-    c1 += a * (p0[0] + p1[0] + p2[0]) / 3.0;
-    c2 += a * (p0[1] + p1[1] + p2[1]) / 3.0;
-  }
-  if (!(total > 0.0)) {
-    c1 = c2 = 0.0;
-    for (int i = 0; i < P->n; i++) {
-      c1 += P->v[i].b[0] / P->n;
-      c2 += P->v[i].b[1] / P->n;
-    }
-    accumulate(j, ti, c1, c2, 0, 1.0, out);
-    return;
-  }
-  c1 /= total;
-  c2 /= total;
-  double texels = ti->kind == KIND_TEX ? ti->texels * total : 0.0; /* the footprint, level 0 */
-  int sampled = ti->kind == KIND_TEX ? texels >= 0.5 : ti->alpha_mode == VX_ALPHA_MASK;
-  if (!sampled) { /* linear colours, or a footprint within one texel: the centroid */
-    accumulate(j, ti, c1, c2, 0, 1.0, out);
-    return;
-  }
-  /* about four samples per texel of the footprint, up to 32: each fan triangle split k times */
-  const int kmax = nf <= 2 ? 2 : (nf <= 8 ? 1 : 0);
-  const double want = ti->kind == KIND_TEX ? 4.0 * texels : 16.0;
-  int k = 0;
-  while (k < kmax && (double)(nf << (2 * k)) < want) k++;
-  const int m = 1 << k;
-  uint32_t level = 0;
-  if (ti->kind == KIND_TEX) {
-    const double S = (double)(nf * m * m);
-    while (level + 1 < ti->tex->levels && texels > S * ldexp(1.0, 2 * (int)level)) level++;
-    if (level > 0 && !ctex_mips(ti->tex, j->lut)) level = 0; /* no memory for them: level 0 */
-  }
-  for (int f = 0; f < nf; f++) {
-    if (!(fan[f] > 0.0)) continue;
-    const double *p0 = P->v[0].b, *p1 = P->v[f + 1].b, *p2 = P->v[f + 2].b;
-    const double w = fan[f] / total / (double)(m * m);
-    for (int a = 0; a < m; a++)
-      for (int b = 0; a + b < m; b++)
-        for (int down = 0; down < 2; down++) {
-          if (down && a + b + 2 > m) continue;
-          double s = ((double)a + (down ? 2.0 : 1.0) / 3.0) / m;
-          double t = ((double)b + (down ? 2.0 : 1.0) / 3.0) / m;
-          double b1 = p0[0] + s * (p1[0] - p0[0]) + t * (p2[0] - p0[0]);
-          double b2 = p0[1] + s * (p1[1] - p0[1]) + t * (p2[1] - p0[1]);
-          accumulate(j, ti, b1, b2, level, w, out);
-        }
-  }
-}
 
 typedef struct emit_ctx {
   const cjob *j;
@@ -244,20 +99,8 @@ static void emit_part(void *vctx, const clip_poly *P, double area, uint32_t x, u
     e->buf = b;
     e->cap = cap;
   }
-  double c[4];
-  part_color(e->j, e->ti, P, c);
-  uint32_t xyz[3] = {x, y, z};
-  int copies = e->plane >= 0 ? 2 : 1;
-  double A = area / copies;
-  for (int i = 0; i < copies; i++) {
-    if (e->plane >= 0) xyz[e->plane] = (e->plane == 0 ? x : e->plane == 1 ? y : z) - 1 + i;
-    crec *r = &e->buf[e->n++];
-    r->code = vx_morton_encode(xyz[0], xyz[1], xyz[2]);
-    r->tri = e->tri;
-    r->area = (float)A;
-    for (int k = 0; k < 3; k++) r->rgb[k] = (float)(A * c[k]);
-    r->a = (float)(A * c[3]);
-  }
+  e->n += (uint64_t)cpart_records(e->j->lut, e->ti, P, area, x, y, z, e->plane, e->tri,
+                                  &e->buf[e->n]);
 }
 
 /* The records of one chunk of triangles, into a block of their own, charged against j->cap. */
@@ -275,11 +118,11 @@ static void run_chunk(void *ctx, uint64_t chunk) {
     /* parts below this share of the triangle are round-off (an edge on a grid plane) */
     double min_area = vx_grid_tri_area(g) * 1e-12;
     ctri ti;
-    tri_setup(j, t, &ti);
+    cpart_tri(&j->src, t, &ti);
     e.ti = &ti;
     e.tri = (uint32_t)t;
     e.plane = clip_on_plane(g, j->R);
-    clip_triangle(g, j->R, min_area, emit_part, &e);
+    clip_triangle(g, j->R, min_area, -1, emit_part, &e);
   }
   if (!e.nomem && e.n < e.cap) { /* give back the slack */
     crec *b = (crec *)vx_realloc(e.buf, (size_t)(e.n ? e.n : 1) * sizeof(crec));
@@ -306,6 +149,13 @@ static void gather_chunk(void *ctx, uint64_t chunk) {
 
 vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filter, int threads,
                         uint64_t mem_limit, vx_error *err) {
+  return vx_color_tree_ex(soup, t, filter, threads, mem_limit, 0, NULL, NULL, err);
+}
+
+vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter filter, int threads,
+                           uint64_t mem_limit, int gpu, int *on_gpu, vx_error *gpu_note,
+                           vx_error *err) {
+  if (on_gpu) *on_gpu = 0;
   if (!soup || !t) return vx_error_set(err, VX_ERR_INVALID_ARG, "colour pass: no mesh or tree");
   if (!soup->color || soup->tri_count == 0) return VX_OK;
   if (filter != VX_COLOR_FILTER_MEAN && filter != VX_COLOR_FILTER_DOMINANT)
@@ -321,12 +171,13 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
   cjob j;
   memset(&j, 0, sizeof j);
   j.soup = soup;
-  j.sc = sc;
   j.xf = t->xf;
   j.R = 1u << D;
   ctex_lut(j.lut);
   j.chunks = (soup->tri_count + COLOR_CHUNK - 1) / COLOR_CHUNK;
   ctex *tex = (ctex *)vx_calloc(sc->texture_count ? sc->texture_count : 1, sizeof(ctex));
+  ctex_view *views =
+      (ctex_view *)vx_calloc(sc->texture_count ? sc->texture_count : 1, sizeof(ctex_view));
   uint8_t *used = (uint8_t *)vx_calloc(sc->texture_count ? sc->texture_count : 1, 1);
   j.count = (uint64_t *)vx_calloc((size_t)j.chunks + 1, sizeof(uint64_t));
   j.chunk_recs = (crec **)vx_calloc((size_t)j.chunks, sizeof(crec *));
@@ -338,7 +189,7 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
   memset(nsum, 0, sizeof nsum);
   uint64_t *codes = NULL, *next_codes = NULL;
   uint32_t *ncol = NULL, *vcol = NULL;
-  if (!tex || !used || !j.count || !j.chunk_recs) {
+  if (!tex || !views || !used || !j.count || !j.chunk_recs) {
     st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
     goto done;
   }
@@ -393,31 +244,65 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
     j.cap = room > 0.0 ? (uint64_t)(room / per_rec * sizeof(crec)) : 1;
   }
   for (uint32_t i = 0; i < sc->texture_count; i++)
-    if (used[i]) ctex_init(&tex[i], &sc->textures[i], used[i] >> 1);
-  /* the records, chunk by chunk, then gathered in chunk order */
-  color_parallel(threads, j.chunks, run_chunk, &j);
+    if (used[i]) ctex_init(&tex[i], &views[i], &sc->textures[i], used[i] >> 1);
+  j.src.material = sc->material;
+  j.src.materials = sc->materials;
+  j.src.material_count = sc->material_count;
+  j.src.texture_count = sc->texture_count;
+  j.src.uv = sc->uv;
+  j.src.corner_rgba = sc->corner_rgba;
+  j.src.tex = views;
+  j.src.lut = j.lut;
   uint64_t nrec = 0;
-  for (uint64_t c = 0; c < j.chunks; c++) {
-    uint64_t n = j.count[c];
-    j.count[c] = nrec;
-    nrec += n;
+  int gpu_done = 0;
+  if (gpu) { /* the records on the GPU, which needs every level of the pyramids */
+    vx_error ge;
+    memset(&ge, 0, sizeof ge);
+    vx_status gs = VX_OK;
+    for (uint32_t i = 0; i < sc->texture_count && gs == VX_OK; i++)
+      if (used[i] && !ctex_mips(&tex[i], j.lut))
+        gs = vx_error_set(&ge, VX_ERR_NOMEM, "no memory for the textures' mip levels");
+    if (gs == VX_OK)
+      gs = color_records_gpu(soup, &j.xf, j.R, &j.src,
+                             mem_limit ? j.cap / sizeof(crec) : UINT64_MAX, &j.recs, &nrec,
+                             NULL, &ge);
+    if (gs == VX_ERR_LIMIT) {
+      char a[32], b[32];
+      st = vx_error_set(err, VX_ERR_LIMIT, "colour needs %s for %llu triangle parts; the memory "
+                        "limit leaves %s",
+                        vx_bytes_text(fixed + (double)nrec * per_rec, a, sizeof a),
+                        (unsigned long long)nrec, vx_bytes_text(left, b, sizeof b));
+      goto done;
+    }
+    if (gs == VX_OK) gpu_done = 1;
+    else if (gpu_note) *gpu_note = ge; /* the CPU makes them instead */
   }
-  j.count[j.chunks] = nrec;
-  if (atomic_load(&j.fail) == VX_ERR_LIMIT) {
-    char a[32], b[32];
-    double seen = fixed + (double)atomic_load(&j.held) / sizeof(crec) * per_rec;
-    st = vx_error_set(err, VX_ERR_LIMIT, "colour needs more than %s for its triangle parts; the "
-                      "memory limit leaves %s", vx_bytes_text(seen, a, sizeof a),
-                      vx_bytes_text(left, b, sizeof b));
-    goto done;
+  if (!gpu_done) {
+    /* the records, chunk by chunk, then gathered in chunk order */
+    color_parallel(threads, j.chunks, run_chunk, &j);
+    for (uint64_t c = 0; c < j.chunks; c++) {
+      uint64_t n = j.count[c];
+      j.count[c] = nrec;
+      nrec += n;
+    }
+    j.count[j.chunks] = nrec;
+    if (atomic_load(&j.fail) == VX_ERR_LIMIT) {
+      char a[32], b[32];
+      double seen = fixed + (double)atomic_load(&j.held) / sizeof(crec) * per_rec;
+      st = vx_error_set(err, VX_ERR_LIMIT, "colour needs more than %s for its triangle parts; "
+                        "the memory limit leaves %s", vx_bytes_text(seen, a, sizeof a),
+                        vx_bytes_text(left, b, sizeof b));
+      goto done;
+    }
+    if (!atomic_load(&j.fail))
+      j.recs = (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));
+    if (!j.recs) {
+      st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory for %llu triangle parts",
+                        (unsigned long long)nrec);
+      goto done;
+    }
+    color_parallel(threads, j.chunks, gather_chunk, &j);
   }
-  if (!atomic_load(&j.fail)) j.recs = (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));
-  if (!j.recs) {
-    st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory for %llu triangle parts",
-                      (unsigned long long)nrec);
-    goto done;
-  }
-  color_parallel(threads, j.chunks, gather_chunk, &j);
   {
     crec *scratch = (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));
     int sorted = scratch && color_sort(j.recs, scratch, nrec, 3 * D, threads);
@@ -469,9 +354,11 @@ vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filte
   t->node_color = ncol;
   t->voxel_color = vcol;
   ncol = vcol = NULL;
+  if (on_gpu) *on_gpu = gpu_done;
 done:
   for (uint32_t i = 0; tex && i < sc->texture_count; i++) ctex_free(&tex[i]);
   vx_free(tex);
+  vx_free(views);
   vx_free(used);
   for (uint64_t c = 0; j.chunk_recs && c < j.chunks; c++) vx_free(j.chunk_recs[c]);
   vx_free(j.chunk_recs);

@@ -18,6 +18,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "svo/hostdev.h"
+
 /* A triangle clipped by 6 planes has at most 9 vertices; the splits below never hold more. */
 #define CLIP_MAX 12
 
@@ -32,7 +34,7 @@ typedef struct clip_poly {
 } clip_poly;
 
 /* Splits P at the plane p[axis] = c into lo (p[axis] <= c) and hi (p[axis] >= c). */
-static inline void clip_split(const clip_poly *P, int axis, double c, clip_poly *lo,
+VX_HD void clip_split(const clip_poly *P, int axis, double c, clip_poly *lo,
                               clip_poly *hi) {
   lo->n = hi->n = 0;
   for (int i = 0; i < P->n; i++) {
@@ -53,7 +55,7 @@ static inline void clip_split(const clip_poly *P, int axis, double c, clip_poly 
 }
 
 /* The first and last slab index of P along axis, within [0, R - 1]. */
-static inline void clip_range(const clip_poly *P, int axis, uint32_t R, int64_t *first,
+VX_HD void clip_range(const clip_poly *P, int axis, uint32_t R, int64_t *first,
                               int64_t *last) {
   double mn = P->v[0].p[axis], mx = mn;
   for (int i = 1; i < P->n; i++) {
@@ -72,7 +74,7 @@ static inline void clip_range(const clip_poly *P, int axis, uint32_t R, int64_t 
 }
 
 /* Area of a planar polygon in 3D (grid units squared). */
-static inline double clip_area(const clip_poly *P) {
+VX_HD double clip_area(const clip_poly *P) {
   double s[3] = {0.0, 0.0, 0.0};
   for (int i = 1; i + 1 < P->n; i++) {
     double u[3], w[3];
@@ -88,7 +90,7 @@ static inline double clip_area(const clip_poly *P) {
 }
 
 /* The axis (0, 1, 2) of an inner grid plane the triangle g (9 doubles) lies on, or -1. */
-static inline int clip_on_plane(const double g[9], uint32_t R) {
+VX_HD int clip_on_plane(const double g[9], uint32_t R) {
   for (int a = 0; a < 3; a++) {
     double c = g[a];
     if (g[3 + a] == c && g[6 + a] == c && c == floor(c) && c > 0.0 && c < (double)R) return a;
@@ -96,15 +98,27 @@ static inline int clip_on_plane(const double g[9], uint32_t R) {
   return -1;
 }
 
+/* The first and last slab (x) of triangle g (9 doubles, grid coordinates) that clip_triangle
+ * walks. */
+VX_HD void clip_x_range(const double g[9], uint32_t R, int64_t *first, int64_t *last) {
+  clip_poly P;
+  P.n = 3;
+  for (int v = 0; v < 3; v++)
+    for (int k = 0; k < 3; k++) P.v[v].p[k] = g[v * 3 + k];
+  clip_range(&P, 0, R, first, last);
+}
+
 /* Calls emit(ctx, P, area, x, y, z) for each part of triangle g (9 doubles, grid coordinates) of
  * positive area, in x, then y, then z order; the area is that of P (3D). Parts whose area is
- * below min_area (round-off slivers of edges on a grid plane) are skipped. Returns the number of
- * parts emitted. */
+ * below min_area (round-off slivers of edges on a grid plane) are skipped. only_x >= 0: only the
+ * parts of slab x = only_x, the same bits as those of the whole walk (the slabs before it are
+ * split off as the whole walk splits them), so that slabs can be handed to separate threads.
+ * Returns the number of parts emitted (emit may be NULL: counted only). */
 typedef void (*clip_emit_fn)(void *ctx, const clip_poly *P, double area, uint32_t x, uint32_t y,
                              uint32_t z);
 
-static inline uint64_t clip_triangle(const double g[9], uint32_t R, double min_area,
-                                     clip_emit_fn emit, void *ctx) {
+VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int64_t only_x,
+                             clip_emit_fn emit, void *ctx) {
   /* each axis: the rest beyond the current slab in rx[cur], split into the slab's piece and the
    * next rest in rx[1 - cur] (no copies of polygons) */
   clip_poly rx[2], ry[2], rz[2], px, py, pz;
@@ -118,14 +132,14 @@ static inline uint64_t clip_triangle(const double g[9], uint32_t R, double min_a
   int64_t x0, x1, y0, y1, z0, z1;
   int cx = 0;
   clip_range(&rx[0], 0, R, &x0, &x1);
-  for (int64_t x = x0; x <= x1 && rx[cx].n >= 3; x++) {
+  for (int64_t x = x0; x <= x1 && rx[cx].n >= 3 && (only_x < 0 || x <= only_x); x++) {
     const clip_poly *PX = &rx[cx];
     if (x < x1) {
       clip_split(&rx[cx], 0, (double)(x + 1), &px, &rx[1 - cx]);
       cx = 1 - cx;
       PX = &px;
     }
-    if (PX->n < 3) continue;
+    if (PX->n < 3 || (only_x >= 0 && x != only_x)) continue;
     int cy = 0;
     clip_range(PX, 1, R, &y0, &y1);
     const clip_poly *YS = PX; /* the rest; copied only when it will be split */

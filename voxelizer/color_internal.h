@@ -5,7 +5,11 @@
 #define VOXLOD_VOXELIZER_COLOR_INTERNAL_H
 
 #include <stdint.h>
+#include "svo/soup.h"
 #include "svo/svo.h"
+#include "voxelizer/color_texview.h"
+
+VX_EXTERN_C_BEGIN
 
 typedef struct crec { /* one part of one triangle in one voxel: 32 bytes */
   uint64_t code;      /* the voxel's Morton code */
@@ -20,6 +24,28 @@ typedef struct csum { /* a cell's sums */
   double area, a;
   double rgb[3];      /* mean: sum of A alpha rgb; dominant: the chosen colour (linear) */
 } csum;
+
+/* What the parts of a coloured soup read, in memory the side making them can address. */
+typedef struct cpart_src {
+  const uint32_t *material;   /* per triangle, or NULL: material 0 */
+  const vx_material *materials;
+  uint32_t material_count;
+  uint32_t texture_count;
+  const float *uv;            /* 6 per triangle, or NULL */
+  const uint32_t *corner_rgba;/* 3 per triangle, or NULL */
+  const ctex_view *tex;       /* texture_count entries (levels 0: unusable or unused) */
+  const float *lut;           /* the 256 sRGB codes in linear light */
+} cpart_src;
+
+/* color_gpu.cu: the records of every part of the soup's triangles (grid of xf, R cells a side),
+ * in the order the CPU makes them (triangle by triangle), made on the GPU into fresh host memory
+ * (*recs, vx_malloc'd, *n of them). src's arrays are host memory, its textures with every mip
+ * level. sec (may be NULL): seconds counting the parts, making them, copying them back. More
+ * than max_recs records: VX_ERR_LIMIT with *n set, nothing allocated. VX_ERR_NO_GPU
+ * without a usable device (or CUDA); VX_ERR_NOMEM when the device cannot hold what it needs. */
+vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_t R,
+                            const cpart_src *src, uint64_t max_recs, crec **recs, uint64_t *n,
+                            double sec[3], vx_error *err);
 
 /* fn(ctx, i) for every i < items, on up to `threads` threads (0: all cores). */
 void color_parallel(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx);
@@ -41,5 +67,7 @@ csum *color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, int threads,
 vx_status color_walk(const vx_octree *t, csum *const *sums, const uint64_t *nsum,
                      vx_color_filter f, uint32_t *ncol, uint32_t *vcol, uint64_t *codes,
                      uint64_t *next_codes, int threads, vx_error *err);
+
+VX_EXTERN_C_END
 
 #endif

@@ -24,25 +24,28 @@ void ctex_lut(float lut[256]) {
 }
 
 void ctex_free(ctex *t) {
-  if (!t || !t->levels) return;
+  if (!t || !t->v) return;
   vx_free(t->owned);
   pthread_mutex_destroy(&t->mu);
   memset(t, 0, sizeof *t);
 }
 
-void ctex_init(ctex *t, const vx_texture *src, int premul) {
+void ctex_init(ctex *t, ctex_view *v, const vx_texture *src, int premul) {
   memset(t, 0, sizeof *t);
+  memset(v, 0, sizeof *v);
+  t->v = v;
+  v->host = t;
   t->premul = premul;
-  t->levels = 1;
-  t->w[0] = src->width;
-  t->h[0] = src->height;
-  t->px[0] = src->rgba;
-  while (t->w[t->levels - 1] > 1 || t->h[t->levels - 1] > 1) {
-    t->w[t->levels] = half_up(t->w[t->levels - 1]);
-    t->h[t->levels] = half_up(t->h[t->levels - 1]);
-    t->levels++;
+  v->levels = 1;
+  v->w[0] = src->width;
+  v->h[0] = src->height;
+  v->px[0] = src->rgba;
+  while (v->w[v->levels - 1] > 1 || v->h[v->levels - 1] > 1) {
+    v->w[v->levels] = half_up(v->w[v->levels - 1]);
+    v->h[v->levels] = half_up(v->h[v->levels - 1]);
+    v->levels++;
   }
-  atomic_init(&t->state, t->levels == 1 ? 1 : 0);
+  atomic_init(&t->state, v->levels == 1 ? 1 : 0);
   pthread_mutex_init(&t->mu, NULL);
 }
 
@@ -80,12 +83,13 @@ static int build_levels(ctex *t, const float lut[256]) {
   for (int c = 0; c < 255; c++) up[c] = vx_srgb_to_linear(((float)c + 0.5f) * (1.0f / 255.0f));
   up[255] = INFINITY;
   const int premul = t->premul;
-  t->owned = (uint32_t *)vx_malloc((size_t)ctex_mip_texels(t->w[0], t->h[0]) * sizeof(uint32_t));
+  ctex_view *v = t->v;
+  t->owned = (uint32_t *)vx_malloc((size_t)ctex_mip_texels(v->w[0], v->h[0]) * sizeof(uint32_t));
   if (!t->owned) return 0;
   uint32_t *at = t->owned;
-  for (uint32_t k = 1; k < t->levels; k++) {
-    uint32_t sw = t->w[k - 1], sh = t->h[k - 1], w = t->w[k], h = t->h[k];
-    const uint32_t *s = t->px[k - 1];
+  for (uint32_t k = 1; k < v->levels; k++) {
+    uint32_t sw = v->w[k - 1], sh = v->h[k - 1], w = v->w[k], h = v->h[k];
+    const uint32_t *s = v->px[k - 1];
     for (uint32_t y = 0; y < h; y++)
       for (uint32_t x = 0; x < w; x++) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, pm[3] = {0.0f, 0.0f, 0.0f};
@@ -110,47 +114,8 @@ static int build_levels(ctex *t, const float lut[256]) {
         at[(uint64_t)y * w + x] = encode8(up, acc[0] * inv) | encode8(up, acc[1] * inv) << 8 |
                                   encode8(up, acc[2] * inv) << 16 | vx_unorm8(acc[3] * inv) << 24;
       }
-    t->px[k] = at;
+    v->px[k] = at;
     at += (uint64_t)w * h;
   }
   return 1;
-}
-
-/* The texel index floor(i) for i in [-1, n) (a coordinate of [0, 1) in texels less a half),
- * wrapped into [0, n). */
-static uint32_t wrap_index(double i, uint32_t n) {
-  if (i < 0.0) return n - 1;
-  uint32_t r = (uint32_t)i;
-  return r < n ? r : n - 1;
-}
-
-void ctex_bilinear(const ctex *t, uint32_t level, double u, double v, int premul,
-                   const float lut[256], float out[4]) {
-  if (level >= t->levels) level = t->levels - 1;
-  const uint32_t w = t->w[level], h = t->h[level];
-  const uint32_t *px = t->px[level];
-  u -= floor(u);
-  v -= floor(v);
-  double x = u * (double)w - 0.5, y = (1.0 - v) * (double)h - 0.5; /* rows top first */
-  double fx0 = floor(x), fy0 = floor(y);
-  float fx = (float)(x - fx0), fy = (float)(y - fy0);
-  uint32_t x0 = wrap_index(fx0, w), y0 = wrap_index(fy0, h);
-  uint32_t x1 = x0 + 1 < w ? x0 + 1 : 0, y1 = y0 + 1 < h ? y0 + 1 : 0;
-  uint32_t c[4] = {px[(uint64_t)y0 * w + x0], px[(uint64_t)y0 * w + x1],
-                   px[(uint64_t)y1 * w + x0], px[(uint64_t)y1 * w + x1]};
-  float wt[4] = {(1.0f - fx) * (1.0f - fy), fx * (1.0f - fy), (1.0f - fx) * fy, fx * fy};
-  float a[4], wa[4], asum = 0.0f;
-  for (int k = 0; k < 4; k++) {
-    a[k] = (float)(c[k] >> 24) * (1.0f / 255.0f);
-    wa[k] = wt[k] * a[k];
-    asum += wa[k];
-  }
-  const float *ws = premul && asum > 0.0f ? wa : wt; /* premultiplied, or plain */
-  const float norm = premul && asum > 0.0f ? 1.0f / asum : 1.0f;
-  for (int q = 0; q < 3; q++) {
-    const uint32_t sh = 8u * (uint32_t)q;
-    out[q] = (ws[0] * lut[c[0] >> sh & 255u] + ws[1] * lut[c[1] >> sh & 255u] +
-              ws[2] * lut[c[2] >> sh & 255u] + ws[3] * lut[c[3] >> sh & 255u]) * norm;
-  }
-  out[3] = asum;
 }

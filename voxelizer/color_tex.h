@@ -9,9 +9,7 @@
  * matters (a MASK or BLEND material uses it) the averages of r, g, b are weighted by alpha, and
  * so are the bilinear samples of such materials (premultiplied filtering), so that the colour of
  * cut-out texels never bleeds into the visible ones; an opaque material's texture is filtered
- * plainly (its alpha may hold anything). UV (0, 0) is the
- * bottom-left corner of the image and rows are stored top first (svo/soup.h); addressing wraps
- * (repeat), texel centres at half-integers.
+ * plainly (its alpha may hold anything). Samples are color_texview.h's.
  */
 #ifndef VOXLOD_VOXELIZER_COLOR_TEX_H
 #define VOXLOD_VOXELIZER_COLOR_TEX_H
@@ -20,13 +18,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "svo/soup.h"
-
-#define CTEX_MAX_LEVELS 33
+#include "voxelizer/color_texview.h"
 
 typedef struct ctex {
-  uint32_t levels;                  /* >= 1, down to 1 x 1 */
-  uint32_t w[CTEX_MAX_LEVELS], h[CTEX_MAX_LEVELS];
-  const uint32_t *px[CTEX_MAX_LEVELS]; /* levels 1.. once ctex_mips has built them */
+  ctex_view *v;                     /* px[1..] once ctex_mips has built them */
   uint32_t *owned;                  /* levels 1.. in one block */
   int premul;                       /* levels 1.. averaged with alpha weights */
   atomic_int state;                 /* levels 1..: 0 not built, 1 built, 2 out of memory */
@@ -39,17 +34,13 @@ uint64_t ctex_mip_texels(uint32_t w, uint32_t h);
 /* The 256 sRGB codes decoded to linear light. */
 void ctex_lut(float lut[256]);
 
-/* Level 0 of src (width, height >= 1, rgba set) and the sizes of the others, which are built on
- * first use (ctex_mips): a pass whose parts all fit within a texel never builds them. */
-void ctex_init(ctex *t, const vx_texture *src, int premul);
+/* Level 0 of src (width, height >= 1, rgba set) in *v (v->host = t) and the sizes of the
+ * others, which are built on first use (ctex_mips): a pass whose parts all fit within a texel
+ * never builds them. */
+void ctex_init(ctex *t, ctex_view *v, const vx_texture *src, int premul);
 /* Whether levels 1.. are there, building them on the first call (thread-safe); 0 when out of
  * memory (then only level 0 can be sampled). */
 int ctex_mips(ctex *t, const float lut[256]);
 void ctex_free(ctex *t);
-
-/* The bilinear sample of level `level` at (u, v) (finite; wrapped here): linear r, g, b, a;
- * premul: r, g, b weighted by alpha (plain weights where the four texels' alpha is 0). */
-void ctex_bilinear(const ctex *t, uint32_t level, double u, double v, int premul,
-                   const float lut[256], float out[4]);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gpu_build_stub.c - vx_surface_build_gpu in a build without CUDA: says so. */
+/* gpu_build_stub.c - the voxelizer's GPU entry points in a build without CUDA: say so. */
 #include "voxelizer/internal.h"
+#include "voxelizer/color_internal.h"
 
 #include <string.h>
 
@@ -25,5 +26,14 @@ vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
 
 vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf, const vx_wind_tree *w,
                            uint8_t *clean, vx_error *err) {
+  return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
+}
+
+vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_t R,
+                            const cpart_src *src, uint64_t max_recs, crec **recs, uint64_t *n,
+                            double sec[3], vx_error *err) {
+  *recs = NULL;
+  *n = 0;
+  if (sec) sec[0] = sec[1] = sec[2] = 0.0;
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }

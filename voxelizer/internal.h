@@ -44,7 +44,7 @@ VX_HD uint64_t vx_mix64(uint64_t x) {
 
 /* Triangle t of the mesh in grid coordinates (finest voxels), double. Every module maps through
  * this one function, so the same triangle has the same bits everywhere. */
-static inline void vx_grid_tri(const vx_soup *m, const vx_transform *xf, uint64_t t, double g[9]) {
+VX_HD void vx_grid_tri(const vx_soup *m, const vx_transform *xf, uint64_t t, double g[9]) {
   const float *p = m->pos + t * 9;
   for (int v = 0; v < 3; v++)
     for (int i = 0; i < 3; i++) g[v * 3 + i] = ((double)p[v * 3 + i] - xf->origin[i]) / xf->scale;
@@ -334,7 +334,7 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
 /* The mesh's surface area in grid units (finest voxels squared) under transform xf. */
 double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf);
 /* The area of one triangle in grid coordinates (9 doubles, as vx_grid_tri gives them). */
-static inline double vx_grid_tri_area(const double g[9]) {
+VX_HD double vx_grid_tri_area(const double g[9]) {
   double u[3], v[3];
   for (int i = 0; i < 3; i++) {
     u[i] = g[3 + i] - g[i];

@@ -122,6 +122,12 @@ vx_status vx_voxelize_stream(const vx_soup *mesh, const vx_voxelize_opts *opts, 
  * appear in the means. */
 vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filter, int threads,
                         uint64_t mem_limit, vx_error *err);
+/* vx_color_tree, the parts made on the GPU when `gpu` is set (the same bytes): when the GPU
+ * cannot (no CUDA device, too little device memory, a CUDA error) the CPU makes them and
+ * *gpu_note (when not NULL) says why; *on_gpu (when not NULL) is 1 when the GPU made them. */
+vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter filter, int threads,
+                           uint64_t mem_limit, int gpu, int *on_gpu, vx_error *gpu_note,
+                           vx_error *err);
 
 VX_EXTERN_C_END
 

@@ -104,6 +104,7 @@ typedef struct vx_conversion_stats {
   int used_gpu;             /* 1: the surface and field were computed on the GPU */
   int gpu_tree;             /* 1: the tree and planes too (else on the CPU) */
   int spilled;              /* 1: levels went to temporary files (out of core) */
+  int color_gpu;            /* 1: the colour pass's triangle parts were made on the GPU */
   double sec_build;         /* voxels, field, tree, planes, pruning */
   double sec_write;         /* compressing and writing the file */
   double sec_total;
@@ -113,7 +114,7 @@ typedef struct vx_conversion_stats {
   double sec_gpu[5];        /* GPU surface stage: upload, overlap pairs, sort and index, corner
                                field, copy back */
   double sec_gpu_tree[3];   /* GPU tree: levels, planes, copy to host */
-  double sec_color;         /* the colour pass (on the CPU, after either build; in sec_build) */
+  double sec_color;         /* the colour pass (after either build; in sec_build) */
 } vx_conversion_stats;
 
 VX_API vx_status vx_conversion_get_stats(const vx_conversion *c, vx_conversion_stats *st);
