@@ -237,17 +237,28 @@ def triangle_areas(tris):
     return 0.5 * np.linalg.norm(np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]), axis=1)
 
 
-def shade(part, idx, bary, level=None):
+def nearest(tex, u, v):
+    """The texel of a (H, W, C) texture holding uv (repeat wrap, rows top first), float64."""
+    h, w = tex.shape[:2]
+    x = np.floor(np.mod(u, 1.0) * w).astype(np.int64) % w
+    y = np.floor(np.mod(1.0 - v, 1.0) * h).astype(np.int64) % h
+    return tex[y, x].astype(np.float64)
+
+
+def shade(part, idx, bary, level=None, texel=False):
     """Linear RGBA (N, 4) and opaque weight (N,) of the samples: triangles idx (N,) of `part`
     at barycentric (N, 2) = (b1, b2), b0 = 1 - b1 - b2; level (N,): the texture's mip level
-    to read at each sample (None: the texture itself)."""
+    to read at each sample (None: the texture itself); texel: the texel holding each sample
+    instead of the bilinear value (the colours the dominant filter may pick)."""
     b1, b2 = bary[:, 0], bary[:, 1]
     b0 = 1.0 - b1 - b2
     if part.texture is not None:
         uv = part.uv[idx]
         u = b0 * uv[:, 0, 0] + b1 * uv[:, 1, 0] + b2 * uv[:, 2, 0]
         v = b0 * uv[:, 0, 1] + b1 * uv[:, 1, 1] + b2 * uv[:, 2, 1]
-        if level is None or not np.any(level):
+        if texel:
+            rgba = nearest(part.texture, u, v) * part.factor
+        elif level is None or not np.any(level):
             rgba = bilinear(part.texture, u, v) * part.factor
         else:
             rgba = np.empty((len(u), 4))
@@ -512,9 +523,10 @@ def _piece_colours(part: Part, grid: Grid, tri, texel_density, cap, want_samples
             sums[:, 1] += np.bincount(pc, weights=ow, minlength=npiece)
             for c in range(3):
                 sums[:, 2 + c] += np.bincount(pc, weights=ow * rgba[:, c], minlength=npiece)
-            if want_samples:
-                srgba.append(rgba)
-                sop.append(op)
+            if want_samples:  # the dominant check: the texels under the samples
+                trgba, top = shade(part, ftri[f], bary, None, texel=True)
+                srgba.append(trgba)
+                sop.append(top)
                 spiece.append(pc)
     keys = grid.key(cells[inside])
     samples_out = None
@@ -639,9 +651,9 @@ def dominant_distances(parts: Sequence[Part], grid: Grid, keys, lab, texel_densi
                        cap=16, workers=1, piece_chunk=1 << 17):
     """For checks of the dominant filter at the finest level: for each cell keys[i] (sorted)
     with the colour lab[i] (CIELAB: what voxlod stored), the smallest CIEDE2000 to (a) the
-    colour of any sample inside the cell (the bilinear texture of its footprint) and (b) the
-    filtered colour of any one piece (a triangle's part) inside the cell. inf where the cell
-    has no opaque sample."""
+    colour of any texel under a sample inside the cell (not cut out; vertex colours: the
+    sample's value) and (b) the filtered colour of any one piece (a triangle's part) inside the
+    cell. inf where the cell has no opaque sample."""
     keys = np.asarray(keys, dtype=np.int64)
     best_s = np.full(len(keys), np.inf)
     best_p = np.full(len(keys), np.inf)

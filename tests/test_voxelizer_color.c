@@ -749,6 +749,69 @@ static void dominant_two_materials(void) {
   vx_soup_free(&s);
 }
 
+/* The dominant filter takes colours of the surface itself: on a noise texture every cell's colour
+ * is one of the texels' (those that are not cut out), at every level; the mean filter's are
+ * mixtures (so the check can fail). */
+typedef struct texel_ctx {
+  const uint32_t *rgb; /* sorted texel colours (24 bits) */
+  uint32_t n;
+  int cells, other;
+} texel_ctx;
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void texel_cell(void *ctx, uint32_t level, uint32_t x, uint32_t y, uint32_t z,
+                       uint32_t color, int leaf) {
+  (void)level, (void)x, (void)y, (void)z, (void)leaf;
+  texel_ctx *k = (texel_ctx *)ctx;
+  if ((color >> 24) == 0) return; /* a hole */
+  uint32_t c = color & 0xffffffu;
+  k->cells++;
+  k->other += bsearch(&c, k->rgb, k->n, 4, cmp_u32) == NULL;
+}
+
+static void dominant_texel_colours(void) {
+  const uint32_t N = 64;
+  uint32_t *px = (uint32_t *)malloc(N * N * 4), *rgb = (uint32_t *)malloc(N * N * 4);
+  uint64_t seed = 7;
+  for (int masked = 0; masked < 2; masked++) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < N * N; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      int cut = masked && ((i % N) / 4 + (i / N) / 4) % 2; /* 4 x 4 texel squares cut out */
+      px[i] = (uint32_t)(seed >> 40) | (cut ? 0u : 0xff000000u);
+      if (!cut) rgb[n++] = px[i] & 0xffffffu;
+    }
+    qsort(rgb, n, 4, cmp_u32);
+    vx_texture tx = {N, N, px};
+    vx_material m = mat_tex(0, masked ? VX_ALPHA_MASK : VX_ALPHA_OPAQUE, 0.5f);
+    for (uint32_t R = 8; R <= 64; R *= 2) {
+      soupb b = {0};
+      const double p0[3] = {0, 0, 0.3}, e1[3] = {1, 0, 0}, e2[3] = {0, 1, 0.4};
+      sb_quad(&b, p0, e1, e2, 0, 0, 0, 1, 1);
+      vx_soup s;
+      sb_finish(&b, &s, &m, 1, &tx, 1, 1, 0);
+      vx_octree t;
+      if (build(&s, R, &t)) {
+        texel_ctx k = {rgb, n, 0, 0};
+        if (color(&s, &t, VX_COLOR_FILTER_DOMINANT, 2)) walk(&t, texel_cell, &k);
+        CHECK_MSG(k.cells > 20 && k.other == 0, "masked %d R %u: %d of %d cells not a texel's",
+                  masked, R, k.other, k.cells);
+        texel_ctx q = {rgb, n, 0, 0};
+        if (R == 8 && color(&s, &t, VX_COLOR_FILTER_MEAN, 2)) walk(&t, texel_cell, &q);
+        CHECK(R != 8 || q.other > q.cells / 2);
+      }
+      vx_octree_free(&t);
+      vx_soup_free(&s);
+    }
+  }
+  free(px);
+  free(rgb);
+}
+
 /* ---- 6, 7. pruning and threads ------------------------------------------------------------- */
 
 /* A textured, vertex-coloured and flat-coloured sphere (three materials by latitude band). */
@@ -1051,6 +1114,7 @@ int main(int argc, char **argv) {
   RUN(material_colour_exact);
   RUN(mask_hole);
   RUN(dominant_two_materials);
+  RUN(dominant_texel_colours);
   RUN(prune_keeps_colours);
   RUN(threads_same_bytes);
   RUN(refusals);

@@ -8,8 +8,9 @@
  *    Triangles are handed to the threads in chunks of COLOR_CHUNK; each chunk's records go to a
  *    block of their own (charged against the memory limit as they are made), gathered in chunk
  *    order afterwards, so their order does not depend on the thread count.
- * 2. The colour of a part (part_color): a material colour is constant; vertex colours are linear
- *    over the triangle, so their mean over a part is their value at its centroid; a texture is
+ * 2. The colour of a part (color_part.h, shared with the GPU): a material colour is constant;
+ *    vertex colours are linear over the triangle, so their mean over a part is their value at its
+ *    centroid; a texture is
  *    filtered over the part's footprint at the texel rate of that footprint: the part's UV polygon
  *    spans A0 texels, the fan triangles of the part are split at their edge midpoints into S
  *    equal sub-triangles (S about 4 A0, at most 32), and each is sampled bilinearly at its
@@ -31,8 +32,9 @@
  *    cell's colour is sum(A alpha rgb) / sum(A alpha), its alpha sum(A alpha) / sum(A) (at least
  *    1/255 when some of it is opaque). Dominant filter: a voxel takes the colour of its part with
  *    the largest opaque area A alpha (ties: the lowest triangle index), a node the colour of its
- *    child with the largest opaque area (ties: the first in Morton order); alpha as above. So no
- *    colour is invented at a border between materials.
+ *    child with the largest opaque area (ties: the first in Morton order); alpha as above. A
+ *    part's colour is then a point of it (color_part.h: the texel under its centre, not a
+ *    filtered mean), so no colour is invented, at material borders or within a texture.
  * 4. The tree is walked level by level (each level in Morton order, so the cells' codes come in
  *    increasing order and are matched to the sums by one merge). A cell no part reached takes its
  *    parent's colour with alpha 255; a cell whose parts are all cut out has alpha 0 and its
@@ -253,6 +255,7 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
   j.src.corner_rgba = sc->corner_rgba;
   j.src.tex = views;
   j.src.lut = j.lut;
+  j.src.dominant = filter == VX_COLOR_FILTER_DOMINANT;
   uint64_t nrec = 0;
   int gpu_done = 0;
   if (gpu) { /* the records on the GPU, which needs every level of the pyramids */

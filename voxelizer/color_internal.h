@@ -35,6 +35,7 @@ typedef struct cpart_src {
   const uint32_t *corner_rgba;/* 3 per triangle, or NULL */
   const ctex_view *tex;       /* texture_count entries (levels 0: unusable or unused) */
   const float *lut;           /* the 256 sRGB codes in linear light */
+  int dominant;               /* VX_COLOR_FILTER_DOMINANT: parts take a colour of the texture */
 } cpart_src;
 
 /* color_gpu.cu: the records of every part of the soup's triangles (grid of xf, R cells a side),

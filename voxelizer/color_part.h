@@ -41,6 +41,7 @@ typedef struct ctri { /* what the colour of one triangle needs */
   double uv[6];
   double texels; /* |det| of the barycentric -> texel map of level 0 (twice the UV triangle) */
   const ctex_view *tex;
+  int dominant;  /* the part's colour is one of the texture's (cpart_color) */
 } ctri;
 
 VX_HD void cpart_unpack(const float *lut, uint32_t c, float out[4]) {
@@ -65,6 +66,7 @@ VX_HD void cpart_tri(const cpart_src *s, uint64_t t, ctri *ti) {
   ti->cutoff = m->alpha_cutoff;
   cpart_unpack(s->lut, m->factor, ti->factor);
   ti->tex = NULL;
+  ti->dominant = s->dominant;
   if (m->texture >= 0 && (uint32_t)m->texture < s->texture_count && s->uv &&
       s->tex[m->texture].levels > 0) {
     ti->kind = CPART_TEX;
@@ -121,7 +123,7 @@ VX_HD void cpart_accumulate(const float *lut, const ctri *ti, double b1, double 
  * a texel takes the bilinear value of level 0 at its centroid; a larger footprint is sampled
  * about four times per texel (up to 32 samples: each fan triangle of the part split at its edge
  * midpoints) on the mip level where it spans at most that many texels. */
-VX_HD void cpart_color(const float *lut, const ctri *ti, const clip_poly *P, double out[4]) {
+VX_HD void cpart_mean(const float *lut, const ctri *ti, const clip_poly *P, double out[4]) {
   out[0] = out[1] = out[2] = out[3] = 0.0;
   if (ti->kind == CPART_FLAT) {
     cpart_accumulate(lut, ti, 0.0, 0.0, 0, 1.0, out);
@@ -181,6 +183,46 @@ VX_HD void cpart_color(const float *lut, const ctri *ti, const clip_poly *P, dou
           cpart_accumulate(lut, ti, b1, b2, level, w, out);
         }
   }
+}
+
+/* The colour at barycentric (b1, b2) as the dominant filter takes it: the texel of level 0 there
+ * (times the material's factor), a vertex colour's value there, the material's colour. rgba
+ * linear, alpha after the material's mode. */
+VX_HD void cpart_point(const float *lut, const ctri *ti, double b1, double b2, float out[4]) {
+  double b0 = 1.0 - b1 - b2;
+  if (ti->kind == CPART_TEX) {
+    double u = b0 * ti->uv[0] + b1 * ti->uv[2] + b2 * ti->uv[4];
+    double v = b0 * ti->uv[1] + b1 * ti->uv[3] + b2 * ti->uv[5];
+    if (!isfinite(u)) u = 0.0;
+    if (!isfinite(v)) v = 0.0;
+    cpart_unpack(lut, ctex_texel(ti->tex, u, v), out);
+    for (int k = 0; k < 4; k++) out[k] *= ti->factor[k];
+  } else if (ti->kind == CPART_CORNER) {
+    for (int k = 0; k < 4; k++)
+      out[k] = (float)(b0 * ti->corner[0][k] + b1 * ti->corner[1][k] + b2 * ti->corner[2][k]);
+  } else {
+    for (int k = 0; k < 4; k++) out[k] = ti->factor[k];
+  }
+  out[3] = cpart_alpha(ti, out[3], 0);
+}
+
+/* The colour of part P (out: 4 values per unit area, as cpart_mean's). Mean filter: cpart_mean.
+ * Dominant filter: the part's alpha is its mean (its coverage), its colour is a colour of the
+ * surface itself, not a mixture: the point colour (cpart_point) at the part's vertex centroid,
+ * or, where that is cut out, at the first of its vertices that is not. */
+VX_HD void cpart_color(const float *lut, const ctri *ti, const clip_poly *P, double out[4]) {
+  cpart_mean(lut, ti, P, out);
+  if (!ti->dominant || !(out[3] > 0.0)) return;
+  double c1 = 0.0, c2 = 0.0;
+  for (int i = 0; i < P->n; i++) {
+    c1 += P->v[i].b[0];
+    c2 += P->v[i].b[1];
+  }
+  float pt[4];
+  cpart_point(lut, ti, c1 / P->n, c2 / P->n, pt);
+  for (int i = 0; i < P->n && !(pt[3] > 0.0f); i++)
+    cpart_point(lut, ti, P->v[i].b[0], P->v[i].b[1], pt);
+  for (int k = 0; k < 3; k++) out[k] = out[3] * (double)pt[k];
 }
 
 /* The record(s) of part P of triangle `tri` in voxel (x, y, z), area `area`: one, or two halves

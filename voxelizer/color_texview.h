@@ -28,6 +28,15 @@ VX_HD uint32_t ctex_wrap(double i, uint32_t n) {
   return r < n ? r : n - 1;
 }
 
+/* The texel of level 0 holding (u, v) (finite; wrapped here), packed RGBA8. */
+VX_HD uint32_t ctex_texel(const ctex_view *t, double u, double v) {
+  u -= floor(u);
+  v -= floor(v);
+  const uint32_t w = t->w[0], h = t->h[0];
+  uint32_t x = ctex_wrap(floor(u * (double)w), w), y = ctex_wrap(floor((1.0 - v) * (double)h), h);
+  return t->px[0][(uint64_t)y * w + x];
+}
+
 /* The bilinear sample of level `level` at (u, v) (finite; wrapped here): linear r, g, b, a;
  * premul: r, g, b weighted by alpha (plain weights where the four texels' alpha is 0). */
 VX_HD void ctex_sample(const ctex_view *t, uint32_t level, double u, double v, int premul,

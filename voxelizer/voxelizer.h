@@ -111,7 +111,8 @@ vx_status vx_voxelize_stream(const vx_soup *mesh, const vx_voxelize_opts *opts, 
  * area-weighted mean in linear light of the surface over it, textures filtered over the part's
  * footprint at the texel rate (mip levels), alpha by the material's mode; a cell's colour is the
  * coverage-weighted mean of the parts below it (VX_COLOR_FILTER_MEAN), or the colour of its part
- * / child with the largest opaque area (VX_COLOR_FILTER_DOMINANT); cells no part reached take
+ * / child with the largest opaque area (VX_COLOR_FILTER_DOMINANT, where a part's colour is that
+ * of one point of it: the texel under its centre, never a mean); cells no part reached take
  * their parent's colour with alpha 255; cells whose parts are all cut out have alpha 0. Pruned
  * leaves get the colour of the subtree they replaced, so colouring then pruning (vx_octree_prune
  * carries the colours) and pruning then colouring give the same bytes. The result does not

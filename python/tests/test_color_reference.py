@@ -269,6 +269,16 @@ def test_dominant_distances():
     assert s[0] > 10 and q[0] > 10
 
 
+def test_nearest_texel():
+    """nearest() returns the texel holding uv: rows top first, repeat wrap, no blending."""
+    tex = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)  # 2 rows, 3 columns
+    u = np.array([0.1, 0.5, 0.9, 0.1, 1.1, -0.2])
+    v = np.array([0.9, 0.9, 0.9, 0.1, 0.9, 0.1])
+    got = cr.nearest(tex, u, v)
+    want = tex[[0, 0, 0, 1, 0, 1], [0, 1, 2, 0, 0, 2]]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_render_reference_draws_the_nearest_surface():
     """Two parallel squares facing the camera: the nearer one's colour in the middle of the
     picture, the background in the corners."""

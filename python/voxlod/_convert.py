@@ -33,8 +33,9 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
     field truncation in voxels (default 2). sign: "winding" (generalized winding number) or
     "pseudo-normal". color: "auto" (a coloured tree when the mesh has colour: textures, vertex
     or material colours) or "off" (grey). color_filter: "mean" (a voxel's colour is the
-    area-weighted mean, in linear light, of the surface in it) or "dominant" (the colour of
-    its largest part: no mixed colours at material borders). Ctrl-C cancels the build
+    area-weighted mean, in linear light, of the surface in it) or "dominant" (a colour of
+    the surface itself from its largest part: a texel, a vertex or a material colour, never a
+    mix). Ctrl-C cancels the build
     (KeyboardInterrupt)."""
     if not _is_int(res) or res < 2 or res > 16384 or res & (res - 1):
         raise ValueError(f"res must be a power of two from 2 to 16384, not {res!r}")
