@@ -371,7 +371,7 @@ def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=16
 
 def measure_dominant(parts, tree, texel_density=2.0, cap=16, fp=None, workers=1) -> dict:
     """For a color_filter="dominant" tree: the share of compared voxels whose colour is more
-    than dE00 1 from every sample colour of their footprint (texels, bilinear) and from every
+    than dE00 1 from every texel under a sample of their footprint and from every
     piece's filtered colour. fp: the finest reference on the same grid, if already made."""
     grid = cr.Grid(tree.origin, tree.scale, tree.resolution)
     if fp is None:

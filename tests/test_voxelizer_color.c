@@ -440,22 +440,31 @@ static void noise_cell(void *vctx, uint32_t level, uint32_t x, uint32_t y, uint3
   }
 }
 
+/* One quad p0 + [0,1] e1 + [0,1] e2 with UVs over the whole texture tx and material m. */
+static void textured_quad(vx_soup *s, const double p0[3], const double e1[3], const double e2[3],
+                          const vx_material *m, vx_texture *tx) {
+  soupb b = {0};
+  sb_quad(&b, p0, e1, e2, 0, 0, 0, 1, 1);
+  sb_finish(&b, s, m, 1, tx, 1, 1, 0);
+}
+
+/* 24 random bits (a 64-bit LCG's top ones): a noise texel's rgb. */
+static uint32_t noise_rgb(uint64_t *seed) {
+  *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(*seed >> 40);
+}
+
 static void noise_footprint_mean(void) {
   const uint32_t N = 64;
   uint32_t *px = (uint32_t *)malloc(N * N * 4);
   uint64_t seed = 99;
-  for (uint32_t i = 0; i < N * N; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    px[i] = (uint32_t)(seed >> 40) | 0xff000000u;
-  }
+  for (uint32_t i = 0; i < N * N; i++) px[i] = noise_rgb(&seed) | 0xff000000u;
   vx_texture tx = {N, N, px};
   vx_material m = mat_tex(0, VX_ALPHA_OPAQUE, 0.5f);
   for (uint32_t R = 8; R <= 128; R *= 2) {
-    soupb b = {0};
     const double p0[3] = {0, 0, 0}, e1[3] = {1, 0, 0}, e2[3] = {0, 1, 0};
-    sb_quad(&b, p0, e1, e2, 0, 0, 0, 1, 1);
     vx_soup s;
-    sb_finish(&b, &s, &m, 1, &tx, 1, 1, 0);
+    textured_quad(&s, p0, e1, e2, &m, &tx);
     vx_octree t;
     if (build(&s, R, &t) && color(&s, &t, VX_COLOR_FILTER_MEAN, 2)) {
       noise_ctx k;
@@ -780,20 +789,17 @@ static void dominant_texel_colours(void) {
   for (int masked = 0; masked < 2; masked++) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < N * N; i++) {
-      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
       int cut = masked && ((i % N) / 4 + (i / N) / 4) % 2; /* 4 x 4 texel squares cut out */
-      px[i] = (uint32_t)(seed >> 40) | (cut ? 0u : 0xff000000u);
+      px[i] = noise_rgb(&seed) | (cut ? 0u : 0xff000000u);
       if (!cut) rgb[n++] = px[i] & 0xffffffu;
     }
     qsort(rgb, n, 4, cmp_u32);
     vx_texture tx = {N, N, px};
     vx_material m = mat_tex(0, masked ? VX_ALPHA_MASK : VX_ALPHA_OPAQUE, 0.5f);
     for (uint32_t R = 8; R <= 64; R *= 2) {
-      soupb b = {0};
       const double p0[3] = {0, 0, 0.3}, e1[3] = {1, 0, 0}, e2[3] = {0, 1, 0.4};
-      sb_quad(&b, p0, e1, e2, 0, 0, 0, 1, 1);
       vx_soup s;
-      sb_finish(&b, &s, &m, 1, &tx, 1, 1, 0);
+      textured_quad(&s, p0, e1, e2, &m, &tx);
       vx_octree t;
       if (build(&s, R, &t)) {
         texel_ctx k = {rgb, n, 0, 0};

@@ -57,9 +57,10 @@ __global__ void k_slabs(cargs a, uint32_t *x0, uint64_t *cnt) {
   cnt[t] = (uint64_t)(l - f + 1);
 }
 
-/* Work item i: triangle *t (the last whose first item, start[t], is <= i), slab *x. */
+/* Work item i: triangle *t (the last whose first item, start[t], is <= i), slab *x, and the
+ * triangle as tri_grid gives it. */
 __device__ void item_of(const cargs &a, const uint64_t *start, const uint32_t *x0, uint64_t i,
-                        uint64_t *t, int64_t *x) {
+                        uint64_t *t, int64_t *x, double g[9], double *min_area, int *plane) {
   uint64_t lo = 0, hi = a.ntri; /* start[lo] <= i < start[hi] */
   while (hi - lo > 1) {
     uint64_t mid = lo + (hi - lo) / 2;
@@ -68,6 +69,7 @@ __device__ void item_of(const cargs &a, const uint64_t *start, const uint32_t *x
   }
   *t = lo;
   *x = (int64_t)x0[lo] + (int64_t)(i - start[lo]);
+  tri_grid(a, lo, g, min_area, plane);
 }
 
 /* Records per work item (a triangle's slab). */
@@ -77,10 +79,9 @@ __global__ void k_count(cargs a, const uint64_t *start, const uint32_t *x0, uint
   if (i >= items) return;
   uint64_t t;
   int64_t x;
-  item_of(a, start, x0, i, &t, &x);
   double g[9], min_area;
   int plane;
-  tri_grid(a, t, g, &min_area, &plane);
+  item_of(a, start, x0, i, &t, &x, g, &min_area, &plane);
   cnt[i] = clip_triangle(g, a.R, min_area, x, NULL, NULL) * (plane >= 0 ? 2u : 1u);
 }
 
@@ -106,10 +107,9 @@ __global__ void k_emit(cargs a, const uint64_t *start, const uint32_t *x0, const
   const uint64_t i = i0 + j;
   uint64_t t;
   int64_t x;
-  item_of(a, start, x0, i, &t, &x);
   double g[9], min_area;
   int plane;
-  tri_grid(a, t, g, &min_area, &plane);
+  item_of(a, start, x0, i, &t, &x, g, &min_area, &plane);
   ctri ti;
   cpart_tri(&a.src, t, &ti);
   emit_ctx e;

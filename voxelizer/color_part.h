@@ -94,17 +94,19 @@ VX_HD float cpart_alpha(const ctri *ti, float a, uint32_t level) {
   return 1.0f;
 }
 
-/* Adds weight w of the colour at barycentric (b1, b2) to acc (alpha * rgb, alpha). */
-VX_HD void cpart_accumulate(const float *lut, const ctri *ti, double b1, double b2,
-                            uint32_t level, double w, double acc[4]) {
-  float s[4];
+/* The colour at barycentric (b1, b2), linear rgba before the alpha mode: the texture (the
+ * bilinear sample of `level`, or with `texel` the texel of level 0 holding the point) times the
+ * material's factor, the vertex colours' value there, or the material's colour. */
+VX_HD void cpart_at(const float *lut, const ctri *ti, double b1, double b2, uint32_t level,
+                    int texel, float s[4]) {
   double b0 = 1.0 - b1 - b2;
   if (ti->kind == CPART_TEX) {
     double u = b0 * ti->uv[0] + b1 * ti->uv[2] + b2 * ti->uv[4];
     double v = b0 * ti->uv[1] + b1 * ti->uv[3] + b2 * ti->uv[5];
     if (!isfinite(u)) u = 0.0;
     if (!isfinite(v)) v = 0.0;
-    ctex_sample(ti->tex, level, u, v, ti->alpha_mode != VX_ALPHA_OPAQUE, lut, s);
+    if (texel) cpart_unpack(lut, ctex_texel(ti->tex, u, v), s);
+    else ctex_sample(ti->tex, level, u, v, ti->alpha_mode != VX_ALPHA_OPAQUE, lut, s);
     for (int k = 0; k < 4; k++) s[k] *= ti->factor[k];
   } else if (ti->kind == CPART_CORNER) {
     for (int k = 0; k < 4; k++)
@@ -112,6 +114,13 @@ VX_HD void cpart_accumulate(const float *lut, const ctri *ti, double b1, double 
   } else {
     for (int k = 0; k < 4; k++) s[k] = ti->factor[k];
   }
+}
+
+/* Adds weight w of the colour at barycentric (b1, b2) to acc (alpha * rgb, alpha). */
+VX_HD void cpart_accumulate(const float *lut, const ctri *ti, double b1, double b2,
+                            uint32_t level, double w, double acc[4]) {
+  float s[4];
+  cpart_at(lut, ti, b1, b2, level, 0, s);
   double a = w * (double)cpart_alpha(ti, s[3], level);
   acc[0] += a * s[0];
   acc[1] += a * s[1];
@@ -185,24 +194,10 @@ VX_HD void cpart_mean(const float *lut, const ctri *ti, const clip_poly *P, doub
   }
 }
 
-/* The colour at barycentric (b1, b2) as the dominant filter takes it: the texel of level 0 there
- * (times the material's factor), a vertex colour's value there, the material's colour. rgba
- * linear, alpha after the material's mode. */
+/* The colour at barycentric (b1, b2) as the dominant filter takes it (cpart_at's point colour),
+ * alpha after the material's mode. */
 VX_HD void cpart_point(const float *lut, const ctri *ti, double b1, double b2, float out[4]) {
-  double b0 = 1.0 - b1 - b2;
-  if (ti->kind == CPART_TEX) {
-    double u = b0 * ti->uv[0] + b1 * ti->uv[2] + b2 * ti->uv[4];
-    double v = b0 * ti->uv[1] + b1 * ti->uv[3] + b2 * ti->uv[5];
-    if (!isfinite(u)) u = 0.0;
-    if (!isfinite(v)) v = 0.0;
-    cpart_unpack(lut, ctex_texel(ti->tex, u, v), out);
-    for (int k = 0; k < 4; k++) out[k] *= ti->factor[k];
-  } else if (ti->kind == CPART_CORNER) {
-    for (int k = 0; k < 4; k++)
-      out[k] = (float)(b0 * ti->corner[0][k] + b1 * ti->corner[1][k] + b2 * ti->corner[2][k]);
-  } else {
-    for (int k = 0; k < 4; k++) out[k] = ti->factor[k];
-  }
+  cpart_at(lut, ti, b1, b2, 0, 1, out);
   out[3] = cpart_alpha(ti, out[3], 0);
 }
 
