@@ -6,7 +6,9 @@
  * Good input: an OBJ+MTL with a map_Kd PNG (texels exact, the UV orientation checked by sampling a
  * 2x2 texture at a known uv with a nearest-texel lookup written here), path variants (case, '\',
  * %20), a vertex-coloured PLY, material-only OBJ colours, a GLB with an embedded PNG and glTF
- * alpha modes, OBJ cut-outs (map_d, RGBA map_Kd) and opacity, no colour for a plain mesh.
+ * alpha modes, OBJ cut-outs (map_d, RGBA map_Kd) and opacity, no colour for a plain mesh, UV
+ * transforms (GLB KHR_texture_transform against the extension computed here; OBJ -o/-s and
+ * COLLADA's, which are not applied).
  * Bad input: a PNG header claiming 60000x60000, truncated PNG/JPEG/TGA, a texture path that is a
  * directory, a FIFO, /dev/zero, '../../etc/passwd' or a 300-character name, UVs NaN and 1e30,
  * 10^6 materials: warnings (or a clear error), never a failed conversion or a hang.
@@ -586,6 +588,71 @@ static void obj_texture_options_skipped(void) {
   vx_soup_free(&m);
 }
 
+/* A COLLADA quad (the OBJ quad's positions and UVs) with diffuse texture quad.png; extra:
+ * the texture's <extra> (Maya's repeat/offset/rotate, which assimp reports as a UV transform). */
+static const char *quad_dae(const char *name, const char *extra) {
+  char buf[4096];
+  snprintf(buf, sizeof buf,
+           "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+           "<COLLADA xmlns=\"http://www.collada.org/2005/11/COLLADASchema\" version=\"1.4.1\">"
+           "<asset><unit name=\"meter\" meter=\"1\"/><up_axis>Y_UP</up_axis></asset>"
+           "<library_images><image id=\"img\"><init_from>quad.png</init_from></image>"
+           "</library_images><library_effects><effect id=\"fx\"><profile_COMMON>"
+           "<newparam sid=\"surf\"><surface type=\"2D\"><init_from>img</init_from></surface>"
+           "</newparam><newparam sid=\"samp\"><sampler2D><source>surf</source></sampler2D>"
+           "</newparam><technique sid=\"common\"><lambert><diffuse>"
+           "<texture texture=\"samp\" texcoord=\"UV0\">%s</texture></diffuse></lambert>"
+           "</technique></profile_COMMON></effect></library_effects><library_materials>"
+           "<material id=\"mat\" name=\"mat\"><instance_effect url=\"#fx\"/></material>"
+           "</library_materials><library_geometries><geometry id=\"g\"><mesh><source id=\"p\">"
+           "<float_array id=\"pa\" count=\"12\">0 0 0 1 0 0 1 1 0 0 1 0</float_array>"
+           "<technique_common><accessor source=\"#pa\" count=\"4\" stride=\"3\">"
+           "<param name=\"X\" type=\"float\"/><param name=\"Y\" type=\"float\"/>"
+           "<param name=\"Z\" type=\"float\"/></accessor></technique_common></source>"
+           "<source id=\"t\"><float_array id=\"ta\" count=\"8\">0 0 1 0 1 1 0 1</float_array>"
+           "<technique_common><accessor source=\"#ta\" count=\"4\" stride=\"2\">"
+           "<param name=\"S\" type=\"float\"/><param name=\"T\" type=\"float\"/></accessor>"
+           "</technique_common></source><vertices id=\"v\">"
+           "<input semantic=\"POSITION\" source=\"#p\"/></vertices>"
+           "<triangles material=\"m\" count=\"2\">"
+           "<input semantic=\"VERTEX\" source=\"#v\" offset=\"0\"/>"
+           "<input semantic=\"TEXCOORD\" source=\"#t\" offset=\"1\" set=\"0\"/>"
+           "<p>0 0 1 1 2 2 0 0 2 2 3 3</p></triangles></mesh></geometry></library_geometries>"
+           "<library_visual_scenes><visual_scene id=\"s\"><node id=\"n\">"
+           "<instance_geometry url=\"#g\"><bind_material><technique_common>"
+           "<instance_material symbol=\"m\" target=\"#mat\"><bind_vertex_input semantic=\"UV0\" "
+           "input_semantic=\"TEXCOORD\" input_set=\"0\"/></instance_material></technique_common>"
+           "</bind_material></instance_geometry></node></visual_scene></library_visual_scenes>"
+           "<scene><instance_visual_scene url=\"#s\"/></scene></COLLADA>\n",
+           extra);
+  return write_text(name, buf);
+}
+
+/* Other formats' UV transforms are not applied: COLLADA's (Maya's place2dTexture) gives a warning
+ * and the UVs stay as the file has them; without one (assimp still reports the identity) there is
+ * no warning. */
+static void other_formats_uv_transform_not_applied(void) {
+  write_png("quad.png", 2, 2, 4, quad_px);
+  const char *maya = "<extra><technique profile=\"MAYA\"><repeatU>2</repeatU><repeatV>3</repeatV>"
+                     "<offsetU>0.25</offsetU><rotateUV>0.3</rotateUV></technique></extra>";
+  for (int with = 0; with < 2; with++) {
+    vx_soup m;
+    if (!import_both(quad_dae(with ? "xf.dae" : "plain.dae", with ? maya : ""), &m)) continue;
+    const vx_soup_color *c = m.color;
+    CHECK(c && c->uv && c->texture_count == 1);
+    if (with)
+      CHECK(c && c->warnings && strstr(c->warnings, "material 'mat': its texture's UV transform"));
+    else
+      CHECK(c && !c->warnings);
+    for (uint64_t t = 0; c && c->uv && t < m.tri_count; t++)
+      for (int k = 0; k < 3; k++)
+        CHECK(c->uv[6 * t + 2 * k] == m.pos[9 * t + 3 * k] &&
+              c->uv[6 * t + 2 * k + 1] == m.pos[9 * t + 3 * k + 1]);
+    vx_soup_free(&m);
+  }
+}
+
+
 /* ---- bad input -------------------------------------------------------------------------------- */
 
 /* An OBJ quad whose material's map_Kd is `ref`: imports (in process and isolated, equal), with
@@ -801,6 +868,7 @@ int main(void) {
   RUN(glb_embedded_texture_and_alpha_modes);
   RUN(glb_texture_transform);
   RUN(obj_texture_options_skipped);
+  RUN(other_formats_uv_transform_not_applied);
   RUN(lying_and_truncated_textures);
   RUN(texture_paths_that_are_not_images);
   RUN(nonfinite_and_huge_uvs);
