@@ -14,6 +14,9 @@
  *    texels makes the material a cut-out (mask at 0.5); an opacity below 1 makes it BLEND with
  *    that alpha, as do vertex colours with an alpha below 1 (on meshes without a texture).
  *    Vertex colours are sRGB-encoded, as PLY scans store them.
+ * glTF's KHR_texture_transform on the base-colour texture becomes an affine map of the UVs of
+ * the meshes using that material (uv_transform below, applied by mesh_import.c); other formats'
+ * UV transforms are not applied (a warning).
  * A scene with no texture, no vertex colour and only the material assimp adds when a file has none
  * ("DefaultMaterial", or an unnamed one) has no colour.
  *
@@ -375,7 +378,9 @@ static int32_t texture_for(builder *b, int32_t d, int32_t o, int *cutout) {
  * once r != 0. So o is recovered from t and the extension applied as glTF viewers do (the spec's
  * example, Khronos' sample viewer, three.js, Cesium): in glTF's UVs (v down)
  *   uv' = o + [cos r, sin r; -sin r, cos r] (s_u u, s_v v),
- * then assimp's flip v -> 1 - v, which the mesh's UVs have had already.
+ * then assimp's flip v -> 1 - v, which the mesh's UVs have had already. (The extension's GLSL
+ * mat3 literal, read by columns as GLSL does, would turn the other way and contradict its own
+ * example: offset [0, 1], rotation pi/2, scale [0.5, 0.5] shows the lower-left quadrant.)
  * Other formats: assimp's OBJ reader skips map_Kd -o/-s; other readers' transforms follow
  * conventions of their own and are not applied. */
 static int uv_transform(builder *b, const struct aiMaterial *m, enum aiTextureType type,

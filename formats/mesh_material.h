@@ -34,7 +34,7 @@ typedef struct vx_scene_color {
 
 /* Builds the colour of sc. path: the mesh file (its folder holds external textures; NULL: a mesh
  * from memory, whose external textures are not read); ext: its format's extension ("glb", "obj",
- * ...; NULL: unknown). Textures that cannot be found or decoded
+ * ...; NULL: unknown). Textures that cannot be found or decoded, UV transforms not applied
  * and tables past their caps are warnings in out->color->warnings; errors are only VX_ERR_NOMEM and
  * VX_ERR_LIMIT (more distinct materials than VX_COLOR_MAX_MATERIALS). */
 vx_status vx_scene_color_build(const struct aiScene *sc, const char *path, const char *ext,
