@@ -30,6 +30,8 @@
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +91,21 @@ static uint32_t vertex_rgba(const struct aiColor4D *c, const float *factor) {
   return vx_unorm8(c->r) | vx_unorm8(c->g) << 8 | vx_unorm8(c->b) << 16 | vx_unorm8(c->a) << 24;
 }
 
+/* UV (u, v) of channel 0 under the material's UV transform x (vx_scene_color.uv_xform; NULL:
+ * none). A non-finite UV is 0 before the transform (as vx_soup_append_color makes it without
+ * one); results stay finite floats. */
+static void map_uv(const double *x, float u, float v, float *out) {
+  if (!x) {
+    out[0] = u;
+    out[1] = v;
+    return;
+  }
+  double a = isfinite(u) ? u : 0.0, b = isfinite(v) ? v : 0.0;
+  double r[2] = {x[0] * a + x[1] * b + x[2], x[3] * a + x[4] * b + x[5]};
+  for (int k = 0; k < 2; k++)
+    out[k] = (float)(r[k] > FLT_MAX ? FLT_MAX : r[k] < -FLT_MAX ? -FLT_MAX : r[k]);
+}
+
 /* Appends one instance of mesh am under transform m, with its colour attributes when sc has
  * colour. */
 static vx_status add_instance(const struct aiMesh *am, const double m[12], const chunk *b,
@@ -103,6 +120,10 @@ static vx_status add_instance(const struct aiMesh *am, const double m[12], const
   uint32_t smat = col->mat_index ? col->mat_index[2 * mi + (tc ? 0 : 1)] : 0;
   uint32_t srgba = col->mat_rgba ? col->mat_rgba[2 * mi + (tc ? 0 : 1)] : 0xffffffffu;
   const float *vf = col->vc_factor ? col->vc_factor + 4 * mi : NULL;
+  const double *ux = col->uv_xform && tc ? col->uv_xform + 6 * mi : NULL;
+  if (ux && ux[0] == 1.0 && ux[1] == 0.0 && ux[2] == 0.0 && ux[3] == 0.0 && ux[4] == 1.0 &&
+      ux[5] == 0.0)
+    ux = NULL;
   for (unsigned f = 0; f < am->mNumFaces; f++) {
     const struct aiFace *face = &am->mFaces[f];
     unsigned n = face->mNumIndices;
@@ -121,8 +142,8 @@ static vx_status add_instance(const struct aiMesh *am, const double m[12], const
       for (int c = 0; c < 3; c++) {
         xform(m, &am->mVertices[idx[c]], b->pos + 9 * nb + 3 * c);
         if (b->uv) {
-          b->uv[6 * nb + 2 * c] = tc ? tc[idx[c]].x : 0.0f;
-          b->uv[6 * nb + 2 * c + 1] = tc ? tc[idx[c]].y : 0.0f;
+          if (tc) map_uv(ux, tc[idx[c]].x, tc[idx[c]].y, b->uv + 6 * nb + 2 * c);
+          else b->uv[6 * nb + 2 * c] = b->uv[6 * nb + 2 * c + 1] = 0.0f;
         }
         if (b->rgba) b->rgba[3 * nb + c] = vc ? vertex_rgba(&vc[idx[c]], vf) : srgba;
       }

@@ -14,6 +14,9 @@
  *    texels makes the material a cut-out (mask at 0.5); an opacity below 1 makes it BLEND with
  *    that alpha, as do vertex colours with an alpha below 1 (on meshes without a texture).
  *    Vertex colours are sRGB-encoded, as PLY scans store them.
+ * glTF's KHR_texture_transform on the base-colour texture becomes an affine map of the UVs of
+ * the meshes using that material (uv_transform below, applied by mesh_import.c); other formats'
+ * UV transforms are not applied (a warning).
  * A scene with no texture, no vertex colour and only the material assimp adds when a file has none
  * ("DefaultMaterial", or an unnamed one) has no colour.
  *
@@ -360,6 +363,61 @@ static int32_t texture_for(builder *b, int32_t d, int32_t o, int *cutout) {
   return idx;
 }
 
+/* ---- UV transforms --------------------------------------------------------------------------- */
+
+/* Past this a coefficient of a UV transform leaves float UVs no fraction to pick a texel with. */
+#define UV_XFORM_MAX 16777216.0
+
+/* The UV transform of material m's texture of that type as the affine map of
+ * vx_scene_color.uv_xform (the soup's UVs: v up); 0 when there is none, it is the identity, or it
+ * is not applied (a warning says which).
+ * glTF (KHR_texture_transform: offset o, rotation r, scale s): assimp's glTF2 importer (5.x) keeps
+ * s, stores -r, and folds its own pivot and V flip into the translation,
+ *   t = (s_u / 2 (1 - cos r + sin r) + o_u, s_v / 2 (sin r + cos r - 1) + 1 - s_v - o_v),
+ * a translation that composes with neither the extension nor assimp's own TransformUVCoords step
+ * once r != 0. So o is recovered from t and the extension applied as glTF viewers do (the spec's
+ * example, Khronos' sample viewer, three.js, Cesium): in glTF's UVs (v down)
+ *   uv' = o + [cos r, sin r; -sin r, cos r] (s_u u, s_v v),
+ * then assimp's flip v -> 1 - v, which the mesh's UVs have had already. (The extension's GLSL
+ * mat3 literal, read by columns as GLSL does, would turn the other way and contradict its own
+ * example: offset [0, 1], rotation pi/2, scale [0.5, 0.5] shows the lower-left quadrant.)
+ * Other formats: assimp's OBJ reader skips map_Kd -o/-s; other readers' transforms follow
+ * conventions of their own and are not applied. */
+static int uv_transform(builder *b, const struct aiMaterial *m, enum aiTextureType type,
+                        const char *matname, double out[6]) {
+  struct aiUVTransform x;
+  if (aiGetMaterialUVTransform(m, _AI_MATKEY_UVTRANSFORM_BASE, (unsigned)type, 0, &x) !=
+      aiReturn_SUCCESS)
+    return 0;
+  const double tu = x.mTranslation.x, tv = x.mTranslation.y, su = x.mScaling.x,
+               sv = x.mScaling.y, rot = x.mRotation;
+  if (!isfinite(tu) || !isfinite(tv) || !isfinite(su) || !isfinite(sv) || !isfinite(rot)) {
+    warn(b, "material '%s': a UV transform with non-finite values is ignored", matname);
+    return 0;
+  }
+  if (tu == 0.0 && tv == 0.0 && su == 1.0 && sv == 1.0 && rot == 0.0) return 0;
+  if (!b->gltf) {
+    warn(b, "material '%s': its texture's UV transform is not applied (only glTF's are)",
+         matname);
+    return 0;
+  }
+  const double r = -rot, c = cos(r), s = sin(r);
+  const double ou = tu - 0.5 * su * (1.0 - c + s), ov = 0.5 * sv * (s + c - 1.0) + 1.0 - sv - tv;
+  /* with u = a_u, v = 1 - a_v for the soup's (a_u, a_v), and a'_v = 1 - v' */
+  out[0] = c * su;
+  out[1] = -s * sv;
+  out[2] = s * sv + ou;
+  out[3] = s * su;
+  out[4] = c * sv;
+  out[5] = 1.0 - c * sv - ov;
+  for (int k = 0; k < 6; k++)
+    if (!(fabs(out[k]) <= UV_XFORM_MAX)) {
+      warn(b, "material '%s': a UV transform beyond %g is ignored", matname, UV_XFORM_MAX);
+      return 0;
+    }
+  return 1;
+}
+
 /* ---- materials -------------------------------------------------------------------------------- */
 
 /* The index of a soup material equal to m (added when new); -1 past the cap, -2 out of memory. */
@@ -438,13 +496,28 @@ static vx_status build_material(builder *b, unsigned i, int with_uv, int without
   if (with_uv) {
     char ref[1024];
     int32_t d = -1, o = -1;
-    if (texture_ref(m, aiTextureType_BASE_COLOR, ref, sizeof ref) ||
-        texture_ref(m, aiTextureType_DIFFUSE, ref, sizeof ref))
-      d = image_for(b, ref, matname);
+    enum aiTextureType dtype = aiTextureType_BASE_COLOR;
+    int has = texture_ref(m, dtype, ref, sizeof ref);
+    if (!has) {
+      dtype = aiTextureType_DIFFUSE;
+      has = texture_ref(m, dtype, ref, sizeof ref);
+    }
+    if (has) d = image_for(b, ref, matname);
     if (!b->gltf && texture_ref(m, aiTextureType_OPACITY, ref, sizeof ref))
       o = image_for(b, ref, matname);
     int cutout = 0;
     int32_t t = texture_for(b, d, o, &cutout);
+    double xf[6];
+    if (t >= 0 && d >= 0 && uv_transform(b, m, dtype, matname, xf)) {
+      if (!out->uv_xform) {
+        out->uv_xform = (double *)vx_malloc(6 * sizeof(double) * ((size_t)out->material_count + 1));
+        if (!out->uv_xform) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for materials");
+        static const double identity[6] = {1, 0, 0, 0, 1, 0};
+        for (uint32_t k = 0; k <= out->material_count; k++)
+          memcpy(out->uv_xform + 6 * (size_t)k, identity, sizeof identity);
+      }
+      memcpy(out->uv_xform + 6 * (size_t)i, xf, sizeof xf);
+    }
     if (t >= 0) {
       tex.texture = t;
       if (!b->gltf) {
@@ -596,5 +669,6 @@ void vx_scene_color_release(vx_scene_color *out) {
   vx_free(out->mat_index);
   vx_free(out->mat_rgba);
   vx_free(out->vc_factor);
+  vx_free(out->uv_xform);
   memset(out, 0, sizeof *out);
 }

@@ -22,6 +22,10 @@ typedef struct vx_scene_color {
   /* glTF: a vertex colour is multiplied by the material's base colour factor (linear RGBA,
    * [4i..4i+3]); NULL otherwise */
   float *vc_factor;
+  /* per assimp material i: the affine map of UV channel 0 for meshes with UVs, in the soup's UV
+   * convention, [6i..6i+5]: u' = m0 u + m1 v + m2, v' = m3 u + m4 v + m5 (the identity for a
+   * material without one); NULL when no material has one */
+  double *uv_xform;
   uint32_t material_count; /* the scene's */
   int want_uv;   /* some soup material has a texture: UVs go with every triangle */
   int want_rgba; /* some mesh has vertex colours that a triangle uses: corner colours for all */
@@ -30,7 +34,7 @@ typedef struct vx_scene_color {
 
 /* Builds the colour of sc. path: the mesh file (its folder holds external textures; NULL: a mesh
  * from memory, whose external textures are not read); ext: its format's extension ("glb", "obj",
- * ...; NULL: unknown). Textures that cannot be found or decoded
+ * ...; NULL: unknown). Textures that cannot be found or decoded, UV transforms not applied
  * and tables past their caps are warnings in out->color->warnings; errors are only VX_ERR_NOMEM and
  * VX_ERR_LIMIT (more distinct materials than VX_COLOR_MAX_MATERIALS). */
 vx_status vx_scene_color_build(const struct aiScene *sc, const char *path, const char *ext,

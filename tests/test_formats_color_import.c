@@ -6,7 +6,9 @@
  * Good input: an OBJ+MTL with a map_Kd PNG (texels exact, the UV orientation checked by sampling a
  * 2x2 texture at a known uv with a nearest-texel lookup written here), path variants (case, '\',
  * %20), a vertex-coloured PLY, material-only OBJ colours, a GLB with an embedded PNG and glTF
- * alpha modes, OBJ cut-outs (map_d, RGBA map_Kd) and opacity, no colour for a plain mesh.
+ * alpha modes, OBJ cut-outs (map_d, RGBA map_Kd) and opacity, no colour for a plain mesh, UV
+ * transforms (GLB KHR_texture_transform against the extension computed here; OBJ -o/-s and
+ * COLLADA's, which are not applied).
  * Bad input: a PNG header claiming 60000x60000, truncated PNG/JPEG/TGA, a texture path that is a
  * directory, a FIFO, /dev/zero, '../../etc/passwd' or a 300-character name, UVs NaN and 1e30,
  * 10^6 materials: warnings (or a clear error), never a failed conversion or a hang.
@@ -331,9 +333,10 @@ static void obj_alpha(void) {
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); /* little-endian hosts only */ }
 
-/* A GLB: one quad (glTF uv (0,0) at the image's top-left), material with an embedded PNG. */
+/* A GLB: one quad (glTF uv (0,0) at the image's top-left), material with an embedded PNG; xform:
+ * the base-colour texture's KHR_texture_transform object (JSON), or NULL. */
 static size_t make_glb(uint8_t *out, size_t cap, const char *material_extra, int with_texture,
-                       int with_colors) {
+                       int with_colors, const char *xform) {
   int png_len = 0;
   unsigned char *png = stbi_write_png_to_mem(quad_px, 8, 2, 2, 4, &png_len);
   if (!png) CHECK_FATAL("stbi_write_png_to_mem");
@@ -355,10 +358,14 @@ static size_t make_glb(uint8_t *out, size_t cap, const char *material_extra, int
   bl += (size_t)png_len;
   while (bl % 4) bin[bl++] = 0;
   free(png);
+  char texinfo[1024];
+  snprintf(texinfo, sizeof texinfo, ",\"baseColorTexture\":{\"index\":0%s%s%s}",
+           xform ? ",\"extensions\":{\"KHR_texture_transform\":" : "", xform ? xform : "",
+           xform ? "}" : "");
   char json[4096];
   int jl = snprintf(
       json, sizeof json,
-      "{\"asset\":{\"version\":\"2.0\"},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],"
+      "{\"asset\":{\"version\":\"2.0\"},%s\"scene\":0,\"scenes\":[{\"nodes\":[0]}],"
       "\"nodes\":[{\"mesh\":0}],\"meshes\":[{\"primitives\":[{\"attributes\":{\"POSITION\":0,"
       "\"TEXCOORD_0\":1%s},\"indices\":2,\"material\":0}]}],"
       "\"materials\":[{\"name\":\"m\",\"pbrMetallicRoughness\":{\"baseColorFactor\":[1,0.5,1,1]%s}"
@@ -373,9 +380,9 @@ static size_t make_glb(uint8_t *out, size_t cap, const char *material_extra, int
       "\"byteOffset\":48,\"byteLength\":32},{\"buffer\":0,\"byteOffset\":80,\"byteLength\":12},"
       "{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":%d},{\"buffer\":0,\"byteOffset\":92,"
       "\"byteLength\":64}],\"buffers\":[{\"byteLength\":%zu}]}",
-      with_colors ? ",\"COLOR_0\":3" : "",
-      with_texture ? ",\"baseColorTexture\":{\"index\":0}" : "", material_extra, png_off, png_len,
-      bl);
+      xform ? "\"extensionsUsed\":[\"KHR_texture_transform\"]," : "",
+      with_colors ? ",\"COLOR_0\":3" : "", with_texture ? texinfo : "", material_extra, png_off,
+      png_len, bl);
   while (jl % 4) json[jl++] = ' ';
   size_t total = 12 + 8 + (size_t)jl + 8 + bl;
   if (total > cap) CHECK_FATAL("GLB too large");
@@ -401,7 +408,7 @@ static void glb_embedded_texture_and_alpha_modes(void) {
                {",\"alphaMode\":\"MASK\",\"alphaCutoff\":0.25", VX_ALPHA_MASK, 0.25f},
                {",\"alphaMode\":\"BLEND\"", VX_ALPHA_BLEND, 0.5f}};
   for (int i = 0; i < 3; i++) {
-    size_t n = make_glb(glb, sizeof glb, cases[i].extra, 1, 0);
+    size_t n = make_glb(glb, sizeof glb, cases[i].extra, 1, 0, NULL);
     char name[32];
     snprintf(name, sizeof name, "quad%d.glb", i);
     vx_soup m;
@@ -431,7 +438,7 @@ static void glb_embedded_texture_and_alpha_modes(void) {
     vx_soup_free(&m);
   }
   /* a material factor alone (no texture): its colour */
-  size_t n = make_glb(glb, sizeof glb, "", 0, 0);
+  size_t n = make_glb(glb, sizeof glb, "", 0, 0, NULL);
   vx_soup m;
   if (import_both(write_file("factor.glb", glb, n), &m)) {
     CHECK(m.color && m.color->texture_count == 0 &&
@@ -440,7 +447,7 @@ static void glb_embedded_texture_and_alpha_modes(void) {
     vx_soup_free(&m);
   }
   /* vertex colours (linear in glTF) times the base colour factor (1, 0.5, 1, 1) */
-  n = make_glb(glb, sizeof glb, "", 0, 1);
+  n = make_glb(glb, sizeof glb, "", 0, 1, NULL);
   if (import_both(write_file("vc.glb", glb, n), &m)) {
     CHECK(m.color && m.color->corner_rgba);
     for (uint64_t t = 0; m.color && m.color->corner_rgba && t < m.tri_count; t++)
@@ -456,6 +463,195 @@ static void glb_embedded_texture_and_alpha_modes(void) {
     vx_soup_free(&m);
   }
 }
+
+/* ---- UV transforms --------------------------------------------------------------------------- */
+
+/* KHR_texture_transform as glTF viewers apply it, in glTF's UVs (v down): x = offset u, v, scale
+ * u, v, rotation r; uv' = offset + [cos r, sin r; -sin r, cos r] (scale * uv). (The extension's
+ * example, offset [0, 1], rotation pi/2, scale [0.5, 0.5], shows the image's lower-left quadrant
+ * so; reading its GLSL mat3 literal by columns would show the upper-right one.) */
+static void khr_uv(const double x[5], double u, double v, double out[2]) {
+  double c = cos(x[4]), s = sin(x[4]), su = x[2] * u, sv = x[3] * v;
+  out[0] = c * su + s * sv + x[0];
+  out[1] = -s * su + c * sv + x[1];
+}
+
+/* quad_px's texel at glTF uv (u, v), repeated (row 0 at v = 0), or 0 within 1e-3 of a texel
+ * border (where either texel may be right). */
+static uint32_t gltf_texel(double u, double v) {
+  double fu = (u - floor(u)) * 2, fv = (v - floor(v)) * 2;
+  if (fabs(fu - round(fu)) < 1e-3 || fabs(fv - round(fv)) < 1e-3) return 0;
+  const uint8_t *p = quad_px + 4 * (2 * (int)fv + (int)fu);
+  return rgba(p[0], p[1], p[2], p[3]);
+}
+
+/* The texel a soup uv falls on, repeated, nearest (uv (0,0) is the image's bottom-left corner). */
+static uint32_t texel_wrap(const vx_texture *t, float u, float v) {
+  double fu = u - floor(u), fv = v - floor(v);
+  uint32_t x = (uint32_t)(fu * t->width), y = (uint32_t)(fv * t->height);
+  x = x < t->width ? x : t->width - 1;
+  y = y < t->height ? y : t->height - 1;
+  return t->rgba[(size_t)(t->height - 1 - y) * t->width + x];
+}
+
+static void glb_texture_transform(void) {
+  static uint8_t glb[16384];
+  const double pi = 3.14159265358979323846;
+  const double cases[][5] = {{0.25, 0.5, 0.5, 0.5, 0.0}, /* offset and scale: a quadrant */
+                             {0.0, 1.0, 0.5, 0.5, pi / 2}, /* the extension's example */
+                             {0.3, 0.2, 2.0, 0.5, 0.7},
+                             {-0.2, 0.1, 1.5, -1.0, -2.5},
+                             {0.1, 0.35, 3.0, 3.0, 0.3}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const double *x = cases[i];
+    char xf[256], name[32];
+    snprintf(xf, sizeof xf, "{\"offset\":[%.17g,%.17g],\"scale\":[%.17g,%.17g],\"rotation\":%.17g}",
+             x[0], x[1], x[2], x[3], x[4]);
+    size_t n = make_glb(glb, sizeof glb, "", 1, 0, xf);
+    snprintf(name, sizeof name, "xf%zu.glb", i);
+    vx_soup m;
+    if (!import_both(write_file(name, glb, n), &m)) continue;
+    const vx_soup_color *c = m.color;
+    CHECK(c && c->uv && c->texture_count == 1 && !c->warnings);
+    if (!c || !c->uv || c->texture_count != 1) {
+      vx_soup_free(&m);
+      continue;
+    }
+    /* the corners: make_glb's glTF uv is (x, 1 - y); the soup's v is up */
+    for (uint64_t t = 0; t < m.tri_count; t++)
+      for (int k = 0; k < 3; k++) {
+        const float *p = m.pos + 9 * t + 3 * k;
+        double g[2];
+        khr_uv(x, p[0], 1.0 - p[1], g);
+        CHECK_NEAR(c->uv[6 * t + 2 * k], g[0], 1e-5);
+        CHECK_NEAR(c->uv[6 * t + 2 * k + 1], 1.0 - g[1], 1e-5);
+      }
+    /* the colour at points inside each triangle: the texel a glTF viewer shows there */
+    int checked = 0;
+    for (uint64_t t = 0; t < m.tri_count; t++)
+      for (int a = 1; a < 8; a++)
+        for (int b = 1; a + b < 8; b++) {
+          const float w[3] = {(float)a / 8, (float)b / 8, 1.0f - (float)(a + b) / 8};
+          double px = 0, py = 0;
+          float u = 0, v = 0;
+          for (int k = 0; k < 3; k++) {
+            px += w[k] * m.pos[9 * t + 3 * k];
+            py += w[k] * m.pos[9 * t + 3 * k + 1];
+            u += w[k] * c->uv[6 * t + 2 * k];
+            v += w[k] * c->uv[6 * t + 2 * k + 1];
+          }
+          double g[2];
+          khr_uv(x, px, 1.0 - py, g);
+          uint32_t want = gltf_texel(g[0], g[1]);
+          if (!want) continue;
+          uint32_t got = texel_wrap(&c->textures[0], u, v);
+          CHECK_MSG(got == want, "case %zu at (%g, %g): %08x, a viewer shows %08x", i, px, py, got,
+                    want);
+          checked++;
+        }
+    CHECK_MSG(checked >= 30, "case %zu: %d points", i, checked);
+    vx_soup_free(&m);
+  }
+  /* a scale past float's range (assimp keeps inf) and finite values too large to mean anything:
+   * ignored with a warning, the UVs as the file has them */
+  const char *bad[] = {"{\"scale\":[1e39,1]}", "{\"offset\":[1e30,0]}",
+                       "{\"scale\":[1e20,1e20],\"rotation\":1e30}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    size_t n = make_glb(glb, sizeof glb, "", 1, 0, bad[i]);
+    char name[32];
+    snprintf(name, sizeof name, "xfbad%zu.glb", i);
+    vx_soup m;
+    if (!import_both(write_file(name, glb, n), &m)) continue;
+    const vx_soup_color *c = m.color;
+    CHECK_MSG(c && c->uv && c->warnings && strstr(c->warnings, "UV transform"), "%s", bad[i]);
+    for (uint64_t t = 0; c && c->uv && t < m.tri_count; t++)
+      for (int k = 0; k < 3; k++)
+        CHECK(c->uv[6 * t + 2 * k] == m.pos[9 * t + 3 * k] &&
+              c->uv[6 * t + 2 * k + 1] == m.pos[9 * t + 3 * k + 1]);
+    vx_soup_free(&m);
+  }
+}
+
+/* OBJ: assimp's reader (5.2) skips map_Kd -o/-s (docs/COLOR.md, Limits): the texture named after
+ * them is found and the UVs are the file's. */
+static void obj_texture_options_skipped(void) {
+  write_png("quad.png", 2, 2, 4, quad_px);
+  write_text("oxf.mtl", "newmtl tex\nmap_Kd -o 0.5 0 0 -s 2 2 1 quad.png\n");
+  vx_soup m;
+  if (!import_both(write_text("oxf.obj", quad_obj("oxf.mtl", "tex")), &m)) return;
+  const vx_soup_color *c = m.color;
+  CHECK(c && c->uv && c->texture_count == 1 && !c->warnings);
+  for (uint64_t t = 0; c && c->uv && t < m.tri_count; t++)
+    for (int k = 0; k < 3; k++)
+      CHECK(c->uv[6 * t + 2 * k] == m.pos[9 * t + 3 * k] &&
+            c->uv[6 * t + 2 * k + 1] == m.pos[9 * t + 3 * k + 1]);
+  vx_soup_free(&m);
+}
+
+/* A COLLADA quad (the OBJ quad's positions and UVs) with diffuse texture quad.png; extra:
+ * the texture's <extra> (Maya's repeat/offset/rotate, which assimp reports as a UV transform). */
+static const char *quad_dae(const char *name, const char *extra) {
+  char buf[4096];
+  snprintf(buf, sizeof buf,
+           "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+           "<COLLADA xmlns=\"http://www.collada.org/2005/11/COLLADASchema\" version=\"1.4.1\">"
+           "<asset><unit name=\"meter\" meter=\"1\"/><up_axis>Y_UP</up_axis></asset>"
+           "<library_images><image id=\"img\"><init_from>quad.png</init_from></image>"
+           "</library_images><library_effects><effect id=\"fx\"><profile_COMMON>"
+           "<newparam sid=\"surf\"><surface type=\"2D\"><init_from>img</init_from></surface>"
+           "</newparam><newparam sid=\"samp\"><sampler2D><source>surf</source></sampler2D>"
+           "</newparam><technique sid=\"common\"><lambert><diffuse>"
+           "<texture texture=\"samp\" texcoord=\"UV0\">%s</texture></diffuse></lambert>"
+           "</technique></profile_COMMON></effect></library_effects><library_materials>"
+           "<material id=\"mat\" name=\"mat\"><instance_effect url=\"#fx\"/></material>"
+           "</library_materials><library_geometries><geometry id=\"g\"><mesh><source id=\"p\">"
+           "<float_array id=\"pa\" count=\"12\">0 0 0 1 0 0 1 1 0 0 1 0</float_array>"
+           "<technique_common><accessor source=\"#pa\" count=\"4\" stride=\"3\">"
+           "<param name=\"X\" type=\"float\"/><param name=\"Y\" type=\"float\"/>"
+           "<param name=\"Z\" type=\"float\"/></accessor></technique_common></source>"
+           "<source id=\"t\"><float_array id=\"ta\" count=\"8\">0 0 1 0 1 1 0 1</float_array>"
+           "<technique_common><accessor source=\"#ta\" count=\"4\" stride=\"2\">"
+           "<param name=\"S\" type=\"float\"/><param name=\"T\" type=\"float\"/></accessor>"
+           "</technique_common></source><vertices id=\"v\">"
+           "<input semantic=\"POSITION\" source=\"#p\"/></vertices>"
+           "<triangles material=\"m\" count=\"2\">"
+           "<input semantic=\"VERTEX\" source=\"#v\" offset=\"0\"/>"
+           "<input semantic=\"TEXCOORD\" source=\"#t\" offset=\"1\" set=\"0\"/>"
+           "<p>0 0 1 1 2 2 0 0 2 2 3 3</p></triangles></mesh></geometry></library_geometries>"
+           "<library_visual_scenes><visual_scene id=\"s\"><node id=\"n\">"
+           "<instance_geometry url=\"#g\"><bind_material><technique_common>"
+           "<instance_material symbol=\"m\" target=\"#mat\"><bind_vertex_input semantic=\"UV0\" "
+           "input_semantic=\"TEXCOORD\" input_set=\"0\"/></instance_material></technique_common>"
+           "</bind_material></instance_geometry></node></visual_scene></library_visual_scenes>"
+           "<scene><instance_visual_scene url=\"#s\"/></scene></COLLADA>\n",
+           extra);
+  return write_text(name, buf);
+}
+
+/* Other formats' UV transforms are not applied: COLLADA's (Maya's place2dTexture) gives a warning
+ * and the UVs stay as the file has them; without one (assimp still reports the identity) there is
+ * no warning. */
+static void other_formats_uv_transform_not_applied(void) {
+  write_png("quad.png", 2, 2, 4, quad_px);
+  const char *maya = "<extra><technique profile=\"MAYA\"><repeatU>2</repeatU><repeatV>3</repeatV>"
+                     "<offsetU>0.25</offsetU><rotateUV>0.3</rotateUV></technique></extra>";
+  for (int with = 0; with < 2; with++) {
+    vx_soup m;
+    if (!import_both(quad_dae(with ? "xf.dae" : "plain.dae", with ? maya : ""), &m)) continue;
+    const vx_soup_color *c = m.color;
+    CHECK(c && c->uv && c->texture_count == 1);
+    if (with)
+      CHECK(c && c->warnings && strstr(c->warnings, "material 'mat': its texture's UV transform"));
+    else
+      CHECK(c && !c->warnings);
+    for (uint64_t t = 0; c && c->uv && t < m.tri_count; t++)
+      for (int k = 0; k < 3; k++)
+        CHECK(c->uv[6 * t + 2 * k] == m.pos[9 * t + 3 * k] &&
+              c->uv[6 * t + 2 * k + 1] == m.pos[9 * t + 3 * k + 1]);
+    vx_soup_free(&m);
+  }
+}
+
 
 /* ---- bad input -------------------------------------------------------------------------------- */
 
@@ -670,6 +866,9 @@ int main(void) {
   RUN(material_only_obj_and_no_colour);
   RUN(obj_alpha);
   RUN(glb_embedded_texture_and_alpha_modes);
+  RUN(glb_texture_transform);
+  RUN(obj_texture_options_skipped);
+  RUN(other_formats_uv_transform_not_applied);
   RUN(lying_and_truncated_textures);
   RUN(texture_paths_that_are_not_images);
   RUN(nonfinite_and_huge_uvs);
