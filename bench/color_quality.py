@@ -371,8 +371,9 @@ def measure(parts: Sequence[cr.Part], tree, coarser=2, texel_density=2.0, cap=16
 
 def measure_dominant(parts, tree, texel_density=2.0, cap=16, fp=None, workers=1) -> dict:
     """For a color_filter="dominant" tree: the share of compared voxels whose colour is more
-    than dE00 1 from every texel under a sample of their footprint and from every
-    piece's filtered colour. fp: the finest reference on the same grid, if already made."""
+    than dE00 1 from every texel under a sample of their footprint, of those the share that is
+    no texel of the mesh's textures at all, and the share more than dE00 1 from every piece's
+    filtered colour. fp: the finest reference on the same grid, if already made."""
     grid = cr.Grid(tree.origin, tree.scale, tree.resolution)
     if fp is None:
         fp = cr.footprint_reference(parts, grid, texel_density, cap, workers=workers)[0]
@@ -383,7 +384,27 @@ def measure_dominant(parts, tree, texel_density=2.0, cap=16, fp=None, workers=1)
     ds, dp = cr.dominant_distances(parts, grid, keys, cr.srgb8_to_lab(got[:, :3]),
                                    texel_density, cap, workers)
     n = max(len(keys), 1)
-    return {"voxels": int(len(keys)), "not_a_texel": float((ds > 1.0).sum() / n),
+    # the misses against the sampled texels, checked against every texel of the mesh's textures
+    # (8-bit sRGB, within 2 codes per channel: two JPEG decoders differ by a code or two;
+    # textures whose colour factor is not white, and untextured parts, give no texel colours):
+    # the samples cannot reach every texel of a large footprint
+    w = np.array([1, 256, 65536])
+    codes = [np.unique(cr.linear_to_srgb8(p.texture[..., :3].reshape(-1, 3)).astype(np.int64) @ w)
+             for p in parts if p.texture is not None and np.all(p.factor[:3] == 1.0)]
+    miss = ds > 1.0
+    nowhere = int(miss.sum())
+    if codes:
+        codes = np.unique(np.concatenate(codes))
+        mc = got[miss, :3].astype(np.int64)
+        near = np.zeros(len(mc), bool)
+        for dr in range(-2, 3):
+            for dg in range(-2, 3):
+                for db in range(-2, 3):
+                    c = np.clip(mc + np.array([dr, dg, db]), 0, 255) @ w
+                    near |= np.isin(c, codes)
+        nowhere = int((~near).sum())
+    return {"voxels": int(len(keys)), "not_a_texel": float(miss.sum() / n),
+            "not_in_any_texture": float(nowhere / n),
             "not_a_piece": float((dp > 1.0).sum() / n)}
 
 
@@ -449,12 +470,16 @@ def table(results) -> str:
                 f"{row['holes_drawn']:,} / {row['holes']:,} |")
     dom = [r for r in results if r.get("dominant")]
     if dom:
-        lines += ["", "| Mesh | Res | Dominant voxels | Not within dE00 1 of a texel | "
-                  "Not within dE00 1 of a piece |", "|---|---:|---:|---:|---:|"]
+        lines += ["", "| Mesh | Res | Dominant voxels | Not within dE00 1 of a sampled texel | "
+                  "Of those, no texel of the textures within 2 codes | "
+                  "Not within dE00 1 of a piece |",
+                  "|---|---:|---:|---:|---:|---:|"]
         for r in dom:
             d = r["dominant"]
             lines.append(f"| {r['mesh']} | {r['res']} | {d['voxels']:,} | "
-                         f"{100 * d['not_a_texel']:.2f} % | {100 * d['not_a_piece']:.2f} % |")
+                         f"{100 * d['not_a_texel']:.2f} % | "
+                         f"{100 * d.get('not_in_any_texture', float('nan')):.2f} % | "
+                         f"{100 * d['not_a_piece']:.2f} % |")
     return "\n".join(lines)
 
 
