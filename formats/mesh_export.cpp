@@ -101,9 +101,10 @@ extern "C" vx_status vx_mesh_export_format(const char *path, const char *format,
                       e.c_str());
 }
 
-/* assimp up to 5.4 (its issue 3827, fixed in 5.4.2) declares binary PLY colours as `uchar red
- * green blue alpha` but writes four floats. The body is rewritten to what the header declares
- * when its length is that of the float layout; an exporter that writes bytes is left alone.
+/* assimp up to 5.4 (github.com/assimp/assimp/issues/3827, fixed in 5.4.2) declares binary PLY
+ * colours as `uchar red green blue alpha` but writes four floats. The body is rewritten to what
+ * the header declares when its length is that of the float layout; an exporter that writes bytes
+ * is left alone.
  * Vertices hold 3 (+3 normals) floats and the colour, faces 1 + 3 * 4 bytes. */
 bool vx_ply_colors_to_bytes(std::string &ply, uint64_t nv, uint64_t nf, bool normals) {
   const size_t end = ply.find("end_header\n");
