@@ -28,36 +28,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "stb_write.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define VX_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VX_TEST_ASAN 1
-#endif
-#endif
-
-#ifdef VX_TEST_ASAN
-/* Under AddressSanitizer a failed allocation in the import child must reach assimp as
- * std::bad_alloc and the texture decoder as NULL (what they get without the sanitizer), not end
- * the child with a report. The runtime looks this function up by name: it stays visible. */
-__attribute__((visibility("default"))) const char *__asan_default_options(void);
-__attribute__((visibility("default"))) const char *__asan_default_options(void) {
-  return "allocator_may_return_null=1";
-}
-#endif
+#include "asan_null_alloc.h"
 
 static char tmpdir[256];
 

@@ -18,18 +18,7 @@
 #include <assimp/scene.h>
 #include <stdint.h>
 
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "stb_write.h"
 
 static uint32_t rgba(uint32_t r, uint32_t g, uint32_t b, uint32_t a) {
   return r | g << 8 | b << 16 | a << 24;

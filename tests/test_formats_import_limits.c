@@ -16,24 +16,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define VX_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VX_TEST_ASAN 1
-#endif
-#endif
-
-#ifdef VX_TEST_ASAN
-/* Under AddressSanitizer a failed allocation in the import child must reach assimp as
- * std::bad_alloc (what it does without the sanitizer), not end the child with a report. The
- * sanitizer's runtime looks this function up by name: it must stay visible (the build hides
- * symbols by default). */
-__attribute__((visibility("default"))) const char *__asan_default_options(void);
-__attribute__((visibility("default"))) const char *__asan_default_options(void) {
-  return "allocator_may_return_null=1";
-}
-#endif
+#include "asan_null_alloc.h"
 
 static char tmpdir[256];
 static const char *made[32]; /* names of the files written (literals) */

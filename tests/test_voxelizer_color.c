@@ -135,6 +135,14 @@ static vx_material mat_tex(int32_t tex, uint32_t mode, float cutoff) {
   vx_material m = {0xffffffffu, tex, mode, cutoff};
   return m;
 }
+
+/* One quad p0 + [0,1] e1 + [0,1] e2 with UVs over the whole texture tx and material m. */
+static void textured_quad(vx_soup *s, const double p0[3], const double e1[3], const double e2[3],
+                          const vx_material *m, vx_texture *tx) {
+  soupb b = {0};
+  sb_quad(&b, p0, e1, e2, 0, 0, 0, 1, 1);
+  sb_finish(&b, s, m, 1, tx, 1, 1, 0);
+}
 static vx_material mat_flat(uint32_t factor) {
   vx_material m = {factor, -1, VX_ALPHA_OPAQUE, 0.5f};
   return m;
@@ -357,11 +365,9 @@ static void checkerboard_plane(void) {
     uint32_t *px = checker(N, sq);
     vx_texture tx = {N, N, px};
     vx_material m = mat_tex(0, VX_ALPHA_OPAQUE, 0.5f);
-    soupb b = {0};
     const double p0[3] = {0, 0, 0}, e1[3] = {1, 0, 0}, e2[3] = {0, 1, 0};
-    sb_quad(&b, p0, e1, e2, 0, 0, 0, 1, 1);
     vx_soup s;
-    sb_finish(&b, &s, &m, 1, &tx, 1, 1, 0);
+    textured_quad(&s, p0, e1, e2, &m, &tx);
     free(px);
     vx_octree t;
     if (build(&s, R, &t) && color(&s, &t, VX_COLOR_FILTER_MEAN, 2)) {
@@ -438,14 +444,6 @@ static void noise_cell(void *vctx, uint32_t level, uint32_t x, uint32_t y, uint3
     k->srgb_sum += fabs(floor(sr[q] / (M * M) * 255.0 + 0.5) - want);
     k->n++;
   }
-}
-
-/* One quad p0 + [0,1] e1 + [0,1] e2 with UVs over the whole texture tx and material m. */
-static void textured_quad(vx_soup *s, const double p0[3], const double e1[3], const double e2[3],
-                          const vx_material *m, vx_texture *tx) {
-  soupb b = {0};
-  sb_quad(&b, p0, e1, e2, 0, 0, 0, 1, 1);
-  sb_finish(&b, s, m, 1, tx, 1, 1, 0);
 }
 
 /* 24 random bits (a 64-bit LCG's top ones): a noise texel's rgb. */
