@@ -25,18 +25,10 @@
 #include "svo/color_query.h"
 #include "svo/lod.h"
 #include "sys/alloc.h"
+#include "fuzz_tree.h"
 
 #define MAX_POINTS 32
 #define REC 15
-
-static uint32_t le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* A coloured tree built from voxel records (see above); 0 when the bytes give none. */
 static int build_tree(const uint8_t *data, size_t size, int prune, float prune_error,
@@ -48,27 +40,12 @@ static int build_tree(const uint8_t *data, size_t size, int prune, float prune_e
   size -= 2;
   size_t n = size / REC;
   if (n == 0 || n > 4000) return 0;
-  uint64_t *key = (uint64_t *)malloc(n * sizeof *key);
   uint64_t *codes = (uint64_t *)malloc(n * sizeof *codes);
   vx_voxel *field = (vx_voxel *)malloc(n * sizeof *field);
-  uint32_t *vcol = (uint32_t *)malloc(n * sizeof *vcol);
+  size_t *src = (size_t *)malloc(n * sizeof *src);
+  size_t m = codes && field && src ? fuzz_voxels(data, n, REC, mask, codes, field, src) : 0;
   int ok = 0;
-  if (key && codes && field && vcol) {
-    for (size_t i = 0; i < n; i++) {
-      const uint8_t *r = data + REC * i;
-      key[i] = vx_morton_encode(r[0] & mask, r[1] & mask, r[2] & mask) << 20 | i;
-    }
-    qsort(key, n, sizeof *key, cmp_u64);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-      uint64_t code = key[i] >> 20;
-      if (m && codes[m - 1] == code) continue;
-      const uint8_t *r = data + REC * (key[i] & 0xfffff);
-      codes[m] = code;
-      memcpy(field[m].c, r + 3, 8);
-      vcol[m] = le32(r + 11);
-      m++;
-    }
+  if (m) {
     vx_error e;
     if (vx_octree_build(depth, codes, field, m, t, &e) != VX_OK) abort();
     t->band = band;
@@ -77,7 +54,7 @@ static int build_tree(const uint8_t *data, size_t size, int prune, float prune_e
     t->node_color = (uint32_t *)vx_malloc((size_t)t->node_count * sizeof(uint32_t));
     t->voxel_color = (uint32_t *)vx_malloc((size_t)m * sizeof(uint32_t));
     if (!t->node_color || !t->voxel_color) abort();
-    memcpy(t->voxel_color, vcol, m * sizeof(uint32_t));
+    for (size_t i = 0; i < m; i++) t->voxel_color[i] = le32(data + REC * src[i] + 11);
     for (uint64_t k = 0; k < t->node_count; k++) /* node colours from the bytes too */
       t->node_color[k] = le32(data + (4 * k) % (size - 3)) ^ (uint32_t)k;
     ok = vx_octree_fit_planes(t, NULL, NULL, &e) == VX_OK &&
@@ -85,10 +62,9 @@ static int build_tree(const uint8_t *data, size_t size, int prune, float prune_e
     if (!ok) abort();
     if (vx_octree_validate(t, &e) != VX_OK) abort();
   }
-  free(key);
   free(codes);
   free(field);
-  free(vcol);
+  free(src);
   return ok;
 }
 

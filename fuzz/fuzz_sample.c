@@ -36,19 +36,11 @@
 #include "svo/lod.h"
 #include "sys/alloc.h"
 #include "sampler/resigned.h"
+#include "fuzz_tree.h"
 
 #define MAX_POINTS 64
 #define SURFACE_POINTS 64
 #define ALL_POINTS (2 * MAX_POINTS + SURFACE_POINTS)
-
-static uint32_t le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* A tree built from voxel records (see above); 0 when the bytes give none. */
 static int build_tree(const uint8_t *data, size_t size, int prune, float prune_error,
@@ -60,25 +52,13 @@ static int build_tree(const uint8_t *data, size_t size, int prune, float prune_e
   size -= 2;
   size_t n = size / 11;
   if (n == 0) return 0;
-  uint64_t *key = (uint64_t *)malloc(n * sizeof *key);
   uint64_t *codes = (uint64_t *)malloc(n * sizeof *codes);
   vx_voxel *field = (vx_voxel *)malloc(n * sizeof *field);
+  size_t *src = (size_t *)malloc(n * sizeof *src);
+  /* each cell's first record (n < 6000) */
+  size_t m = codes && field && src ? fuzz_voxels(data, n, 11, mask, codes, field, src) : 0;
   int ok = 0;
-  if (key && codes && field) {
-    /* sort by code, keeping each code's first record (index in the low 20 bits: n < 6000) */
-    for (size_t i = 0; i < n; i++) {
-      const uint8_t *r = data + 11 * i;
-      key[i] = vx_morton_encode(r[0] & mask, r[1] & mask, r[2] & mask) << 20 | i;
-    }
-    qsort(key, n, sizeof *key, cmp_u64);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-      uint64_t code = key[i] >> 20;
-      if (m && codes[m - 1] == code) continue;
-      codes[m] = code;
-      memcpy(field[m].c, data + 11 * (key[i] & 0xfffff) + 3, 8);
-      m++;
-    }
+  if (m) {
     vx_error e;
     if (vx_octree_build(depth, codes, field, m, t, &e) != VX_OK) abort();
     t->band = band;
@@ -89,9 +69,9 @@ static int build_tree(const uint8_t *data, size_t size, int prune, float prune_e
     if (!ok) abort(); /* building from valid voxels cannot fail but for memory */
     if (vx_octree_validate(t, &e) != VX_OK) abort();
   }
-  free(key);
   free(codes);
   free(field);
+  free(src);
   return ok;
 }
 
