@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static int check_failures_ = 0;
 static int check_count_ = 0;
@@ -70,9 +71,11 @@ static const char *check_current_ = "";
 #define RUN(fn)                                                                                  \
   do {                                                                                           \
     int check_before_ = check_failures_;                                                         \
+    clock_t check_start_ = clock();                                                              \
     check_current_ = #fn;                                                                        \
     fn();                                                                                        \
-    fprintf(stderr, "%s %s\n", check_failures_ == check_before_ ? "ok  " : "FAIL", #fn);         \
+    fprintf(stderr, "%s %s (%.1f s CPU)\n", check_failures_ == check_before_ ? "ok  " : "FAIL",  \
+            #fn, (double)(clock() - check_start_) / CLOCKS_PER_SEC);                             \
   } while (0)
 
 static inline int check_summary(void) {

@@ -6,8 +6,10 @@ vx_add_test(test_marcher_thin SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_t
             LIBS vx_marcher)
 vx_add_test(test_marcher_lod SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_lod.c
             LIBS vx_marcher)
+# heavy: reference renders of meshes of up to 65k triangles; the sanitizer build skips it (the
+# same code runs sanitized in the other marcher and voxelizer tests)
 vx_add_test(test_marcher_mesh SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_mesh.c
-            LIBS vx_marcher vx_voxelizer vx_formats)
+            LIBS vx_marcher vx_voxelizer vx_formats LABELS heavy)
 vx_add_test(test_marcher_cull SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_cull.c
             LIBS vx_marcher vx_voxelizer vx_formats)
 vx_add_test(test_marcher_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_color.c

@@ -3,8 +3,10 @@
 # command line (bad inputs, files).
 vx_add_test(test_mesher SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher.c
             LIBS vx_mesher vx_voxelizer vx_formats)
+# heavy: exact distances between meshes of scanned bunnies; the sanitizer build skips it (the
+# error cut itself runs sanitized in test_mesher)
 vx_add_test(test_mesher_bound SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher_bound.c
-            LIBS vx_mesher vx_voxelizer vx_formats)
+            LIBS vx_mesher vx_voxelizer vx_formats LABELS heavy)
 vx_add_api_test(test_mesher_api)
 vx_add_api_test(test_mesher_alloc)
 add_test(NAME test_mesher_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher_cli.sh
