@@ -328,18 +328,21 @@ static vx_status open_stage(writer *w, vx_error *err) {
   return st;
 }
 
-/* Section l, packed whole and compressed in one call, into its memory slot or the staging file. */
-static vx_status level_whole(writer *w, uint32_t l, uint64_t *children, vx_error *err) {
+/* Section l, packed whole into rawbuf and compressed by cc in one call, into its memory slot or
+ * the staging file. Progress is the caller's (tick): the colour lane runs this off the calling
+ * thread. */
+static vx_status section_whole(writer *w, ZSTD_CCtx *cc, uint8_t *rawbuf, uint32_t l,
+                               uint64_t *children, vx_error *err) {
   const source *q = &w->q;
   uint64_t raw = raw_size(q, l);
-  const uint8_t *src = w->raw;
+  const uint8_t *src = rawbuf;
   vx_status st = VX_OK;
   if (l == q->depth && q->t)
     src = (const uint8_t *)q->t->voxels; /* voxels are their own raw section */
-  else if ((st = pack_level(q, l, w->raw, w->scratch, children, err)) != VX_OK)
+  else if ((st = pack_level(q, l, rawbuf, w->scratch, children, err)) != VX_OK)
     return st;
   if (w->mem) {
-    size_t z = ZSTD_compress2(w->cc, w->mem + w->slot[l], w->mem_cap - w->slot[l], src, (size_t)raw);
+    size_t z = ZSTD_compress2(cc, w->mem + w->slot[l], w->mem_cap - w->slot[l], src, (size_t)raw);
     if (ZSTD_isError(z)) return vx_svo_zstd_fail(err, "compressing a level", z);
     w->zsize[l] = z;
     check_job *j = &w->cj[l];
@@ -349,22 +352,59 @@ static vx_status level_whole(writer *w, uint32_t l, uint64_t *children, vx_error
     j->n = z;
     j->threaded = pthread_create(&j->th, NULL, check_worker, j) == 0;
     if (!j->threaded) check_worker(j);
-    return tick(w, raw, err);
+    return VX_OK;
   }
   size_t bound = ZSTD_compressBound((size_t)raw);
   uint8_t *z = (uint8_t *)vx_malloc(bound);
   if (!z)
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB to compress level %u",
                         (double)bound / 1048576.0, l);
-  size_t zn = ZSTD_compress2(w->cc, z, bound, src, (size_t)raw);
+  size_t zn = ZSTD_compress2(cc, z, bound, src, (size_t)raw);
   if (ZSTD_isError(zn))
     st = vx_svo_zstd_fail(err, "compressing a level", zn);
   else
     st = stage_write(w, z, zn, err);
   vx_free(z);
   w->zsize[l] = ZSTD_isError(zn) ? 0 : zn;
-  return st == VX_OK ? tick(w, raw, err) : st;
+  return st;
 }
+
+static vx_status level_whole(writer *w, uint32_t l, uint64_t *children, vx_error *err) {
+  vx_status st = section_whole(w, w->cc, w->raw, l, children, err);
+  return st == VX_OK ? tick(w, raw_size(&w->q, l), err) : st;
+}
+
+/* The colour lane: a tree's colour sections compressed on a thread of their own, with their own
+ * context and packing buffer, while the calling thread compresses the levels. Each section is
+ * one call on a fresh session at the same parameters, so the frames are the bytes the calling
+ * thread would make; only the time changes (a noisy texture's colours take as long as the
+ * levels). Only a tree's sections, only without zstd workers (which have the cores already),
+ * and their packing never touches the shared scratch (colours are packed from the tree). */
+typedef struct color_lane {
+  writer *w;
+  ZSTD_CCtx *cc;
+  uint8_t *raw;
+  int level;
+  vx_status status;
+  vx_error err;
+} color_lane;
+
+static void *color_lane_worker(void *arg) {
+  color_lane *c = (color_lane *)arg;
+  const source *q = &c->w->q;
+  size_t rc = ZSTD_CCtx_setParameter(c->cc, ZSTD_c_compressionLevel, c->level);
+  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c->cc, ZSTD_c_checksumFlag, 1);
+  if (ZSTD_isError(rc)) {
+    c->status = vx_svo_zstd_fail(&c->err, "setting the level", rc);
+    return NULL;
+  }
+  for (uint32_t l = q->depth + 1; l < q->sections && c->status == VX_OK; l++) {
+    uint64_t children = 0;
+    c->status = section_whole(c->w, c->cc, c->raw, l, &children, &c->err);
+  }
+  return NULL;
+}
+
 
 /* Level l of a stream, fed to zstd's workers in pieces with its size pledged. */
 static vx_status level_pieces(writer *w, uint32_t l, uint64_t *children, vx_error *err) {
@@ -423,6 +463,7 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
   int workers = vx_svo_zstd_workers(raw_total);
   if (workers) w->threaded = !ZSTD_isError(ZSTD_CCtx_setParameter(w->cc, ZSTD_c_nbWorkers, workers));
   const int pieces = q->s && w->threaded;
+  const int lane_on = q->t && q->color && !w->threaded;
   w->scratch = (vx_node *)vx_malloc(BATCH * sizeof(vx_node));
   if (!w->scratch) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   if (pieces) {
@@ -434,7 +475,7 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
     /* A tree's voxels are compressed in place: the packing buffer holds node levels and
      * colours only. */
     uint64_t need = 0;
-    for (uint32_t l = 0; l < q->sections; l++)
+    for (uint32_t l = 0; l < (lane_on ? q->depth + 1 : q->sections); l++)
       if ((l != q->depth || !q->t) && raw_size(q, l) > need) need = raw_size(q, l);
     w->raw = (uint8_t *)vx_malloc((size_t)need);
     if (!w->raw)
@@ -461,10 +502,29 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
     vthread = pthread_create(&vth, NULL, validate_worker, &vj) == 0;
     if (!vthread) validate_worker(&vj);
   }
+  color_lane lane;
+  memset(&lane, 0, sizeof lane);
+  pthread_t lth;
+  int lthread = 0;
+  if (lane_on && st == VX_OK) {
+    uint64_t need = 0;
+    for (uint32_t l = q->depth + 1; l < q->sections; l++)
+      if (raw_size(q, l) > need) need = raw_size(q, l);
+    lane.w = w;
+    lane.level = w->zlevel > VX_SVO_COLOR_ZSTD_LEVEL ? VX_SVO_COLOR_ZSTD_LEVEL : w->zlevel;
+    lane.cc = vx_zstd_cctx();
+    lane.raw = (uint8_t *)vx_malloc(need ? (size_t)need : 1);
+    if (!lane.cc || !lane.raw)
+      st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB to pack the colours",
+                        (double)need / 1048576.0);
+    else if (!(lthread = pthread_create(&lth, NULL, color_lane_worker, &lane) == 0))
+      color_lane_worker(&lane);
+  }
   /* The voxels (the largest section) first, so that their frame's check runs while the node
    * levels and the colours compress; a frame does not depend on what the context compressed
    * before. Streams go in file order: their frames are staged one after the other. */
-  for (uint32_t o = 0; o < q->sections && st == VX_OK; o++) {
+  const uint32_t here = lane_on ? q->depth + 1 : q->sections; /* the rest: the colour lane's */
+  for (uint32_t o = 0; o < here && st == VX_OK; o++) {
     const uint32_t l = q->t ? (o == 0 ? q->depth : o <= q->depth ? o - 1 : o) : o;
     uint64_t children = 0;
     if (!w->mem && !vx_svo_check_begin(&w->ck)) {
@@ -489,6 +549,17 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
                         "level %u: masks name %llu children but level %u holds %llu", l,
                         (unsigned long long)children, l + 1, (unsigned long long)q->count[l + 1]);
   }
+  if (lthread) pthread_join(lth, NULL);
+  if (lane.w) {
+    if (st == VX_OK && lane.status != VX_OK) {
+      if (err) *err = lane.err;
+      st = lane.status;
+    }
+    for (uint32_t l = q->depth + 1; l < q->sections && st == VX_OK; l++)
+      st = tick(w, raw_size(q, l), err);
+  }
+  ZSTD_freeCCtx(lane.cc);
+  vx_free(lane.raw);
   for (uint32_t l = 0; l < q->sections; l++) {
     check_job *j = &w->cj[l];
     if (j->threaded) pthread_join(j->th, NULL);
