@@ -257,7 +257,7 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
   j.src.lut = j.lut;
   j.src.dominant = filter == VX_COLOR_FILTER_DOMINANT;
   uint64_t nrec = 0;
-  int gpu_done = 0;
+  int gpu_done = 0, gpu_sorted = 0;
   if (gpu) { /* the records on the GPU, which needs every level of the pyramids */
     vx_error ge;
     memset(&ge, 0, sizeof ge);
@@ -268,7 +268,7 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
     if (gs == VX_OK)
       gs = color_records_gpu(soup, &j.xf, j.R, &j.src,
                              mem_limit ? j.cap / sizeof(crec) : UINT64_MAX, &j.recs, &nrec,
-                             NULL, &ge);
+                             &gpu_sorted, NULL, &ge);
     if (gs == VX_ERR_LIMIT) {
       char a[32], b[32];
       st = vx_error_set(err, VX_ERR_LIMIT, "colour needs %s for %llu triangle parts; the memory "
@@ -306,7 +306,7 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
     }
     color_parallel(threads, j.chunks, gather_chunk, &j);
   }
-  {
+  if (!(gpu_done && gpu_sorted)) {
     crec *scratch = (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));
     int sorted = scratch && color_sort(j.recs, scratch, nrec, 3 * D, threads);
     vx_free(scratch);

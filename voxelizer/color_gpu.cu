@@ -15,9 +15,11 @@
 #include <cuda_runtime.h>
 #include <string.h>
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "sys/alloc.h"
+#include "sys/system.h"
 #include "voxelizer/internal.h"
 #include "voxelizer/color_internal.h"
 #include "voxelizer/gpu_util.cuh"
@@ -121,6 +123,46 @@ __global__ void k_emit(cargs a, const uint64_t *start, const uint32_t *x0, const
   clip_triangle(g, a.R, min_area, x, emit_part, &e);
 }
 
+/* The sort's input: each record's code, and its index. */
+__global__ void k_keys(const crec *r, uint64_t n, uint64_t *key, uint32_t *idx) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  key[i] = r[i].code;
+  idx[i] = (uint32_t)i;
+}
+
+/* out[i] = in[idx[i]]: the records in sorted order. */
+__global__ void k_gather(const crec *in, const uint32_t *idx, uint64_t n, crec *out) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[idx[i]];
+}
+
+/* Host memory touched page by page on every core while the device works, so that the copy
+ * back does not fault its pages in one at a time (a fresh buffer: about a third of the copy). */
+struct touch_job {
+  char *p;
+  size_t bytes;
+  std::atomic<size_t> next;
+};
+
+void *touch_worker(void *arg) {
+  touch_job *j = (touch_job *)arg;
+  const size_t CH = (size_t)4 << 20;
+  for (;;) {
+    size_t at = j->next.fetch_add(CH);
+    if (at >= j->bytes) return NULL;
+    memset(j->p + at, 0, std::min(CH, j->bytes - at));
+  }
+}
+
+void touch_pages(void *p, size_t bytes) {
+  touch_job j;
+  j.p = (char *)p;
+  j.bytes = bytes;
+  j.next = 0;
+  vx_parallel(vx_thread_count(0, 16), touch_worker, &j);
+}
+
 template <class T> cudaError_t upload(T **dst, const T *src, uint64_t count) {
   *dst = NULL;
   if (!src || !count) return cudaSuccess;
@@ -149,11 +191,12 @@ cudaError_t scan(const uint64_t *in, uint64_t *out, uint64_t n, void **tmp, size
 
 extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_t R,
                                        const cpart_src *src, uint64_t max_recs, crec **recs,
-                                       uint64_t *n, double sec[3], vx_error *err) {
+                                       uint64_t *n, int *sorted, double sec[3], vx_error *err) {
   double tc = vxgpu::now_s();
   if (sec) sec[0] = sec[1] = sec[2] = 0.0;
   *recs = NULL;
   *n = 0;
+  *sorted = 0;
   vx_status st = VX_OK;
   const uint64_t T = soup->tri_count;
   const unsigned BLOCK = 128;
@@ -166,7 +209,9 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
   uint64_t *d_cnt = NULL, *d_off = NULL, *d_start = NULL, items = 0;
   uint32_t *d_x0 = NULL;
   void *d_tmp = NULL;
-  crec *d_buf = NULL, *h = NULL;
+  crec *d_buf = NULL, *d_sorted = NULL, *h = NULL;
+  uint64_t *d_key[2] = {NULL, NULL};
+  uint32_t *d_idx[2] = {NULL, NULL};
   size_t tmp_bytes = 0;
   uint64_t total = 0;
   std::vector<uint64_t> off;
@@ -256,9 +301,53 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
     goto done;
   }
   {
-    /* the records, in batches of items that fit half the free device memory */
     size_t free_b = 0, all_b = 0;
     VX_CU(cudaMemGetInfo(&free_b, &all_b), "writing the parts");
+    /* All records at once when they, a sorted copy, the keys and the indices (twice each) and
+     * the sort's scratch fit half the free memory: made, sorted by code (a stable radix sort:
+     * color_sort's order) and copied back sorted. */
+    size_t sort_tmp = 0;
+    const int bits = 3 * __builtin_ctz(R);
+    if (total && total <= UINT32_MAX &&
+        cub::DeviceRadixSort::SortPairs(NULL, sort_tmp, (const uint64_t *)NULL, (uint64_t *)NULL,
+                                        (const uint32_t *)NULL, (uint32_t *)NULL, (uint32_t)total,
+                                        0, bits) == cudaSuccess &&
+        (double)total * (2 * sizeof(crec) + 2 * 8 + 2 * 4) + (double)sort_tmp < (double)free_b / 2) {
+      VX_CU(cudaMalloc((void **)&d_buf, (size_t)total * sizeof(crec)), "writing the parts");
+      VX_CU(cudaMalloc((void **)&d_sorted, (size_t)total * sizeof(crec)), "sorting the parts");
+      for (int k = 0; k < 2; k++) {
+        VX_CU(cudaMalloc((void **)&d_key[k], (size_t)total * 8), "sorting the parts");
+        VX_CU(cudaMalloc((void **)&d_idx[k], (size_t)total * 4), "sorting the parts");
+      }
+      if (sort_tmp > tmp_bytes) {
+        cudaFree(d_tmp);
+        d_tmp = NULL;
+        tmp_bytes = sort_tmp;
+        VX_CU(cudaMalloc(&d_tmp, tmp_bytes), "sorting the parts");
+      }
+      tc = vxgpu::now_s();
+      k_emit<<<vxgpu::grid_of(items, BLOCK), BLOCK>>>(a, d_start, d_x0, d_off, 0, items, 0, d_buf);
+      VX_CU(cudaGetLastError(), "writing the parts");
+      k_keys<<<vxgpu::grid_of(total, 256), 256>>>(d_buf, total, d_key[0], d_idx[0]);
+      VX_CU(cudaGetLastError(), "sorting the parts");
+      VX_CU(cub::DeviceRadixSort::SortPairs(d_tmp, tmp_bytes, d_key[0], d_key[1], d_idx[0],
+                                            d_idx[1], (uint32_t)total, 0, bits),
+            "sorting the parts");
+      k_gather<<<vxgpu::grid_of(total, 256), 256>>>(d_buf, d_idx[1], total, d_sorted);
+      VX_CU(cudaGetLastError(), "sorting the parts");
+      touch_pages(h, (size_t)total * sizeof(crec)); /* while the device works */
+      VX_CU(cudaDeviceSynchronize(), "sorting the parts");
+      double tb = vxgpu::now_s();
+      if (sec) sec[1] = tb - tc;
+      VX_CU(vxgpu::copy_back(h, d_sorted, (size_t)total * sizeof(crec)), "copying the parts back");
+      if (sec) sec[2] = vxgpu::now_s() - tb;
+      *sorted = 1;
+      *recs = h;
+      *n = total;
+      h = NULL;
+      goto done;
+    }
+    /* else the records in batches of items that fit half the free device memory */
     uint64_t cap = std::min<uint64_t>(total, free_b / 2 / sizeof(crec));
     if (total && cap == 0) {
       st = vx_error_set(err, VX_ERR_NOMEM, "GPU: no device memory for the colour parts");
@@ -279,6 +368,7 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
       k_emit<<<vxgpu::grid_of(i1 - i0, BLOCK), BLOCK>>>(a, d_start, d_x0, d_off, i0, i1 - i0,
                                                          off[i0], d_buf);
       VX_CU(cudaGetLastError(), "writing the parts");
+      if (i0 == 0) touch_pages(h, (size_t)total * sizeof(crec)); /* while the device works */
       /* the copy below runs on a stream of its own: the kernel must be done */
       VX_CU(cudaDeviceSynchronize(), "writing the parts");
       double tb = vxgpu::now_s();
@@ -308,6 +398,11 @@ done:
   cudaFree(d_x0);
   cudaFree(d_tmp);
   cudaFree(d_buf);
+  cudaFree(d_sorted);
+  for (int k = 0; k < 2; k++) {
+    cudaFree(d_key[k]);
+    cudaFree(d_idx[k]);
+  }
   vx_free(h);
   return st;
 }

@@ -40,13 +40,15 @@ typedef struct cpart_src {
 
 /* color_gpu.cu: the records of every part of the soup's triangles (grid of xf, R cells a side),
  * in the order the CPU makes them (triangle by triangle), made on the GPU into fresh host memory
- * (*recs, vx_malloc'd, *n of them). src's arrays are host memory, its textures with every mip
- * level. sec (may be NULL): seconds counting the parts, making them, copying them back. More
- * than max_recs records: VX_ERR_LIMIT with *n set, nothing allocated. VX_ERR_NO_GPU
- * without a usable device (or CUDA); VX_ERR_NOMEM when the device cannot hold what it needs. */
+ * (*recs, vx_malloc'd, *n of them); *sorted = 1 when they come back already in color_sort's
+ * order (sorted on the GPU, when all of them fit it at once), else 0. src's arrays are host
+ * memory, its textures with every mip level. sec (may be NULL): seconds counting the parts,
+ * making (and sorting) them, copying them back. More than max_recs records: VX_ERR_LIMIT with
+ * *n set, nothing allocated. VX_ERR_NO_GPU without a usable device (or CUDA); VX_ERR_NOMEM when
+ * the device cannot hold what it needs. */
 vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_t R,
                             const cpart_src *src, uint64_t max_recs, crec **recs, uint64_t *n,
-                            double sec[3], vx_error *err);
+                            int *sorted, double sec[3], vx_error *err);
 
 /* fn(ctx, i) for every i < items, on up to `threads` threads (0: all cores). */
 void color_parallel(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx);

@@ -31,9 +31,10 @@ vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf, const vx_wi
 
 vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_t R,
                             const cpart_src *src, uint64_t max_recs, crec **recs, uint64_t *n,
-                            double sec[3], vx_error *err) {
+                            int *sorted, double sec[3], vx_error *err) {
   *recs = NULL;
   *n = 0;
+  *sorted = 0;
   if (sec) sec[0] = sec[1] = sec[2] = 0.0;
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }
