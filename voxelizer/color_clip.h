@@ -108,76 +108,98 @@ VX_HD void clip_x_range(const double g[9], uint32_t R, int64_t *first, int64_t *
   clip_range(&P, 0, R, first, last);
 }
 
+typedef void (*clip_emit_fn)(void *ctx, const clip_poly *P, double area, uint32_t x, uint32_t y,
+                             uint32_t z);
+
+/* Cells one after the other along an axis: the piece of P in each cell from the first to the
+ * last that P reaches, each split off the rest (no copies of polygons but the first). */
+typedef struct clip_chain {
+  clip_poly r[2];        /* the rest beyond the current cell, alternating */
+  const clip_poly *rest;
+  int cur, axis;
+  int64_t next, last;    /* the next cell's index, the last cell's */
+} clip_chain;
+
+VX_HD void clip_chain_init(clip_chain *c, const clip_poly *P, int axis, uint32_t R) {
+  c->axis = axis;
+  c->cur = 0;
+  clip_range(P, axis, R, &c->next, &c->last);
+  c->rest = P;
+  if (c->next < c->last) {
+    c->r[0] = *P;
+    c->rest = &c->r[0];
+  }
+}
+
+/* The next cell's piece in *piece (buf or the rest: valid until the next call) and its index in
+ * *at; 0 when no cell is left or the rest is empty. */
+VX_HD int clip_chain_next(clip_chain *c, clip_poly *buf, const clip_poly **piece, int64_t *at) {
+  if (c->next > c->last || c->rest->n < 3) return 0;
+  *at = c->next;
+  if (c->next < c->last) {
+    clip_split(&c->r[c->cur], c->axis, (double)(c->next + 1), buf, &c->r[1 - c->cur]);
+    c->cur = 1 - c->cur;
+    c->rest = &c->r[c->cur];
+    *piece = buf;
+  } else {
+    *piece = c->rest;
+  }
+  c->next++;
+  return 1;
+}
+
+/* The parts of PY, the piece of a triangle in slab x and row y, voxel by voxel along z:
+ * emit(ctx, P, area, x, y, z) for each of positive area above min_area (round-off slivers of
+ * edges on a grid plane are skipped). Returns their number (emit may be NULL: counted only). */
+VX_HD uint64_t clip_row(const clip_poly *PY, uint32_t R, double min_area, int64_t x, int64_t y,
+                        clip_emit_fn emit, void *ctx) {
+  clip_chain cz;
+  clip_poly pz;
+  const clip_poly *PZ;
+  int64_t z;
+  uint64_t parts = 0;
+  clip_chain_init(&cz, PY, 2, R);
+  while (clip_chain_next(&cz, &pz, &PZ, &z)) {
+    if (PZ->n < 3) continue;
+    double a = clip_area(PZ);
+    if (!(a > min_area)) continue;
+    if (emit) emit(ctx, PZ, a, (uint32_t)x, (uint32_t)y, (uint32_t)z);
+    parts++;
+  }
+  return parts;
+}
+
+/* Triangle g (9 doubles, grid coordinates) as a polygon, its vertices carrying their
+ * barycentric weights. */
+VX_HD void clip_tri_poly(const double g[9], clip_poly *P) {
+  P->n = 3;
+  for (int v = 0; v < 3; v++) {
+    for (int k = 0; k < 3; k++) P->v[v].p[k] = g[v * 3 + k];
+    P->v[v].b[0] = v == 1 ? 1.0 : 0.0;
+    P->v[v].b[1] = v == 2 ? 1.0 : 0.0;
+  }
+}
+
 /* Calls emit(ctx, P, area, x, y, z) for each part of triangle g (9 doubles, grid coordinates) of
  * positive area, in x, then y, then z order; the area is that of P (3D). Parts whose area is
  * below min_area (round-off slivers of edges on a grid plane) are skipped. only_x >= 0: only the
  * parts of slab x = only_x, the same bits as those of the whole walk (the slabs before it are
  * split off as the whole walk splits them), so that slabs can be handed to separate threads.
  * Returns the number of parts emitted (emit may be NULL: counted only). */
-typedef void (*clip_emit_fn)(void *ctx, const clip_poly *P, double area, uint32_t x, uint32_t y,
-                             uint32_t z);
-
 VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int64_t only_x,
                              clip_emit_fn emit, void *ctx) {
-  /* each axis: the rest beyond the current slab in rx[cur], split into the slab's piece and the
-   * next rest in rx[1 - cur] (no copies of polygons) */
-  clip_poly rx[2], ry[2], rz[2], px, py, pz;
-  rx[0].n = 3;
-  for (int v = 0; v < 3; v++) {
-    for (int k = 0; k < 3; k++) rx[0].v[v].p[k] = g[v * 3 + k];
-    rx[0].v[v].b[0] = v == 1 ? 1.0 : 0.0;
-    rx[0].v[v].b[1] = v == 2 ? 1.0 : 0.0;
-  }
+  clip_poly tri, px, py;
+  clip_chain cx, cy;
+  const clip_poly *PX, *PY;
+  int64_t x, y;
   uint64_t parts = 0;
-  int64_t x0, x1, y0, y1, z0, z1;
-  int cx = 0;
-  clip_range(&rx[0], 0, R, &x0, &x1);
-  for (int64_t x = x0; x <= x1 && rx[cx].n >= 3 && (only_x < 0 || x <= only_x); x++) {
-    const clip_poly *PX = &rx[cx];
-    if (x < x1) {
-      clip_split(&rx[cx], 0, (double)(x + 1), &px, &rx[1 - cx]);
-      cx = 1 - cx;
-      PX = &px;
-    }
+  clip_tri_poly(g, &tri);
+  clip_chain_init(&cx, &tri, 0, R);
+  while ((only_x < 0 || cx.next <= only_x) && clip_chain_next(&cx, &px, &PX, &x)) {
     if (PX->n < 3 || (only_x >= 0 && x != only_x)) continue;
-    int cy = 0;
-    clip_range(PX, 1, R, &y0, &y1);
-    const clip_poly *YS = PX; /* the rest; copied only when it will be split */
-    if (y0 < y1) {
-      ry[0] = *PX;
-      YS = &ry[0];
-    }
-    for (int64_t y = y0; y <= y1 && YS->n >= 3; y++) {
-      const clip_poly *PY = YS;
-      if (y < y1) {
-        clip_split(&ry[cy], 1, (double)(y + 1), &py, &ry[1 - cy]);
-        cy = 1 - cy;
-        YS = &ry[cy];
-        PY = &py;
-      }
-      if (PY->n < 3) continue;
-      int cz = 0;
-      clip_range(PY, 2, R, &z0, &z1);
-      const clip_poly *ZS = PY;
-      if (z0 < z1) {
-        rz[0] = *PY;
-        ZS = &rz[0];
-      }
-      for (int64_t z = z0; z <= z1 && ZS->n >= 3; z++) {
-        const clip_poly *PZ = ZS;
-        if (z < z1) {
-          clip_split(&rz[cz], 2, (double)(z + 1), &pz, &rz[1 - cz]);
-          cz = 1 - cz;
-          ZS = &rz[cz];
-          PZ = &pz;
-        }
-        if (PZ->n < 3) continue;
-        double a = clip_area(PZ);
-        if (!(a > min_area)) continue;
-        if (emit) emit(ctx, PZ, a, (uint32_t)x, (uint32_t)y, (uint32_t)z);
-        parts++;
-      }
-    }
+    clip_chain_init(&cy, PX, 1, R);
+    while (clip_chain_next(&cy, &py, &PY, &y))
+      if (PY->n >= 3) parts += clip_row(PY, R, min_area, x, y, emit, ctx);
   }
   return parts;
 }

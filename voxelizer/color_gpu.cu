@@ -2,14 +2,16 @@
 /* color_gpu.cu - the colour pass's triangle parts made on the GPU (color_records_gpu,
  * color_internal.h); color.c sorts and sums them as it does its own.
  *
- * The CPU's code (color_clip.h, color_part.h) runs here compiled without fused multiply-adds, one
- * thread per slab (x) of each triangle: a thread splits its triangle as the CPU's walk does up to
- * its slab and makes that slab's parts (a few large triangles become many threads). A first
- * kernel counts each triangle's slabs, a second each slab's records; scans give each slab its
- * offset, so the records land in the CPU's order (triangle by triangle, x, y, z). A third kernel
- * writes them, in batches of slabs whose records fit the device buffer, each batch copied back
- * into host memory. The textures go to the device with every mip level (the CPU
- * builds levels lazily; both use the same levels when they exist).
+ * The CPU's code (color_clip.h, color_part.h) runs here compiled without fused multiply-adds.
+ * Work items are the slabs (x) of each triangle: a first kernel counts each triangle's slabs, a
+ * second each slab's records (one thread per slab, splitting its triangle as the CPU's walk does
+ * up to its slab); scans give each slab its offset, so the records land in the CPU's order
+ * (triangle by triangle, x, y, z). A third kernel writes them, one warp per slab with the
+ * slab's rows spread over the lanes (k_emit_rows). When every record fits the device at once
+ * they are sorted there by voxel (CUB's stable radix sort: the order color_sort gives) and copied
+ * back sorted; else they are written in batches of slabs whose records fit the device buffer,
+ * each batch copied back, and the CPU sorts them. The textures go to the device with every mip
+ * level (the CPU builds levels lazily; both use the same levels when they exist).
  */
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
@@ -101,28 +103,6 @@ __device__ void emit_part(void *vctx, const clip_poly *P, double area, uint32_t 
   e->out += cpart_records(e->lut, e->ti, P, area, x, y, z, e->plane, e->tri, e->out);
 }
 
-/* The records of work items i0 + j (j < count), at off[i] - base in buf. */
-__global__ void k_emit(cargs a, const uint64_t *start, const uint32_t *x0, const uint64_t *off,
-                       uint64_t i0, uint64_t count, uint64_t base, crec *buf) {
-  uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= count) return;
-  const uint64_t i = i0 + j;
-  uint64_t t;
-  int64_t x;
-  double g[9], min_area;
-  int plane;
-  item_of(a, start, x0, i, &t, &x, g, &min_area, &plane);
-  ctri ti;
-  cpart_tri(&a.src, t, &ti);
-  emit_ctx e;
-  e.lut = a.src.lut;
-  e.ti = &ti;
-  e.out = buf + (off[i] - base);
-  e.tri = (uint32_t)t;
-  e.plane = plane;
-  clip_triangle(g, a.R, min_area, x, emit_part, &e);
-}
-
 /* The sort's input: each record's code, and its index. */
 __global__ void k_keys(const crec *r, uint64_t n, uint64_t *key, uint32_t *idx) {
   uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -161,6 +141,109 @@ void touch_pages(void *p, size_t bytes) {
   j.bytes = bytes;
   j.next = 0;
   vx_parallel(vx_thread_count(0, 16), touch_worker, &j);
+}
+
+/* Slabs with at least this many records get a warp each (k_emit_rows), the others a thread. */
+#define ROWS_MIN 64
+
+/* Work item j of a launch: list[j], or i0 + j without a list. */
+__device__ uint64_t item_at(const uint64_t *list, uint64_t i0, uint64_t j) {
+  return list ? list[j] : i0 + j;
+}
+
+/* The records of work items j < count (item_at), at off[i] - base in buf, one thread per item:
+ * for slabs with few records. */
+__global__ void k_emit(cargs a, const uint64_t *start, const uint32_t *x0, const uint64_t *off,
+                       const uint64_t *list, uint64_t i0, uint64_t count, uint64_t base, crec *buf) {
+  uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= count) return;
+  const uint64_t i = item_at(list, i0, j);
+  uint64_t t;
+  int64_t x;
+  double g[9], min_area;
+  int plane;
+  item_of(a, start, x0, i, &t, &x, g, &min_area, &plane);
+  ctri ti;
+  cpart_tri(&a.src, t, &ti);
+  emit_ctx e;
+  e.lut = a.src.lut;
+  e.ti = &ti;
+  e.out = buf + (off[i] - base);
+  e.tri = (uint32_t)t;
+  e.plane = plane;
+  clip_triangle(g, a.R, min_area, x, emit_part, &e);
+}
+
+/* The records of work items j < count (item_at), at off[i] - base in buf, one warp per item:
+ * the slab's rows go to the lanes 32 at a time, each lane counting its row's records, a scan
+ * over the lanes placing them (rows in order: the order of clip_triangle's walk), then each lane
+ * writing its row. A slab's rows vary widely in number, and the colour of a part costs most, so
+ * this spreads it over the lanes where a thread per slab would leave most threads idle. Every
+ * lane walks the same chain of splits (identical bits), keeping only its row's piece. */
+__global__ void k_emit_rows(cargs a, const uint64_t *start, const uint32_t *x0, const uint64_t *off,
+                            const uint64_t *list, uint64_t i0, uint64_t count, uint64_t base,
+                            crec *buf) {
+  const uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const unsigned lane = threadIdx.x & 31;
+  if (w >= count) return; /* the whole warp: blockDim is a multiple of 32 */
+  const uint64_t i = item_at(list, i0, w);
+  uint64_t t;
+  int64_t x, at;
+  double g[9], min_area;
+  int plane;
+  item_of(a, start, x0, i, &t, &x, g, &min_area, &plane);
+  ctri ti;
+  cpart_tri(&a.src, t, &ti);
+  /* the slab's piece */
+  clip_poly tri, buf_poly, mine;
+  const clip_poly *P = NULL;
+  clip_chain ch;
+  clip_tri_poly(g, &tri);
+  clip_chain_init(&ch, &tri, 0, a.R);
+  int found = 0;
+  while (ch.next <= x && clip_chain_next(&ch, &buf_poly, &P, &at))
+    if (at == x) {
+      found = P->n >= 3;
+      break;
+    }
+  if (!found) return;
+  mine = *P;
+  const uint32_t mult = plane >= 0 ? 2u : 1u;
+  emit_ctx e;
+  e.lut = a.src.lut;
+  e.ti = &ti;
+  e.tri = (uint32_t)t;
+  e.plane = plane;
+  crec *out = buf + (off[i] - base);
+  clip_chain_init(&ch, &mine, 1, a.R);
+  for (int more = 1; more;) {
+    clip_poly row;
+    int64_t y = -1;
+    /* the next 32 rows: lane k keeps the k-th */
+    for (unsigned k = 0; k < 32; k++) {
+      int64_t yy;
+      if (!clip_chain_next(&ch, &buf_poly, &P, &yy)) {
+        more = 0;
+        break;
+      }
+      if (k == lane) {
+        row = *P;
+        y = yy;
+      }
+    }
+    const uint64_t n = y >= 0 && row.n >= 3 ? clip_row(&row, a.R, min_area, x, y, NULL, NULL) * mult : 0;
+    uint64_t incl = n;
+    for (unsigned d = 1; d < 32; d <<= 1) {
+      uint64_t v = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += v;
+    }
+    const uint64_t total = __shfl_sync(0xffffffffu, incl, 31);
+    if (n) {
+      e.out = out + (incl - n);
+      clip_row(&row, a.R, min_area, x, y, emit_part, &e);
+    }
+    out += total;
+  }
 }
 
 template <class T> cudaError_t upload(T **dst, const T *src, uint64_t count) {
@@ -210,6 +293,7 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
   uint32_t *d_x0 = NULL;
   void *d_tmp = NULL;
   crec *d_buf = NULL, *d_sorted = NULL, *h = NULL;
+  uint64_t *d_list = NULL;
   uint64_t *d_key[2] = {NULL, NULL};
   uint32_t *d_idx[2] = {NULL, NULL};
   size_t tmp_bytes = 0;
@@ -326,7 +410,21 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
         VX_CU(cudaMalloc(&d_tmp, tmp_bytes), "sorting the parts");
       }
       tc = vxgpu::now_s();
-      k_emit<<<vxgpu::grid_of(items, BLOCK), BLOCK>>>(a, d_start, d_x0, d_off, 0, items, 0, d_buf);
+      /* slabs with many records to a warp each, the rest to a thread each */
+      std::vector<uint64_t> lists((size_t)items);
+      uint64_t nbig = 0, nsmall = 0;
+      for (uint64_t i = 0; i < items; i++)
+        if (off[i + 1] - off[i] >= ROWS_MIN) lists[(size_t)nbig++] = i;
+      for (uint64_t i = 0; i < items; i++)
+        if (off[i + 1] - off[i] < ROWS_MIN) lists[(size_t)(nbig + nsmall++)] = i;
+      VX_CU(upload(&d_list, lists.data(), items), "writing the parts");
+      if (nbig)
+        k_emit_rows<<<vxgpu::grid_of(nbig * 32, BLOCK), BLOCK>>>(a, d_start, d_x0, d_off, d_list,
+                                                                 0, nbig, 0, d_buf);
+      VX_CU(cudaGetLastError(), "writing the parts");
+      if (nsmall)
+        k_emit<<<vxgpu::grid_of(nsmall, BLOCK), BLOCK>>>(a, d_start, d_x0, d_off, d_list + nbig,
+                                                         0, nsmall, 0, d_buf);
       VX_CU(cudaGetLastError(), "writing the parts");
       k_keys<<<vxgpu::grid_of(total, 256), 256>>>(d_buf, total, d_key[0], d_idx[0]);
       VX_CU(cudaGetLastError(), "sorting the parts");
@@ -365,7 +463,7 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
                           "the device");
         goto done;
       }
-      k_emit<<<vxgpu::grid_of(i1 - i0, BLOCK), BLOCK>>>(a, d_start, d_x0, d_off, i0, i1 - i0,
+      k_emit<<<vxgpu::grid_of(i1 - i0, BLOCK), BLOCK>>>(a, d_start, d_x0, d_off, NULL, i0, i1 - i0,
                                                          off[i0], d_buf);
       VX_CU(cudaGetLastError(), "writing the parts");
       if (i0 == 0) touch_pages(h, (size_t)total * sizeof(crec)); /* while the device works */
@@ -399,6 +497,7 @@ done:
   cudaFree(d_tmp);
   cudaFree(d_buf);
   cudaFree(d_sorted);
+  cudaFree(d_list);
   for (int k = 0; k < 2; k++) {
     cudaFree(d_key[k]);
     cudaFree(d_idx[k]);
