@@ -9,7 +9,8 @@
  * - The tree must have passed vx_octree_validate() (the reader and the builder do this).
  * - Points are xyz float triples (world coordinates); outputs are dist[n], and when not NULL
  *   grad[3n] and flags[n] (VX_SAMPLE_* of include/voxlod/sample.h). Results do not depend on the
- *   thread count or the device, up to float contraction on the GPU.
+ *   thread count or the device: the same bits (no contraction into fused multiply-adds on either
+ *   side, sampler/CMakeLists.txt), with the band cache too.
  * - Never prints. GPU functions return VX_ERR_NO_GPU when built without CUDA or without a usable
  *   device; CUDA failures map through svo/cuda_status.cuh.
  */
