@@ -321,8 +321,9 @@ vx_status vx_tree_sample(const vx_tree *t, const vx_sample_opts *opts, const flo
   }
   vx_sample_tree tr;
   vx_sample_tree_init(&tr, &t->oct, cut);
-  if (tr.cut == t->oct.depth && (st = tree_resigned(t, o.threads, &tr.resigned, err)) != VX_OK)
-    return st;
+  /* the re-signed voxels at a cut too: a node at the cut without a usable plane is replaced by
+   * its children, down to voxels (as a sampler, CPU or GPU, always reads them) */
+  if ((st = tree_resigned(t, o.threads, &tr.resigned, err)) != VX_OK) return st;
   if ((st = use_band_cache(t, &o, &tr, o.threads, err)) != VX_OK) return st;
   vx_sample_count c;
   memset(&c, 0, sizeof c);

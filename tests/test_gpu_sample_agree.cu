@@ -3,8 +3,9 @@
  * (distance, gradient, flags), by the rule and with the band cache (which the GPU sampler builds
  * itself, the rule evaluated by its kernels), through host arrays and device arrays, on a
  * scan-like mesh with a part thinner than a voxel (sample_scan.h) at 64^3 to 2048^3, points
- * shuffled within a voxel of the surface and uniform ones; and the GPU's cache stays within its
- * bound of the GPU's rule. Skips (77) without a usable GPU.
+ * shuffled within a voxel of the surface and uniform ones, at full detail and cut at three
+ * levels; and the GPU's cache stays within its bound of the GPU's rule. Skips (77) without a
+ * usable GPU.
  *
  * VOXLOD_AGREE_MAX_RES in the environment lowers the largest resolution (default 2048; the
  * 2048^3 tree is converted on the CPU: about a minute on 16 cores). */
@@ -83,6 +84,21 @@ static void check_resolution(uint32_t res, uint64_t n) {
       memcpy(cache.f, gpu.f, n);
     }
   }
+  /* cuts: nodes' planes, and where a node has no usable plane its children, down to voxels
+   * (re-signed ones included) */
+  o.band_cache = 0;
+  for (int level = (int)ti.depth - 1; level >= (int)ti.depth - 3; level--) {
+    o.lod = VX_LOD_LEVEL;
+    o.level = level;
+    CHECK_MSG(vx_tree_sample(t, &o, p, n, cpu.d, cpu.g, cpu.f, NULL, &e) == VX_OK, "%s", e.msg);
+    gpu_device_run(s, &o, p, n, &gpu);
+    snprintf(what, sizeof what, "%u^3, level %d, GPU device arrays against the CPU", res, level);
+    scan_same_bits(what, n, &cpu, &gpu, ti.scale);
+  }
+  /* the band cache's run again, for its bound */
+  o.lod = VX_LOD_FINEST;
+  o.band_cache = 1;
+  gpu_device_run(s, &o, p, n, &gpu);
   /* the GPU's cache against the GPU's rule (cache: the rule's run, gpu: the cache's) */
   uint64_t answered = 0, signs = 0, over = 0;
   const double worst = scan_cache_error(n, &cache, &gpu, ti.scale, &answered, &signs);

@@ -74,6 +74,29 @@ static void check_resolution(uint32_t res, uint64_t n) {
   run(t, 1, 1, p, n, &b);
   snprintf(what, sizeof what, "%u^3, band cache, 1 thread against all", res);
   scan_same_bits(what, n, &c, &b, ti.scale);
+  /* a CPU sampler against vx_tree_sample, at full detail and at cuts (where a node without a
+   * usable plane gives way to its children, down to voxels, re-signed ones included) */
+  vx_sampler_opts so;
+  memset(&so, 0, sizeof so);
+  so.struct_size = sizeof so;
+  so.device = VX_DEVICE_CPU;
+  vx_sampler *sm = NULL;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  CHECK_MSG(vx_sampler_create(t, &so, &sm, &e) == VX_OK, "%s", e.msg);
+  for (int level = (int)ti.depth; sm && level >= (int)ti.depth - 3; level--) {
+    vx_sample_opts o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.lod = level == (int)ti.depth ? VX_LOD_FINEST : VX_LOD_LEVEL;
+    o.level = level;
+    CHECK_MSG(vx_tree_sample(t, &o, p, n, a.d, a.g, a.f, NULL, &e) == VX_OK, "%s", e.msg);
+    CHECK_MSG(vx_sampler_sample(sm, &o, p, n, b.d, b.g, b.f, NULL, &e) == VX_OK, "%s", e.msg);
+    snprintf(what, sizeof what, "%u^3, level %d, a CPU sampler against vx_tree_sample", res,
+             level);
+    scan_same_bits(what, n, &a, &b, ti.scale);
+  }
+  vx_sampler_free(sm);
   free(p);
   scan_run_free(&a);
   scan_run_free(&b);
