@@ -84,8 +84,9 @@ static int scan_mesh(vx_soup *m, uint32_t res) {
   return rc;
 }
 
-/* The tree of the scan at res^3 (the CPU converter), or NULL. */
-static vx_tree *scan_tree(uint32_t res) {
+/* The tree of the scan at res^3 (the CPU converter), or NULL; the mesh into *keep when not NULL
+ * (free it with vx_soup_free). */
+static vx_tree *scan_tree_mesh(uint32_t res, vx_soup *keep) {
   vx_soup m;
   memset(&m, 0, sizeof m);
   if (scan_mesh(&m, res) != 0) {
@@ -109,9 +110,12 @@ static vx_tree *scan_tree(uint32_t res) {
   }
   CHECK_MSG(t != NULL, "the scan at %u^3: %s", res, e.msg);
   vx_mesh_free(mesh);
-  vx_soup_free(&m);
+  if (keep) *keep = m;
+  else vx_soup_free(&m);
   return t;
 }
+
+static inline vx_tree *scan_tree(uint32_t res) { return scan_tree_mesh(res, NULL); }
 
 static vx_tree_info scan_info(const vx_tree *t) {
   vx_tree_info i;

@@ -6,6 +6,7 @@
  * test_gpu_sample_agree.cu checks the GPU against the same runs. */
 #define _POSIX_C_SOURCE 200809L
 #include "sample_scan.h"
+#include "sample_ref.h"
 
 /* The cache's bound against the rule (include/voxlod/sample.h, BAND CACHE): within half a voxel
  * on all but 2 points in 10^4, never more than 0.75 voxel, the same sign beyond a voxel. Before
@@ -29,8 +30,49 @@ static vx_status run(const vx_tree *t, int cache, int threads, const float *p, u
   return s;
 }
 
+static int cmp_double(const void *x, const void *y) {
+  const double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* The rule's run r and the cache's c against the exact signed distance (sample_ref.h) at the
+ * first m points (those near the surface): within the band, the error's quantiles in voxels, and
+ * the signs beyond a voxel. The cache may not be farther from the truth than the rule is, beyond
+ * its bound of the rule. */
+static void check_reference(const vx_soup *mesh, const vx_tree_info *ti, const float *p,
+                            uint64_t m, const scan_run *r, const scan_run *c) {
+  double *er = (double *)malloc(m * sizeof(double)), *ec = (double *)malloc(m * sizeof(double));
+  uint64_t k = 0, signs_r = 0, signs_c = 0;
+  for (uint64_t i = 0; i < m && er && ec; i++) {
+    const double ex = ref_sdf(mesh, p + 3 * i) / ti->scale;
+    if (fabs(ex) > ti->band) continue;
+    const double dr = r->d[i] / ti->scale, dc = c->d[i] / ti->scale;
+    er[k] = fabs(dr - ex);
+    ec[k++] = fabs(dc - ex);
+    signs_r += fabs(ex) > 1.0 && (ex < 0.0) != (dr < 0.0);
+    signs_c += fabs(ex) > 1.0 && (ex < 0.0) != (dc < 0.0);
+  }
+  CHECK(k > m / 2);
+  if (k) {
+    qsort(er, k, sizeof *er, cmp_double);
+    qsort(ec, k, sizeof *ec, cmp_double);
+    const uint64_t q = (uint64_t)(0.99 * (double)(k - 1));
+    fprintf(stderr, "  against the exact distance, %llu points in the band: rule median %.4f, "
+            "99%% %.4f, max %.4f voxel, %llu wrong signs; band cache median %.4f, 99%% %.4f, "
+            "max %.4f, %llu wrong signs\n", (unsigned long long)k, er[k / 2], er[q], er[k - 1],
+            (unsigned long long)signs_r, ec[k / 2], ec[q], ec[k - 1], (unsigned long long)signs_c);
+    CHECK(er[q] <= 0.5 && ec[q] <= 0.5);
+    CHECK(ec[k - 1] <= er[k - 1] + SCAN_CACHE_MAX);
+    CHECK(signs_r == 0 && signs_c == 0);
+  }
+  free(er);
+  free(ec);
+}
+
 static void check_resolution(uint32_t res, uint64_t n) {
-  vx_tree *t = scan_tree(res);
+  vx_soup mesh;
+  memset(&mesh, 0, sizeof mesh);
+  vx_tree *t = scan_tree_mesh(res, &mesh);
   if (!t) return;
   const vx_tree_info ti = scan_info(t);
   float *p = scan_points(t, n, n - n / 4, 1.0f, res);
@@ -70,6 +112,7 @@ static void check_resolution(uint32_t res, uint64_t n) {
   CHECK_MSG(worst <= SCAN_CACHE_MAX, "%.4f voxel from the rule", worst);
   CHECK_MSG((double)over <= SCAN_CACHE_OVER * (double)n, "%llu points over %.1f voxel",
             (unsigned long long)over, SCAN_CACHE_TOL);
+  check_reference(&mesh, &ti, p, 400, &a, &c);
   /* built on one thread: the same cache */
   run(t, 1, 1, p, n, &b);
   snprintf(what, sizeof what, "%u^3, band cache, 1 thread against all", res);
@@ -97,6 +140,7 @@ static void check_resolution(uint32_t res, uint64_t n) {
     scan_same_bits(what, n, &a, &b, ti.scale);
   }
   vx_sampler_free(sm);
+  vx_soup_free(&mesh);
   free(p);
   scan_run_free(&a);
   scan_run_free(&b);
