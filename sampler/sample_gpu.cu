@@ -476,26 +476,28 @@ static vx_status slot_buffers(vx_gpu_sampler *g, int grad, int flags, vx_error *
   }
   for (int i = 0; i < VX_GPU_SLOTS; i++) {
     vx_gpu_slot *sl = &g->slot[i];
-    if (!sl->h_points) {
+    /* each on its own, so that a call after a failed one allocates what is missing */
+    if (!sl->h_points)
       VX_CU(cudaHostAlloc((void **)&sl->h_points, C * 3 * sizeof(float), cudaHostAllocDefault),
             "allocating pinned staging memory");
+    if (!sl->h_dist)
       VX_CU(cudaHostAlloc((void **)&sl->h_dist, C * sizeof(float), cudaHostAllocDefault),
             "allocating pinned staging memory");
+    if (!sl->h_count)
       VX_CU(cudaHostAlloc((void **)&sl->h_count, 2 * sizeof(unsigned long long),
                           cudaHostAllocDefault), "allocating pinned staging memory");
+    if (!sl->points)
       VX_CU(cudaMalloc((void **)&sl->points, C * 3 * sizeof(float)), "allocating points");
-      VX_CU(cudaMalloc((void **)&sl->dist, C * sizeof(float)), "allocating distances");
-    }
-    if (grad && !sl->h_grad) {
+    if (!sl->dist) VX_CU(cudaMalloc((void **)&sl->dist, C * sizeof(float)), "allocating distances");
+    if (grad && !sl->h_grad)
       VX_CU(cudaHostAlloc((void **)&sl->h_grad, C * 3 * sizeof(float), cudaHostAllocDefault),
             "allocating pinned staging memory");
+    if (grad && !sl->grad)
       VX_CU(cudaMalloc((void **)&sl->grad, C * 3 * sizeof(float)), "allocating gradients");
-    }
-    if (flags && !sl->h_flags) {
+    if (flags && !sl->h_flags)
       VX_CU(cudaHostAlloc((void **)&sl->h_flags, C, cudaHostAllocDefault),
             "allocating pinned staging memory");
-      VX_CU(cudaMalloc((void **)&sl->flags, C), "allocating flags");
-    }
+    if (flags && !sl->flags) VX_CU(cudaMalloc((void **)&sl->flags, C), "allocating flags");
   }
 done:
   return st;
