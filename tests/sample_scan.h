@@ -84,9 +84,10 @@ static int scan_mesh(vx_soup *m, uint32_t res) {
   return rc;
 }
 
-/* The tree of the scan at res^3 (the CPU converter), or NULL; the mesh into *keep when not NULL
- * (free it with vx_soup_free). */
-static vx_tree *scan_tree_mesh(uint32_t res, vx_soup *keep) {
+/* The tree of the scan at res^3, converted on `device` (the GPU's build is the CPU's, byte for
+ * byte: test_gpu_build), or NULL; the mesh into *keep when not NULL (free it with
+ * vx_soup_free). */
+static vx_tree *scan_tree_on(uint32_t res, vx_device device, vx_soup *keep) {
   vx_soup m;
   memset(&m, 0, sizeof m);
   if (scan_mesh(&m, res) != 0) {
@@ -103,7 +104,7 @@ static vx_tree *scan_tree_mesh(uint32_t res, vx_soup *keep) {
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
     o.resolution = res;
-    o.device = VX_DEVICE_CPU;
+    o.device = device;
     vx_conversion *b = NULL;
     if (vx_convert(mesh, &o, &b, &e) == VX_OK) t = vx_conversion_take_tree(b);
     vx_conversion_free(b);
@@ -114,8 +115,6 @@ static vx_tree *scan_tree_mesh(uint32_t res, vx_soup *keep) {
   else vx_soup_free(&m);
   return t;
 }
-
-static inline vx_tree *scan_tree(uint32_t res) { return scan_tree_mesh(res, NULL); }
 
 static vx_tree_info scan_info(const vx_tree *t) {
   vx_tree_info i;

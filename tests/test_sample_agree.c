@@ -72,7 +72,7 @@ static void check_reference(const vx_soup *mesh, const vx_tree_info *ti, const f
 static void check_resolution(uint32_t res, uint64_t n) {
   vx_soup mesh;
   memset(&mesh, 0, sizeof mesh);
-  vx_tree *t = scan_tree_mesh(res, &mesh);
+  vx_tree *t = scan_tree_on(res, VX_DEVICE_CPU, &mesh);
   if (!t) return;
   const vx_tree_info ti = scan_info(t);
   float *p = scan_points(t, n, n - n / 4, 1.0f, res);
