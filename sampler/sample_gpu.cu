@@ -110,6 +110,7 @@ struct vx_gpu_sampler {
    * and the staging slots, allocated by the first such call */
   cudaStream_t up, down;
   vx_gpu_slot slot[VX_GPU_SLOTS];
+  size_t slot_cap; /* points each slot holds (up to VX_GPU_CHUNK) */
   int slot_events;
 };
 
@@ -327,6 +328,29 @@ done:
 
 /* ---- the sampler ------------------------------------------------------------------------------- */
 
+/* Frees the staging slots' memory (nothing of theirs in flight: a call finishes its chunks). */
+static void slot_release(vx_gpu_sampler *g) {
+  for (int i = 0; i < VX_GPU_SLOTS; i++) {
+    vx_gpu_slot *sl = &g->slot[i];
+    if (sl->h_points) cudaFreeHost(sl->h_points);
+    if (sl->h_dist) cudaFreeHost(sl->h_dist);
+    if (sl->h_grad) cudaFreeHost(sl->h_grad);
+    if (sl->h_flags) cudaFreeHost(sl->h_flags);
+    if (sl->h_count) cudaFreeHost(sl->h_count);
+    if (sl->points) cudaFree(sl->points);
+    if (sl->dist) cudaFree(sl->dist);
+    if (sl->grad) cudaFree(sl->grad);
+    if (sl->flags) cudaFree(sl->flags);
+    sl->h_points = sl->h_dist = sl->h_grad = NULL;
+    sl->h_flags = NULL;
+    sl->h_count = NULL;
+    sl->points = sl->dist = sl->grad = NULL;
+    sl->flags = NULL;
+    sl->n = 0;
+  }
+  g->slot_cap = 0;
+}
+
 extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   if (!g) return;
   /* errors on free are ignored: the status already says what went wrong first */
@@ -342,18 +366,7 @@ extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   if (g->sorted) cudaFree(g->sorted);
   if (g->sort_tmp) cudaFree(g->sort_tmp);
   if (g->host_len) cudaFreeHost(g->host_len);
-  for (int i = 0; i < VX_GPU_SLOTS; i++) {
-    vx_gpu_slot *sl = &g->slot[i];
-    if (sl->h_points) cudaFreeHost(sl->h_points);
-    if (sl->h_dist) cudaFreeHost(sl->h_dist);
-    if (sl->h_grad) cudaFreeHost(sl->h_grad);
-    if (sl->h_flags) cudaFreeHost(sl->h_flags);
-    if (sl->h_count) cudaFreeHost(sl->h_count);
-    if (sl->points) cudaFree(sl->points);
-    if (sl->dist) cudaFree(sl->dist);
-    if (sl->grad) cudaFree(sl->grad);
-    if (sl->flags) cudaFree(sl->flags);
-  }
+  slot_release(g);
   for (int e = 0; e < g->slot_events; e++) {
     vx_gpu_slot *sl = &g->slot[e / 4];
     cudaEventDestroy(e % 4 == 0 ? sl->up : e % 4 == 1 ? sl->run0 : e % 4 == 2 ? sl->run1 : sl->down);
@@ -459,11 +472,20 @@ static void device_tree(const vx_gpu_sampler *g, const vx_sample_tree *s, vx_sam
   if (d->cut > d->levels - 1) d->cut = d->levels - 1;
 }
 
-/* The staging slots of host-array calls (pinned and device memory for VX_GPU_CHUNK points each,
- * gradients and flags when a call first asks for them), kept until the sampler is freed. */
-static vx_status slot_buffers(vx_gpu_sampler *g, int grad, int flags, vx_error *err) {
+/* The staging slots of host-array calls: pinned and device memory for `want` points each (at
+ * most VX_GPU_CHUNK; a call with more points than the slots hold, up to a chunk, makes them
+ * anew, at least 2^16 points and a power of two), gradients and flags when a call first asks
+ * for them; kept until the sampler is freed. */
+static vx_status slot_buffers(vx_gpu_sampler *g, size_t want, int grad, int flags,
+                              vx_error *err) {
   vx_status st = VX_OK;
-  const size_t C = VX_GPU_CHUNK;
+  if (g->slot_cap < want) {
+    size_t cap = (size_t)1 << 16;
+    while (cap < want && cap < VX_GPU_CHUNK) cap <<= 1;
+    slot_release(g);
+    g->slot_cap = cap;
+  }
+  const size_t C = g->slot_cap;
   if (!g->up) VX_CU(cudaStreamCreateWithFlags(&g->up, cudaStreamNonBlocking), "creating a stream");
   if (!g->down)
     VX_CU(cudaStreamCreateWithFlags(&g->down, cudaStreamNonBlocking), "creating a stream");
@@ -601,7 +623,9 @@ static vx_status sample_host(vx_gpu_sampler *g, const vx_sample_tree *d, const f
   const uint64_t C = VX_GPU_CHUNK, chunks = (n + C - 1) / C;
   uint64_t out = 0; /* chunks copied out */
   if (!chunks) return VX_OK;
-  if ((st = slot_buffers(g, grad != NULL, flags != NULL, err)) != VX_OK) return st;
+  if ((st = slot_buffers(g, n < C ? (size_t)n : (size_t)C, grad != NULL, flags != NULL, err)) !=
+      VX_OK)
+    return st;
   if ((st = slot_upload(g, &g->slot[0], points, 0, n < C ? n : C, err)) != VX_OK) goto done;
   for (uint64_t k = 0; k < chunks; k++) {
     vx_gpu_slot *sl = &g->slot[k % VX_GPU_SLOTS];

@@ -83,9 +83,9 @@ typedef struct vx_gpu_sample_times {
 
 /* Samples n points; `device` 1: the four arrays are device pointers (sampled in place on
  * `stream`, a cudaStream_t, NULL: the legacy default stream); 0: host arrays, sent through the
- * device in chunks staged in pinned memory that the first such call allocates (2 x 68 MiB on the
- * host and on the device, 2 x 116 MiB with gradients) and the sampler keeps; the copies of one
- * chunk overlap the kernels of the next. `s` gives the cut and transform (its array pointers are
+ * device in chunks staged in pinned memory that the sampler keeps, sized by the largest such call
+ * so far (at most 2 x 68 MiB on the host and on the device, 2 x 116 MiB with gradients); the
+ * copies of one chunk overlap the kernels of the next. `s` gives the cut and transform (its array pointers are
  * replaced by the view's; its cache, when set, by the copy of vx_gpu_sampler_cache). Returns when
  * the results are written. times may be NULL. */
 vx_status vx_gpu_sample(vx_gpu_sampler *g, const vx_sample_tree *s, int device, void *stream,
