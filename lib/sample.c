@@ -321,8 +321,9 @@ vx_status vx_tree_sample(const vx_tree *t, const vx_sample_opts *opts, const flo
   }
   vx_sample_tree tr;
   vx_sample_tree_init(&tr, &t->oct, cut);
-  if (tr.cut == t->oct.depth && (st = tree_resigned(t, o.threads, &tr.resigned, err)) != VX_OK)
-    return st;
+  /* the re-signed voxels at a cut too: a node at the cut without a usable plane is replaced by
+   * its children, down to voxels (as a sampler, CPU or GPU, always reads them) */
+  if ((st = tree_resigned(t, o.threads, &tr.resigned, err)) != VX_OK) return st;
   if ((st = use_band_cache(t, &o, &tr, o.threads, err)) != VX_OK) return st;
   vx_sample_count c;
   memset(&c, 0, sizeof c);
@@ -393,7 +394,10 @@ vx_status vx_sampler_bench(vx_sampler *s, const vx_sample_opts *opts, const floa
     b.ms_copy_median = b.ms_median;
   }
   if (st == VX_OK && s->gpu) {
-    /* the same through host arrays, as vx_sampler_sample does them */
+    /* the same through host arrays, as vx_sampler_sample does them (wall time: the call returns
+     * when the results are in host memory), after a warm-up call that allocates the staging
+     * buffers */
+    st = vx_gpu_sample(s->gpu, &tr, 0, NULL, points, n, dist, NULL, flags, NULL, NULL, err);
     for (int r = 0; r < reps && st == VX_OK; r++) {
       double t0 = vx_clock_seconds();
       st = vx_gpu_sample(s->gpu, &tr, 0, NULL, points, n, dist, NULL, flags, NULL, NULL, err);

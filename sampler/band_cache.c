@@ -15,7 +15,8 @@
  *    the tree's transform replaced by the identity, so that grid points go in exactly and
  *    values in voxels come out) runs at those points in batches of whole bricks, on the CPU's
  *    threads or through an evaluator given (the GPU sampler), the values quantized into the
- *    bricks; a cell is kept when its corners all have a sign and lie on one side. A brick is
+ *    bricks; then at the centres of those cells. A cell is kept when its corners all have a sign
+ *    and lie on one side, and give its centre as the rule does (bc_rough). A brick is
  *    written only by its thread; what it reads of its neighbours (which cells are voxels) was
  *    all written in step 1.
  * The result does not depend on the thread count: every value is a voxel's or the rule's at one
@@ -31,6 +32,7 @@
 
 #define VX_BC_MAX_REACH 4u /* cells around a voxel; the window of 8 + 2K rows fits 16 bits */
 #define VX_BC_BATCH ((uint64_t)1 << 24) /* grid points evaluated at a time */
+#define VX_BC_CENTRE_TOL 0.125f /* voxels: a cell's centre by its corners against the rule */
 #define VX_BC_POINTS (VX_BC_GRID * VX_BC_GRID * VX_BC_GRID)
 #define VX_BC_PWORDS ((VX_BC_POINTS + 63u) / 64u)
 
@@ -44,7 +46,8 @@ typedef struct bc_state {
   uint64_t want[VX_BC_WORDS];    /* empty cells to cache */
   uint64_t need[VX_BC_PWORDS];   /* their corners that no voxel gave: the rule's */
   uint64_t nosign[VX_BC_PWORDS]; /* ... where it had no sign */
-  uint32_t points;               /* how many the rule gives (the bits of need) */
+  uint64_t rough[VX_BC_WORDS];   /* empty cells whose centre the corners do not give */
+  uint32_t points;               /* how many the rule gives (the bits of need and of want) */
   uint64_t at;                   /* where its points start in the batch */
 } bc_state;
 
@@ -225,6 +228,26 @@ static int8_t bc_quantize(const vx_sample_tree *s, float v) {
   return (int8_t)r;
 }
 
+/* Does the rule's value v (voxels, flags fl) at the centre of cell k of brick br differ from what
+ * the cache would answer there (sample_eval.h's vx_se_cached: the corners' trilinear value, the
+ * band where it reaches the band) by more than VX_BC_CENTRE_TOL, in sign, or in being far? The
+ * rule is not smooth everywhere (where the winning cell changes, beside thin parts, where it
+ * turns far): there the corners do not stand for the cell, and the rule answers. Corners not yet
+ * valid (bad, no sign) leave the cell out anyway. */
+static int bc_rough(const vx_sample_tree *s, const vx_bc_brick *br, uint32_t k, float v,
+                    uint8_t fl) {
+  if ((fl & (VX_SAMPLE_NO_SIGN | VX_SAMPLE_INVALID)) || v != v) return 1;
+  const vx_voxel c = vx_bc_corners(br, k);
+  const float u[3] = {0.5f, 0.5f, 0.5f};
+  float g[3];
+  float f = vx_se_trilinear(&c, s->band, u, g);
+  const int far = fabsf(f) > s->band * (1.0f - 0.5f / 127.0f);
+  if (far) f = f < 0.0f ? -s->band : s->band;
+  if (far != ((fl & VX_SAMPLE_FAR) != 0)) return 1;
+  if ((f < 0.0f) != (v < 0.0f)) return 1;
+  return !(fabsf(f - v) <= VX_BC_CENTRE_TOL);
+}
+
 /* Grid point g of brick c, in grid coordinates. */
 static void bc_grid_point(const int64_t c[3], uint32_t g, float p[3]) {
   p[0] = (float)(c[0] * 8 + g % VX_BC_GRID);
@@ -308,7 +331,7 @@ static void bc_phase(const bc_build *b, uint64_t bi) {
         if (!bc_bit(st->set, g)) bc_set(st->need, g);
       }
     }
-    st->points = bc_count(st->need, VX_BC_PWORDS);
+    st->points = bc_count(st->need, VX_BC_PWORDS) + bc_count(st->want, VX_BC_WORDS);
     return;
   }
   if (b->phase == BC_GATHER || b->phase == BC_SCATTER) {
@@ -324,12 +347,27 @@ static void bc_phase(const bc_build *b, uint64_t bi) {
       }
       j++;
     }
+    /* then the centres of the cells to cache (their corners all scattered above) */
+    for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
+      if (!bc_bit(st->want, k)) continue;
+      if (b->phase == BC_GATHER) {
+        float *q = &b->p[3 * j];
+        q[0] = (float)(c[0] * 8 + (k & 7u)) + 0.5f;
+        q[1] = (float)(c[1] * 8 + (k >> 3 & 7u)) + 0.5f;
+        q[2] = (float)(c[2] * 8 + (k >> 6)) + 0.5f;
+      } else if (bc_rough(b->s, br, k, b->v[j], b->fl[j])) {
+        bc_set(st->rough, k);
+      }
+      j++;
+    }
     return;
   }
   for (uint32_t k = 0; k < VX_BC_CELLS; k++) { /* BC_FINISH: which cells answer */
     if (bc_bit(br->voxel, k) && bc_any_corner(st->bad, k)) /* voxels that disagree: the tree's */
       br->voxel[k >> 6] &= ~((uint64_t)1u << (k & 63u));
-    if (!bc_bit(st->want, k) || bc_any_corner(st->bad, k) || bc_any_corner(st->nosign, k)) continue;
+    if (!bc_bit(st->want, k) || bc_bit(st->rough, k) || bc_any_corner(st->bad, k) ||
+        bc_any_corner(st->nosign, k))
+      continue;
     const vx_voxel v = vx_bc_corners(br, k);
     int neg = 0;
     for (uint32_t i = 0; i < 8u; i++) neg += v.c[i] < 0;

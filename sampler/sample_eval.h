@@ -92,14 +92,8 @@ typedef struct vx_se_cell {
  * compared at random, which costs mispredicted branches on a CPU. */
 VX_HD float vx_se_max(float a, float b) { return a > b ? a : b; }
 VX_HD float vx_se_min(float a, float b) { return a < b ? a : b; }
-/* max(x, 0), exactly (x + |x| is 2x or +0; x finite). */
-VX_HD float vx_se_pos(float x) {
-#if defined(__CUDA_ARCH__)
-  return fmaxf(x, 0.0f);
-#else
-  return 0.5f * (x + fabsf(x));
-#endif
-}
+/* max(x, 0): one expression for host and device (maxss, FMNMX), +0 for -0 and NaN. */
+VX_HD float vx_se_pos(float x) { return x > 0.0f ? x : 0.0f; }
 VX_HD float vx_se_clamp(float v, float lo, float hi) { return vx_se_min(vx_se_max(v, lo), hi); }
 /* The distance from v to the interval [lo, hi], 0 inside. */
 VX_HD float vx_se_gap(float v, float lo, float hi) { return vx_se_pos(vx_se_max(lo - v, v - hi)); }

@@ -16,7 +16,9 @@
  * queue's length and that count back to the host once per chunk.
  * Device pointers are sampled in place on the caller's stream (NULL: the legacy default stream,
  * which orders the kernels after work torch or cupy queued on theirs). Host arrays go through the
- * device in chunks of VX_GPU_CHUNK points on the sampler's own stream.
+ * device in chunks of VX_GPU_CHUNK points, staged in pinned memory (two slots, kept with the
+ * sampler) so that one chunk's kernels overlap the next one's copy in and upload and the previous
+ * one's download and copy out (sample_host).
  * Non-finite points are counted on the device (one atomic per such point, with the smallest
  * index), so the library can fail a call that must not accept them.
  *
@@ -34,6 +36,9 @@
 #include "sys/system.h"
 
 #define VX_GPU_CHUNK ((size_t)1 << 22) /* points per chunk of a host-array call */
+#define VX_GPU_SLOTS 2 /* chunks of a host-array call in flight: one runs while the next is staged */
+#define VX_STAGE_PIECE ((size_t)1 << 22) /* bytes per piece of a staging copy (threads take them) */
+#define VX_STAGE_THREADS 4 /* threads of a staging copy at most */
 /* Tuning constants (overridable when compiling, to measure others). */
 #ifndef VX_GPU_QUEUE_LOG2
 #define VX_GPU_QUEUE_LOG2 24
@@ -62,6 +67,19 @@
 #define VX_SORT_BITS 10
 #endif
 
+/* One chunk of a host-array call in flight: pinned host memory that the caller's points are copied
+ * into and the results come back to (so that the copies to and from the device run at the
+ * bus's rate and overlap the kernels), the device's copies, and the events that order them. */
+typedef struct vx_gpu_slot {
+  float *h_points, *h_dist, *h_grad; /* pinned (cudaHostAlloc) */
+  uint8_t *h_flags;
+  unsigned long long *h_count; /* pinned: the chunk's counters */
+  float *points, *dist, *grad; /* device */
+  uint8_t *flags;
+  cudaEvent_t up, run0, run1, down; /* points uploaded; kernels begin, end; results downloaded */
+  uint64_t at, n; /* the chunk it holds: first point, points */
+} vx_gpu_slot;
+
 struct vx_gpu_sampler {
   const vx_gpu_resident *res; /* borrowed */
   vx_gpu_tree tree;
@@ -88,10 +106,12 @@ struct vx_gpu_sampler {
   size_t sort_tmp_bytes;
   unsigned *host_len; /* pinned, 2 */
   int sms; /* multiprocessors: the grid of the queue kernels */
-  /* chunk buffers for host arrays, grown on demand */
-  float *points, *dist, *grad;
-  uint8_t *flags;
-  int have_grad, have_flags;
+  /* host-array calls: streams for the uploads and the downloads (the kernels run on `stream`),
+   * and the staging slots, allocated by the first such call */
+  cudaStream_t up, down;
+  vx_gpu_slot slot[VX_GPU_SLOTS];
+  size_t slot_cap; /* points each slot holds (up to VX_GPU_CHUNK) */
+  int slot_events;
 };
 
 /* ---- kernels ----------------------------------------------------------------------------------- */
@@ -308,6 +328,29 @@ done:
 
 /* ---- the sampler ------------------------------------------------------------------------------- */
 
+/* Frees the staging slots' memory (nothing of theirs in flight: a call finishes its chunks). */
+static void slot_release(vx_gpu_sampler *g) {
+  for (int i = 0; i < VX_GPU_SLOTS; i++) {
+    vx_gpu_slot *sl = &g->slot[i];
+    if (sl->h_points) cudaFreeHost(sl->h_points);
+    if (sl->h_dist) cudaFreeHost(sl->h_dist);
+    if (sl->h_grad) cudaFreeHost(sl->h_grad);
+    if (sl->h_flags) cudaFreeHost(sl->h_flags);
+    if (sl->h_count) cudaFreeHost(sl->h_count);
+    if (sl->points) cudaFree(sl->points);
+    if (sl->dist) cudaFree(sl->dist);
+    if (sl->grad) cudaFree(sl->grad);
+    if (sl->flags) cudaFree(sl->flags);
+    sl->h_points = sl->h_dist = sl->h_grad = NULL;
+    sl->h_flags = NULL;
+    sl->h_count = NULL;
+    sl->points = sl->dist = sl->grad = NULL;
+    sl->flags = NULL;
+    sl->n = 0;
+  }
+  g->slot_cap = 0;
+}
+
 extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   if (!g) return;
   /* errors on free are ignored: the status already says what went wrong first */
@@ -323,10 +366,13 @@ extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   if (g->sorted) cudaFree(g->sorted);
   if (g->sort_tmp) cudaFree(g->sort_tmp);
   if (g->host_len) cudaFreeHost(g->host_len);
-  if (g->points) cudaFree(g->points);
-  if (g->dist) cudaFree(g->dist);
-  if (g->grad) cudaFree(g->grad);
-  if (g->flags) cudaFree(g->flags);
+  slot_release(g);
+  for (int e = 0; e < g->slot_events; e++) {
+    vx_gpu_slot *sl = &g->slot[e / 4];
+    cudaEventDestroy(e % 4 == 0 ? sl->up : e % 4 == 1 ? sl->run0 : e % 4 == 2 ? sl->run1 : sl->down);
+  }
+  if (g->up) cudaStreamDestroy(g->up);
+  if (g->down) cudaStreamDestroy(g->down);
   if (g->events) {
     cudaEventDestroy(g->ev[0]);
     cudaEventDestroy(g->ev[1]);
@@ -426,18 +472,203 @@ static void device_tree(const vx_gpu_sampler *g, const vx_sample_tree *s, vx_sam
   if (d->cut > d->levels - 1) d->cut = d->levels - 1;
 }
 
-/* Chunk buffers for host-array calls. */
-static vx_status chunk_buffers(vx_gpu_sampler *g, int grad, int flags, vx_error *err) {
+/* The staging slots of host-array calls: pinned and device memory for `want` points each (at
+ * most VX_GPU_CHUNK; a call with more points than the slots hold, up to a chunk, makes them
+ * anew, at least 2^16 points and a power of two), gradients and flags when a call first asks
+ * for them; kept until the sampler is freed. */
+static vx_status slot_buffers(vx_gpu_sampler *g, size_t want, int grad, int flags,
+                              vx_error *err) {
   vx_status st = VX_OK;
-  if (!g->points) {
-    VX_CU(cudaMalloc((void **)&g->points, VX_GPU_CHUNK * 3 * sizeof(float)), "allocating points");
-    VX_CU(cudaMalloc((void **)&g->dist, VX_GPU_CHUNK * sizeof(float)), "allocating distances");
+  if (g->slot_cap < want) {
+    size_t cap = (size_t)1 << 16;
+    while (cap < want && cap < VX_GPU_CHUNK) cap <<= 1;
+    slot_release(g);
+    g->slot_cap = cap;
   }
-  if (grad && !g->grad)
-    VX_CU(cudaMalloc((void **)&g->grad, VX_GPU_CHUNK * 3 * sizeof(float)), "allocating gradients");
-  if (flags && !g->flags)
-    VX_CU(cudaMalloc((void **)&g->flags, VX_GPU_CHUNK), "allocating flags");
+  const size_t C = g->slot_cap;
+  if (!g->up) VX_CU(cudaStreamCreateWithFlags(&g->up, cudaStreamNonBlocking), "creating a stream");
+  if (!g->down)
+    VX_CU(cudaStreamCreateWithFlags(&g->down, cudaStreamNonBlocking), "creating a stream");
+  for (; g->slot_events < 4 * VX_GPU_SLOTS; g->slot_events++) {
+    vx_gpu_slot *sl = &g->slot[g->slot_events / 4];
+    const int k = g->slot_events % 4, timed = k == 1 || k == 2;
+    cudaEvent_t *ev = k == 0 ? &sl->up : k == 1 ? &sl->run0 : k == 2 ? &sl->run1 : &sl->down;
+    VX_CU(cudaEventCreateWithFlags(ev, timed ? cudaEventDefault : cudaEventDisableTiming),
+          "cudaEventCreate");
+  }
+  for (int i = 0; i < VX_GPU_SLOTS; i++) {
+    vx_gpu_slot *sl = &g->slot[i];
+    /* each on its own, so that a call after a failed one allocates what is missing */
+    if (!sl->h_points)
+      VX_CU(cudaHostAlloc((void **)&sl->h_points, C * 3 * sizeof(float), cudaHostAllocDefault),
+            "allocating pinned staging memory");
+    if (!sl->h_dist)
+      VX_CU(cudaHostAlloc((void **)&sl->h_dist, C * sizeof(float), cudaHostAllocDefault),
+            "allocating pinned staging memory");
+    if (!sl->h_count)
+      VX_CU(cudaHostAlloc((void **)&sl->h_count, 2 * sizeof(unsigned long long),
+                          cudaHostAllocDefault), "allocating pinned staging memory");
+    if (!sl->points)
+      VX_CU(cudaMalloc((void **)&sl->points, C * 3 * sizeof(float)), "allocating points");
+    if (!sl->dist) VX_CU(cudaMalloc((void **)&sl->dist, C * sizeof(float)), "allocating distances");
+    if (grad && !sl->h_grad)
+      VX_CU(cudaHostAlloc((void **)&sl->h_grad, C * 3 * sizeof(float), cudaHostAllocDefault),
+            "allocating pinned staging memory");
+    if (grad && !sl->grad)
+      VX_CU(cudaMalloc((void **)&sl->grad, C * 3 * sizeof(float)), "allocating gradients");
+    if (flags && !sl->h_flags)
+      VX_CU(cudaHostAlloc((void **)&sl->h_flags, C, cudaHostAllocDefault),
+            "allocating pinned staging memory");
+    if (flags && !sl->flags) VX_CU(cudaMalloc((void **)&sl->flags, C), "allocating flags");
+  }
 done:
+  return st;
+}
+
+/* A host copy of up to 3 arrays between the caller's memory and a slot's pinned memory, in
+ * pieces of VX_STAGE_PIECE bytes that up to VX_STAGE_THREADS threads take in turn (one core's
+ * memcpy does not reach the bus's rate). */
+typedef struct stage_copy {
+  unsigned char *dst[3];
+  const unsigned char *src[3];
+  size_t bytes[3], pieces[3];
+  int m;
+  unsigned long long next;
+} stage_copy;
+
+static void stage_add(stage_copy *c, void *dst, const void *src, size_t bytes) {
+  if (!bytes) return;
+  c->dst[c->m] = (unsigned char *)dst;
+  c->src[c->m] = (const unsigned char *)src;
+  c->bytes[c->m] = bytes;
+  c->pieces[c->m] = (bytes + VX_STAGE_PIECE - 1) / VX_STAGE_PIECE;
+  c->m++;
+}
+
+static void *stage_worker(void *arg) {
+  stage_copy *c = (stage_copy *)arg;
+  for (;;) {
+    size_t k = (size_t)__atomic_fetch_add(&c->next, 1ull, __ATOMIC_RELAXED);
+    int a = 0;
+    while (a < c->m && k >= c->pieces[a]) k -= c->pieces[a++];
+    if (a == c->m) break;
+    const size_t off = k * VX_STAGE_PIECE, len = c->bytes[a] - off < VX_STAGE_PIECE
+                                                     ? c->bytes[a] - off
+                                                     : VX_STAGE_PIECE;
+    memcpy(c->dst[a] + off, c->src[a] + off, len);
+  }
+  return NULL;
+}
+
+static void stage_run(stage_copy *c) {
+  size_t pieces = 0;
+  for (int a = 0; a < c->m; a++) pieces += c->pieces[a];
+  c->next = 0;
+  const int cap = pieces < VX_STAGE_THREADS ? (int)(pieces ? pieces : 1) : VX_STAGE_THREADS;
+  if (cap > 1) vx_parallel(vx_thread_count(0, cap), stage_worker, c);
+  else stage_worker(c);
+}
+
+/* Chunk [at, at + k) of the caller's points into slot sl, and its upload queued on g->up (sl's
+ * previous chunk is done with: its results were downloaded). */
+static vx_status slot_upload(vx_gpu_sampler *g, vx_gpu_slot *sl, const float *points, uint64_t at,
+                             uint64_t k, vx_error *err) {
+  vx_status st = VX_OK;
+  stage_copy c;
+  memset(&c, 0, sizeof c);
+  stage_add(&c, sl->h_points, points + 3 * at, (size_t)k * 3 * sizeof(float));
+  stage_run(&c);
+  sl->at = at;
+  sl->n = k;
+  VX_CU(cudaMemcpyAsync(sl->points, sl->h_points, (size_t)k * 3 * sizeof(float),
+                        cudaMemcpyHostToDevice, g->up), "uploading points");
+  VX_CU(cudaEventRecord(sl->up, g->up), "cudaEventRecord");
+done:
+  return st;
+}
+
+/* The chunk of slot sl: waits for its results, copies them to the caller's arrays, adds its
+ * counters to c (chunks come in order, so the first invalid point is the first chunk's) and its
+ * kernels' time to *ms. */
+static vx_status slot_finish(vx_gpu_slot *sl, float *dist, float *grad, uint8_t *flags,
+                             unsigned long long c[2], double *ms, vx_error *err) {
+  vx_status st = VX_OK;
+  float m = 0.0f;
+  VX_CU(cudaEventSynchronize(sl->down), "running the sampling kernel");
+  VX_CU(cudaEventElapsedTime(&m, sl->run0, sl->run1), "cudaEventElapsedTime");
+  *ms += m;
+  {
+    stage_copy cp;
+    memset(&cp, 0, sizeof cp);
+    stage_add(&cp, dist + sl->at, sl->h_dist, (size_t)sl->n * sizeof(float));
+    if (grad) stage_add(&cp, grad + 3 * sl->at, sl->h_grad, (size_t)sl->n * 3 * sizeof(float));
+    if (flags) stage_add(&cp, flags + sl->at, sl->h_flags, (size_t)sl->n);
+    stage_run(&cp);
+  }
+  c[0] += sl->h_count[0];
+  if (sl->h_count[0] && c[1] == ~0ull) c[1] = sl->h_count[1] + sl->at;
+  sl->n = 0;
+done:
+  return st;
+}
+
+/* Host arrays: chunks of VX_GPU_CHUNK points through the staging slots, so that chunk k+1's copy
+ * into pinned memory and its upload, chunk k's kernels and chunk k-1's download and copy out
+ * overlap. The kernels of one chunk run on g->stream, uploads on g->up, downloads on g->down,
+ * ordered by the slots' events. */
+static vx_status sample_host(vx_gpu_sampler *g, const vx_sample_tree *d, const float *points,
+                             uint64_t n, float *dist, float *grad, uint8_t *flags,
+                             unsigned long long c[2], double *kernel_ms, vx_error *err) {
+  vx_status st = VX_OK;
+  const uint64_t C = VX_GPU_CHUNK, chunks = (n + C - 1) / C;
+  uint64_t out = 0; /* chunks copied out */
+  if (!chunks) return VX_OK;
+  if ((st = slot_buffers(g, n < C ? (size_t)n : (size_t)C, grad != NULL, flags != NULL, err)) !=
+      VX_OK)
+    return st;
+  if ((st = slot_upload(g, &g->slot[0], points, 0, n < C ? n : C, err)) != VX_OK) goto done;
+  for (uint64_t k = 0; k < chunks; k++) {
+    vx_gpu_slot *sl = &g->slot[k % VX_GPU_SLOTS];
+    VX_CU(cudaStreamWaitEvent(g->stream, sl->up, 0), "cudaStreamWaitEvent");
+    VX_CU(cudaEventRecord(sl->run0, g->stream), "cudaEventRecord");
+    if ((st = launch(g, d, g->stream, sl->points, sl->n, sl->dist, grad ? sl->grad : NULL,
+                     flags ? sl->flags : NULL, err)) != VX_OK)
+      goto done;
+    VX_CU(cudaMemcpyAsync(sl->h_count, g->count, 2 * sizeof(unsigned long long),
+                          cudaMemcpyDeviceToHost, g->stream), "reading counters");
+    VX_CU(cudaEventRecord(sl->run1, g->stream), "cudaEventRecord");
+    VX_CU(cudaStreamWaitEvent(g->down, sl->run1, 0), "cudaStreamWaitEvent");
+    VX_CU(cudaMemcpyAsync(sl->h_dist, sl->dist, (size_t)sl->n * sizeof(float),
+                          cudaMemcpyDeviceToHost, g->down), "downloading distances");
+    if (grad)
+      VX_CU(cudaMemcpyAsync(sl->h_grad, sl->grad, (size_t)sl->n * 3 * sizeof(float),
+                            cudaMemcpyDeviceToHost, g->down), "downloading gradients");
+    if (flags)
+      VX_CU(cudaMemcpyAsync(sl->h_flags, sl->flags, (size_t)sl->n, cudaMemcpyDeviceToHost,
+                            g->down), "downloading flags");
+    VX_CU(cudaEventRecord(sl->down, g->down), "cudaEventRecord");
+    if (k + 1 < chunks) { /* while chunk k runs: chunk k + 1 - SLOTS out, chunk k + 1 in */
+      vx_gpu_slot *nx = &g->slot[(k + 1) % VX_GPU_SLOTS];
+      if (nx->n) {
+        if ((st = slot_finish(nx, dist, grad, flags, c, kernel_ms, err)) != VX_OK) goto done;
+        out++;
+      }
+      const uint64_t at = (k + 1) * C;
+      if ((st = slot_upload(g, nx, points, at, n - at < C ? n - at : C, err)) != VX_OK) goto done;
+    }
+  }
+  for (; out < chunks; out++)
+    if ((st = slot_finish(&g->slot[out % VX_GPU_SLOTS], dist, grad, flags, c, kernel_ms, err)) !=
+        VX_OK)
+      goto done;
+done:
+  if (st != VX_OK) { /* leave nothing in flight */
+    cudaStreamSynchronize(g->up);
+    cudaStreamSynchronize(g->stream);
+    cudaStreamSynchronize(g->down);
+    cudaGetLastError();
+    for (int i = 0; i < VX_GPU_SLOTS; i++) g->slot[i].n = 0;
+  }
   return st;
 }
 
@@ -461,34 +692,9 @@ extern "C" vx_status vx_gpu_sample(vx_gpu_sampler *g, const vx_sample_tree *s, i
     VX_CU(cudaStreamSynchronize(cs), "running the sampling kernel");
     VX_CU(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]), "cudaEventElapsedTime");
     kernel_ms = ms;
-  } else {
-    if ((st = chunk_buffers(g, grad != NULL, flags != NULL, err)) != VX_OK) goto done;
-    for (uint64_t at = 0; at < n; at += VX_GPU_CHUNK) {
-      uint64_t k = n - at < VX_GPU_CHUNK ? n - at : VX_GPU_CHUNK;
-      unsigned long long cc[2];
-      VX_CU(cudaMemcpyAsync(g->points, points + 3 * at, k * 3 * sizeof(float),
-                            cudaMemcpyHostToDevice, g->stream), "uploading points");
-      VX_CU(cudaEventRecord(g->ev[0], g->stream), "cudaEventRecord");
-      if ((st = launch(g, &d, g->stream, g->points, k, g->dist, grad ? g->grad : NULL,
-                       flags ? g->flags : NULL, err)) != VX_OK)
-        goto done;
-      VX_CU(cudaEventRecord(g->ev[1], g->stream), "cudaEventRecord");
-      VX_CU(cudaMemcpyAsync(dist + at, g->dist, k * sizeof(float), cudaMemcpyDeviceToHost,
-                            g->stream), "downloading distances");
-      if (grad)
-        VX_CU(cudaMemcpyAsync(grad + 3 * at, g->grad, k * 3 * sizeof(float),
-                              cudaMemcpyDeviceToHost, g->stream), "downloading gradients");
-      if (flags)
-        VX_CU(cudaMemcpyAsync(flags + at, g->flags, k, cudaMemcpyDeviceToHost, g->stream),
-              "downloading flags");
-      VX_CU(cudaMemcpyAsync(cc, g->count, sizeof cc, cudaMemcpyDeviceToHost, g->stream),
-            "reading counters");
-      VX_CU(cudaStreamSynchronize(g->stream), "running the sampling kernel");
-      VX_CU(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]), "cudaEventElapsedTime");
-      kernel_ms += ms;
-      c[0] += cc[0];
-      if (cc[0] && c[1] == ~0ull) c[1] = cc[1] + at;
-    }
+  } else if ((st = sample_host(g, &d, points, n, dist, grad, flags, c, &kernel_ms, err)) !=
+             VX_OK) {
+    goto done;
   }
   if (count) {
     count->invalid = c[0];

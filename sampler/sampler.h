@@ -9,7 +9,8 @@
  * - The tree must have passed vx_octree_validate() (the reader and the builder do this).
  * - Points are xyz float triples (world coordinates); outputs are dist[n], and when not NULL
  *   grad[3n] and flags[n] (VX_SAMPLE_* of include/voxlod/sample.h). Results do not depend on the
- *   thread count or the device, up to float contraction on the GPU.
+ *   thread count or the device: the same bits (no contraction into fused multiply-adds on either
+ *   side, sampler/CMakeLists.txt), with the band cache too.
  * - Never prints. GPU functions return VX_ERR_NO_GPU when built without CUDA or without a usable
  *   device; CUDA failures map through svo/cuda_status.cuh.
  */
@@ -82,8 +83,11 @@ typedef struct vx_gpu_sample_times {
 
 /* Samples n points; `device` 1: the four arrays are device pointers (sampled in place on
  * `stream`, a cudaStream_t, NULL: the legacy default stream); 0: host arrays, sent through the
- * device in chunks. `s` gives the cut and transform (its array pointers are replaced by the
- * view's; its cache, when set, by the copy of vx_gpu_sampler_cache). Returns when the results are written. times may be NULL. */
+ * device in chunks staged in pinned memory that the sampler keeps, sized by the largest such call
+ * so far (at most 2 x 68 MiB on the host and on the device, 2 x 116 MiB with gradients); the
+ * copies of one chunk overlap the kernels of the next. `s` gives the cut and transform (its array pointers are
+ * replaced by the view's; its cache, when set, by the copy of vx_gpu_sampler_cache). Returns when
+ * the results are written. times may be NULL. */
 vx_status vx_gpu_sample(vx_gpu_sampler *g, const vx_sample_tree *s, int device, void *stream,
                         const float *points, uint64_t n, float *dist, float *grad, uint8_t *flags,
                         vx_sample_count *count, vx_gpu_sample_times *times, vx_error *err);

@@ -5,4 +5,10 @@ vx_add_test(test_sample SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sample.c LIBS v
 if(VOXLOD_HAVE_CUDA)
   vx_add_test(test_gpu_sample SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_sample.cu LIBS vx_lib
               LABELS gpu)
+  # The GPU's bits against the CPU's, the rule and the band cache, on a scan at 64^3 .. 2048^3.
+  vx_add_test(test_gpu_sample_agree SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_sample_agree.cu
+              LIBS vx_lib LABELS gpu)
 endif()
+# The CPU sampler's builds and thread counts bit for bit, and the band cache against the rule on a
+# scan-like mesh with a thin part at several resolutions.
+vx_add_test(test_sample_agree SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sample_agree.c LIBS vx_lib)
