@@ -203,7 +203,7 @@ def phases_one(path, n, res, out_dir):
            "file": os.path.join(out_dir, "phases.npz"), "points": n, "res": res,
            "preset": "deepsdf", "normalize": "sphere", "seed": [0, 0], "opts": {},
            "band": None, "device": 0, "mem_limit": 0, "threads": 1,
-           "skip_unreliable": False}
+           "skip_unreliable": False, "unsigned": False}
     try:
         rec = _datasets._sample_one(job)
     finally:

@@ -244,6 +244,22 @@ def _surface(tree: Tree, n: int, rng: np.random.Generator) -> Tuple[np.ndarray, 
     return p.astype(np.float32), g
 
 
+def _on_triangles(tris: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n world points on the triangles tris (T, 3, 3), each triangle chosen with probability
+    proportional to its area and the point uniform on it (float64 (n, 3)): exactly on the
+    surface, as trimesh.sample.sample_surface places them."""
+    a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
+    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    cdf = np.cumsum(area)
+    if not cdf.size or not cdf[-1] > 0:
+        raise ValueError("the mesh's triangles have no area")
+    t = np.minimum(np.searchsorted(cdf, rng.uniform(0.0, cdf[-1], size=n), side="right"),
+                   cdf.size - 1)
+    u, v = rng.uniform(size=(2, n, 1))
+    su = np.sqrt(u)
+    return a[t] * (1.0 - su) + b[t] * (su * (1.0 - v)) + c[t] * (su * v)
+
+
 def _counts(n: int, shares: Sequence[float]) -> List[int]:
     s = np.asarray(shares, dtype=np.float64)
     if s.ndim != 1 or not np.all(s >= 0) or not s.sum() > 0:
@@ -264,8 +280,10 @@ def _deepsdf_counts(n: int, opts: dict) -> Tuple[Tuple[float, ...], List[int]]:
 
 
 def _points(tree: Tree, preset: str, n: int, rng: np.random.Generator, scale: float,
-            offset: np.ndarray, box: float, opts: dict) -> Dict[str, np.ndarray]:
-    """The preset's points in normalized coordinates (and normals for 'surface')."""
+            offset: np.ndarray, box: float, opts: dict,
+            tris: Optional[np.ndarray] = None) -> Dict[str, np.ndarray]:
+    """The preset's points in normalized coordinates (and normals for 'surface'); tris: the
+    mesh's triangles (world, (T, 3, 3)), where deepsdf places its surface points."""
     def to_norm(w: np.ndarray) -> np.ndarray:
         return ((w.astype(np.float64) - offset) / scale).astype(np.float32)
 
@@ -284,8 +302,8 @@ def _points(tree: Tree, preset: str, n: int, rng: np.random.Generator, scale: fl
     parts = []
     for var, k in zip(variances, counts[:-1]):
         if k:
-            p, _ = _surface(tree, k, rng)
-            q = to_norm(p) + rng.normal(0.0, np.sqrt(var), size=(k, 3)).astype(np.float32)
+            q = to_norm(_on_triangles(tris, k, rng)) + rng.normal(
+                0.0, np.sqrt(var), size=(k, 3)).astype(np.float32)
             parts.append(np.clip(q, -box, box))
     parts.append(uniform(counts[-1]))
     pts = np.concatenate(parts).astype(np.float32)
@@ -332,10 +350,14 @@ def _sample_one(job: dict) -> dict:
         # distances only: no colour pass (color=1: off)
         t = Tree(_voxlod.convert(m, int(job["res"]), 0.0, band, job["device"], job["mem_limit"],
                                  int(job["threads"]), 0, None, color=1))
+        tris = None
+        if job["preset"] == "deepsdf":
+            tris = m.vertices().reshape(-1, 3, 3).astype(np.float64)
         del m
         rng = np.random.default_rng(job["seed"])
         arrays = _points(t, job["preset"], int(job["points"]), rng, scale, offset, box,
-                         job["opts"])
+                         job["opts"], tris)
+        del tris
         world = (arrays["points"].astype(np.float64) * scale + offset).astype(np.float32)
         dev = "gpu" if job["device"] == 2 else ("cpu" if job["device"] == 1 else None)
         d, fl = t.sample(world, flags=True, device=dev)
