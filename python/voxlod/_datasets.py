@@ -245,19 +245,19 @@ def _surface(tree: Tree, n: int, rng: np.random.Generator) -> Tuple[np.ndarray, 
 
 
 def _on_triangles(tris: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """n world points on the triangles tris (T, 3, 3), each triangle chosen with probability
-    proportional to its area and the point uniform on it (float64 (n, 3)): exactly on the
-    surface, as trimesh.sample.sample_surface places them."""
+    """n world points on the triangles tris (T, 3, 3), as trimesh.sample.sample_surface places
+    them: each triangle gets a share of the points proportional to its area (a multinomial
+    draw), each point uniform on its triangle (float64 (n, 3), grouped by triangle)."""
     a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
     area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
-    cdf = np.cumsum(area)
-    if not cdf.size or not cdf[-1] > 0:
+    total = float(area.sum())
+    if not total > 0:
         raise ValueError("the mesh's triangles have no area")
-    t = np.minimum(np.searchsorted(cdf, rng.uniform(0.0, cdf[-1], size=n), side="right"),
-                   cdf.size - 1)
+    counts = rng.multinomial(n, area / total)
     u, v = rng.uniform(size=(2, n, 1))
     su = np.sqrt(u)
-    return a[t] * (1.0 - su) + b[t] * (su * (1.0 - v)) + c[t] * (su * v)
+    return (np.repeat(a, counts, axis=0) * (1.0 - su) + np.repeat(b, counts, axis=0) *
+            (su * (1.0 - v)) + np.repeat(c, counts, axis=0) * (su * v))
 
 
 def _counts(n: int, shares: Sequence[float]) -> List[int]:
