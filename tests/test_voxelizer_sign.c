@@ -14,6 +14,7 @@
  *   the same signs as a correct one (the pseudo-normal rule inverts them instead); two
  *   overlapping boxes are inside throughout, the overlap (w = 2) included.
  * - The field does not depend on threads or block size.
+ * - Two points evaluated in one walk of the tree (vx_wind_eval2) get one walk's bits each.
  *
  * `test_voxelizer_sign MESH [N]` times N (default 200000) hierarchical queries near the surface.
  */
@@ -218,6 +219,38 @@ static void winding_fast_matches_exact_on_open_meshes(void) {
     compare_points(&m, names[i], counts[i], 0.002, NULL);
     vx_soup_free(&m);
   }
+}
+
+/* vx_wind_eval2 (two points, one walk: the clean test's two sides of a face) gives each point's
+ * vx_wind_eval bits, for pairs as close as that test's and for pairs far apart. */
+static void winding_two_points_in_one_walk(void) {
+  vx_soup m = {0};
+  CHECK(meshgen_sphere_ex(&m, 0, 0, 0, 1.0, 64, 32, 0.6) == 0);
+  vx_wind_tree t;
+  vx_error err;
+  CHECK_MSG(vx_wind_build(&m, NULL, &t, &err) == VX_OK, "%s", err.msg);
+  int bad = 0;
+  for (int k = 0; k < 3000 && bad < 5; k++) {
+    double p[2][3], w0, w1;
+    random_point(&m, k % 3 != 0, 0.01, p[0]);
+    if (k % 2) {
+      random_point(&m, 1, 0.05, p[1]);
+    } else {
+      for (int i = 0; i < 3; i++) p[1][i] = p[0][i] + 2e-3 * (rnd() - 0.5);
+    }
+    for (int beta = 1; beta <= 3; beta += 2) {
+      vx_wind_eval2(t.nodes, t.tri, (const double(*)[3])p, beta, &w0, &w1);
+      double s0 = vx_wind_eval(t.nodes, t.tri, p[0], beta),
+             s1 = vx_wind_eval(t.nodes, t.tri, p[1], beta);
+      if (memcmp(&w0, &s0, sizeof w0) || memcmp(&w1, &s1, sizeof w1)) {
+        bad++;
+        CHECK_MSG(0, "beta %d: two in one walk %.17g %.17g, one walk each %.17g %.17g", beta, w0,
+                  w1, s0, s1);
+      }
+    }
+  }
+  vx_wind_free(&t);
+  vx_soup_free(&m);
 }
 
 /* ---- voxelized fields ------------------------------------------------------------------------ */
@@ -427,6 +460,7 @@ int main(int argc, char **argv) {
   if (argc >= 2) return bench(argv[1], argc > 2 ? atoi(argv[2]) : 200000);
   RUN(winding_closed_meshes_are_indicators);
   RUN(winding_fast_matches_exact_on_open_meshes);
+  RUN(winding_two_points_in_one_walk);
   RUN(field_sign_on_analytic_shapes);
   RUN(field_inverted_mesh);
   RUN(field_sign_on_messy_meshes);
