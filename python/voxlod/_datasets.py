@@ -525,7 +525,8 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
     meshes (the record says why). unsigned=True stores |distance| in `sdf` (report
     "unsigned": true) for meshes whose signs mean nothing; skip_unreliable still applies.
 
-    preset: "deepsdf" (surface points moved by Gaussians, plus a uniform share; preset_opts
+    preset: "deepsdf" (points drawn on the triangles by area, moved by Gaussians, plus a
+    uniform share; preset_opts
     {"variances": (0.0025, 0.00025), "shares": (0.475, 0.475, 0.05)}), "uniform" (in the
     box), "surface" (on the surface, with normals) or "near" (within the band). normalize:
     "sphere" (the mesh's bounding box inside the unit sphere; box [-1, 1]^3) or "cube" (inside
