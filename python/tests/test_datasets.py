@@ -208,6 +208,18 @@ def test_deepsdf_surface_points_on_the_triangles(meshes, tmp_path):
     assert np.allclose(share, (1 / 7, 2 / 7, 4 / 7), atol=0.04), share
 
 
+def test_largest_files_first(meshes, tmp_path, monkeypatch):
+    """The local engine gets the meshes largest file first (records still in input order)."""
+    root, _ = meshes
+    seen = []
+    monkeypatch.setattr(voxlod._datasets, "_run_local",
+                        lambda jobs, workers, done: seen.extend(j["path"] for j in jobs))
+    voxlod.sample_meshes(root, tmp_path, **OPTS)
+    sizes = [os.path.getsize(p) for p in seen]
+    assert len(seen) >= 4 and sizes == sorted(sizes, reverse=True)
+    assert sizes != sorted(sizes) and sorted(seen) != seen  # not the input order here
+
+
 def test_bad_inputs(meshes, tmp_path):
     root, _ = meshes
     good = root / "box.ply"

@@ -79,6 +79,13 @@ def _collect(paths: Union[str, os.PathLike, Iterable[Any]]) -> Tuple[str, List[T
     return root, items, bad
 
 
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def _shard(shard: Optional[str]) -> Tuple[int, int]:
     if shard is None:
         return 0, 1
@@ -584,6 +591,9 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
             records.append(_record(path, ok=True, file=out, skipped=True))
             continue
         jobs.append(job)
+    # Largest files first (a mesh's time grows with its size): a worker that draws the largest
+    # mesh last would finish alone while the others idle. Records are put back in input order.
+    jobs.sort(key=lambda j: -_file_size(j["path"]))
     bar = _Progress(len(jobs)) if progress and jobs else None
     done_recs: List[dict] = []
 
