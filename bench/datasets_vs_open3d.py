@@ -3,7 +3,7 @@
 meshes, in one run: meshes per second from the mesh file to the .npz on disk, and the accuracy
 of voxlod's samples.
 
-    python3 bench/datasets_vs_open3d.py [--res 256] [--points 250000] [--dask]
+    python3 bench/datasets_vs_open3d.py [--res 256] [--points 250000] [--dask] [--cpu]
                                         [--profile] [--mesh-to-sdf K] [MESH ...]
 
 What is compared. sample_meshes cannot be given points: it places them itself (preset
@@ -24,6 +24,8 @@ SAMPLE_FAR) whose exact |d| is below the band; sign agreement over the points wh
 |d| > 1 voxel, reported for all meshes and for those trimesh calls watertight. Open3D's own sign
 (ray parity) is checked against the same reference on the same points.
 
+--cpu: per mesh, the CPU seconds (all threads) of each pipeline in this process, the least of 3
+runs: the work per mesh, which a shared machine's load distorts far less than wall time.
 --dask: sample_meshes with a dask.distributed LocalCluster of 1 and then 2 worker processes
 (one thread each), cluster start-up not timed. --profile: per mesh, where sample_meshes'
 per-mesh function spends its time (1 thread, in this process), and how much of a conversion
@@ -203,7 +205,7 @@ def phases_one(path, n, res, out_dir):
            "file": os.path.join(out_dir, "phases.npz"), "points": n, "res": res,
            "preset": "deepsdf", "normalize": "sphere", "seed": [0, 0], "opts": {},
            "band": None, "device": 0, "mem_limit": 0, "threads": 1,
-           "skip_unreliable": False}
+           "skip_unreliable": False, "unsigned": False}
     try:
         rec = _datasets._sample_one(job)
     finally:
@@ -212,6 +214,32 @@ def phases_one(path, n, res, out_dir):
         raise SystemExit(f"phases: {rec['error']}")
     acc["final sample + rest"] = rec["seconds"] - sum(acc.values())
     return rec["seconds"], acc
+
+
+def cpu_seconds(paths, n, res, tmp, reps=3):
+    """CPU seconds (time.process_time: every thread of this process) of one mesh through the
+    Open3D pipeline and through sample_meshes' per-mesh function (1 conversion thread), the
+    least of `reps` runs each: the work per mesh, which a busy machine inflates far less than
+    wall time and which sets the meshes/s of a machine whose cores are all kept busy."""
+    rows = []
+    for i, p in enumerate(paths):
+        o3d_t, vx_t = [], []
+        for r in range(reps):
+            c = time.process_time()
+            open3d_one(p, os.path.join(tmp, "cpu_o3d.npz"), n, r)
+            o3d_t.append(time.process_time() - c)
+            job = {"path": os.path.abspath(p), "rel": os.path.basename(p),
+                   "file": os.path.join(tmp, "cpu_vx.npz"), "points": n, "res": res,
+                   "preset": "deepsdf", "normalize": "sphere", "seed": [r, i], "opts": {},
+                   "band": None, "device": 1, "mem_limit": 0, "threads": 1,
+                   "skip_unreliable": False, "unsigned": False}
+            c = time.process_time()
+            rec = _datasets._sample_one(job)
+            vx_t.append(time.process_time() - c)
+            if not rec["ok"]:
+                raise SystemExit(f"cpu: {rec['error']}")
+        rows.append((p, min(o3d_t), min(vx_t)))
+    return rows
 
 
 def sign_tables(path, res):
@@ -266,6 +294,8 @@ def main():
     ap.add_argument("--dask", action="store_true")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--no-accuracy", action="store_true")
+    ap.add_argument("--cpu", action="store_true",
+                    help="also the CPU seconds per mesh of both pipelines (least of 3 runs)")
     ap.add_argument("--mesh-to-sdf", type=int, default=0, metavar="K",
                     help="also time mesh_to_sdf on the K meshes with the fewest triangles")
     a = ap.parse_args()
@@ -330,6 +360,14 @@ def main():
                 print("  convert before its first 'voxelize' report / in all: " + ", ".join(
                     f"sign={k} " + ("no report" if x != x else f"{x:.2f}") + f" / {y:.2f} s"
                     for k, (x, y) in st.items()))
+        if a.cpu:
+            rows = cpu_seconds(paths, a.points, a.res, tmp)
+            print("\n| mesh | Open3D pipeline CPU s | voxlod CPU s | Open3D / voxlod |")
+            print("|---|---:|---:|---:|")
+            for p, o, v in rows:
+                print(f"| {os.path.basename(p)} | {o:.3f} | {v:.3f} | {o / v:.2f}x |")
+            to, tv = sum(r[1] for r in rows), sum(r[2] for r in rows)
+            print(f"| all | {to:.2f} | {tv:.2f} | {to / tv:.2f}x |")
         if a.mesh_to_sdf:
             try:
                 for p, t in mesh_to_sdf_runs(paths, a.points, a.mesh_to_sdf):

@@ -79,7 +79,7 @@ VX_HD int vx_crosses_other(const vx_wind_node *nodes, const double *tri, const d
  * behind and in front of its centroid is not that of a face of a closed shell). Call it only for
  * triangles whose edges already passed the manifold test. */
 VX_HD uint8_t vx_cert_triangle(const vx_wind_node *nodes, const double *tri, const double *g) {
-  double n[3], u[3], v[3], in[3], out[3];
+  double n[3], u[3], v[3], io[2][3], wi, wo;
   int i;
   for (i = 0; i < 3; i++) {
     u[i] = g[3 + i] - g[i];
@@ -92,11 +92,11 @@ VX_HD uint8_t vx_cert_triangle(const vx_wind_node *nodes, const double *tri, con
   double l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]), e = l > 0.0 ? 1e-3 * sqrt(l) / l : 0.0;
   for (i = 0; i < 3; i++) {
     double c = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
-    in[i] = c - e * n[i];
-    out[i] = c + e * n[i];
+    io[0][i] = c - e * n[i]; /* behind */
+    io[1][i] = c + e * n[i]; /* in front */
   }
   if (vx_crosses_other(nodes, tri, g)) return 0;
-  double wi = vx_wind_eval(nodes, tri, in, 1.0), wo = vx_wind_eval(nodes, tri, out, 1.0);
+  vx_wind_eval2(nodes, tri, (const double(*)[3])io, 1.0, &wi, &wo); /* two walks in one */
   if (fabs(wi - 1.0) < 0.35 && fabs(wo) < 0.35) return 1; /* beta = 1: errors <= 0.15 */
   if (fabs(wi) < 0.35 && fabs(wo + 1.0) < 0.35) return 2; /* inverted */
   return 0;

@@ -38,8 +38,11 @@ typedef struct vx_sign_data {
   uint64_t edge_count;
 } vx_sign_data;
 
-/* Pseudo-normals decide only beyond this distance (voxels); nearer corners ask the winding number. */
-#define VX_SIGN_FACE_MIN 0.1
+/* Pseudo-normals decide only beyond this distance (voxels); nearer corners ask the winding number.
+ * Near a clean face the shortcut is at its safest (the face's own jump of 1 dominates w there);
+ * the margin only keeps (p - q).n far above the rounding of the closest point q (about 1e-12
+ * voxel in double). Corners nearer than band/254 voxels quantize to 0 and need no sign at all. */
+#define VX_SIGN_FACE_MIN 0.01
 
 /* The pseudo-normal of feature `feat` (distance.h codes) of triangle `tri`. */
 VX_HD void vx_sign_normal(const vx_sign_data *s, uint64_t tri, int feat, double n[3]) {

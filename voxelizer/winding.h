@@ -123,6 +123,56 @@ VX_HD double vx_wind_eval_n(const vx_wind_node *nodes, const double *tri, const 
   return near + far * (0.25 / VX_WIND_PI);
 }
 
+/* vx_wind_eval_n at two points p[0] and p[1] (the count left out) in one walk of the tree: a node
+ * is visited once for both while both points descend into it, and each point's terms are summed
+ * in its own walk's order, so *w0 and *w1 are bit for bit vx_wind_eval's. Pays where the points
+ * are close (the two sides of a face: sign.c's clean test). */
+VX_HD void vx_wind_eval2(const vx_wind_node *nodes, const double *tri, const double p[2][3],
+                         double beta, double *w0, double *w1) {
+  uint32_t stack[VX_WIND_STACK];
+  uint8_t active[VX_WIND_STACK]; /* bit k: point k's own walk visits the node */
+  int sp = 0, k;
+  double far[2] = {0.0, 0.0}, near[2] = {0.0, 0.0};
+  const double b2 = beta * beta;
+  stack[sp] = 0;
+  active[sp++] = 3;
+  while (sp > 0) {
+    --sp;
+    const vx_wind_node *nd = nodes + stack[sp];
+    const uint32_t on = active[sp];
+    uint32_t down = 0;
+    for (k = 0; k < 2; k++) {
+      if (!(on >> k & 1u)) continue;
+      const double *q = p[k];
+      double x = (double)nd->c[0] - q[0], y = (double)nd->c[1] - q[1], z = (double)nd->c[2] - q[2];
+      double d2 = x * x + y * y + z * z, r = nd->r;
+      if (d2 > b2 * r * r) {
+        const float *m = nd->m;
+        double inv = 1.0 / sqrt(d2), inv3 = inv * inv * inv;
+        double t1 = x * nd->n[0] + y * nd->n[1] + z * nd->n[2];
+        double tr = (double)m[0] + m[4] + m[8];
+        double xmx = x * (m[0] * x + m[1] * y + m[2] * z) + y * (m[3] * x + m[4] * y + m[5] * z) +
+                     z * (m[6] * x + m[7] * y + m[8] * z);
+        far[k] += (t1 + tr) * inv3 - 3.0 * xmx * inv3 * inv * inv;
+      } else if (nd->count) {
+        const double *g = tri + (uint64_t)nd->first * 9;
+        uint32_t i;
+        for (i = 0; i < nd->count; i++, g += 9) near[k] += vx_wind_solid(g, g + 3, g + 6, q);
+      } else {
+        down |= 1u << k;
+      }
+    }
+    if (down && sp + 2 <= VX_WIND_STACK) {
+      stack[sp] = nd->first + 1;
+      active[sp++] = (uint8_t)down;
+      stack[sp] = nd->first;
+      active[sp++] = (uint8_t)down;
+    }
+  }
+  *w0 = near[0] + far[0] * (0.25 / VX_WIND_PI);
+  *w1 = near[1] + far[1] * (0.25 / VX_WIND_PI);
+}
+
 /* The same without the count. */
 VX_HD double vx_wind_eval(const vx_wind_node *nodes, const double *tri, const double p[3],
                           double beta) {

@@ -188,6 +188,38 @@ def test_presets_cube(meshes, tmp_path, preset):
             assert np.mean((fl & voxlod.SAMPLE_FAR) != 0) < 0.3
 
 
+def test_deepsdf_surface_points_on_the_triangles(meshes, tmp_path):
+    """The deepsdf preset's surface points (here not moved: variances 0) lie on the triangles,
+    spread by area: the box's faces get points in proportion to their areas."""
+    root, good = meshes
+    v, f = good["box.ply"]
+    r = voxlod.sample_meshes(root / "box.ply", tmp_path, workers=1, preset="deepsdf",
+                             preset_opts={"variances": [0.0, 0.0], "shares": [0.5, 0.5, 0.0]},
+                             **OPTS)[0]
+    assert r["ok"], r
+    with np.load(r["file"]) as z:
+        p = z["points"].astype(np.float64) * float(z["scale"]) + z["offset"]
+        scale = float(z["scale"])
+    exact = np.abs(signed_distance(p[:500], v, f)) / scale
+    assert exact.max() < 1e-5
+    # faces x = +-1 (area 0.5 each), y = +-0.5 (1 each), z = +-0.25 (2 each): 1/7, 2/7, 4/7
+    on = np.abs(np.abs(p) - (1.0, 0.5, 0.25)) < 1e-5
+    share = on.sum(0) / len(p)
+    assert np.allclose(share, (1 / 7, 2 / 7, 4 / 7), atol=0.04), share
+
+
+def test_largest_files_first(meshes, tmp_path, monkeypatch):
+    """The local engine gets the meshes largest file first (records still in input order)."""
+    root, _ = meshes
+    seen = []
+    monkeypatch.setattr(voxlod._datasets, "_run_local",
+                        lambda jobs, workers, done: seen.extend(j["path"] for j in jobs))
+    voxlod.sample_meshes(root, tmp_path, **OPTS)
+    sizes = [os.path.getsize(p) for p in seen]
+    assert len(seen) >= 4 and sizes == sorted(sizes, reverse=True)
+    assert sizes != sorted(sizes) and sorted(seen) != seen  # not the input order here
+
+
 def test_bad_inputs(meshes, tmp_path):
     root, _ = meshes
     good = root / "box.ply"

@@ -251,6 +251,22 @@ def _surface(tree: Tree, n: int, rng: np.random.Generator) -> Tuple[np.ndarray, 
     return p.astype(np.float32), g
 
 
+def _on_triangles(tris: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n world points on the triangles tris (T, 3, 3), as trimesh.sample.sample_surface places
+    them: each triangle gets a share of the points proportional to its area (a multinomial
+    draw), each point uniform on its triangle (float64 (n, 3), grouped by triangle)."""
+    a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
+    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    total = float(area.sum())
+    if not total > 0:
+        raise ValueError("the mesh's triangles have no area")
+    counts = rng.multinomial(n, area / total)
+    u, v = rng.uniform(size=(2, n, 1))
+    su = np.sqrt(u)
+    return (np.repeat(a, counts, axis=0) * (1.0 - su) + np.repeat(b, counts, axis=0) *
+            (su * (1.0 - v)) + np.repeat(c, counts, axis=0) * (su * v))
+
+
 def _counts(n: int, shares: Sequence[float]) -> List[int]:
     s = np.asarray(shares, dtype=np.float64)
     if s.ndim != 1 or not np.all(s >= 0) or not s.sum() > 0:
@@ -271,8 +287,10 @@ def _deepsdf_counts(n: int, opts: dict) -> Tuple[Tuple[float, ...], List[int]]:
 
 
 def _points(tree: Tree, preset: str, n: int, rng: np.random.Generator, scale: float,
-            offset: np.ndarray, box: float, opts: dict) -> Dict[str, np.ndarray]:
-    """The preset's points in normalized coordinates (and normals for 'surface')."""
+            offset: np.ndarray, box: float, opts: dict,
+            tris: Optional[np.ndarray] = None) -> Dict[str, np.ndarray]:
+    """The preset's points in normalized coordinates (and normals for 'surface'); tris: the
+    mesh's triangles (world, (T, 3, 3)), where deepsdf places its surface points."""
     def to_norm(w: np.ndarray) -> np.ndarray:
         return ((w.astype(np.float64) - offset) / scale).astype(np.float32)
 
@@ -291,8 +309,8 @@ def _points(tree: Tree, preset: str, n: int, rng: np.random.Generator, scale: fl
     parts = []
     for var, k in zip(variances, counts[:-1]):
         if k:
-            p, _ = _surface(tree, k, rng)
-            q = to_norm(p) + rng.normal(0.0, np.sqrt(var), size=(k, 3)).astype(np.float32)
+            q = to_norm(_on_triangles(tris, k, rng)) + rng.normal(
+                0.0, np.sqrt(var), size=(k, 3)).astype(np.float32)
             parts.append(np.clip(q, -box, box))
     parts.append(uniform(counts[-1]))
     pts = np.concatenate(parts).astype(np.float32)
@@ -339,10 +357,14 @@ def _sample_one(job: dict) -> dict:
         # distances only: no colour pass (color=1: off)
         t = Tree(_voxlod.convert(m, int(job["res"]), 0.0, band, job["device"], job["mem_limit"],
                                  int(job["threads"]), 0, None, color=1))
+        tris = None
+        if job["preset"] == "deepsdf":
+            tris = m.vertices().reshape(-1, 3, 3).astype(np.float64)
         del m
         rng = np.random.default_rng(job["seed"])
         arrays = _points(t, job["preset"], int(job["points"]), rng, scale, offset, box,
-                         job["opts"])
+                         job["opts"], tris)
+        del tris
         world = (arrays["points"].astype(np.float64) * scale + offset).astype(np.float32)
         dev = "gpu" if job["device"] == 2 else ("cpu" if job["device"] == 1 else None)
         d, fl = t.sample(world, flags=True, device=dev)
@@ -510,7 +532,8 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
     meshes (the record says why). unsigned=True stores |distance| in `sdf` (report
     "unsigned": true) for meshes whose signs mean nothing; skip_unreliable still applies.
 
-    preset: "deepsdf" (surface points moved by Gaussians, plus a uniform share; preset_opts
+    preset: "deepsdf" (points drawn on the triangles by area, moved by Gaussians, plus a
+    uniform share; preset_opts
     {"variances": (0.0025, 0.00025), "shares": (0.475, 0.475, 0.05)}), "uniform" (in the
     box), "surface" (on the surface, with normals) or "near" (within the band). normalize:
     "sphere" (the mesh's bounding box inside the unit sphere; box [-1, 1]^3) or "cube" (inside
@@ -568,8 +591,8 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
             records.append(_record(path, ok=True, file=out, skipped=True))
             continue
         jobs.append(job)
-    # Largest files first (a mesh's work grows with its size): a big mesh started last would
-    # leave every other worker idle while it runs alone.
+    # Largest files first (a mesh's time grows with its size): a worker that draws the largest
+    # mesh last would finish alone while the others idle. Records are put back in input order.
     jobs.sort(key=lambda j: -_file_size(j["path"]))
     bar = _Progress(len(jobs)) if progress and jobs else None
     done_recs: List[dict] = []
