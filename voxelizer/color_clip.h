@@ -110,15 +110,17 @@ VX_HD void clip_x_range(const double g[9], uint32_t R, int64_t *first, int64_t *
 
 /* Calls emit(ctx, P, area, x, y, z) for each part of triangle g (9 doubles, grid coordinates) of
  * positive area, in x, then y, then z order; the area is that of P (3D). Parts whose area is
- * below min_area (round-off slivers of edges on a grid plane) are skipped. only_x >= 0: only the
- * parts of slab x = only_x, the same bits as those of the whole walk (the slabs before it are
- * split off as the whole walk splits them), so that slabs can be handed to separate threads.
- * Returns the number of parts emitted (emit may be NULL: counted only). */
+ * below min_area (round-off slivers of edges on a grid plane) are skipped. Only the parts of
+ * voxels lo[a] <= coordinate a <= hi[a] on each axis are made, with the same bits as those of
+ * the whole walk (what lies before the box is split off as the whole walk splits it), so that
+ * slabs or blocks can be handed to separate threads. Returns the number of parts emitted (emit
+ * may be NULL: counted only). */
 typedef void (*clip_emit_fn)(void *ctx, const clip_poly *P, double area, uint32_t x, uint32_t y,
                              uint32_t z);
 
-VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int64_t only_x,
-                             clip_emit_fn emit, void *ctx) {
+VX_HD uint64_t clip_triangle_box(const double g[9], uint32_t R, double min_area,
+                                 const int64_t lo[3], const int64_t hi[3], clip_emit_fn emit,
+                                 void *ctx) {
   /* each axis: the rest beyond the current slab in rx[cur], split into the slab's piece and the
    * next rest in rx[1 - cur] (no copies of polygons) */
   clip_poly rx[2], ry[2], rz[2], px, py, pz;
@@ -132,14 +134,14 @@ VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int
   int64_t x0, x1, y0, y1, z0, z1;
   int cx = 0;
   clip_range(&rx[0], 0, R, &x0, &x1);
-  for (int64_t x = x0; x <= x1 && rx[cx].n >= 3 && (only_x < 0 || x <= only_x); x++) {
+  for (int64_t x = x0; x <= x1 && rx[cx].n >= 3 && x <= hi[0]; x++) {
     const clip_poly *PX = &rx[cx];
     if (x < x1) {
       clip_split(&rx[cx], 0, (double)(x + 1), &px, &rx[1 - cx]);
       cx = 1 - cx;
       PX = &px;
     }
-    if (PX->n < 3 || (only_x >= 0 && x != only_x)) continue;
+    if (PX->n < 3 || x < lo[0]) continue;
     int cy = 0;
     clip_range(PX, 1, R, &y0, &y1);
     const clip_poly *YS = PX; /* the rest; copied only when it will be split */
@@ -147,7 +149,7 @@ VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int
       ry[0] = *PX;
       YS = &ry[0];
     }
-    for (int64_t y = y0; y <= y1 && YS->n >= 3; y++) {
+    for (int64_t y = y0; y <= y1 && YS->n >= 3 && y <= hi[1]; y++) {
       const clip_poly *PY = YS;
       if (y < y1) {
         clip_split(&ry[cy], 1, (double)(y + 1), &py, &ry[1 - cy]);
@@ -155,7 +157,7 @@ VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int
         YS = &ry[cy];
         PY = &py;
       }
-      if (PY->n < 3) continue;
+      if (PY->n < 3 || y < lo[1]) continue;
       int cz = 0;
       clip_range(PY, 2, R, &z0, &z1);
       const clip_poly *ZS = PY;
@@ -163,7 +165,7 @@ VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int
         rz[0] = *PY;
         ZS = &rz[0];
       }
-      for (int64_t z = z0; z <= z1 && ZS->n >= 3; z++) {
+      for (int64_t z = z0; z <= z1 && ZS->n >= 3 && z <= hi[2]; z++) {
         const clip_poly *PZ = ZS;
         if (z < z1) {
           clip_split(&rz[cz], 2, (double)(z + 1), &pz, &rz[1 - cz]);
@@ -171,7 +173,7 @@ VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int
           ZS = &rz[cz];
           PZ = &pz;
         }
-        if (PZ->n < 3) continue;
+        if (PZ->n < 3 || z < lo[2]) continue;
         double a = clip_area(PZ);
         if (!(a > min_area)) continue;
         if (emit) emit(ctx, PZ, a, (uint32_t)x, (uint32_t)y, (uint32_t)z);
@@ -180,6 +182,14 @@ VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int
     }
   }
   return parts;
+}
+
+/* clip_triangle_box over the whole grid (only_x < 0) or over slab x = only_x. */
+VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int64_t only_x,
+                             clip_emit_fn emit, void *ctx) {
+  int64_t lo[3] = {0, 0, 0}, hi[3] = {INT64_MAX, INT64_MAX, INT64_MAX};
+  if (only_x >= 0) lo[0] = hi[0] = only_x;
+  return clip_triangle_box(g, R, min_area, lo, hi, emit, ctx);
 }
 
 #endif
