@@ -253,8 +253,9 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   int color_gpu = 0;
   if (s == VX_OK)
     s = color_pass(&mesh->soup, &o, bo.gpu, spilled ? NULL : &tree, &color_gpu, &b->notes, err);
-  const double sec_color =
-      mesh->soup.color && o.color != VX_COLOR_OFF ? vx_clock_seconds() - tc : 0.0;
+  const double sec_color = mesh->soup.color && o.color != VX_COLOR_OFF
+                               ? vx_clock_seconds() - tc + bs.sec_color
+                               : 0.0;
   if (s == VX_OK && spilled && keep_tree) {
     char lim[32];
     s = vx_error_set(err, VX_ERR_LIMIT, "the tree does not fit the memory limit (%s) in memory: "

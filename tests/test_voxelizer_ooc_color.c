@@ -11,6 +11,10 @@
  * textured (opaque, MASK cut-outs with a hole wider than several blocks, BLEND), vertex-coloured
  * and flat-coloured triangles, exact duplicates (the colour counts them, the build drops them), a
  * quad lying on the grid plane between two blocks and one whose edge runs along a block face.
+ *
+ * Built a second time as test_gpu_ooc_color (VX_TEST_OOC_GPU): the streaming builds then make
+ * their surface on the GPU (opts.gpu; the colours stay on the CPU) and must give the same bytes;
+ * skipped (77) without a usable GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "voxelizer/internal.h"
@@ -226,6 +230,9 @@ static void stream_matches(const vx_soup *m, uint32_t res, vx_color_filter f, ui
   o.threads = threads;
   o.color = 1;
   o.color_filter = f;
+#ifdef VX_TEST_OOC_GPU
+  o.gpu = 1;
+#endif
   vx_stream_build_opts x;
   memset(&x, 0, sizeof x);
   x.block_log2 = blog;
@@ -233,6 +240,12 @@ static void stream_matches(const vx_soup *m, uint32_t res, vx_color_filter f, ui
   vx_stream s;
   vx_error e;
   vx_status r = vx_voxelize_stream_ex(m, &o, tmp_root, &x, &s, NULL, &e);
+#ifdef VX_TEST_OOC_GPU
+  if (r == VX_ERR_NO_GPU) {
+    rmdir(tmp_root);
+    CHECK_SKIP("%s", e.msg);
+  }
+#endif
   CHECK_MSG(r == VX_OK, "%s", e.msg);
   if (r != VX_OK) return;
   CHECK(s.color && s.spilled == spill);

@@ -67,7 +67,8 @@ static void blk_part(void *vctx, const clip_poly *P, double area, uint32_t x, ui
 void color_block_scratch_free(color_block_scratch *s) {
   vx_free(s->recs);
   vx_free(s->tmp);
-  memset(s, 0, sizeof *s);
+  s->recs = s->tmp = NULL;
+  s->n = s->cap = s->tmp_cap = 0;
 }
 
 void color_block_free(color_block_out *o) {

@@ -12,6 +12,7 @@ VX_EXTERN_C_BEGIN
 typedef struct color_block_scratch {
   crec *recs, *tmp;
   uint64_t n, cap, tmp_cap;
+  double sec;  /* seconds spent in color_block */
 } color_block_scratch;
 
 typedef struct color_block_out {

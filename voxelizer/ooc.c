@@ -97,6 +97,7 @@ typedef struct ooc_job {
   col_patch *patch;
   uint64_t npatch, patch_cap;
   uint32_t *root_color;       /* final colour of each root (build_top) */
+  double color_sec;           /* the threads' seconds in color_block */
 } ooc_job;
 
 /* Voxelizes block k and builds and fits its subtree. codes/field are per-thread scratch. */
@@ -107,9 +108,12 @@ static vx_status color_of_block(ooc_job *j, uint64_t k, blk_result *r, color_blo
   const vx_bins *cb = j->cbins;
   if (bc >= cb->nblocks) return vx_error_set(err, VX_ERR_INVALID_ARG, "block %llu out of range",
                                             (unsigned long long)bc);
-  return color_block(j->cs, j->xf, j->depth, j->blog, bc, cb->tris + cb->off[bc],
-                     cb->off[bc + 1] - cb->off[bc], r->sub.nodes ? &r->sub : NULL, cs, &r->col,
-                     err);
+  const double t0 = vx_clock_seconds();
+  vx_status st = color_block(j->cs, j->xf, j->depth, j->blog, bc, cb->tris + cb->off[bc],
+                             cb->off[bc + 1] - cb->off[bc], r->sub.nodes ? &r->sub : NULL, cs,
+                             &r->col, err);
+  cs->sec += vx_clock_seconds() - t0;
+  return st;
 }
 
 static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, uint64_t **codes,
@@ -280,6 +284,9 @@ static void *worker(void *arg) {
   pthread_mutex_unlock(&j->mu);
   vx_free(codes);
   vx_free(field);
+  pthread_mutex_lock(&j->mu);
+  j->color_sec += cscr.sec;
+  pthread_mutex_unlock(&j->mu);
   color_block_scratch_free(&cscr);
   vx_block_release(&b);
   return NULL;
@@ -443,6 +450,37 @@ static vx_status gpu_blocks(gpu_input *g, uint32_t blog, vx_error *err) {
   return VX_OK;
 }
 
+/* With colour, the blocks of the coloured soup's bins join the GPU's blocks (without voxels: their
+ * parts' sums still count above them), as the CPU build visits every block with triangles. */
+static vx_status gpu_merge_bins(gpu_input *g, const vx_bins *cb, vx_error *err) {
+  const uint64_t cap = g->nwork + cb->nwork;
+  uint64_t *w = (uint64_t *)vx_malloc((cap ? cap : 1) * sizeof(uint64_t));
+  uint64_t *o = (uint64_t *)vx_malloc((cap + 1) * sizeof(uint64_t));
+  if (!w || !o) {
+    vx_free(w);
+    vx_free(o);
+    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block records",
+                        (unsigned long long)cap);
+  }
+  uint64_t a = 0, b = 0, n = 0;
+  while (a < g->nwork || b < cb->nwork) {
+    if (b >= cb->nwork || (a < g->nwork && g->work[a] <= cb->work[b])) {
+      if (b < cb->nwork && cb->work[b] == g->work[a]) b++;
+      w[n] = g->work[a];
+      o[n++] = g->soff[a++];
+    } else {
+      w[n] = cb->work[b++];
+      o[n++] = g->soff[a]; /* an empty range (soff[nwork] is the end) */
+    }
+  }
+  o[n] = g->soff[g->nwork];
+  vx_free(g->work);
+  vx_free(g->soff);
+  g->work = w;
+  g->soff = o;
+  g->nwork = n;
+  return VX_OK;
+}
 
 static void free_inputs(vx_bins *b, gpu_input *g) {
   vx_bins_free(b);
@@ -555,6 +593,7 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
   }
   if (st == VX_OK && own_cbins) /* the coloured soup's triangles, duplicates included */
     st = vx_bins_build(color_soup, &xf, depth, blog, limit, &cbins, err);
+  if (st == VX_OK && opts->gpu && color_soup) st = gpu_merge_bins(&gi, &cbins, err);
   if (st != VX_OK) {
     vx_sign_free(&sign);
     free_inputs(&bins, &gi);
@@ -685,6 +724,7 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
     stats->corners = opts->gpu ? gstats.corners : j.corners;
     stats->corners_wound = gstats.corners_wound;
     stats->pair_tests = opts->gpu ? gstats.pair_tests : j.pair_tests;
+    stats->sec_color = j.color_sec / (nt > 0 ? nt : 1);
     for (uint32_t l = 0; l < depth; l++) stats->nodes += out->level_count[l];
   }
   vx_free(j.root_code);

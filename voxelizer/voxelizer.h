@@ -72,6 +72,8 @@ typedef struct vx_voxelize_stats {
   double sec_gpu[5];       /* the GPU build's surface stage: upload, overlap pairs, sort and
                               voxel index, corner field, copy back to the host */
   double sec_gpu_tree[3];  /* vx_voxelize_gpu's octree on the GPU: levels, planes, copy to host */
+  double sec_color;        /* vx_voxelize_stream with colour: the blocks' colour work (inside
+                              sec_voxels / sec_tree), thread seconds over the thread count */
 } vx_voxelize_stats;
 
 /* Every refusal for triangles that overlap too much (the overlap floor of dedup.c, the winding
