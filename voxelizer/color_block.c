@@ -37,16 +37,34 @@ typedef struct blk_emit {
   uint32_t tri, sh;
   uint64_t bcode, mask;
   color_block_scratch *s;
-  int nomem;
+  int nomem, over;
 } blk_emit;
+
+/* Charges the scratch's records (recs and tmp, of cap records each) to the pool: 0 when over it. */
+static int charge(color_block_scratch *s, uint64_t cap) {
+  const uint64_t now = 2 * cap * sizeof(crec);
+  if (!s->pool || now <= s->held) return 1;
+  const uint64_t d = now - s->held;
+  const uint64_t u = __atomic_fetch_add(&s->pool->used, d, __ATOMIC_RELAXED);
+  if (s->pool->cap && u + d > s->pool->cap) {
+    __atomic_fetch_sub(&s->pool->used, d, __ATOMIC_RELAXED);
+    return 0;
+  }
+  s->held = now;
+  return 1;
+}
 
 static void blk_part(void *vctx, const clip_poly *P, double area, uint32_t x, uint32_t y,
                      uint32_t z) {
   blk_emit *e = (blk_emit *)vctx;
   color_block_scratch *s = e->s;
-  if (e->nomem) return;
+  if (e->nomem || e->over) return;
   if (s->n + 2 > s->cap) {
     uint64_t cap = s->cap * 2 + 256;
+    if (!charge(s, cap)) {
+      e->over = 1;
+      return;
+    }
     crec *b = (crec *)vx_realloc(s->recs, (size_t)cap * sizeof(crec));
     if (!b) {
       e->nomem = 1;
@@ -65,6 +83,8 @@ static void blk_part(void *vctx, const clip_poly *P, double area, uint32_t x, ui
 }
 
 void color_block_scratch_free(color_block_scratch *s) {
+  if (s->pool && s->held) __atomic_fetch_sub(&s->pool->used, s->held, __ATOMIC_RELAXED);
+  s->held = 0;
   vx_free(s->recs);
   vx_free(s->tmp);
   s->recs = s->tmp = NULL;
@@ -95,7 +115,7 @@ vx_status color_block(const color_source *cs, const vx_transform *xf, uint32_t d
   e.mask = blog ? ((uint64_t)1 << (3 * blog)) - 1 : 0;
   e.s = s;
   s->n = 0;
-  for (uint64_t i = 0; i < ntris && !e.nomem; i++) {
+  for (uint64_t i = 0; i < ntris && !e.nomem && !e.over; i++) {
     const uint64_t t = tris[i];
     double g[9];
     vx_grid_tri(soup, xf, t, g);
@@ -115,6 +135,13 @@ vx_status color_block(const color_source *cs, const vx_transform *xf, uint32_t d
   if (e.nomem)
     return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for %llu triangle parts",
                         (unsigned long long)s->n);
+  if (e.over) {
+    char a[32], b[32];
+    return vx_error_set(err, VX_ERR_LIMIT, "colour: the triangle parts of one block (more than "
+                        "%llu, %s) pass what the memory limit leaves for them (%s)",
+                        (unsigned long long)s->n, vx_bytes_text(2.0 * s->n * sizeof(crec), a, sizeof a),
+                        vx_bytes_text(s->pool ? (double)s->pool->cap : 0.0, b, sizeof b));
+  }
   const uint64_t n = s->n;
   if (n > s->tmp_cap) {
     crec *t = (crec *)vx_realloc(s->tmp, (size_t)s->cap * sizeof(crec));

@@ -8,11 +8,16 @@
 
 VX_EXTERN_C_BEGIN
 
-/* One thread's records, reused from block to block. */
+struct vx_pair_pool;
+
+/* One thread's records, reused from block to block; their bytes are charged to pool (may be NULL)
+ * while held, and a block whose parts pass the pool's cap fails with VX_ERR_LIMIT. */
 typedef struct color_block_scratch {
   crec *recs, *tmp;
   uint64_t n, cap, tmp_cap;
-  double sec;  /* seconds spent in color_block */
+  struct vx_pair_pool *pool;
+  uint64_t held;  /* bytes charged to pool */
+  double sec;     /* seconds spent in color_block */
 } color_block_scratch;
 
 typedef struct color_block_out {

@@ -232,6 +232,7 @@ static void *worker(void *arg) {
   vx_voxel *field = NULL;
   color_block_scratch cscr;
   memset(&cscr, 0, sizeof cscr);
+  cscr.pool = &j->pool;
   int ok = j->surf ? 1 : vx_block_init(&b, 1u << j->blog, j->band, j->sign);
   b.pool = &j->pool;
   pthread_mutex_lock(&j->mu);
