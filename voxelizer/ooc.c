@@ -21,11 +21,17 @@
  *    breadth-first (Morton) order, so nothing is ever sorted or merged.
  * 4. Only each block root's fit results (moments, error bound, sample box) are kept. At the end
  *    the levels 0 .. S-1 are built from the root codes and fitted above them (vx_octree_fit_top).
+ * 5. Colour (opts->color, a coloured mesh): each block also colours its subtree from the parts of
+ *    the triangles of its bin (color_block.c; the mesh as given, duplicates included, as
+ *    vx_color_tree counts them), appended beside the levels. Only the roots' colour sums are
+ *    kept; the top levels are coloured from them at the end, and the blocks whose cells take
+ *    their rgb from above level S (no opaque area in the block) get it written in then.
  * Memory: the appended levels stay in memory while they fit the budget derived from the limit
  * (including what writing the file in memory will cost later); past it every level moves to one
  * temporary file (svo/stream.c), and formats/svo_write.c later streams those files into the .svo.
  * The limit is checked before work starts, from the resident memory already in use and what the
- * build will hold whatever happens (bins, per-thread scratch, the window, the writer's buffers),
+ * build will hold whatever happens (bins, per-thread scratch, the window, the writer's buffers,
+ * with colour the mip pyramids and each thread's parts; a block's parts are charged as they grow),
  * each sized from the model: its triangles, and the surface voxels its area gives at this
  * resolution, so that a small model converts under a small limit.
  */
@@ -395,8 +401,8 @@ static double zstd19_bytes(double sect) {
 }
 
 /* What writing the .svo (formats/svo_write.c) holds besides the levels themselves, for a tree of
- * about `vox` surface voxels: raw bytes R = 8 per voxel + 12 per node (about vox / 3 nodes), the
- * largest section (the voxels) S = 8 vox. The zstd level and workers follow the writer's default
+ * about `vox` surface voxels: raw bytes R = 8 per voxel + 12 per node (about vox / 3 nodes), and
+ * 4 per cell with colour, the largest section (the voxels) S = 8 vox. The zstd level and workers follow the writer's default
  * rule (formats/svo_codec.h: level 19 under 8 MiB raw, 9 under 64 MiB, 3 with up to 16 workers
  * above); a level the caller asks the writer for is not known here. Measured with zstd 1.5:
  * - the compression context: zstd19_bytes(S); level 9: 12.5 MiB; level 3 single-threaded:
@@ -406,8 +412,8 @@ static double zstd19_bytes(double sect) {
  *   pieces in and out;
  * - 1 MiB of record scratch, and a checksum context per level (a compressed frame, streamed:
  *   its window of at most 512 KiB, a 128 KiB block, small tables). */
-static double writer_bytes(double vox, uint32_t depth) {
-  const double raw = 12.0 * vox, sect = 8.0 * vox;
+static double writer_bytes(double vox, uint32_t depth, int color) {
+  const double raw = (color ? 12.0 + 16.0 / 3.0 : 12.0) * vox, sect = 8.0 * vox;
   double zstd, bufs = 2.0 * sect;
   if (raw < 8.0 * MIB_BYTES) {
     zstd = zstd19_bytes(sect);
@@ -419,7 +425,8 @@ static double writer_bytes(double vox, uint32_t depth) {
     if (w) bufs = 2.0 * MIB_BYTES;
   }
   double check = 192.0 * 1024.0 + (sect / 2 < 512.0 * 1024.0 ? sect / 2 : 512.0 * 1024.0);
-  return zstd + bufs + MIB_BYTES + (double)(depth + 2) * check;
+  /* colour sections from a stream: batches of parents and colours (cdiff), 1.5 MiB */
+  return zstd + bufs + MIB_BYTES + (double)(depth + 2) * check + (color ? 1.5 * MIB_BYTES : 0.0);
 }
 
 /* The GPU build's surface cut into the blocks the workers take: the blocks holding voxels, in
@@ -528,7 +535,7 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
   const int nt_max = thread_count(opts, (uint64_t)1 << 3 * (depth - blog));
   const double vox = limit ? expected_voxels(mesh, &xf, depth) : 0.0;
   const double blk_vox = 0.25 * B * B * B < vox ? 0.25 * B * B * B : vox;
-  const double writer = writer_bytes(vox, depth);
+  const double writer = writer_bytes(vox, depth, color_soup != NULL);
   /* the GPU build's surface comes back to host memory whole (codes and corners, 16 B a voxel) */
   const double gpu_surface = opts->gpu ? 16.0 * vox : 0.0;
   /* colour: the mip pyramids, a second set of bins when the build's cannot serve (its triangles
