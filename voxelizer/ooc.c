@@ -303,7 +303,7 @@ static void *worker(void *arg) {
  * roots' results. The stream takes the node array. */
 static vx_status build_top(ooc_job *j, vx_error *err) {
   const uint32_t S = j->split, D = j->depth;
-  uint64_t counts[VX_MAX_DEPTH + 1];
+  uint64_t counts[VX_MAX_DEPTH + 1] = {0};
   if (S == 0) { /* one block is the whole grid: its root is the tree's root */
     if (j->nroots != 1)
       return vx_error_set(err, VX_ERR_INVALID_ARG, "%llu roots for a one-block grid",
