@@ -175,5 +175,22 @@ else
   bad "--mem-limit section needs python3 (not found)"
 fi
 
+# ---- colour out of core: the smallest --mem-limit that converts a coloured mesh spills its levels,
+# and the file is the one converted without a limit, byte for byte
+col_mesh="$(dirname "$DATA")/tests/data/meshes/scene.glb"
+if "$VOXLOD" convert "$col_mesh" "$T/cfull.svo" --res 512 -q 2>"$T/err" &&
+   "$VOXLOD" stats "$T/cfull.svo" | grep -q "colour: yes"; then
+  lo=16 hi=4096
+  while [ $((hi - lo)) -gt 1 ]; do
+    mid=$(((lo + hi) / 2))
+    if "$VOXLOD" convert "$col_mesh" "$T/cooc.svo" --res 512 --mem-limit ${mid}M >/dev/null 2>&1
+    then hi=$mid; else lo=$mid; fi
+  done
+  if "$VOXLOD" convert "$col_mesh" "$T/cooc.svo" --res 512 --mem-limit ${hi}M >"$T/out" 2>&1 &&
+     grep -q "built out of core" "$T/out" && cmp -s "$T/cfull.svo" "$T/cooc.svo"; then
+    ok "coloured mesh out of core (--mem-limit ${hi}M): the file converted in memory"
+  else bad "coloured mesh out of core (--mem-limit ${hi}M)"; cat "$T/out"; fi
+else bad "coloured mesh converts with colour"; cat "$T/err"; fi
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
