@@ -60,7 +60,8 @@ typedef struct blk_result {
 /* A block whose colours take their rgb from above level S: where they lie in the levels. */
 typedef struct col_patch {
   uint64_t root;        /* its root's index among the roots */
-  uint64_t first[9], count[9]; /* per level S + i (the voxels last): its colours */
+  uint64_t first[9], count[9]; /* per level S + i (the voxels last; blog <= 8, as the bins
+                                  check): its colours */
 } col_patch;
 
 typedef struct ooc_job {
@@ -93,7 +94,7 @@ typedef struct ooc_job {
   vx_progress_fn progress;
   void *user;
   vx_pair_pool pool;          /* the blocks' overlap pairs against the limit */
-  /* colour (cs NULL: a grey tree) */
+  /* colour (color 0: a grey tree) */
   const color_source *cs;     /* while the blocks run */
   int color;
   vx_color_filter cfilter;
@@ -106,7 +107,6 @@ typedef struct ooc_job {
   double color_sec;           /* the threads' seconds in color_block */
 } ooc_job;
 
-/* Voxelizes block k and builds and fits its subtree. codes/field are per-thread scratch. */
 /* Block k's colours (j->cs) from its subtree r->sub (none when it has no voxels). */
 static vx_status color_of_block(ooc_job *j, uint64_t k, blk_result *r, color_block_scratch *cs,
                                 vx_error *err) {
@@ -122,6 +122,8 @@ static vx_status color_of_block(ooc_job *j, uint64_t k, blk_result *r, color_blo
   return st;
 }
 
+/* Voxelizes block k and builds and fits its subtree, and colours it (j->cs). codes/field/cscr are
+ * per-thread scratch. */
 static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, uint64_t **codes,
                            vx_voxel **field, uint64_t *cap, color_block_scratch *cscr,
                            vx_error *err) {
