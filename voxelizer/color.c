@@ -8,6 +8,8 @@
  *    Triangles are handed to the threads in chunks of COLOR_CHUNK; each chunk's records go to a
  *    block of their own (charged against the memory limit as they are made), gathered in chunk
  *    order afterwards, so their order does not depend on the thread count.
+ *    (The streaming build makes the same records block by block, each block's from the
+ *    triangles of its bin clipped against its box: color_block.c.)
  * 2. The colour of a part (color_part.h, shared with the GPU): a material colour is constant;
  *    vertex colours are linear over the triangle, so their mean over a part is their value at its
  *    centroid; a texture is
