@@ -266,6 +266,11 @@ vx_status vx_stream_take_tree(vx_stream *s, vx_octree *out, vx_error *err) {
   if (s->spilled)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "the stream was spilled to files: no tree");
   const uint32_t D = s->depth;
+  for (uint32_t l = 0; s->color && l <= D; l++)
+    if (s->color_count[l] != s->level_count[l])
+      return vx_error_set(err, VX_ERR_INVALID_ARG, "level %u holds %llu colours for %llu cells", l,
+                          (unsigned long long)s->color_count[l],
+                          (unsigned long long)s->level_count[l]);
   out->depth = D;
   out->levels_loaded = D + 1;
   for (uint32_t l = 0; l <= D; l++) out->level_count[l] = s->level_count[l];
