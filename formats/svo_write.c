@@ -7,8 +7,8 @@
  * rebuilds them from the masks). Voxels are stored as they lie in memory, 8 corner bytes each.
  * A coloured tree adds one section per level after the voxels: each cell's RGBA8 minus its
  * parent's, as byte planes (svo_codec.h); from a stream, read back with the parents' masks and
- * colours in batches (cdiff), so that no level needs to be in memory. The layouts were chosen by measurement
- * (SVO_FORMAT.md, "Why this layout").
+ * colours in batches (cdiff), so that no level needs to be in memory. The layouts were chosen by
+ * measurement (SVO_FORMAT.md, "Why this layout").
  *
  * Compression. Each level is one zstd frame with its content size and checksum, at the level
  * vx_svo_zstd_level picks, with zstd worker threads for big files. zstd's output depends on how
@@ -214,7 +214,8 @@ static vx_status pack_level(const source *q, uint32_t l, uint8_t *raw, vx_node *
     for (uint64_t i = 0; i < n && st == VX_OK; i++) {
       uint32_t c, p;
       if ((st = cdiff_next(&g, &c, &p, err)) != VX_OK) break;
-      for (int b = 0; b < 4; b++) raw[(uint64_t)b * n + i] = (uint8_t)((c >> (8 * b)) - (p >> (8 * b)));
+      for (int b = 0; b < 4; b++)
+        raw[(uint64_t)b * n + i] = (uint8_t)((c >> (8 * b)) - (p >> (8 * b)));
     }
     cdiff_free(&g);
     return st;

@@ -102,7 +102,8 @@ vx_status vx_stream_read(vx_stream *s, uint32_t level, uint64_t first, uint64_t 
                          vx_error *err);
 
 /* Turns a stream that never spilled into a linked vx_octree (xf, band and prune_error copied,
- * colours into node_color / voxel_color when kept), moving its buffers: s keeps nothing. VX_ERR_INVALID_ARG when spilled. */
+ * colours into node_color / voxel_color when kept), moving its buffers: s keeps nothing.
+ * VX_ERR_INVALID_ARG when spilled. */
 vx_status vx_stream_take_tree(vx_stream *s, vx_octree *out, vx_error *err);
 
 /* Releases memory and closes (hence deletes) the level files. free of a zeroed stream is a no-op. */

@@ -41,7 +41,7 @@ static uint32_t rgba(uint32_t r, uint32_t g, uint32_t b, uint32_t a) {
   return r | g << 8 | b << 16 | a << 24;
 }
 
-/* ---- generated coloured soups ----------------------------------------------------------------- */
+/* ---- generated coloured soups ---------------------------------------------------------------- */
 
 typedef struct soupb {
   float *pos, *uv;
@@ -134,7 +134,8 @@ static void make_soup(vx_soup *s, int corners) {
     quad(&b, p0, e1, e2, 1);
   }
   { /* a slanted opaque quad through block corners */
-    const double p0[3] = {0.0625, 0.75, 0.0625}, e1[3] = {0.875, 0.125, 0}, e2[3] = {0, 0.125, 0.875};
+    const double p0[3] = {0.0625, 0.75, 0.0625}, e1[3] = {0.875, 0.125, 0},
+                 e2[3] = {0, 0.125, 0.875};
     quad(&b, p0, e1, e2, 0);
   }
   const uint64_t n0 = b.n;
@@ -156,7 +157,8 @@ static void make_soup(vx_soup *s, int corners) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     uint32_t r = i / N, col = i % N, x = (uint32_t)(seed >> 33);
     int hole = r >= 8 && r < 24 && col >= 8 && col < 24;
-    c->textures[0].rgba[i] = rgba(x & 255, x >> 8 & 255, x >> 16 & 255, hole ? 0 : 200 + (x >> 24) % 56);
+    c->textures[0].rgba[i] =
+        rgba(x & 255, x >> 8 & 255, x >> 16 & 255, hole ? 0 : 200 + (x >> 24) % 56);
   }
   c->texture_count = 1;
   vx_material m[5] = {{0xffffffffu, 0, VX_ALPHA_OPAQUE, 0.5f},
@@ -182,7 +184,7 @@ static void make_soup(vx_soup *s, int corners) {
   free(b.corner);
 }
 
-/* ---- the comparisons -------------------------------------------------------------------------- */
+/* ---- the comparisons ------------------------------------------------------------------------- */
 
 static uint8_t *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");

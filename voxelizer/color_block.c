@@ -139,7 +139,8 @@ vx_status color_block(const color_source *cs, const vx_transform *xf, uint32_t d
     char a[32], b[32];
     return vx_error_set(err, VX_ERR_LIMIT, "colour: the triangle parts of one block (more than "
                         "%llu, %s) pass what the memory limit leaves for them (%s)",
-                        (unsigned long long)s->n, vx_bytes_text(2.0 * s->n * sizeof(crec), a, sizeof a),
+                        (unsigned long long)s->n,
+                        vx_bytes_text(2.0 * (double)s->n * sizeof(crec), a, sizeof a),
                         vx_bytes_text(s->pool ? (double)s->pool->cap : 0.0, b, sizeof b));
   }
   const uint64_t n = s->n;

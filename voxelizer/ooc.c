@@ -404,9 +404,9 @@ static double zstd19_bytes(double sect) {
 
 /* What writing the .svo (formats/svo_write.c) holds besides the levels themselves, for a tree of
  * about `vox` surface voxels: raw bytes R = 8 per voxel + 12 per node (about vox / 3 nodes), and
- * 4 per cell with colour, the largest section (the voxels) S = 8 vox. The zstd level and workers follow the writer's default
- * rule (formats/svo_codec.h: level 19 under 8 MiB raw, 9 under 64 MiB, 3 with up to 16 workers
- * above); a level the caller asks the writer for is not known here. Measured with zstd 1.5:
+ * 4 per cell with colour, the largest section (the voxels) S = 8 vox. The zstd level and workers
+ * follow the writer's default rule (formats/svo_codec.h: level 19 under 8 MiB raw, 9 under
+ * 64 MiB, 3 with up to 16 workers above); a level the caller asks the writer for is not known here. Measured with zstd 1.5:
  * - the compression context: zstd19_bytes(S); level 9: 12.5 MiB; level 3 single-threaded:
  *   1.2 MiB; level 3 with w workers streaming a large level: 56 MiB (w = 2), 82 (4), 183 (16),
  *   bounded by 12 MiB * (w + 3);
