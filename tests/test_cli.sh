@@ -186,10 +186,15 @@ if "$VOXLOD" convert "$col_mesh" "$T/cfull.svo" --res 512 -q 2>"$T/err" &&
     if "$VOXLOD" convert "$col_mesh" "$T/cooc.svo" --res 512 --mem-limit ${mid}M >/dev/null 2>&1
     then hi=$mid; else lo=$mid; fi
   done
-  if "$VOXLOD" convert "$col_mesh" "$T/cooc.svo" --res 512 --mem-limit ${hi}M >"$T/out" 2>&1 &&
-     grep -q "built out of core" "$T/out" && cmp -s "$T/cfull.svo" "$T/cooc.svo"; then
-    ok "coloured mesh out of core (--mem-limit ${hi}M): the file converted in memory"
-  else bad "coloured mesh out of core (--mem-limit ${hi}M)"; cat "$T/out"; fi
+  # the resident size moves a little from run to run: a few limits just above the boundary
+  spilled=""
+  for m in $hi $((hi + 2)) $((hi + 4)) $((hi + 8)); do
+    if "$VOXLOD" convert "$col_mesh" "$T/cooc.svo" --res 512 --mem-limit ${m}M >"$T/out" 2>&1 &&
+       grep -q "built out of core" "$T/out"; then spilled=$m; break; fi
+  done
+  if [ -n "$spilled" ] && cmp -s "$T/cfull.svo" "$T/cooc.svo"; then
+    ok "coloured mesh out of core (--mem-limit ${spilled}M): the file converted in memory"
+  else bad "coloured mesh out of core (--mem-limit ${hi}M..$((hi + 8))M, spilled at '$spilled')"; cat "$T/out"; fi
 else bad "coloured mesh converts with colour"; cat "$T/err"; fi
 
 echo "$passes passed, $fails failed"
