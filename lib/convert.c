@@ -18,8 +18,8 @@
  * 5. Colour (when the mesh has it and opts.color allows): the streaming build colours its blocks
  *    as it goes (voxelizer/color_block.c), whether its levels stay in memory or spill, and pruning
  *    keeps the colours; a tree built whole on the GPU is coloured by vx_color_tree (its parts made
- *    on the GPU), and stays grey (a note) when that colour does not fit the memory limit. Every
- *    path gives the same bytes.
+ *    on the GPU); either stays grey (a note) when its colour does not fit the memory limit (the
+ *    streaming build is then run again without colour). Every path gives the same bytes.
  * 6. The .svo file through the one writer (svo_write.c), from the tree or the spilled stream.
  */
 #include "lib/internal.h"
@@ -226,7 +226,21 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   vx_stream stream;
   memset(&stream, 0, sizeof stream);
   int gpu_tree = 0;
-  s = build(&mesh->soup, &bo, o.device, tmp_dir, &tree, &stream, &gpu_tree, &bs, &b->notes, err);
+  vx_error be;
+  memset(&be, 0, sizeof be);
+  s = build(&mesh->soup, &bo, o.device, tmp_dir, &tree, &stream, &gpu_tree, &bs, &b->notes, &be);
+  int grey = 0; /* the colour did not fit: the tree is built grey (a note), as the pass's would */
+  if (s == VX_ERR_LIMIT && bo.color && !vx_voxelize_refused_overlap(&be)) {
+    vx_error ce = be;
+    bo.color = 0;
+    s = build(&mesh->soup, &bo, o.device, tmp_dir, &tree, &stream, &gpu_tree, &bs, &b->notes,
+              &be);
+    if (s == VX_OK) {
+      vx_notes_add(&b->notes, "colour not computed (%s): a grey tree", ce.msg);
+      grey = 1;
+    }
+  }
+  if (s != VX_OK && err) *err = be;
   vx_free(tmp_dir);
   if (bs.duplicates)
     vx_notes_add(&b->notes, "%llu exact duplicate triangle%s dropped (the same vertices in the "
@@ -251,9 +265,9 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   const double tc = vx_clock_seconds();
   /* the colour pass's parts on the device that built the tree */
   int color_gpu = 0;
-  if (s == VX_OK)
+  if (s == VX_OK && !grey)
     s = color_pass(&mesh->soup, &o, bo.gpu, spilled ? NULL : &tree, &color_gpu, &b->notes, err);
-  const double sec_color = mesh->soup.color && o.color != VX_COLOR_OFF
+  const double sec_color = mesh->soup.color && o.color != VX_COLOR_OFF && !grey
                                ? vx_clock_seconds() - tc + bs.sec_color
                                : 0.0;
   if (s == VX_OK && spilled && keep_tree) {
