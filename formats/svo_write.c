@@ -6,8 +6,9 @@
  * record per node (errors, flags, normal, plane offset); child indices are not stored (the reader
  * rebuilds them from the masks). Voxels are stored as they lie in memory, 8 corner bytes each.
  * A coloured tree adds one section per level after the voxels: each cell's RGBA8 minus its
- * parent's, as byte planes (svo_codec.h). The layouts were chosen by measurement
- * (SVO_FORMAT.md, "Why this layout").
+ * parent's, as byte planes (svo_codec.h); from a stream, read back with the parents' masks and
+ * colours in batches (cdiff), so that no level needs to be in memory. The layouts were chosen by
+ * measurement (SVO_FORMAT.md, "Why this layout").
  *
  * Compression. Each level is one zstd frame with its content size and checksum, at the level
  * vx_svo_zstd_level picks, with zstd worker threads for big files. zstd's output depends on how
@@ -64,7 +65,7 @@ int vx_svo_zstd_workers(uint64_t raw_total) {
  * coloured tree adds D+1 .. 2D+1, the colours of levels 0 .. D. */
 typedef struct source {
   const vx_octree *t; /* a tree in memory, or */
-  vx_stream *s;       /* a stream (never coloured) */
+  vx_stream *s;       /* a stream (coloured when s->color) */
   uint32_t depth;
   uint32_t sections;  /* D+1, or 2(D+1) with colour */
   int color;
@@ -74,6 +75,73 @@ typedef struct source {
 static uint64_t raw_size(const source *q, uint32_t sec) {
   if (sec > q->depth) return q->count[sec - q->depth - 1] * VX_SVO_COLOR_RECORD;
   return q->count[sec] * (sec < q->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD);
+}
+
+/* The colours of a stream's level cl in order, each with its parent's colour (0 past the
+ * parents' children, and on level 0), as vx_svo_pack_colors pairs them: batches of the level's
+ * colours and of the parents' nodes and colours read as they are needed. */
+typedef struct cdiff {
+  vx_stream *s;
+  uint32_t cl;
+  uint64_t i, n;           /* the next cell; the level's count */
+  uint64_t k, nup;         /* the next parent; the parents' count */
+  uint32_t left, pc;       /* children of the current parent still to come; its colour */
+  vx_node *pn;             /* BATCH parents from pfirst */
+  uint32_t *pcol, *cc;     /* BATCH parents' colours; BATCH cells' colours from cfirst */
+  uint64_t pfirst, pcount, cfirst, ccount;
+} cdiff;
+
+static void cdiff_free(cdiff *g) {
+  vx_free(g->pn);
+  vx_free(g->pcol);
+  vx_free(g->cc);
+  memset(g, 0, sizeof *g);
+}
+
+static vx_status cdiff_start(cdiff *g, vx_stream *s, uint32_t cl, vx_error *err) {
+  vx_node *pn = g->pn;
+  uint32_t *pcol = g->pcol, *cc = g->cc;
+  memset(g, 0, sizeof *g);
+  g->s = s;
+  g->cl = cl;
+  g->n = s->level_count[cl];
+  g->nup = cl ? s->level_count[cl - 1] : 0;
+  g->pn = pn ? pn : (vx_node *)vx_malloc(BATCH * sizeof(vx_node));
+  g->pcol = pcol ? pcol : (uint32_t *)vx_malloc(BATCH * sizeof(uint32_t));
+  g->cc = cc ? cc : (uint32_t *)vx_malloc(BATCH * sizeof(uint32_t));
+  if (!g->pn || !g->pcol || !g->cc) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  return VX_OK;
+}
+
+static vx_status cdiff_next(cdiff *g, uint32_t *c, uint32_t *p, vx_error *err) {
+  vx_status st;
+  if (g->i >= g->cfirst + g->ccount) {
+    uint64_t k = g->n - g->i < BATCH ? g->n - g->i : BATCH;
+    if ((st = vx_stream_read_color(g->s, g->cl, g->i, k, g->cc, err)) != VX_OK) return st;
+    g->cfirst = g->i;
+    g->ccount = k;
+  }
+  *c = g->cc[g->i - g->cfirst];
+  *p = 0;
+  while (g->left == 0 && g->k < g->nup) {
+    if (g->k >= g->pfirst + g->pcount) {
+      uint64_t k = g->nup - g->k < BATCH ? g->nup - g->k : BATCH;
+      if ((st = vx_stream_read(g->s, g->cl - 1, g->k, k, g->pn, err)) != VX_OK ||
+          (st = vx_stream_read_color(g->s, g->cl - 1, g->k, k, g->pcol, err)) != VX_OK)
+        return st;
+      g->pfirst = g->k;
+      g->pcount = k;
+    }
+    g->left = vx_popcount8(vx_node_mask(g->pn[g->k - g->pfirst].info));
+    g->pc = g->pcol[g->k - g->pfirst];
+    g->k++;
+  }
+  if (g->left) {
+    *p = g->pc;
+    g->left--;
+  }
+  g->i++;
+  return VX_OK;
 }
 
 /* The colours of colour section sec (trees only). */
@@ -137,6 +205,21 @@ static void *pack_worker(void *arg) {
  * from the parents' colours in byte planes (svo_codec.h). */
 static vx_status pack_level(const source *q, uint32_t l, uint8_t *raw, vx_node *scratch,
                             uint64_t *children, vx_error *err) {
+  if (l > q->depth && q->s) { /* a stream's colours, in one pass */
+    const uint32_t cl = l - q->depth - 1;
+    const uint64_t n = q->count[cl];
+    cdiff g;
+    memset(&g, 0, sizeof g);
+    vx_status st = cdiff_start(&g, q->s, cl, err);
+    for (uint64_t i = 0; i < n && st == VX_OK; i++) {
+      uint32_t c, p;
+      if ((st = cdiff_next(&g, &c, &p, err)) != VX_OK) break;
+      for (int b = 0; b < 4; b++)
+        raw[(uint64_t)b * n + i] = (uint8_t)((c >> (8 * b)) - (p >> (8 * b)));
+    }
+    cdiff_free(&g);
+    return st;
+  }
   if (l > q->depth) {
     const uint32_t cl = l - q->depth - 1; /* the cells' level */
     const vx_octree *t = q->t;
@@ -184,13 +267,27 @@ typedef struct piece_reader {
   uint64_t count, pos; /* raw bytes produced so far */
   vx_node *scratch;    /* BATCH records */
   uint64_t children;   /* popcount sum of the masks produced */
+  cdiff g;             /* colour sections: the current byte plane's walk */
 } piece_reader;
 
 static vx_status piece_fill(piece_reader *r, uint8_t *dst, size_t n, vx_error *err) {
   const source *q = r->q;
   while (n) {
     vx_status st;
-    if (r->level == q->depth) { /* voxels: as they are */
+    if (r->level > q->depth) { /* colours: byte plane b of cell i, each plane walked anew */
+      const uint32_t cl = r->level - q->depth - 1;
+      const uint64_t cnt = q->count[cl], b = r->pos / cnt, i = r->pos % cnt;
+      if (i == 0 && (st = cdiff_start(&r->g, q->s, cl, err)) != VX_OK) return st;
+      uint64_t k = cnt - i < n ? cnt - i : n;
+      for (uint64_t m = 0; m < k; m++) {
+        uint32_t c, p;
+        if ((st = cdiff_next(&r->g, &c, &p, err)) != VX_OK) return st;
+        dst[m] = (uint8_t)((c >> (8 * b)) - (p >> (8 * b)));
+      }
+      dst += k;
+      n -= (size_t)k;
+      r->pos += k;
+    } else if (r->level == q->depth) { /* voxels: as they are */
       uint64_t first = r->pos / 8, k = n / 8 < BATCH ? n / 8 : BATCH;
       if ((st = source_read(q, r->level, first, k, dst, err)) != VX_OK) return st;
       dst += 8 * k;
@@ -438,6 +535,7 @@ static vx_status level_pieces(writer *w, uint32_t l, uint64_t *children, vx_erro
   }
   w->zsize[l] = w->staged - start;
   *children = r.children;
+  cdiff_free(&r.g);
   return st;
 }
 
@@ -661,6 +759,12 @@ static vx_status encode(writer *w, const vx_octree *t, vx_stream *s, int zstd_le
     w->q.s = s;
     w->q.depth = s->depth;
     w->q.count = s->level_count;
+    w->q.color = s->color;
+    for (uint32_t l = 0; s->color && l <= s->depth; l++)
+      if (s->color_count[l] != s->level_count[l])
+        return vx_error_set(err, VX_ERR_INVALID_ARG, "level %u holds %llu colours for %llu cells",
+                            l, (unsigned long long)s->color_count[l],
+                            (unsigned long long)s->level_count[l]);
     w->tmp_dir = s->tmp_dir;
     band = s->band;
     prune = s->prune_error;

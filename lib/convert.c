@@ -15,9 +15,11 @@
  *    they and the later write fit the memory limit, else they spill to temporary files beside
  *    the output (or opts->temp_dir); a limit too small even for that is refused at once.
  * 4. Pruning on the tree in memory, or level by level on a spilled stream.
- * 5. Colour (when the mesh has it and opts.color allows): vx_color_tree on the final tree in
- *    memory, whichever device built it; a spilled tree stays grey (a note), and so does one whose
- *    colour does not fit the memory limit.
+ * 5. Colour (when the mesh has it and opts.color allows): the streaming build colours its blocks
+ *    as it goes (voxelizer/color_block.c), whether its levels stay in memory or spill, and pruning
+ *    keeps the colours; a tree built whole on the GPU is coloured by vx_color_tree (its parts made
+ *    on the GPU); either stays grey (a note) when its colour does not fit the memory limit (the
+ *    streaming build is then run again without colour). Every path gives the same bytes.
  * 6. The .svo file through the one writer (svo_write.c), from the tree or the spilled stream.
  */
 #include "lib/internal.h"
@@ -148,8 +150,8 @@ static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device devi
 
 /* Colours the final tree (vx_color_tree_ex), its triangle parts made on the GPU when `gpu` is set
  * (*on_gpu set) and on the CPU otherwise or when the GPU cannot (a note): the same bytes either
- * way. A tree built out of core (tree NULL) stays grey, as does one whose colour
- * does not fit the memory limit: a note, not a failed conversion. */
+ * way. A tree the streaming build coloured already (tree NULL when spilled) is left as it is; one
+ * whose colour does not fit the memory limit stays grey: a note, not a failed conversion. */
 static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, int gpu,
                             vx_octree *tree, int *on_gpu, vx_notes *notes, vx_error *err) {
   if (!soup->color || o->color == VX_COLOR_OFF) return VX_OK;
@@ -159,10 +161,7 @@ static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, int g
     if (len) vx_notes_add(notes, "%.*s", (int)(len < 400 ? len : 400), w);
     w += len + (end != NULL);
   }
-  if (!tree) {
-    vx_notes_add(notes, "colour is not computed for trees built out of core: a grey tree");
-    return VX_OK;
-  }
+  if (!tree || tree->node_color) return VX_OK; /* coloured by the streaming build */
   if (o->progress && o->progress(o->user, "colouring", 0.0))
     return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted before colouring");
   vx_error ce, gn;
@@ -218,6 +217,8 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   bo.progress = o.progress;
   bo.user = o.user;
   bo.sign_rule = o.sign_rule;
+  bo.color = mesh->soup.color && o.color != VX_COLOR_OFF; /* the streaming build's colour */
+  bo.color_filter = o.color_filter;
   vx_voxelize_stats bs;
   memset(&bs, 0, sizeof bs);
   vx_octree tree;
@@ -225,7 +226,21 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   vx_stream stream;
   memset(&stream, 0, sizeof stream);
   int gpu_tree = 0;
-  s = build(&mesh->soup, &bo, o.device, tmp_dir, &tree, &stream, &gpu_tree, &bs, &b->notes, err);
+  vx_error be;
+  memset(&be, 0, sizeof be);
+  s = build(&mesh->soup, &bo, o.device, tmp_dir, &tree, &stream, &gpu_tree, &bs, &b->notes, &be);
+  int grey = 0; /* the colour did not fit: the tree is built grey (a note), as the pass's would */
+  if (s == VX_ERR_LIMIT && bo.color && !vx_voxelize_refused_overlap(&be)) {
+    vx_error ce = be;
+    bo.color = 0;
+    s = build(&mesh->soup, &bo, o.device, tmp_dir, &tree, &stream, &gpu_tree, &bs, &b->notes,
+              &be);
+    if (s == VX_OK) {
+      vx_notes_add(&b->notes, "colour not computed (%s): a grey tree", ce.msg);
+      grey = 1;
+    }
+  }
+  if (s != VX_OK && err) *err = be;
   vx_free(tmp_dir);
   if (bs.duplicates)
     vx_notes_add(&b->notes, "%llu exact duplicate triangle%s dropped (the same vertices in the "
@@ -250,10 +265,11 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   const double tc = vx_clock_seconds();
   /* the colour pass's parts on the device that built the tree */
   int color_gpu = 0;
-  if (s == VX_OK)
+  if (s == VX_OK && !grey)
     s = color_pass(&mesh->soup, &o, bo.gpu, spilled ? NULL : &tree, &color_gpu, &b->notes, err);
-  const double sec_color =
-      mesh->soup.color && o.color != VX_COLOR_OFF ? vx_clock_seconds() - tc : 0.0;
+  const double sec_color = mesh->soup.color && o.color != VX_COLOR_OFF && !grey
+                               ? vx_clock_seconds() - tc + bs.sec_color
+                               : 0.0;
   if (s == VX_OK && spilled && keep_tree) {
     char lim[32];
     s = vx_error_set(err, VX_ERR_LIMIT, "the tree does not fit the memory limit (%s) in memory: "

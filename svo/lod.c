@@ -303,10 +303,12 @@ vx_status vx_stream_prune(vx_stream *in, float max_error, vx_stream *out, vx_err
   out->xf = in->xf;
   out->band = in->band;
   out->prune_error = max_error > in->prune_error ? max_error : in->prune_error;
+  if (in->color) vx_stream_init_color(out); /* colours move with their records */
+  uint32_t *cbuf = in->color ? (uint32_t *)vx_malloc(PRUNE_BATCH * sizeof(uint32_t)) : NULL;
   uint8_t *keep = (uint8_t *)vx_calloc((size_t)(widest / 8 + 1), 1);
   uint8_t *next = (uint8_t *)vx_calloc((size_t)(widest / 8 + 1), 1);
   vx_node *buf = (vx_node *)vx_malloc(PRUNE_BATCH * sizeof(vx_node));
-  if (!keep || !next || !buf)
+  if (!keep || !next || !buf || (in->color && !cbuf))
     st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %.1f MiB for pruning",
                       (double)widest / 4.0 / 1048576.0);
   if (st == VX_OK) keep[0] = 1;
@@ -317,7 +319,15 @@ vx_status vx_stream_prune(vx_stream *in, float max_error, vx_stream *out, vx_err
     for (uint64_t at = 0; at < count && st == VX_OK; at += PRUNE_BATCH) {
       uint64_t n = count - at < PRUNE_BATCH ? count - at : PRUNE_BATCH, w = 0;
       st = vx_stream_read(in, l, at, n, buf, err);
+      if (st == VX_OK && cbuf) st = vx_stream_read_color(in, l, at, n, cbuf, err);
       if (st != VX_OK) break;
+      if (cbuf) { /* a kept record keeps its colour (a pruned leaf: its subtree's) */
+        uint64_t cw = 0;
+        for (uint64_t i = 0; i < n; i++)
+          if (bit_get(keep, at + i)) cbuf[cw++] = cbuf[i];
+        st = vx_stream_append_color(out, l, cbuf, cw, err);
+        if (st != VX_OK) break;
+      }
       if (l == D) { /* voxels: 8-byte records */
         vx_voxel *v = (vx_voxel *)buf;
         for (uint64_t i = 0; i < n; i++)
@@ -348,6 +358,7 @@ vx_status vx_stream_prune(vx_stream *in, float max_error, vx_stream *out, vx_err
   vx_free(keep);
   vx_free(next);
   vx_free(buf);
+  vx_free(cbuf);
   if (st != VX_OK) vx_stream_free(out);
   return st;
 }

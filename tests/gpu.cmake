@@ -35,4 +35,8 @@ if(VOXLOD_HAVE_CUDA)
               LIBS ${VX_VOXELIZER_TEST_LIBS} LABELS gpu)
   target_compile_definitions(test_gpu_color PRIVATE VX_TEST_COLOR_GPU)
   target_link_options(test_gpu_color PRIVATE "LINKER:-u,vx_soup_import")
+  # Colour in the streaming build with its surface made on the GPU: the whole pass's bytes.
+  vx_add_test(test_gpu_ooc_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_ooc_color.c
+              LIBS ${VX_VOXELIZER_TEST_LIBS} LABELS gpu)
+  target_compile_definitions(test_gpu_ooc_color PRIVATE VX_TEST_OOC_GPU)
 endif()

@@ -175,5 +175,36 @@ else
   bad "--mem-limit section needs python3 (not found)"
 fi
 
+# ---- colour out of core: the smallest --mem-limit that converts a coloured mesh with its colour
+# (below it the tree is grey, with a note) spills its levels, and the file is the one converted
+# without a limit, byte for byte
+col_mesh="$(dirname "$DATA")/tests/data/meshes/scene.glb"
+if "$VOXLOD" convert "$col_mesh" "$T/cfull.svo" --res 512 -q 2>"$T/err" &&
+   "$VOXLOD" stats "$T/cfull.svo" | grep -q "colour: yes"; then
+  lo=16 hi=4096
+  while [ $((hi - lo)) -gt 1 ]; do
+    mid=$(((lo + hi) / 2))
+    if "$VOXLOD" convert "$col_mesh" "$T/cooc.svo" --res 512 --mem-limit ${mid}M >"$T/out" 2>&1 &&
+       ! grep -q "colour not computed" "$T/out"
+    then hi=$mid; else lo=$mid; fi
+  done
+  # the resident size moves a little from run to run: a few limits just above the boundary
+  spilled=""
+  for m in $hi $((hi + 2)) $((hi + 4)) $((hi + 8)); do
+    if "$VOXLOD" convert "$col_mesh" "$T/cooc.svo" --res 512 --mem-limit ${m}M >"$T/out" 2>&1 &&
+       grep -q "built out of core" "$T/out" && ! grep -q "colour not computed" "$T/out"; then
+      spilled=$m; break
+    fi
+  done
+  if [ -n "$spilled" ] && cmp -s "$T/cfull.svo" "$T/cooc.svo"; then
+    ok "coloured mesh out of core (--mem-limit ${spilled}M): the file converted in memory"
+  else bad "coloured mesh out of core (--mem-limit ${hi}M..$((hi + 8))M, spilled at '$spilled')"; cat "$T/out"; fi
+  # just below: refused, or a grey tree with a note
+  if ! "$VOXLOD" convert "$col_mesh" "$T/cgrey.svo" --res 512 --mem-limit ${lo}M >"$T/out" 2>&1 ||
+     { grep -q "colour not computed" "$T/out" && "$VOXLOD" stats "$T/cgrey.svo" | grep -q "colour: no"; }
+  then ok "coloured mesh under --mem-limit ${lo}M: refused or grey with a note"
+  else bad "coloured mesh under --mem-limit ${lo}M: neither refused nor grey with a note"; cat "$T/out"; fi
+else bad "coloured mesh converts with colour"; cat "$T/err"; fi
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

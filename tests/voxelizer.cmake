@@ -23,3 +23,5 @@ target_link_options(test_voxelizer_ooc PRIVATE "LINKER:-u,vx_soup_import")
 vx_add_test(test_voxelizer_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_color.c
             LIBS ${VX_VOXELIZER_TEST_LIBS})
 target_link_options(test_voxelizer_color PRIVATE "LINKER:-u,vx_soup_import")
+vx_add_test(test_voxelizer_ooc_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_ooc_color.c
+            LIBS ${VX_VOXELIZER_TEST_LIBS})

@@ -8,6 +8,8 @@
  *    Triangles are handed to the threads in chunks of COLOR_CHUNK; each chunk's records go to a
  *    block of their own (charged against the memory limit as they are made), gathered in chunk
  *    order afterwards, so their order does not depend on the thread count.
+ *    (The streaming build makes the same records block by block, each block's from the
+ *    triangles of its bin clipped against its box: color_block.c.)
  * 2. The colour of a part (color_part.h, shared with the GPU): a material colour is constant;
  *    vertex colours are linear over the triangle, so their mean over a part is their value at its
  *    centroid; a texture is
@@ -44,12 +46,7 @@
 #include "voxelizer/voxelizer.h"
 #include "voxelizer/color_tex.h"
 
-/* Levels 1.. of a texture are built by the first part that needs them; without memory for them,
- * level 0. */
-static uint32_t cpu_level(const ctex_view *v, uint32_t level, const float *lut) {
-  return level > 0 && !ctex_mips((ctex *)v->host, lut) ? 0 : level;
-}
-#define CPART_LEVEL(view, level) cpu_level(view, level, lut)
+#define CPART_LEVEL(view, level) ctex_cpu_level(view, level, lut)
 #include "voxelizer/color_part.h"
 #include "voxelizer/internal.h"
 #include "svo/color.h"
@@ -65,9 +62,8 @@ typedef struct cjob {
   const vx_soup *soup;
   vx_transform xf;
   uint32_t R;
-  cpart_src src;        /* the soup's colour, the views of tex */
-  ctex *tex;            /* texture_count entries; view levels == 0: unusable or unused */
-  float lut[256];
+  cpart_src src;        /* the soup's colour, the views of its textures */
+  const float *lut;     /* the 256 sRGB codes in linear light */
   uint64_t chunks;
   crec **chunk_recs;    /* per chunk: its records, in triangle order */
   uint64_t *count;      /* per chunk: how many, then the offset of its first in recs */
@@ -149,6 +145,67 @@ static void gather_chunk(void *ctx, uint64_t chunk) {
   j->chunk_recs[chunk] = NULL;
 }
 
+vx_status color_source_open(color_source *cs, const vx_soup *soup, vx_color_filter filter,
+                            vx_error *err) {
+  memset(cs, 0, sizeof *cs);
+  const vx_soup_color *sc = soup->color;
+  const uint32_t nt = sc->texture_count ? sc->texture_count : 1;
+  cs->soup = soup;
+  cs->filter = filter;
+  ctex_lut(cs->lut);
+  cs->tex = (ctex *)vx_calloc(nt, sizeof(ctex));
+  cs->views = (ctex_view *)vx_calloc(nt, sizeof(ctex_view));
+  cs->used = (uint8_t *)vx_calloc(nt, 1);
+  if (!cs->tex || !cs->views || !cs->used) {
+    color_source_close(cs);
+    return vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
+  }
+  /* the textures some triangle uses, and their pyramids' size */
+  if (sc->texture_count && sc->textures && sc->uv && sc->materials) {
+    for (uint64_t i = 0; i < soup->tri_count; i++) {
+      uint32_t mi = sc->material ? sc->material[i] : 0;
+      if (mi >= sc->material_count) continue;
+      int32_t ti = sc->materials[mi].texture;
+      if (ti >= 0 && (uint32_t)ti < sc->texture_count)
+        cs->used[ti] |= sc->materials[mi].alpha_mode == VX_ALPHA_OPAQUE ? 1 : 2;
+    }
+    for (uint32_t i = 0; i < sc->texture_count; i++) {
+      const vx_texture *x = &sc->textures[i];
+      if (!cs->used[i] || !x->rgba || x->width == 0 || x->height == 0 ||
+          (uint64_t)x->width * x->height > ((uint64_t)1 << 32))
+        cs->used[i] = 0;
+      else
+        cs->mip_bytes += ctex_mip_texels(x->width, x->height) * 4;
+    }
+  }
+  return VX_OK;
+}
+
+void color_source_start(color_source *cs) {
+  const vx_soup_color *sc = cs->soup->color;
+  for (uint32_t i = 0; i < sc->texture_count; i++)
+    if (cs->used[i]) ctex_init(&cs->tex[i], &cs->views[i], &sc->textures[i], cs->used[i] >> 1);
+  cs->started = 1;
+  cs->src.material = sc->material;
+  cs->src.materials = sc->materials;
+  cs->src.material_count = sc->material_count;
+  cs->src.texture_count = sc->texture_count;
+  cs->src.uv = sc->uv;
+  cs->src.corner_rgba = sc->corner_rgba;
+  cs->src.tex = cs->views;
+  cs->src.lut = cs->lut;
+  cs->src.dominant = cs->filter == VX_COLOR_FILTER_DOMINANT;
+}
+
+void color_source_close(color_source *cs) {
+  for (uint32_t i = 0; cs->started && i < cs->soup->color->texture_count; i++)
+    ctex_free(&cs->tex[i]);
+  vx_free(cs->tex);
+  vx_free(cs->views);
+  vx_free(cs->used);
+  memset(cs, 0, sizeof *cs);
+}
+
 vx_status vx_color_tree(const vx_soup *soup, vx_octree *t, vx_color_filter filter, int threads,
                         uint64_t mem_limit, vx_error *err) {
   return vx_color_tree_ex(soup, t, filter, threads, mem_limit, 0, NULL, NULL, err);
@@ -175,12 +232,11 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
   j.soup = soup;
   j.xf = t->xf;
   j.R = 1u << D;
-  ctex_lut(j.lut);
   j.chunks = (soup->tri_count + COLOR_CHUNK - 1) / COLOR_CHUNK;
-  ctex *tex = (ctex *)vx_calloc(sc->texture_count ? sc->texture_count : 1, sizeof(ctex));
-  ctex_view *views =
-      (ctex_view *)vx_calloc(sc->texture_count ? sc->texture_count : 1, sizeof(ctex_view));
-  uint8_t *used = (uint8_t *)vx_calloc(sc->texture_count ? sc->texture_count : 1, 1);
+  color_source cs;
+  vx_status cst = color_source_open(&cs, soup, filter, err);
+  if (cst != VX_OK) return cst;
+  j.lut = cs.lut;
   j.count = (uint64_t *)vx_calloc((size_t)j.chunks + 1, sizeof(uint64_t));
   j.chunk_recs = (crec **)vx_calloc((size_t)j.chunks, sizeof(crec *));
   atomic_init(&j.held, 0);
@@ -191,30 +247,11 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
   memset(nsum, 0, sizeof nsum);
   uint64_t *codes = NULL, *next_codes = NULL;
   uint32_t *ncol = NULL, *vcol = NULL;
-  if (!tex || !views || !used || !j.count || !j.chunk_recs) {
+  if (!j.count || !j.chunk_recs) {
     st = vx_error_set(err, VX_ERR_NOMEM, "colour pass: out of memory");
     goto done;
   }
-  j.tex = tex;
-  /* the textures some triangle uses, and their pyramids' size */
-  uint64_t mip_bytes = 0;
-  if (sc->texture_count && sc->textures && sc->uv && sc->materials) {
-    for (uint64_t i = 0; i < soup->tri_count; i++) {
-      uint32_t mi = sc->material ? sc->material[i] : 0;
-      if (mi >= sc->material_count) continue;
-      int32_t ti = sc->materials[mi].texture;
-      if (ti >= 0 && (uint32_t)ti < sc->texture_count)
-        used[ti] |= sc->materials[mi].alpha_mode == VX_ALPHA_OPAQUE ? 1 : 2;
-    }
-    for (uint32_t i = 0; i < sc->texture_count; i++) {
-      const vx_texture *x = &sc->textures[i];
-      if (!used[i] || !x->rgba || x->width == 0 || x->height == 0 ||
-          (uint64_t)x->width * x->height > ((uint64_t)1 << 32))
-        used[i] = 0;
-      else
-        mip_bytes += ctex_mip_texels(x->width, x->height) * 4;
-    }
-  }
+  const uint64_t mip_bytes = cs.mip_bytes;
   uint64_t widest = 1;
   for (uint32_t l = 0; l <= D; l++)
     if (t->level_count[l] > widest) widest = t->level_count[l];
@@ -245,17 +282,8 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
     double room = left - fixed;
     j.cap = room > 0.0 ? (uint64_t)(room / per_rec * sizeof(crec)) : 1;
   }
-  for (uint32_t i = 0; i < sc->texture_count; i++)
-    if (used[i]) ctex_init(&tex[i], &views[i], &sc->textures[i], used[i] >> 1);
-  j.src.material = sc->material;
-  j.src.materials = sc->materials;
-  j.src.material_count = sc->material_count;
-  j.src.texture_count = sc->texture_count;
-  j.src.uv = sc->uv;
-  j.src.corner_rgba = sc->corner_rgba;
-  j.src.tex = views;
-  j.src.lut = j.lut;
-  j.src.dominant = filter == VX_COLOR_FILTER_DOMINANT;
+  color_source_start(&cs);
+  j.src = cs.src;
   uint64_t nrec = 0;
   int gpu_done = 0, gpu_sorted = 0;
   if (gpu) { /* the records on the GPU, which needs every level of the pyramids */
@@ -263,7 +291,7 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
     memset(&ge, 0, sizeof ge);
     vx_status gs = VX_OK;
     for (uint32_t i = 0; i < sc->texture_count && gs == VX_OK; i++)
-      if (used[i] && !ctex_mips(&tex[i], j.lut))
+      if (cs.used[i] && !ctex_mips(&cs.tex[i], j.lut))
         gs = vx_error_set(&ge, VX_ERR_NOMEM, "no memory for the textures' mip levels");
     if (gs == VX_OK)
       gs = color_records_gpu(soup, &j.xf, j.R, &j.src,
@@ -359,10 +387,7 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
   ncol = vcol = NULL;
   if (on_gpu) *on_gpu = gpu_done;
 done:
-  for (uint32_t i = 0; tex && i < sc->texture_count; i++) ctex_free(&tex[i]);
-  vx_free(tex);
-  vx_free(views);
-  vx_free(used);
+  color_source_close(&cs);
   for (uint64_t c = 0; j.chunk_recs && c < j.chunks; c++) vx_free(j.chunk_recs[c]);
   vx_free(j.chunk_recs);
   vx_free(j.count);

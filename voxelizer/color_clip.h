@@ -148,19 +148,20 @@ VX_HD int clip_chain_next(clip_chain *c, clip_poly *buf, const clip_poly **piece
   return 1;
 }
 
-/* The parts of PY, the piece of a triangle in slab x and row y, voxel by voxel along z:
- * emit(ctx, P, area, x, y, z) for each of positive area above min_area (round-off slivers of
- * edges on a grid plane are skipped). Returns their number (emit may be NULL: counted only). */
+/* The parts of PY, the piece of a triangle in slab x and row y, voxel by voxel along z, of the
+ * voxels zlo <= z <= zhi: emit(ctx, P, area, x, y, z) for each of positive area above min_area
+ * (round-off slivers of edges on a grid plane are skipped). Returns their number (emit may be
+ * NULL: counted only). */
 VX_HD uint64_t clip_row(const clip_poly *PY, uint32_t R, double min_area, int64_t x, int64_t y,
-                        clip_emit_fn emit, void *ctx) {
+                        int64_t zlo, int64_t zhi, clip_emit_fn emit, void *ctx) {
   clip_chain cz;
   clip_poly pz;
   const clip_poly *PZ;
   int64_t z;
   uint64_t parts = 0;
   clip_chain_init(&cz, PY, 2, R);
-  while (clip_chain_next(&cz, &pz, &PZ, &z)) {
-    if (PZ->n < 3) continue;
+  while (cz.next <= zhi && clip_chain_next(&cz, &pz, &PZ, &z)) {
+    if (PZ->n < 3 || z < zlo) continue;
     double a = clip_area(PZ);
     if (!(a > min_area)) continue;
     if (emit) emit(ctx, PZ, a, (uint32_t)x, (uint32_t)y, (uint32_t)z);
@@ -182,12 +183,14 @@ VX_HD void clip_tri_poly(const double g[9], clip_poly *P) {
 
 /* Calls emit(ctx, P, area, x, y, z) for each part of triangle g (9 doubles, grid coordinates) of
  * positive area, in x, then y, then z order; the area is that of P (3D). Parts whose area is
- * below min_area (round-off slivers of edges on a grid plane) are skipped. only_x >= 0: only the
- * parts of slab x = only_x, the same bits as those of the whole walk (the slabs before it are
- * split off as the whole walk splits them), so that slabs can be handed to separate threads.
- * Returns the number of parts emitted (emit may be NULL: counted only). */
-VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int64_t only_x,
-                             clip_emit_fn emit, void *ctx) {
+ * below min_area (round-off slivers of edges on a grid plane) are skipped. Only the parts of
+ * voxels lo[a] <= coordinate a <= hi[a] on each axis are made, with the same bits as those of
+ * the whole walk (what lies before the box is split off as the whole walk splits it), so that
+ * slabs or blocks can be handed to separate threads. Returns the number of parts emitted (emit
+ * may be NULL: counted only). */
+VX_HD uint64_t clip_triangle_box(const double g[9], uint32_t R, double min_area,
+                                 const int64_t lo[3], const int64_t hi[3], clip_emit_fn emit,
+                                 void *ctx) {
   clip_poly tri, px, py;
   clip_chain cx, cy;
   const clip_poly *PX, *PY;
@@ -195,13 +198,22 @@ VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int
   uint64_t parts = 0;
   clip_tri_poly(g, &tri);
   clip_chain_init(&cx, &tri, 0, R);
-  while ((only_x < 0 || cx.next <= only_x) && clip_chain_next(&cx, &px, &PX, &x)) {
-    if (PX->n < 3 || (only_x >= 0 && x != only_x)) continue;
+  while (cx.next <= hi[0] && clip_chain_next(&cx, &px, &PX, &x)) {
+    if (PX->n < 3 || x < lo[0]) continue;
     clip_chain_init(&cy, PX, 1, R);
-    while (clip_chain_next(&cy, &py, &PY, &y))
-      if (PY->n >= 3) parts += clip_row(PY, R, min_area, x, y, emit, ctx);
+    while (cy.next <= hi[1] && clip_chain_next(&cy, &py, &PY, &y))
+      if (PY->n >= 3 && y >= lo[1])
+        parts += clip_row(PY, R, min_area, x, y, lo[2], hi[2], emit, ctx);
   }
   return parts;
+}
+
+/* clip_triangle_box over the whole grid (only_x < 0) or over slab x = only_x. */
+VX_HD uint64_t clip_triangle(const double g[9], uint32_t R, double min_area, int64_t only_x,
+                             clip_emit_fn emit, void *ctx) {
+  int64_t lo[3] = {0, 0, 0}, hi[3] = {INT64_MAX, INT64_MAX, INT64_MAX};
+  if (only_x >= 0) lo[0] = hi[0] = only_x;
+  return clip_triangle_box(g, R, min_area, lo, hi, emit, ctx);
 }
 
 #endif

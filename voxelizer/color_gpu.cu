@@ -231,7 +231,9 @@ __global__ void k_emit_rows(cargs a, const uint64_t *start, const uint32_t *x0, 
         y = yy;
       }
     }
-    const uint64_t n = y >= 0 && row.n >= 3 ? clip_row(&row, a.R, min_area, x, y, NULL, NULL) * mult : 0;
+    const uint64_t n =
+        y >= 0 && row.n >= 3 ? clip_row(&row, a.R, min_area, x, y, 0, INT64_MAX, NULL, NULL) * mult
+                             : 0;
     uint64_t incl = n;
     for (unsigned d = 1; d < 32; d <<= 1) {
       uint64_t v = __shfl_up_sync(0xffffffffu, incl, d);
@@ -240,7 +242,7 @@ __global__ void k_emit_rows(cargs a, const uint64_t *start, const uint32_t *x0, 
     const uint64_t total = __shfl_sync(0xffffffffu, incl, 31);
     if (n) {
       e.out = out + (incl - n);
-      clip_row(&row, a.R, min_area, x, y, emit_part, &e);
+      clip_row(&row, a.R, min_area, x, y, 0, INT64_MAX, emit_part, &e);
     }
     out += total;
   }

@@ -38,6 +38,27 @@ typedef struct cpart_src {
   int dominant;               /* VX_COLOR_FILTER_DOMINANT: parts take a colour of the texture */
 } cpart_src;
 
+/* A coloured soup's colour as the parts read it: the textures some triangle uses (their mip
+ * pyramids built on first use), the sRGB table, the cpart_src over them (color.c). Open sizes
+ * the pyramids (mip_bytes) without building anything; start sets up the textures and src (the
+ * struct must not move after it); close frees everything (also after a failed open). */
+struct ctex;
+typedef struct color_source {
+  const vx_soup *soup;
+  vx_color_filter filter;
+  struct ctex *tex;
+  ctex_view *views;
+  uint8_t *used;       /* per texture: 0 unused, bit 0 opaque use, bit 1 alpha use */
+  uint64_t mip_bytes;  /* what the used textures' levels 1.. take */
+  int started;
+  float lut[256];
+  cpart_src src;
+} color_source;
+vx_status color_source_open(color_source *cs, const vx_soup *soup, vx_color_filter filter,
+                            vx_error *err);
+void color_source_start(color_source *cs);
+void color_source_close(color_source *cs);
+
 /* color_gpu.cu: the records of every part of the soup's triangles (grid of xf, R cells a side),
  * in the order the CPU makes them (triangle by triangle), made on the GPU into fresh host memory
  * (*recs, vx_malloc'd, *n of them); *sorted = 1 when they come back already in color_sort's
@@ -64,6 +85,12 @@ csum *color_reduce_voxels(const crec *r, uint64_t n, vx_color_filter f, int thre
                           uint64_t max_bytes, uint64_t *count, int *over);
 csum *color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, int threads,
                       uint64_t max_bytes, uint64_t *count, int *over);
+
+/* A cell's packed colour from its sums (NULL: none); parent: the parent's packed colour. A cell
+ * no part reached (no sums, or no area) takes the parent's rgb with alpha 255, a cell whose parts
+ * are all cut out (no opaque area) the parent's rgb with alpha 0; any other cell's colour is its
+ * own. */
+uint32_t color_cell(const csum *s, vx_color_filter f, uint32_t parent);
 
 /* The tree's colours from the sums of every level (sums[l]: nsum[l] entries sorted by code):
  * fills ncol (node_count) and vcol (voxel_count); codes and next_codes hold the widest level. */

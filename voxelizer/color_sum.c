@@ -261,8 +261,7 @@ csum *color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, int threads,
 
 /* ---- the walk ---------------------------------------------------------------------------- */
 
-/* A cell's packed colour from its sums (NULL: none); parent: the parent's packed colour. */
-static uint32_t cell_color(const csum *s, vx_color_filter f, uint32_t parent) {
+uint32_t color_cell(const csum *s, vx_color_filter f, uint32_t parent) {
   if (!s || !(s->area > 0.0)) return (parent & 0xffffffu) | 0xff000000u; /* inherited */
   if (!(s->a > 0.0)) return parent & 0xffffffu; /* every part cut out: a hole */
   double rgb[3];
@@ -312,7 +311,7 @@ static void walk_range(void *ctx, uint64_t chunk) {
       uint64_t code = j->codes[k] << 3 | s;
       while (p < j->nS && j->S[p].code < code) p++;
       const csum *hit = p < j->nS && j->S[p].code == code ? &j->S[p] : NULL;
-      uint32_t c = cell_color(hit, j->f, j->ncol[first + k]);
+      uint32_t c = color_cell(hit, j->f, j->ncol[first + k]);
       if (l + 1 < D) {
         j->ncol[idx] = c;
         j->next[idx - cfirst] = code;
@@ -328,7 +327,7 @@ vx_status color_walk(const vx_octree *t, csum *const *sums, const uint64_t *nsum
                      uint64_t *next_codes, int threads, vx_error *err) {
   const uint32_t grey = vx_rgba_pack_linear(0.5f, 0.5f, 0.5f, 1.0f);
   codes[0] = 0;
-  ncol[0] = cell_color(nsum[0] && sums[0][0].code == 0 ? &sums[0][0] : NULL, f, grey);
+  ncol[0] = color_cell(nsum[0] && sums[0][0].code == 0 ? &sums[0][0] : NULL, f, grey);
   walk_job j;
   memset(&j, 0, sizeof j);
   j.t = t;

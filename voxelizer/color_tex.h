@@ -43,4 +43,10 @@ void ctex_init(ctex *t, ctex_view *v, const vx_texture *src, int premul);
 int ctex_mips(ctex *t, const float lut[256]);
 void ctex_free(ctex *t);
 
+/* The level a CPU sample may read when `level` is wanted: levels 1.. are built by the first part
+ * that needs them; without memory for them, level 0 (CPART_LEVEL of the CPU passes). */
+static inline uint32_t ctex_cpu_level(const ctex_view *v, uint32_t level, const float *lut) {
+  return level > 0 && !ctex_mips((ctex *)v->host, lut) ? 0 : level;
+}
+
 #endif

@@ -21,11 +21,17 @@
  *    breadth-first (Morton) order, so nothing is ever sorted or merged.
  * 4. Only each block root's fit results (moments, error bound, sample box) are kept. At the end
  *    the levels 0 .. S-1 are built from the root codes and fitted above them (vx_octree_fit_top).
+ * 5. Colour (opts->color, a coloured mesh): each block also colours its subtree from the parts of
+ *    the triangles of its bin (color_block.c; the mesh as given, duplicates included, as
+ *    vx_color_tree counts them), appended beside the levels. Only the roots' colour sums are
+ *    kept; the top levels are coloured from them at the end, and the blocks whose cells take
+ *    their rgb from above level S (no opaque area in the block) get it written in then.
  * Memory: the appended levels stay in memory while they fit the budget derived from the limit
  * (including what writing the file in memory will cost later); past it every level moves to one
  * temporary file (svo/stream.c), and formats/svo_write.c later streams those files into the .svo.
  * The limit is checked before work starts, from the resident memory already in use and what the
- * build will hold whatever happens (bins, per-thread scratch, the window, the writer's buffers),
+ * build will hold whatever happens (bins, per-thread scratch, the window, the writer's buffers,
+ * with colour the mip pyramids and each thread's parts; a block's parts are charged as they grow),
  * each sized from the model: its triangles, and the surface voxels its area gives at this
  * resolution, so that a small model converts under a small limit.
  */
@@ -34,6 +40,7 @@
 #include "voxelizer/internal.h"
 #include "svo/lod.h"
 #include "svo/stream.h"
+#include "voxelizer/color_block.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -47,7 +54,15 @@ typedef struct blk_result {
   int ready;
   vx_octree sub;        /* the block's subtree (depth b); sub.nodes == NULL: no surface voxels */
   vx_fit_root root;
+  color_block_out col;  /* its colours (colour builds) */
 } blk_result;
+
+/* A block whose colours take their rgb from above level S: where they lie in the levels. */
+typedef struct col_patch {
+  uint64_t root;        /* its root's index among the roots */
+  uint64_t first[9], count[9]; /* per level S + i (the voxels last; blog <= 8, as the bins
+                                  check): its colours */
+} col_patch;
 
 typedef struct ooc_job {
   const vx_soup *mesh;
@@ -79,11 +94,39 @@ typedef struct ooc_job {
   vx_progress_fn progress;
   void *user;
   vx_pair_pool pool;          /* the blocks' overlap pairs against the limit */
+  /* colour (color 0: a grey tree) */
+  const color_source *cs;     /* while the blocks run */
+  int color;
+  vx_color_filter cfilter;
+  const vx_bins *cbins;       /* the coloured soup's triangles per block (indexed by code) */
+  csum *root_sum;             /* sums of every block with parts, in Morton order */
+  uint64_t nroot_sum;
+  col_patch *patch;
+  uint64_t npatch, patch_cap;
+  uint32_t *root_color;       /* final colour of each root (build_top) */
+  double color_sec;           /* the threads' seconds in color_block */
 } ooc_job;
 
-/* Voxelizes block k and builds and fits its subtree. codes/field are per-thread scratch. */
+/* Block k's colours (j->cs) from its subtree r->sub (none when it has no voxels). */
+static vx_status color_of_block(ooc_job *j, uint64_t k, blk_result *r, color_block_scratch *cs,
+                                vx_error *err) {
+  const uint64_t bc = j->work[k];
+  const vx_bins *cb = j->cbins;
+  if (bc >= cb->nblocks) return vx_error_set(err, VX_ERR_INVALID_ARG, "block %llu out of range",
+                                            (unsigned long long)bc);
+  const double t0 = vx_clock_seconds();
+  vx_status st = color_block(j->cs, j->xf, j->depth, j->blog, bc, cb->tris + cb->off[bc],
+                             cb->off[bc + 1] - cb->off[bc], r->sub.nodes ? &r->sub : NULL, cs,
+                             &r->col, err);
+  cs->sec += vx_clock_seconds() - t0;
+  return st;
+}
+
+/* Voxelizes block k and builds and fits its subtree, and colours it (j->cs). codes/field/cscr are
+ * per-thread scratch. */
 static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, uint64_t **codes,
-                           vx_voxel **field, uint64_t *cap, vx_error *err) {
+                           vx_voxel **field, uint64_t *cap, color_block_scratch *cscr,
+                           vx_error *err) {
   memset(r, 0, sizeof *r);
   if (j->fail_block && k + 1 == j->fail_block)
     return vx_error_set(err, VX_ERR_IO, "injected failure in block %llu", (unsigned long long)k);
@@ -124,11 +167,13 @@ static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, u
   j->pair_tests += b->pair_tests;
   pthread_mutex_unlock(&j->mu);
   b->pair_tests = 0;
-  if (n == 0) return VX_OK; /* triangles only in the halo: nothing to emit */
+  if (n == 0) /* triangles only in the halo: nothing to emit (their parts' sums, if any) */
+    return j->cs ? color_of_block(j, k, r, cscr, err) : VX_OK;
   st = vx_octree_build(j->blog, *codes, *field, n, &r->sub, err);
   if (st != VX_OK) return st;
   r->sub.band = j->band;
   st = vx_octree_fit_subtree(&r->sub, &r->root, NULL, NULL, err);
+  if (st == VX_OK && j->cs) st = color_of_block(j, k, r, cscr, err);
   if (st != VX_OK) vx_octree_free(&r->sub);
   return st;
 }
@@ -136,8 +181,32 @@ static vx_status run_block(ooc_job *j, vx_block *b, uint64_t k, blk_result *r, u
 /* Appends a finished block to the result (only the emitting thread runs this). */
 static vx_status emit(ooc_job *j, blk_result *r, uint64_t k, vx_error *err) {
   vx_status st = VX_OK;
+  if (r->col.has_root) j->root_sum[j->nroot_sum++] = r->col.root;
   if (!r->sub.nodes) return VX_OK;
   const vx_octree *t = &r->sub;
+  if (j->cs) { /* the colours beside the records; those taking their rgb from above: noted */
+    vx_stream *o = j->out;
+    if (!r->col.self && j->split > 0) {
+      if (j->npatch == j->patch_cap) {
+        uint64_t c = j->patch_cap * 2 + 64;
+        col_patch *p = (col_patch *)vx_realloc(j->patch, (size_t)c * sizeof(col_patch));
+        if (!p) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+        j->patch = p;
+        j->patch_cap = c;
+      }
+      col_patch *p = &j->patch[j->npatch++];
+      p->root = j->nroots;
+      for (uint32_t i = 0; i <= j->blog; i++) {
+        uint32_t l = i < j->blog ? j->split + i : j->depth;
+        p->first[i] = o->color_count[l];
+        p->count[i] = i < j->blog ? t->level_count[i] : t->voxel_count;
+      }
+    }
+    for (uint32_t i = 0; i < j->blog && st == VX_OK; i++)
+      st = vx_stream_append_color(o, j->split + i, r->col.ncol + t->level_first[i],
+                                  t->level_count[i], err);
+    if (st == VX_OK) st = vx_stream_append_color(o, j->depth, r->col.vcol, t->voxel_count, err);
+  }
   for (uint32_t i = 0; i < j->blog && st == VX_OK; i++)
     st = vx_stream_append(j->out, j->split + i, t->nodes + t->level_first[i], t->level_count[i],
                           err);
@@ -169,6 +238,9 @@ static void *worker(void *arg) {
   memset(&b, 0, sizeof b);
   uint64_t *codes = NULL, cap = 0;
   vx_voxel *field = NULL;
+  color_block_scratch cscr;
+  memset(&cscr, 0, sizeof cscr);
+  cscr.pool = &j->pool;
   int ok = j->surf ? 1 : vx_block_init(&b, 1u << j->blog, j->band, j->sign);
   b.pool = &j->pool;
   pthread_mutex_lock(&j->mu);
@@ -183,7 +255,7 @@ static void *worker(void *arg) {
     uint64_t k = j->next_claim++;
     pthread_mutex_unlock(&j->mu);
     blk_result r;
-    vx_status st = run_block(j, &b, k, &r, &codes, &field, &cap, &e);
+    vx_status st = run_block(j, &b, k, &r, &codes, &field, &cap, &cscr, &e);
     pthread_mutex_lock(&j->mu);
     if (st != VX_OK) {
       fail_locked(j, st, &e);
@@ -198,10 +270,12 @@ static void *worker(void *arg) {
       blk_result done = *s;
       s->ready = 0;
       memset(&s->sub, 0, sizeof s->sub);
+      memset(&s->col, 0, sizeof s->col);
       uint64_t ke = j->next_emit;
       pthread_mutex_unlock(&j->mu);
       st = emit(j, &done, ke, &e);
       vx_octree_free(&done.sub);
+      color_block_free(&done.col);
       pthread_mutex_lock(&j->mu);
       if (st != VX_OK) {
         fail_locked(j, st, &e);
@@ -219,6 +293,10 @@ static void *worker(void *arg) {
   pthread_mutex_unlock(&j->mu);
   vx_free(codes);
   vx_free(field);
+  pthread_mutex_lock(&j->mu);
+  j->color_sec += cscr.sec;
+  pthread_mutex_unlock(&j->mu);
+  color_block_scratch_free(&cscr);
   vx_block_release(&b);
   return NULL;
 }
@@ -227,12 +305,12 @@ static void *worker(void *arg) {
  * roots' results. The stream takes the node array. */
 static vx_status build_top(ooc_job *j, vx_error *err) {
   const uint32_t S = j->split, D = j->depth;
-  uint64_t counts[VX_MAX_DEPTH + 1];
+  uint64_t counts[VX_MAX_DEPTH + 1] = {0};
   if (S == 0) { /* one block is the whole grid: its root is the tree's root */
     if (j->nroots != 1)
       return vx_error_set(err, VX_ERR_INVALID_ARG, "%llu roots for a one-block grid",
                           (unsigned long long)j->nroots);
-    return vx_stream_set_top(j->out, NULL, counts, err);
+    return vx_stream_set_top(j->out, NULL, counts, err); /* its colours are final */
   }
   vx_octree t;
   memset(&t, 0, sizeof t);
@@ -268,11 +346,21 @@ static vx_status build_top(ooc_job *j, vx_error *err) {
     }
   }
   st = vx_octree_fit_top(&t, D, j->root_fit, err);
+  uint32_t *top_color = NULL;
+  if (st == VX_OK && j->color) { /* the top's colours and the roots' final ones */
+    j->root_color = (uint32_t *)vx_malloc((size_t)(j->nroots ? j->nroots : 1) * 4);
+    st = j->root_color ? color_top(&t, S, j->root_sum, j->nroot_sum, j->cfilter, &top_color,
+                                   j->root_color, err)
+                       : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
   if (st == VX_OK) {
     for (uint32_t l = 0; l < S; l++) counts[l] = t.level_count[l];
     st = vx_stream_set_top(j->out, t.nodes, counts, err); /* the nodes of level S ride along */
+    if (j->color) vx_stream_set_top_color(j->out, top_color); /* the stream owns them now */
+    top_color = NULL;
     t.nodes = NULL;
   }
+  vx_free(top_color);
   vx_octree_free(&t);
   return st;
 }
@@ -315,10 +403,10 @@ static double zstd19_bytes(double sect) {
 }
 
 /* What writing the .svo (formats/svo_write.c) holds besides the levels themselves, for a tree of
- * about `vox` surface voxels: raw bytes R = 8 per voxel + 12 per node (about vox / 3 nodes), the
- * largest section (the voxels) S = 8 vox. The zstd level and workers follow the writer's default
- * rule (formats/svo_codec.h: level 19 under 8 MiB raw, 9 under 64 MiB, 3 with up to 16 workers
- * above); a level the caller asks the writer for is not known here. Measured with zstd 1.5:
+ * about `vox` surface voxels: raw bytes R = 8 per voxel + 12 per node (about vox / 3 nodes), and
+ * 4 per cell with colour, the largest section (the voxels) S = 8 vox. The zstd level and workers
+ * follow the writer's default rule (formats/svo_codec.h: level 19 under 8 MiB raw, 9 under
+ * 64 MiB, 3 with up to 16 workers above); a level the caller asks the writer for is not known here. Measured with zstd 1.5:
  * - the compression context: zstd19_bytes(S); level 9: 12.5 MiB; level 3 single-threaded:
  *   1.2 MiB; level 3 with w workers streaming a large level: 56 MiB (w = 2), 82 (4), 183 (16),
  *   bounded by 12 MiB * (w + 3);
@@ -326,8 +414,8 @@ static double zstd19_bytes(double sect) {
  *   pieces in and out;
  * - 1 MiB of record scratch, and a checksum context per level (a compressed frame, streamed:
  *   its window of at most 512 KiB, a 128 KiB block, small tables). */
-static double writer_bytes(double vox, uint32_t depth) {
-  const double raw = 12.0 * vox, sect = 8.0 * vox;
+static double writer_bytes(double vox, uint32_t depth, int color) {
+  const double raw = (color ? 12.0 + 16.0 / 3.0 : 12.0) * vox, sect = 8.0 * vox;
   double zstd, bufs = 2.0 * sect;
   if (raw < 8.0 * MIB_BYTES) {
     zstd = zstd19_bytes(sect);
@@ -339,7 +427,8 @@ static double writer_bytes(double vox, uint32_t depth) {
     if (w) bufs = 2.0 * MIB_BYTES;
   }
   double check = 192.0 * 1024.0 + (sect / 2 < 512.0 * 1024.0 ? sect / 2 : 512.0 * 1024.0);
-  return zstd + bufs + MIB_BYTES + (double)(depth + 2) * check;
+  /* colour sections from a stream: batches of parents and colours (cdiff), 1.5 MiB */
+  return zstd + bufs + MIB_BYTES + (double)(depth + 2) * check + (color ? 1.5 * MIB_BYTES : 0.0);
 }
 
 /* The GPU build's surface cut into the blocks the workers take: the blocks holding voxels, in
@@ -371,6 +460,37 @@ static vx_status gpu_blocks(gpu_input *g, uint32_t blog, vx_error *err) {
   return VX_OK;
 }
 
+/* With colour, the blocks of the coloured soup's bins join the GPU's blocks (without voxels: their
+ * parts' sums still count above them), as the CPU build visits every block with triangles. */
+static vx_status gpu_merge_bins(gpu_input *g, const vx_bins *cb, vx_error *err) {
+  const uint64_t cap = g->nwork + cb->nwork;
+  uint64_t *w = (uint64_t *)vx_malloc((cap ? cap : 1) * sizeof(uint64_t));
+  uint64_t *o = (uint64_t *)vx_malloc((cap + 1) * sizeof(uint64_t));
+  if (!w || !o) {
+    vx_free(w);
+    vx_free(o);
+    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block records",
+                        (unsigned long long)cap);
+  }
+  uint64_t a = 0, b = 0, n = 0;
+  while (a < g->nwork || b < cb->nwork) {
+    if (b >= cb->nwork || (a < g->nwork && g->work[a] <= cb->work[b])) {
+      if (b < cb->nwork && cb->work[b] == g->work[a]) b++;
+      w[n] = g->work[a];
+      o[n++] = g->soff[a++];
+    } else {
+      w[n] = cb->work[b++];
+      o[n++] = g->soff[a]; /* an empty range (soff[nwork] is the end) */
+    }
+  }
+  o[n] = g->soff[g->nwork];
+  vx_free(g->work);
+  vx_free(g->soff);
+  g->work = w;
+  g->soff = o;
+  g->nwork = n;
+  return VX_OK;
+}
 
 static void free_inputs(vx_bins *b, gpu_input *g) {
   vx_bins_free(b);
@@ -380,9 +500,23 @@ static void free_inputs(vx_bins *b, gpu_input *g) {
   memset(g, 0, sizeof *g);
 }
 
-static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts,
-                               const char *tmp_dir, const vx_stream_build_opts *xo,
-                               vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
+/* The colours of the blocks that take their rgb from above level S, now that the roots' final
+ * colours are known. */
+static vx_status apply_patches(ooc_job *j, vx_error *err) {
+  vx_status st = VX_OK;
+  for (uint64_t p = 0; p < j->npatch && st == VX_OK; p++) {
+    const col_patch *c = &j->patch[p];
+    for (uint32_t i = 0; i <= j->blog && st == VX_OK; i++)
+      st = vx_stream_patch_rgb(j->out, i < j->blog ? j->split + i : j->depth, c->first[i],
+                               c->count[i], j->root_color[c->root], err);
+  }
+  return st;
+}
+
+static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
+                               const vx_voxelize_opts *opts, const char *tmp_dir,
+                               const vx_stream_build_opts *xo, vx_stream *out,
+                               vx_voxelize_stats *stats, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (stats) memset(stats, 0, sizeof *stats);
   vx_transform xf;
@@ -403,15 +537,34 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
   const int nt_max = thread_count(opts, (uint64_t)1 << 3 * (depth - blog));
   const double vox = limit ? expected_voxels(mesh, &xf, depth) : 0.0;
   const double blk_vox = 0.25 * B * B * B < vox ? 0.25 * B * B * B : vox;
-  const double writer = writer_bytes(vox, depth);
+  const double writer = writer_bytes(vox, depth, color_soup != NULL);
   /* the GPU build's surface comes back to host memory whole (codes and corners, 16 B a voxel) */
   const double gpu_surface = opts->gpu ? 16.0 * vox : 0.0;
-  double fixed = tris * sign_bytes + tris * 4.0 + (double)nt_max * thread_bytes(B, blk_vox) +
-                 writer + gpu_surface;
-  char gpu_note[64] = "";
+  /* colour: the mip pyramids, a second set of bins when the build's cannot serve (its triangles
+   * deduplicated, or none on the GPU), each thread's parts (about 2 a voxel, 32 B, twice while
+   * sorted), sums (48 B) and colours; the colours of the levels count with them (the budget) */
+  color_source csrc;
+  memset(&csrc, 0, sizeof csrc);
+  if (color_soup) {
+    st = color_source_open(&csrc, color_soup, opts->color_filter, err);
+    if (st != VX_OK) return st;
+  }
+  const int own_cbins = color_soup && (opts->gpu || color_soup != mesh);
+  const double color_fixed =
+      color_soup ? (double)csrc.mip_bytes + (own_cbins ? (double)color_soup->tri_count * 4.0 : 0.0)
+                 : 0.0;
+  const double color_thread = color_soup ? blk_vox * (2.0 * 64.0 + 2.0 * 48.0 + 4.0) : 0.0;
+  double fixed = tris * sign_bytes + tris * 4.0 +
+                 (double)nt_max * (thread_bytes(B, blk_vox) + color_thread) + writer +
+                 gpu_surface + color_fixed;
+  char gpu_note[96] = "";
   if (opts->gpu)
     snprintf(gpu_note, sizeof gpu_note, ", %.0f for the GPU's surface", gpu_surface * MiB);
-  if (limit && base0 + fixed > (double)limit)
+  if (color_soup)
+    snprintf(gpu_note + strlen(gpu_note), sizeof gpu_note - strlen(gpu_note),
+             ", %.0f for colour", (color_fixed + nt_max * color_thread) * MiB);
+  if (limit && base0 + fixed > (double)limit) {
+    color_source_close(&csrc);
     return vx_error_set(err, VX_ERR_LIMIT,
                         "a %u^3 build of this mesh needs at least about %.0f MiB even out of core "
                         "(%.0f in use, %.0f for sign tables and bins, %.0f for %d threads' "
@@ -419,17 +572,22 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
                         opts->resolution, (base0 + fixed) * MiB, base0 * MiB,
                         tris * (sign_bytes + 4.0) * MiB, nt_max * thread_bytes(B, blk_vox) * MiB,
                         nt_max, writer * MiB, gpu_note, (double)limit * MiB);
+  }
 
   double t0 = vx_clock_seconds();
   void *warm = opts->gpu ? vx_gpu_warmup_start() : NULL;
   vx_sign_data sign;
   st = vx_sign_build_rule_ex(mesh, &xf, opts->sign_rule, opts->gpu, &sign, err); /* as vx_voxelize */
   vx_gpu_warmup_join(warm);
-  if (st != VX_OK) return st;
+  if (st != VX_OK) {
+    color_source_close(&csrc);
+    return st;
+  }
   const double t1 = vx_clock_seconds();
-  vx_bins bins;
+  vx_bins bins, cbins;
   gpu_input gi;
   memset(&bins, 0, sizeof bins);
+  memset(&cbins, 0, sizeof cbins);
   memset(&gi, 0, sizeof gi);
   if (opts->gpu) { /* the surface from the GPU now; the sign tables are not needed after it */
     vx_gpu_build_opts go;
@@ -443,9 +601,14 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
   } else {
     st = vx_bins_build(mesh, &xf, depth, blog, limit, &bins, err);
   }
+  if (st == VX_OK && own_cbins) /* the coloured soup's triangles, duplicates included */
+    st = vx_bins_build(color_soup, &xf, depth, blog, limit, &cbins, err);
+  if (st == VX_OK && opts->gpu && color_soup) st = gpu_merge_bins(&gi, &cbins, err);
   if (st != VX_OK) {
     vx_sign_free(&sign);
     free_inputs(&bins, &gi);
+    vx_bins_free(&cbins);
+    color_source_close(&csrc);
     return st;
   }
   const double t2 = vx_clock_seconds();
@@ -459,13 +622,17 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
    * window, the roots and the writer are paid for, divided by 2.5 because writing a tree from
    * memory holds the tree, its largest packed level and the compressed sections together. */
   double base1 = (double)vx_resident_bytes();
-  double roots = (double)nwork * (double)(8 + sizeof(vx_node) + sizeof(vx_fit_root));
+  double roots = (double)nwork * (double)(8 + sizeof(vx_node) + sizeof(vx_fit_root) +
+                                          (color_soup ? sizeof(csum) + 4 : 0));
   double win_vox = (double)j.window * blk_vox < vox ? (double)j.window * blk_vox : vox;
-  double hold = (double)nt * thread_bytes(B, blk_vox) + win_vox * 40.0 + roots + writer;
+  double hold = (double)nt * (thread_bytes(B, blk_vox) + color_thread) +
+                win_vox * (color_soup ? 44.0 : 40.0) + roots + writer;
   uint64_t budget = 0;
   if (limit) {
     if (base1 + hold > (double)limit) {
       free_inputs(&bins, &gi);
+      vx_bins_free(&cbins);
+      color_source_close(&csrc);
       vx_sign_free(&sign);
       return vx_error_set(err, VX_ERR_LIMIT,
                           "a %u^3 build of this mesh needs at least about %.0f MiB even out of "
@@ -487,8 +654,18 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
   st = vx_stream_init(out, depth, depth - blog, tmp_dir, budget, err);
   if (st != VX_OK) {
     free_inputs(&bins, &gi);
+    vx_bins_free(&cbins);
+    color_source_close(&csrc);
     vx_sign_free(&sign);
     return st;
+  }
+  if (color_soup) {
+    vx_stream_init_color(out);
+    color_source_start(&csrc);
+    j.cs = &csrc;
+    j.color = 1;
+    j.cfilter = opts->color_filter;
+    j.cbins = own_cbins ? &cbins : &bins;
   }
   out->xf = xf;
   out->band = band;
@@ -514,7 +691,8 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
   j.root_code = (uint64_t *)vx_malloc((nwork ? nwork : 1) * sizeof(uint64_t));
   j.root_node = (vx_node *)vx_malloc((nwork ? nwork : 1) * sizeof(vx_node));
   j.root_fit = (vx_fit_root *)vx_malloc((nwork ? nwork : 1) * sizeof(vx_fit_root));
-  if (!j.slot || !j.root_code || !j.root_node || !j.root_fit) {
+  if (color_soup) j.root_sum = (csum *)vx_malloc((nwork ? nwork : 1) * sizeof(csum));
+  if (!j.slot || !j.root_code || !j.root_node || !j.root_fit || (color_soup && !j.root_sum)) {
     st = vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block records",
                       (unsigned long long)nwork);
   } else {
@@ -530,12 +708,19 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
       st = vx_error_set(err, VX_ERR_EMPTY, "no surface voxels: nothing to build");
     }
   }
-  for (uint64_t i = 0; j.slot && i < j.window; i++) vx_octree_free(&j.slot[i].sub);
+  for (uint64_t i = 0; j.slot && i < j.window; i++) {
+    vx_octree_free(&j.slot[i].sub);
+    color_block_free(&j.slot[i].col);
+  }
   vx_free(j.slot);
   free_inputs(&bins, &gi);
+  vx_bins_free(&cbins);
+  color_source_close(&csrc);
+  j.cs = NULL;
   vx_sign_free(&sign);
   if (st == VX_OK) st = build_top(&j, err);
   if (st == VX_OK) st = vx_stream_finish(out, err);
+  if (st == VX_OK && j.color) st = apply_patches(&j, err);
   if (st == VX_OK && (out->level_count[depth] > UINT32_MAX))
     st = vx_error_set(err, VX_ERR_LIMIT, "%llu surface voxels: more than the 2^32 a tree holds",
                       (unsigned long long)out->level_count[depth]);
@@ -549,11 +734,15 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_voxelize_opts *opts
     stats->corners = opts->gpu ? gstats.corners : j.corners;
     stats->corners_wound = gstats.corners_wound;
     stats->pair_tests = opts->gpu ? gstats.pair_tests : j.pair_tests;
+    stats->sec_color = j.color_sec / (nt > 0 ? nt : 1);
     for (uint32_t l = 0; l < depth; l++) stats->nodes += out->level_count[l];
   }
   vx_free(j.root_code);
   vx_free(j.root_node);
   vx_free(j.root_fit);
+  vx_free(j.root_sum);
+  vx_free(j.patch);
+  vx_free(j.root_color);
   if (st != VX_OK) vx_stream_free(out);
   return st;
 }
@@ -568,7 +757,13 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
   if (stats) memset(stats, 0, sizeof *stats);
   vx_status st = vx_voxelize_unique(mesh, opts, &uniq, &m, &dropped, err);
   if (st != VX_OK) return st;
-  st = stream_unique(m, opts, tmp_dir, xo, out, stats, err);
+  const vx_soup *cs = opts && opts->color && mesh && mesh->color && mesh->tri_count ? mesh : NULL;
+  if (cs && cs->tri_count > UINT32_MAX)
+    st = vx_error_set(err, VX_ERR_LIMIT, "colour: more than 2^32 triangles");
+  if (cs && opts->color_filter != VX_COLOR_FILTER_MEAN &&
+      opts->color_filter != VX_COLOR_FILTER_DOMINANT)
+    st = vx_error_set(err, VX_ERR_INVALID_ARG, "unknown colour filter %d", (int)opts->color_filter);
+  if (st == VX_OK) st = stream_unique(m, cs, opts, tmp_dir, xo, out, stats, err);
   vx_soup_free(&uniq);
   if (stats) stats->duplicates = dropped;
   return st;

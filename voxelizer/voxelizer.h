@@ -52,6 +52,9 @@ typedef struct vx_voxelize_opts {
   int sign_rule;           /* VX_SIGN_WINDING (0, default) or VX_SIGN_PSEUDO_NORMAL */
   int gpu;                 /* vx_voxelize_stream: 1 = surface voxels and field on the GPU (the same
                               bits; VX_ERR_NO_GPU / VX_ERR_CUDA when it cannot run) */
+  int color;               /* vx_voxelize_stream: 1 = colours too, when the mesh has them (the
+                              bytes of vx_color_tree on the tree, with color_filter) */
+  vx_color_filter color_filter;
 } vx_voxelize_opts;
 
 typedef struct vx_voxelize_stats {
@@ -69,6 +72,8 @@ typedef struct vx_voxelize_stats {
   double sec_gpu[5];       /* the GPU build's surface stage: upload, overlap pairs, sort and
                               voxel index, corner field, copy back to the host */
   double sec_gpu_tree[3];  /* vx_voxelize_gpu's octree on the GPU: levels, planes, copy to host */
+  double sec_color;        /* vx_voxelize_stream with colour: the blocks' colour work (inside
+                              sec_voxels / sec_tree), thread seconds over the thread count */
 } vx_voxelize_stats;
 
 /* Every refusal for triangles that overlap too much (the overlap floor of dedup.c, the winding
@@ -100,7 +105,9 @@ vx_status vx_voxelize_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_
  * (before pruning: opts->max_error is not applied). Peak memory stays under opts->mem_limit
  * (0: no limit; the levels then stay in memory): the levels stay in memory while they and a later
  * in-memory write fit, else they spill to one temporary file per level in tmp_dir (NULL: $TMPDIR
- * or /tmp), which vanish with the stream. A limit too small even for that fails at once with
+ * or /tmp), which vanish with the stream. With opts->color and a coloured mesh, the stream keeps
+ * a colour per node and voxel (out->color), made block by block (color_block.c): the bytes
+ * vx_color_tree gives on the same tree with opts->color_filter, their memory within the limit. A limit too small even for that fails at once with
  * VX_ERR_LIMIT and an estimate of what it would take. On failure nothing is left behind. */
 vx_status vx_voxelize_stream(const vx_soup *mesh, const vx_voxelize_opts *opts, const char *tmp_dir,
                              vx_stream *out, vx_voxelize_stats *stats, vx_error *err);
