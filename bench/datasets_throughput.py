@@ -4,7 +4,7 @@ that have only numpy and the package, such as the GPU machine.
 
     python3 bench/datasets_throughput.py [--count 40] [--triangles 100000] [--res 256]
                                          [--points 250000] [--device cpu|gpu|auto]
-                                         [--workers N ...] [--reps 3] [MESH ...]
+                                         [--workers N ...] [--reps 3] [--profile K] [MESH ...]
 
 Without meshes it writes --count scan-like meshes of about --triangles triangles each (closed
 bumpy spheres, each with its own random bumps: a latitude-longitude grid displaced along the
@@ -12,12 +12,16 @@ normal by a sum of random waves, binary PLY) into a temporary folder, so that ev
 the same inputs (seeded). For each --workers value and each repetition, sample_meshes runs
 into an empty output folder and the wall time from the call to its return is taken (mesh files
 to .npz on disk); the median of --reps is reported as meshes/s, beside the machine and the
-settings.
+settings. --profile K: sample_meshes' per-mesh function on the first K meshes in this process
+under cProfile (all cores' threads), the extension's calls timed apart (cProfile cannot see
+them), then the Python calls that took the most time.
 """
 import argparse
+import cProfile
 import datetime
 import os
 import platform
+import pstats
 import shutil
 import statistics
 import tempfile
@@ -26,6 +30,7 @@ import time
 import numpy as np
 
 import voxlod
+from voxlod import _datasets
 
 
 def bumpy_sphere(path, triangles, rng):
@@ -81,6 +86,7 @@ def main():
     ap.add_argument("--device", default="auto", choices=["cpu", "gpu", "auto"])
     ap.add_argument("--workers", type=int, nargs="+", default=[0], help="0: the default")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--profile", type=int, default=0, metavar="K")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="voxlod-throughput-")
     try:
@@ -98,6 +104,51 @@ def main():
               f"{platform.node()}, {os.cpu_count()} CPUs, voxlod {voxlod.__version__}, "
               f"res {a.res}, {a.points} points, device {a.device}")
         dev = None if a.device == "auto" else a.device
+        if a.profile:
+            # the extension's calls do not show in cProfile: wrapped here as Python functions
+            real = _datasets._voxlod
+
+            acc = {}
+
+            def wrap(name, fn):
+                def call(*args, **kw):
+                    t0 = time.perf_counter()
+                    try:
+                        return fn(*args, **kw)
+                    finally:
+                        acc[name] = acc.get(name, 0.0) + time.perf_counter() - t0
+                return call
+
+            class Mesh:
+                load = staticmethod(wrap("_Mesh.load", real._Mesh.load))
+
+            class Shim:
+                _Mesh = Mesh
+
+                def __getattr__(self, name):
+                    v = getattr(real, name)
+                    return wrap(name, v) if callable(v) and not isinstance(v, type) else v
+
+            _datasets._voxlod = Shim()
+            prof = cProfile.Profile()
+            for i, p in enumerate(paths[:a.profile]):
+                job = {"path": os.path.abspath(p), "rel": os.path.basename(p),
+                       "file": os.path.join(tmp, "profile.npz"), "points": a.points,
+                       "res": a.res, "preset": "deepsdf", "normalize": "sphere",
+                       "seed": [0, i], "opts": {}, "band": None,
+                       "device": {"cpu": 1, "gpu": 2}.get(a.device, 0), "mem_limit": 0,
+                       "threads": os.cpu_count() or 1, "skip_unreliable": False,
+                       "unsigned": False}
+                t0 = time.perf_counter()
+                prof.enable()
+                rec = _datasets._sample_one(job)
+                prof.disable()
+                print(f"profile {os.path.basename(p)}: {time.perf_counter() - t0:.3f} s, "
+                      f"ok {rec['ok']} {rec.get('error') or ''}")
+            _datasets._voxlod = real
+            print("extension calls (s): " + ", ".join(f"{k} {v:.3f}" for k, v in
+                                                       sorted(acc.items(), key=lambda x: -x[1])))
+            pstats.Stats(prof).sort_stats("tottime").print_stats(10)
         for w in a.workers:
             times = []
             for r in range(a.reps):
