@@ -83,6 +83,18 @@ VX_HD double vx_wind_solid(const double *a, const double *b, const double *c, co
   return atan2(det, den) * (0.5 / VX_WIND_PI); /* Omega / (4 pi), Omega = 2 atan2 */
 }
 
+
+/* A node's far-field term at a point: (x, y, z) = its centre minus the point, d2 = their
+ * squared length. K(c).N + sum_ij dK_i/dx_j(c) M_ij with K(x) = (x - p)/|x - p|^3. */
+VX_HD double vx_wind_far(const vx_wind_node *nd, double x, double y, double z, double d2) {
+  const float *m = nd->m;
+  double inv = 1.0 / sqrt(d2), inv3 = inv * inv * inv;
+  double t1 = x * nd->n[0] + y * nd->n[1] + z * nd->n[2];
+  double tr = (double)m[0] + m[4] + m[8];
+  double xmx = x * (m[0] * x + m[1] * y + m[2] * z) + y * (m[3] * x + m[4] * y + m[5] * z) +
+               z * (m[6] * x + m[7] * y + m[8] * z);
+  return (t1 + tr) * inv3 - 3.0 * xmx * inv3 * inv * inv;
+}
 /* vx_wind_at_beta's body over a node array and the tree-ordered triangles; *exact (not NULL)
  * receives the number of triangles whose solid angle it summed exactly: the query's cost, which
  * the builds charge against the memory limit beyond VX_WIND_EXACT_FREE (internal.h). */
@@ -99,14 +111,7 @@ VX_HD double vx_wind_eval_n(const vx_wind_node *nodes, const double *tri, const 
     double x = (double)nd->c[0] - p[0], y = (double)nd->c[1] - p[1], z = (double)nd->c[2] - p[2];
     double d2 = x * x + y * y + z * z, r = nd->r;
     if (d2 > b2 * r * r) {
-      /* FAR: K(c).N + sum_ij dK_i/dx_j(c) M_ij with K(x) = (x - p)/|x - p|^3 */
-      const float *m = nd->m;
-      double inv = 1.0 / sqrt(d2), inv3 = inv * inv * inv;
-      double t1 = x * nd->n[0] + y * nd->n[1] + z * nd->n[2];
-      double tr = (double)m[0] + m[4] + m[8];
-      double xmx = x * (m[0] * x + m[1] * y + m[2] * z) + y * (m[3] * x + m[4] * y + m[5] * z) +
-                   z * (m[6] * x + m[7] * y + m[8] * z);
-      far += (t1 + tr) * inv3 - 3.0 * xmx * inv3 * inv * inv;
+      far += vx_wind_far(nd, x, y, z, d2);
     } else if (nd->count) {
       /* LEAF near p: exact solid angles */
       const double *g = tri + (uint64_t)nd->first * 9;
@@ -147,13 +152,7 @@ VX_HD void vx_wind_eval2(const vx_wind_node *nodes, const double *tri, const dou
       double x = (double)nd->c[0] - q[0], y = (double)nd->c[1] - q[1], z = (double)nd->c[2] - q[2];
       double d2 = x * x + y * y + z * z, r = nd->r;
       if (d2 > b2 * r * r) {
-        const float *m = nd->m;
-        double inv = 1.0 / sqrt(d2), inv3 = inv * inv * inv;
-        double t1 = x * nd->n[0] + y * nd->n[1] + z * nd->n[2];
-        double tr = (double)m[0] + m[4] + m[8];
-        double xmx = x * (m[0] * x + m[1] * y + m[2] * z) + y * (m[3] * x + m[4] * y + m[5] * z) +
-                     z * (m[6] * x + m[7] * y + m[8] * z);
-        far[k] += (t1 + tr) * inv3 - 3.0 * xmx * inv3 * inv * inv;
+        far[k] += vx_wind_far(nd, x, y, z, d2);
       } else if (nd->count) {
         const double *g = tri + (uint64_t)nd->first * 9;
         uint32_t i;
