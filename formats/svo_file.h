@@ -42,6 +42,18 @@ typedef struct vx_svo_file_info {
 vx_status vx_svo_write(const char *path, const vx_octree *t, int zstd_level, vx_progress_fn progress,
                        void *user, vx_error *err);
 
+/* vx_svo_write for a tree whose colours are still being made (on another thread): its levels
+ * compress meanwhile, and before the first colour section ready(ready_user, &has_color, err) is
+ * called, once, and must return when they are done: VX_OK with has_color 1 (t's colour arrays now
+ * set; nothing else of t may change) or 0 (the file is written grey); another status ends the
+ * write with it, and no file. ready is called on every path, also when the write fails first
+ * (its answer then ignored), so a caller can join its thread there. The bytes are those
+ * vx_svo_write gives for the finished tree. */
+typedef vx_status (*vx_svo_colors_fn)(void *user, int *has_color, vx_error *err);
+vx_status vx_svo_write_pending(const char *path, const vx_octree *t, int zstd_level,
+                               vx_progress_fn progress, void *user, vx_svo_colors_fn ready,
+                               void *ready_user, vx_error *err);
+
 /* The same from a stream: the bytes vx_svo_write gives for the tree the stream holds. Memory: a
  * few MiB of buffers and zstd's contexts, plus the largest packed section when zstd runs without
  * worker threads (files under 64 MiB decoded, one core). The compressed sections are staged in an

@@ -382,7 +382,34 @@ typedef struct writer {
   uint64_t done, total;   /* progress: raw bytes compressed + bytes written */
   vx_progress_fn progress;
   void *user;
+  /* colours still being made (vx_svo_write_pending): asked for once, before the first colour
+   * section; grey: the answer was no colour */
+  vx_svo_colors_fn ready;
+  void *ready_user;
+  int grey;
 } writer;
+
+/* The pending colours, once: VX_OK with w->grey set when the tree stays grey, an error when they
+ * failed or the tree's colour arrays are incomplete. */
+static vx_status await_colors(writer *w, vx_error *err) {
+  if (!w->ready) return VX_OK;
+  vx_svo_colors_fn ready = w->ready;
+  w->ready = NULL;
+  int has = 0;
+  vx_status st = ready(w->ready_user, &has, err);
+  if (st != VX_OK) return st;
+  const vx_octree *t = w->q.t;
+  if (!has) {
+    w->grey = 1;
+    return VX_OK;
+  }
+  if ((t->node_count && !t->node_color) || (t->voxel_count && !t->voxel_color))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "the tree's colours are incomplete (node colours %s, voxel colours %s)",
+                        t->node_color ? "present" : "missing",
+                        t->voxel_color ? "present" : "missing");
+  return VX_OK;
+}
 
 static vx_status tick(writer *w, uint64_t bytes, vx_error *err) {
   w->done += bytes;
@@ -489,6 +516,7 @@ typedef struct color_lane {
 static void *color_lane_worker(void *arg) {
   color_lane *c = (color_lane *)arg;
   const source *q = &c->w->q;
+  if ((c->status = await_colors(c->w, &c->err)) != VX_OK || c->w->grey) return NULL;
   size_t rc = ZSTD_CCtx_setParameter(c->cc, ZSTD_c_compressionLevel, c->level);
   if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c->cc, ZSTD_c_checksumFlag, 1);
   if (ZSTD_isError(rc)) {
@@ -625,6 +653,7 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
   for (uint32_t o = 0; o < here && st == VX_OK; o++) {
     const uint32_t l = q->t ? (o == 0 ? q->depth : o <= q->depth ? o - 1 : o) : o;
     uint64_t children = 0;
+    if (l > q->depth && ((st = await_colors(w, err)) != VX_OK || w->grey)) break;
     if (!w->mem && !vx_svo_check_begin(&w->ck)) {
       st = vx_svo_zstd_fail(err, "checksumming", 0);
       break;
@@ -658,6 +687,10 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
   }
   ZSTD_freeCCtx(lane.cc);
   vx_free(lane.raw);
+  if (st == VX_OK && w->grey) { /* the colours did not come: a grey file */
+    w->q.color = 0;
+    w->q.sections = q->depth + 1;
+  }
   for (uint32_t l = 0; l < q->sections; l++) {
     check_job *j = &w->cj[l];
     if (j->threaded) pthread_join(j->th, NULL);
@@ -746,8 +779,9 @@ static vx_status encode(writer *w, const vx_octree *t, vx_stream *s, int zstd_le
     w->q.t = t;
     w->q.depth = t->depth;
     w->q.count = t->level_count;
-    w->q.color = t->node_color != NULL || t->voxel_color != NULL;
-    if (w->q.color && ((t->node_count && !t->node_color) || (t->voxel_count && !t->voxel_color)))
+    w->q.color = w->ready != NULL || t->node_color != NULL || t->voxel_color != NULL;
+    if (!w->ready && w->q.color &&
+        ((t->node_count && !t->node_color) || (t->voxel_count && !t->voxel_color)))
       return vx_error_set(err, VX_ERR_INVALID_ARG,
                           "the tree's colours are incomplete (node colours %s, voxel colours %s)",
                           t->node_color ? "present" : "missing",
@@ -818,11 +852,14 @@ static vx_status emit(writer *w, vx_atomic_file *af, const uint8_t *ph, size_t p
 }
 
 static vx_status write_file(const char *path, const vx_octree *t, vx_stream *s, int zstd_level,
-                            vx_progress_fn progress, void *user, vx_error *err) {
+                            vx_progress_fn progress, void *user, vx_svo_colors_fn ready,
+                            void *ready_user, vx_error *err) {
   writer w;
   memset(&w, 0, sizeof w);
   w.progress = progress;
   w.user = user;
+  w.ready = ready;
+  w.ready_user = ready_user;
   uint8_t ph[VX_SVO_PROLOGUE + VX_SVO_MAX_HEADER_FRAME];
   size_t phn = 0;
   /* The output path is checked before any work (a missing directory, a refused target). */
@@ -842,6 +879,11 @@ static vx_status write_file(const char *path, const vx_octree *t, vx_stream *s, 
     else
       vx_atomic_abort(&af);
   }
+  if (w.ready) { /* failed before asking for them: the colours are still awaited */
+    vx_error ignored;
+    int has;
+    (void)w.ready(w.ready_user, &has, &ignored);
+  }
   writer_free(&w);
   return st;
 }
@@ -849,13 +891,27 @@ static vx_status write_file(const char *path, const vx_octree *t, vx_stream *s, 
 vx_status vx_svo_write(const char *path, const vx_octree *t, int zstd_level,
                        vx_progress_fn progress, void *user, vx_error *err) {
   if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to write");
-  return write_file(path, t, NULL, zstd_level, progress, user, err);
+  return write_file(path, t, NULL, zstd_level, progress, user, NULL, NULL, err);
+}
+
+vx_status vx_svo_write_pending(const char *path, const vx_octree *t, int zstd_level,
+                               vx_progress_fn progress, void *user, vx_svo_colors_fn ready,
+                               void *ready_user, vx_error *err) {
+  if (!t || !ready) {
+    if (ready) {
+      vx_error ignored;
+      int has;
+      (void)ready(ready_user, &has, &ignored);
+    }
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to write");
+  }
+  return write_file(path, t, NULL, zstd_level, progress, user, ready, ready_user, err);
 }
 
 vx_status vx_svo_write_stream(const char *path, vx_stream *s, int zstd_level,
                               vx_progress_fn progress, void *user, vx_error *err) {
   if (!s) return vx_error_set(err, VX_ERR_INVALID_ARG, "no stream to write");
-  return write_file(path, NULL, s, zstd_level, progress, user, err);
+  return write_file(path, NULL, s, zstd_level, progress, user, NULL, NULL, err);
 }
 
 vx_status vx_svo_encode(const vx_octree *t, int zstd_level, uint8_t **out, size_t *out_size,

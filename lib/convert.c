@@ -29,6 +29,7 @@
 #include "voxelizer/voxelizer.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,16 +153,27 @@ static vx_status build(const vx_soup *mesh, vx_voxelize_opts *bo, vx_device devi
  * (*on_gpu set) and on the CPU otherwise or when the GPU cannot (a note): the same bytes either
  * way. A tree the streaming build coloured already (tree NULL when spilled) is left as it is; one
  * whose colour does not fit the memory limit stays grey: a note, not a failed conversion. */
-static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, int gpu,
-                            vx_octree *tree, int *on_gpu, vx_notes *notes, vx_error *err) {
-  if (!soup->color || o->color == VX_COLOR_OFF) return VX_OK;
+static void color_notes(const vx_soup *soup, const vx_convert_opts *o, vx_notes *notes) {
+  if (!soup->color || o->color == VX_COLOR_OFF) return;
   for (const char *w = soup->color->warnings; w && *w;) { /* the import's, one note a line */
     const char *end = strchr(w, '\n');
     size_t len = end ? (size_t)(end - w) : strlen(w);
     if (len) vx_notes_add(notes, "%.*s", (int)(len < 400 ? len : 400), w);
     w += len + (end != NULL);
   }
-  if (!tree || tree->node_color) return VX_OK; /* coloured by the streaming build */
+}
+
+/* Whether tree still needs the whole colour pass (a whole tree from the GPU build). */
+static int needs_color_pass(const vx_soup *soup, const vx_convert_opts *o, const vx_octree *tree) {
+  return soup->color && o->color != VX_COLOR_OFF && tree && !tree->node_color;
+}
+
+/* The whole pass over tree (needs_color_pass): *limited set when the memory limit left it grey. */
+static vx_status color_run(const vx_soup *soup, const vx_convert_opts *o, int gpu,
+                           vx_octree *tree, int *on_gpu, int *limited, vx_notes *notes,
+                           vx_error *err) {
+  if (limited) *limited = 0;
+  if (!needs_color_pass(soup, o, tree)) return VX_OK;
   if (o->progress && o->progress(o->user, "colouring", 0.0))
     return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted before colouring");
   vx_error ce, gn;
@@ -171,6 +183,7 @@ static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, int g
                                  on_gpu, &gn, &ce);
   if (gpu && gn.msg[0]) vx_notes_add(notes, "colour computed on the CPU (%s)", gn.msg);
   if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) {
+    if (limited) *limited = 1;
     vx_notes_add(notes, "colour not computed (%s): a grey tree", ce.msg);
     return VX_OK;
   }
@@ -181,6 +194,63 @@ static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, int g
   if (o->progress && o->progress(o->user, "colouring", 1.0))
     return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted after colouring");
   return VX_OK;
+}
+
+static vx_status color_pass(const vx_soup *soup, const vx_convert_opts *o, int gpu,
+                            vx_octree *tree, int *on_gpu, vx_notes *notes, vx_error *err) {
+  color_notes(soup, o, notes);
+  return color_run(soup, o, gpu, tree, on_gpu, NULL, notes, err);
+}
+
+/* The whole colour pass on a thread of its own while the file's levels compress
+ * (vx_svo_write_pending): a GPU-built tree's colour then costs the conversion only what it takes
+ * beyond the levels' compression. It runs without progress calls (they stay on the caller's
+ * thread) and within the memory limit less what the writer may take meanwhile (writer_room);
+ * when that leaves it grey for memory, the write is abandoned (`retry`) and the caller colours
+ * and writes one after the other, as without the overlap. It is joined in color_ready, which the
+ * writer calls on every path; its notes are the conversion's after that. */
+typedef struct color_job {
+  const vx_soup *soup;
+  vx_convert_opts o;
+  int gpu, on_gpu, limited, joined, retry;
+  vx_octree *tree;
+  vx_notes notes;
+  vx_status st;
+  vx_error err;
+  double sec;
+  pthread_t th;
+} color_job;
+
+static void *color_thread(void *arg) {
+  color_job *j = (color_job *)arg;
+  double t0 = vx_clock_seconds();
+  j->st = color_run(j->soup, &j->o, j->gpu, j->tree, &j->on_gpu, &j->limited, &j->notes, &j->err);
+  j->sec = vx_clock_seconds() - t0;
+  return NULL;
+}
+
+static vx_status color_ready(void *user, int *has_color, vx_error *err) {
+  color_job *j = (color_job *)user;
+  if (!j->joined) pthread_join(j->th, NULL);
+  j->joined = 1;
+  *has_color = j->tree->node_color != NULL;
+  if (j->st != VX_OK) {
+    if (err) *err = j->err;
+    return j->st;
+  }
+  if (j->limited) {
+    j->retry = 1;
+    return vx_error_set(err, VX_ERR_LIMIT, "colour did not fit beside the write");
+  }
+  return VX_OK;
+}
+
+/* What writing tree t may hold at most: each section packed and compressed in memory (twice
+ * its raw bytes with the margins), the colours included, and zstd's contexts. */
+static double writer_room(const vx_octree *t) {
+  double raw = (double)t->node_count * 12.0 + (double)t->voxel_count * 8.0 +
+               4.0 * (double)(t->node_count + t->voxel_count);
+  return 2.0 * raw + 64.0 * 1048576.0;
 }
 
 /* The conversion: the tree to out_path (when not NULL) and kept in the result (keep_tree). */
@@ -265,11 +335,28 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   const double tc = vx_clock_seconds();
   /* the colour pass's parts on the device that built the tree */
   int color_gpu = 0;
-  if (s == VX_OK && !grey)
+  color_job cj;
+  memset(&cj, 0, sizeof cj);
+  int overlap = 0;
+  if (s == VX_OK && !grey && out_path && !spilled &&
+      needs_color_pass(&mesh->soup, &o, &tree)) {
+    const double room = writer_room(&tree), rss = (double)vx_resident_bytes();
+    if ((double)o.mem_limit > rss + 2.0 * room) {
+      cj.soup = &mesh->soup;
+      cj.o = o;
+      cj.o.progress = NULL;
+      cj.o.mem_limit = (uint64_t)((double)o.mem_limit - room);
+      cj.gpu = bo.gpu;
+      cj.tree = &tree;
+      color_notes(&mesh->soup, &o, &b->notes);
+      overlap = pthread_create(&cj.th, NULL, color_thread, &cj) == 0;
+    }
+  }
+  if (s == VX_OK && !grey && !overlap)
     s = color_pass(&mesh->soup, &o, bo.gpu, spilled ? NULL : &tree, &color_gpu, &b->notes, err);
-  const double sec_color = mesh->soup.color && o.color != VX_COLOR_OFF && !grey
-                               ? vx_clock_seconds() - tc + bs.sec_color
-                               : 0.0;
+  double sec_color = mesh->soup.color && o.color != VX_COLOR_OFF && !grey
+                         ? vx_clock_seconds() - tc + bs.sec_color
+                         : 0.0;
   if (s == VX_OK && spilled && keep_tree) {
     char lim[32];
     s = vx_error_set(err, VX_ERR_LIMIT, "the tree does not fit the memory limit (%s) in memory: "
@@ -279,9 +366,29 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   if (s == VX_OK && o.progress && o.progress(o.user, "writing", 0.0))
     s = vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted before writing");
   double t1 = vx_clock_seconds();
-  if (s == VX_OK && out_path)
+  if (overlap) {
+    /* the colour thread is joined in color_ready on every path of the write */
+    if (s == VX_OK)
+      s = vx_svo_write_pending(out_path, &tree, o.zstd_level, o.progress, o.user, color_ready,
+                               &cj, err);
+    if (!cj.joined) pthread_join(cj.th, NULL);
+    color_gpu = cj.on_gpu;
+    sec_color = cj.sec;
+    if (cj.retry) { /* grey for want of memory beside the write: colour, then write */
+      s = color_run(&mesh->soup, &o, bo.gpu, &tree, &color_gpu, NULL, &b->notes, err);
+      if (s == VX_OK) s = vx_svo_write(out_path, &tree, o.zstd_level, o.progress, o.user, err);
+    } else {
+      for (const char *l = cj.notes.text; *l;) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        vx_notes_add(&b->notes, "%.*s", (int)len, l);
+        l += len + (end != NULL);
+      }
+    }
+  } else if (s == VX_OK && out_path) {
     s = spilled ? vx_svo_write_stream(out_path, &stream, o.zstd_level, o.progress, o.user, err)
                 : vx_svo_write(out_path, &tree, o.zstd_level, o.progress, o.user, err);
+  }
   double t2 = vx_clock_seconds();
   vx_conversion_stats *st = &b->stats;
   st->struct_size = sizeof *st;

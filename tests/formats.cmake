@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 vx_add_test(test_formats_svo SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_svo.c
-            LIBS vx_formats PkgConfig::ZSTD)
+            LIBS vx_formats PkgConfig::ZSTD Threads::Threads)
 vx_add_test(test_formats_mesh SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_mesh.c LIBS vx_formats)
 vx_add_test(test_formats_png SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_png.c LIBS vx_formats)
 target_include_directories(test_formats_png PRIVATE ${STB_INCLUDE_DIR})
 vx_add_test(test_formats_import_limits
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_import_limits.c LIBS vx_formats)
 vx_add_test(test_formats_svo_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_svo_color.c
-            LIBS vx_formats PkgConfig::ZSTD)
+            LIBS vx_formats PkgConfig::ZSTD Threads::Threads)
 target_compile_definitions(test_formats_svo_color PRIVATE
                            VX_SVO_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/corpus/svo")
 vx_add_test(test_formats_color_import

@@ -2,7 +2,8 @@
 /* test_formats_svo_color.c - colour sections of the .svo file: round trips, the bytes against a
  * writer built from docs/SVO_FORMAT.md alone (tests/svo_spec.h), grey files unchanged (against
  * a file the writer made before colour existed), partial reads, damaged or forged colour
- * sections, unknown flags, the memory limit, pruning carrying colours. */
+ * sections, unknown flags, the memory limit, pruning carrying colours, a write that compresses
+ * the levels while another thread makes the colours (vx_svo_write_pending). */
 #define _POSIX_C_SOURCE 200809L
 #include "formats/svo_file.h"
 #include "formats/svo_codec.h"
@@ -11,7 +12,10 @@
 #include <zstd.h>
 #include "svo_spec.h"
 
+#include <pthread.h>
 #include <stdint.h>
+#include <time.h>
+#include <unistd.h>
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 static uint32_t rnd(void) {
@@ -416,6 +420,84 @@ static void svo_color_prune_carries_colours(void) {
   vx_octree_free(&t);
 }
 
+/* vx_svo_write_pending: the colours painted on another thread while the levels compress (or
+ * none, or a failure), answered through the callback, which is called exactly once on every
+ * path; the file is vx_svo_write's for the finished tree, or none. */
+typedef struct pending {
+  vx_octree *t;
+  int paint, calls;
+  vx_status answer;
+  pthread_t th;
+} pending;
+
+static void *pending_paint(void *arg) {
+  pending *p = (pending *)arg;
+  struct timespec d = {0, 20 * 1000 * 1000}; /* while the writer is at the levels */
+  nanosleep(&d, NULL);
+  if (p->paint) paint(p->t);
+  return NULL;
+}
+
+static vx_status pending_ready(void *user, int *has_color, vx_error *err) {
+  pending *p = (pending *)user;
+  p->calls++;
+  pthread_join(p->th, NULL);
+  *has_color = p->t->node_color != NULL;
+  if (p->answer != VX_OK) return vx_error_set(err, p->answer, "colours failed");
+  return VX_OK;
+}
+
+static uint8_t *file_bytes(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = (uint8_t *)malloc(len > 0 ? (size_t)len : 1);
+  *n = fread(b, 1, (size_t)len, f);
+  fclose(f);
+  return b;
+}
+
+static void svo_color_pending_write(void) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/vx_pending_%ld.svo", (long)getpid());
+  for (int c = 0; c < 5; c++) { /* colours, grey, a failure, a bad path, a partial tree */
+    for (uint32_t depth = 3; depth <= 8; depth += 5) {
+      vx_octree t;
+      random_tree(depth, depth * depth * 400, &t);
+      pending p;
+      memset(&p, 0, sizeof p);
+      p.t = &t;
+      p.paint = c != 1;
+      p.answer = c == 2 ? VX_ERR_INTERRUPTED : VX_OK;
+      if (c == 4) t.levels_loaded = t.depth;
+      CHECK(pthread_create(&p.th, NULL, pending_paint, &p) == 0);
+      remove(path);
+      vx_error e;
+      vx_status s = vx_svo_write_pending(c == 3 ? "/nonexistent-dir/x.svo" : path, &t, 0, NULL, NULL,
+                                         pending_ready, &p, &e);
+      CHECK_MSG(p.calls == 1, "case %d: ready called %d times", c, p.calls);
+      if (c >= 2) {
+        CHECK_MSG(s != VX_OK, "case %d: the write should fail", c);
+        CHECK(c != 2 || s == VX_ERR_INTERRUPTED);
+        CHECK(access(path, F_OK) != 0);
+      } else {
+        CHECK_MSG(s == VX_OK, "case %d: %s", c, e.msg);
+        size_t n = 0, m = 0;
+        uint8_t *got = file_bytes(path, &n), *want = encode(&t, &m);
+        CHECK_MSG(got && want && n == m && memcmp(got, want, n) == 0,
+                  "case %d depth %u: %zu bytes written, %zu from vx_svo_encode", c, depth, n, m);
+        free(got);
+        free(want);
+      }
+      t.levels_loaded = t.depth + 1;
+      vx_octree_free(&t);
+    }
+  }
+  remove(path);
+}
+
 int main(void) {
   RUN(svo_color_round_trip_and_spec_bytes);
   RUN(svo_grey_file_is_unchanged);
@@ -425,5 +507,6 @@ int main(void) {
   RUN(svo_color_memory_limit_counts_colours);
   RUN(svo_color_writer_refuses_half_coloured_trees);
   RUN(svo_color_prune_carries_colours);
+  RUN(svo_color_pending_write);
   return check_summary();
 }
