@@ -114,8 +114,9 @@ typedef struct vx_conversion_stats {
   double sec_gpu[5];        /* GPU surface stage: upload, overlap pairs, sort and index, corner
                                field, copy back */
   double sec_gpu_tree[3];   /* GPU tree: levels, planes, copy to host */
-  double sec_color;         /* the colour pass (in sec_build: after a GPU build; within the
-                               streaming build, its share of the blocks' work) */
+  double sec_color;         /* the colour pass: after a GPU build, in sec_build, or in
+                               sec_write when it ran beside the file's compression; within
+                               the streaming build, its share of the blocks' work */
 } vx_conversion_stats;
 
 VX_API vx_status vx_conversion_get_stats(const vx_conversion *c, vx_conversion_stats *st);
