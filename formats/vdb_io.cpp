@@ -149,8 +149,8 @@ struct scan_ctx {
   double origin[3], scale, inv_scale;
   float band;
   float near_src;       /* a voxel of the file's grid (straddles) */
-  const uint64_t *cand; /* SAMPLE: the candidate cells */
-  size_t ncand;
+  const uint64_t *cand = nullptr; /* SAMPLE: the candidate cells (vx_malloc) */
+  size_t ncand = 0;
   std::atomic<size_t> next{0};
   std::atomic<int> failed{0};
   std::atomic<int> slots{0};
