@@ -389,6 +389,16 @@ typedef struct writer {
   int grey;
 } writer;
 
+/* VX_ERR_INVALID_ARG unless t's colour arrays are all there (or none are). */
+static vx_status colors_whole(const vx_octree *t, vx_error *err) {
+  if ((t->node_count && !t->node_color) || (t->voxel_count && !t->voxel_color))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "the tree's colours are incomplete (node colours %s, voxel colours %s)",
+                        t->node_color ? "present" : "missing",
+                        t->voxel_color ? "present" : "missing");
+  return VX_OK;
+}
+
 /* The pending colours, once: VX_OK with w->grey set when the tree stays grey, an error when they
  * failed or the tree's colour arrays are incomplete. */
 static vx_status await_colors(writer *w, vx_error *err) {
@@ -403,12 +413,7 @@ static vx_status await_colors(writer *w, vx_error *err) {
     w->grey = 1;
     return VX_OK;
   }
-  if ((t->node_count && !t->node_color) || (t->voxel_count && !t->voxel_color))
-    return vx_error_set(err, VX_ERR_INVALID_ARG,
-                        "the tree's colours are incomplete (node colours %s, voxel colours %s)",
-                        t->node_color ? "present" : "missing",
-                        t->voxel_color ? "present" : "missing");
-  return VX_OK;
+  return colors_whole(t, err);
 }
 
 static vx_status tick(writer *w, uint64_t bytes, vx_error *err) {
@@ -780,12 +785,8 @@ static vx_status encode(writer *w, const vx_octree *t, vx_stream *s, int zstd_le
     w->q.depth = t->depth;
     w->q.count = t->level_count;
     w->q.color = w->ready != NULL || t->node_color != NULL || t->voxel_color != NULL;
-    if (!w->ready && w->q.color &&
-        ((t->node_count && !t->node_color) || (t->voxel_count && !t->voxel_color)))
-      return vx_error_set(err, VX_ERR_INVALID_ARG,
-                          "the tree's colours are incomplete (node colours %s, voxel colours %s)",
-                          t->node_color ? "present" : "missing",
-                          t->voxel_color ? "present" : "missing");
+    vx_status cs = !w->ready && w->q.color ? colors_whole(t, err) : VX_OK;
+    if (cs != VX_OK) return cs;
     band = t->band;
     prune = t->prune_error;
     xf = t->xf;

@@ -98,13 +98,22 @@ VX_HD int clip_on_plane(const double g[9], uint32_t R) {
   return -1;
 }
 
+/* Triangle g (9 doubles, grid coordinates) as a polygon, its vertices carrying their
+ * barycentric weights. */
+VX_HD void clip_tri_poly(const double g[9], clip_poly *P) {
+  P->n = 3;
+  for (int v = 0; v < 3; v++) {
+    for (int k = 0; k < 3; k++) P->v[v].p[k] = g[v * 3 + k];
+    P->v[v].b[0] = v == 1 ? 1.0 : 0.0;
+    P->v[v].b[1] = v == 2 ? 1.0 : 0.0;
+  }
+}
+
 /* The first and last slab (x) of triangle g (9 doubles, grid coordinates) that clip_triangle
  * walks. */
 VX_HD void clip_x_range(const double g[9], uint32_t R, int64_t *first, int64_t *last) {
   clip_poly P;
-  P.n = 3;
-  for (int v = 0; v < 3; v++)
-    for (int k = 0; k < 3; k++) P.v[v].p[k] = g[v * 3 + k];
+  clip_tri_poly(g, &P);
   clip_range(&P, 0, R, first, last);
 }
 
@@ -168,17 +177,6 @@ VX_HD uint64_t clip_row(const clip_poly *PY, uint32_t R, double min_area, int64_
     parts++;
   }
   return parts;
-}
-
-/* Triangle g (9 doubles, grid coordinates) as a polygon, its vertices carrying their
- * barycentric weights. */
-VX_HD void clip_tri_poly(const double g[9], clip_poly *P) {
-  P->n = 3;
-  for (int v = 0; v < 3; v++) {
-    for (int k = 0; k < 3; k++) P->v[v].p[k] = g[v * 3 + k];
-    P->v[v].b[0] = v == 1 ? 1.0 : 0.0;
-    P->v[v].b[1] = v == 2 ? 1.0 : 0.0;
-  }
 }
 
 /* Calls emit(ctx, P, area, x, y, z) for each part of triangle g (9 doubles, grid coordinates) of
