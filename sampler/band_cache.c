@@ -15,8 +15,9 @@
  *    the tree's transform replaced by the identity, so that grid points go in exactly and
  *    values in voxels come out) runs at those points in batches of whole bricks, on the CPU's
  *    threads or through an evaluator given (the GPU sampler), the values quantized into the
- *    bricks; then at the centres of those cells. A cell is kept when its corners all have a sign
- *    and lie on one side, and give its centre as the rule does (bc_rough). A brick is
+ *    bricks; then at the centres of those cells and just inside them from each corner a voxel
+ *    gave. A cell is kept when its corners all have a sign and lie on one side, and give the
+ *    rule's value at those points (bc_rough). A brick is
  *    written only by its thread; what it reads of its neighbours (which cells are voxels) was
  *    all written in step 1.
  * The result does not depend on the thread count: every value is a voxel's or the rule's at one
@@ -32,7 +33,8 @@
 
 #define VX_BC_MAX_REACH 4u /* cells around a voxel; the window of 8 + 2K rows fits 16 bits */
 #define VX_BC_BATCH ((uint64_t)1 << 24) /* grid points evaluated at a time */
-#define VX_BC_CENTRE_TOL 0.125f /* voxels: a cell's centre by its corners against the rule */
+#define VX_BC_CHECK_TOL 0.125f /* voxels: the corners' value against the rule's, at checked points */
+#define VX_BC_SIDE_STEP (1.0f / 64.0f) /* a voxel's corner, seen from the cell: this far inside */
 #define VX_BC_POINTS (VX_BC_GRID * VX_BC_GRID * VX_BC_GRID)
 #define VX_BC_PWORDS ((VX_BC_POINTS + 63u) / 64u)
 
@@ -228,24 +230,25 @@ static int8_t bc_quantize(const vx_sample_tree *s, float v) {
   return (int8_t)r;
 }
 
-/* Does the rule's value v (voxels, flags fl) at the centre of cell k of brick br differ from what
- * the cache would answer there (sample_eval.h's vx_se_cached: the corners' trilinear value, the
- * band where it reaches the band) by more than VX_BC_CENTRE_TOL, in sign, or in being far? The
- * rule is not smooth everywhere (where the winning cell changes, beside thin parts, where it
- * turns far): there the corners do not stand for the cell, and the rule answers. Corners not yet
- * valid (bad, no sign) leave the cell out anyway. */
-static int bc_rough(const vx_sample_tree *s, const vx_bc_brick *br, uint32_t k, float v,
-                    uint8_t fl) {
+/* Does the rule's value v (voxels, flags fl) at point u (in [0,1]^3) of cell k of brick br differ
+ * from what the cache would answer there (sample_eval.h's vx_se_cached: the corners' trilinear
+ * value, the band where it reaches the band) by more than VX_BC_CHECK_TOL, in sign, or in being
+ * far? The rule is not smooth everywhere (where the winning cell changes, beside thin parts, where
+ * it turns far) nor continuous at a voxel's faces (inside, the voxel's field; outside, the
+ * nearest cell's extrapolation, which differs where the field's gradient is not of unit length):
+ * there the corners do not stand for the cell, and the rule answers. Corners not yet valid (bad,
+ * no sign) leave the cell out anyway. */
+static int bc_rough(const vx_sample_tree *s, const vx_bc_brick *br, uint32_t k, const float u[3],
+                    float v, uint8_t fl) {
   if ((fl & (VX_SAMPLE_NO_SIGN | VX_SAMPLE_INVALID)) || v != v) return 1;
   const vx_voxel c = vx_bc_corners(br, k);
-  const float u[3] = {0.5f, 0.5f, 0.5f};
   float g[3];
   float f = vx_se_trilinear(&c, s->band, u, g);
   const int far = fabsf(f) > s->band * (1.0f - 0.5f / 127.0f);
   if (far) f = f < 0.0f ? -s->band : s->band;
   if (far != ((fl & VX_SAMPLE_FAR) != 0)) return 1;
   if ((f < 0.0f) != (v < 0.0f)) return 1;
-  return !(fabsf(f - v) <= VX_BC_CENTRE_TOL);
+  return !(fabsf(f - v) <= VX_BC_CHECK_TOL);
 }
 
 /* Grid point g of brick c, in grid coordinates. */
@@ -314,6 +317,17 @@ static uint32_t bc_count(const uint64_t *w, uint32_t words) {
   return n;
 }
 
+/* Where cell k is checked against the rule: i = 8 names its centre, always checked; i < 8 its
+ * corner i (bc_corner_point), checked when a voxel gave it (the rule jumps at a voxel's faces),
+ * just inside the cell (VX_BC_SIDE_STEP along each axis). Returns 1 with u (in [0,1]^3) when i
+ * is checked. Checking the centres of the edges and faces a voxel has as well kept no more
+ * points within the bound on the scans of tests/test_sample_agree.c. */
+static int bc_check_point(const bc_state *st, uint32_t k, uint32_t i, float u[3]) {
+  for (uint32_t a = 0; a < 3u; a++)
+    u[a] = i == 8u ? 0.5f : (i >> a & 1u ? 1.0f - VX_BC_SIDE_STEP : VX_BC_SIDE_STEP);
+  return i == 8u || bc_bit(st->set, bc_corner_point(k, i));
+}
+
 /* Step 3's phases for brick bi. */
 enum { BC_NEED = 0, BC_GATHER = 1, BC_SCATTER = 2, BC_FINISH = 3 };
 
@@ -332,6 +346,11 @@ static void bc_phase(const bc_build *b, uint64_t bi) {
       }
     }
     st->points = bc_count(st->need, VX_BC_PWORDS) + bc_count(st->want, VX_BC_WORDS);
+    for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
+      if (!bc_bit(st->want, k)) continue;
+      float u[3];
+      for (uint32_t i = 0; i < 8u; i++) st->points += (uint32_t)bc_check_point(st, k, i, u);
+    }
     return;
   }
   if (b->phase == BC_GATHER || b->phase == BC_SCATTER) {
@@ -347,18 +366,23 @@ static void bc_phase(const bc_build *b, uint64_t bi) {
       }
       j++;
     }
-    /* then the centres of the cells to cache (their corners all scattered above) */
+    /* then the points where the cells to cache are checked (their corners all scattered
+     * above) */
     for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
       if (!bc_bit(st->want, k)) continue;
-      if (b->phase == BC_GATHER) {
-        float *q = &b->p[3 * j];
-        q[0] = (float)(c[0] * 8 + (k & 7u)) + 0.5f;
-        q[1] = (float)(c[1] * 8 + (k >> 3 & 7u)) + 0.5f;
-        q[2] = (float)(c[2] * 8 + (k >> 6)) + 0.5f;
-      } else if (bc_rough(b->s, br, k, b->v[j], b->fl[j])) {
-        bc_set(st->rough, k);
+      for (uint32_t i = 0; i < 9u; i++) {
+        float u[3];
+        if (!bc_check_point(st, k, i, u)) continue;
+        if (b->phase == BC_GATHER) {
+          float *q = &b->p[3 * j];
+          q[0] = (float)(c[0] * 8 + (k & 7u)) + u[0];
+          q[1] = (float)(c[1] * 8 + (k >> 3 & 7u)) + u[1];
+          q[2] = (float)(c[2] * 8 + (k >> 6)) + u[2];
+        } else if (bc_rough(b->s, br, k, u, b->v[j], b->fl[j])) {
+          bc_set(st->rough, k);
+        }
+        j++;
       }
-      j++;
     }
     return;
   }

@@ -191,6 +191,10 @@ static int scan_same_bits(const char *what, uint64_t n, const scan_run *a, const
   return differ == 0;
 }
 
+/* The band cache's bound against the rule (include/voxlod/sample.h, BAND CACHE): within half a
+ * voxel at every point, the same sign beyond a voxel. */
+#define SCAN_CACHE_TOL 0.5
+
 /* The band cache's run c against the rule's r on the same points: the largest difference in
  * voxels (NaN on both sides counts as none), and how many differ in sign beyond 1 voxel. */
 static double scan_cache_error(uint64_t n, const scan_run *r, const scan_run *c, double scale,

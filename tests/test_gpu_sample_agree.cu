@@ -15,9 +15,6 @@
 
 #include "sample_scan.h"
 
-#define SCAN_CACHE_TOL 0.5
-#define SCAN_CACHE_OVER 2e-4
-#define SCAN_CACHE_MAX 0.75
 
 static vx_sampler *gpu_sampler(const vx_tree *t) {
   vx_sampler_opts so;
@@ -113,9 +110,7 @@ static void check_resolution(uint32_t res, uint64_t n) {
           SCAN_CACHE_TOL, (unsigned long long)signs);
   CHECK(answered > n / 10);
   CHECK(signs == 0);
-  CHECK_MSG(worst <= SCAN_CACHE_MAX, "%.4f voxel from the rule", worst);
-  CHECK_MSG((double)over <= SCAN_CACHE_OVER * (double)n, "%llu points over %.1f voxel",
-            (unsigned long long)over, SCAN_CACHE_TOL);
+  CHECK_MSG(worst <= SCAN_CACHE_TOL && over == 0, "%.4f voxel from the rule", worst);
   vx_sampler_free(s);
   free(p);
   scan_run_free(&cpu);

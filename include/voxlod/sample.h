@@ -79,11 +79,15 @@ VX_EXTERN_C_BEGIN
  *   interpolation reaches the band: that differs from the rule at the point by the
  *   interpolation error (tests/test_sample.c and docs/BENCHMARKS.md measure both against exact
  *   distances: the same bound holds). Only cells whose corners all have a sign and lie on one
- *   side (no surface crosses an empty cell) and give the rule's value at the cell's centre
- *   within 1/8 voxel are kept, so that the cache stays within 0.5 voxel of the rule on all but
- *   a few points in 10^5 (tests/test_sample_agree.c: at most 0.55 voxel on its scan). Points
- *   elsewhere (farther out, outside the root box) follow the rule. The first call that asks for
- *   it builds it (the rule at each grid point and each cell's centre, on all cores) and keeps it
+ *   side (no surface crosses an empty cell) are kept, and only where their corners give the
+ *   rule's value within 1/8 voxel at the cell's centre and, seen from the cell, at each corner a
+ *   surface voxel gave (the rule is not continuous at a voxel's faces: inside, the voxel's
+ *   field; outside, the nearest cell's extrapolation), so that the cache stays within 0.5 voxel
+ *   of the rule (checked at those points, not proven: tests/test_sample_agree.c and
+ *   test_gpu_sample_agree.cu find no point over it on a scan with a part thinner than a voxel
+ *   from 64^3 to 2048^3). Points elsewhere (farther out, outside the root box) follow the rule.
+ *   The first call that asks for it builds it (the rule at each grid point, each cell's centre
+ *   and the voxels' corners seen from the cells, on all cores) and keeps it
  *   with the tree: about 29 bytes per surface voxel (the tree: 13). A GPU sampler builds its
  *   own, the rule evaluated by its kernels, and keeps it on the device; the rule giving the same
  *   bits on both, it is the CPU's cache and answers with the CPU's bits. docs/BENCHMARKS.md gives build
