@@ -2,12 +2,14 @@
 /* band_cache.c - builds the band cache (sampler/band_cache.h): the sampler's field stored around the
  * surface.
  *
- * 1. The tree is walked depth first; each surface voxel marks its cell in its brick (created in a
- *    hash table of brick keys as met) and, unless re-signed, writes its corners into the brick's
- *    grid. A grid point written twice with different values (which the converter does not do)
- *    is marked bad: no cell with that corner is cached.
- * 2. Each brick with voxels adds those of its 26 neighbours that lie within K = min(ceil(band),
- *    VX_BC_MAX_REACH) cells of its voxels' bounding box (and inside the root box).
+ * 1. A brick with voxels is the subtree of a node three levels above the voxels: the tree is
+ *    walked depth first to those nodes, each creating its brick in a hash table of brick keys
+ *    (on one thread); then, on the threads, each brick's voxels mark their cells and, unless
+ *    re-signed, write their corners into its grid. A grid point written twice with different
+ *    values (which the converter does not do) is marked bad: no cell with that corner is cached.
+ * 2. Each brick with voxels finds which of its 26 neighbours that lie within K = min(ceil(band),
+ *    VX_BC_MAX_REACH) cells of its voxels' bounding box (and inside the root box) are missing
+ *    (on the threads); they are added in brick order (on one thread).
  * 3. The bricks are handed to the threads. Each marks the empty cells within K cells (L-infinity)
  *    of a voxel: the voxels of its 27-brick neighbourhood in a window of (8 + 2K)^3 cells, one
  *    bit row per line, dilated by K along x (shifts), then y, then z (ORs of rows), and the grid
@@ -41,6 +43,8 @@
 /* What step 1 leaves per brick for step 3. */
 typedef struct bc_state {
   uint64_t key;
+  uint32_t node;    /* step 1: the node whose subtree the brick is (bricks with voxels) */
+  uint32_t missing; /* step 2: its neighbours (bit n, as bc_needed) that step 1 did not make */
   uint64_t occ[VX_BC_WORDS];  /* the cells that are surface voxels, re-signed ones included */
   uint64_t set[VX_BC_PWORDS]; /* grid points a voxel gave */
   uint64_t bad[VX_BC_PWORDS]; /* ... with two different values */
@@ -64,8 +68,7 @@ typedef struct bc_build {
   bc_state *state; /* per brick */
   uint64_t count, bcap;
   int nomem;
-  uint64_t last_key; /* step 1: the brick of the last voxel */
-  int64_t last;      /* ... its index (-1: none yet) */
+  uint32_t root_level; /* step 1: the level of the bricks' nodes */
   uint64_t limit; /* bytes the bricks may take (with their build state) */
   /* step 3: a phase runs over bricks [lo, hi) on the threads */
   int phase;
@@ -139,37 +142,61 @@ static uint32_t bc_corner_point(uint32_t k, uint32_t i) {
   return bc_point((k & 7u) + (i & 1u), (k >> 3 & 7u) + (i >> 1 & 1u), (k >> 6) + (i >> 2));
 }
 
-/* Is any corner of cell k one of the points in w? */
-static int bc_any_corner(const uint64_t *w, uint32_t k) {
+/* The corners of cell k (bit i: corner i, bc_corner_point) that are points in w. */
+static uint32_t bc_corners_in(const uint64_t *w, uint32_t k) {
+  const uint32_t g = bc_corner_point(k, 0);
+  uint32_t m = 0;
   for (uint32_t i = 0; i < 8u; i++)
-    if (bc_bit(w, bc_corner_point(k, i))) return 1;
-  return 0;
+    m |= (uint32_t)bc_bit(w, g + (i & 1u) + VX_BC_GRID * (i >> 1 & 1u) +
+                                 VX_BC_GRID * VX_BC_GRID * (i >> 2)) << i;
+  return m;
 }
 
-/* Step 1 below node idx (level l, minimum corner m). */
-static void bc_walk(bc_build *b, uint32_t idx, uint32_t l, const uint32_t m[3]) {
+/* Visits the set bits of the 512-bit cell mask w in increasing order, as k. */
+#define BC_EACH_CELL(w, k)                                                                        \
+  for (uint32_t bc_w_ = 0; bc_w_ < VX_BC_WORDS; bc_w_++)                                        \
+    for (uint64_t bc_x_ = (w)[bc_w_]; bc_x_; bc_x_ &= bc_x_ - 1u)                                \
+      for (uint32_t k = bc_w_ * 64u + (uint32_t)__builtin_ctzll(bc_x_), bc_once_ = 1; bc_once_;  \
+           bc_once_ = 0)
+
+/* Step 1, first the bricks: a brick with voxels is the subtree of a node of level depth - 3 (the
+ * root in shallower trees). Below node idx (level l, minimum corner m), each such node gets its
+ * brick, in depth-first order (serial: the hash table grows). */
+static void bc_roots(bc_build *b, uint32_t idx, uint32_t l, const uint32_t m[3]) {
+  if (l == b->root_level) {
+    const int64_t bi = bc_brick(b, vx_bc_key(m));
+    if (bi < 0) b->nomem = (int)-bi;
+    else b->state[bi].node = idx;
+    return;
+  }
+  const vx_node *nd = &b->s->nodes[idx];
+  const uint32_t mask = vx_node_mask(nd->info), h = 1u << (b->s->depth - l - 1u);
+  for (uint32_t slot = 0; slot < 8u && !b->nomem; slot++) {
+    if (!(mask >> slot & 1u)) continue;
+    uint32_t cm[3];
+    for (int i = 0; i < 3; i++) cm[i] = m[i] + (slot >> i & 1u) * h;
+    bc_roots(b, vx_child_index(nd->child, mask, slot), l + 1u, cm);
+  }
+}
+
+/* ... then the voxels of brick bi below node idx (level l, minimum corner m), on the threads:
+ * each marks its cell and, unless re-signed, writes its corners into the brick's grid. */
+static void bc_voxels(const bc_build *b, uint64_t bi, uint32_t idx, uint32_t l,
+                      const uint32_t m[3]) {
   const vx_sample_tree *s = b->s;
   const vx_node *nd = &s->nodes[idx];
   const uint32_t mask = vx_node_mask(nd->info), h = 1u << (s->depth - l - 1u);
-  for (uint32_t slot = 0; slot < 8u && !b->nomem; slot++) {
+  vx_bc_brick *br = &b->bricks[bi];
+  bc_state *st = &b->state[bi];
+  for (uint32_t slot = 0; slot < 8u; slot++) {
     if (!(mask >> slot & 1u)) continue;
     const uint32_t ci = vx_child_index(nd->child, mask, slot);
     uint32_t cm[3];
     for (int i = 0; i < 3; i++) cm[i] = m[i] + (slot >> i & 1u) * h;
     if (l + 1u < s->depth) {
-      bc_walk(b, ci, l + 1u, cm);
+      bc_voxels(b, bi, ci, l + 1u, cm);
       continue;
     }
-    const uint64_t key = vx_bc_key(cm);
-    const int64_t bi = key == b->last_key && b->last >= 0 ? b->last : bc_brick(b, key);
-    if (bi < 0) {
-      b->nomem = (int)-bi;
-      return;
-    }
-    b->last_key = key; /* the voxels of a brick come one after another */
-    b->last = bi;
-    vx_bc_brick *br = &b->bricks[bi];
-    bc_state *st = &b->state[bi];
     const uint32_t k = vx_bc_cell(cm);
     bc_set(st->occ, k);
     if (s->resigned && (s->resigned[ci >> 5] >> (ci & 31u) & 1u)) continue; /* not cached */
@@ -193,8 +220,9 @@ static uint64_t bc_key_of(const int64_t c[3]) {
   return (uint64_t)c[0] | (uint64_t)c[1] << 21 | (uint64_t)c[2] << 42;
 }
 
-/* Step 2 for a brick with voxels (its occ; the state array may move as bricks are added). */
-static void bc_neighbours(bc_build *b, uint64_t key, const uint64_t occ[VX_BC_WORDS]) {
+/* Step 2 for a brick with voxels: which of its 27 neighbours (bit n: offsets n % 3 - 1,
+ * n / 3 % 3 - 1, n / 9 - 1) inside the root box lie within K cells of its voxels' bounding box. */
+static uint32_t bc_needed(const bc_build *b, uint64_t key, const uint64_t occ[VX_BC_WORDS]) {
   uint32_t lo[3] = {VX_BC_SIDE, VX_BC_SIDE, VX_BC_SIDE}, hi[3] = {0, 0, 0};
   for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
     if (!bc_bit(occ, k)) continue;
@@ -207,19 +235,27 @@ static void bc_neighbours(bc_build *b, uint64_t key, const uint64_t occ[VX_BC_WO
   const int64_t bricks = (int64_t)1 << (b->s->depth > VX_BC_SHIFT ? b->s->depth - VX_BC_SHIFT : 0);
   int64_t c[3];
   bc_coords(key, c);
-  for (int n = 0; n < 27 && !b->nomem; n++) {
-    int64_t q[3];
+  uint32_t out = 0;
+  for (int n = 0; n < 27; n++) {
     int need = n != 13; /* not the brick itself */
     for (int i = 0, w = 1; i < 3; i++, w *= 3) {
       const int d = n / w % 3 - 1;
-      q[i] = c[i] + d;
-      need &= q[i] >= 0 && q[i] < bricks;
+      const int64_t q = c[i] + d;
+      need &= q >= 0 && q < bricks;
       if (d < 0) need &= lo[i] < b->reach;
       if (d > 0) need &= hi[i] + b->reach >= VX_BC_SIDE;
     }
-    const int64_t bi = need ? bc_brick(b, bc_key_of(q)) : 0;
-    if (bi < 0) b->nomem = (int)-bi;
+    out |= (uint32_t)need << n;
   }
+  return out;
+}
+
+/* The key of neighbour n (as bc_needed) of the brick with key k. */
+static uint64_t bc_neighbour_key(uint64_t k, int n) {
+  int64_t c[3];
+  bc_coords(k, c);
+  for (int i = 0, w = 1; i < 3; i++, w *= 3) c[i] += n / w % 3 - 1;
+  return bc_key_of(c);
 }
 
 /* The rule's value v (voxels) at a grid point, quantized as a voxel corner. */
@@ -317,62 +353,71 @@ static uint32_t bc_count(const uint64_t *w, uint32_t words) {
   return n;
 }
 
-/* Where cell k is checked against the rule: i = 8 names its centre, always checked; i < 8 its
- * corner i (bc_corner_point), checked when a voxel gave it (the rule jumps at a voxel's faces),
- * just inside the cell (VX_BC_SIDE_STEP along each axis). Returns 1 with u (in [0,1]^3) when i
- * is checked. Checking the centres of the edges and faces a voxel has as well kept no more
- * points within the bound on the scans of tests/test_sample_agree.c. */
-static int bc_check_point(const bc_state *st, uint32_t k, uint32_t i, float u[3]) {
+/* Where a cell is checked against the rule (u in [0,1]^3): i = 8, its centre, always; i < 8, just
+ * inside its corner i (VX_BC_SIDE_STEP along each axis) when a voxel gave that corner (the rule
+ * jumps at a voxel's faces). Checking the centres of the edges and faces a voxel has as well
+ * kept no more points within the bound on the scans of tests/test_sample_agree.c. */
+static void bc_check_u(uint32_t i, float u[3]) {
   for (uint32_t a = 0; a < 3u; a++)
     u[a] = i == 8u ? 0.5f : (i >> a & 1u ? 1.0f - VX_BC_SIDE_STEP : VX_BC_SIDE_STEP);
-  return i == 8u || bc_bit(st->set, bc_corner_point(k, i));
 }
 
-/* Step 3's phases for brick bi. */
-enum { BC_NEED = 0, BC_GATHER = 1, BC_SCATTER = 2, BC_FINISH = 3 };
+/* The points where cell k is checked: bit i as bc_check_u. */
+static uint32_t bc_checks(const bc_state *st, uint32_t k) {
+  return bc_corners_in(st->set, k) | 1u << 8;
+}
+
+/* The phases run on the threads for brick bi: steps 1 and 2's, then step 3's. */
+enum { BC_VOXELS = 0, BC_MISSING = 1, BC_NEED = 2, BC_GATHER = 3, BC_SCATTER = 4, BC_FINISH = 5 };
 
 static void bc_phase(const bc_build *b, uint64_t bi) {
   vx_bc_brick *br = &b->bricks[bi];
   bc_state *st = &b->state[bi];
   int64_t c[3];
   bc_coords(st->key, c);
+  if (b->phase == BC_VOXELS) {
+    const uint32_t m[3] = {(uint32_t)c[0] * VX_BC_SIDE, (uint32_t)c[1] * VX_BC_SIDE,
+                           (uint32_t)c[2] * VX_BC_SIDE};
+    bc_voxels(b, bi, st->node, b->root_level, m);
+    return;
+  }
+  if (b->phase == BC_MISSING) { /* the table does not change in this phase */
+    const uint32_t need = bc_needed(b, st->key, st->occ);
+    for (int n = 0; n < 27; n++)
+      if (need >> n & 1u && !bc_lookup(b, bc_neighbour_key(st->key, n))) st->missing |= 1u << n;
+    return;
+  }
   if (b->phase == BC_NEED) { /* the cells to cache and the corners the rule gives them */
     bc_want(b, st, c, st->want);
-    for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
-      if (!bc_bit(st->want, k)) continue;
-      for (uint32_t i = 0; i < 8u; i++) {
-        const uint32_t g = bc_corner_point(k, i);
-        if (!bc_bit(st->set, g)) bc_set(st->need, g);
-      }
+    uint32_t checks = 0;
+    BC_EACH_CELL(st->want, k) {
+      const uint32_t given = bc_corners_in(st->set, k);
+      for (uint32_t i = 0; i < 8u; i++)
+        if (!(given >> i & 1u)) bc_set(st->need, bc_corner_point(k, i));
+      checks += (uint32_t)__builtin_popcount(bc_checks(st, k));
     }
-    st->points = bc_count(st->need, VX_BC_PWORDS) + bc_count(st->want, VX_BC_WORDS);
-    for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
-      if (!bc_bit(st->want, k)) continue;
-      float u[3];
-      for (uint32_t i = 0; i < 8u; i++) st->points += (uint32_t)bc_check_point(st, k, i, u);
-    }
+    st->points = bc_count(st->need, VX_BC_PWORDS) + checks;
     return;
   }
   if (b->phase == BC_GATHER || b->phase == BC_SCATTER) {
     uint64_t j = st->at;
-    for (uint32_t g = 0; g < VX_BC_POINTS; g++) {
-      if (!bc_bit(st->need, g)) continue;
-      if (b->phase == BC_GATHER) {
-        bc_grid_point(c, g, &b->p[3 * j]);
-      } else if (!(b->fl[j] & (VX_SAMPLE_NO_SIGN | VX_SAMPLE_INVALID)) && b->v[j] == b->v[j]) {
-        br->grid[g] = bc_quantize(b->s, b->v[j]);
-      } else {
-        bc_set(st->nosign, g);
+    for (uint32_t w = 0; w < VX_BC_PWORDS; w++)
+      for (uint64_t x = st->need[w]; x; x &= x - 1u) {
+        const uint32_t g = w * 64u + (uint32_t)__builtin_ctzll(x);
+        if (b->phase == BC_GATHER)
+          bc_grid_point(c, g, &b->p[3 * j]);
+        else if (!(b->fl[j] & (VX_SAMPLE_NO_SIGN | VX_SAMPLE_INVALID)) && b->v[j] == b->v[j])
+          br->grid[g] = bc_quantize(b->s, b->v[j]);
+        else
+          bc_set(st->nosign, g);
+        j++;
       }
-      j++;
-    }
     /* then the points where the cells to cache are checked (their corners all scattered
      * above) */
-    for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
-      if (!bc_bit(st->want, k)) continue;
-      for (uint32_t i = 0; i < 9u; i++) {
+    BC_EACH_CELL(st->want, k) {
+      for (uint32_t m = bc_checks(st, k); m; m &= m - 1u) {
         float u[3];
-        if (!bc_check_point(st, k, i, u)) continue;
+        bc_check_u((uint32_t)__builtin_ctz(m), u);
         if (b->phase == BC_GATHER) {
           float *q = &b->p[3 * j];
           q[0] = (float)(c[0] * 8 + (k & 7u)) + u[0];
@@ -386,11 +431,13 @@ static void bc_phase(const bc_build *b, uint64_t bi) {
     }
     return;
   }
-  for (uint32_t k = 0; k < VX_BC_CELLS; k++) { /* BC_FINISH: which cells answer */
-    if (bc_bit(br->voxel, k) && bc_any_corner(st->bad, k)) /* voxels that disagree: the tree's */
-      br->voxel[k >> 6] &= ~((uint64_t)1u << (k & 63u));
-    if (!bc_bit(st->want, k) || bc_bit(st->rough, k) || bc_any_corner(st->bad, k) ||
-        bc_any_corner(st->nosign, k))
+  /* BC_FINISH: which cells answer */
+  uint64_t voxel[VX_BC_WORDS];
+  memcpy(voxel, br->voxel, sizeof voxel);
+  BC_EACH_CELL(voxel, k) /* voxels that disagree: the tree's */
+    if (bc_corners_in(st->bad, k)) br->voxel[k >> 6] &= ~((uint64_t)1u << (k & 63u));
+  BC_EACH_CELL(st->want, k) {
+    if (bc_bit(st->rough, k) || bc_corners_in(st->bad, k) || bc_corners_in(st->nosign, k))
       continue;
     const vx_voxel v = vx_bc_corners(br, k);
     int neg = 0;
@@ -505,21 +552,28 @@ vx_status vx_band_cache_build_with(const vx_sample_tree *tree, int threads,
   bc_build b;
   memset(&b, 0, sizeof b);
   b.s = &s;
-  b.last = -1;
   b.grid = s;
   b.grid.origin[0] = b.grid.origin[1] = b.grid.origin[2] = 0.0f;
   b.grid.scale = b.grid.inv_scale = 1.0f;
   b.limit = vx_default_mem_limit();
   const float k = ceilf(s.band);
   b.reach = k < 1.0f ? 1u : (k > (float)VX_BC_MAX_REACH ? VX_BC_MAX_REACH : (uint32_t)k);
+  /* steps 1 and 2: the bricks made in one order whatever the thread count (the hash table is
+   * filled on one thread, the rest on all) */
   const uint32_t zero[3] = {0, 0, 0};
-  bc_walk(&b, 0u, 0u, zero);
+  b.root_level = s.depth > VX_BC_SHIFT ? s.depth - VX_BC_SHIFT : 0u;
+  bc_roots(&b, 0u, 0u, zero);
   const uint64_t with_voxels = b.count;
-  for (uint64_t i = 0; i < with_voxels && !b.nomem; i++)
-  {
-    uint64_t occ[VX_BC_WORDS];
-    memcpy(occ, b.state[i].occ, sizeof occ);
-    bc_neighbours(&b, b.state[i].key, occ);
+  if (!b.nomem) bc_run(&b, threads, BC_VOXELS, 0, with_voxels);
+  if (!b.nomem) bc_run(&b, threads, BC_MISSING, 0, with_voxels);
+  for (uint64_t i = 0; i < with_voxels && !b.nomem; i++) {
+    const uint32_t missing = b.state[i].missing;
+    const uint64_t key = b.state[i].key; /* bc_brick may move the state array */
+    for (int n = 0; n < 27 && !b.nomem; n++) {
+      if (!(missing >> n & 1u)) continue;
+      const int64_t bi = bc_brick(&b, bc_neighbour_key(key, n));
+      if (bi < 0) b.nomem = (int)-bi;
+    }
   }
   if (b.nomem || b.count == 0) {
     vx_free(b.keys);
