@@ -12,11 +12,12 @@
  * - a surface voxel whose corners are the grid's (not one the thin rule re-signed, whose corners
  *   differ): a point in it gets the tree's own bits;
  * - an empty cell whose 8 corners all have a sign and all lie on one side (no surface crosses an
- *   empty cell), whose corners give the rule within 1/8 voxel, with the rule's sign and its being
- *   far or not, at its centre and, just inside the cell, at each corner a voxel gave (the rule is
- *   not smooth everywhere: where the winning cell changes, beside thin parts, where it turns far;
- *   nor continuous at a voxel's faces): a point in it gets the trilinear interpolation of its
- *   corners;
+ *   empty cell), whose corners give the rule within 1/8 voxel, with the rule's sign, at its
+ *   centre and, just inside the cell, at each corner a voxel gave (the rule is not smooth
+ *   everywhere: where the winning cell changes, beside thin parts, where it turns far; nor
+ *   continuous at a voxel's faces): a point in it gets the trilinear interpolation of its
+ *   corners (near, or far where it reaches the band: the rule may call a point within 1/8
+ *   voxel of the band the other);
  * - neither (re-signed voxels, other cells): the rule answers.
  */
 #ifndef VOXLOD_SVO_BAND_CACHE_H
