@@ -79,10 +79,12 @@ typedef struct bc_build {
   atomic_uint_fast64_t next; /* step 3: the next brick */
 } bc_build;
 
-/* The index of the brick with key k (created, zeroed, when missing); -1 without memory. */
-static int64_t bc_brick(bc_build *b, uint64_t k) {
-  if (2u * (b->count + 1u) > b->cap) { /* grow the table: rehash every key */
-    const uint64_t cap = b->cap ? 2u * b->cap : 1024u;
+/* Room for n keys in the hash table (at most half full: rehashes every key when it grows) and for
+ * m bricks in the arrays: 0, -1 without memory, -2 over the limit. */
+static int bc_reserve(bc_build *b, uint64_t n, uint64_t m) {
+  if (2u * n > b->cap) {
+    uint64_t cap = b->cap ? b->cap : 1024u;
+    while (cap < 2u * n) cap *= 2u;
     uint64_t *keys = (uint64_t *)vx_calloc((size_t)cap, sizeof *keys);
     uint32_t *values = (uint32_t *)vx_malloc((size_t)cap * sizeof *values);
     if (!keys || !values) {
@@ -102,19 +104,25 @@ static int64_t bc_brick(bc_build *b, uint64_t k) {
     b->values = values;
     b->cap = cap;
   }
-  const uint64_t j = vx_bc_probe(b->keys, b->cap - 1u, k + 1u);
-  if (b->keys[j]) return (int64_t)b->values[j];
-  if (b->count == b->bcap) {
-    const uint64_t bcap = b->bcap ? 2u * b->bcap : 64u;
-    if (bcap > 0xffffffffu || bcap * (sizeof(vx_bc_brick) + sizeof(bc_state)) > b->limit)
-      return -2;
-    vx_bc_brick *nb = (vx_bc_brick *)vx_realloc(b->bricks, (size_t)bcap * sizeof *nb);
+  if (m > b->bcap) {
+    if (m > 0xffffffffu || m * (sizeof(vx_bc_brick) + sizeof(bc_state)) > b->limit) return -2;
+    vx_bc_brick *nb = (vx_bc_brick *)vx_realloc(b->bricks, (size_t)m * sizeof *nb);
     if (nb) b->bricks = nb;
-    bc_state *ns = (bc_state *)vx_realloc(b->state, (size_t)bcap * sizeof *ns);
+    bc_state *ns = (bc_state *)vx_realloc(b->state, (size_t)m * sizeof *ns);
     if (ns) b->state = ns;
     if (!nb || !ns) return -1;
-    b->bcap = bcap;
+    b->bcap = m;
   }
+  return 0;
+}
+
+/* The index of the brick with key k (created, zeroed, when missing); -1 without memory, -2 over
+ * the limit. */
+static int64_t bc_brick(bc_build *b, uint64_t k) {
+  const int r = bc_reserve(b, b->count + 1u, b->count < b->bcap ? 0u : (b->bcap ? 2u * b->bcap : 64u));
+  if (r) return r;
+  const uint64_t j = vx_bc_probe(b->keys, b->cap - 1u, k + 1u);
+  if (b->keys[j]) return (int64_t)b->values[j];
   memset(&b->bricks[b->count], 0, sizeof b->bricks[b->count]);
   memset(&b->state[b->count], 0, sizeof b->state[b->count]);
   b->state[b->count].key = k;
@@ -177,6 +185,17 @@ static void bc_roots(bc_build *b, uint32_t idx, uint32_t l, const uint32_t m[3])
     for (int i = 0; i < 3; i++) cm[i] = m[i] + (slot >> i & 1u) * h;
     bc_roots(b, vx_child_index(nd->child, mask, slot), l + 1u, cm);
   }
+}
+
+/* How many nodes of level lb lie below node idx (level l). */
+static uint64_t bc_count_roots(const vx_sample_tree *s, uint32_t idx, uint32_t l, uint32_t lb) {
+  if (l == lb) return 1u;
+  const vx_node *nd = &s->nodes[idx];
+  const uint32_t mask = vx_node_mask(nd->info);
+  uint64_t n = 0;
+  for (uint32_t slot = 0; slot < 8u; slot++)
+    if (mask >> slot & 1u) n += bc_count_roots(s, vx_child_index(nd->child, mask, slot), l + 1u, lb);
+  return n;
 }
 
 /* ... then the voxels of brick bi below node idx (level l, minimum corner m), on the threads:
@@ -562,10 +581,15 @@ vx_status vx_band_cache_build_with(const vx_sample_tree *tree, int threads,
    * filled on one thread, the rest on all) */
   const uint32_t zero[3] = {0, 0, 0};
   b.root_level = s.depth > VX_BC_SHIFT ? s.depth - VX_BC_SHIFT : 0u;
-  bc_roots(&b, 0u, 0u, zero);
+  const uint64_t roots = bc_count_roots(&s, 0u, 0u, b.root_level);
+  b.nomem = -bc_reserve(&b, roots, roots);
+  if (!b.nomem) bc_roots(&b, 0u, 0u, zero);
   const uint64_t with_voxels = b.count;
   if (!b.nomem) bc_run(&b, threads, BC_VOXELS, 0, with_voxels);
   if (!b.nomem) bc_run(&b, threads, BC_MISSING, 0, with_voxels);
+  uint64_t most = with_voxels; /* the table's room for the neighbours */
+  for (uint64_t i = 0; i < with_voxels; i++) most += (uint64_t)__builtin_popcount(b.state[i].missing);
+  if (!b.nomem) b.nomem = -bc_reserve(&b, most, 0);
   for (uint64_t i = 0; i < with_voxels && !b.nomem; i++) {
     const uint32_t missing = b.state[i].missing;
     const uint64_t key = b.state[i].key; /* bc_brick may move the state array */
