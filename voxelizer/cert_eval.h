@@ -24,12 +24,31 @@ VX_HD double vx_orient3(const double *a, const double *b, const double *c, const
          u[2] * (v[0] * w[1] - v[1] * w[0]);
 }
 
-/* Segment ab crosses triangle g properly (ends strictly on both sides, line strictly inside). */
-VX_HD int vx_segment_crosses(const double *a, const double *b, const double *g) {
-  double da = vx_orient3(g, g + 3, g + 6, a), db = vx_orient3(g, g + 3, g + 6, b);
+/* Segment ab crosses triangle g properly (ends strictly on both sides, line strictly inside),
+ * da and db being vx_orient3(g, g + 3, g + 6, a) and (.., b): the ends against g's plane. */
+VX_HD int vx_segment_crosses(const double *a, const double *b, double da, double db,
+                             const double *g) {
   if (!((da > 0 && db < 0) || (da < 0 && db > 0))) return 0;
   double s0 = vx_orient3(a, b, g, g + 3), s1 = vx_orient3(a, b, g + 3, g + 6), s2 = vx_orient3(a, b, g + 6, g);
   return (s0 > 0 && s1 > 0 && s2 > 0) || (s0 < 0 && s1 < 0 && s2 < 0);
+}
+
+/* Does an edge of triangle g properly cross triangle h, or one of h's cross g? Each vertex is
+ * placed against the other triangle's plane once (most pairs end there: no edge has its ends on
+ * both sides). */
+VX_HD int vx_triangles_cross(const double *g, const double *h) {
+  double dg[3], dh[3]; /* h's vertices against g's plane, g's against h's */
+  for (int k = 0; k < 3; k++) {
+    dg[k] = vx_orient3(g, g + 3, g + 6, h + 3 * k);
+    dh[k] = vx_orient3(h, h + 3, h + 6, g + 3 * k);
+  }
+  for (int e = 0; e < 3; e++) {
+    const int f = (e + 1) % 3;
+    if (vx_segment_crosses(g + e * 3, g + f * 3, dh[e], dh[f], h) ||
+        vx_segment_crosses(h + e * 3, h + f * 3, dg[e], dg[f], g))
+      return 1;
+  }
+  return 0;
 }
 
 VX_HD int vx_shares_vertex(const double *g, const double *h) {
@@ -42,8 +61,12 @@ VX_HD int vx_shares_vertex(const double *g, const double *h) {
 
 /* Does triangle g cut through another triangle of the tree (one sharing no vertex with it)? */
 VX_HD int vx_crosses_other(const vx_wind_node *nodes, const double *tri, const double *g) {
-  double c[3], r = 0.0;
-  for (int i = 0; i < 3; i++) c[i] = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
+  double c[3], r = 0.0, lo[3], hi[3];
+  for (int i = 0; i < 3; i++) {
+    c[i] = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
+    lo[i] = fmin(fmin(g[i], g[3 + i]), g[6 + i]);
+    hi[i] = fmax(fmax(g[i], g[3 + i]), g[6 + i]);
+  }
   for (int k = 0; k < 3; k++) {
     double d2 = 0.0;
     for (int i = 0; i < 3; i++) d2 += (g[k * 3 + i] - c[i]) * (g[k * 3 + i] - c[i]);
@@ -64,11 +87,12 @@ VX_HD int vx_crosses_other(const vx_wind_node *nodes, const double *tri, const d
     }
     for (uint32_t k = 0; k < nd->count; k++) {
       const double *h = tri + ((uint64_t)nd->first + k) * 9;
-      if (vx_shares_vertex(g, h)) continue; /* itself, or a neighbour */
-      for (int e = 0; e < 3; e++)
-        if (vx_segment_crosses(g + e * 3, g + (e + 1) % 3 * 3, h) ||
-            vx_segment_crosses(h + e * 3, h + (e + 1) % 3 * 3, g))
-          return 1;
+      int apart = 0; /* bounding boxes apart: no crossing */
+      for (int i = 0; i < 3; i++)
+        apart |= (h[i] > hi[i] && h[3 + i] > hi[i] && h[6 + i] > hi[i]) ||
+                 (h[i] < lo[i] && h[3 + i] < lo[i] && h[6 + i] < lo[i]);
+      if (apart || vx_shares_vertex(g, h)) continue; /* or itself, or a neighbour */
+      if (vx_triangles_cross(g, h)) return 1;
     }
   }
   return 0;
