@@ -241,8 +241,8 @@ static void same_clean_flags(const char *what, const vx_soup *m, uint32_t res) {
   vx_error e;
   grid_for(m, res, &xf, &depth, &band);
   vx_sign_data a, b;
-  CHECK(vx_sign_build_rule_ex(m, &xf, VX_SIGN_WINDING, 0, &a, &e) == VX_OK);
-  CHECK(vx_sign_build_rule_ex(m, &xf, VX_SIGN_WINDING, 1, &b, &e) == VX_OK);
+  CHECK(vx_sign_build_rule_ex(m, &xf, VX_SIGN_WINDING, 0, 0, &a, &e) == VX_OK);
+  CHECK(vx_sign_build_rule_ex(m, &xf, VX_SIGN_WINDING, 1, 0, &b, &e) == VX_OK);
   uint64_t diff = 0;
   for (uint64_t t = 0; t < m->tri_count; t++) diff += a.clean[t] != b.clean[t];
   CHECK_MSG(diff == 0 && a.clean_count == b.clean_count, "%s: %llu flags differ", what,

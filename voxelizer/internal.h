@@ -132,9 +132,9 @@ vx_status vx_sign_build(const vx_soup *m, vx_sign_data *s, vx_error *err);
 vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule, vx_sign_data *s,
                              vx_error *err);
 /* The same, certifying the clean triangles on the GPU when gpu != 0 and one can (else on the CPU;
- * the flags are the same either way). */
+ * the flags are the same either way), on `threads` threads (0: all cores; 1: the caller's only). */
 vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int rule, int gpu,
-                                vx_sign_data *s, vx_error *err);
+                                int threads, vx_sign_data *s, vx_error *err);
 /* gpu_sign.cu: vx_cert_triangle (cert_eval.h) on the GPU for every triangle with clean[t] != 0,
  * in place. Any failure (no GPU, no memory) leaves clean untouched and returns its status. */
 vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf, const vx_wind_tree *w,

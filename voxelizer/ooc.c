@@ -577,7 +577,8 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
   double t0 = vx_clock_seconds();
   void *warm = opts->gpu ? vx_gpu_warmup_start() : NULL;
   vx_sign_data sign;
-  st = vx_sign_build_rule_ex(mesh, &xf, opts->sign_rule, opts->gpu, &sign, err); /* as vx_voxelize */
+  st = vx_sign_build_rule_ex(mesh, &xf, opts->sign_rule, opts->gpu, opts->threads, &sign,
+                             err); /* as vx_voxelize */
   vx_gpu_warmup_join(warm);
   if (st != VX_OK) {
     color_source_close(&csrc);

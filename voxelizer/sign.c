@@ -285,18 +285,19 @@ static void *cert_worker(void *arg) {
   return NULL;
 }
 
-static void cpu_cert(const vx_soup *m, const vx_transform *xf, vx_sign_data *s) {
+static void cpu_cert(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, int threads) {
   cert_job j;
   j.m = m;
   j.xf = xf;
   j.t = &s->wind;
   j.clean = s->clean;
   atomic_init(&j.next, 0);
-  vx_parallel(vx_thread_count(0, 64), cert_worker, &j);
+  vx_parallel(vx_thread_count(threads, 64), cert_worker, &j);
 }
 
 /* Marks the clean triangles (see above); returns 0 on allocation failure. */
-static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, int gpu) {
+static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, int gpu,
+                       int threads) {
   uint64_t T = m->tri_count, n = T * 3, E = s->edge_count;
   const uint32_t *vid = s->vid, *eid = s->eid;
   int32_t *orient = (int32_t *)vx_calloc(E ? E : 1, sizeof *orient); /* +1 per a->b with a < b, -1 else */
@@ -335,7 +336,7 @@ static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s
   /* The centroid test, on the GPU when asked and possible, else on all cores (each triangle
    * independent: threads change nothing). */
   if (!gpu || vx_sign_cert_gpu(m, xf, &s->wind, s->clean, NULL) != VX_OK)
-    cpu_cert(m, xf, s);
+    cpu_cert(m, xf, s, threads);
   s->clean_count = 0;
   memset(s->vclean, 0xff, s->vert_count); /* 0xff: no triangle seen yet */
   for (uint64_t t = 0; t < T; t++) {
@@ -364,22 +365,23 @@ static void *wind_worker(void *arg) {
 
 vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule, vx_sign_data *s,
                              vx_error *err) {
-  return vx_sign_build_rule_ex(m, xf, rule, 0, s, err);
+  return vx_sign_build_rule_ex(m, xf, rule, 0, 0, s, err);
 }
 
 vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int rule, int gpu,
-                                vx_sign_data *s, vx_error *err) {
+                                int threads, vx_sign_data *s, vx_error *err) {
   if (rule == VX_SIGN_PSEUDO_NORMAL) return vx_sign_build(m, s, err);
   memset(s, 0, sizeof *s);
   if (rule != VX_SIGN_WINDING)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown sign rule %d", rule);
-  /* The winding tree needs only the triangles: built on a second thread beside the tables. */
+  /* The winding tree needs only the triangles: built on a second thread beside the tables
+   * (unless the caller asked for one thread). */
   wind_job wj;
   memset(&wj, 0, sizeof wj);
   wj.m = m;
   wj.xf = xf;
   pthread_t wth;
-  int wthread = pthread_create(&wth, NULL, wind_worker, &wj) == 0;
+  int wthread = threads != 1 && pthread_create(&wth, NULL, wind_worker, &wj) == 0;
   if (!wthread) wind_worker(&wj);
   vx_status st = vx_sign_build(m, s, err);
   if (wthread) pthread_join(wth, NULL);
@@ -393,7 +395,7 @@ vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int ru
     return wj.status;
   }
   s->wind = wj.tree;
-  if (m->tri_count * 3 >= UINT32_MAX || !clean_flags(m, xf, s, gpu)) {
+  if (m->tri_count * 3 >= UINT32_MAX || !clean_flags(m, xf, s, gpu, threads)) {
     vx_sign_free(s);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
                         (unsigned long long)m->tri_count);

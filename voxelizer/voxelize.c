@@ -135,7 +135,7 @@ static vx_status voxelize_unique(const vx_soup *mesh, const vx_voxelize_opts *op
   if (st != VX_OK) return st;
 
   vx_sign_data sign;
-  st = vx_sign_build_rule(mesh, &xf, opts->sign_rule, &sign, err);
+  st = vx_sign_build_rule_ex(mesh, &xf, opts->sign_rule, 0, opts->threads, &sign, err);
   if (st != VX_OK) return st;
   vx_surface surf;
   vx_surface_opts so;
@@ -215,7 +215,7 @@ static void prefault_end(prefault_job *j) {
 typedef struct sign_job {
   const vx_soup *mesh;
   const vx_transform *xf;
-  int rule, threaded, joined;
+  int rule, threads, threaded, joined;
   pthread_t *th;
   vx_sign_data sign;
   vx_status status;
@@ -226,7 +226,7 @@ typedef struct sign_job {
 static void *sign_worker(void *arg) {
   sign_job *j = (sign_job *)arg;
   double t = vx_clock_seconds();
-  j->status = vx_sign_build_rule_ex(j->mesh, j->xf, j->rule, 1, &j->sign, &j->err);
+  j->status = vx_sign_build_rule_ex(j->mesh, j->xf, j->rule, 1, j->threads, &j->sign, &j->err);
   j->seconds = vx_clock_seconds() - t;
   return NULL;
 }
@@ -262,6 +262,7 @@ static vx_status voxelize_gpu_unique(const vx_soup *mesh, const vx_voxelize_opts
   sj.mesh = mesh;
   sj.xf = &xf;
   sj.rule = opts->sign_rule;
+  sj.threads = opts->threads;
   pthread_t sth;
   sj.threaded = pthread_create(&sth, NULL, sign_worker, &sj) == 0;
   if (!sj.threaded) sign_worker(&sj);

@@ -595,11 +595,13 @@ using Dist = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using Grad = nb::ndarray<float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Flags = nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-// Host arrays (numpy): on all cores (device 1) or through the GPU sampler (device 2).
+// Host arrays (numpy): on `threads` cores (0: all; device 1) or through the GPU sampler
+// (device 2).
 void sample_host(Tree &t, Floats2 points, Dist dist, std::optional<Grad> grad,
                  std::optional<Flags> flags, int level, int fail_nonfinite, int device,
-                 int band_cache) {
+                 int band_cache, int threads) {
   vx_sample_opts o = sample_opts(level, fail_nonfinite, band_cache);
+  o.threads = threads;
   vx_error e = no_error();
   vx_status s;
   uint64_t n = points.shape(0);
@@ -717,7 +719,7 @@ NB_MODULE(_voxlod, m) {
       .def("orbit_camera", &orbit_camera, "azimuth"_a, "elevation"_a, "fov"_a)
       .def("sample_host", &sample_host, "points"_a.noconvert(), "dist"_a.noconvert(),
            "grad"_a.noconvert().none(), "flags"_a.noconvert().none(), "level"_a,
-           "fail_nonfinite"_a, "device"_a, "band_cache"_a = 0)
+           "fail_nonfinite"_a, "device"_a, "band_cache"_a = 0, "threads"_a = 0)
       .def("sample_device", &sample_device, "points"_a, "n"_a, "dist"_a, "grad"_a, "flags"_a,
            "level"_a, "fail_nonfinite"_a, "stream"_a, "band_cache"_a = 0)
       .def("surface_points", &surface_points, "out"_a.noconvert(), "spread"_a, "seed"_a,

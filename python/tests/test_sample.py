@@ -126,6 +126,20 @@ def test_float64_lists_and_empty(sphere_tree):
     assert np.array_equal(t.sample(p.tolist()), t.sample(p.astype(np.float64)))
 
 
+def test_threads(sphere_tree):
+    """threads bounds the cores a CPU call takes; the answer does not depend on it."""
+    t = sphere_tree
+    p = t.surface_points(20000, seed=4) + np.float32(0.3 * t.scale)
+    d, fl = t.sample(p, flags=True)
+    d1, fl1 = t.sample(p, flags=True, threads=1)
+    d3, fl3 = t.sample(p, flags=True, threads=3, band_cache=True)
+    assert np.array_equal(d, d1) and np.array_equal(fl, fl1)
+    assert np.array_equal(d3, t.sample(p, band_cache=True))
+    for bad in (0, -1, 4097, 1.5, "2", True):
+        with pytest.raises(ValueError, match="threads"):
+            t.sample(p, threads=bad)
+
+
 def test_bad_inputs(sphere_tree):
     t = sphere_tree
     p = t.surface_points(10, seed=2)

@@ -367,7 +367,7 @@ def _sample_one(job: dict) -> dict:
         del tris
         world = (arrays["points"].astype(np.float64) * scale + offset).astype(np.float32)
         dev = "gpu" if job["device"] == 2 else ("cpu" if job["device"] == 1 else None)
-        d, fl = t.sample(world, flags=True, device=dev)
+        d, fl = t.sample(world, flags=True, device=dev, threads=int(job["threads"]))
         no_sign = int(np.count_nonzero(fl & SAMPLE_NO_SIGN))
         if no_sign:
             reasons.append(f"{no_sign} points whose sign could not be found")

@@ -28,7 +28,8 @@ SAMPLE_INVALID = 0x20  #: a NaN or infinite coordinate (only with nonfinite="nan
 
 def sample(self: Tree, points: Any, gradient: bool = False, flags: bool = False,
            lod: Optional[int] = None, nonfinite: str = "raise",
-           device: Optional[str] = None, band_cache: bool = False):
+           device: Optional[str] = None, band_cache: bool = False,
+           threads: Optional[int] = None):
     """Signed distances (world units, negative inside) at world points (N, 3).
 
     numpy float32 or float64 (converted to float32), C-contiguous: numpy float32 (N,) out,
@@ -45,11 +46,17 @@ def sample(self: Tree, points: Any, gradient: bool = False, flags: bool = False,
     value) is include/voxlod/sample.h's.
     band_cache=True (full detail): points within the band come from the band cache, the
     rule's values stored around the surface, built by the first such call and kept with
-    the tree (CPU) or its GPU sampler (GPU) (about 10x faster near the surface on the CPU,
-    6-20x on the GPU; values in empty cells are the trilinear interpolation of the rule's
-    at the cell's corners; docs/python.md)."""
+    the tree (CPU) or its GPU sampler (GPU) (3-4x faster near the surface on the CPU,
+    2-4x on the GPU; values in empty cells are the trilinear interpolation of the rule's
+    at the cell's corners, within 0.5 voxel of the rule; docs/python.md).
+    threads: how many cores sample host arrays on the CPU (None: all), for callers that
+    run several samplers side by side (a Dask worker with one thread)."""
     if not isinstance(band_cache, (bool, np.bool_)):
         raise TypeError(f"band_cache must be True or False, not {band_cache!r}")
+    if threads is None:
+        threads = 0
+    elif not _is_int(threads) or not 1 <= threads <= 4096:
+        raise ValueError(f"threads must be None or an integer in 1..4096, not {threads!r}")
     if lod is None:
         level = -1
     elif _is_int(lod) and 0 <= lod <= self.depth:
@@ -71,7 +78,7 @@ def sample(self: Tree, points: Any, gradient: bool = False, flags: bool = False,
     dev = _device(device)
     try:
         self._t.sample_host(p, dist, grad, fl, level, fail, 2 if dev == 2 else 1,
-                            int(band_cache))
+                            int(band_cache), int(threads))
     except InvalidArgumentError as e:
         if "NaN or infinite" in str(e):
             raise ValueError(f"points: {e}") from None
