@@ -333,8 +333,8 @@ static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s
   vx_free(orient), vx_free(count);
   vx_free(s->eid);
   s->eid = NULL;
-  /* The centroid test, on the GPU when asked and possible, else on all cores (each triangle
-   * independent: threads change nothing). */
+  /* The centroid test, on the GPU when asked and possible, else on the caller's threads (each
+   * triangle independent: threads change nothing). */
   if (!gpu || vx_sign_cert_gpu(m, xf, &s->wind, s->clean, NULL) != VX_OK)
     cpu_cert(m, xf, s, threads);
   s->clean_count = 0;
