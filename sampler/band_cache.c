@@ -35,7 +35,7 @@
 
 #define VX_BC_MAX_REACH 4u /* cells around a voxel; the window of 8 + 2K rows fits 16 bits */
 #define VX_BC_BATCH ((uint64_t)1 << 24) /* grid points evaluated at a time */
-#define VX_BC_CHECK_TOL 0.125f /* voxels: the corners' value against the rule's, at checked points */
+#define VX_BC_CHECK_TOL 0.125f /* voxels: the corners' value against the rule's, where checked */
 #define VX_BC_SIDE_STEP (1.0f / 64.0f) /* a voxel's corner, seen from the cell: this far inside */
 #define VX_BC_POINTS (VX_BC_GRID * VX_BC_GRID * VX_BC_GRID)
 #define VX_BC_PWORDS ((VX_BC_POINTS + 63u) / 64u)
@@ -119,7 +119,8 @@ static int bc_reserve(bc_build *b, uint64_t n, uint64_t m) {
 /* The index of the brick with key k (created, zeroed, when missing); -1 without memory, -2 over
  * the limit. */
 static int64_t bc_brick(bc_build *b, uint64_t k) {
-  const int r = bc_reserve(b, b->count + 1u, b->count < b->bcap ? 0u : (b->bcap ? 2u * b->bcap : 64u));
+  const uint64_t grow = b->count < b->bcap ? 0u : (b->bcap ? 2u * b->bcap : 64u);
+  const int r = bc_reserve(b, b->count + 1u, grow);
   if (r) return r;
   const uint64_t j = vx_bc_probe(b->keys, b->cap - 1u, k + 1u);
   if (b->keys[j]) return (int64_t)b->values[j];
@@ -194,7 +195,8 @@ static uint64_t bc_count_roots(const vx_sample_tree *s, uint32_t idx, uint32_t l
   const uint32_t mask = vx_node_mask(nd->info);
   uint64_t n = 0;
   for (uint32_t slot = 0; slot < 8u; slot++)
-    if (mask >> slot & 1u) n += bc_count_roots(s, vx_child_index(nd->child, mask, slot), l + 1u, lb);
+    if (mask >> slot & 1u)
+      n += bc_count_roots(s, vx_child_index(nd->child, mask, slot), l + 1u, lb);
   return n;
 }
 
@@ -588,7 +590,8 @@ vx_status vx_band_cache_build_with(const vx_sample_tree *tree, int threads,
   if (!b.nomem) bc_run(&b, threads, BC_VOXELS, 0, with_voxels);
   if (!b.nomem) bc_run(&b, threads, BC_MISSING, 0, with_voxels);
   uint64_t most = with_voxels; /* the table's room for the neighbours */
-  for (uint64_t i = 0; i < with_voxels; i++) most += (uint64_t)__builtin_popcount(b.state[i].missing);
+  for (uint64_t i = 0; i < with_voxels; i++)
+    most += (uint64_t)__builtin_popcount(b.state[i].missing);
   if (!b.nomem) b.nomem = -bc_reserve(&b, most, 0);
   for (uint64_t i = 0; i < with_voxels && !b.nomem; i++) {
     const uint32_t missing = b.state[i].missing;
