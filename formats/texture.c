@@ -76,6 +76,22 @@ static int jpeg_huffman_ok(const uint8_t *b, size_t n) {
   return 1;
 }
 
+/* stb_image 2.27 gathers a PNG's IDAT chunks in a buffer it doubles until the length a chunk
+ * claims fits, before it reads the chunk: a file of a few bytes claiming a 2 GiB chunk asks for
+ * 2 GiB (found by fuzz/fuzz_texture.c). 0 when a chunk claims more bytes than the file has left
+ * (such a file is cut or damaged anyway); a PNG's buffers then stay within the file's size. */
+static int png_chunks_ok(const uint8_t *b, size_t n) {
+  if (n < 8 || memcmp(b, "\x89PNG\r\n\x1a\n", 8) != 0) return 1;
+  for (size_t p = 8; p + 8 <= n;) {
+    const uint32_t len = (uint32_t)b[p] << 24 | (uint32_t)b[p + 1] << 16 |
+                         (uint32_t)b[p + 2] << 8 | b[p + 3];
+    if (len > n - p - 8) return 0; /* its data past the end (its CRC may be cut) */
+    if (memcmp(b + p + 4, "IEND", 4) == 0) break;
+    p += 12 + (size_t)len;
+  }
+  return 1;
+}
+
 vx_status vx_texture_decode(const void *data, size_t size, uint64_t mem_avail, vx_texture *out,
                             int *has_alpha, vx_error *err) {
   memset(out, 0, sizeof *out);
@@ -113,6 +129,8 @@ vx_status vx_texture_decode(const void *data, size_t size, uint64_t mem_avail, v
     return vx_error_set(err, VX_ERR_LIMIT,
                         "%dx%d texels need %.1f MiB to decode, more than the %.1f MiB of memory "
                         "left", w, h, (double)need / 1048576.0, (double)mem_avail / 1048576.0);
+  if (!png_chunks_ok(b, size))
+    return vx_error_set(err, VX_ERR_FORMAT, "damaged image (a PNG chunk longer than the file)");
   int dw = 0, dh = 0, dc = 0;
   stbi_uc *px = stbi_load_from_memory(b, (int)size, &dw, &dh, &dc, 4);
   if (!px) {
