@@ -147,15 +147,8 @@ static vx_status use_band_cache(const vx_tree *t, const vx_sample_opts *o, vx_sa
   return tree_band_cache(t, tr, threads, &tr->cache, err);
 }
 
-/* The band cache's evaluator on the GPU (vx_band_cache_eval): the sampler's kernels, host
- * arrays. */
-static vx_status gpu_eval(void *ctx, const vx_sample_tree *s, const float *p, uint64_t n,
-                          float *v, uint8_t *flags, vx_error *err) {
-  return vx_gpu_sample((vx_gpu_sampler *)ctx, s, 0, NULL, p, n, v, NULL, flags, NULL, NULL, err);
-}
-
-/* The same for a sampler. On the GPU the sampler builds its own, the rule evaluated by the
- * device (so that CPU results never depend on a GPU's), and keeps it there. */
+/* The same for a sampler. On the GPU the sampler builds its own, filled by the device (so that CPU
+ * results never depend on a GPU's), and keeps it there. */
 static vx_status sampler_band_cache(vx_sampler *s, const vx_sample_opts *o, vx_sample_tree *tr,
                                     vx_error *err) {
   const int threads = o->threads ? o->threads : s->threads;
@@ -164,13 +157,8 @@ static vx_status sampler_band_cache(vx_sampler *s, const vx_sample_opts *o, vx_s
     return VX_OK;
   if (!s->gpu_cache) {
     vx_band_cache *c = NULL;
-    vx_status st = vx_band_cache_build_with(tr, threads, gpu_eval, s->gpu, &c, err);
-    if (st == VX_OK && c) st = vx_gpu_sampler_cache(s->gpu, c, err);
-    if (st != VX_OK) {
-      vx_band_cache_free(c);
-      return st;
-    }
-    vx_band_cache_drop_arrays(c);
+    vx_status st = vx_band_cache_build_on(tr, threads, s->gpu, &c, err);
+    if (st != VX_OK) return st;
     s->gpu_cache = c;
   }
   tr->cache = s->gpu_cache;

@@ -9,23 +9,20 @@
  *    values (which the converter does not do) is marked bad: no cell with that corner is cached.
  * 2. Each brick with voxels finds which of its 26 neighbours that lie within K = min(ceil(band),
  *    VX_BC_MAX_REACH) cells of its voxels' bounding box (and inside the root box) are missing
- *    (on the threads); they are added in brick order (on one thread).
- * 3. The bricks are handed to the threads. Each marks the empty cells within K cells (L-infinity)
- *    of a voxel: the voxels of its 27-brick neighbourhood in a window of (8 + 2K)^3 cells, one
- *    bit row per line, dilated by K along x (shifts), then y, then z (ORs of rows), and the grid
- *    points those cells have as corners that no voxel gave. The sampler (without the cache,
- *    the tree's transform replaced by the identity, so that grid points go in exactly and
- *    values in voxels come out) runs at those points in batches of whole bricks, on the CPU's
- *    threads or through an evaluator given (the GPU sampler), the values quantized into the
- *    bricks; then at the centres of those cells and just inside them from each corner a voxel
- *    gave. A cell is kept when its corners all have a sign and lie on one side, and give the
- *    rule's value at those points (bc_rough). A brick is
- *    written only by its thread; what it reads of its neighbours (which cells are voxels) was
- *    all written in step 1.
+ *    (on the threads); they are added in brick order (their keys on one thread, zeroed on all).
+ * 3. Per brick (band_cache_fill.h): the empty cells within K cells of a voxel, the grid points
+ *    they have as corners that no voxel gave, and the points where they are checked; the
+ *    sampler (without the cache, the tree's transform replaced by the identity, so that grid
+ *    points go in exactly and values in voxels come out) runs at those points in batches of
+ *    whole bricks, the values quantized into the bricks and the checks compared with the
+ *    corners; then which cells answer. On the CPU's threads here, or on a GPU sampler's device
+ *    (band_cache_gpu.cu), which keeps the result. A brick is written only by its own step;
+ *    what it reads of its neighbours (which cells are voxels) was all written in step 1.
  * The result does not depend on the thread count: every value is a voxel's or the rule's at one
  * grid point.
  */
 #include "sampler/sampler.h"
+#include "sampler/band_cache_fill.h"
 #include "sys/alloc.h"
 #include "sys/system.h"
 
@@ -33,29 +30,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define VX_BC_MAX_REACH 4u /* cells around a voxel; the window of 8 + 2K rows fits 16 bits */
-#define VX_BC_BATCH ((uint64_t)1 << 24) /* grid points evaluated at a time */
-#define VX_BC_CHECK_TOL 0.125f /* voxels: the corners' value against the rule's, where checked */
-#define VX_BC_SIDE_STEP (1.0f / 64.0f) /* a voxel's corner, seen from the cell: this far inside */
-#define VX_BC_POINTS (VX_BC_GRID * VX_BC_GRID * VX_BC_GRID)
-#define VX_BC_PWORDS ((VX_BC_POINTS + 63u) / 64u)
-
-/* What step 1 leaves per brick for step 3. */
-typedef struct bc_state {
-  uint64_t key;
-  uint32_t node;    /* step 1: the node whose subtree the brick is (bricks with voxels) */
-  uint32_t missing; /* step 2: its neighbours (bit n, as bc_needed) that step 1 did not make */
-  uint64_t occ[VX_BC_WORDS];  /* the cells that are surface voxels, re-signed ones included */
-  uint64_t set[VX_BC_PWORDS]; /* grid points a voxel gave */
-  uint64_t bad[VX_BC_PWORDS]; /* ... with two different values */
-  /* step 3 */
-  uint64_t want[VX_BC_WORDS];    /* empty cells to cache */
-  uint64_t need[VX_BC_PWORDS];   /* their corners that no voxel gave: the rule's */
-  uint64_t nosign[VX_BC_PWORDS]; /* ... where it had no sign */
-  uint64_t rough[VX_BC_WORDS];   /* empty cells whose centre the corners do not give */
-  uint32_t points;               /* how many the rule gives (the bits of need and of want) */
-  uint64_t at;                   /* where its points start in the batch */
-} bc_state;
+#define VX_BC_BATCH ((uint64_t)1 << 24) /* grid points evaluated at a time (CPU) */
 
 typedef struct bc_build {
   const vx_sample_tree *s; /* the tree, without a cache */
@@ -65,18 +40,20 @@ typedef struct bc_build {
   uint32_t *values;
   uint64_t cap;
   vx_bc_brick *bricks;
-  bc_state *state; /* per brick */
+  vx_bc_in *in;     /* per brick: what steps 1 and 2 leave */
+  vx_bc_work *work; /* per brick: step 3's (on the CPU) */
   uint64_t count, bcap;
   int nomem;
   uint32_t root_level; /* step 1: the level of the bricks' nodes */
   uint64_t limit; /* bytes the bricks may take (with their build state) */
-  /* step 3: a phase runs over bricks [lo, hi) on the threads */
+  vx_bc_job job;  /* step 3 */
+  /* a phase runs over bricks [lo, hi) on the threads */
   int phase;
   uint64_t lo, hi;
   float *p;    /* a batch's grid points (xyz) */
   float *v;    /* the rule's values there, voxels */
   uint8_t *fl; /* its flags */
-  atomic_uint_fast64_t next; /* step 3: the next brick */
+  atomic_uint_fast64_t next; /* the next brick */
 } bc_build;
 
 /* Room for n keys in the hash table (at most half full: rehashes every key when it grows) and for
@@ -105,68 +82,36 @@ static int bc_reserve(bc_build *b, uint64_t n, uint64_t m) {
     b->cap = cap;
   }
   if (m > b->bcap) {
-    if (m > 0xffffffffu || m * (sizeof(vx_bc_brick) + sizeof(bc_state)) > b->limit) return -2;
+    const uint64_t per = sizeof(vx_bc_brick) + sizeof(vx_bc_in) + sizeof(vx_bc_work);
+    if (m > 0xffffffffu || m * per > b->limit) return -2;
     vx_bc_brick *nb = (vx_bc_brick *)vx_realloc(b->bricks, (size_t)m * sizeof *nb);
     if (nb) b->bricks = nb;
-    bc_state *ns = (bc_state *)vx_realloc(b->state, (size_t)m * sizeof *ns);
-    if (ns) b->state = ns;
-    if (!nb || !ns) return -1;
+    vx_bc_in *ni = (vx_bc_in *)vx_realloc(b->in, (size_t)m * sizeof *ni);
+    if (ni) b->in = ni;
+    if (!nb || !ni) return -1;
     b->bcap = m;
   }
   return 0;
 }
 
-/* The index of the brick with key k (created, zeroed, when missing); -1 without memory, -2 over
- * the limit. */
+/* The index of the brick with key k, made when missing (only its key set: the threads zero the
+ * rest, bc_phase); -1 without memory, -2 over the limit. */
 static int64_t bc_brick(bc_build *b, uint64_t k) {
   const uint64_t grow = b->count < b->bcap ? 0u : (b->bcap ? 2u * b->bcap : 64u);
   const int r = bc_reserve(b, b->count + 1u, grow);
   if (r) return r;
   const uint64_t j = vx_bc_probe(b->keys, b->cap - 1u, k + 1u);
   if (b->keys[j]) return (int64_t)b->values[j];
-  memset(&b->bricks[b->count], 0, sizeof b->bricks[b->count]);
-  memset(&b->state[b->count], 0, sizeof b->state[b->count]);
-  b->state[b->count].key = k;
+  b->in[b->count].key = k;
   b->keys[j] = k + 1u;
   b->values[j] = (uint32_t)b->count;
   return (int64_t)b->count++;
 }
 
-/* The state of the brick with key k, or NULL (step 3: the table no longer changes). */
-static const bc_state *bc_lookup(const bc_build *b, uint64_t k) {
-  const uint64_t j = vx_bc_probe(b->keys, b->cap - 1u, k + 1u);
-  return b->keys[j] ? &b->state[b->values[j]] : NULL;
+/* Is there a brick with key k? (steps 2 and 3: the table no longer changes) */
+static int bc_has(const bc_build *b, uint64_t k) {
+  return b->keys[vx_bc_probe(b->keys, b->cap - 1u, k + 1u)] != 0u;
 }
-
-static int bc_bit(const uint64_t *w, uint32_t i) { return (int)(w[i >> 6] >> (i & 63u) & 1u); }
-static void bc_set(uint64_t *w, uint32_t i) { w[i >> 6] |= (uint64_t)1u << (i & 63u); }
-
-/* Grid point (x, y, z) of a brick. */
-static uint32_t bc_point(uint32_t x, uint32_t y, uint32_t z) {
-  return x + VX_BC_GRID * (y + VX_BC_GRID * z);
-}
-
-/* The grid point of corner i (as a voxel's) of cell k of a brick. */
-static uint32_t bc_corner_point(uint32_t k, uint32_t i) {
-  return bc_point((k & 7u) + (i & 1u), (k >> 3 & 7u) + (i >> 1 & 1u), (k >> 6) + (i >> 2));
-}
-
-/* The corners of cell k (bit i: corner i, bc_corner_point) that are points in w. */
-static uint32_t bc_corners_in(const uint64_t *w, uint32_t k) {
-  const uint32_t g = bc_corner_point(k, 0);
-  uint32_t m = 0;
-  for (uint32_t i = 0; i < 8u; i++)
-    m |= (uint32_t)bc_bit(w, g + (i & 1u) + VX_BC_GRID * (i >> 1 & 1u) +
-                                 VX_BC_GRID * VX_BC_GRID * (i >> 2)) << i;
-  return m;
-}
-
-/* Visits the set bits of the 512-bit cell mask w in increasing order, as k. */
-#define BC_EACH_CELL(w, k)                                                                        \
-  for (uint32_t bc_w_ = 0; bc_w_ < VX_BC_WORDS; bc_w_++)                                        \
-    for (uint64_t bc_x_ = (w)[bc_w_]; bc_x_; bc_x_ &= bc_x_ - 1u)                                \
-      for (uint32_t k = bc_w_ * 64u + (uint32_t)__builtin_ctzll(bc_x_), bc_once_ = 1; bc_once_;  \
-           bc_once_ = 0)
 
 /* Step 1, first the bricks: a brick with voxels is the subtree of a node of level depth - 3 (the
  * root in shallower trees). Below node idx (level l, minimum corner m), each such node gets its
@@ -175,7 +120,7 @@ static void bc_roots(bc_build *b, uint32_t idx, uint32_t l, const uint32_t m[3])
   if (l == b->root_level) {
     const int64_t bi = bc_brick(b, vx_bc_key(m));
     if (bi < 0) b->nomem = (int)-bi;
-    else b->state[bi].node = idx;
+    else b->in[bi].node = idx;
     return;
   }
   const vx_node *nd = &b->s->nodes[idx];
@@ -208,7 +153,7 @@ static void bc_voxels(const bc_build *b, uint64_t bi, uint32_t idx, uint32_t l,
   const vx_node *nd = &s->nodes[idx];
   const uint32_t mask = vx_node_mask(nd->info), h = 1u << (s->depth - l - 1u);
   vx_bc_brick *br = &b->bricks[bi];
-  bc_state *st = &b->state[bi];
+  vx_bc_in *st = &b->in[bi];
   for (uint32_t slot = 0; slot < 8u; slot++) {
     if (!(mask >> slot & 1u)) continue;
     const uint32_t ci = vx_child_index(nd->child, mask, slot);
@@ -219,34 +164,24 @@ static void bc_voxels(const bc_build *b, uint64_t bi, uint32_t idx, uint32_t l,
       continue;
     }
     const uint32_t k = vx_bc_cell(cm);
-    bc_set(st->occ, k);
+    vx_bc_set(st->occ, k);
     if (s->resigned && (s->resigned[ci >> 5] >> (ci & 31u) & 1u)) continue; /* not cached */
-    bc_set(br->voxel, k);
+    vx_bc_set(br->voxel, k);
     const vx_voxel v = s->voxels[ci];
     for (uint32_t i = 0; i < 8u; i++) {
-      const uint32_t g = bc_corner_point(k, i);
-      if (bc_bit(st->set, g) && br->grid[g] != v.c[i]) bc_set(st->bad, g);
-      bc_set(st->set, g);
+      const uint32_t g = vx_bc_corner_point(k, i);
+      if (vx_bc_bit(st->set, g) && br->grid[g] != v.c[i]) vx_bc_set(st->bad, g);
+      vx_bc_set(st->set, g);
       br->grid[g] = v.c[i];
     }
   }
-}
-
-/* Brick coordinates of key k. */
-static void bc_coords(uint64_t k, int64_t c[3]) {
-  for (int i = 0; i < 3; i++) c[i] = (int64_t)(k >> (21 * i) & 0x1fffffu);
-}
-
-static uint64_t bc_key_of(const int64_t c[3]) {
-  return (uint64_t)c[0] | (uint64_t)c[1] << 21 | (uint64_t)c[2] << 42;
 }
 
 /* Step 2 for a brick with voxels: which of its 27 neighbours (bit n: offsets n % 3 - 1,
  * n / 3 % 3 - 1, n / 9 - 1) inside the root box lie within K cells of its voxels' bounding box. */
 static uint32_t bc_needed(const bc_build *b, uint64_t key, const uint64_t occ[VX_BC_WORDS]) {
   uint32_t lo[3] = {VX_BC_SIDE, VX_BC_SIDE, VX_BC_SIDE}, hi[3] = {0, 0, 0};
-  for (uint32_t k = 0; k < VX_BC_CELLS; k++) {
-    if (!bc_bit(occ, k)) continue;
+  VX_BC_EACH_CELL(occ, k) {
     for (int i = 0; i < 3; i++) {
       const uint32_t x = k >> (VX_BC_SHIFT * (uint32_t)i) & (VX_BC_SIDE - 1u);
       lo[i] = x < lo[i] ? x : lo[i];
@@ -255,7 +190,7 @@ static uint32_t bc_needed(const bc_build *b, uint64_t key, const uint64_t occ[VX
   }
   const int64_t bricks = (int64_t)1 << (b->s->depth > VX_BC_SHIFT ? b->s->depth - VX_BC_SHIFT : 0);
   int64_t c[3];
-  bc_coords(key, c);
+  vx_bc_coords(key, c);
   uint32_t out = 0;
   for (int n = 0; n < 27; n++) {
     int need = n != 13; /* not the brick itself */
@@ -274,197 +209,49 @@ static uint32_t bc_needed(const bc_build *b, uint64_t key, const uint64_t occ[VX
 /* The key of neighbour n (as bc_needed) of the brick with key k. */
 static uint64_t bc_neighbour_key(uint64_t k, int n) {
   int64_t c[3];
-  bc_coords(k, c);
+  vx_bc_coords(k, c);
   for (int i = 0, w = 1; i < 3; i++, w *= 3) c[i] += n / w % 3 - 1;
-  return bc_key_of(c);
+  return vx_bc_key_of(c);
 }
 
-/* The rule's value v (voxels) at a grid point, quantized as a voxel corner. */
-static int8_t bc_quantize(const vx_sample_tree *s, float v) {
-  float r = roundf(v * (127.0f / s->band));
-  r = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
-  if (v < 0.0f && r == 0.0f) r = -1.0f; /* keep the side */
-  return (int8_t)r;
-}
+/* The phases run on the threads for brick bi: steps 1 and 2's, then step 3's
+ * (band_cache_fill.h). */
+enum { BC_VOXELS, BC_MISSING, BC_ZERO, BC_NEED, BC_GATHER, BC_SCATTER, BC_FINISH };
 
-/* Does the rule's value v (voxels, flags fl) at point u (in [0,1]^3) of cell k of brick br differ
- * from what the cache would answer there (sample_eval.h's vx_se_cached: the corners' trilinear
- * value, the band where it reaches the band) by more than VX_BC_CHECK_TOL, or in sign? The rule
- * is not smooth everywhere (where the winning cell changes, beside thin parts, where it turns far)
- * nor continuous at a voxel's faces (inside, the voxel's field; outside, the nearest cell's
- * extrapolation, which differs where the field's gradient is not of unit length): there the
- * corners do not stand for the cell, and the rule answers. Being far or not may differ (a value
- * within the tolerance of the band either way: on the bunny at 512^3, requiring the same left a
- * fifth of the cells to the rule). Corners not yet valid (bad, no sign) leave the cell out
- * anyway. */
-static int bc_rough(const vx_sample_tree *s, const vx_bc_brick *br, uint32_t k, const float u[3],
-                    float v, uint8_t fl) {
-  if ((fl & (VX_SAMPLE_NO_SIGN | VX_SAMPLE_INVALID)) || v != v) return 1;
-  const vx_voxel c = vx_bc_corners(br, k);
-  float g[3];
-  float f = vx_se_trilinear(&c, s->band, u, g);
-  if (fabsf(f) > s->band * (1.0f - 0.5f / 127.0f)) f = f < 0.0f ? -s->band : s->band;
-  if ((f < 0.0f) != (v < 0.0f)) return 1;
-  return !(fabsf(f - v) <= VX_BC_CHECK_TOL);
+/* Brick bi zeroed, but for its key and node. */
+static void bc_zero(const bc_build *b, uint64_t bi) {
+  vx_bc_in *st = &b->in[bi];
+  const uint64_t key = st->key;
+  const uint32_t node = st->node;
+  memset(st, 0, sizeof *st);
+  memset(&b->bricks[bi], 0, sizeof b->bricks[bi]);
+  st->key = key;
+  st->node = node;
 }
-
-/* Grid point g of brick c, in grid coordinates. */
-static void bc_grid_point(const int64_t c[3], uint32_t g, float p[3]) {
-  p[0] = (float)(c[0] * 8 + g % VX_BC_GRID);
-  p[1] = (float)(c[1] * 8 + g / VX_BC_GRID % VX_BC_GRID);
-  p[2] = (float)(c[2] * 8 + g / (VX_BC_GRID * VX_BC_GRID));
-}
-
-/* Step 3, the empty cells to cache: those within K cells of a voxel (want, a bit per cell). */
-static void bc_want(const bc_build *b, const bc_state *st, const int64_t c[3],
-                    uint64_t want[VX_BC_WORDS]) {
-  const uint32_t K = b->reach, W = VX_BC_SIDE + 2u * K, R = 1u << b->s->depth;
-  /* the voxels of the neighbourhood, window cell (x, y, z) = brick cell - K */
-  uint32_t occ[16][16];
-  memset(occ, 0, sizeof occ);
-  for (int n = 0; n < 27; n++) {
-    int64_t q[3];
-    int d[3];
-    for (int i = 0, w = 1; i < 3; i++, w *= 3) {
-      d[i] = n / w % 3 - 1;
-      q[i] = c[i] + d[i];
-    }
-    if (q[0] < 0 || q[1] < 0 || q[2] < 0) continue;
-    const bc_state *nb = n == 13 ? st : bc_lookup(b, bc_key_of(q));
-    if (!nb) continue;
-    for (uint32_t z = 0; z < VX_BC_SIDE; z++)
-      for (uint32_t y = 0; y < VX_BC_SIDE; y++) {
-        const int64_t wz = (int64_t)z + 8 * d[2] + K, wy = (int64_t)y + 8 * d[1] + K;
-        if (wz < 0 || wz >= (int64_t)W || wy < 0 || wy >= (int64_t)W) continue;
-        const uint32_t row = (uint32_t)(nb->occ[z] >> (8u * y) & 0xffu);
-        const int sh = 8 * d[0] + (int)K; /* window x of the row's x = 0 */
-        occ[wz][wy] |= (sh >= 0 ? row << sh : row >> -sh) & ((1u << W) - 1u);
-      }
-  }
-  /* dilate by K: x, then y, then z */
-  for (uint32_t z = 0; z < W; z++)
-    for (uint32_t y = 0; y < W; y++) {
-      uint32_t r = occ[z][y], o = r;
-      for (uint32_t k = 1; k <= K; k++) o |= r << k | r >> k;
-      occ[z][y] = o;
-    }
-  uint32_t dy[16][VX_BC_SIDE];
-  for (uint32_t z = 0; z < W; z++)
-    for (uint32_t y = 0; y < VX_BC_SIDE; y++) {
-      uint32_t o = 0;
-      for (uint32_t k = 0; k <= 2u * K; k++) o |= occ[z][y + k];
-      dy[z][y] = o;
-    }
-  for (uint32_t z = 0; z < VX_BC_SIDE; z++)
-    for (uint32_t y = 0; y < VX_BC_SIDE; y++) {
-      uint32_t o = 0;
-      for (uint32_t k = 0; k <= 2u * K; k++) o |= dy[z + k][y];
-      uint32_t row = (o >> K & 0xffu) & ~(uint32_t)(st->occ[z] >> (8u * y) & 0xffu);
-      /* cells inside the root box only */
-      const int64_t gx = c[0] * 8, gy = c[1] * 8 + y, gz = c[2] * 8 + z;
-      if (gy >= (int64_t)R || gz >= (int64_t)R) row = 0;
-      if (gx + 8 > (int64_t)R) row &= (1u << (R - (uint32_t)gx)) - 1u;
-      want[z] |= (uint64_t)row << (8u * y);
-    }
-}
-
-static uint32_t bc_count(const uint64_t *w, uint32_t words) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < words; i++) n += (uint32_t)__builtin_popcountll(w[i]);
-  return n;
-}
-
-/* Where a cell is checked against the rule (u in [0,1]^3): i = 8, its centre, always; i < 8, just
- * inside its corner i (VX_BC_SIDE_STEP along each axis) when a voxel gave that corner (the rule
- * jumps at a voxel's faces). Checking the centres of the edges and faces a voxel has as well
- * kept no more points within the bound on the scans of tests/test_sample_agree.c. */
-static void bc_check_u(uint32_t i, float u[3]) {
-  for (uint32_t a = 0; a < 3u; a++)
-    u[a] = i == 8u ? 0.5f : (i >> a & 1u ? 1.0f - VX_BC_SIDE_STEP : VX_BC_SIDE_STEP);
-}
-
-/* The points where cell k is checked: bit i as bc_check_u. */
-static uint32_t bc_checks(const bc_state *st, uint32_t k) {
-  return bc_corners_in(st->set, k) | 1u << 8;
-}
-
-/* The phases run on the threads for brick bi: steps 1 and 2's, then step 3's. */
-enum { BC_VOXELS = 0, BC_MISSING = 1, BC_NEED = 2, BC_GATHER = 3, BC_SCATTER = 4, BC_FINISH = 5 };
 
 static void bc_phase(const bc_build *b, uint64_t bi) {
-  vx_bc_brick *br = &b->bricks[bi];
-  bc_state *st = &b->state[bi];
-  int64_t c[3];
-  bc_coords(st->key, c);
-  if (b->phase == BC_VOXELS) {
+  vx_bc_in *st = &b->in[bi];
+  switch (b->phase) {
+  case BC_VOXELS: {
+    bc_zero(b, bi);
+    int64_t c[3];
+    vx_bc_coords(st->key, c);
     const uint32_t m[3] = {(uint32_t)c[0] * VX_BC_SIDE, (uint32_t)c[1] * VX_BC_SIDE,
                            (uint32_t)c[2] * VX_BC_SIDE};
     bc_voxels(b, bi, st->node, b->root_level, m);
-    return;
+    break;
   }
-  if (b->phase == BC_MISSING) { /* the table does not change in this phase */
+  case BC_ZERO: bc_zero(b, bi); break;
+  case BC_MISSING: {
     const uint32_t need = bc_needed(b, st->key, st->occ);
     for (int n = 0; n < 27; n++)
-      if (need >> n & 1u && !bc_lookup(b, bc_neighbour_key(st->key, n))) st->missing |= 1u << n;
-    return;
+      if (need >> n & 1u && !bc_has(b, bc_neighbour_key(st->key, n))) st->missing |= 1u << n;
+    break;
   }
-  if (b->phase == BC_NEED) { /* the cells to cache and the corners the rule gives them */
-    bc_want(b, st, c, st->want);
-    uint32_t checks = 0;
-    BC_EACH_CELL(st->want, k) {
-      const uint32_t given = bc_corners_in(st->set, k);
-      for (uint32_t i = 0; i < 8u; i++)
-        if (!(given >> i & 1u)) bc_set(st->need, bc_corner_point(k, i));
-      checks += (uint32_t)__builtin_popcount(bc_checks(st, k));
-    }
-    st->points = bc_count(st->need, VX_BC_PWORDS) + checks;
-    return;
-  }
-  if (b->phase == BC_GATHER || b->phase == BC_SCATTER) {
-    uint64_t j = st->at;
-    for (uint32_t w = 0; w < VX_BC_PWORDS; w++)
-      for (uint64_t x = st->need[w]; x; x &= x - 1u) {
-        const uint32_t g = w * 64u + (uint32_t)__builtin_ctzll(x);
-        if (b->phase == BC_GATHER)
-          bc_grid_point(c, g, &b->p[3 * j]);
-        else if (!(b->fl[j] & (VX_SAMPLE_NO_SIGN | VX_SAMPLE_INVALID)) && b->v[j] == b->v[j])
-          br->grid[g] = bc_quantize(b->s, b->v[j]);
-        else
-          bc_set(st->nosign, g);
-        j++;
-      }
-    /* then the points where the cells to cache are checked (their corners all scattered
-     * above) */
-    BC_EACH_CELL(st->want, k) {
-      for (uint32_t m = bc_checks(st, k); m; m &= m - 1u) {
-        float u[3];
-        bc_check_u((uint32_t)__builtin_ctz(m), u);
-        if (b->phase == BC_GATHER) {
-          float *q = &b->p[3 * j];
-          q[0] = (float)(c[0] * 8 + (k & 7u)) + u[0];
-          q[1] = (float)(c[1] * 8 + (k >> 3 & 7u)) + u[1];
-          q[2] = (float)(c[2] * 8 + (k >> 6)) + u[2];
-        } else if (bc_rough(b->s, br, k, u, b->v[j], b->fl[j])) {
-          bc_set(st->rough, k);
-        }
-        j++;
-      }
-    }
-    return;
-  }
-  /* BC_FINISH: which cells answer */
-  uint64_t voxel[VX_BC_WORDS];
-  memcpy(voxel, br->voxel, sizeof voxel);
-  BC_EACH_CELL(voxel, k) /* voxels that disagree: the tree's */
-    if (bc_corners_in(st->bad, k)) br->voxel[k >> 6] &= ~((uint64_t)1u << (k & 63u));
-  BC_EACH_CELL(st->want, k) {
-    if (bc_bit(st->rough, k) || bc_corners_in(st->bad, k) || bc_corners_in(st->nosign, k))
-      continue;
-    const vx_voxel v = vx_bc_corners(br, k);
-    int neg = 0;
-    for (uint32_t i = 0; i < 8u; i++) neg += v.c[i] < 0;
-    if (neg != 0 && neg != 8) continue; /* no surface crosses the cell: the rule's sides differ */
-    bc_set(br->empty, k);
+  case BC_NEED: vx_bc_need(&b->job, bi); break;
+  case BC_GATHER: vx_bc_gather(&b->job, bi, b->work[bi].at, b->p); break;
+  case BC_SCATTER: vx_bc_scatter(&b->job, bi, b->work[bi].at, b->v, b->fl); break;
+  default: vx_bc_finish(&b->job, bi); break;
   }
 }
 
@@ -487,22 +274,19 @@ static void bc_run(bc_build *b, int threads, int phase, uint64_t lo, uint64_t hi
   if (n) vx_parallel(vx_thread_count(threads, (int)(n < 1024 ? n : 1024)), bc_worker, b);
 }
 
-/* The CPU's evaluator: the sampler's loop on the threads. */
-static vx_status bc_cpu_eval(void *ctx, const vx_sample_tree *s, const float *p, uint64_t n,
-                             float *v, uint8_t *flags, vx_error *err) {
-  (void)err;
-  vx_sample_cpu(s, p, n, v, NULL, flags, *(const int *)ctx, NULL);
-  return VX_OK;
-}
-
-/* Step 3: the cells to cache, their corners evaluated in batches of at most VX_BC_BATCH points
- * (bricks whole), then which cells answer. */
-static vx_status bc_fill(bc_build *b, int threads, vx_band_cache_eval eval, void *ctx,
-                         vx_error *err) {
+/* Step 3 on the CPU: the cells to cache, their corners and checks evaluated by the sampler's
+ * loop on the threads in batches of at most VX_BC_BATCH points (bricks whole), then which cells
+ * answer. */
+static vx_status bc_fill(bc_build *b, int threads, vx_error *err) {
+  b->work = (vx_bc_work *)vx_calloc((size_t)b->count, sizeof *b->work);
+  if (!b->work)
+    return vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache's %llu bricks",
+                        (unsigned long long)b->count);
+  b->job.work = b->work;
   bc_run(b, threads, BC_NEED, 0, b->count);
   uint64_t total = 0, most = 0;
   for (uint64_t i = 0; i < b->count; i++) {
-    const uint64_t k = b->state[i].points;
+    const uint64_t k = b->work[i].points;
     total += k;
     most = k > most ? k : most;
   }
@@ -517,20 +301,22 @@ static vx_status bc_fill(bc_build *b, int threads, vx_band_cache_eval eval, void
   for (uint64_t lo = 0; lo < b->count && st == VX_OK;) {
     uint64_t hi = lo, m = 0;
     for (; hi < b->count; hi++) {
-      const uint64_t k = b->state[hi].points;
+      const uint64_t k = b->work[hi].points;
       if (m + k > cap) break;
-      b->state[hi].at = m;
+      b->work[hi].at = m;
       m += k;
     }
     bc_run(b, threads, BC_GATHER, lo, hi);
-    if (m) st = eval(ctx, &b->grid, b->p, m, b->v, b->fl, err);
-    if (st == VX_OK) bc_run(b, threads, BC_SCATTER, lo, hi);
+    if (m) vx_sample_cpu(&b->grid, b->p, m, b->v, NULL, b->fl, threads, NULL);
+    bc_run(b, threads, BC_SCATTER, lo, hi);
     lo = hi;
   }
   if (st == VX_OK) bc_run(b, threads, BC_FINISH, 0, b->count);
   vx_free(b->p);
   vx_free(b->v);
   vx_free(b->fl);
+  vx_free(b->work);
+  b->work = NULL;
   return st;
 }
 
@@ -550,22 +336,57 @@ uint64_t vx_band_cache_bytes(const vx_band_cache *c) {
 
 vx_status vx_band_cache_build(const vx_sample_tree *tree, int threads, vx_band_cache **out,
                               vx_error *err) {
-  return vx_band_cache_build_with(tree, threads, NULL, NULL, out, err);
+  return vx_band_cache_build_on(tree, threads, NULL, out, err);
 }
 
-void vx_band_cache_drop_arrays(vx_band_cache *c) {
-  if (!c) return;
-  vx_free((void *)c->keys);
-  vx_free((void *)c->values);
-  vx_free((void *)c->bricks);
-  c->keys = NULL;
-  c->values = NULL;
-  c->bricks = NULL;
+static void bc_free(bc_build *b) {
+  vx_free(b->keys);
+  vx_free(b->values);
+  vx_free(b->bricks);
+  vx_free(b->in);
 }
 
-vx_status vx_band_cache_build_with(const vx_sample_tree *tree, int threads,
-                                   vx_band_cache_eval eval, void *ctx, vx_band_cache **out,
-                                   vx_error *err) {
+/* Steps 1 and 2: the bricks, made in one order whatever the thread count (the hash table is
+ * filled on one thread, the rest on all). */
+static vx_status bc_bricks(bc_build *b, int threads, vx_error *err) {
+  const vx_sample_tree *s = b->s;
+  const uint32_t zero[3] = {0, 0, 0};
+  b->root_level = s->depth > VX_BC_SHIFT ? s->depth - VX_BC_SHIFT : 0u;
+  const uint64_t roots = bc_count_roots(s, 0u, 0u, b->root_level);
+  b->nomem = -bc_reserve(b, roots, roots);
+  if (!b->nomem) bc_roots(b, 0u, 0u, zero);
+  const uint64_t with_voxels = b->count;
+  if (!b->nomem) bc_run(b, threads, BC_VOXELS, 0, with_voxels);
+  if (!b->nomem) bc_run(b, threads, BC_MISSING, 0, with_voxels);
+  uint64_t most = with_voxels; /* the table's room for the neighbours */
+  for (uint64_t i = 0; i < with_voxels && !b->nomem; i++)
+    most += (uint64_t)__builtin_popcount(b->in[i].missing);
+  /* the bricks' room for all of them unless that is over the limit (then it grows as needed:
+   * neighbours are shared, most is an upper bound); the pages untouched stay unused */
+  const uint64_t per = sizeof(vx_bc_brick) + sizeof(vx_bc_in) + sizeof(vx_bc_work);
+  if (!b->nomem) b->nomem = -bc_reserve(b, most, most * per > b->limit ? b->count : most);
+  for (uint64_t i = 0; i < with_voxels && !b->nomem; i++) {
+    const uint32_t missing = b->in[i].missing;
+    const uint64_t key = b->in[i].key;
+    for (int n = 0; n < 27 && !b->nomem; n++) {
+      if (!(missing >> n & 1u)) continue;
+      const int64_t bi = bc_brick(b, bc_neighbour_key(key, n));
+      if (bi < 0) b->nomem = (int)-bi;
+    }
+  }
+  if (!b->nomem) bc_run(b, threads, BC_ZERO, with_voxels, b->count);
+  if (b->nomem == 2)
+    return vx_error_set(err, VX_ERR_LIMIT,
+                        "the band cache of this tree would take more than %.1f GiB (80%% of "
+                        "memory): sample without it", (double)b->limit / 1073741824.0);
+  if (b->nomem)
+    return vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache (%llu bricks of %u B)",
+                        (unsigned long long)b->count, (unsigned)sizeof(vx_bc_brick));
+  return VX_OK;
+}
+
+vx_status vx_band_cache_build_on(const vx_sample_tree *tree, int threads, vx_gpu_sampler *gpu,
+                                 vx_band_cache **out, vx_error *err) {
   *out = NULL;
   vx_sample_tree s = *tree;
   s.cache = NULL;
@@ -579,63 +400,39 @@ vx_status vx_band_cache_build_with(const vx_sample_tree *tree, int threads,
   b.limit = vx_default_mem_limit();
   const float k = ceilf(s.band);
   b.reach = k < 1.0f ? 1u : (k > (float)VX_BC_MAX_REACH ? VX_BC_MAX_REACH : (uint32_t)k);
-  /* steps 1 and 2: the bricks made in one order whatever the thread count (the hash table is
-   * filled on one thread, the rest on all) */
-  const uint32_t zero[3] = {0, 0, 0};
-  b.root_level = s.depth > VX_BC_SHIFT ? s.depth - VX_BC_SHIFT : 0u;
-  const uint64_t roots = bc_count_roots(&s, 0u, 0u, b.root_level);
-  b.nomem = -bc_reserve(&b, roots, roots);
-  if (!b.nomem) bc_roots(&b, 0u, 0u, zero);
-  const uint64_t with_voxels = b.count;
-  if (!b.nomem) bc_run(&b, threads, BC_VOXELS, 0, with_voxels);
-  if (!b.nomem) bc_run(&b, threads, BC_MISSING, 0, with_voxels);
-  uint64_t most = with_voxels; /* the table's room for the neighbours */
-  for (uint64_t i = 0; i < with_voxels; i++)
-    most += (uint64_t)__builtin_popcount(b.state[i].missing);
-  if (!b.nomem) b.nomem = -bc_reserve(&b, most, 0);
-  for (uint64_t i = 0; i < with_voxels && !b.nomem; i++) {
-    const uint32_t missing = b.state[i].missing;
-    const uint64_t key = b.state[i].key; /* bc_brick may move the state array */
-    for (int n = 0; n < 27 && !b.nomem; n++) {
-      if (!(missing >> n & 1u)) continue;
-      const int64_t bi = bc_brick(&b, bc_neighbour_key(key, n));
-      if (bi < 0) b.nomem = (int)-bi;
-    }
+  vx_status st = bc_bricks(&b, threads, err);
+  vx_band_cache *c = NULL;
+  if (st == VX_OK && b.count) {
+    b.job.keys = b.keys;
+    b.job.values = b.values;
+    b.job.mask = b.cap - 1u;
+    b.job.in = b.in;
+    b.job.bricks = b.bricks;
+    b.job.depth = s.depth;
+    b.job.reach = b.reach;
+    b.job.band = s.band;
+    /* on a GPU the cache is made and kept on its device: the host keeps its sizes */
+    st = gpu ? vx_gpu_band_cache_fill(gpu, &b.grid, &b.job, b.count, err)
+             : bc_fill(&b, threads, err);
+    c = st == VX_OK ? (vx_band_cache *)vx_calloc(1, sizeof *c) : NULL;
+    if (st == VX_OK && !c) st = vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache");
   }
-  if (b.nomem || b.count == 0) {
-    vx_free(b.keys);
-    vx_free(b.values);
-    vx_free(b.bricks);
-    vx_free(b.state);
-    if (!b.nomem) return VX_OK; /* no voxels */
-    if (b.nomem == 2)
-      return vx_error_set(err, VX_ERR_LIMIT,
-                          "the band cache of this tree would take more than %.1f GiB (80%% of "
-                          "memory): sample without it", (double)b.limit / 1073741824.0);
-    return vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache (%llu bricks of %u B)",
-                        (unsigned long long)b.count, (unsigned)sizeof(vx_bc_brick));
-  }
-  vx_status st = eval ? bc_fill(&b, threads, eval, ctx, err)
-                      : bc_fill(&b, threads, bc_cpu_eval, &threads, err);
-  vx_free(b.state);
-  vx_band_cache *c = st == VX_OK ? (vx_band_cache *)vx_calloc(1, sizeof *c) : NULL;
   if (!c) {
-    if (st != VX_OK) {
-      vx_free(b.keys);
-      vx_free(b.values);
-      vx_free(b.bricks);
-      return st;
-    }
+    bc_free(&b);
+    return st;
+  }
+  vx_free(b.in);
+  c->mask = b.cap - 1u;
+  c->brick_count = b.count;
+  if (gpu) {
     vx_free(b.keys);
     vx_free(b.values);
     vx_free(b.bricks);
-    return vx_error_set(err, VX_ERR_NOMEM, "no memory for the band cache");
+  } else {
+    c->keys = b.keys;
+    c->values = b.values;
+    c->bricks = b.bricks;
   }
-  c->keys = b.keys;
-  c->values = b.values;
-  c->mask = b.cap ? b.cap - 1u : 0u;
-  c->bricks = b.bricks;
-  c->brick_count = b.count;
   *out = c;
   return VX_OK;
 }

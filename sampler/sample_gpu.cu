@@ -427,37 +427,35 @@ extern "C" int vx_gpu_pointer_kind(const vx_gpu_sampler *g, const void *p) {
   return a.device == g->tree.device ? 1 : -1;
 }
 
-extern "C" vx_status vx_gpu_sampler_cache(vx_gpu_sampler *g, const vx_band_cache *c,
-                                          vx_error *err) {
+extern "C" int vx_gpu_sampler_device(const vx_gpu_sampler *g) { return g->tree.device; }
+
+extern "C" vx_status vx_gpu_sampler_adopt_cache(vx_gpu_sampler *g, uint64_t *keys,
+                                                uint32_t *values, vx_bc_brick *bricks,
+                                                uint64_t mask, uint64_t count, vx_error *err) {
   vx_status st = VX_OK;
-  if (g->cache || !c) return VX_OK;
-  vx_band_cache h = *c;
-  const size_t slots = (size_t)c->mask + 1u, bricks = (size_t)c->brick_count;
+  vx_band_cache h;
+  memset(&h, 0, sizeof h);
+  if (g->cache) goto done; /* the first stays */
   VX_CU(cudaSetDevice(g->tree.device), "cudaSetDevice");
-  VX_CU(cudaMalloc((void **)&g->cache_keys, slots * sizeof *c->keys), "allocating the band cache");
-  VX_CU(cudaMalloc((void **)&g->cache_values, slots * sizeof *c->values),
-        "allocating the band cache");
-  VX_CU(cudaMalloc((void **)&g->cache_bricks, bricks * sizeof *c->bricks),
-        "allocating the band cache");
-  VX_CU(cudaMemcpy(g->cache_keys, c->keys, slots * sizeof *c->keys, cudaMemcpyHostToDevice),
-        "uploading the band cache");
-  VX_CU(cudaMemcpy(g->cache_values, c->values, slots * sizeof *c->values,
-                   cudaMemcpyHostToDevice), "uploading the band cache");
-  VX_CU(cudaMemcpy(g->cache_bricks, c->bricks, bricks * sizeof *c->bricks,
-                   cudaMemcpyHostToDevice), "uploading the band cache");
-  h.keys = g->cache_keys;
-  h.values = g->cache_values;
-  h.bricks = g->cache_bricks;
+  h.keys = keys;
+  h.values = values;
+  h.mask = mask;
+  h.bricks = bricks;
+  h.brick_count = count;
   VX_CU(cudaMalloc((void **)&g->cache, sizeof h), "allocating the band cache");
   VX_CU(cudaMemcpy(g->cache, &h, sizeof h, cudaMemcpyHostToDevice), "uploading the band cache");
+  g->cache_keys = keys;
+  g->cache_values = values;
+  g->cache_bricks = bricks;
+  return VX_OK;
 done:
-  if (st != VX_OK) { /* leave none, so that a later call tries again */
-    cudaFree(g->cache_keys);
-    cudaFree(g->cache_values);
-    cudaFree(g->cache_bricks);
+  if (g->cache && !g->cache_keys) { /* its struct failed to upload: leave none */
     cudaFree(g->cache);
-    g->cache_keys = NULL, g->cache_values = NULL, g->cache_bricks = NULL, g->cache = NULL;
+    g->cache = NULL;
   }
+  cudaFree(keys);
+  cudaFree(values);
+  cudaFree(bricks);
   return st;
 }
 

@@ -36,7 +36,8 @@ vx_status vx_gpu_sample_bench(vx_gpu_sampler *g, const vx_sample_tree *s, const 
   return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
 }
 
-vx_status vx_gpu_sampler_cache(vx_gpu_sampler *g, const vx_band_cache *c, vx_error *err) {
-  (void)g, (void)c;
+vx_status vx_gpu_band_cache_fill(vx_gpu_sampler *g, const vx_sample_tree *s,
+                                 const struct vx_bc_job *job, uint64_t count, vx_error *err) {
+  (void)g, (void)s, (void)job, (void)count;
   return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
 }

@@ -48,22 +48,18 @@ void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, flo
  * tree without surface voxels, cut above full detail, or not fully loaded. s->cache is ignored. */
 vx_status vx_band_cache_build(const vx_sample_tree *s, int threads, vx_band_cache **out,
                               vx_error *err);
-/* The same with the sampler run by `eval` (NULL: vx_sample_cpu on `threads`): tree s (without a
- * cache, its transform the identity) at n points p (xyz: grid points), v[n] the values (voxels)
- * and flags[n]. A GPU sampler's: vx_gpu_sample with host arrays. */
-typedef vx_status (*vx_band_cache_eval)(void *ctx, const vx_sample_tree *s, const float *p,
-                                        uint64_t n, float *v, uint8_t *flags, vx_error *err);
-vx_status vx_band_cache_build_with(const vx_sample_tree *s, int threads, vx_band_cache_eval eval,
-                                   void *ctx, vx_band_cache **out, vx_error *err);
+/* The same on a GPU sampler's device when `gpu` is not NULL: steps 1 and 2 on the CPU's threads,
+ * the rest by the device (vx_gpu_band_cache_fill), which keeps the cache as the sampler's own
+ * (vx_gpu_sampler_adopt_cache); *out then holds only its sizes (no arrays). The same bricks as the
+ * CPU's: the rule gives the same bits on both. */
+typedef struct vx_gpu_sampler vx_gpu_sampler;
+vx_status vx_band_cache_build_on(const vx_sample_tree *s, int threads, vx_gpu_sampler *gpu,
+                                 vx_band_cache **out, vx_error *err);
 void vx_band_cache_free(vx_band_cache *c);
-/* Frees c's arrays (once uploaded), keeping its sizes. */
-void vx_band_cache_drop_arrays(vx_band_cache *c);
 /* Bytes it holds. */
 uint64_t vx_band_cache_bytes(const vx_band_cache *c);
 
 /* ---- GPU -------------------------------------------------------------------------------------- */
-
-typedef struct vx_gpu_sampler vx_gpu_sampler;
 
 /* A sampler over the tree resident in `res` (borrowed: it must outlive the sampler), with the
  * re-signed voxels' bits (sampler/resigned.h; NULL: none) of its voxel_count voxels, uploaded. */
@@ -86,15 +82,29 @@ typedef struct vx_gpu_sample_times {
  * device in chunks staged in pinned memory that the sampler keeps, sized by the largest such call
  * so far (at most 2 x 68 MiB on the host and on the device, 2 x 116 MiB with gradients); the
  * copies of one chunk overlap the kernels of the next. `s` gives the cut and transform (its array pointers are
- * replaced by the view's; its cache, when set, by the copy of vx_gpu_sampler_cache). Returns when
+ * replaced by the view's; its cache, when set, by the sampler's: vx_gpu_sampler_adopt_cache). Returns when
  * the results are written. times may be NULL. */
 vx_status vx_gpu_sample(vx_gpu_sampler *g, const vx_sample_tree *s, int device, void *stream,
                         const float *points, uint64_t n, float *dist, float *grad, uint8_t *flags,
                         vx_sample_count *count, vx_gpu_sample_times *times, vx_error *err);
 
-/* Uploads band cache c (sampler/band_cache.h) to the sampler's device, once: later calls keep the
- * first. Samples whose s->cache is not NULL then read the device's copy. */
-vx_status vx_gpu_sampler_cache(vx_gpu_sampler *g, const vx_band_cache *c, vx_error *err);
+/* Makes keys, values and bricks (device memory, the band cache's arrays: sampler/band_cache.h)
+ * the sampler's band cache, which samples whose s->cache is not NULL then read; the sampler owns
+ * them from this call, whatever it returns (a sampler that has a cache keeps it and frees
+ * these). */
+vx_status vx_gpu_sampler_adopt_cache(vx_gpu_sampler *g, uint64_t *keys, uint32_t *values,
+                                     vx_bc_brick *bricks, uint64_t mask, uint64_t count,
+                                     vx_error *err);
+/* The CUDA device the sampler runs on. */
+int vx_gpu_sampler_device(const vx_gpu_sampler *g);
+
+/* Step 3 of the band cache's build (band_cache_fill.h) for the `count` bricks of job (host
+ * arrays; its work array unused) on the sampler's device, with grid-space tree s (the identity
+ * transform, no cache): the bricks are uploaded, filled, and kept as the sampler's cache, which
+ * must not have one yet. */
+struct vx_bc_job;
+vx_status vx_gpu_band_cache_fill(vx_gpu_sampler *g, const vx_sample_tree *s,
+                                 const struct vx_bc_job *job, uint64_t count, vx_error *err);
 
 /* Timing for vx_sampler_bench: the host points are copied to the device once, then `reps` runs
  * of the kernel over them are timed with CUDA events (ms[reps]); flag_counts[8] gets the points

@@ -89,8 +89,9 @@ VX_EXTERN_C_BEGIN
  *   The first call that asks for it builds it (the rule at each grid point, each cell's centre
  *   and the voxels' corners seen from the cells, on all cores) and keeps it
  *   with the tree: about 29 bytes per surface voxel (the tree: 13). A GPU sampler builds its
- *   own, the rule evaluated by its kernels, and keeps it on the device; the rule giving the same
- *   bits on both, it is the CPU's cache and answers with the CPU's bits. docs/BENCHMARKS.md gives build
+ *   own on its device (the bricks found on the CPU, then filled by the GPU's kernels, the rule
+ *   evaluated by the GPU's sampler) and keeps it there; the rule giving the same bits on both,
+ *   it is the CPU's cache and answers with the CPU's bits. docs/BENCHMARKS.md gives build
  *   times and sampling rates. A tree whose cache would exceed 80 % of physical memory is refused
  *   (VX_ERR_LIMIT).
  */
