@@ -2,11 +2,12 @@
 /* texture.c - texture files found, read and decoded for the colour import (texture.h).
  * The only file that includes stb_image.
  *
- * stb_image decodes PNG, JPEG, TGA and BMP (the other formats it knows are left out: textures
- * come in these, and each decoder is more code a hostile file can reach). Its allocations go
- * through the library's allocator, and it checks them: a failure is a decode error. Before it
- * decodes, stbi_info reads the size from the header, and an image that would not fit (texel count,
- * memory left) is refused without allocating anything.
+ * JPEG goes to libjpeg-turbo (texture_jpeg.c); stb_image decodes PNG, TGA and BMP (the other
+ * formats it knows, its JPEG decoder among them, are left out: textures come in these, and each
+ * decoder is more code a hostile file can reach). Its allocations go through the library's
+ * allocator, and it checks them: a failure is a decode error. Before it decodes, stbi_info reads
+ * the size from the header, and an image that would not fit (texel count, memory left) is refused
+ * without allocating anything.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* DT_* and strcasecmp */
@@ -35,7 +36,6 @@
 #define STBI_NO_LINEAR
 #define STBI_NO_HDR
 #define STBI_ONLY_PNG
-#define STBI_ONLY_JPEG
 #define STBI_ONLY_TGA
 #define STBI_ONLY_BMP
 #define STBI_MAX_DIMENSIONS (1 << 20)
@@ -51,29 +51,13 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #endif
 
-/* stb_image 2.27 (Debian's) builds a JPEG Huffman table from 16 counts without checking that
- * they sum to at most 256 (its table's size): a DHT segment claiming more writes past the table
- * (found by fuzz/fuzz_texture.c; newer stb_image checks it). Every place the decoder could take
- * for a DHT segment (a 0xFF 0xC4 pair anywhere: the decoder skips bytes to the next 0xFF when it
- * looks for a marker) is checked the way the decoder would read it; 0 when one would overflow. */
-static int jpeg_huffman_ok(const uint8_t *b, size_t n) {
-  for (size_t i = 0; i + 1 < n; i++) {
-    if (b[i] != 0xff || b[i + 1] != 0xc4) continue;
-    size_t p = i + 2;
-    if (p + 2 > n) return 1;
-    long len = (long)((unsigned)b[p] << 8 | b[p + 1]) - 2;
-    p += 2;
-    while (len > 0 && p < n) {
-      unsigned q = b[p++];
-      if ((q >> 4) > 1 || (q & 15) > 3) break; /* the decoder stops here */
-      unsigned sum = 0;
-      for (int k = 0; k < 16; k++) sum += p + (size_t)k < n ? b[p + (size_t)k] : 0u;
-      if (sum > 256) return 0;
-      p += 16 + sum;
-      len -= 17 + (long)sum;
-    }
-  }
-  return 1;
+/* a PNG's 4-byte big-endian fields (chunk lengths, the IHDR size) */
+static uint32_t be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int is_png(const uint8_t *b, size_t n) {
+  return n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0;
 }
 
 /* stb_image 2.27 gathers a PNG's IDAT chunks in a buffer it doubles until the length a chunk
@@ -81,15 +65,34 @@ static int jpeg_huffman_ok(const uint8_t *b, size_t n) {
  * 2 GiB (found by fuzz/fuzz_texture.c). 0 when a chunk claims more bytes than the file has left
  * (such a file is cut or damaged anyway); a PNG's buffers then stay within the file's size. */
 static int png_chunks_ok(const uint8_t *b, size_t n) {
-  if (n < 8 || memcmp(b, "\x89PNG\r\n\x1a\n", 8) != 0) return 1;
+  if (!is_png(b, n)) return 1;
   for (size_t p = 8; p + 8 <= n;) {
-    const uint32_t len = (uint32_t)b[p] << 24 | (uint32_t)b[p + 1] << 16 |
-                         (uint32_t)b[p + 2] << 8 | b[p + 3];
+    const uint32_t len = be32(b + p);
     if (len > n - p - 8) return 0; /* its data past the end (its CRC may be cut) */
     if (memcmp(b + p + 4, "IEND", 4) == 0) break;
     p += 12 + (size_t)len;
   }
   return 1;
+}
+
+vx_status vx_texture_check_size(uint64_t w, uint64_t h, size_t size, uint64_t mem_avail,
+                                vx_error *err) {
+  uint64_t texels = w * h; /* each side below 2^32 */
+  if (texels > VX_TEXTURE_MAX_TEXELS)
+    return vx_error_set(err, VX_ERR_LIMIT,
+                        "its header claims %llux%llu texels, more than the %llu a texture may have",
+                        (unsigned long long)w, (unsigned long long)h,
+                        (unsigned long long)VX_TEXTURE_MAX_TEXELS);
+  /* stb_image holds the file's samples, its own rows and the 4-channel copy at once: 3x; so
+   * does libjpeg-turbo at most (a progressive file's coefficients, 2 bytes a sample of up to 4
+   * channels, and the 4-channel output) */
+  uint64_t need = texels * 4 * 3 + size;
+  if (mem_avail && need > mem_avail)
+    return vx_error_set(err, VX_ERR_LIMIT,
+                        "%llux%llu texels need %.1f MiB to decode, more than the %.1f MiB of "
+                        "memory left", (unsigned long long)w, (unsigned long long)h,
+                        (double)need / 1048576.0, (double)mem_avail / 1048576.0);
+  return VX_OK;
 }
 
 vx_status vx_texture_decode(const void *data, size_t size, uint64_t mem_avail, vx_texture *out,
@@ -99,36 +102,24 @@ vx_status vx_texture_decode(const void *data, size_t size, uint64_t mem_avail, v
   if (!data || size == 0) return vx_error_set(err, VX_ERR_FORMAT, "empty file");
   if (size > (size_t)0x7fffffff) return vx_error_set(err, VX_ERR_LIMIT, "file over 2 GiB");
   const stbi_uc *b = (const stbi_uc *)data;
-  int w = 0, h = 0, comp = 0;
-  /* stbi_info reads a JPEG's tables already. The JPEG decoder takes a file that starts with
-   * 0xFF bytes and then 0xD8 (SOI); PNG and BMP, tried first, start otherwise. */
+  /* JPEG: SOI (0xFF 0xD8), which may follow fill bytes (0xFF, as before any marker); libjpeg
+   * wants the file to start with SOI itself, so it is given the file from the last fill byte.
+   * PNG, TGA and BMP cannot start so. */
   size_t lead = 0;
   while (lead < size && b[lead] == 0xff) lead++;
-  if (lead > 0 && lead < size && b[lead] == 0xd8 && !jpeg_huffman_ok(b, size))
-    return vx_error_set(err, VX_ERR_FORMAT, "damaged image (a JPEG Huffman table too large)");
+  if (lead > 0 && lead < size && b[lead] == 0xd8)
+    return vx_texture_decode_jpeg(b + lead - 1, size - lead + 1, mem_avail, out, err);
+  int w = 0, h = 0, comp = 0;
   if (!stbi_info_from_memory(b, (int)size, &w, &h, &comp) || w <= 0 || h <= 0) {
     /* stb_image refuses a PNG over 2^30 decoded bytes already; say what its header claims */
-    if (size >= 24 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0 && memcmp(b + 12, "IHDR", 4) == 0) {
-      uint32_t pw = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
-      uint32_t ph = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
-      if ((uint64_t)pw * ph > VX_TEXTURE_MAX_TEXELS)
-        return vx_error_set(err, VX_ERR_LIMIT,
-                            "its header claims %ux%u texels, more than the %llu a texture may have",
-                            pw, ph, (unsigned long long)VX_TEXTURE_MAX_TEXELS);
-    }
-    return vx_error_set(err, VX_ERR_FORMAT, "not an image stb_image reads (PNG, JPEG, TGA, BMP)");
+    if (size >= 24 && is_png(b, size) && memcmp(b + 12, "IHDR", 4) == 0 &&
+        vx_texture_check_size(be32(b + 16), be32(b + 20), size, 0, err) != VX_OK)
+      return VX_ERR_LIMIT;
+    return vx_error_set(err, VX_ERR_FORMAT, "not an image voxlod reads (PNG, JPEG, TGA, BMP)");
   }
-  uint64_t texels = (uint64_t)w * (uint64_t)h;
-  if (texels > VX_TEXTURE_MAX_TEXELS)
-    return vx_error_set(err, VX_ERR_LIMIT,
-                        "its header claims %dx%d texels, more than the %llu a texture may have",
-                        w, h, (unsigned long long)VX_TEXTURE_MAX_TEXELS);
-  /* the decoders hold the file's samples, their own rows and the 4-channel copy at once: 3x */
-  uint64_t need = texels * 4 * 3 + size;
-  if (mem_avail && need > mem_avail)
-    return vx_error_set(err, VX_ERR_LIMIT,
-                        "%dx%d texels need %.1f MiB to decode, more than the %.1f MiB of memory "
-                        "left", w, h, (double)need / 1048576.0, (double)mem_avail / 1048576.0);
+  vx_status st = vx_texture_check_size((uint64_t)w, (uint64_t)h, size, mem_avail, err);
+  if (st != VX_OK) return st;
+  const uint64_t texels = (uint64_t)w * (uint64_t)h;
   if (!png_chunks_ok(b, size))
     return vx_error_set(err, VX_ERR_FORMAT, "damaged image (a PNG chunk longer than the file)");
   int dw = 0, dh = 0, dc = 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* texture.h - texture images for the colour import: where a material's texture file is, reading
- * it without blocking or swallowing a device, and decoding it (stb_image: PNG, JPEG, TGA, BMP)
- * under a size and a memory bound checked before the decoder allocates. Internal to formats/. */
+ * it without blocking or swallowing a device, and decoding it (libjpeg-turbo: JPEG; stb_image:
+ * PNG, TGA, BMP) under a size and a memory bound checked before the decoder allocates. Internal
+ * to formats/. */
 #ifndef VOXLOD_FORMATS_TEXTURE_H
 #define VOXLOD_FORMATS_TEXTURE_H
 
@@ -21,6 +22,15 @@ VX_EXTERN_C_BEGIN
  * The message names no file (the caller adds it). */
 vx_status vx_texture_decode(const void *data, size_t size, uint64_t mem_avail, vx_texture *out,
                             int *has_alpha, vx_error *err);
+
+/* The two halves of vx_texture_decode. vx_texture_check_size: the bounds on an image of w x h
+ * texels from a file of size bytes (VX_ERR_LIMIT with its message, else VX_OK).
+ * vx_texture_decode_jpeg (texture_jpeg.c): a JPEG, data starting with its SOI marker (0xFF 0xD8),
+ * checked and decoded as vx_texture_decode says; always opaque. */
+vx_status vx_texture_check_size(uint64_t w, uint64_t h, size_t size, uint64_t mem_avail,
+                                vx_error *err);
+vx_status vx_texture_decode_jpeg(const uint8_t *data, size_t size, uint64_t mem_avail,
+                                 vx_texture *out, vx_error *err);
 
 /* Reads a whole texture file, opened without blocking (O_NONBLOCK): only a regular file of at most
  * max_bytes is read (a directory, FIFO, device or socket is VX_ERR_IO). *data is vx_malloc'd. */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_texture.c - libFuzzer target: arbitrary bytes as a texture file through the decode path of
- * the colour import (formats/texture.c: stb_image's header read, the size checks against the
- * texel cap and a 64 MiB memory bound, the decode, the RGBA packing). A decoded texture must have
- * the size its header claims, within the bounds. */
+ * the colour import (formats/texture.c, texture_jpeg.c: the header read by stb_image or
+ * libjpeg-turbo, the size checks against the texel cap and a 64 MiB memory bound, the decode, the
+ * RGBA packing). A decoded texture must have the size its header claims, within the bounds.
+ * libjpeg-turbo is the system's, not instrumented: the fuzzer sees no coverage inside it, only
+ * ASan's checks on the buffers it is given. */
 #include <stdint.h>
 #include <stdlib.h>
 #include "formats/texture.h"

@@ -2,17 +2,18 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what voxlod needs to build and test, from the distribution's packages (Debian 12 /
 # Ubuntu 22.04+), when it is missing. Run as root (or with sudo available). Idempotent.
-#   required: the compiler, CMake, assimp, zstd, stb
+#   required: the compiler, CMake, assimp, zstd, stb, libturbojpeg (JPEG textures, the viewer's
+#   frames)
 #   optional (their parts are built and tested when present; the install is attempted, and a
 #   package the distribution lacks is skipped): NanoVDB and OpenVDB (grids in and out, the
-#   volumeToMesh comparison), civetweb and libturbojpeg (voxlod view), chromium with its driver
+#   volumeToMesh comparison), civetweb (voxlod view), chromium with its driver
 #   and selenium (the viewer's browser test), websocket-client (its protocol test), clang's
 #   runtime (the fuzzers)
 set -euo pipefail
-pkgs=(cmake make gcc g++ pkg-config libassimp-dev libzstd-dev libstb-dev zstd)
+pkgs=(cmake make gcc g++ pkg-config libassimp-dev libzstd-dev libstb-dev libturbojpeg0-dev zstd)
 if [ "${VOXLOD_WITH_FUZZ:-0}" = 1 ]; then pkgs+=(clang); fi
 optional=(libnanovdb-dev libboost-dev libboost-iostreams-dev libopenvdb-dev libopenvdb-tools python3-openvdb libcivetweb-dev
-          libturbojpeg0-dev chromium chromium-driver python3-selenium python3-websocket)
+          chromium chromium-driver python3-selenium python3-websocket)
 if [ "${VOXLOD_WITH_FUZZ:-0}" = 1 ]; then optional+=(libclang-rt-14-dev); fi
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=() missing_opt=()

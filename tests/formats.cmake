@@ -16,3 +16,6 @@ target_include_directories(test_formats_color_import PRIVATE ${STB_INCLUDE_DIR})
 vx_add_test(test_formats_color_tables
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_color_tables.c LIBS vx_lib)
 target_include_directories(test_formats_color_tables PRIVATE ${STB_INCLUDE_DIR})
+target_compile_definitions(test_formats_color_tables PRIVATE
+                           VX_TEXTURE_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/corpus/texture"
+                           VX_TEXTURE_REFS="${CMAKE_CURRENT_SOURCE_DIR}/data/textures")

@@ -3,9 +3,10 @@
  * import child sends its parent (formats/color_record.h: a round trip bit for bit, every byte of it
  * flipped in turn, indices past the tables, a short stream, sizes past the memory bound), the
  * material table built from scenes made here (10^6 materials: duplicates merged, more than 65536
- * distinct ones a clear error), raw embedded texels, the guard against stb_image's JPEG Huffman
- * overflow, vx_soup_append_color, and the vertex colours of meshes from arrays
- * (vx_mesh_set_vertex_colors: the colours follow their vertices past dropped triangles). */
+ * distinct ones a clear error), raw embedded texels, JPEG textures (decoded as Pillow decodes them;
+ * damaged, truncated and hostile ones refused), vx_soup_append_color, and the vertex colours of
+ * meshes from arrays (vx_mesh_set_vertex_colors: the colours follow their vertices past dropped
+ * triangles). */
 #define _POSIX_C_SOURCE 200809L
 #include "formats/color_record.h"
 #include "formats/mesh_material.h"
@@ -71,9 +72,9 @@ static void append_color_in_step(void) {
   vx_soup_free(&m);
 }
 
-/* A JPEG whose Huffman table counts sum past 256 (stb_image 2.27 writes past its table: found by
- * fuzz_texture), after fill bytes: refused before the decoder reads it. A PNG whose bytes happen
- * to hold the same pattern still decodes. */
+/* A JPEG whose Huffman table counts sum past 256 (stb_image 2.27, which decoded JPEG textures
+ * before, wrote past its table: found by fuzz_texture), after fill bytes: refused. A PNG whose
+ * bytes happen to hold the same pattern still decodes. */
 static void jpeg_huffman_overflow_refused(void) {
   uint8_t j[64] = {0xff, 0xff, 0xff, 0xd8, 0xff, 0xc4, 0x00, 0x30, 0x00};
   for (int k = 0; k < 16; k++) j[9 + k] = 0x20; /* 16 x 32 = 512 codes */
@@ -95,6 +96,119 @@ static void jpeg_huffman_overflow_refused(void) {
   vx_free(t.rgba);
   free(big);
   free(png);
+}
+
+static uint8_t *read_all(const char *path, size_t *n) {
+  *n = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  uint8_t *b = (uint8_t *)malloc(1 << 16);
+  if (b) *n = fread(b, 1, 1 << 16, f);
+  fclose(f);
+  return b;
+}
+
+/* The JPEGs of tests/corpus/texture made by tests/data/textures/make_textures.py (baseline 4:2:0
+ * RGB, progressive greyscale, Adobe CMYK) decode to what Pillow decodes them to (its PPM beside
+ * the script), within 2 codes a channel (two builds of libjpeg-turbo), opaque. */
+static void jpeg_decodes_like_pillow(void) {
+  const char *names[3] = {"rgb12x10", "grey9x7_progressive", "cmyk8x8"};
+  const uint32_t sides[3][2] = {{12, 10}, {9, 7}, {8, 8}};
+  for (int i = 0; i < 3; i++) {
+    char path[1024];
+    size_t jn = 0, pn = 0;
+    snprintf(path, sizeof path, "%s/%s.jpg", VX_TEXTURE_CORPUS, names[i]);
+    uint8_t *jpg = read_all(path, &jn);
+    snprintf(path, sizeof path, "%s/%s.ppm", VX_TEXTURE_REFS, names[i]);
+    uint8_t *ppm = read_all(path, &pn);
+    unsigned pw = 0, ph = 0;
+    int head = 0;
+    CHECK_MSG(jpg && ppm && sscanf((const char *)ppm, "P6 %u %u 255%n", &pw, &ph, &head) == 2 &&
+                  head > 0 && pw == sides[i][0] && ph == sides[i][1] &&
+                  pn == (size_t)head + 1 + 3 * (size_t)pw * ph,
+              "%s: inputs", names[i]);
+    vx_texture t;
+    vx_error e;
+    int alpha = 1;
+    memset(&e, 0, sizeof e);
+    if (jpg && ppm && pw && vx_texture_decode(jpg, jn, 0, &t, &alpha, &e) == VX_OK) {
+      CHECK_MSG(t.width == pw && t.height == ph && alpha == 0, "%s: %ux%u", names[i], t.width,
+                t.height);
+      const uint8_t *ref = ppm + head + 1;
+      int worst = 0;
+      for (size_t k = 0; t.width == pw && t.height == ph && k < (size_t)pw * ph; k++) {
+        for (int c = 0; c < 3; c++) {
+          int d = abs((int)(t.rgba[k] >> (8 * c) & 255) - (int)ref[3 * k + (size_t)c]);
+          worst = d > worst ? d : worst;
+        }
+        CHECK(t.rgba[k] >> 24 == 255);
+      }
+      fprintf(stderr, "  %s: largest difference from Pillow %d\n", names[i], worst);
+      CHECK_MSG(worst <= 2, "%s: %d codes from Pillow's decode", names[i], worst);
+      vx_free(t.rgba);
+    } else {
+      CHECK_MSG(0, "%s: %s", names[i], e.msg);
+    }
+    free(jpg);
+    free(ppm);
+  }
+}
+
+/* Damaged JPEGs are refused with a clear error and nothing decoded: the input with which
+ * fuzz_texture found stb_image 2.27's Huffman decode reading past its 256-entry table (a
+ * decoder that is no longer built in), and a valid JPEG cut short (libjpeg-turbo would finish it
+ * grey, with only a warning). A header claiming more texels than a texture may have, or more
+ * memory than is left, is refused before decoding, as for every format. */
+static void jpeg_damaged_refused(void) {
+  char path[1024];
+  size_t n = 0;
+  vx_texture t;
+  vx_error e;
+  snprintf(path, sizeof path, "%s/jpeg_huff_decode_oob.jpg", VX_TEXTURE_CORPUS);
+  uint8_t *b = read_all(path, &n);
+  CHECK(b && n == 686);
+  memset(&e, 0, sizeof e);
+  if (b) {
+    CHECK(vx_texture_decode(b, n, 0, &t, NULL, &e) == VX_ERR_FORMAT && t.rgba == NULL &&
+          strncmp(e.msg, "damaged image (", 15) == 0);
+    fprintf(stderr, "  fuzz input: %s\n", e.msg);
+  }
+  free(b);
+  snprintf(path, sizeof path, "%s/rgb12x10.jpg", VX_TEXTURE_CORPUS);
+  b = read_all(path, &n);
+  CHECK(b && n > 400);
+  if (!b) return;
+  size_t sos = 0;
+  for (size_t k = 2; k + 1 < n && !sos; k++)
+    if (b[k] == 0xff && b[k + 1] == 0xda) sos = k;
+  CHECK(sos > 200 && sos + 40 < n);
+  const size_t cuts[3] = {n - 2, sos + (n - sos) / 2, 200}; /* no EOI; in the scan; in the tables */
+  for (int i = 0; i < 3; i++) {
+    memset(&e, 0, sizeof e);
+    CHECK_MSG(vx_texture_decode(b, cuts[i], 0, &t, NULL, &e) == VX_ERR_FORMAT && t.rgba == NULL &&
+                  strncmp(e.msg, "damaged image (", 15) == 0,
+              "cut at %zu: %s", cuts[i], e.msg);
+    fprintf(stderr, "  cut at %zu: %s\n", cuts[i], e.msg);
+  }
+  /* the same file, its SOF saying 40000 x 10 (over 2^28 texels: 40000 x 40000) */
+  uint8_t *big = (uint8_t *)malloc(n);
+  memcpy(big, b, n);
+  size_t sof = 0;
+  for (size_t k = 2; k + 9 < n && !sof; k++)
+    if (big[k] == 0xff && big[k + 1] == 0xc0) sof = k;
+  CHECK(sof > 0);
+  if (sof) {
+    big[sof + 5] = 0x9c, big[sof + 6] = 0x40, big[sof + 7] = 0x9c, big[sof + 8] = 0x40;
+    memset(&e, 0, sizeof e);
+    CHECK_MSG(vx_texture_decode(big, n, 0, &t, NULL, &e) == VX_ERR_LIMIT && t.rgba == NULL &&
+                  strstr(e.msg, "40000x40000"), "%s", e.msg);
+  }
+  /* 12 x 10 texels in 1 KiB of memory left */
+  memset(&e, 0, sizeof e);
+  CHECK_MSG(vx_texture_decode(b, n, 1024, &t, NULL, &e) == VX_ERR_LIMIT && t.rgba == NULL &&
+                strstr(e.msg, "memory left"), "%s", e.msg);
+  free(big);
+  free(b);
 }
 
 /* The material table itself, on scenes made here (what an importer could hand over without
@@ -405,6 +519,8 @@ static void mesh_from_arrays_with_vertex_colors(void) {
 int main(void) {
   RUN(append_color_in_step);
   RUN(jpeg_huffman_overflow_refused);
+  RUN(jpeg_decodes_like_pillow);
+  RUN(jpeg_damaged_refused);
   RUN(embedded_raw_texels);
   RUN(record_checked);
   RUN(material_table_capped);
