@@ -213,11 +213,30 @@ def test_largest_files_first(meshes, tmp_path, monkeypatch):
     root, _ = meshes
     seen = []
     monkeypatch.setattr(voxlod._datasets, "_run_local",
-                        lambda jobs, workers, done: seen.extend(j["path"] for j in jobs))
+                        lambda jobs, *_: seen.extend(j["path"] for j in jobs))
     voxlod.sample_meshes(root, tmp_path, **OPTS)
     sizes = [os.path.getsize(p) for p in seen]
     assert len(seen) >= 4 and sizes == sorted(sizes, reverse=True)
     assert sizes != sorted(sizes) and sorted(seen) != seen  # not the input order here
+
+
+def test_workers_spread_over_gpus(meshes, tmp_path, monkeypatch):
+    """On a machine with several GPUs each local worker process is given one in turn
+    (CUDA_VISIBLE_DEVICES, read as CUDA reads it); its records say which. Without a GPU there
+    (CI) the workers fall back to the CPU as device=None does. device="cpu" pins none."""
+    from voxlod._datasets import _visible_gpus
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 5,-1,3")
+    assert _visible_gpus() == ["2", "5"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert _visible_gpus() == []
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    root, good = meshes
+    files = [root / rel for rel in good]
+    recs = voxlod.sample_meshes(files, tmp_path / "g", workers=2, **OPTS)
+    assert len(recs) == 3 and all(r["ok"] for r in recs)
+    assert all(r["gpu"] in ("0", "1") for r in recs)
+    recs = voxlod.sample_meshes(files, tmp_path / "c", workers=2, device="cpu", **OPTS)
+    assert all(r["ok"] and r["gpu"] is None for r in recs)
 
 
 def test_bad_inputs(meshes, tmp_path):

@@ -100,7 +100,7 @@ def _shard(shard: Optional[str]) -> Tuple[int, int]:
 
 def _record(path: str, **kw: Any) -> dict:
     r = {"path": path, "ok": False, "error": None, "file": None, "seconds": 0.0,
-         "skipped": False, "report": None}
+         "skipped": False, "report": None, "gpu": None}
     r.update(kw)
     return r
 
@@ -404,19 +404,57 @@ def _sample_one(job: dict) -> dict:
         rec.update(ok=False, file=None, error=f"{type(e).__name__}: {e}")
     finally:
         rec["seconds"] = time.perf_counter() - t0
+        rec["gpu"] = os.environ.get(_PINNED)
     return rec
 
 
 # ---- engines
-def _run_local(jobs: List[dict], workers: int, done: Callable[[dict], None]) -> None:
+
+_PINNED = "VOXLOD_WORKER_GPU"  # set in a local worker pinned to one GPU: which one
+
+
+def _visible_gpus() -> List[str]:
+    """The GPUs local workers may use, found without starting CUDA in this process: the entries
+    of CUDA_VISIBLE_DEVICES up to the first invalid one (as CUDA reads it; "-1": none), else
+    one per GPU of the NVIDIA driver (Linux)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        out = []
+        for g in env.split(","):
+            g = g.strip()
+            if not g or g.startswith("-"):
+                break
+            out.append(g)
+        return out
+    try:
+        return [str(i) for i in range(len(os.listdir("/proc/driver/nvidia/gpus")))]
+    except OSError:
+        return []
+
+
+def _pin_worker(gpus: List[str], counter: Any) -> None:
+    """A local worker process's initializer: the next GPU of `gpus` in turn becomes its only
+    visible one, before anything in it starts CUDA (the workers are spawned)."""
+    with counter.get_lock():
+        i = counter.value
+        counter.value += 1
+    g = gpus[i % len(gpus)]
+    os.environ["CUDA_VISIBLE_DEVICES"] = g
+    os.environ[_PINNED] = g
+def _run_local(jobs: List[dict], workers: int, done: Callable[[dict], None],
+               gpus: Sequence[str] = ()) -> None:
     """Jobs on `workers` processes, at most `workers` in flight. A worker that dies breaks the
     pool: the jobs it held (those in flight) are rerun once, each alone in a fresh process, and a
-    second death is that mesh's failure."""
+    second death is that mesh's failure. With several `gpus`, each worker process is given one,
+    in turn, so that every GPU is fed by its share of the workers."""
     ctx = multiprocessing.get_context("spawn")
+    init: Dict[str, Any] = {}
+    if len(gpus) > 1:
+        init = {"initializer": _pin_worker, "initargs": (list(gpus), ctx.Value("i", 0))}
     suspects: List[dict] = []
     pending = list(reversed(jobs))
     while pending:
-        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, **init) as pool:
             flight: Dict[cf.Future, dict] = {}
             broken = False
             while (pending and not broken) or flight:
@@ -436,7 +474,7 @@ def _run_local(jobs: List[dict], workers: int, done: Callable[[dict], None]) -> 
                         broken = True
                         suspects.append(j)
     for j in suspects:
-        with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx, **init) as pool:
             try:
                 rec = pool.submit(_sample_one, j).result()
             except cf.process.BrokenProcessPool:
@@ -538,11 +576,15 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
     box), "surface" (on the surface, with normals) or "near" (within the band). normalize:
     "sphere" (the mesh's bounding box inside the unit sphere; box [-1, 1]^3) or "cube" (inside
     [-0.5, 0.5]^3). seed: per mesh, combined with its relative path. client: a
-    dask.distributed.Client (else `workers` local processes, default all cores). shard: "i/N"
+    dask.distributed.Client (else `workers` local processes, default all cores; on a machine
+    with several GPUs, unless device="cpu", each worker is given one of them in turn through
+    CUDA_VISIBLE_DEVICES, so that the cores feed every GPU; a record's `gpu` says which).
+    shard: "i/N"
     takes every N-th mesh of the sorted list from the i-th. band: the field's truncation in
     voxels (default 2). mem_limit: each conversion's peak bytes (int, or '8G'; a mesh that
     cannot be converted within it fails with its message). Returns one record (dict) per
-    input: path, ok, error, file, seconds, skipped, report; failures are also appended to
+    input: path, ok, error, file, seconds, skipped, report (and gpu, from local workers given
+    one: the CUDA_VISIBLE_DEVICES entry); failures are also appended to
     out_dir/failures.jsonl."""
     if not _is_int(points) or not 1 <= points <= 2 ** 31:
         raise ValueError(f"points must be a count >= 1, not {points!r}")
@@ -608,7 +650,8 @@ def sample_meshes(paths: Any, out_dir: Any, *, points: int = 250_000, res: int =
         elif client is not None:
             _run_dask(jobs, client, done)
         else:
-            _run_local(jobs, min(nworkers, len(jobs)), done)
+            _run_local(jobs, min(nworkers, len(jobs)), done,
+                       _visible_gpus() if dev != _device("cpu") else ())
     finally:
         if bar is not None:
             bar.close()
