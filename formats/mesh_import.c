@@ -346,6 +346,38 @@ static int ends_with(const char *s, const char *suffix) {
   return 1;
 }
 
+/* A binary PLY whose data assimp would start at the wrong byte (precheck_util.h): read whole,
+ * rewritten, checked again and imported from memory. */
+static vx_status import_rewritten(const char *path, uint64_t size, vx_soup *out, vx_error *err) {
+  if (size > 0x7fffffffu)
+    return vx_error_set(err, VX_ERR_LIMIT,
+                        "'%s': a binary PLY over 2 GiB whose header assimp misreads (a CR LF "
+                        "line end, or data starting with a line feed)", path);
+  unsigned char *b = (unsigned char *)vx_malloc((size_t)size ? (size_t)size : 1);
+  if (!b) return vx_error_set(err, VX_ERR_NOMEM, "out of memory reading '%s'", path);
+  FILE *f = fopen(path, "rb");
+  const size_t got = f ? fread(b, 1, (size_t)size, f) : 0;
+  if (f) fclose(f);
+  if (got != size) {
+    vx_free(b);
+    return vx_error_set(err, VX_ERR_IO, "cannot read '%s' whole", path);
+  }
+  char what[600];
+  snprintf(what, sizeof what, "'%s'", path);
+  unsigned char *fixed = NULL;
+  size_t n = 0;
+  vx_status s = vx_ply_rewrite(b, (size_t)size, what, &fixed, &n, err);
+  vx_free(b);
+  if (s != VX_OK) return s;
+  if (!fixed) return vx_error_set(err, VX_ERR_IO, "'%s' changed while being read", path);
+  s = vx_mesh_precheck(fixed, n, (uint64_t)n, "ply", what, err);
+  if (s == VX_OK)
+    s = finish(aiImportFileFromMemory((const char *)fixed, (unsigned)n, IMPORT_FLAGS, "ply"), path,
+               path, "ply", out, err);
+  vx_free(fixed);
+  return s;
+}
+
 vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh file given");
@@ -367,7 +399,7 @@ vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err) {
   size_t got = fread(magic, 1, HEAD, f);
   fclose(f);
   int gz = got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-  int bad_ply = ply_header_bad_line(magic, got, ends_with(path, ".ply"));
+  int bad_ply = ply_header_bad_line(magic, got, ends_with(path, ".ply")), misread = 0;
   vx_status s = VX_OK;
   if (st.st_size == 0) {
     s = vx_error_set(err, VX_ERR_FORMAT, "'%s' is empty", path);
@@ -377,13 +409,16 @@ vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err) {
   } else if (bad_ply) {
     s = vx_error_set(err, VX_ERR_FORMAT, "'%s': malformed PLY header (line %d)", path, bad_ply);
   } else {
-    /* Header counts against the file's size, before assimp allocates what they claim. */
+    /* Header counts against the file's size, before assimp allocates what they claim (a PLY
+     * that assimp would misread: once rewritten) */
+    misread = vx_ply_misread(magic, got);
     char what[600];
     snprintf(what, sizeof what, "'%s'", path);
     s = vx_mesh_precheck(magic, got, (uint64_t)st.st_size, vx_mesh_path_ext(path), what, err);
   }
   vx_free(magic);
   if (s != VX_OK) return s;
+  if (misread) return import_rewritten(path, (uint64_t)st.st_size, out, err);
   return finish(aiImportFile(path, IMPORT_FLAGS), path, path, vx_mesh_path_ext(path), out, err);
 }
 
@@ -399,9 +434,19 @@ vx_status vx_soup_import_memory(const void *data, size_t size, const char *hint,
                   (hint[2] | 0x20) == 'y' && hint[3] == 0;
   int bad_ply = ply_header_bad_line(b, size < 65536 ? size : 65536, named_ply);
   if (bad_ply) return vx_error_set(err, VX_ERR_FORMAT, "mesh data: malformed PLY header (line %d)", bad_ply);
-  vx_status s = vx_mesh_precheck(b, size, (uint64_t)size, hint, "the mesh data", err);
+  unsigned char *fixed = NULL;
+  size_t fixed_size = 0;
+  vx_status s = vx_ply_rewrite(b, size, "the mesh data", &fixed, &fixed_size, err);
   if (s != VX_OK) return s;
-  return finish(aiImportFileFromMemory((const char *)data, (unsigned)size, IMPORT_FLAGS,
-                                       hint ? hint : ""),
-                "mesh data", NULL, hint, out, err);
+  if (fixed) {
+    b = fixed;
+    size = fixed_size;
+  }
+  s = vx_mesh_precheck(b, size, (uint64_t)size, hint, "the mesh data", err);
+  if (s == VX_OK)
+    s = finish(aiImportFileFromMemory((const char *)b, (unsigned)size, IMPORT_FLAGS,
+                                      hint ? hint : ""),
+               "mesh data", NULL, hint, out, err);
+  vx_free(fixed);
+  return s;
 }

@@ -110,6 +110,8 @@ vx_status vx_mesh_precheck(const unsigned char *head, size_t n, uint64_t size, c
   if (n > size) n = (size_t)size;
   if (n > VX_MESH_PRECHECK_HEAD) n = VX_MESH_PRECHECK_HEAD;
   if (!what) what = "the mesh data";
+  /* a PLY the import rewrites (vx_ply_rewrite) is checked once rewritten */
+  if (vx_ply_misread(head, n)) return VX_OK;
   vx_status s = vx_precheck_ply(head, n, size, what, err);
   if (s == VX_OK && ext_is(ext, "stl")) s = check_stl(head, n, size, what, err);
   if (s == VX_OK) s = check_off(head, n, size, ext_is(ext, "off"), what, err);

@@ -46,6 +46,16 @@ vx_status vx_mesh_precheck_file(const char *path, vx_error *err);
 /* The extension of path's last component ("ply" for "a/b.PLY": as written), or NULL. */
 const char *vx_mesh_path_ext(const char *path);
 
+/* Whether assimp 5.2 would misplace the start of the data of the binary PLY whose first bytes are
+ * p[0, n): its header's last line ends in CR LF, or its data starts with a line feed. */
+int vx_ply_misread(const unsigned char *p, size_t n);
+/* The whole file p[0, size) rewritten so that assimp reads it right (*out, vx_malloc'd; NULL when
+ * it needs no rewrite): the header's last line ended by LF alone; where the data starts with a
+ * line feed, the first vertex traded with the first that does not, and their indices in the
+ * vertex_indices lists (precheck_ply.c). VX_ERR_FORMAT when that cannot be done. */
+vx_status vx_ply_rewrite(const unsigned char *p, size_t size, const char *what,
+                         unsigned char **out, size_t *out_size, vx_error *err);
+
 VX_EXTERN_C_END
 
 #endif

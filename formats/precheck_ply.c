@@ -25,6 +25,7 @@
  * file that goes on past them is left to the import's memory limit for the rest. Each rule was
  * checked against assimp 5.2.5 on files made to show it (tests/test_formats_import_limits.c).
  */
+#include "formats/mesh_precheck.h"
 #include "formats/precheck_util.h"
 #include "sys/alloc.h"
 
@@ -59,6 +60,7 @@ static int type_signed(int t) { return t == T_CHAR || t == T_SHORT || t == T_INT
 
 typedef struct ply_prop {
   unsigned char list, count_type, type;
+  unsigned char index; /* a list named vertex_indices or vertex_index: vertex numbers */
 } ply_prop;
 
 typedef struct ply_elem {
@@ -206,6 +208,7 @@ static int parse_header(const unsigned char *p, size_t n, ply_header *h, vx_stat
       q->list = (unsigned char)list;
       q->count_type = (unsigned char)ct;
       q->type = (unsigned char)t;
+      q->index = (unsigned char)(list && (W_IS(4, "vertex_indices") || W_IS(4, "vertex_index")));
       cur->bin_bytes = vx_pc_add(cur->bin_bytes, type_size(list ? ct : t));
     } else if (W_IS(0, "end_header")) {
       /* assimp's line reader stops at the CR of a CRLF: the data starts at the LF */
@@ -572,6 +575,144 @@ static vx_status check_ascii(const unsigned char *p, size_t n, uint64_t size, co
       got = next_line(&r, &s, &len);
     }
   }
+  return VX_OK;
+}
+
+/* ---- where assimp starts a binary PLY's data ----------------------------------------------------
+ *
+ * assimp 5.2 starts the data of a binary PLY one byte early when the end_header line ends in CR LF
+ * (at the LF), and one byte late when the data's first byte is a line feed (it takes it for an
+ * empty line after the header): both files are valid, and both are read as garbage. Such a file
+ * is given to assimp rewritten: the header's last line ends in LF alone, and, where the data
+ * starts with a line feed, the first vertex trades places with the first one that does not start
+ * with one, every vertex index of the two traded in the lists named vertex_indices or
+ * vertex_index (the triangles stay the same; the data is walked as assimp walks it, check_binary).
+ * The vertex element must then be the first one assimp reads, of fixed size. */
+
+/* Unsigned value of the integer of type t at b. */
+static uint64_t bin_get(const unsigned char *b, int t, int big_endian) {
+  const uint64_t sz = type_size(t);
+  uint64_t u = 0;
+  for (uint64_t k = 0; k < sz; k++) u |= (uint64_t)b[big_endian ? sz - 1 - k : k] << (8 * k);
+  return u;
+}
+
+static void bin_put(unsigned char *b, int t, int big_endian, uint64_t u) {
+  const uint64_t sz = type_size(t);
+  for (uint64_t k = 0; k < sz; k++) b[big_endian ? sz - 1 - k : k] = (unsigned char)(u >> (8 * k));
+}
+
+/* Vertex numbers a and b traded in the index lists of the data at d[0, n) (as assimp reads it).
+ * 0, or -1 when b does not fit an index list's type (a is 0). */
+static int trade_indices(unsigned char *d, uint64_t n, const ply_header *h, uint64_t a,
+                         uint64_t b) {
+  uint64_t pos = 0;
+  const int be = h->ascii == 2;
+  for (int i = 0; i < h->n; i++) {
+    const ply_elem *e = &h->elem[i];
+    if (e->props == 0 || !e->known) continue;
+    for (uint64_t k = 0; k < e->count; k++)
+      for (int q = 0; q < e->props; q++) {
+        const ply_prop *pr = &e->prop[q];
+        const uint64_t cs = type_size(pr->list ? pr->count_type : pr->type);
+        if (pos + cs > n) return 0; /* ends early: the check refuses it */
+        if (!pr->list) {
+          pos += cs;
+          continue;
+        }
+        const uint64_t c = bin_count(d + pos, pr->count_type, be), vs = type_size(pr->type);
+        pos += cs;
+        if (c > (n - pos) / vs) return 0;
+        if (pr->index && !type_real(pr->type)) {
+          if (b >> (8 * vs - (type_signed(pr->type) ? 1 : 0))) return -1;
+          for (uint64_t v = 0; v < c; v++) {
+            const uint64_t x = bin_get(d + pos + v * vs, pr->type, be);
+            if (x == a || x == b) bin_put(d + pos + v * vs, pr->type, be, x == a ? b : a);
+          }
+        }
+        pos += c * vs;
+      }
+  }
+  return 0;
+}
+
+/* Parses p[0, n)'s header into h; 1 when it is a binary PLY that assimp would misplace (*crlf:
+ * its last header line ends in CR LF; *lf: its data starts with a line feed; *data: where it
+ * starts), else 0 (s set when the header is refused). */
+static int misread(const unsigned char *p, size_t n, ply_header *h, int *crlf, int *lf,
+                   size_t *data, vx_status *s, const char *what, vx_error *err) {
+  const int parsed = parse_header(p, n, h, s, what, err);
+  *data = parsed > 0 ? h->data : 0;
+  *crlf = parsed > 0 && *data < n && p[*data] == '\n' && *data > 0 && p[*data - 1] == '\r';
+  if (*crlf) (*data)++;
+  *lf = parsed > 0 && *data < n && p[*data] == '\n';
+  return parsed > 0 && h->ascii != 1 && (*crlf || *lf);
+}
+
+int vx_ply_misread(const unsigned char *p, size_t n) {
+  ply_header *h = (ply_header *)vx_malloc(sizeof *h);
+  if (!h) return 0;
+  vx_status s = VX_OK;
+  int crlf, lf;
+  size_t data;
+  const int r = misread(p, n, h, &crlf, &lf, &data, &s, "", NULL);
+  vx_free(h);
+  return r;
+}
+
+vx_status vx_ply_rewrite(const unsigned char *p, size_t size, const char *what,
+                         unsigned char **out, size_t *out_size, vx_error *err) {
+  *out = NULL;
+  *out_size = 0;
+  ply_header *h = (ply_header *)vx_malloc(sizeof *h);
+  if (!h) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status s = VX_OK;
+  int crlf, lf;
+  size_t data;
+  if (!misread(p, size, h, &crlf, &lf, &data, &s, what, err)) {
+    vx_free(h);
+    return s;
+  }
+  const size_t n = size - (size_t)crlf, head = data - (size_t)crlf;
+  unsigned char *o = (unsigned char *)vx_malloc(n);
+  if (!o) {
+    vx_free(h);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for a copy of %s", what);
+  }
+  memcpy(o, p, head - 1); /* the header up to the end of its last line's text */
+  o[head - 1] = '\n';
+  memcpy(o + head, p + data, size - data);
+  const ply_elem *v = NULL;
+  for (int i = 0; i < h->n && !v; i++)
+    if (h->elem[i].props && h->elem[i].known) v = &h->elem[i];
+  uint64_t r = 0, j = 1;
+  int ok = !lf;
+  if (lf && v && v->name_len == 6 && memcmp(v->name, "vertex", 6) == 0) {
+    ok = 1;
+    for (int q = 0; q < v->props; q++) ok &= !v->prop[q].list;
+    r = v->bin_bytes;
+    while (ok && j < v->count && head + (j + 1) * r <= n && o[head + j * r] == '\n') j++;
+    ok &= j < v->count && head + (j + 1) * r <= n;
+  }
+  if (ok && lf) {
+    unsigned char t[PLY_PROPS * 8];
+    memcpy(t, o + head, r);
+    memmove(o + head, o + head + j * r, r);
+    memcpy(o + head + j * r, t, r);
+    ok = trade_indices(o + head, n - head, h, 0, j) == 0;
+  }
+  vx_free(h);
+  if (!ok) {
+    vx_free(o);
+    return vx_error_set(err, VX_ERR_FORMAT,
+                        "cannot read %s: its binary PLY data starts with a line feed byte, which "
+                        "assimp takes for the header's end; voxlod moves the first vertex to "
+                        "avoid it, which needs a first 'vertex' element of fixed size and a "
+                        "vertex not starting with that byte",
+                        what);
+  }
+  *out = o;
+  *out_size = n;
   return VX_OK;
 }
 

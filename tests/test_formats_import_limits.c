@@ -5,7 +5,9 @@
  * files of the same formats still import, and the isolated import keeps its child under the memory
  * limit: a mesh that needs more fails with VX_ERR_LIMIT and a message naming the limit, the same
  * mesh under a generous limit gives the in-process result bit for bit. Peak RSS is measured with
- * getrusage. (The 3MF zip bomb is tested through the command line, tests/test_cli.sh.) */
+ * getrusage. (The 3MF zip bomb is tested through the command line, tests/test_cli.sh.) Valid
+ * binary PLY files that assimp would read from the wrong byte (a CR LF header, data starting with
+ * a line feed) give their own triangles, from a file, isolated and from memory. */
 #define _POSIX_C_SOURCE 200809L
 #include "formats/mesh_import.h"
 #include "formats/mesh_precheck.h"
@@ -400,12 +402,111 @@ static void isolated_import_stays_under_the_limit(void) {
   vx_soup_free(&m);
 }
 
+/* ---- binary PLY that assimp 5.2 reads from the wrong byte ---------------------------------- */
+
+/* A tetrahedron as a binary PLY (vertices x y z float and a uchar; faces a list of `it` indices
+ * ("uchar", "ushort", "int", "uint") and an int), big- or little-endian, header lines ended by
+ * CR LF or LF; vertex 0 (and 1 when `two`) begins with a line feed byte. Returns the size; the
+ * triangles' corners go to tri[36]. */
+static size_t tetra_ply(unsigned char *buf, int big, int crlf, const char *it, int two,
+                        float tri[36]) {
+  const char *nl = crlf ? "\r\n" : "\n";
+  int n = snprintf((char *)buf, 1024,
+                   "ply%sformat %s 1.0%selement vertex 5%sproperty float x%sproperty float y%s"
+                   "property float z%sproperty uchar quality%selement face 4%s"
+                   "property list uchar %s vertex_indices%sproperty int flags%send_header%s",
+                   nl, big ? "binary_big_endian" : "binary_little_endian", nl, nl, nl, nl, nl, nl,
+                   nl, it, nl, nl, nl);
+  size_t pos = (size_t)n;
+  /* x of vertices 0 and 1: a float whose first byte in the file is 0x0a */
+  const uint32_t lf0 = big ? 0x0a123456u : 0x3f80000au, lf1 = big ? 0x0a654321u : 0x3fc0000au;
+  float v[5][3] = {{0, 0.25f, 0.25f}, {1.5f, 0.25f, 0.25f}, {0.25f, 1.5f, 0.25f},
+                   {0.25f, 0.25f, 1.5f}, {1.5f, 1.5f, 1.5f}};
+  memcpy(&v[0][0], &lf0, 4);
+  if (two) memcpy(&v[1][0], &lf1, 4);
+  for (int i = 0; i < 5; i++) {
+    for (int a = 0; a < 3; a++) {
+      uint32_t u;
+      memcpy(&u, &v[i][a], 4);
+      for (int k = 0; k < 4; k++) buf[pos++] = (unsigned char)(u >> (8 * (big ? 3 - k : k)));
+    }
+    buf[pos++] = (unsigned char)(7 * i);
+  }
+  static const int f[4][3] = {{0, 2, 1}, {0, 1, 3}, {0, 3, 2}, {1, 2, 4}};
+  const int isz = it[0] == 'u' && it[1] == 'c' ? 1 : it[1] == 's' ? 2 : 4;
+  for (int t = 0; t < 4; t++) {
+    buf[pos++] = 3;
+    for (int c = 0; c < 3; c++) {
+      for (int k = 0; k < isz; k++)
+        buf[pos++] = (unsigned char)((unsigned)f[t][c] >> (8 * (big ? isz - 1 - k : k)));
+      for (int a = 0; a < 3; a++) tri[t * 9 + c * 3 + a] = v[f[t][c]][a];
+    }
+    for (int k = 0; k < 4; k++) buf[pos++] = (unsigned char)(big ? (k == 3 ? t : 0) : (k ? 0 : t));
+  }
+  return pos;
+}
+
+/* The triangles of m are those of want, in order. */
+static int same_tris(const vx_soup *m, const float *want, int n) {
+  return m->tri_count == (uint64_t)n && m->pos &&
+         memcmp(m->pos, want, (size_t)n * 9 * sizeof(float)) == 0;
+}
+
+static void binary_ply_read_where_assimp_misreads(void) {
+  static const struct {
+    int big, crlf, two;
+    const char *it;
+  } cases[] = {
+      {0, 0, 0, "int"},   {1, 0, 0, "ushort"}, {0, 1, 0, "uchar"}, {0, 1, 1, "uint"},
+      {1, 1, 1, "int"},   {0, 0, 1, "uchar"},
+  };
+  unsigned char buf[1024];
+  float tri[36];
+  vx_error e;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const size_t n = tetra_ply(buf, cases[k].big, cases[k].crlf, cases[k].it, cases[k].two, tri);
+    CHECK(vx_ply_misread(buf, n));
+    char path[600];
+    snprintf(path, sizeof path, "%s/misread.ply", tmpdir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(buf, 1, n, f) == n);
+    if (f) fclose(f);
+    vx_soup m;
+    memset(&e, 0, sizeof e);
+    vx_status s = vx_soup_import(path, &m, &e);
+    CHECK_MSG(s == VX_OK && same_tris(&m, tri, 4), "case %zu (file): %s", k, e.msg);
+    vx_soup_free(&m);
+    s = vx_soup_import_isolated(path, 60.0, (uint64_t)256 << 20, &m, &e);
+    CHECK_MSG(s == VX_OK && same_tris(&m, tri, 4), "case %zu (isolated): %s", k, e.msg);
+    vx_soup_free(&m);
+    s = vx_soup_import_memory(buf, n, "ply", &m, &e);
+    CHECK_MSG(s == VX_OK && same_tris(&m, tri, 4), "case %zu (memory): %s", k, e.msg);
+    vx_soup_free(&m);
+    unlink(path);
+  }
+  /* the same file without the line feed byte: nothing to rewrite */
+  size_t n = tetra_ply(buf, 0, 0, "int", 0, tri);
+  const size_t data = (size_t)(strstr((const char *)buf, "end_header\n") - (const char *)buf) + 11;
+  buf[data] = 0x0b;
+  CHECK(!vx_ply_misread(buf, n));
+  unsigned char *out = NULL;
+  size_t on = 0;
+  CHECK(vx_ply_rewrite(buf, n, "x", &out, &on, &e) == VX_OK && out == NULL);
+  /* every vertex begins with a line feed: refused, saying why */
+  n = tetra_ply(buf, 0, 0, "int", 1, tri);
+  for (int i = 2; i < 5; i++) buf[data + 13 * (size_t)i] = 0x0a;
+  vx_soup m;
+  CHECK(vx_soup_import_memory(buf, n, "ply", &m, &e) == VX_ERR_FORMAT &&
+        strstr(e.msg, "starts with a line feed"));
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/vx_test_limits.XXXXXX");
   if (!mkdtemp(tmpdir)) CHECK_FATAL("cannot make a temporary directory");
   RUN(header_bombs_refused_at_once); /* first: it checks that no child ever ran */
   RUN(valid_files_still_import);
   RUN(isolated_import_stays_under_the_limit);
+  RUN(binary_ply_read_where_assimp_misreads);
   char p[600];
   for (int i = 0; i < nmade; i++) {
     snprintf(p, sizeof p, "%s/%s", tmpdir, made[i]);
