@@ -24,6 +24,7 @@
 #include "formats/mesh_import.h"
 #include "formats/mesh_material.h"
 #include "formats/mesh_precheck.h"
+#include "formats/tri_stream.h"
 #include "svo/color.h"
 
 #include <assimp/cimport.h>
@@ -38,6 +39,8 @@
 #include <sys/stat.h>
 
 #define IMPORT_FLAGS aiProcess_ValidateDataStructure
+/* Binary STL and PLY files of at least this size are streamed (tri_stream.h). */
+#define VX_STREAM_MIN_BYTES ((uint64_t)64 << 20)
 #define CHUNK_TRIS 65536u
 #define MAX_NODE_VISITS 10000000u
 
@@ -388,6 +391,18 @@ vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err) {
     return vx_error_set(err, VX_ERR_IO, "'%s' is a directory, not a mesh file", path);
   if (!S_ISREG(st.st_mode))
     return vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", path);
+  /* A large binary STL or PLY of plain triangles is streamed: assimp would hold the file and
+   * its scene at once (formats/tri_stream.h); anything it does not stream goes to assimp. */
+  if ((uint64_t)st.st_size >= VX_STREAM_MIN_BYTES && (ends_with(path, ".stl") ||
+                                                      ends_with(path, ".ply"))) {
+    vx_error e2;
+    memset(&e2, 0, sizeof e2);
+    const vx_status ss = vx_soup_import_stream(path, out, &e2);
+    if (ss != VX_ERR_FORMAT) {
+      if (ss != VX_OK && err) *err = e2;
+      return ss;
+    }
+  }
   FILE *f = fopen(path, "rb");
   if (!f) return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   enum { HEAD = 65536 };

@@ -17,7 +17,7 @@ cmake -S "$here" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang
 cmake --build "$build" -j"$jobs" --target fuzz_svo fuzz_mesh fuzz_vdb fuzz_view_msg fuzz_sample fuzz_text \
   fuzz_color fuzz_color_pass fuzz_texture fuzz_material
 status=0
-for t in svo mesh vdb view_msg sample text color color_pass texture material; do
+for t in svo mesh vdb view_msg sample text color color_pass texture material tri_stream; do
   corpus="$build/corpus-$t"
   mkdir -p "$corpus"
   echo "== fuzz_$t for ${secs}s (seeds: tests/corpus/$t)"

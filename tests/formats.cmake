@@ -19,3 +19,5 @@ target_include_directories(test_formats_color_tables PRIVATE ${STB_INCLUDE_DIR})
 target_compile_definitions(test_formats_color_tables PRIVATE
                            VX_TEXTURE_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/corpus/texture"
                            VX_TEXTURE_REFS="${CMAKE_CURRENT_SOURCE_DIR}/data/textures")
+vx_add_test(test_formats_tri_stream
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_tri_stream.c LIBS vx_formats)

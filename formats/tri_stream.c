@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tri_stream.c - binary STL and binary PLY triangles in one streaming pass (tri_stream.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "formats/tri_stream.h"
+#include "sys/alloc.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define TS_BUF ((size_t)1 << 20)     /* bytes read from the file at a time */
+#define TS_HEAD 65536u               /* a PLY header longer than this is not streamed */
+#define TS_MAX_LIST ((uint64_t)1 << 20) /* indices in one face */
+#define TS_PROPS 32
+
+enum { P_CHAR = 1, P_UCHAR, P_SHORT, P_USHORT, P_INT, P_UINT, P_FLOAT, P_DOUBLE };
+
+typedef struct ts_prop {
+  int type, count_type; /* count_type != 0: a list */
+  int role;             /* what it is (ROLE_*) */
+} ts_prop;
+
+enum { ROLE_SKIP = 0, ROLE_X, ROLE_Y, ROLE_Z, ROLE_INDICES };
+
+struct vx_tri_stream {
+  FILE *f;
+  uint64_t size, pos; /* the file's bytes, and the stream's place in them */
+  unsigned char *buf;
+  size_t have, at; /* bytes in buf, the next one */
+  int stl, big;    /* binary STL; a big-endian PLY */
+  uint64_t faces, face; /* declared, read */
+  uint64_t lines;       /* faces of fewer than 3 vertices (points, lines): dropped */
+  float *vert;          /* PLY: 3 floats a vertex */
+  uint64_t verts;
+  ts_prop fprop[TS_PROPS];
+  int nfprop;
+  uint32_t *poly; /* the face being fanned, its indices */
+  uint64_t poly_n, poly_at, poly_cap;
+  const char *what;
+};
+
+static int ts_fill(vx_tri_stream *s) {
+  if (s->at < s->have) return 1;
+  s->have = fread(s->buf, 1, TS_BUF, s->f);
+  s->at = 0;
+  return s->have > 0;
+}
+
+/* n bytes of the file into out; 0 when it ends first. */
+static int ts_bytes(vx_tri_stream *s, void *out, size_t n) {
+  unsigned char *o = (unsigned char *)out;
+  while (n) {
+    if (!ts_fill(s)) return 0;
+    size_t k = s->have - s->at < n ? s->have - s->at : n;
+    memcpy(o, s->buf + s->at, k);
+    s->at += k, s->pos += k, o += k, n -= k;
+  }
+  return 1;
+}
+
+static int type_size(int t) {
+  static const int sz[] = {0, 1, 1, 2, 2, 4, 4, 4, 8};
+  return sz[t];
+}
+
+/* A scalar of type t from the file, as a double (integers exactly up to 2^53); 0 at the end. */
+static int ts_value(vx_tri_stream *s, int t, double *v) {
+  unsigned char b[8];
+  const int n = type_size(t);
+  if (!ts_bytes(s, b, (size_t)n)) return 0;
+  uint64_t u = 0;
+  for (int k = 0; k < n; k++) u |= (uint64_t)b[s->big ? n - 1 - k : k] << (8 * k);
+  switch (t) {
+    case P_CHAR: *v = (double)(int8_t)u; break;
+    case P_SHORT: *v = (double)(int16_t)u; break;
+    case P_INT: *v = (double)(int32_t)u; break;
+    case P_FLOAT: {
+      float f;
+      uint32_t w = (uint32_t)u;
+      memcpy(&f, &w, 4);
+      *v = (double)f;
+      break;
+    }
+    case P_DOUBLE: memcpy(v, &u, 8); break;
+    default: *v = (double)u; break;
+  }
+  return 1;
+}
+
+static int ply_type(const char *w) {
+  static const char *names[] = {"",      "char",   "uchar", "short", "ushort",  "int",
+                                "uint",  "float",  "double", "int8", "uint8",   "int16",
+                                "uint16", "int32", "uint32", "float32", "float64"};
+  static const int types[] = {0,      P_CHAR,   P_UCHAR,  P_SHORT, P_USHORT, P_INT,
+                              P_UINT, P_FLOAT,  P_DOUBLE, P_CHAR,  P_UCHAR,  P_SHORT,
+                              P_USHORT, P_INT,  P_UINT,   P_FLOAT, P_DOUBLE};
+  for (size_t i = 1; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(w, names[i]) == 0) return types[i];
+  return 0;
+}
+
+static vx_status unsupported(const vx_tri_stream *s, vx_error *err, const char *why) {
+  return vx_error_set(err, VX_ERR_FORMAT, "%s is not streamed: %s", s->what, why);
+}
+
+static vx_status corrupt(const vx_tri_stream *s, vx_error *err, const char *why) {
+  return vx_error_set(err, VX_ERR_CORRUPT, "cannot read %s: %s", s->what, why);
+}
+
+/* The next header line (at most 255 characters, CR LF or LF) into line, split into at most 6
+ * words; the word count, -1 at the end of the file or past TS_HEAD. */
+static int ts_line(vx_tri_stream *s, char *line, char *w[6]) {
+  size_t n = 0;
+  for (;;) {
+    unsigned char c;
+    if (s->pos >= TS_HEAD || !ts_bytes(s, &c, 1)) return -1;
+    if (c == '\n') break;
+    if (n == 255) return -1;
+    line[n++] = (char)c;
+  }
+  if (n && line[n - 1] == '\r') n--;
+  line[n] = 0;
+  int k = 0;
+  for (char *p = line; *p && k < 6;) {
+    while (*p == ' ' || *p == '\t') *p++ = 0;
+    if (!*p) break;
+    w[k++] = p;
+    while (*p && *p != ' ' && *p != '\t') p++;
+  }
+  return k;
+}
+
+static int parse_count(const char *w, uint64_t *v) {
+  uint64_t x = 0;
+  if (!*w) return 0;
+  for (; *w; w++) {
+    if (*w < '0' || *w > '9' || x > (UINT64_MAX - 9) / 10) return 0;
+    x = x * 10 + (uint64_t)(*w - '0');
+  }
+  *v = x;
+  return 1;
+}
+
+/* Reads the vertices (positions) of a PLY whose header was read: vertex props vp[nv]. */
+static vx_status ply_vertices(vx_tri_stream *s, const ts_prop *vp, int nv, vx_error *err) {
+  uint64_t rec = 0;
+  for (int i = 0; i < nv; i++) rec += (uint64_t)type_size(vp[i].type);
+  if (rec == 0 || s->verts > (s->size - s->pos) / rec)
+    return corrupt(s, err, "its vertices need more bytes than the file has");
+  s->vert = (float *)vx_malloc((size_t)(s->verts ? s->verts : 1) * 3 * sizeof(float));
+  if (!s->vert) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %s's vertices", s->what);
+  for (uint64_t k = 0; k < s->verts; k++)
+    for (int i = 0; i < nv; i++) {
+      double v;
+      if (!ts_value(s, vp[i].type, &v)) return corrupt(s, err, "it ends within its vertices");
+      if (vp[i].role >= ROLE_X && vp[i].role <= ROLE_Z) s->vert[3 * k + vp[i].role - ROLE_X] = (float)v;
+    }
+  return VX_OK;
+}
+
+static vx_status ply_open(vx_tri_stream *s, vx_error *err) {
+  char line[256], *w[6];
+  int nw = ts_line(s, line, w);
+  if (nw != 1 || strcmp(w[0], "ply") != 0) return unsupported(s, err, "not a PLY");
+  nw = ts_line(s, line, w);
+  if (nw != 3 || strcmp(w[0], "format") != 0 || strcmp(w[2], "1.0") != 0)
+    return unsupported(s, err, "no PLY format line");
+  if (strcmp(w[1], "binary_big_endian") == 0)
+    s->big = 1;
+  else if (strcmp(w[1], "binary_little_endian") != 0)
+    return unsupported(s, err, "not a binary PLY");
+  ts_prop vp[TS_PROPS];
+  int nv = 0, elem = 0; /* 1 vertex, 2 face, 3 any element after the faces */
+  int have[4] = {0, 0, 0, 0};
+  for (;;) {
+    nw = ts_line(s, line, w);
+    if (nw < 0) return unsupported(s, err, "no end_header within 64 KiB");
+    if (nw == 0 || strcmp(w[0], "comment") == 0 || strcmp(w[0], "obj_info") == 0) {
+      if (nw > 1 && strcmp(w[0], "comment") == 0 && strcmp(w[1], "TextureFile") == 0)
+        return unsupported(s, err, "a textured PLY");
+      continue;
+    }
+    if (strcmp(w[0], "end_header") == 0 && nw == 1) break;
+    if (strcmp(w[0], "element") == 0 && nw == 3) {
+      uint64_t n;
+      if (!parse_count(w[2], &n)) return unsupported(s, err, "an element count it cannot read");
+      if (elem == 2 || elem == 3)
+        elem = 3;
+      else if (strcmp(w[1], "vertex") == 0 && elem == 0)
+        elem = 1, s->verts = n;
+      else if (strcmp(w[1], "face") == 0 && elem == 1)
+        elem = 2, s->faces = n;
+      else
+        return unsupported(s, err, "an element other than vertex and face before the faces");
+      continue;
+    }
+    if (strcmp(w[0], "property") != 0 || elem == 0) return unsupported(s, err, "a header line");
+    if (elem == 3) continue; /* after the faces: never read */
+    const int list = nw == 5 && strcmp(w[1], "list") == 0;
+    if (!(list || nw == 3)) return unsupported(s, err, "a property line");
+    ts_prop p;
+    memset(&p, 0, sizeof p);
+    p.type = ply_type(w[list ? 3 : 1]);
+    p.count_type = list ? ply_type(w[2]) : 0;
+    const char *name = w[list ? 4 : 2];
+    if (!p.type || (list && (!p.count_type || p.count_type >= P_FLOAT)))
+      return unsupported(s, err, "a property type");
+    if (elem == 1) {
+      if (list) return unsupported(s, err, "a list in the vertices");
+      if (strcmp(name, "x") == 0) p.role = ROLE_X;
+      else if (strcmp(name, "y") == 0) p.role = ROLE_Y;
+      else if (strcmp(name, "z") == 0) p.role = ROLE_Z;
+      else if (strcmp(name, "nx") && strcmp(name, "ny") && strcmp(name, "nz") &&
+               strcmp(name, "quality") && strcmp(name, "confidence"))
+        return unsupported(s, err, "a vertex property other than a position or normal");
+      if (p.role && (p.type != P_FLOAT && p.type != P_DOUBLE))
+        return unsupported(s, err, "integer coordinates");
+      if (p.role && have[p.role]++) return unsupported(s, err, "a coordinate given twice");
+      if (nv == TS_PROPS) return unsupported(s, err, "too many vertex properties");
+      vp[nv++] = p;
+    } else {
+      if (list && (strcmp(name, "vertex_indices") == 0 || strcmp(name, "vertex_index") == 0)) {
+        if (p.type >= P_FLOAT) return unsupported(s, err, "real-valued face indices");
+        p.role = ROLE_INDICES;
+        if (have[0]++) return unsupported(s, err, "two index lists");
+      } else if (list || (strcmp(name, "flags") && strcmp(name, "quality"))) {
+        return unsupported(s, err, "a face property other than its indices");
+      }
+      if (s->nfprop == TS_PROPS) return unsupported(s, err, "too many face properties");
+      s->fprop[s->nfprop++] = p;
+    }
+  }
+  if (elem < 2 || !have[ROLE_X] || !have[ROLE_Y] || !have[ROLE_Z] || !have[0])
+    return unsupported(s, err, "no vertex positions or no face indices");
+  vx_status st = ply_vertices(s, vp, nv, err);
+  if (st != VX_OK) return st;
+  /* the smallest face: its scalars and its lists' counts */
+  uint64_t least = 0;
+  for (int i = 0; i < s->nfprop; i++)
+    least += (uint64_t)type_size(s->fprop[i].count_type ? s->fprop[i].count_type
+                                                        : s->fprop[i].type);
+  if (s->faces > (s->size - s->pos) / least)
+    return corrupt(s, err, "its faces need more bytes than the file has");
+  return VX_OK;
+}
+
+vx_status vx_tri_stream_open(FILE *f, uint64_t size, const char *what, vx_tri_stream **out,
+                             uint64_t *faces, vx_error *err) {
+  *out = NULL;
+  *faces = 0;
+  vx_tri_stream *s = (vx_tri_stream *)vx_calloc(1, sizeof *s);
+  if (!s) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  s->f = f;
+  s->size = size;
+  s->what = what ? what : "the mesh";
+  s->buf = (unsigned char *)vx_malloc(TS_BUF);
+  vx_status st = VX_OK;
+  unsigned char head[84];
+  if (!s->buf) {
+    st = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  } else if (size >= 84 && ts_bytes(s, head, 84) &&
+             84 + 50 * (uint64_t)(head[80] | head[81] << 8 | head[82] << 16 |
+                                  (uint32_t)head[83] << 24) == size) {
+    s->stl = 1;
+    s->faces = (size - 84) / 50;
+    for (int i = 0; i + 6 <= 80; i++)
+      if (memcmp(head + i, "COLOR=", 6) == 0) st = unsupported(s, err, "an STL with colours");
+  } else if (fseek(f, 0, SEEK_SET) != 0) {
+    st = vx_error_set(err, VX_ERR_IO, "cannot read %s: %s", s->what, strerror(errno));
+  } else {
+    s->have = s->at = 0;
+    s->pos = 0;
+    st = ply_open(s, err);
+  }
+  if (st != VX_OK) {
+    vx_tri_stream_close(s);
+    return st;
+  }
+  *faces = s->faces;
+  *out = s;
+  return VX_OK;
+}
+
+/* The next face of a PLY into s->poly (its indices checked). */
+static vx_status ply_face(vx_tri_stream *s, vx_error *err) {
+  s->poly_n = s->poly_at = 0;
+  for (int i = 0; i < s->nfprop; i++) {
+    const ts_prop *p = &s->fprop[i];
+    double v;
+    if (!p->count_type) {
+      if (!ts_value(s, p->type, &v)) return corrupt(s, err, "it ends within its faces");
+      continue;
+    }
+    if (!ts_value(s, p->count_type, &v)) return corrupt(s, err, "it ends within its faces");
+    if (!(v >= 0.0 && v <= (double)TS_MAX_LIST))
+      return corrupt(s, err, "a face claims more than 2^20 vertices");
+    const uint64_t n = (uint64_t)v;
+    if (p->role == ROLE_INDICES && n > s->poly_cap) {
+      uint32_t *np = (uint32_t *)vx_realloc(s->poly, (size_t)n * sizeof *np);
+      if (!np) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+      s->poly = np;
+      s->poly_cap = n;
+    }
+    for (uint64_t k = 0; k < n; k++) {
+      if (!ts_value(s, p->type, &v)) return corrupt(s, err, "it ends within its faces");
+      if (p->role != ROLE_INDICES) continue;
+      if (!(v >= 0.0 && v < (double)s->verts))
+        return corrupt(s, err, "a face names a vertex the file does not have");
+      s->poly[k] = (uint32_t)v;
+    }
+    if (p->role == ROLE_INDICES) s->poly_n = n;
+  }
+  /* assimp triangulates polygons its own way (the concave corner of a quad, ear clipping):
+   * such a file is left to it */
+  if (s->poly_n > 3) return unsupported(s, err, "a face with more than 3 vertices");
+  return VX_OK;
+}
+
+vx_status vx_tri_stream_read(vx_tri_stream *s, float *tri, uint64_t max, uint64_t *got,
+                             vx_error *err) {
+  *got = 0;
+  while (*got < max) {
+    float *t = tri + 9 * *got;
+    if (s->stl) {
+      if (s->face == s->faces) break;
+      unsigned char r[50];
+      if (!ts_bytes(s, r, 50)) return corrupt(s, err, "it ends within its triangles");
+      for (int k = 0; k < 9; k++) {
+        const unsigned char *b = r + 12 + 4 * k;
+        uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                     (uint32_t)b[3] << 24;
+        memcpy(&t[k], &u, 4);
+      }
+      s->face++;
+      (*got)++;
+      continue;
+    }
+    /* PLY: the fan of the current face, then the next face */
+    if (s->poly_at + 2 < s->poly_n) {
+      const uint32_t c[3] = {s->poly[0], s->poly[s->poly_at + 1], s->poly[s->poly_at + 2]};
+      for (int k = 0; k < 3; k++) memcpy(t + 3 * k, s->vert + 3 * (uint64_t)c[k], 12);
+      s->poly_at++;
+      (*got)++;
+      continue;
+    }
+    if (s->face == s->faces) break;
+    vx_status st = ply_face(s, err);
+    if (st != VX_OK) return st;
+    s->lines += s->poly_n < 3;
+    s->face++;
+  }
+  return VX_OK;
+}
+
+uint64_t vx_tri_stream_dropped(const vx_tri_stream *s) { return s->lines; }
+
+void vx_tri_stream_close(vx_tri_stream *s) {
+  if (!s) return;
+  vx_free(s->buf);
+  vx_free(s->vert);
+  vx_free(s->poly);
+  vx_free(s);
+}
+
+vx_status vx_soup_import_stream(const char *path, vx_soup *out, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  FILE *f = fopen(path, "rb");
+  if (!f) return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  struct stat st;
+  char what[600];
+  snprintf(what, sizeof what, "'%s'", path);
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", path);
+  }
+  vx_tri_stream *s = NULL;
+  uint64_t faces = 0;
+  vx_status r = vx_tri_stream_open(f, (uint64_t)st.st_size, what, &s, &faces, err);
+  enum { PIECE = 65536 };
+  float *tri = r == VX_OK ? (float *)vx_malloc((size_t)PIECE * 9 * sizeof(float)) : NULL;
+  if (r == VX_OK && !tri) r = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  while (r == VX_OK) {
+    uint64_t got = 0;
+    r = vx_tri_stream_read(s, tri, PIECE, &got, err);
+    if (r != VX_OK || got == 0) break;
+    r = vx_soup_append(out, tri, got, err);
+  }
+  if (s) out->skipped_nontriangle = vx_tri_stream_dropped(s);
+  vx_free(tri);
+  vx_tri_stream_close(s);
+  fclose(f);
+  if (r == VX_OK && out->tri_count == 0)
+    r = vx_error_set(err, VX_ERR_EMPTY,
+                     "'%s' has no usable triangles (dropped %llu degenerate, %llu non-finite)",
+                     path, (unsigned long long)out->skipped_degenerate,
+                     (unsigned long long)out->skipped_nonfinite);
+  if (r != VX_OK) {
+    vx_soup_free(out);
+    memset(out, 0, sizeof *out);
+    return r;
+  }
+  out->mesh_count = 1;
+  return VX_OK;
+}

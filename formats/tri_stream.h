@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tri_stream.h - the triangles of a binary STL or binary PLY file read in one streaming pass,
+ * without loading the file or a scene: for meshes too large for assimp, which holds the whole
+ * file and its scene at once (a 10^8-triangle PLY: 5 GB of file and as much again of scene).
+ *
+ * Binary STL: 84 + 50 n bytes (the rule assimp uses to tell it from ascii), no "COLOR=" in its
+ * header (Materialise colours are assimp's to read). Binary PLY (either byte order, header lines
+ * ended by LF or CR LF, as the PLY format defines them): a "vertex" element with x, y, z (float or
+ * double; also nx ny nz, quality, confidence: ignored) before a "face" element whose list
+ * vertex_indices (or vertex_index) holds 3 indices (fewer: a point or line, dropped and counted
+ * as assimp does; more: a polygon, which assimp triangulates its own way, so the file is left to
+ * it), with flags or quality beside it; other elements only after the faces. Anything else
+ * (colours, texture coordinates, materials, other elements or properties) is VX_ERR_FORMAT:
+ * the caller reads such a file through assimp, which knows what they mean.
+ *
+ * The vertices are held (12 bytes each), the faces read in pieces of the caller's size. Every
+ * count, index and length from the file is checked before use: a face index past the vertices,
+ * a list count above 2^20, a file that ends early are VX_ERR_CORRUPT; nothing is allocated from
+ * a count before the file's size shows it can hold it.
+ */
+#ifndef VOXLOD_FORMATS_TRI_STREAM_H
+#define VOXLOD_FORMATS_TRI_STREAM_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "svo/soup.h"
+
+VX_EXTERN_C_BEGIN
+
+typedef struct vx_tri_stream vx_tri_stream;
+
+/* Opens f (size bytes, positioned at its start; borrowed: the caller closes it after
+ * vx_tri_stream_close). *faces: the faces the file declares (its triangles for STL). */
+vx_status vx_tri_stream_open(FILE *f, uint64_t size, const char *what, vx_tri_stream **out,
+                             uint64_t *faces, vx_error *err);
+
+/* Up to max triangles (9 floats each, file coordinates) into tri; *got 0 at the end. */
+vx_status vx_tri_stream_read(vx_tri_stream *s, float *tri, uint64_t max, uint64_t *got,
+                             vx_error *err);
+
+/* Faces of fewer than 3 vertices read so far (points and lines: no triangle). */
+uint64_t vx_tri_stream_dropped(const vx_tri_stream *s);
+
+void vx_tri_stream_close(vx_tri_stream *s);
+
+/* The whole file as a soup (vx_soup_append's filter; one mesh, no colour), bit for bit the
+ * triangles assimp gives for the same file. VX_ERR_FORMAT as above, VX_ERR_EMPTY without a
+ * triangle left. */
+vx_status vx_soup_import_stream(const char *path, vx_soup *out, vx_error *err);
+
+VX_EXTERN_C_END
+
+#endif
