@@ -261,9 +261,14 @@ static void large_file_imported_by_the_stream(void) {
   CHECK_MSG(vx_soup_import(path, &s, &e) == VX_OK, "%s", e.msg);
   getrusage(RUSAGE_SELF, &u1);
   /* streamed: the peak grew by the triangles (36 B each) and a buffer, not by the file and a
-   * scene as well (assimp holds both) */
+   * scene as well (assimp holds both). Not under AddressSanitizer, whose quarantine keeps freed
+   * blocks resident. */
   const double grew = (double)(u1.ru_maxrss - u0.ru_maxrss) * 1024.0;
+#if !defined(__SANITIZE_ADDRESS__)
   CHECK_MSG(grew < 36.0 * faces + 24.0 * 1048576.0, "peak grew by %.0f MiB", grew / 1048576.0);
+#else
+  (void)grew;
+#endif
   FILE *f = fopen(path, "rb");
   b.cap = b.n;
   b.p = (unsigned char *)malloc(b.n);
