@@ -8,8 +8,9 @@
  * points written on the device, the sampler's kernels on them (device arrays), and their values
  * written into the bricks; then which cells answer. The bricks stay on the device as the
  * sampler's cache: nothing comes back but the points per brick (4 bytes each, to cut the
- * batches). Built on the host before, the 4096^3 dragon's 719 million points went up and their
- * values came down through host arrays (8.6 GB up), and the host wrote, read and checked them.
+ * batches). Made on the host, the points would cross the bus twice (the 4096^3 dragon's 719
+ * million: 8.6 GB up, 3.6 GB of values and flags down) and the host would write, read and check
+ * each one (docs/BENCHMARKS.md, the band cache).
  */
 #include <cuda_runtime.h>
 
