@@ -27,31 +27,13 @@
  */
 #include "formats/mesh_precheck.h"
 #include "formats/precheck_util.h"
+#include "formats/ply_types.h"
 #include "sys/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { T_NONE, T_CHAR, T_UCHAR, T_SHORT, T_USHORT, T_INT, T_UINT, T_FLOAT, T_DOUBLE };
-
-static int ply_type(const unsigned char *w, size_t n) {
-  static const struct {
-    const char *name;
-    unsigned char type;
-  } types[] = {
-      {"char", T_CHAR},   {"int8", T_CHAR},     {"uchar", T_UCHAR},   {"uint8", T_UCHAR},
-      {"short", T_SHORT}, {"int16", T_SHORT},   {"ushort", T_USHORT}, {"uint16", T_USHORT},
-      {"int", T_INT},     {"int32", T_INT},     {"uint", T_UINT},     {"uint32", T_UINT},
-      {"float", T_FLOAT}, {"float32", T_FLOAT}, {"double", T_DOUBLE}, {"float64", T_DOUBLE}};
-  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-    if (strlen(types[i].name) == n && memcmp(types[i].name, w, n) == 0) return types[i].type;
-  return T_NONE;
-}
-static uint64_t type_size(int t) {
-  static const unsigned char sz[] = {0, 1, 1, 2, 2, 4, 4, 4, 8};
-  return sz[t];
-}
 static int type_real(int t) { return t == T_FLOAT || t == T_DOUBLE; }
 static int type_signed(int t) { return t == T_CHAR || t == T_SHORT || t == T_INT; }
 
@@ -177,9 +159,9 @@ static int parse_header(const unsigned char *p, size_t n, ply_header *h, vx_stat
     } else if (is_prop) {
       if (!open) continue; /* assimp ignores it */
       const int list = W_IS(1, "list");
-      const int ct = list && nw > 2 ? ply_type(w[2], wl[2]) : T_NONE;
-      const int t = list     ? (nw > 3 ? ply_type(w[3], wl[3]) : T_NONE)
-                    : nw > 1 ? ply_type(w[1], wl[1])
+      const int ct = list && nw > 2 ? vx_ply_type(w[2], wl[2]) : T_NONE;
+      const int t = list     ? (nw > 3 ? vx_ply_type(w[3], wl[3]) : T_NONE)
+                    : nw > 1 ? vx_ply_type(w[1], wl[1])
                              : T_NONE;
       const int bad = list                    ? (nw > 2 && ct == T_NONE  ? 2
                                                  : nw > 3 && t == T_NONE ? 3
@@ -209,7 +191,7 @@ static int parse_header(const unsigned char *p, size_t n, ply_header *h, vx_stat
       q->count_type = (unsigned char)ct;
       q->type = (unsigned char)t;
       q->index = (unsigned char)(list && (W_IS(4, "vertex_indices") || W_IS(4, "vertex_index")));
-      cur->bin_bytes = vx_pc_add(cur->bin_bytes, type_size(list ? ct : t));
+      cur->bin_bytes = vx_pc_add(cur->bin_bytes, vx_ply_type_size(list ? ct : t));
     } else if (W_IS(0, "end_header")) {
       /* assimp's line reader stops at the CR of a CRLF: the data starts at the LF */
       h->data = crlf ? end : end + 1;
@@ -255,9 +237,7 @@ static vx_status check_counts(const ply_header *h, uint64_t size, const char *wh
 
 /* A list count as assimp converts it to unsigned int (reals saturate: their cast is undefined). */
 static uint64_t bin_count(const unsigned char *b, int t, int big_endian) {
-  const uint64_t sz = type_size(t);
-  uint64_t u = 0;
-  for (uint64_t k = 0; k < sz; k++) u |= (uint64_t)b[big_endian ? sz - 1 - k : k] << (8 * k);
+  const uint64_t u = vx_ply_raw(b, t, big_endian);
   switch (t) {
     case T_CHAR:
       return (uint32_t)(int32_t)(int8_t)u;
@@ -292,7 +272,7 @@ static vx_status check_binary(const unsigned char *p, size_t n, uint64_t size, c
       if (pos >= n && n < size) return VX_OK; /* past the bytes looked at */
       for (int q = 0; q < e->props; q++) {
         const ply_prop *pr = &e->prop[q];
-        const uint64_t cs = type_size(pr->list ? pr->count_type : pr->type);
+        const uint64_t cs = vx_ply_type_size(pr->list ? pr->count_type : pr->type);
         if (pos + cs > size)
           return refuse_elem(err, what, e,
                              "its binary PLY data ends before element %llu of the "
@@ -305,7 +285,7 @@ static vx_status check_binary(const unsigned char *p, size_t n, uint64_t size, c
         if (pos + cs > n) return VX_OK;
         const uint64_t c = bin_count(p + pos, pr->count_type, h->ascii == 2);
         pos += cs;
-        const uint64_t vs = type_size(pr->type), left = size - pos;
+        const uint64_t vs = vx_ply_type_size(pr->type), left = size - pos;
         if (c > left / vs)
           return refuse_elem(err, what, e,
                              "a list in its binary PLY data claims %llu values, "
@@ -589,16 +569,8 @@ static vx_status check_ascii(const unsigned char *p, size_t n, uint64_t size, co
  * vertex_index (the triangles stay the same; the data is walked as assimp walks it, check_binary).
  * The vertex element must then be the first one assimp reads, of fixed size. */
 
-/* Unsigned value of the integer of type t at b. */
-static uint64_t bin_get(const unsigned char *b, int t, int big_endian) {
-  const uint64_t sz = type_size(t);
-  uint64_t u = 0;
-  for (uint64_t k = 0; k < sz; k++) u |= (uint64_t)b[big_endian ? sz - 1 - k : k] << (8 * k);
-  return u;
-}
-
 static void bin_put(unsigned char *b, int t, int big_endian, uint64_t u) {
-  const uint64_t sz = type_size(t);
+  const uint64_t sz = vx_ply_type_size(t);
   for (uint64_t k = 0; k < sz; k++) b[big_endian ? sz - 1 - k : k] = (unsigned char)(u >> (8 * k));
 }
 
@@ -614,19 +586,19 @@ static int trade_indices(unsigned char *d, uint64_t n, const ply_header *h, uint
     for (uint64_t k = 0; k < e->count; k++)
       for (int q = 0; q < e->props; q++) {
         const ply_prop *pr = &e->prop[q];
-        const uint64_t cs = type_size(pr->list ? pr->count_type : pr->type);
+        const uint64_t cs = vx_ply_type_size(pr->list ? pr->count_type : pr->type);
         if (pos + cs > n) return 0; /* ends early: the check refuses it */
         if (!pr->list) {
           pos += cs;
           continue;
         }
-        const uint64_t c = bin_count(d + pos, pr->count_type, be), vs = type_size(pr->type);
+        const uint64_t c = bin_count(d + pos, pr->count_type, be), vs = vx_ply_type_size(pr->type);
         pos += cs;
         if (c > (n - pos) / vs) return 0;
         if (pr->index && !type_real(pr->type)) {
           if (b >> (8 * vs - (type_signed(pr->type) ? 1 : 0))) return -1;
           for (uint64_t v = 0; v < c; v++) {
-            const uint64_t x = bin_get(d + pos + v * vs, pr->type, be);
+            const uint64_t x = vx_ply_raw(d + pos + v * vs, pr->type, be);
             if (x == a || x == b) bin_put(d + pos + v * vs, pr->type, be, x == a ? b : a);
           }
         }

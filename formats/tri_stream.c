@@ -2,6 +2,7 @@
 /* tri_stream.c - binary STL and binary PLY triangles in one streaming pass (tri_stream.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "formats/tri_stream.h"
+#include "formats/ply_types.h"
 #include "sys/alloc.h"
 
 #include <errno.h>
@@ -13,7 +14,6 @@
 #define TS_MAX_LIST ((uint64_t)1 << 20) /* indices in one face */
 #define TS_PROPS 32
 
-enum { P_CHAR = 1, P_UCHAR, P_SHORT, P_USHORT, P_INT, P_UINT, P_FLOAT, P_DOUBLE };
 
 typedef struct ts_prop {
   int type, count_type; /* count_type != 0: a list */
@@ -58,45 +58,26 @@ static int ts_bytes(vx_tri_stream *s, void *out, size_t n) {
   return 1;
 }
 
-static int type_size(int t) {
-  static const int sz[] = {0, 1, 1, 2, 2, 4, 4, 4, 8};
-  return sz[t];
-}
-
 /* A scalar of type t from the file, as a double (integers exactly up to 2^53); 0 at the end. */
 static int ts_value(vx_tri_stream *s, int t, double *v) {
   unsigned char b[8];
-  const int n = type_size(t);
-  if (!ts_bytes(s, b, (size_t)n)) return 0;
-  uint64_t u = 0;
-  for (int k = 0; k < n; k++) u |= (uint64_t)b[s->big ? n - 1 - k : k] << (8 * k);
+  if (!ts_bytes(s, b, (size_t)vx_ply_type_size(t))) return 0;
+  const uint64_t u = vx_ply_raw(b, t, s->big);
   switch (t) {
-    case P_CHAR: *v = (double)(int8_t)u; break;
-    case P_SHORT: *v = (double)(int16_t)u; break;
-    case P_INT: *v = (double)(int32_t)u; break;
-    case P_FLOAT: {
+    case T_CHAR: *v = (double)(int8_t)u; break;
+    case T_SHORT: *v = (double)(int16_t)u; break;
+    case T_INT: *v = (double)(int32_t)u; break;
+    case T_FLOAT: {
       float f;
       uint32_t w = (uint32_t)u;
       memcpy(&f, &w, 4);
       *v = (double)f;
       break;
     }
-    case P_DOUBLE: memcpy(v, &u, 8); break;
+    case T_DOUBLE: memcpy(v, &u, 8); break;
     default: *v = (double)u; break;
   }
   return 1;
-}
-
-static int ply_type(const char *w) {
-  static const char *names[] = {"",      "char",   "uchar", "short", "ushort",  "int",
-                                "uint",  "float",  "double", "int8", "uint8",   "int16",
-                                "uint16", "int32", "uint32", "float32", "float64"};
-  static const int types[] = {0,      P_CHAR,   P_UCHAR,  P_SHORT, P_USHORT, P_INT,
-                              P_UINT, P_FLOAT,  P_DOUBLE, P_CHAR,  P_UCHAR,  P_SHORT,
-                              P_USHORT, P_INT,  P_UINT,   P_FLOAT, P_DOUBLE};
-  for (size_t i = 1; i < sizeof names / sizeof names[0]; i++)
-    if (strcmp(w, names[i]) == 0) return types[i];
-  return 0;
 }
 
 static vx_status unsupported(const vx_tri_stream *s, vx_error *err, const char *why) {
@@ -144,7 +125,7 @@ static int parse_count(const char *w, uint64_t *v) {
 /* Reads the vertices (positions) of a PLY whose header was read: vertex props vp[nv]. */
 static vx_status ply_vertices(vx_tri_stream *s, const ts_prop *vp, int nv, vx_error *err) {
   uint64_t rec = 0;
-  for (int i = 0; i < nv; i++) rec += (uint64_t)type_size(vp[i].type);
+  for (int i = 0; i < nv; i++) rec += (uint64_t)vx_ply_type_size(vp[i].type);
   if (rec == 0 || s->verts > (s->size - s->pos) / rec)
     return corrupt(s, err, "its vertices need more bytes than the file has");
   s->vert = (float *)vx_malloc((size_t)(s->verts ? s->verts : 1) * 3 * sizeof(float));
@@ -200,10 +181,10 @@ static vx_status ply_open(vx_tri_stream *s, vx_error *err) {
     if (!(list || nw == 3)) return unsupported(s, err, "a property line");
     ts_prop p;
     memset(&p, 0, sizeof p);
-    p.type = ply_type(w[list ? 3 : 1]);
-    p.count_type = list ? ply_type(w[2]) : 0;
+    p.type = vx_ply_type((const unsigned char *)w[list ? 3 : 1], strlen(w[list ? 3 : 1]));
+    p.count_type = list ? vx_ply_type((const unsigned char *)w[2], strlen(w[2])) : 0;
     const char *name = w[list ? 4 : 2];
-    if (!p.type || (list && (!p.count_type || p.count_type >= P_FLOAT)))
+    if (!p.type || (list && (!p.count_type || p.count_type >= T_FLOAT)))
       return unsupported(s, err, "a property type");
     if (elem == 1) {
       if (list) return unsupported(s, err, "a list in the vertices");
@@ -213,14 +194,14 @@ static vx_status ply_open(vx_tri_stream *s, vx_error *err) {
       else if (strcmp(name, "nx") && strcmp(name, "ny") && strcmp(name, "nz") &&
                strcmp(name, "quality") && strcmp(name, "confidence"))
         return unsupported(s, err, "a vertex property other than a position or normal");
-      if (p.role && (p.type != P_FLOAT && p.type != P_DOUBLE))
+      if (p.role && (p.type != T_FLOAT && p.type != T_DOUBLE))
         return unsupported(s, err, "integer coordinates");
       if (p.role && have[p.role]++) return unsupported(s, err, "a coordinate given twice");
       if (nv == TS_PROPS) return unsupported(s, err, "too many vertex properties");
       vp[nv++] = p;
     } else {
       if (list && (strcmp(name, "vertex_indices") == 0 || strcmp(name, "vertex_index") == 0)) {
-        if (p.type >= P_FLOAT) return unsupported(s, err, "real-valued face indices");
+        if (p.type >= T_FLOAT) return unsupported(s, err, "real-valued face indices");
         p.role = ROLE_INDICES;
         if (have[0]++) return unsupported(s, err, "two index lists");
       } else if (list || (strcmp(name, "flags") && strcmp(name, "quality"))) {
@@ -237,7 +218,7 @@ static vx_status ply_open(vx_tri_stream *s, vx_error *err) {
   /* the smallest face: its scalars and its lists' counts */
   uint64_t least = 0;
   for (int i = 0; i < s->nfprop; i++)
-    least += (uint64_t)type_size(s->fprop[i].count_type ? s->fprop[i].count_type
+    least += (uint64_t)vx_ply_type_size(s->fprop[i].count_type ? s->fprop[i].count_type
                                                         : s->fprop[i].type);
   if (s->faces > (s->size - s->pos) / least)
     return corrupt(s, err, "its faces need more bytes than the file has");

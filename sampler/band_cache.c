@@ -31,6 +31,8 @@
 #include <string.h>
 
 #define VX_BC_BATCH ((uint64_t)1 << 24) /* grid points evaluated at a time (CPU) */
+/* bytes a brick takes while it is built: the brick and what the steps keep of it */
+#define VX_BC_BUILD_BYTES (sizeof(vx_bc_brick) + sizeof(vx_bc_in) + sizeof(vx_bc_work))
 
 typedef struct bc_build {
   const vx_sample_tree *s; /* the tree, without a cache */
@@ -82,8 +84,7 @@ static int bc_reserve(bc_build *b, uint64_t n, uint64_t m) {
     b->cap = cap;
   }
   if (m > b->bcap) {
-    const uint64_t per = sizeof(vx_bc_brick) + sizeof(vx_bc_in) + sizeof(vx_bc_work);
-    if (m > 0xffffffffu || m * per > b->limit) return -2;
+    if (m > 0xffffffffu || m * VX_BC_BUILD_BYTES > b->limit) return -2;
     vx_bc_brick *nb = (vx_bc_brick *)vx_realloc(b->bricks, (size_t)m * sizeof *nb);
     if (nb) b->bricks = nb;
     vx_bc_in *ni = (vx_bc_in *)vx_realloc(b->in, (size_t)m * sizeof *ni);
@@ -363,8 +364,8 @@ static vx_status bc_bricks(bc_build *b, int threads, vx_error *err) {
     most += (uint64_t)__builtin_popcount(b->in[i].missing);
   /* the bricks' room for all of them unless that is over the limit (then it grows as needed:
    * neighbours are shared, most is an upper bound); the pages untouched stay unused */
-  const uint64_t per = sizeof(vx_bc_brick) + sizeof(vx_bc_in) + sizeof(vx_bc_work);
-  if (!b->nomem) b->nomem = -bc_reserve(b, most, most * per > b->limit ? b->count : most);
+  if (!b->nomem)
+    b->nomem = -bc_reserve(b, most, most * VX_BC_BUILD_BYTES > b->limit ? b->count : most);
   for (uint64_t i = 0; i < with_voxels && !b->nomem; i++) {
     const uint32_t missing = b->in[i].missing;
     const uint64_t key = b->in[i].key;
