@@ -6,6 +6,7 @@
 #define VOXLOD_FORMATS_SVO_CODEC_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_customMem */
 #include <zstd.h>
@@ -106,6 +107,22 @@ static inline void vx_svo_unpack_colors(const uint8_t *raw, uint64_t n, const vx
  * the number of zstd worker threads (0: single-threaded). Defined in svo_write.c. */
 int vx_svo_zstd_level(int requested, uint64_t raw_total);
 int vx_svo_zstd_workers(uint64_t raw_total);
+
+/* Node sections (SVO_FORMAT.md): nodes first .. first+k-1 (at nd[0 .. k-1]) of a level of
+ * `count` into the raw section (the mask bytes at the front, 11-byte records after them); and
+ * back, child indices 0 (svo_write.c, svo_read.c). */
+void vx_svo_pack_nodes(const vx_node *nd, uint64_t count, uint64_t first, uint64_t k,
+                       uint8_t *raw);
+void vx_svo_unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n);
+/* Exactly one zstd frame of zsize bytes, with a content checksum and declaring `raw` content
+ * bytes, decompressed into dst; VX_ERR_CORRUPT naming `name` and `what` otherwise (svo_read.c). */
+vx_status vx_svo_unframe(ZSTD_DCtx *dc, const uint8_t *z, uint64_t zsize, uint8_t *dst,
+                         uint64_t raw, const char *name, const char *what, vx_error *err);
+/* The check of n bytes (the checker below, in one call); 0 when zstd fails. */
+int vx_svo_bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check);
+
+/* Opens path for reading, refusing anything but a regular file (a FIFO without blocking). */
+vx_status vx_svo_open_regular(const char *path, FILE **f, uint64_t *size, vx_error *err);
 
 /* A zstd failure as a status with a message (a macro: the location is the caller's). */
 #define vx_svo_zstd_fail(err, what, code)                                                       \

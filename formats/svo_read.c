@@ -25,6 +25,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "formats/svo_file.h"
 #include "formats/svo_codec.h"
+#include "formats/svo_tiled.h"
 #include "sys/system.h"
 
 #include <errno.h>
@@ -37,7 +38,7 @@
 #include <unistd.h>
 
 /* The check of n bytes (svo_codec.h's checker, in one call). */
-static int bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check) {
+int vx_svo_bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check) {
   vx_svo_checker c;
   c.cc = cc;
   if (!vx_svo_check_begin(&c) || !vx_svo_check_feed(&c, p, (size_t)n, ZSTD_e_end)) return 0;
@@ -45,7 +46,7 @@ static int bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *ch
   return 1;
 }
 
-static void unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
+void vx_svo_unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
   const uint8_t *rec = raw + count;
   for (uint64_t i = 0; i < count; i++, rec += 11) {
     n[i].child = 0;
@@ -111,7 +112,7 @@ static vx_status src_get(svo_src *s, uint64_t off, uint64_t n, const uint8_t **o
 
 /* Decompresses exactly one zstd frame of `zsize` bytes that must carry a content checksum and
  * declare `raw` content bytes into dst. */
-static vx_status unframe(ZSTD_DCtx *dc, const uint8_t *z, uint64_t zsize, uint8_t *dst, uint64_t raw,
+vx_status vx_svo_unframe(ZSTD_DCtx *dc, const uint8_t *z, uint64_t zsize, uint8_t *dst, uint64_t raw,
                          const char *name, const char *what, vx_error *err) {
   static const uint8_t zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
   if (zsize < 6 || memcmp(z, zmagic, 4) != 0)
@@ -138,7 +139,7 @@ static vx_status unframe(ZSTD_DCtx *dc, const uint8_t *z, uint64_t zsize, uint8_
 static vx_status checked(ZSTD_CCtx *ck, const uint8_t *z, uint64_t n, uint32_t want,
                          const char *name, const char *what, vx_error *err) {
   uint32_t got = 0;
-  if (!bytes_check(ck, z, n, &got))
+  if (!vx_svo_bytes_check(ck, z, n, &got))
     return vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum %s", name, what);
   if (got != want)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s is damaged (checksum mismatch)", name, what);
@@ -169,7 +170,7 @@ static vx_status decode_colors(svo_src *src, ZSTD_DCtx *dc, ZSTD_CCtx *ck, vx_oc
     vx_status s;
     if ((s = src_get(src, at, zsize[csec + l], &p, err)) != VX_OK ||
         (s = checked(ck, p, zsize[csec + l], zcheck[csec + l], name, what, err)) != VX_OK ||
-        (s = unframe(dc, p, zsize[csec + l], raw, t->level_count[l] * VX_SVO_COLOR_RECORD, name,
+        (s = vx_svo_unframe(dc, p, zsize[csec + l], raw, t->level_count[l] * VX_SVO_COLOR_RECORD, name,
                      what, err)) != VX_OK)
       return s;
     vx_svo_unpack_colors(raw, t->level_count[l], l ? t->nodes + t->level_first[l - 1] : NULL,
@@ -208,6 +209,10 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
     info->version = version;
     info->file_bytes = src->size;
   }
+  if (version == VX_SVO_TILED_VERSION)
+    return vx_error_set(err, VX_ERR_FORMAT,
+                        "%s: a tiled tree (file version %u): its tiles are read one by one "
+                        "(formats/svo_tiled.h)", name, version);
   if (version > VX_SVO_VERSION)
     return vx_error_set(err, VX_ERR_VERSION,
                         "%s: made by a newer voxlod (file version %u, this reads up to %u)", name,
@@ -236,7 +241,7 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   }
   if ((s = src_get(src, VX_SVO_PROLOGUE, hz, &p, err)) != VX_OK ||
       (s = checked(ck, p, hz, hcheck, name, "the header", err)) != VX_OK ||
-      (s = unframe(dc, p, hz, hdr, hraw, name, "the header", err)) != VX_OK) {
+      (s = vx_svo_unframe(dc, p, hz, hdr, hraw, name, "the header", err)) != VX_OK) {
     ZSTD_freeDCtx(dc);
     ZSTD_freeCCtx(ck);
     return s;
@@ -393,10 +398,10 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
     }
     if ((s = src_get(src, offset, zsize[l], &p, err)) != VX_OK) break;
     if ((s = checked(ck, p, zsize[l], zcheck[l], name, what, err)) != VX_OK) break;
-    if ((s = unframe(dc, p, zsize[l], raw, rs, name, what, err)) != VX_OK) break;
+    if ((s = vx_svo_unframe(dc, p, zsize[l], raw, rs, name, what, err)) != VX_OK) break;
     if (l < t->depth) {
       vx_node *lv = t->nodes + t->level_first[l];
-      unpack_nodes(raw, t->level_count[l], lv);
+      vx_svo_unpack_nodes(raw, t->level_count[l], lv);
       if (version < 2 && (s = no_bound_codes(lv, t->level_count[l], name, what, err)) != VX_OK)
         break;
       uint64_t children = 0;
@@ -444,9 +449,9 @@ vx_status vx_svo_decode(const uint8_t *data, size_t size, const vx_svo_read_opts
   return decode(&src, opts, out, info, err);
 }
 
-vx_status vx_svo_read(const char *path, const vx_svo_read_opts *opts, vx_octree *out,
-                      vx_svo_file_info *info, vx_error *err) {
-  memset(out, 0, sizeof *out);
+vx_status vx_svo_open_regular(const char *path, FILE **f, uint64_t *size, vx_error *err) {
+  *f = NULL;
+  *size = 0;
   /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
    * fstat below then refuses anything but a regular file. */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -460,18 +465,25 @@ vx_status vx_svo_read(const char *path, const vx_svo_read_opts *opts, vx_octree 
   }
   int fl = fcntl(fd, F_GETFL);
   if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-  FILE *f = fdopen(fd, "rb");
-  if (!f) {
+  *f = fdopen(fd, "rb");
+  if (!*f) {
     close(fd);
     return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   }
+  *size = (uint64_t)st.st_size;
+  return VX_OK;
+}
+
+vx_status vx_svo_read(const char *path, const vx_svo_read_opts *opts, vx_octree *out,
+                      vx_svo_file_info *info, vx_error *err) {
+  memset(out, 0, sizeof *out);
   svo_src src;
   memset(&src, 0, sizeof src);
-  src.f = f;
-  src.size = (uint64_t)st.st_size;
+  vx_status s = vx_svo_open_regular(path, &src.f, &src.size, err);
+  if (s != VX_OK) return s;
   src.name = path;
-  vx_status s = decode(&src, opts, out, info, err);
+  s = decode(&src, opts, out, info, err);
   vx_free(src.scratch);
-  fclose(f);
+  fclose(src.f);
   return s;
 }

@@ -166,7 +166,7 @@ static vx_status source_read(const source *q, uint32_t l, uint64_t first, uint64
 
 /* Nodes first .. first+k-1 (at nd[0 .. k-1]) of a level of `count` into the raw section: mask
  * bytes at the front, 11-byte records after them (errmax, errrms, flags, normal u32, d f32). */
-static void pack_nodes(const vx_node *nd, uint64_t count, uint64_t first, uint64_t k,
+void vx_svo_pack_nodes(const vx_node *nd, uint64_t count, uint64_t first, uint64_t k,
                        uint8_t *raw) {
   uint8_t *rec = raw + count + first * 11;
   for (uint64_t i = 0; i < k; i++, rec += 11) {
@@ -196,7 +196,7 @@ static void *pack_worker(void *arg) {
     pthread_mutex_unlock(&j->mu);
     if (lo >= j->count) return NULL;
     uint64_t hi = lo + j->chunk < j->count ? lo + j->chunk : j->count;
-    pack_nodes(j->n + lo, j->count, lo, hi - lo, j->raw);
+    vx_svo_pack_nodes(j->n + lo, j->count, lo, hi - lo, j->raw);
   }
 }
 
@@ -253,7 +253,7 @@ static vx_status pack_level(const source *q, uint32_t l, uint8_t *raw, vx_node *
       uint64_t k = count - first < BATCH ? count - first : BATCH;
       vx_status st = source_read(q, l, first, k, scratch, err);
       if (st != VX_OK) return st;
-      pack_nodes(scratch, count, first, k, raw);
+      vx_svo_pack_nodes(scratch, count, first, k, raw);
     }
   }
   for (uint64_t i = 0; i < count; i++) *children += vx_popcount8(raw[i]);
@@ -314,7 +314,7 @@ static vx_status piece_fill(piece_reader *r, uint8_t *dst, size_t n, vx_error *e
       if ((st = source_read(q, r->level, first, k, r->scratch, err)) != VX_OK) return st;
       for (uint64_t i = 0; i < k && n; i++) {
         uint8_t rec[11 + 1]; /* pack_nodes writes a mask byte before the record */
-        pack_nodes(r->scratch + i, 1, 0, 1, rec);
+        vx_svo_pack_nodes(r->scratch + i, 1, 0, 1, rec);
         size_t take = 11 - (size_t)skip;
         if (take > n) take = n;
         memcpy(dst, rec + 1 + skip, take);

@@ -23,6 +23,7 @@
  * 6. The .svo file through the one writer (svo_write.c), from the tree or the spilled stream.
  */
 #include "lib/internal.h"
+#include "lib/convert_tiled.h"
 #include "svo/lod.h"
 #include "svo/stream.h"
 #include "sys/system.h"
@@ -70,15 +71,19 @@ vx_status vx_conversion_get_stats(const vx_conversion *c, vx_conversion_stats *s
   return VX_OK;
 }
 
-static int is_pow2_res(uint32_t r) {
-  return r >= 2 && r <= (1u << VX_MAX_DEPTH) && (r & (r - 1)) == 0;
+static int is_pow2_res(uint32_t r, uint32_t max_depth) {
+  return r >= 2 && r <= (1u << max_depth) && (r & (r - 1)) == 0;
 }
 
 static vx_status check_opts(const vx_convert_opts *o, vx_error *err) {
-  if (!is_pow2_res(o->resolution))
+  if (o->tile_depth > VX_MAX_DEPTH)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "tile depth %u outside 1..%d (0: one tree)",
+                        o->tile_depth, VX_MAX_DEPTH);
+  if (!is_pow2_res(o->resolution, o->tile_depth ? VX_MAX_TILED_DEPTH : VX_MAX_DEPTH))
     return vx_error_set(err, VX_ERR_INVALID_ARG,
-                        "resolution %u is not a power of two from 2 to %u", o->resolution,
-                        1u << VX_MAX_DEPTH);
+                        "resolution %u is not a power of two from 2 to %u%s", o->resolution,
+                        o->tile_depth ? 1u << VX_MAX_TILED_DEPTH : 1u << VX_MAX_DEPTH,
+                        o->tile_depth ? "" : " (finer grids are built in tiles)");
   if (!(o->max_error >= 0.0f) || !(o->max_error < 1e30f))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "max error %g is not a number >= 0",
                         (double)o->max_error);
@@ -265,8 +270,12 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   if (o.resolution == 0) o.resolution = 256;
   if (o.band == 0.0f) o.band = 2.0f;
   if (o.mem_limit == 0) o.mem_limit = vx_default_mem_limit();
+  if (o.tile_depth == 0 && o.resolution > (1u << VX_MAX_DEPTH)) o.tile_depth = VX_MAX_DEPTH;
   s = check_opts(&o, err);
   if (s != VX_OK) return s;
+  if (o.tile_depth && !out_path)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "a tiled tree is written to a file "
+                        "(vx_convert_to_file), not kept in memory");
   double t0 = vx_clock_seconds();
   char *out_dir = NULL;
   if (out_path && (s = vx_output_check(out_path, NULL, 0, &out_dir, err)) != VX_OK) return s;
@@ -276,6 +285,13 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
     vx_free(tmp_dir);
     vx_free(b);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  if (o.tile_depth) {
+    s = vx_convert_tiled(&mesh->soup, &o, out_path, tmp_dir, b, err);
+    vx_free(tmp_dir);
+    vx_octree none;
+    memset(&none, 0, sizeof none);
+    return vx_conversion_finish(s, b, &none, out_path, 0, out, err);
   }
   vx_voxelize_opts bo;
   memset(&bo, 0, sizeof bo);

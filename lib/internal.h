@@ -43,6 +43,8 @@ struct vx_mesh {
 struct vx_tree {
   vx_octree oct;
   vx_svo_file_info file; /* of the file it was read from (file.version 0: none) */
+  uint32_t tile_depth;   /* read from a tiled file (stitched): its tiles' depth and count */
+  uint64_t tiles;
   int has_source;
   vx_file_id source;
   /* the voxels the thin rule re-signed (sampler/resigned.h), found when first sampled (lib/sample.c;

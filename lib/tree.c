@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tree.c - vx_tree: load, save, inspect, prune, raw arrays. */
 #include "lib/internal.h"
+#include "formats/svo_tiled.h"
 #include "sampler/sampler.h"
 #include "svo/lod.h"
 
@@ -26,6 +27,20 @@ static vx_status read_opts(const vx_read_opts *opts, vx_svo_read_opts *ro, vx_er
   return VX_OK;
 }
 
+/* A tiled file as one tree (vx_tiled_stitch: depth <= VX_MAX_DEPTH), its file info filled. */
+static vx_status stitch(vx_tiled *tl, vx_status st, const vx_svo_read_opts *ro, vx_tree *t,
+                        vx_error *err) {
+  if (st != VX_OK) return st;
+  st = vx_tiled_stitch(tl, ro, &t->oct, err);
+  memset(&t->file, 0, sizeof t->file);
+  t->file.version = VX_SVO_TILED_VERSION;
+  vx_tiled_totals(tl, NULL, NULL, &t->file.file_bytes);
+  t->tiles = vx_tiled_tile_count(tl);
+  t->tile_depth = vx_tiled_get_header(tl)->tile_depth;
+  vx_tiled_close(tl);
+  return st;
+}
+
 vx_status vx_tree_load(const char *path, const vx_read_opts *opts, vx_tree **out, vx_error *err) {
   if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the tree");
   *out = NULL;
@@ -35,7 +50,14 @@ vx_status vx_tree_load(const char *path, const vx_read_opts *opts, vx_tree **out
   if (os != VX_OK) return os;
   vx_tree *t = vx_tree_new();
   if (!t) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  vx_status st = vx_svo_read(path, &ro, &t->oct, &t->file, err);
+  vx_status st;
+  if (vx_svo_path_is_tiled(path)) {
+    vx_tiled *tl = NULL;
+    st = vx_tiled_open(path, &ro, &tl, err);
+    st = stitch(tl, st, &ro, t, err);
+  } else {
+    st = vx_svo_read(path, &ro, &t->oct, &t->file, err);
+  }
   if (st != VX_OK) {
     vx_free(t);
     return st;
@@ -58,7 +80,14 @@ vx_status vx_tree_load_memory(const void *data, size_t size, const vx_read_opts 
   if (os != VX_OK) return os;
   vx_tree *t = vx_tree_new();
   if (!t) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  vx_status st = vx_svo_decode((const uint8_t *)data, size, &ro, &t->oct, &t->file, err);
+  vx_status st;
+  if (vx_svo_is_tiled((const uint8_t *)data, size)) {
+    vx_tiled *tl = NULL;
+    st = vx_tiled_open_memory((const uint8_t *)data, size, &ro, &tl, err);
+    st = stitch(tl, st, &ro, t, err);
+  } else {
+    st = vx_svo_decode((const uint8_t *)data, size, &ro, &t->oct, &t->file, err);
+  }
   if (st != VX_OK) {
     vx_free(t);
     return st;
@@ -111,6 +140,8 @@ vx_status vx_tree_get_info(const vx_tree *t, vx_tree_info *info) {
   i.memory_bytes = o->node_count * sizeof(vx_node) + o->voxel_count * sizeof(vx_voxel);
   i.file_bytes = t->file.file_bytes;
   i.file_version = t->file.version;
+  i.tile_depth = t->tile_depth;
+  i.tile_count = t->tiles;
   i.has_color = o->node_color != NULL || o->voxel_color != NULL;
   i.color_bytes = i.has_color ? (o->node_count + o->voxel_count) * sizeof(uint32_t) : 0;
   VX_STATS_OUT(info, i);

@@ -171,8 +171,9 @@ vx_status vx_octree_fit_planes(vx_octree *t, vx_progress_fn progress, void *user
   return vx_octree_fit_subtree(t, NULL, progress, user, err);
 }
 
-vx_status vx_octree_fit_top(vx_octree *t, uint32_t depth, const vx_fit_root *leaves, vx_error *err) {
-  if (!t || !t->nodes || !leaves || depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH ||
+vx_status vx_octree_fit_top(vx_octree *t, uint32_t depth, const vx_fit_root *leaves,
+                           vx_fit_root *root, vx_error *err) {
+  if (!t || !t->nodes || !leaves || depth < VX_MIN_DEPTH || depth > VX_MAX_TILED_DEPTH ||
       t->levels_loaded < 1 || t->levels_loaded > depth || t->level_count[0] != 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "top-level plane fit needs levels 0..L < depth");
   if (!(t->band > 0.0f))
@@ -185,7 +186,62 @@ vx_status vx_octree_fit_top(vx_octree *t, uint32_t depth, const vx_fit_root *lea
   x.leaf_level = t->levels_loaded - 1;
   x.err = err;
   vx_fit_root r;
-  return fit_node(&x, 0, 0, &r);
+  vx_status st = fit_node(&x, 0, 0, &r);
+  if (st == VX_OK && root) *root = r;
+  return st;
+}
+
+vx_status vx_octree_top_build(const uint64_t *codes, const vx_node *roots,
+                              const vx_fit_root *fits, uint64_t n, uint32_t S, uint32_t depth,
+                              float band, vx_octree *out, vx_fit_root *root, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (S < 1 || S + 1 > VX_MAX_DEPTH || S >= depth || n == 0)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "no top levels for %llu roots at level %u",
+                        (unsigned long long)n, S);
+  for (uint64_t i = 0; i < n; i++)
+    if ((codes[i] >> 3 * S) != 0 || (i > 0 && codes[i] <= codes[i - 1]))
+      return vx_error_set(err, VX_ERR_INVALID_ARG,
+                          "root %llu: code %llu out of order or outside level %u",
+                          (unsigned long long)i, (unsigned long long)codes[i], S);
+  vx_octree t;
+  memset(&t, 0, sizeof t);
+  t.depth = S + 1; /* the storage of levels 0 .. S; the planes are fitted for `depth` levels */
+  t.levels_loaded = S + 1;
+  t.band = band;
+  for (uint32_t l = 0; l < S; l++) {
+    const uint32_t shift = 3 * (S - l);
+    uint64_t c = 0;
+    for (uint64_t i = 0; i < n; i++) c += i == 0 || (codes[i] >> shift) != (codes[i - 1] >> shift);
+    t.level_count[l] = c;
+  }
+  t.level_count[S] = n;
+  vx_status st = vx_octree_alloc(&t, err);
+  if (st != VX_OK) return st;
+  for (uint32_t l = 0; l < S; l++) {
+    const uint32_t shift = 3 * (S - l);
+    vx_node *lvl = t.nodes + t.level_first[l];
+    uint64_t k = (uint64_t)-1;
+    for (uint64_t i = 0; i < n; i++) {
+      if (i == 0 || (codes[i] >> shift) != (codes[i - 1] >> shift)) k++;
+      lvl[k].info |= 1u << ((codes[i] >> (shift - 3)) & 7u);
+    }
+  }
+  memcpy(t.nodes + t.level_first[S], roots, (size_t)n * sizeof(vx_node));
+  for (uint32_t l = 0; l < S; l++) { /* child = first index of the next level + running sum */
+    vx_node *lvl = t.nodes + t.level_first[l];
+    uint64_t run = t.level_first[l + 1];
+    for (uint64_t k = 0; k < t.level_count[l]; k++) {
+      lvl[k].child = (uint32_t)run;
+      run += vx_popcount8(vx_node_mask(lvl[k].info));
+    }
+  }
+  st = vx_octree_fit_top(&t, depth, fits, root, err);
+  if (st != VX_OK) {
+    vx_octree_free(&t);
+    return st;
+  }
+  *out = t;
+  return VX_OK;
 }
 
 /* ---- pruning ------------------------------------------------------------------------------------ */

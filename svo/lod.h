@@ -54,12 +54,25 @@ typedef struct vx_fit_root {
  * computed in the node's own frame, so a subtree fitted on its own as a tree whose root is that
  * node gives the bits the whole-tree fit would give.
  * vx_octree_fit_subtree: vx_octree_fit_planes, also returning the root's results (root may be NULL).
- * vx_octree_fit_top: fits levels 0 .. L-1 of a tree of `depth` levels whose levels 0 .. L are
- * loaded (L = t->levels_loaded - 1 < depth, child indices set for levels < L); the nodes of level
- * L already carry their planes, and leaves[k] is the vx_fit_root of node k of level L. */
+ * vx_octree_fit_top: fits levels 0 .. L-1 of a tree of `depth` levels (up to
+ * VX_MAX_TILED_DEPTH) whose levels 0 .. L are loaded (L = t->levels_loaded - 1 < depth, child
+ * indices set for levels < L); the nodes of level L already carry their planes, and leaves[k] is
+ * the vx_fit_root of node k of level L. *root (may be NULL) receives the root's results. */
 vx_status vx_octree_fit_subtree(vx_octree *t, vx_fit_root *root, vx_progress_fn progress, void *user,
                                vx_error *err);
-vx_status vx_octree_fit_top(vx_octree *t, uint32_t depth, const vx_fit_root *leaves, vx_error *err);
+vx_status vx_octree_fit_top(vx_octree *t, uint32_t depth, const vx_fit_root *leaves,
+                           vx_fit_root *root, vx_error *err);
+
+/* The levels 0 .. S above n fitted subtree roots of level S (1 <= S <= VX_MAX_DEPTH - 1) of a
+ * tree of `depth` levels: codes[i] the Morton code of root i in level S's grid (ascending),
+ * roots[i] its node (plane and errors set; its child index is kept as it is), fits[i] its
+ * vx_fit_root. *out holds levels 0 .. S (out->depth = levels_loaded = S + 1: only the storage;
+ * the planes are those of a `depth`-level tree), child indices set above level S, planes fitted
+ * (vx_octree_fit_top); *root (may be NULL) receives the root's results. The out-of-core build
+ * makes its levels above the blocks with it, the tiled build its top tree above the tiles. */
+vx_status vx_octree_top_build(const uint64_t *codes, const vx_node *roots,
+                              const vx_fit_root *fits, uint64_t n, uint32_t S, uint32_t depth,
+                              float band, vx_octree *out, vx_fit_root *root, vx_error *err);
 
 /* Replaces each subtree whose root plane's max error bound is <= max_error (finest voxels) by that
  * root (flag VX_NODE_PRUNED, mask 0), top-down, and compacts the arrays (colours with them: a

@@ -59,6 +59,9 @@
 
 #define VX_MAX_DEPTH 14 /* 16384^3: Morton codes use 42 bits, levels fit a uint8 */
 #define VX_MIN_DEPTH 1
+/* A tiled tree (formats/svo_tiled.h) reaches 2^20 per axis: a top tree over tiles of at most
+ * VX_MAX_DEPTH levels, each in its own index space. */
+#define VX_MAX_TILED_DEPTH 20
 
 enum {
   VX_NODE_PLANE_OK = 1u << 0, /* the fit was well-conditioned: n and d are meaningful */

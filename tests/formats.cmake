@@ -21,3 +21,6 @@ target_compile_definitions(test_formats_color_tables PRIVATE
                            VX_TEXTURE_REFS="${CMAKE_CURRENT_SOURCE_DIR}/data/textures")
 vx_add_test(test_formats_tri_stream
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_tri_stream.c LIBS vx_formats)
+# Tiled trees: built, joined and compared with the untiled build; damaged and forged directories.
+vx_add_test(test_formats_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_tiled.c
+            LIBS vx_lib PkgConfig::ZSTD Threads::Threads)

@@ -113,6 +113,9 @@ static void print_table(const vx_tree *t, const rows *rs) {
     printf("\n");
   }
   if (ti.prune_error > 0) printf("pruned at max error %g voxels\n", ti.prune_error);
+  if (ti.tile_depth)
+    printf("tiled: %llu tiles of %u^3 under %u top levels, joined in memory\n",
+           (unsigned long long)ti.tile_count, 1u << ti.tile_depth, ti.depth - ti.tile_depth);
 }
 
 /* A number for JSON: null where it is not finite (JSON has no infinity or NaN). */

@@ -47,7 +47,11 @@ static const char *convert_help =
     "written atomically: an existing OUT.svo is replaced only when the new one is complete).\n"
     "\n"
     "options:\n"
-    "  --res N          grid resolution, a power of two from 2 to 16384 (required)\n"
+    "  --res N          grid resolution, a power of two from 2 to 16384, or to 1048576 in tiles\n"
+    "                   (required)\n"
+    "  --tile-depth T   write a tiled tree: tiles of 2^T voxels per axis (T in 1..14, at most 13\n"
+    "                   levels above them), each its own compressed, checksummed tree; the default\n"
+    "                   above 16384 is 14. Tiled builds run on the CPU, grey and unpruned so far\n"
     "  --error E        prune every subtree whose plane approximates it within E finest voxels\n"
     "                   (max error bound); 0 keeps the full tree (default 0)\n"
     "  --band B         truncate the distance field at +-B voxels (default 2)\n"
@@ -94,7 +98,7 @@ static const char *render_help =
     "                      OUT_000.png, OUT_001.png, ... (default 1: OUT.png)\n"
     "  -q, --quiet         no report line\n";
 
-static int is_pow2_res(uint32_t r) { return r >= 2 && r <= 16384 && (r & (r - 1)) == 0; }
+static int is_pow2_res(uint32_t r) { return r >= 2 && r <= 1048576 && (r & (r - 1)) == 0; }
 
 int vx_cmd_convert(int argc, char **argv) {
   vx_convert_opts co;
@@ -104,11 +108,12 @@ int vx_cmd_convert(int argc, char **argv) {
   int color_filter = 0, have_filter = 0, no_color = 0;
   const char *grid = NULL;
   double timeout = 300.0;
-  vx_opt o[20];
+  vx_opt o[21];
   int n = 0;
   o[n] = vx_cli_opt("--res", VX_OPT_U32, &co.resolution, 0, 4294967295.0, "a power of two");
   o[n++].seen = &have_res;
   o[n++] = vx_cli_opt("--error", VX_OPT_FLOAT, &co.max_error, 0, 1e6, "voxels");
+  o[n++] = vx_cli_opt("--tile-depth", VX_OPT_U32, &co.tile_depth, 1, 14, "1..14");
   o[n++] = vx_cli_opt("--band", VX_OPT_FLOAT, &co.band, 1, 64, "voxels");
   o[n++] = vx_cli_opt("--threads", VX_OPT_INT, &co.threads, 0, 1024, "a thread count, 0: all cores");
   o[n++] = vx_cli_opt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
@@ -143,8 +148,8 @@ int vx_cmd_convert(int argc, char **argv) {
                               "level set's values give the sign)");
   if (!have_res && !vdb) return vx_cli_usage_error("convert", "--res N is required");
   if (have_res && !is_pow2_res(co.resolution))
-    return vx_cli_usage_error("convert", "--res must be a power of two from 2 to 16384 (got %u)",
-                              co.resolution);
+    return vx_cli_usage_error("convert", "--res must be a power of two from 2 to 16384, or to "
+                              "1048576 in tiles (got %u)", co.resolution);
   if (gpu && cpu) return vx_cli_usage_error("convert", "--gpu and --cpu exclude each other");
   if (no_color && have_filter)
     return vx_cli_usage_error("convert", "--color-filter and --no-color exclude each other");

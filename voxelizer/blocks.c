@@ -254,12 +254,12 @@ static int cmp_u32(const void *a, const void *b) {
 /* Processes work item k into j->out_*[k]. Returns VX_OK or VX_ERR_NOMEM. */
 vx_status vx_block_run(vx_block *b, const vx_soup *mesh, const vx_transform *xf,
                        const vx_bins *bins, uint64_t bm, uint64_t *corners) {
-  const int64_t B = (int64_t)1 << bins->blog, R = (int64_t)1 << bins->depth;
+  const int64_t B = (int64_t)1 << bins->blog, R = (int64_t)1 << bins->grid_depth;
   uint32_t bx, by, bz;
   vx_morton_decode(bm, &bx, &by, &bz);
-  b->org[0] = (int64_t)bx * B;
-  b->org[1] = (int64_t)by * B;
-  b->org[2] = (int64_t)bz * B;
+  b->org[0] = bins->org[0] + (int64_t)bx * B;
+  b->org[1] = bins->org[1] + (int64_t)by * B;
+  b->org[2] = bins->org[2] + (int64_t)bz * B;
   b->tris = bins->tris + bins->off[bm];
   b->ntris = bins->off[bm + 1] - bins->off[bm];
   if (corners) *corners = 0;
@@ -373,6 +373,7 @@ static void *worker(void *arg) {
 typedef struct bin_walk {
   const double *g;
   int64_t B, bl[3], bh[3];
+  double org[3]; /* the region's minimum voxel (block (0,0,0) starts there) */
   int many, pass;
   uint32_t t;
   uint64_t *off;
@@ -390,8 +391,9 @@ static void bin_cube(const bin_walk *w, int64_t x, int64_t y, int64_t z, int64_t
   const double B = (double)w->B;
   if (size > 1) {
     double hh = 0.5 * (double)size * B + 1.002;
-    double c[3] = {((double)x + 0.5 * (double)size) * B, ((double)y + 0.5 * (double)size) * B,
-                   ((double)z + 0.5 * (double)size) * B};
+    double c[3] = {((double)x + 0.5 * (double)size) * B + w->org[0],
+                   ((double)y + 0.5 * (double)size) * B + w->org[1],
+                   ((double)z + 0.5 * (double)size) * B + w->org[2]};
     double h[3] = {hh, hh, hh};
     if (!vx_tri_box_overlap(w->g, c, h)) return;
     const int64_t s2 = size / 2;
@@ -401,7 +403,8 @@ static void bin_cube(const bin_walk *w, int64_t x, int64_t y, int64_t z, int64_t
   }
   /* A large triangle skips the blocks its plane misses: the block with its halo, grown by 1e-3
    * voxel so that rounding never drops a block the voxel test would use. */
-  double c[3] = {((double)x + 0.5) * B, ((double)y + 0.5) * B, ((double)z + 0.5) * B};
+  double c[3] = {((double)x + 0.5) * B + w->org[0], ((double)y + 0.5) * B + w->org[1],
+                 ((double)z + 0.5) * B + w->org[2]};
   double h[3] = {0.5 * B + 1.001, 0.5 * B + 1.001, 0.5 * B + 1.001};
   if (w->many && !vx_tri_box_overlap(w->g, c, h)) return;
   uint64_t bm = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
@@ -411,29 +414,37 @@ static void bin_cube(const bin_walk *w, int64_t x, int64_t y, int64_t z, int64_t
     w->tris[w->off[bm]++] = w->t;
 }
 
-/* Fills the bins: counts (pass 0) or triangle lists (pass 1). */
-static void bin_pass(const vx_soup *m, const vx_transform *xf, int64_t R, uint32_t blog, int pass,
+/* Fills the bins of the region whose minimum voxel is org (nb blocks per axis) in a grid of R
+ * voxels per axis: counts (pass 0) or triangle lists (pass 1). */
+static void bin_pass(const vx_soup *m, const vx_transform *xf, int64_t R, const int64_t org[3],
+                     int64_t nb, uint32_t blog, const uint32_t *cand, uint64_t ncand, int pass,
                      uint64_t *off, uint32_t *tris) {
-  const int64_t B = (int64_t)1 << blog, nb = R >> blog;
+  const int64_t B = (int64_t)1 << blog;
   bin_walk w;
   memset(&w, 0, sizeof w);
   w.B = B;
   w.pass = pass;
   w.off = off;
   w.tris = tris;
-  for (uint64_t t = 0; t < m->tri_count; t++) {
+  for (int i = 0; i < 3; i++) w.org[i] = (double)org[i];
+  const uint64_t n = cand ? ncand : m->tri_count;
+  for (uint64_t c = 0; c < n; c++) {
+    const uint64_t t = cand ? cand[c] : c;
     double g[9];
     int64_t lo[3], hi[3];
     vx_grid_tri(m, xf, t, g);
     if (!vx_tri_voxel_range(g, R, lo, hi)) continue;
     int64_t ext = 1;
+    int outside = 0;
     for (int i = 0; i < 3; i++) {
-      w.bl[i] = floor_div(lo[i] - 1, B);
-      w.bh[i] = floor_div(hi[i] + 1, B);
+      w.bl[i] = floor_div(lo[i] - 1 - org[i], B);
+      w.bh[i] = floor_div(hi[i] + 1 - org[i], B);
+      if (w.bh[i] < 0 || w.bl[i] > nb - 1) outside = 1;
       if (w.bl[i] < 0) w.bl[i] = 0;
       if (w.bh[i] > nb - 1) w.bh[i] = nb - 1;
       while (ext < nb && (w.bl[i] / ext != w.bh[i] / ext)) ext *= 2;
     }
+    if (outside) continue; /* another tile's triangle */
     w.g = g;
     w.t = (uint32_t)t;
     w.many = w.bl[0] != w.bh[0] || w.bl[1] != w.bh[1] || w.bl[2] != w.bh[2];
@@ -461,10 +472,25 @@ void vx_bins_free(vx_bins *b) {
 
 vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
                         uint32_t blog, uint64_t mem_limit, vx_bins *out, vx_error *err) {
+  return vx_bins_build_region(mesh, xf, depth, depth, 0, NULL, 0, blog, mem_limit, out, err);
+}
+
+vx_status vx_bins_build_region(const vx_soup *mesh, const vx_transform *xf, uint32_t grid_depth,
+                               uint32_t depth, uint64_t region, const uint32_t *cand,
+                               uint64_t ncand, uint32_t blog, uint64_t mem_limit, vx_bins *out,
+                               vx_error *err) {
   memset(out, 0, sizeof *out);
+  for (uint64_t i = 0; cand && i < ncand; i++)
+    if (cand[i] >= mesh->tri_count || (i > 0 && cand[i] <= cand[i - 1]))
+      return vx_error_set(err, VX_ERR_INVALID_ARG, "candidate triangle %llu out of order or range",
+                          (unsigned long long)i);
   if (depth < VX_MIN_DEPTH || depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "grid depth %u outside [%d, %d]", depth,
                         VX_MIN_DEPTH, VX_MAX_DEPTH);
+  if (grid_depth < depth || grid_depth > VX_MAX_TILED_DEPTH ||
+      (grid_depth - depth < 21 && (region >> 3 * (grid_depth - depth)) != 0))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "region %llu of level %u outside a 2^%u grid",
+                        (unsigned long long)region, grid_depth - depth, grid_depth);
   if (mesh->tri_count == 0) return vx_error_set(err, VX_ERR_EMPTY, "the mesh has no triangles");
   if (mesh->tri_count > UINT32_MAX)
     return vx_error_set(err, VX_ERR_LIMIT, "more than 2^32 - 1 triangles");
@@ -476,6 +502,12 @@ vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t de
   if (nblocks > (UINT64_C(1) << 27))
     return vx_error_set(err, VX_ERR_LIMIT, "%llu blocks of 2^%u voxels: too many",
                         (unsigned long long)nblocks, blog);
+  uint32_t rx, ry, rz;
+  vx_morton_decode(region, &rx, &ry, &rz);
+  out->grid_depth = grid_depth;
+  out->org[0] = (int64_t)rx << depth;
+  out->org[1] = (int64_t)ry << depth;
+  out->org[2] = (int64_t)rz << depth;
   out->depth = depth;
   out->blog = blog;
   out->nblocks = nblocks;
@@ -484,7 +516,8 @@ vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t de
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu block bins",
                         (unsigned long long)nblocks);
   out->off = off;
-  bin_pass(mesh, xf, R, blog, 0, off, NULL);
+  const int64_t RG = (int64_t)1 << grid_depth;
+  bin_pass(mesh, xf, RG, out->org, nb, blog, cand, ncand, 0, off, NULL);
   uint64_t total = 0, nwork = 0;
   for (uint64_t i = 0; i < nblocks; i++) {
     uint64_t c = off[i];
@@ -512,7 +545,7 @@ vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t de
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu triangle bin entries",
                         (unsigned long long)total);
   }
-  bin_pass(mesh, xf, R, blog, 1, off, out->tris); /* off[b] now ends bin b: shift back */
+  bin_pass(mesh, xf, RG, out->org, nb, blog, cand, ncand, 1, off, out->tris); /* off[b] now ends bin b: shift back */
   memmove(off + 1, off, nblocks * sizeof(uint64_t));
   off[0] = 0;
   for (uint64_t i = 0; i < nblocks; i++)

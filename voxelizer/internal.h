@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include "svo/soup.h"
 #include "svo/svo.h"
+#include "svo/lod.h"
 #include "svo/stream.h"
 #include "voxelizer/voxelizer.h"
 #include "voxelizer/winding.h"
@@ -227,7 +228,9 @@ uint64_t vx_block_thin_fix(vx_block *b, vx_voxel *field);
 
 /* Triangles binned to aligned blocks of 2^blog voxels per axis. */
 typedef struct vx_bins {
-  uint32_t depth, blog;
+  uint32_t depth, blog;   /* the region binned: 2^depth voxels per axis, blocks of 2^blog */
+  uint32_t grid_depth;    /* the whole grid's depth (>= depth; larger for a tile) */
+  int64_t org[3];         /* the region's minimum voxel in the grid (0 for the whole grid) */
   uint64_t nblocks;  /* (2^(depth-blog))^3 */
   uint64_t *off;     /* bin b is tris[off[b] .. off[b+1]) */
   uint32_t *tris;    /* triangle indices, ascending within a bin */
@@ -244,6 +247,16 @@ uint32_t vx_block_log2(uint32_t depth, uint32_t requested);
  * mem_limit (0: none), the entries against it before they are allocated (VX_ERR_LIMIT). */
 vx_status vx_bins_build(const vx_soup *mesh, const vx_transform *xf, uint32_t depth,
                         uint32_t blog, uint64_t mem_limit, vx_bins *out, vx_error *err);
+/* The same for one region of the grid: the cell `region` (Morton code) of level
+ * grid_depth - depth, 2^depth voxels per axis (depth <= VX_MAX_DEPTH, grid_depth <=
+ * VX_MAX_TILED_DEPTH): only the triangles that reach its blocks, block codes local to it;
+ * cand (ascending, may be NULL: every triangle) the ones to look at. Blocks run on such bins
+ * (vx_block_run) compute in the grid's coordinates, so their voxels and values are those of the
+ * whole grid's blocks over the same voxels. */
+vx_status vx_bins_build_region(const vx_soup *mesh, const vx_transform *xf, uint32_t grid_depth,
+                               uint32_t depth, uint64_t region, const uint32_t *cand,
+                               uint64_t ncand, uint32_t blog, uint64_t mem_limit, vx_bins *out,
+                               vx_error *err);
 void vx_bins_free(vx_bins *b);
 
 /* Scratch for one block of edge B (one per thread). Returns 0 when out of memory (then call
@@ -325,11 +338,28 @@ typedef struct vx_stream_build_opts {
   uint32_t block_log2;   /* log2 of the block edge; 0: vx_block_log2's choice */
   uint64_t fail_block;   /* k > 0: block k-1 fails with VX_ERR_IO (cleanup tests) */
   vx_gpu_build_opts gpu; /* GPU build (opts->gpu): partition size and memory budget */
+  /* A tile (opts->tile_depth): the whole mesh's sign tables, made once for every tile
+   * (vx_sign_build_rule on the deduplicated mesh in the grid's transform), and where the tile
+   * root's fit goes (the tiled build fits its top tree from them). */
+  const vx_sign_data *sign;
+  vx_fit_root *tile_root;
+  const uint32_t *tile_tris; /* the triangles that may reach the tile (ascending; NULL: all) */
+  uint64_t tile_ntris;
 } vx_stream_build_opts;
 
 vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opts,
                                 const char *tmp_dir, const vx_stream_build_opts *xo,
                                 vx_stream *out, vx_voxelize_stats *stats, vx_error *err);
+
+/* One tile of a tiled build (opts->tile_depth, opts->tile_code; xo->sign and xo->tile_root
+ * required): the streaming build of the tile's cell alone, from `mesh` already without its exact
+ * duplicates (vx_voxelize_unique), on the CPU and grey. *out is a stream of tile_depth levels,
+ * rooted at the tile's cell, its transform that of the tile (the grid's, moved to the cell's
+ * corner); its levels are bit for bit the subtree below that cell of the whole grid's build.
+ * VX_ERR_EMPTY when the tile has no surface voxels. */
+vx_status vx_voxelize_tile(const vx_soup *mesh, const vx_voxelize_opts *opts, const char *tmp_dir,
+                           const vx_stream_build_opts *xo, vx_stream *out,
+                           vx_voxelize_stats *stats, vx_error *err);
 
 /* The mesh's surface area in grid units (finest voxels squared) under transform xf. */
 double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf);

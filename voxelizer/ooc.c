@@ -104,6 +104,7 @@ typedef struct ooc_job {
   col_patch *patch;
   uint64_t npatch, patch_cap;
   uint32_t *root_color;       /* final colour of each root (build_top) */
+  vx_fit_root *tile_root;     /* a tile's build: where its root's fit goes (else NULL) */
   double color_sec;           /* the threads' seconds in color_block */
 } ooc_job;
 
@@ -310,42 +311,13 @@ static vx_status build_top(ooc_job *j, vx_error *err) {
     if (j->nroots != 1)
       return vx_error_set(err, VX_ERR_INVALID_ARG, "%llu roots for a one-block grid",
                           (unsigned long long)j->nroots);
+    if (j->tile_root) *j->tile_root = j->root_fit[0];
     return vx_stream_set_top(j->out, NULL, counts, err); /* its colours are final */
   }
   vx_octree t;
-  memset(&t, 0, sizeof t);
-  t.depth = D;
-  t.levels_loaded = S + 1;
-  t.band = j->band;
-  for (uint32_t l = 0; l < S; l++) {
-    uint32_t shift = 3 * (S - l);
-    uint64_t c = 0;
-    for (uint64_t i = 0; i < j->nroots; i++)
-      if (i == 0 || (j->root_code[i] >> shift) != (j->root_code[i - 1] >> shift)) c++;
-    t.level_count[l] = c;
-  }
-  t.level_count[S] = j->nroots;
-  vx_status st = vx_octree_alloc(&t, err);
+  vx_status st = vx_octree_top_build(j->root_code, j->root_node, j->root_fit, j->nroots, S, D,
+                                     j->band, &t, j->tile_root, err);
   if (st != VX_OK) return st;
-  for (uint32_t l = 0; l < S; l++) {
-    uint32_t shift = 3 * (S - l);
-    vx_node *lvl = t.nodes + t.level_first[l];
-    uint64_t k = (uint64_t)-1;
-    for (uint64_t i = 0; i < j->nroots; i++) {
-      if (i == 0 || (j->root_code[i] >> shift) != (j->root_code[i - 1] >> shift)) k++;
-      lvl[k].info |= 1u << ((j->root_code[i] >> (shift - 3)) & 7u);
-    }
-  }
-  memcpy(t.nodes + t.level_first[S], j->root_node, (size_t)j->nroots * sizeof(vx_node));
-  for (uint32_t l = 0; l < S; l++) { /* child = first index of the next level + running sum */
-    vx_node *lvl = t.nodes + t.level_first[l];
-    uint64_t run = t.level_first[l + 1];
-    for (uint64_t k = 0; k < t.level_count[l]; k++) {
-      lvl[k].child = (uint32_t)run;
-      run += vx_popcount8(vx_node_mask(lvl[k].info));
-    }
-  }
-  st = vx_octree_fit_top(&t, D, j->root_fit, err);
   uint32_t *top_color = NULL;
   if (st == VX_OK && j->color) { /* the top's colours and the roots' final ones */
     j->root_color = (uint32_t *)vx_malloc((size_t)(j->nroots ? j->nroots : 1) * 4);
@@ -520,10 +492,20 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
   memset(out, 0, sizeof *out);
   if (stats) memset(stats, 0, sizeof *stats);
   vx_transform xf;
-  uint32_t depth;
+  uint32_t gdepth, depth;
   float band;
-  vx_status st = vx_voxelize_setup(mesh, opts, &xf, &depth, &band, err);
+  vx_status st = vx_voxelize_setup(mesh, opts, &xf, &gdepth, &band, err);
   if (st != VX_OK) return st;
+  /* a tile: its cell's levels only, on the CPU, grey, with the sign tables given */
+  const int tile = opts->tile_depth != 0;
+  depth = tile ? opts->tile_depth : gdepth;
+  if (tile && (depth > VX_MAX_DEPTH || depth > gdepth || !xo || !xo->sign || !xo->tile_root ||
+               opts->gpu || color_soup ||
+               (gdepth - depth < 21 && opts->tile_code >> 3 * (gdepth - depth) != 0)))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "tile %llu of depth %u in a %u^3 grid: not a CPU build of one cell with "
+                        "the sign tables given", (unsigned long long)opts->tile_code,
+                        opts->tile_depth, opts->resolution);
   const uint32_t blog = vx_block_log2(depth, xo ? xo->block_log2 : 0);
   const uint32_t B = 1u << blog;
   const uint64_t limit = opts->mem_limit;
@@ -576,9 +558,12 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
 
   double t0 = vx_clock_seconds();
   void *warm = opts->gpu ? vx_gpu_warmup_start() : NULL;
-  vx_sign_data sign;
-  st = vx_sign_build_rule_ex(mesh, &xf, opts->sign_rule, opts->gpu, opts->threads, &sign,
-                             err); /* as vx_voxelize */
+  vx_sign_data sign; /* a tile's are given: this one stays empty */
+  memset(&sign, 0, sizeof sign);
+  st = tile ? VX_OK
+            : vx_sign_build_rule_ex(mesh, &xf, opts->sign_rule, opts->gpu, opts->threads, &sign,
+                                    err); /* as vx_voxelize */
+  const vx_sign_data *sg = tile ? xo->sign : &sign;
   vx_gpu_warmup_join(warm);
   if (st != VX_OK) {
     color_source_close(&csrc);
@@ -600,7 +585,9 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
     vx_sign_free(&sign);
     if (st == VX_OK) st = gpu_blocks(&gi, blog, err);
   } else {
-    st = vx_bins_build(mesh, &xf, depth, blog, limit, &bins, err);
+    st = vx_bins_build_region(mesh, &xf, gdepth, depth, tile ? opts->tile_code : 0,
+                              tile ? xo->tile_tris : NULL, tile ? xo->tile_ntris : 0, blog, limit,
+                              &bins, err);
   }
   if (st == VX_OK && own_cbins) /* the coloured soup's triangles, duplicates included */
     st = vx_bins_build(color_soup, &xf, depth, blog, limit, &cbins, err);
@@ -669,11 +656,14 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
     j.cbins = own_cbins ? &cbins : &bins;
   }
   out->xf = xf;
+  for (int i = 0; i < 3; i++) /* a tile's transform: the grid's, from its cell's corner */
+    out->xf.origin[i] = xf.origin[i] + (double)bins.org[i] * xf.scale;
   out->band = band;
   out->prune_error = 0.0f;
   j.mesh = mesh;
   j.xf = &xf;
-  j.sign = &sign;
+  j.sign = sg;
+  j.tile_root = tile ? xo->tile_root : NULL;
   j.bins = &bins;
   j.surf = opts->gpu ? &gi.surf : NULL;
   j.work = opts->gpu ? gi.work : bins.work;
@@ -773,4 +763,14 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
 vx_status vx_voxelize_stream(const vx_soup *mesh, const vx_voxelize_opts *opts, const char *tmp_dir,
                              vx_stream *out, vx_voxelize_stats *stats, vx_error *err) {
   return vx_voxelize_stream_ex(mesh, opts, tmp_dir, NULL, out, stats, err);
+}
+
+vx_status vx_voxelize_tile(const vx_soup *mesh, const vx_voxelize_opts *opts, const char *tmp_dir,
+                           const vx_stream_build_opts *xo, vx_stream *out,
+                           vx_voxelize_stats *stats, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (stats) memset(stats, 0, sizeof *stats);
+  if (!opts || opts->tile_depth == 0)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "a tile build needs opts->tile_depth");
+  return stream_unique(mesh, NULL, opts, tmp_dir, xo, out, stats, err);
 }

@@ -27,10 +27,11 @@
 
 vx_status vx_voxelize_transform(const vx_soup *mesh, uint32_t resolution, vx_transform *xf,
                                 vx_error *err) {
-  if (resolution < 2 || resolution > (1u << VX_MAX_DEPTH) || (resolution & (resolution - 1)))
+  if (resolution < 2 || resolution > (1u << VX_MAX_TILED_DEPTH) ||
+      (resolution & (resolution - 1)))
     return vx_error_set(err, VX_ERR_INVALID_ARG,
                         "resolution %u is not a power of two between 2 and %u", resolution,
-                        1u << VX_MAX_DEPTH);
+                        1u << VX_MAX_TILED_DEPTH);
   if (!mesh || mesh->tri_count == 0)
     return vx_error_set(err, VX_ERR_EMPTY, "the mesh has no triangles");
   double ext = 0.0;
@@ -91,6 +92,10 @@ static vx_status check_limit(const vx_soup *mesh, const vx_voxelize_opts *opts,
 vx_status vx_voxelize_setup(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_transform *xf,
                             uint32_t *depth, float *band, vx_error *err) {
   if (!mesh || !opts) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh or no options");
+  if (opts->tile_depth == 0 && opts->resolution > (1u << VX_MAX_DEPTH))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "resolution %u: one tree holds at most %u^3; finer grids are built in "
+                        "tiles", opts->resolution, 1u << VX_MAX_DEPTH);
   vx_status st = vx_voxelize_transform(mesh, opts->resolution, xf, err);
   if (st != VX_OK) return st;
   *depth = 0;

@@ -55,6 +55,12 @@ typedef struct vx_voxelize_opts {
   int color;               /* vx_voxelize_stream: 1 = colours too, when the mesh has them (the
                               bytes of vx_color_tree on the tree, with color_filter) */
   vx_color_filter color_filter;
+  /* One tile of a tiled build (vx_voxelize_tile): the cell tile_code (Morton code) of level
+   * depth - tile_depth, built as a tree of tile_depth levels (<= VX_MAX_DEPTH) rooted there;
+   * resolution may then reach 2^VX_MAX_TILED_DEPTH. 0: the whole grid (resolution <=
+   * 2^VX_MAX_DEPTH). */
+  uint32_t tile_depth;
+  uint64_t tile_code;
 } vx_voxelize_opts;
 
 typedef struct vx_voxelize_stats {

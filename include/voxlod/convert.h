@@ -23,7 +23,8 @@ VX_EXTERN_C_BEGIN
 /* sign_rule takes a vx_sign_rule (base.h): VX_SIGN_WINDING (default) or VX_SIGN_PSEUDO_NORMAL. */
 typedef struct vx_convert_opts {
   uint32_t struct_size;    /* sizeof(vx_convert_opts), or 0 */
-  uint32_t resolution;     /* cells per axis, a power of two from 2 to 16384; 0: 256 */
+  uint32_t resolution;     /* cells per axis, a power of two from 2 to 16384 (to 2^20 tiled,
+                              see tile_depth); 0: 256 */
   float max_error;         /* prune subtrees whose plane is within this many finest voxels; 0: keep
                               the full tree */
   float band;              /* truncate the distance field at +-band voxels (1..64); 0: 2 */
@@ -40,6 +41,10 @@ typedef struct vx_convert_opts {
   void *user;
   vx_color_mode color;     /* VX_COLOR_AUTO (0): colour when the mesh has it; VX_COLOR_OFF */
   vx_color_filter color_filter; /* VX_COLOR_FILTER_MEAN (0) or VX_COLOR_FILTER_DOMINANT */
+  uint32_t tile_depth;     /* 0: one tree (resolution up to 16384), or tiles of 16384^3 above
+                              that; T in 1..14: a tiled file (vx_convert_to_file only) of tiles of
+                              2^T voxels per axis under at most 13 top levels, resolution up to
+                              2^20. Tiled builds run on the CPU, grey, unpruned so far */
 } vx_convert_opts;
 
 /* The result of a conversion: the tree (in-memory calls), notes, statistics. */

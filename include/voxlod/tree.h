@@ -67,6 +67,10 @@ typedef struct vx_tree_info {
   uint32_t file_version;   /* .svo format version of that file (0: not from a file) */
   uint32_t has_color;      /* 1: nodes and voxels carry RGBA8 colours */
   uint64_t color_bytes;    /* 4 per loaded node and voxel when coloured, else 0 */
+  uint32_t tile_depth;     /* read from a tiled file (file_version 3): its tiles' depth (the
+                              tree is the tiles and the top tree joined); else 0 */
+  uint32_t reserved0;
+  uint64_t tile_count;     /* ... and its tiles */
 } vx_tree_info;
 
 VX_API vx_status vx_tree_get_info(const vx_tree *t, vx_tree_info *info);

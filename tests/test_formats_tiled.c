@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_formats_tiled.c - tiled trees (formats/svo_tiled.h, lib/convert_tiled.c): a tiled build
+ * joined back is the untiled build of the same mesh, voxel for voxel and byte for byte; a tile
+ * cut out of the file is an ordinary .svo; the bytes do not depend on threads; damaged and forged
+ * files are refused with bounded memory. */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+#include "meshgen.h"
+#include "lib/internal.h"
+#include "formats/svo_codec.h"
+#include "formats/svo_tiled.h"
+
+#include <unistd.h>
+
+static char dir[256];
+
+/* A torus around a sphere, off centre: tiles full, empty and cut through. */
+static vx_mesh *scene(void) {
+  vx_soup s;
+  memset(&s, 0, sizeof s);
+  meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
+  meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
+  float *v = (float *)malloc(s.tri_count * 9 * sizeof(float));
+  uint32_t *ix = (uint32_t *)malloc(s.tri_count * 3 * sizeof(uint32_t));
+  memcpy(v, s.pos, s.tri_count * 9 * sizeof(float));
+  for (uint32_t i = 0; i < s.tri_count * 3; i++) ix[i] = i;
+  vx_mesh *m = NULL;
+  CHECK(vx_mesh_from_arrays(v, s.tri_count * 3, ix, s.tri_count, &m, NULL) == VX_OK);
+  free(v);
+  free(ix);
+  vx_soup_free(&s);
+  return m;
+}
+
+static vx_status convert(const vx_mesh *m, uint32_t res, uint32_t tile_depth, int threads,
+                         const char *path, vx_error *err) {
+  vx_convert_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.resolution = res;
+  o.tile_depth = tile_depth;
+  o.threads = threads;
+  o.device = VX_DEVICE_CPU;
+  o.color = VX_COLOR_OFF;
+  return vx_convert_to_file(m, &o, path, NULL, err);
+}
+
+static uint8_t *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = (uint8_t *)malloc(*n ? *n : 1);
+  if (fread(b, 1, *n, f) != *n) *n = 0;
+  fclose(f);
+  return b;
+}
+
+/* The untiled and the tiled file of one mesh: the tiled one joined is the same tree, and both
+ * encode to the same bytes. */
+static void same_tree(uint32_t res, uint32_t T) {
+  vx_mesh *m = scene();
+  char u[300], t[300];
+  snprintf(u, sizeof u, "%s/u.svo", dir);
+  snprintf(t, sizeof t, "%s/t.svo", dir);
+  vx_error e;
+  CHECK(convert(m, res, 0, 0, u, &e) == VX_OK);
+  CHECK(convert(m, res, T, 0, t, &e) == VX_OK);
+  vx_tree *a = NULL, *b = NULL;
+  CHECK(vx_tree_load(u, NULL, &a, &e) == VX_OK);
+  CHECK(vx_tree_load(t, NULL, &b, &e) == VX_OK);
+  if (a && b) {
+    const vx_octree *x = &a->oct, *y = &b->oct;
+    CHECK(x->depth == y->depth && x->node_count == y->node_count &&
+          x->voxel_count == y->voxel_count);
+    CHECK(x->node_count == y->node_count &&
+          memcmp(x->nodes, y->nodes, x->node_count * sizeof(vx_node)) == 0);
+    CHECK(x->voxel_count == y->voxel_count &&
+          memcmp(x->voxels, y->voxels, x->voxel_count * sizeof(vx_voxel)) == 0);
+    void *p = NULL, *q = NULL;
+    size_t pn = 0, qn = 0;
+    CHECK(vx_tree_encode(a, NULL, &p, &pn, &e) == VX_OK);
+    CHECK(vx_tree_encode(b, NULL, &q, &qn, &e) == VX_OK);
+    CHECK(pn == qn && pn > 0 && memcmp(p, q, pn) == 0);
+    vx_buffer_free(p);
+    vx_buffer_free(q);
+    vx_tree_info i;
+    memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    CHECK(vx_tree_get_info(b, &i) == VX_OK && i.file_version == 3 && i.tile_depth == T &&
+          i.tile_count >= 1 && i.tile_count <= (1ull << 3 * (i.depth - T)));
+    printf("%u^3 in %u^3 tiles: %llu tiles, %llu voxels, %llu nodes: the untiled tree\n", res,
+           1u << (i.depth - T), (unsigned long long)i.tile_count,
+           (unsigned long long)i.voxel_count, (unsigned long long)i.node_count);
+  }
+  /* each tile, cut out of the file, is a version-2 .svo placed at its cell */
+  vx_tiled *tl = NULL;
+  CHECK(vx_tiled_open(t, NULL, &tl, &e) == VX_OK);
+  size_t n = 0;
+  uint8_t *bytes = slurp(t, &n);
+  for (uint64_t k = 0; tl && k < vx_tiled_tile_count(tl); k++) {
+    const vx_tile_entry *te = vx_tiled_tile(tl, k);
+    vx_octree one, two;
+    CHECK(vx_svo_decode(bytes + te->offset, te->length, NULL, &one, NULL, &e) == VX_OK);
+    CHECK(vx_tiled_read_tile(tl, k, NULL, &two, &e) == VX_OK);
+    CHECK(one.voxel_count == te->voxels && one.voxel_count == two.voxel_count);
+    vx_transform want;
+    vx_tile_transform(vx_tiled_get_header(tl), te->code, &want);
+    CHECK(memcmp(&one.xf, &want, sizeof want) == 0);
+    vx_octree_free(&one);
+    vx_octree_free(&two);
+  }
+  free(bytes);
+  vx_tiled_close(tl);
+  vx_tree_free(a);
+  vx_tree_free(b);
+  vx_mesh_free(m);
+}
+
+static void tiled_equals_untiled(void) {
+  same_tree(64, 3);  /* 8^3 tiles of 8^3 */
+  same_tree(512, 7); /* 4^3 tiles of 128^3 */
+}
+
+/* The same bytes on 1 and 2 threads; a finer grid than one tree holds refuses to join. */
+static void bytes_do_not_depend_on_threads(void) {
+  vx_mesh *m = scene();
+  char a[300], b[300];
+  snprintf(a, sizeof a, "%s/a.svo", dir);
+  snprintf(b, sizeof b, "%s/b.svo", dir);
+  vx_error e;
+  CHECK(convert(m, 128, 4, 1, a, &e) == VX_OK);
+  CHECK(convert(m, 128, 4, 2, b, &e) == VX_OK);
+  size_t an = 0, bn = 0;
+  uint8_t *x = slurp(a, &an), *y = slurp(b, &bn);
+  CHECK(an == bn && an > 0 && memcmp(x, y, an) == 0);
+  free(x);
+  free(y);
+  /* the old reader's answer to a tiled file: not one tree */
+  vx_octree o;
+  CHECK(vx_svo_read(a, NULL, &o, NULL, &e) == VX_ERR_FORMAT && strstr(e.msg, "tiled") != NULL);
+  vx_mesh_free(m);
+}
+
+/* A small tiled file in memory. */
+static uint8_t *small_file(size_t *n) {
+  vx_mesh *m = scene();
+  char p[300];
+  snprintf(p, sizeof p, "%s/s.svo", dir);
+  CHECK(convert(m, 16, 2, 0, p, NULL) == VX_OK);
+  vx_mesh_free(m);
+  return slurp(p, n);
+}
+
+static vx_status open_all(const uint8_t *d, size_t n, vx_error *e) {
+  vx_tiled *t = NULL;
+  vx_svo_read_opts ro = {-1, 64u << 20};
+  vx_status s = vx_tiled_open_memory(d, n, &ro, &t, e);
+  vx_octree o;
+  if (s == VX_OK) s = vx_tiled_stitch(t, &ro, &o, e);
+  if (s == VX_OK) vx_octree_free(&o);
+  vx_tiled_close(t);
+  return s;
+}
+
+/* Every single-byte change and every truncation is refused. */
+static void damage_is_refused(void) {
+  size_t n = 0;
+  uint8_t *d = small_file(&n);
+  vx_error e;
+  CHECK(d && open_all(d, n, &e) == VX_OK);
+  uint64_t missed = 0;
+  for (size_t i = 0; d && i < n; i++) {
+    const uint8_t keep = d[i];
+    d[i] ^= 0x21;
+    missed += open_all(d, n, &e) == VX_OK;
+    d[i] = keep;
+  }
+  CHECK(missed == 0);
+  for (size_t k = 0; d && k < n; k++) missed += open_all(d, k, &e) == VX_OK;
+  CHECK(missed == 0);
+  printf("%zu bytes: every byte changed and every truncation refused\n", n);
+  free(d);
+}
+
+/* Rewrites the header record (and the directory with `dir_edit`) with valid frames and checks,
+ * as a forger would: the semantic checks must refuse what the checksums cannot. */
+typedef void (*edit_fn)(uint8_t *hdr, uint8_t *dirr, uint64_t K, uint64_t ntiles);
+
+static uint8_t *reframe(const uint8_t *d, size_t n, edit_fn edit, size_t *out_n) {
+  const uint8_t *tr = d + n - 32;
+  const uint64_t hoff = vx_get_u64(tr);
+  const uint32_t hz = vx_get_u32(tr + 8), hr = vx_get_u32(tr + 12);
+  uint8_t hdr[256];
+  ZSTD_decompress(hdr, hr, d + hoff, hz);
+  const uint64_t dz = vx_get_u64(hdr + 64), draw = vx_get_u64(hdr + 72);
+  uint8_t *dirr = (uint8_t *)malloc(draw);
+  ZSTD_decompress(dirr, draw, d + hoff + hz, dz);
+  const uint64_t K = vx_get_u32(hdr) - vx_get_u32(hdr + 4), N = vx_get_u64(hdr + 56);
+  edit(hdr, dirr, K, N);
+  ZSTD_CCtx *cc = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+  uint8_t *nd = (uint8_t *)malloc(ZSTD_compressBound(draw));
+  size_t ndz = ZSTD_compress2(cc, nd, ZSTD_compressBound(draw), dirr, draw);
+  uint32_t dcheck = 0, hcheck = 0;
+  vx_svo_bytes_check(cc, nd, ndz, &dcheck);
+  vx_put_u64(hdr + 64, ndz);
+  vx_put_u32(hdr + 80, dcheck);
+  ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
+  ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+  uint8_t nh[512];
+  size_t nhz = ZSTD_compress2(cc, nh, sizeof nh, hdr, hr);
+  ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
+  vx_svo_bytes_check(cc, nh, nhz, &hcheck);
+  ZSTD_freeCCtx(cc);
+  *out_n = hoff + nhz + ndz + 32;
+  uint8_t *o = (uint8_t *)malloc(*out_n);
+  memcpy(o, d, hoff);
+  memcpy(o + hoff, nh, nhz);
+  memcpy(o + hoff + nhz, nd, ndz);
+  uint8_t *t = o + hoff + nhz + ndz;
+  memcpy(t, tr, 32);
+  vx_put_u32(t + 8, (uint32_t)nhz);
+  vx_put_u32(t + 16, hcheck);
+  free(nd);
+  free(dirr);
+  return o;
+}
+
+/* where the index starts in the directory: after the top levels' records */
+static uint8_t *index_of(uint8_t *hdr, uint8_t *dirr, uint64_t K) {
+  uint64_t nodes = 0;
+  for (uint64_t l = 0; l <= K; l++) nodes += vx_get_u64(hdr + 112 + 8 * l);
+  return dirr + nodes * 12;
+}
+static void e_none(uint8_t *h, uint8_t *d, uint64_t K, uint64_t N) { (void)h, (void)d, (void)K, (void)N; }
+static void e_huge(uint8_t *h, uint8_t *d, uint64_t K, uint64_t N) {
+  (void)d, (void)K, (void)N;
+  vx_put_u64(h + 56, UINT64_C(1) << 63);
+}
+static void e_deep(uint8_t *h, uint8_t *d, uint64_t K, uint64_t N) {
+  (void)d, (void)K, (void)N;
+  vx_put_u32(h, 21);
+}
+static void e_swap(uint8_t *h, uint8_t *d, uint64_t K, uint64_t N) {
+  uint8_t *ix = index_of(h, d, K), tmp[8]; /* the first two tiles' cells trade places */
+  if (N < 2) return;
+  memcpy(tmp, ix, 8);
+  memcpy(ix, ix + 48, 8);
+  memcpy(ix + 48, tmp, 8);
+}
+static void e_dup(uint8_t *h, uint8_t *d, uint64_t K, uint64_t N) {
+  uint8_t *ix = index_of(h, d, K);
+  if (N >= 2) memcpy(ix + 48, ix, 8); /* tile 1 names tile 0's cell */
+}
+static void e_outside(uint8_t *h, uint8_t *d, uint64_t K, uint64_t N) {
+  uint8_t *ix = index_of(h, d, K);
+  vx_put_u64(ix + 48 * (N - 1), UINT64_C(1) << 3 * K);
+}
+static void e_missing(uint8_t *h, uint8_t *d, uint64_t K, uint64_t N) {
+  (void)K, (void)N;
+  d[0] ^= 0x80; /* the root's mask names another child set: the tiles disagree with it */
+  (void)h;
+}
+static void e_root(uint8_t *h, uint8_t *d, uint64_t K, uint64_t N) {
+  (void)N;
+  uint64_t before = 0;
+  for (uint64_t l = 0; l < K; l++) before += vx_get_u64(h + 112 + 8 * l);
+  uint64_t nk = vx_get_u64(h + 112 + 8 * K);
+  uint8_t *rec = d + before * 12 + nk; /* level K's first record, after its masks */
+  rec[7] ^= 0x01;                      /* its plane's offset: tile 0's root disagrees */
+}
+static void e_offset(uint8_t *h, uint8_t *d, uint64_t K, uint64_t N) {
+  uint8_t *ix = index_of(h, d, K);
+  (void)N;
+  vx_put_u64(ix + 8, vx_get_u64(ix + 8) + 1);
+}
+
+static void forgeries_are_refused(void) {
+  size_t n = 0;
+  uint8_t *d = small_file(&n);
+  struct {
+    edit_fn f;
+    vx_status want;
+    const char *words;
+  } cases[] = {
+      {e_none, VX_OK, ""},
+      {e_huge, VX_ERR_CORRUPT, "impossible"},
+      {e_deep, VX_ERR_CORRUPT, "out of range"},
+      {e_swap, VX_ERR_CORRUPT, "out of order"},
+      {e_dup, VX_ERR_CORRUPT, "duplicate"},
+      {e_outside, VX_ERR_CORRUPT, "outside"},
+      {e_missing, VX_ERR_CORRUPT, ""},
+      {e_root, VX_ERR_CORRUPT, "root disagrees"},
+      {e_offset, VX_ERR_CORRUPT, "not where"},
+  };
+  for (size_t c = 0; d && c < sizeof cases / sizeof cases[0]; c++) {
+    size_t m = 0;
+    uint8_t *f = reframe(d, n, cases[c].f, &m);
+    vx_error e;
+    memset(&e, 0, sizeof e);
+    vx_status s = open_all(f, m, &e);
+    if (s != cases[c].want || !strstr(e.msg, cases[c].words))
+      fprintf(stderr, "case %zu: status %d: %s\n", c, (int)s, e.msg);
+    CHECK(s == cases[c].want && strstr(e.msg, cases[c].words) != NULL);
+    free(f);
+  }
+  free(d);
+}
+
+/* The writer refuses a tile of another build and tiles out of order, and leaves no file. */
+static void merge_refuses_other_builds(void) {
+  size_t n = 0;
+  uint8_t *d = small_file(&n);
+  vx_tiled *t = NULL;
+  vx_error e;
+  CHECK(d && vx_tiled_open_memory(d, n, NULL, &t, &e) == VX_OK);
+  if (t) {
+    vx_tiled_header h = *vx_tiled_get_header(t);
+    char p[300];
+    snprintf(p, sizeof p, "%s/m.svo", dir);
+    unlink(p);
+    vx_tiled_writer *w = NULL;
+    CHECK(vx_tiled_writer_open(p, &h, &w, &e) == VX_OK);
+    const vx_tile_entry *a = vx_tiled_tile(t, 0), *b = vx_tiled_tile(t, 1);
+    vx_fit_root fit;
+    memset(&fit, 0, sizeof fit);
+    CHECK(vx_tiled_writer_add(w, b->code, h.build_id, d + b->offset, b->length, &fit, &e) == VX_OK);
+    CHECK(vx_tiled_writer_add(w, a->code, h.build_id, d + a->offset, a->length, &fit, &e) ==
+          VX_ERR_INVALID_ARG); /* out of order */
+    CHECK(vx_tiled_writer_add(w, b->code + 1, h.build_id ^ 1, d + b->offset, b->length, &fit,
+                              &e) == VX_ERR_INVALID_ARG &&
+          strstr(e.msg, "another build"));
+    CHECK(vx_tiled_writer_add(w, b->code + 1, h.build_id, d + a->offset, a->length, &fit, &e) ==
+          VX_ERR_CORRUPT); /* tile 0's bytes are not placed at another cell */
+    vx_tiled_writer_abort(w);
+    CHECK(access(p, F_OK) != 0);
+  }
+  vx_tiled_close(t);
+  free(d);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/voxlod-tiled-XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  RUN(tiled_equals_untiled);
+  RUN(bytes_do_not_depend_on_threads);
+  RUN(damage_is_refused);
+  RUN(forgeries_are_refused);
+  RUN(merge_refuses_other_builds);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) return 1;
+  return check_summary();
+}
