@@ -76,6 +76,11 @@ static int is_pow2_res(uint32_t r, uint32_t max_depth) {
 }
 
 static vx_status check_opts(const vx_convert_opts *o, vx_error *err) {
+  if (o->gpus < -1 || o->gpus > 64)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU count %d outside -1 (all) .. 64", o->gpus);
+  if (o->gpus != 0 && (o->device == VX_DEVICE_CPU || o->tile_depth == 0))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "several GPUs build a tiled tree on the GPU: "
+                        "set the tile depth and the device to auto or GPU");
   if (o->tile_depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "tile depth %u outside 1..%d (0: one tree)",
                         o->tile_depth, VX_MAX_DEPTH);

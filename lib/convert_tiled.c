@@ -8,7 +8,8 @@
  *    a tile's faces need, touches: (tile, triangle) pairs, sorted (qsort), so each tile has its
  *    triangles in ascending order.
  * 3. Tiles in Morton order, each built by the streaming build restricted to its cell
- *    (vx_voxelize_tile: blocks on all cores, spilling under the memory limit), in the grid's own
+ *    (vx_voxelize_tile: the surface on the GPU or in blocks on all cores, the octree in blocks,
+ *    spilling under the memory limit; the same bits either way), in the grid's own
  *    coordinates, so a tile is bit for bit the subtree of the untiled build below its cell. Each
  *    finished tile is encoded (in memory, or through a temporary file when it spilled) and
  *    appended to the output; only its root's node and fit are kept.
@@ -20,11 +21,13 @@
 #include "lib/internal.h"
 #include "lib/convert_tiled.h"
 #include "formats/svo_tiled.h"
+#include "svo/gpu_tree.h"
 #include "svo/stream.h"
 #include "sys/system.h"
 #include "voxelizer/internal.h"
 #include "voxelizer/overlap.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -84,32 +87,178 @@ static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D
   return VX_OK;
 }
 
-/* One finished tile into the file: encoded in memory, or through a temporary file when its
- * levels spilled. */
-static vx_status add_tile(vx_tiled_writer *w, uint64_t code, uint64_t id, vx_stream *s,
-                          const vx_fit_root *fit, int zstd_level, const char *tmp_dir,
-                          vx_error *err) {
-  vx_status st;
-  if (!s->spilled) {
-    vx_octree t;
-    st = vx_stream_take_tree(s, &t, err);
-    uint8_t *bytes = NULL;
-    size_t n = 0;
-    if (st == VX_OK) st = vx_svo_encode(&t, zstd_level, &bytes, &n, err);
-    vx_octree_free(&t);
-    if (st == VX_OK) st = vx_tiled_writer_add(w, code, id, bytes, n, fit, err);
-    vx_free(bytes);
-    return st;
+/* A finished tile: encoded in memory, or in a temporary file when its levels spilled. */
+typedef struct tile_out {
+  int ready, empty;
+  uint8_t *bytes;
+  size_t n;
+  char *path;
+  vx_fit_root fit;
+  uint64_t voxels, corners;
+} tile_out;
+
+static void tile_out_free(tile_out *r) {
+  vx_free(r->bytes);
+  if (r->path) unlink(r->path);
+  vx_free(r->path);
+  memset(r, 0, sizeof *r);
+}
+
+/* The tiles as work: a pool of workers (one per GPU, or one for the CPU: a CPU tile already uses
+ * every core) builds them in Morton order from a shared counter; a window of finished tiles
+ * waits until every earlier one is written, and whichever worker finishes the next in line
+ * appends it and every ready successor, so the file is written in order as tiles finish and at
+ * most `window` finished tiles are held. */
+typedef struct tiles_job {
+  const vx_soup *m;
+  vx_voxelize_opts bo;
+  const vx_sign_data *sign;
+  const tile_tri *pairs;
+  const uint64_t *start; /* tile k's triangles: pairs[start[k] .. start[k+1]) */
+  uint64_t ntiles, max_tris;
+  const char *tmp_dir;
+  int zstd_level, auto_dev, ngpu;
+  uint64_t id;
+  vx_tiled_writer *w;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint64_t next_claim, next_emit, window;
+  tile_out *slot;
+  int emitting, stop, next_worker, fell_back;
+  vx_status status;
+  vx_error err, note;
+  uint64_t built, voxels, corners;
+  vx_progress_fn progress;
+  void *user;
+} tiles_job;
+
+static vx_status build_tile(tiles_job *j, vx_voxelize_opts *bo, uint64_t k, uint32_t *tris,
+                            tile_out *r, vx_error *err) {
+  memset(r, 0, sizeof *r);
+  const uint64_t a = j->start[k], e = j->start[k + 1];
+  for (uint64_t i = a; i < e; i++) tris[i - a] = j->pairs[i].tri;
+  vx_stream_build_opts xo;
+  memset(&xo, 0, sizeof xo);
+  xo.sign = j->sign;
+  xo.tile_root = &r->fit;
+  xo.tile_tris = tris;
+  xo.tile_ntris = e - a;
+  bo->tile_code = j->pairs[a].code;
+  vx_stream st;
+  vx_voxelize_stats bs;
+  vx_status s = vx_voxelize_tile(j->m, bo, j->tmp_dir, &xo, &st, &bs, err);
+  if ((s == VX_ERR_NO_GPU || s == VX_ERR_CUDA) && bo->gpu && j->auto_dev) {
+    pthread_mutex_lock(&j->mu);
+    if (!j->fell_back) j->note = *err;
+    j->fell_back = 1;
+    pthread_mutex_unlock(&j->mu);
+    bo->gpu = 0; /* the same bytes */
+    s = vx_voxelize_tile(j->m, bo, j->tmp_dir, &xo, &st, &bs, err);
   }
-  char path[4096];
-  snprintf(path, sizeof path, "%s/voxlod-tile-XXXXXX", tmp_dir);
-  int fd = mkstemp(path);
-  if (fd < 0) return vx_error_set(err, VX_ERR_IO, "cannot create a temporary tile in %s", tmp_dir);
-  close(fd);
-  st = vx_svo_write_stream(path, s, zstd_level, NULL, NULL, err);
-  if (st == VX_OK) st = vx_tiled_writer_add_file(w, code, id, path, fit, err);
-  unlink(path);
-  return st;
+  if (s == VX_ERR_EMPTY) { /* triangles only in its halo */
+    r->empty = 1;
+    return VX_OK;
+  }
+  if (s != VX_OK) return s;
+  r->voxels = st.level_count[st.depth];
+  r->corners = bs.corners;
+  if (!st.spilled) {
+    vx_octree t;
+    s = vx_stream_take_tree(&st, &t, err);
+    if (s == VX_OK) s = vx_svo_encode(&t, j->zstd_level, &r->bytes, &r->n, err);
+    vx_octree_free(&t);
+  } else {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/voxlod-tile-XXXXXX", j->tmp_dir);
+    int fd = mkstemp(path);
+    if (fd < 0) {
+      s = vx_error_set(err, VX_ERR_IO, "cannot create a temporary tile in %s", j->tmp_dir);
+    } else {
+      close(fd);
+      r->path = vx_strdup(path);
+      s = r->path ? vx_svo_write_stream(path, &st, j->zstd_level, NULL, NULL, err)
+                  : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    }
+  }
+  vx_stream_free(&st);
+  return s;
+}
+
+static vx_status append_tile(tiles_job *j, uint64_t k, tile_out *r, vx_error *err) {
+  if (r->empty) return VX_OK;
+  const uint64_t code = j->pairs[j->start[k]].code;
+  vx_status s = r->path ? vx_tiled_writer_add_file(j->w, code, j->id, r->path, &r->fit, err)
+                        : vx_tiled_writer_add(j->w, code, j->id, r->bytes, r->n, &r->fit, err);
+  if (s == VX_OK) {
+    j->built++;
+    j->voxels += r->voxels;
+    j->corners += r->corners;
+  }
+  return s;
+}
+
+static void tiles_fail(tiles_job *j, vx_status st, const vx_error *e) {
+  if (j->status == VX_OK) {
+    j->status = st;
+    j->err = *e;
+  }
+  j->stop = 1;
+  pthread_cond_broadcast(&j->cv);
+}
+
+static void *tile_worker(void *arg) {
+  tiles_job *j = (tiles_job *)arg;
+  vx_voxelize_opts bo = j->bo;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  uint32_t *tris = (uint32_t *)vx_malloc((size_t)(j->max_tris ? j->max_tris : 1) * 4);
+  pthread_mutex_lock(&j->mu);
+  const int me = j->next_worker++;
+  vx_status st = tris ? VX_OK : vx_error_set(&e, VX_ERR_NOMEM, "out of memory");
+  if (st == VX_OK && bo.gpu && j->ngpu > 0) st = vx_gpu_use_device(me % j->ngpu, &e);
+  if (st != VX_OK) tiles_fail(j, st, &e);
+  for (;;) {
+    while (!j->stop && j->next_claim < j->ntiles && j->next_claim >= j->next_emit + j->window)
+      pthread_cond_wait(&j->cv, &j->mu);
+    if (j->stop || j->next_claim >= j->ntiles) break;
+    const uint64_t k = j->next_claim++;
+    pthread_mutex_unlock(&j->mu);
+    tile_out r;
+    st = build_tile(j, &bo, k, tris, &r, &e);
+    pthread_mutex_lock(&j->mu);
+    if (st != VX_OK) {
+      tile_out_free(&r);
+      tiles_fail(j, st, &e);
+      break;
+    }
+    r.ready = 1;
+    j->slot[k % j->window] = r;
+    if (j->emitting) continue; /* the emitting worker takes it */
+    j->emitting = 1;
+    while (!j->stop && j->next_emit < j->ntiles && j->slot[j->next_emit % j->window].ready) {
+      tile_out done = j->slot[j->next_emit % j->window];
+      memset(&j->slot[j->next_emit % j->window], 0, sizeof done);
+      const uint64_t ke = j->next_emit;
+      pthread_mutex_unlock(&j->mu);
+      st = append_tile(j, ke, &done, &e);
+      tile_out_free(&done);
+      pthread_mutex_lock(&j->mu);
+      if (st != VX_OK) {
+        tiles_fail(j, st, &e);
+        break;
+      }
+      j->next_emit++;
+      pthread_cond_broadcast(&j->cv);
+      if (j->progress && j->progress(j->user, "tiles", (double)j->next_emit / (double)j->ntiles)) {
+        vx_error_set(&e, VX_ERR_INTERRUPTED, "conversion cancelled");
+        tiles_fail(j, VX_ERR_INTERRUPTED, &e);
+      }
+    }
+    j->emitting = 0;
+  }
+  pthread_mutex_unlock(&j->mu);
+  vx_free(tris);
+  return NULL;
 }
 
 vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const char *out_path,
@@ -118,9 +267,6 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   if (o->max_error > 0.0f)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "pruning (max error %g) is not available for "
                         "tiled trees yet", (double)o->max_error);
-  if (o->device == VX_DEVICE_GPU)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "tiled trees are built on the CPU so far: leave "
-                        "the device to auto or CPU");
   if (soup->color && o->color != VX_COLOR_OFF)
     vx_notes_add(&b->notes, "tiled trees are grey so far: the mesh's colours are not kept");
   vx_voxelize_opts bo;
@@ -132,6 +278,7 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   bo.progress = NULL;
   bo.sign_rule = o->sign_rule;
   bo.tile_depth = o->tile_depth;
+  bo.gpu = o->device != VX_DEVICE_CPU; /* auto: the GPU while it works, then the CPU */
   vx_soup store;
   const vx_soup *m;
   uint64_t dropped = 0;
@@ -144,7 +291,6 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   memset(&sign, 0, sizeof sign);
   tile_tri *pairs = NULL;
   uint64_t npairs = 0;
-  uint32_t *tris = NULL;
   vx_tiled_writer *w = NULL;
   s = vx_voxelize_setup(m, &bo, &xf, &D, &band, err);
   const uint32_t T = o->tile_depth;
@@ -157,8 +303,34 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
     s = vx_sign_build_rule_ex(m, &xf, o->sign_rule, 0, o->threads, &sign, err);
   const double tp = vx_clock_seconds();
   if (s == VX_OK) s = tile_pairs(m, &xf, D, T, o->mem_limit, &pairs, &npairs, err);
-  if (s == VX_OK && !(tris = (uint32_t *)vx_malloc((size_t)(npairs ? npairs : 1) * 4)))
+  /* the tiles: where each one's triangles start */
+  uint64_t ntiles = 0, max_tris = 0;
+  for (uint64_t i = 0; i < npairs; i++) ntiles += i == 0 || pairs[i].code != pairs[i - 1].code;
+  uint64_t *start = NULL;
+  if (s == VX_OK && !(start = (uint64_t *)vx_malloc((size_t)(ntiles + 1) * sizeof *start)))
     s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  for (uint64_t i = 0, k = 0; s == VX_OK && i <= npairs; i++)
+    if (i == npairs || i == 0 || pairs[i].code != pairs[i - 1].code) {
+      start[k] = i;
+      if (k > 0 && start[k] - start[k - 1] > max_tris) max_tris = start[k] - start[k - 1];
+      k++;
+    }
+  /* the workers: one per GPU used, else one */
+  int ngpu = 0;
+  if (s == VX_OK && bo.gpu && o->gpus != 0) {
+    const int have = vx_gpu_device_count();
+    ngpu = o->gpus < 0 ? have : o->gpus;
+    if (have == 0 && o->device == VX_DEVICE_AUTO) {
+      ngpu = 0; /* no GPU: the CPU, with a note from the first tile */
+    } else if (ngpu < 1 || ngpu > have) {
+      s = vx_error_set(err, VX_ERR_NO_GPU, "%d GPUs asked for, the machine has %d", o->gpus, have);
+    }
+  }
+  const int workers = ngpu > 1 ? ngpu : 1;
+  if (workers > 1) { /* the cores shared between the tiles built side by side */
+    const int cores = o->threads ? o->threads : vx_cpu_count();
+    bo.threads = cores / workers > 1 ? cores / workers : 1;
+  }
   vx_tiled_header h;
   memset(&h, 0, sizeof h);
   h.depth = D;
@@ -170,40 +342,46 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
                                               D, T, band, o->sign_rule)
                          : 0;
   if (s == VX_OK) s = vx_tiled_writer_open(out_path, &h, &w, err);
-  uint64_t built = 0, voxels = 0, corners = 0, pair_tests = 0, ntiles = 0;
-  for (uint64_t i = 0; i < npairs; i++) ntiles += i == 0 || pairs[i].code != pairs[i - 1].code;
-  for (uint64_t i = 0; s == VX_OK && i < npairs;) {
-    uint64_t j = i;
-    while (j < npairs && pairs[j].code == pairs[i].code) {
-      tris[j - i] = pairs[j].tri;
-      j++;
-    }
-    vx_stream_build_opts xo;
-    memset(&xo, 0, sizeof xo);
-    vx_fit_root fit;
-    xo.sign = &sign;
-    xo.tile_root = &fit;
-    xo.tile_tris = tris;
-    xo.tile_ntris = j - i;
-    bo.tile_code = pairs[i].code;
-    vx_stream st;
-    vx_voxelize_stats bs;
-    s = vx_voxelize_tile(m, &bo, tmp_dir, &xo, &st, &bs, err);
-    if (s == VX_ERR_EMPTY) { /* triangles only in its halo */
-      s = VX_OK;
-    } else if (s == VX_OK) {
-      voxels += st.level_count[st.depth];
-      corners += bs.corners;
-      pair_tests += bs.pair_tests;
-      s = add_tile(w, pairs[i].code, h.build_id, &st, &fit, o->zstd_level, tmp_dir, err);
-      vx_stream_free(&st);
-      built++;
-    }
-    i = j;
-    if (s == VX_OK && o->progress &&
-        o->progress(o->user, "tiles", (double)(built + 1) / (double)(ntiles + 1)))
-      s = vx_error_set(err, VX_ERR_INTERRUPTED, "conversion cancelled");
+  tiles_job j;
+  memset(&j, 0, sizeof j);
+  j.m = m;
+  j.bo = bo;
+  j.sign = &sign;
+  j.pairs = pairs;
+  j.start = start;
+  j.ntiles = ntiles;
+  j.max_tris = max_tris;
+  j.tmp_dir = tmp_dir;
+  j.zstd_level = o->zstd_level;
+  j.auto_dev = o->device == VX_DEVICE_AUTO;
+  j.ngpu = ngpu;
+  j.id = h.build_id;
+  j.w = w;
+  j.window = 2 * (uint64_t)workers;
+  j.progress = o->progress;
+  j.user = o->user;
+  j.status = VX_OK;
+  if (s == VX_OK && ntiles) {
+    j.slot = (tile_out *)vx_calloc((size_t)j.window, sizeof(tile_out));
+    if (!j.slot) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
+  if (s == VX_OK && ntiles) {
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.cv, NULL);
+    vx_parallel(workers, tile_worker, &j);
+    pthread_cond_destroy(&j.cv);
+    pthread_mutex_destroy(&j.mu);
+    if (j.status != VX_OK) {
+      s = j.status;
+      if (err) *err = j.err;
+    }
+  }
+  for (uint64_t i = 0; j.slot && i < j.window; i++) tile_out_free(&j.slot[i]);
+  vx_free(j.slot);
+  vx_free(start);
+  if (j.fell_back)
+    vx_notes_add(&b->notes, "GPU build unavailable (%s): tiles built on the CPU", j.note.msg);
+  const uint64_t built = j.built, voxels = j.voxels, corners = j.corners;
   const double tb = vx_clock_seconds();
   uint64_t bytes = 0, nodes = 0;
   if (s == VX_OK) {
@@ -212,7 +390,6 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   }
   vx_tiled_writer_abort(w);
   vx_free(pairs);
-  vx_free(tris);
   vx_sign_free(&sign);
   vx_soup_free(&store);
   if (s != VX_OK) return s;
@@ -229,11 +406,11 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   st->nodes = nodes;
   st->corners = corners;
   st->file_bytes = bytes;
+  st->used_gpu = bo.gpu && !j.fell_back;
   st->sec_sign = tp - ts;
   st->sec_voxels = tb - tp;
   st->sec_build = tb - t0;
   st->sec_write = vx_clock_seconds() - tb;
   st->sec_total = vx_clock_seconds() - t0;
-  (void)pair_tests;
   return VX_OK;
 }

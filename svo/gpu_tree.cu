@@ -16,6 +16,26 @@ struct vx_gpu_resident {
   uint32_t levels;  /* levels uploaded: 0 .. levels-1 */
 };
 
+int vx_gpu_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError(); /* clear */
+    return 0;
+  }
+  return n;
+}
+
+vx_status vx_gpu_use_device(int device, vx_error *err) {
+  const int n = vx_gpu_device_count();
+  if (device < 0 || device >= n)
+    return vx_error_set(err, VX_ERR_NO_GPU, "GPU %d: the machine has %d CUDA device%s", device, n,
+                        n == 1 ? "" : "s");
+  vx_status st = VX_OK;
+  VX_CU(cudaSetDevice(device), "cudaSetDevice");
+done:
+  return st;
+}
+
 static vx_status gpu_open(vx_gpu_resident *c, vx_error *err) {
   vx_status st = VX_OK;
   int n = 0;

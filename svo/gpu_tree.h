@@ -44,6 +44,12 @@ typedef struct vx_gpu_tree {
 } vx_gpu_tree;
 void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out);
 
+/* The CUDA devices of the machine (0 without CUDA or without one), and the device the calling
+ * thread's CUDA work goes to from now on (VX_ERR_NO_GPU without it). A build that spreads work
+ * over several GPUs gives each of its threads one. */
+int vx_gpu_device_count(void);
+vx_status vx_gpu_use_device(int device, vx_error *err);
+
 VX_EXTERN_C_END
 
 #endif

@@ -32,3 +32,9 @@ void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out) {
   (void)g;
   memset(out, 0, sizeof *out);
 }
+
+int vx_gpu_device_count(void) { return 0; }
+
+vx_status vx_gpu_use_device(int device, vx_error *err) {
+  return vx_error_set(err, VX_ERR_NO_GPU, "GPU %d: this voxlod was built without CUDA", device);
+}

@@ -51,7 +51,9 @@ static const char *convert_help =
     "                   (required)\n"
     "  --tile-depth T   write a tiled tree: tiles of 2^T voxels per axis (T in 1..14, at most 13\n"
     "                   levels above them), each its own compressed, checksummed tree; the default\n"
-    "                   above 16384 is 14. Tiled builds run on the CPU, grey and unpruned so far\n"
+    "                   above 16384 is 14. Tiled trees are grey and unpruned so far\n"
+    "  --gpus all|N     build the tiles on every GPU of the machine, or the first N, one tile\n"
+    "                   stream per GPU (implies --gpu; the same file)\n"
     "  --error E        prune every subtree whose plane approximates it within E finest voxels\n"
     "                   (max error bound); 0 keeps the full tree (default 0)\n"
     "  --band B         truncate the distance field at +-B voxels (default 2)\n"
@@ -108,12 +110,16 @@ int vx_cmd_convert(int argc, char **argv) {
   int color_filter = 0, have_filter = 0, no_color = 0;
   const char *grid = NULL;
   double timeout = 300.0;
-  vx_opt o[21];
+  vx_opt o[22];
+  const char *gpus_arg = NULL;
+  int have_gpus = 0;
   int n = 0;
   o[n] = vx_cli_opt("--res", VX_OPT_U32, &co.resolution, 0, 4294967295.0, "a power of two");
   o[n++].seen = &have_res;
   o[n++] = vx_cli_opt("--error", VX_OPT_FLOAT, &co.max_error, 0, 1e6, "voxels");
   o[n++] = vx_cli_opt("--tile-depth", VX_OPT_U32, &co.tile_depth, 1, 14, "1..14");
+  o[n] = vx_cli_opt("--gpus", VX_OPT_STRING, &gpus_arg, 0, 0, "all or a GPU count");
+  o[n++].seen = &have_gpus;
   o[n++] = vx_cli_opt("--band", VX_OPT_FLOAT, &co.band, 1, 64, "voxels");
   o[n++] = vx_cli_opt("--threads", VX_OPT_INT, &co.threads, 0, 1024, "a thread count, 0: all cores");
   o[n++] = vx_cli_opt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
@@ -150,6 +156,16 @@ int vx_cmd_convert(int argc, char **argv) {
   if (have_res && !is_pow2_res(co.resolution))
     return vx_cli_usage_error("convert", "--res must be a power of two from 2 to 16384, or to "
                               "1048576 in tiles (got %u)", co.resolution);
+  if (have_gpus) {
+    char *end = NULL;
+    long g = strcmp(gpus_arg, "all") == 0 ? -1 : strtol(gpus_arg, &end, 10);
+    if (g == 0 || g < -1 || g > 64 || (g != -1 && (!end || *end)))
+      return vx_cli_usage_error("convert", "--gpus takes all or a count from 1 to 64 (got %s)",
+                                gpus_arg);
+    if (cpu) return vx_cli_usage_error("convert", "--gpus and --cpu exclude each other");
+    co.gpus = (int)g;
+    gpu = 1;
+  }
   if (gpu && cpu) return vx_cli_usage_error("convert", "--gpu and --cpu exclude each other");
   if (no_color && have_filter)
     return vx_cli_usage_error("convert", "--color-filter and --no-color exclude each other");

@@ -850,8 +850,14 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
   uint64_t stk_code[8 * (VX_MAX_DEPTH + 1)];
   uint32_t stk_log[8 * (VX_MAX_DEPTH + 1)];
   int sp = 0;
-  stk_code[sp] = 0;
-  stk_log[sp++] = depth;
+  const uint32_t top_log = go && go->region_log2 ? go->region_log2 : depth;
+  if (r == VX_OK && (top_log > depth || top_log > VX_MAX_DEPTH ||
+                     (depth - top_log < 21 && go && go->region_log2 &&
+                      (go->region_code >> 3 * (depth - top_log)) != 0)))
+    r = vx_error_set(err, VX_ERR_INVALID_ARG, "GPU build: region %llu of 2^%u voxels outside a "
+                     "2^%u grid", (unsigned long long)(go ? go->region_code : 0), top_log, depth);
+  stk_code[sp] = go && go->region_log2 ? go->region_code : 0;
+  stk_log[sp++] = top_log;
   double done = 0.0;
   while (r == VX_OK && sp > 0) {
     uint64_t pc = stk_code[--sp];
@@ -881,7 +887,7 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
       }
       continue;
     }
-    done += 1.0 / (double)((uint64_t)1 << (3 * (depth - pl)));
+    done += 1.0 / (double)((uint64_t)1 << (3 * (top_log - pl)));
     if (progress && progress(user, "voxelize (GPU)", done))
       r = vx_error_set(err, VX_ERR_INTERRUPTED, "voxelization cancelled");
   }

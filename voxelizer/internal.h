@@ -297,6 +297,11 @@ typedef struct vx_gpu_build_opts {
    * grid is one partition: the caller can prepare host memory while the GPU computes the field. */
   void (*on_count)(void *ctx, uint64_t voxels);
   void *count_ctx;
+  /* One region of the grid only (a tile): the cell region_code (Morton code) of level
+   * depth - region_log2; its voxels come out with their codes in the whole grid. region_log2 0:
+   * the whole grid. */
+  uint32_t region_log2;
+  uint64_t region_code;
 } vx_gpu_build_opts;
 
 /* Host arrays for vx_octree_build_gpu's result, allocated (and their pages touched) ahead of time;

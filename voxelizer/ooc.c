@@ -500,10 +500,10 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
   const int tile = opts->tile_depth != 0;
   depth = tile ? opts->tile_depth : gdepth;
   if (tile && (depth > VX_MAX_DEPTH || depth > gdepth || !xo || !xo->sign || !xo->tile_root ||
-               opts->gpu || color_soup ||
+               color_soup ||
                (gdepth - depth < 21 && opts->tile_code >> 3 * (gdepth - depth) != 0)))
     return vx_error_set(err, VX_ERR_INVALID_ARG,
-                        "tile %llu of depth %u in a %u^3 grid: not a CPU build of one cell with "
+                        "tile %llu of depth %u in a %u^3 grid: not a grey build of one cell with "
                         "the sign tables given", (unsigned long long)opts->tile_code,
                         opts->tile_depth, opts->resolution);
   const uint32_t blog = vx_block_log2(depth, xo ? xo->block_log2 : 0);
@@ -580,9 +580,17 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
     if (xo) go = xo->gpu;
     else memset(&go, 0, sizeof go);
     go.mem_limit = limit;
-    st = vx_surface_build_gpu(mesh, &xf, depth, &sign, band, &go, opts->progress, opts->user,
+    if (tile) {
+      go.region_log2 = depth;
+      go.region_code = opts->tile_code;
+    }
+    st = vx_surface_build_gpu(mesh, &xf, gdepth, sg, band, &go, opts->progress, opts->user,
                               &gi.surf, &gi.stats, err);
     vx_sign_free(&sign);
+    if (st == VX_OK && tile) { /* codes in the tile's own index space */
+      const uint64_t base = opts->tile_code << 3 * depth;
+      for (uint64_t i = 0; i < gi.surf.count; i++) gi.surf.codes[i] -= base;
+    }
     if (st == VX_OK) st = gpu_blocks(&gi, blog, err);
   } else {
     st = vx_bins_build_region(mesh, &xf, gdepth, depth, tile ? opts->tile_code : 0,
@@ -656,8 +664,12 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
     j.cbins = own_cbins ? &cbins : &bins;
   }
   out->xf = xf;
-  for (int i = 0; i < 3; i++) /* a tile's transform: the grid's, from its cell's corner */
-    out->xf.origin[i] = xf.origin[i] + (double)bins.org[i] * xf.scale;
+  if (tile) { /* a tile's transform: the grid's, from its cell's corner */
+    uint32_t c[3];
+    vx_morton_decode(opts->tile_code, &c[0], &c[1], &c[2]);
+    for (int i = 0; i < 3; i++)
+      out->xf.origin[i] = xf.origin[i] + (double)((int64_t)c[i] << depth) * xf.scale;
+  }
   out->band = band;
   out->prune_error = 0.0f;
   j.mesh = mesh;

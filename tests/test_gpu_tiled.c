@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_gpu_tiled.c - tiles built on the GPU (the surface of each tile's cell on the device, its
+ * octree on the CPU) give the bytes of the CPU's tiles, and the joined tree is the untiled one.
+ * Exits 77 (skipped) where no CUDA device is usable. */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+#include "meshgen.h"
+#include "lib/internal.h"
+#include "svo/gpu_tree.h"
+
+#include <unistd.h>
+
+static char dir[256];
+static int skipped;
+
+static vx_mesh *scene(void) {
+  vx_soup s;
+  memset(&s, 0, sizeof s);
+  meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
+  meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
+  float *v = (float *)malloc(s.tri_count * 9 * sizeof(float));
+  uint32_t *ix = (uint32_t *)malloc(s.tri_count * 3 * sizeof(uint32_t));
+  memcpy(v, s.pos, s.tri_count * 9 * sizeof(float));
+  for (uint32_t i = 0; i < s.tri_count * 3; i++) ix[i] = i;
+  vx_mesh *m = NULL;
+  CHECK(vx_mesh_from_arrays(v, s.tri_count * 3, ix, s.tri_count, &m, NULL) == VX_OK);
+  free(v);
+  free(ix);
+  vx_soup_free(&s);
+  return m;
+}
+
+static vx_status convert_on(const vx_mesh *m, uint32_t res, uint32_t T, vx_device dev, int gpus,
+                            const char *path, vx_error *err) {
+  vx_convert_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.resolution = res;
+  o.tile_depth = T;
+  o.device = dev;
+  o.gpus = gpus;
+  o.color = VX_COLOR_OFF;
+  return vx_convert_to_file(m, &o, path, NULL, err);
+}
+
+static vx_status convert(const vx_mesh *m, uint32_t res, uint32_t T, vx_device dev,
+                         const char *path, vx_error *err) {
+  return convert_on(m, res, T, dev, 0, path, err);
+}
+
+static uint8_t *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = (uint8_t *)malloc(*n ? *n : 1);
+  if (fread(b, 1, *n, f) != *n) *n = 0;
+  fclose(f);
+  return b;
+}
+
+static void case_(uint32_t res, uint32_t T) {
+  vx_mesh *m = scene();
+  char c[300], g[300], u[300];
+  snprintf(c, sizeof c, "%s/c.svo", dir);
+  snprintf(g, sizeof g, "%s/g.svo", dir);
+  snprintf(u, sizeof u, "%s/u.svo", dir);
+  vx_error e;
+  vx_status s = convert(m, res, T, VX_DEVICE_GPU, g, &e);
+  if (s == VX_ERR_NO_GPU) {
+    skipped = 1;
+    vx_mesh_free(m);
+    return;
+  }
+  CHECK_MSG(s == VX_OK, "%s", e.msg);
+  CHECK(convert(m, res, T, VX_DEVICE_CPU, c, &e) == VX_OK);
+  CHECK(convert(m, res, 0, VX_DEVICE_CPU, u, &e) == VX_OK);
+  size_t cn = 0, gn = 0;
+  uint8_t *cb = slurp(c, &cn), *gb = slurp(g, &gn);
+  CHECK(cn == gn && cn > 0 && memcmp(cb, gb, cn) == 0);
+  free(cb);
+  free(gb);
+  if (vx_gpu_device_count() >= 2) { /* every GPU building tiles side by side: the same bytes */
+    char mg[300];
+    snprintf(mg, sizeof mg, "%s/mg.svo", dir);
+    CHECK(convert_on(m, res, T, VX_DEVICE_GPU, -1, mg, &e) == VX_OK);
+    size_t mn = 0, cn2 = 0;
+    uint8_t *mb = slurp(mg, &mn), *cb2 = slurp(c, &cn2);
+    CHECK(mn == cn2 && mn > 0 && memcmp(mb, cb2, mn) == 0);
+    printf("%u^3: tiles on %d GPUs = CPU tiles\n", res, vx_gpu_device_count());
+    free(mb);
+    free(cb2);
+  }
+  vx_tree *a = NULL, *b = NULL;
+  CHECK(vx_tree_load(u, NULL, &a, &e) == VX_OK);
+  CHECK(vx_tree_load(g, NULL, &b, &e) == VX_OK);
+  void *p = NULL, *q = NULL;
+  size_t pn = 0, qn = 0;
+  CHECK(a && b && vx_tree_encode(a, NULL, &p, &pn, &e) == VX_OK &&
+        vx_tree_encode(b, NULL, &q, &qn, &e) == VX_OK);
+  CHECK(pn == qn && pn > 0 && memcmp(p, q, pn) == 0);
+  printf("%u^3 in tiles of %u^3: GPU tiles = CPU tiles (%zu bytes); joined = untiled\n", res,
+         1u << T, cn);
+  vx_buffer_free(p);
+  vx_buffer_free(q);
+  vx_tree_free(a);
+  vx_tree_free(b);
+  vx_mesh_free(m);
+}
+
+static void gpu_tiles_are_cpu_tiles(void) {
+  case_(256, 6);
+  case_(1024, 8); /* 4^3 tiles */
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/voxlod-gtiled-XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  RUN(gpu_tiles_are_cpu_tiles);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) return 1;
+  if (skipped) {
+    printf("SKIP: no usable CUDA device\n");
+    return 77;
+  }
+  return check_summary();
+}
