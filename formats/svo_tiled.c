@@ -45,11 +45,7 @@ int vx_svo_path_is_tiled(const char *path) {
 }
 
 void vx_tile_transform(const vx_tiled_header *h, uint64_t code, vx_transform *out) {
-  uint32_t c[3];
-  vx_morton_decode(code, &c[0], &c[1], &c[2]);
-  *out = h->xf;
-  for (int i = 0; i < 3; i++) /* the expression the tile's build uses (voxelizer/ooc.c) */
-    out->origin[i] = h->xf.origin[i] + (double)((int64_t)c[i] << h->tile_depth) * h->xf.scale;
+  vx_transform_cell(&h->xf, code, h->tile_depth, out);
 }
 
 static int same_f32(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }

@@ -7,9 +7,11 @@
  * 2. Each triangle goes to every tile its voxel range, grown by the one-voxel halo the corners on
  *    a tile's faces need, touches: (tile, triangle) pairs, sorted (qsort), so each tile has its
  *    triangles in ascending order.
- * 3. Tiles in Morton order, each built by the streaming build restricted to its cell
- *    (vx_voxelize_tile: the surface on the GPU or in blocks on all cores, the octree in blocks,
- *    spilling under the memory limit; the same bits either way), in the grid's own
+ * 3. Tiles in Morton order, each built whole on the GPU when its tree fits in memory
+ *    (vx_voxelize_tile_gpu: surface, octree and planes there), else by the streaming build
+ *    restricted to its cell (vx_voxelize_tile: the surface on the GPU or in blocks on all cores,
+ *    the octree in blocks, spilling under the memory limit); the same bits every way, in the
+ *    grid's own
  *    coordinates, so a tile is bit for bit the subtree of the untiled build below its cell. Each
  *    finished tile is encoded (in memory, or through a temporary file when it spilled) and
  *    appended to the output; only its root's node and fit are kept.
@@ -146,7 +148,24 @@ static vx_status build_tile(tiles_job *j, vx_voxelize_opts *bo, uint64_t k, uint
   bo->tile_code = j->pairs[a].code;
   vx_stream st;
   vx_voxelize_stats bs;
-  vx_status s = vx_voxelize_tile(j->m, bo, j->tmp_dir, &xo, &st, &bs, err);
+  vx_status s = VX_ERR_LIMIT;
+  if (bo->gpu) { /* the whole tile on the GPU when its tree fits in memory */
+    vx_octree t;
+    s = vx_voxelize_tile_gpu(j->m, bo, &xo, &t, &bs, err);
+    if (s == VX_OK) {
+      r->voxels = t.voxel_count;
+      r->corners = bs.corners;
+      s = vx_svo_encode(&t, j->zstd_level, &r->bytes, &r->n, err);
+      vx_octree_free(&t);
+      return s;
+    }
+    if (s == VX_ERR_EMPTY) {
+      r->empty = 1;
+      return VX_OK;
+    }
+  }
+  if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) /* out of core, the surface from the GPU or CPU */
+    s = vx_voxelize_tile(j->m, bo, j->tmp_dir, &xo, &st, &bs, err);
   if ((s == VX_ERR_NO_GPU || s == VX_ERR_CUDA) && bo->gpu && j->auto_dev) {
     pthread_mutex_lock(&j->mu);
     if (!j->fell_back) j->note = *err;

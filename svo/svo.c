@@ -44,6 +44,15 @@ vx_status vx_octree_check_world(const vx_octree *t, vx_world_use use, vx_error *
                       min_scale, lim, f ? 21 : 40);
 }
 
+void vx_transform_cell(const vx_transform *grid, uint64_t code, uint32_t cell_log2,
+                       vx_transform *out) {
+  uint32_t c[3];
+  vx_morton_decode(code, &c[0], &c[1], &c[2]);
+  *out = *grid;
+  for (int i = 0; i < 3; i++)
+    out->origin[i] = grid->origin[i] + (double)((int64_t)c[i] << cell_log2) * grid->scale;
+}
+
 void vx_octree_free(vx_octree *t) {
   if (!t) return;
   vx_free(t->nodes);

@@ -31,6 +31,12 @@ typedef struct vx_transform {
   double scale;
 } vx_transform;
 
+/* The transform of the cell `code` (Morton code) of a grid cut into cells of 2^cell_log2 voxels
+ * per axis: the grid's, its origin moved to the cell's minimum corner (a tile's own grid). Every
+ * tile builder and reader computes it here, so the bits agree. */
+void vx_transform_cell(const vx_transform *grid, uint64_t code, uint32_t cell_log2,
+                       vx_transform *out);
+
 typedef struct vx_octree {
   uint32_t depth;         /* D: finest resolution 2^D */
   uint32_t levels_loaded; /* levels 0..levels_loaded-1 are present (D+1 = everything) */

@@ -84,7 +84,7 @@ struct level_arrays {
 
 extern "C" vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
                                        vx_octree_prealloc *pre, vx_octree *out, double sec[3],
-                                       vx_error *err) {
+                                       vx_fit_root *root, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (dev->count == 0) return vx_error_set(err, VX_ERR_EMPTY, "no surface voxels");
   if (dev->count >= (1ull << 31))
@@ -189,6 +189,7 @@ extern "C" vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, 
       cudaFreeAsync(res[(l + 1) & 1], st);
       res[(l + 1) & 1] = NULL;
     }
+    if (root) CK(cudaMemcpyAsync(root, res[0], sizeof *root, cudaMemcpyDeviceToHost, st));
     CK(cudaStreamSynchronize(st));
     if (sec) sec[1] = now_s() - t;
     t = now_s();

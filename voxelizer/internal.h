@@ -317,10 +317,13 @@ void vx_gpu_surface_free(vx_surface *s);
 
 /* vx_octree_build + vx_octree_fit_planes on the GPU (gpu_tree.cu), bit for bit: from a surface in GPU
  * memory (vx_gpu_build_opts.device_out) to a host tree with every level, child index and plane
- * (xf, band and prune_error are left to the caller). sec (may be NULL) receives the seconds of
- * the levels, the fit and the copy to the host. */
+ * (xf, band and prune_error are left to the caller). The codes may carry a common prefix above
+ * `depth` levels (a tile's, in the whole grid): the tree is the one below it. sec (may be NULL)
+ * receives the seconds of the levels, the fit and the copy to the host; root (may be NULL) the
+ * root's fit (vx_octree_fit_subtree's). */
 vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
-                            vx_octree_prealloc *pre, vx_octree *out, double sec[3], vx_error *err);
+                            vx_octree_prealloc *pre, vx_octree *out, double sec[3],
+                            vx_fit_root *root, vx_error *err);
 
 /* Creates the CUDA context on a background thread (call before CPU work that precedes
  * vx_surface_build_gpu, join before it); NULL and a no-op without CUDA. */
@@ -365,6 +368,15 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
 vx_status vx_voxelize_tile(const vx_soup *mesh, const vx_voxelize_opts *opts, const char *tmp_dir,
                            const vx_stream_build_opts *xo, vx_stream *out,
                            vx_voxelize_stats *stats, vx_error *err);
+
+/* One tile of a tiled build made whole on the GPU (as vx_voxelize_tile, the same bits): its
+ * cell's surface, then its octree and planes there, into a tree of opts->tile_depth levels in
+ * host memory, the root's fit into *xo->tile_root. VX_ERR_LIMIT (nothing held) when the tile's
+ * tree and its encoding would not fit opts->mem_limit: vx_voxelize_tile then builds it out of
+ * core; VX_ERR_EMPTY for a tile without surface voxels. */
+vx_status vx_voxelize_tile_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts,
+                               const vx_stream_build_opts *xo, vx_octree *out,
+                               vx_voxelize_stats *stats, vx_error *err);
 
 /* The mesh's surface area in grid units (finest voxels squared) under transform xf. */
 double vx_soup_grid_area(const vx_soup *m, const vx_transform *xf);

@@ -664,12 +664,7 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
     j.cbins = own_cbins ? &cbins : &bins;
   }
   out->xf = xf;
-  if (tile) { /* a tile's transform: the grid's, from its cell's corner */
-    uint32_t c[3];
-    vx_morton_decode(opts->tile_code, &c[0], &c[1], &c[2]);
-    for (int i = 0; i < 3; i++)
-      out->xf.origin[i] = xf.origin[i] + (double)((int64_t)c[i] << depth) * xf.scale;
-  }
+  if (tile) vx_transform_cell(&xf, opts->tile_code, depth, &out->xf); /* the tile's own grid */
   out->band = band;
   out->prune_error = 0.0f;
   j.mesh = mesh;

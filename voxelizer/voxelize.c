@@ -291,7 +291,7 @@ static vx_status voxelize_gpu_unique(const vx_soup *mesh, const vx_voxelize_opts
   double t2 = vx_clock_seconds(), tsec[3] = {0, 0, 0};
   if (st == VX_OK) {
     prefault_end(&pf);
-    st = vx_octree_build_gpu(&dev, depth, band, &pf.pre, out, tsec, err);
+    st = vx_octree_build_gpu(&dev, depth, band, &pf.pre, out, tsec, NULL, err);
   }
   vx_gpu_surface_free(&dev);
   prefault_end(&pf);
@@ -315,6 +315,66 @@ static vx_status voxelize_gpu_unique(const vx_soup *mesh, const vx_voxelize_opts
     stats->sec_sign = sj.seconds; /* on its own thread, inside sec_voxels */
     stats->sec_voxels = t2 - t0;
     stats->sec_tree = vx_clock_seconds() - t2;
+    for (int k = 0; k < 3; k++) stats->sec_gpu_tree[k] = tsec[k];
+  }
+  return VX_OK;
+}
+
+vx_status vx_voxelize_tile_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts,
+                               const vx_stream_build_opts *xo, vx_octree *out,
+                               vx_voxelize_stats *stats, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (stats) memset(stats, 0, sizeof *stats);
+  vx_transform xf;
+  uint32_t gdepth;
+  float band;
+  const uint32_t T = opts ? opts->tile_depth : 0;
+  if (!opts || !xo || !xo->sign || !xo->tile_root || T == 0)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "a GPU tile needs its depth, sign tables and "
+                        "a place for its root's fit");
+  vx_status st = vx_voxelize_setup(mesh, opts, &xf, &gdepth, &band, err);
+  if (st != VX_OK) return st;
+  if (T > VX_MAX_DEPTH || T > gdepth || (gdepth - T < 21 && opts->tile_code >> 3 * (gdepth - T)))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "tile %llu of depth %u outside a 2^%u grid",
+                        (unsigned long long)opts->tile_code, T, gdepth);
+  const double t0 = vx_clock_seconds();
+  vx_surface dev;
+  vx_voxelize_stats gs;
+  vx_gpu_build_opts go;
+  memset(&go, 0, sizeof go);
+  go.device_out = 1;
+  go.mem_limit = opts->mem_limit;
+  go.region_log2 = T;
+  go.region_code = opts->tile_code;
+  st = vx_surface_build_gpu(mesh, &xf, gdepth, xo->sign, band, &go, NULL, NULL, &dev, &gs, err);
+  if (st != VX_OK) return st;
+  if (dev.count == 0) {
+    vx_gpu_surface_free(&dev);
+    return vx_error_set(err, VX_ERR_EMPTY, "no surface voxels in tile %llu",
+                        (unsigned long long)opts->tile_code);
+  }
+  /* the tree (16 B a node, about one per three voxels; 8 B a voxel) and what encoding it holds
+   * besides (each section packed and compressed, about as much again) */
+  const double tree = (double)dev.count * (8.0 + 16.0 / 2.0);
+  if (opts->mem_limit && (double)vx_resident_bytes() + 2.5 * tree > (double)opts->mem_limit) {
+    vx_gpu_surface_free(&dev);
+    return vx_error_set(err, VX_ERR_LIMIT, "tile %llu: %llu surface voxels do not fit in memory "
+                        "whole", (unsigned long long)opts->tile_code,
+                        (unsigned long long)dev.count);
+  }
+  const double t1 = vx_clock_seconds();
+  double tsec[3] = {0, 0, 0};
+  st = vx_octree_build_gpu(&dev, T, band, NULL, out, tsec, xo->tile_root, err);
+  vx_gpu_surface_free(&dev);
+  if (st != VX_OK) return st;
+  vx_transform_cell(&xf, opts->tile_code, T, &out->xf);
+  out->band = band;
+  out->prune_error = 0.0f;
+  if (stats) {
+    *stats = gs;
+    stats->nodes = out->node_count;
+    stats->sec_voxels = t1 - t0;
+    stats->sec_tree = vx_clock_seconds() - t1;
     for (int k = 0; k < 3; k++) stats->sec_gpu_tree[k] = tsec[k];
   }
   return VX_OK;
