@@ -11,6 +11,7 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_customMem */
 #include <zstd.h>
 
+#include "formats/svo_file.h"
 #include "svo/svo.h"
 
 #define VX_SVO_MAGIC "VXLOD\0\r\n"
@@ -120,6 +121,13 @@ vx_status vx_svo_unframe(ZSTD_DCtx *dc, const uint8_t *z, uint64_t zsize, uint8_
                          uint64_t raw, const char *name, const char *what, vx_error *err);
 /* The check of n bytes (the checker below, in one call); 0 when zstd fails. */
 int vx_svo_bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check);
+
+/* The header of a version-2 file of `size` bytes, in memory (mem) or at file offset `base` of f:
+ * every check of vx_svo_decode up to the level counts and section sizes (against `size`), then
+ * *out holds the depth, transform, band and level counts, no arrays (levels_loaded 0). */
+vx_status vx_svo_decode_header(const uint8_t *mem, FILE *f, uint64_t base, uint64_t size,
+                               const char *name, vx_octree *out, vx_svo_file_info *info,
+                               vx_error *err);
 
 /* Opens path for reading, refusing anything but a regular file (a FIFO without blocking). */
 vx_status vx_svo_open_regular(const char *path, FILE **f, uint64_t *size, vx_error *err);

@@ -80,6 +80,8 @@ static void unpack_voxels(const uint8_t *raw, uint64_t count, vx_voxel *v) {
 typedef struct svo_src {
   const uint8_t *mem;
   FILE *f;
+  uint64_t base;      /* the file offset of byte 0 (a tile inside a tiled file) */
+  int header_only;    /* stop once the header is checked: counts, no arrays */
   uint64_t size;
   const char *name;
   uint8_t *scratch;
@@ -102,7 +104,7 @@ static vx_status src_get(svo_src *s, uint64_t off, uint64_t n, const uint8_t **o
     s->scratch = b;
     s->scratch_cap = (size_t)n;
   }
-  if (fseeko(s->f, (off_t)off, SEEK_SET) != 0 || fread(s->scratch, 1, (size_t)n, s->f) != n)
+  if (fseeko(s->f, (off_t)(s->base + off), SEEK_SET) != 0 || fread(s->scratch, 1, (size_t)n, s->f) != n)
     return vx_error_set(err, ferror(s->f) ? VX_ERR_IO : VX_ERR_CORRUPT, "%s: cannot read %llu bytes at %llu%s%s",
                         s->name, (unsigned long long)n, (unsigned long long)off,
                         ferror(s->f) ? ": " : " (truncated)", ferror(s->f) ? strerror(errno) : "");
@@ -323,6 +325,12 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   if (s == VX_OK && end != src->size)
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: file has %llu bytes but its header describes %llu", name,
                      (unsigned long long)src->size, (unsigned long long)end);
+  if (s == VX_OK && src->header_only) { /* the counts and sizes, proven against the size */
+    ZSTD_freeDCtx(dc);
+    ZSTD_freeCCtx(ck);
+    t->levels_loaded = 0;
+    return VX_OK;
+  }
   /* Levels to load, and the memory they need, before any allocation. */
   uint32_t levels = t->depth + 1;
   if (opts && opts->max_level >= 0 && (uint32_t)opts->max_level < t->depth)
@@ -472,6 +480,24 @@ vx_status vx_svo_open_regular(const char *path, FILE **f, uint64_t *size, vx_err
   }
   *size = (uint64_t)st.st_size;
   return VX_OK;
+}
+
+vx_status vx_svo_decode_header(const uint8_t *mem, FILE *f, uint64_t base, uint64_t size,
+                               const char *name, vx_octree *out, vx_svo_file_info *info,
+                               vx_error *err) {
+  memset(out, 0, sizeof *out);
+  svo_src src;
+  memset(&src, 0, sizeof src);
+  src.mem = mem;
+  src.f = mem ? NULL : f;
+  src.base = mem ? 0 : base;
+  src.size = size;
+  src.name = name;
+  src.header_only = 1;
+  vx_status s = decode(&src, NULL, out, info, err);
+  vx_free(src.scratch);
+  if (s != VX_OK) memset(out, 0, sizeof *out);
+  return s;
 }
 
 vx_status vx_svo_read(const char *path, const vx_svo_read_opts *opts, vx_octree *out,

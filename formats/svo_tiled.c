@@ -699,6 +699,26 @@ void vx_tiled_totals(const vx_tiled *t, uint64_t *nodes, uint64_t *voxels, uint6
   if (file_bytes) *file_bytes = t->size;
 }
 
+vx_status vx_tiled_tile_header(vx_tiled *t, uint64_t i, vx_octree *out, vx_svo_file_info *fi,
+                               vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (i >= t->n)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "tile %llu of %llu", (unsigned long long)i,
+                        (unsigned long long)t->n);
+  const vx_tile_entry *e = &t->e[i];
+  vx_status s = vx_svo_decode_header(t->mem ? t->mem + e->offset : NULL, t->f, e->offset,
+                                     e->length, t->name, out, fi, err);
+  if (s == VX_OK) s = tile_matches(&t->h, e->code, out, fi, t->name, err);
+  if (s == VX_OK && (out->level_count[out->depth] != e->voxels || tree_nodes(out) != e->nodes))
+    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu's header counts %llu voxels and %llu "
+                     "nodes, its index entry %llu and %llu", t->name, (unsigned long long)i,
+                     (unsigned long long)out->level_count[out->depth],
+                     (unsigned long long)tree_nodes(out), (unsigned long long)e->voxels,
+                     (unsigned long long)e->nodes);
+  if (s != VX_OK) memset(out, 0, sizeof *out);
+  return s;
+}
+
 vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *opts,
                              vx_octree *out, vx_error *err) {
   memset(out, 0, sizeof *out);

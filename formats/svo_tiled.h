@@ -105,6 +105,12 @@ const vx_octree *vx_tiled_top(const vx_tiled *t);
  * file's size. */
 void vx_tiled_totals(const vx_tiled *t, uint64_t *nodes, uint64_t *voxels, uint64_t *file_bytes);
 
+/* Tile i's header alone (its prologue and header frame, checked): out holds its depth,
+ * transform and level counts without arrays, fi its sections' compressed sizes; both checked
+ * against the tiled header and the tile's index entry. */
+vx_status vx_tiled_tile_header(vx_tiled *t, uint64_t i, vx_octree *out, vx_svo_file_info *fi,
+                               vx_error *err);
+
 /* Tile i as a tree of tile_depth levels in its own index space (transform of its cell); opts as
  * for vx_svo_read (max_level: partial). */
 vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *opts,

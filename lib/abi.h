@@ -31,6 +31,7 @@
   X(vx_save_opts, user, 24)                   \
   X(vx_tree_info, file_version, 96)           \
   X(vx_level_stats, dense_bytes, 80)          \
+  X(vx_tile_info, edge, 88)                   \
   X(vx_convert_opts, user, 72)                \
   X(vx_conversion_stats, sec_gpu_tree, 176)   \
   X(vx_grid_opts, timeout_s, 24)              \

@@ -55,6 +55,9 @@ struct vx_tree {
   struct vx_band_cache *band_cache;
 };
 
+/* The public read options as the .svo reader's (tree.c). */
+vx_status vx_read_opts_in(const vx_read_opts *opts, vx_svo_read_opts *ro, vx_error *err);
+
 /* A new, empty tree handle (vx_calloc'ed). */
 vx_tree *vx_tree_new(void);
 

@@ -18,7 +18,7 @@ void vx_tree_free(vx_tree *t) {
   vx_free(t);
 }
 
-static vx_status read_opts(const vx_read_opts *opts, vx_svo_read_opts *ro, vx_error *err) {
+vx_status vx_read_opts_in(const vx_read_opts *opts, vx_svo_read_opts *ro, vx_error *err) {
   vx_read_opts o;
   vx_status s = VX_OPTS_IN(o, opts, err);
   if (s != VX_OK) return s;
@@ -46,7 +46,7 @@ vx_status vx_tree_load(const char *path, const vx_read_opts *opts, vx_tree **out
   *out = NULL;
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty .svo path");
   vx_svo_read_opts ro;
-  vx_status os = read_opts(opts, &ro, err);
+  vx_status os = vx_read_opts_in(opts, &ro, err);
   if (os != VX_OK) return os;
   vx_tree *t = vx_tree_new();
   if (!t) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
@@ -76,7 +76,7 @@ vx_status vx_tree_load_memory(const void *data, size_t size, const vx_read_opts 
   *out = NULL;
   if (!data && size) return vx_error_set(err, VX_ERR_INVALID_ARG, "no data");
   vx_svo_read_opts ro;
-  vx_status os = read_opts(opts, &ro, err);
+  vx_status os = vx_read_opts_in(opts, &ro, err);
   if (os != VX_OK) return os;
   vx_tree *t = vx_tree_new();
   if (!t) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");

@@ -97,6 +97,18 @@ if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/tu.svo" --res 64 -q --no-color &
 else
   bad "tiled 64^3 in 8^3 tiles: the same levels and the same picture as untiled"; cat "$T/tt.txt"
 fi
+# Past 16384^3: a needle (tiny area, so fast) at 32768^3 in tiles of 16384^3; stats reads it tile
+# by tile, commands that need one tree refuse it with a clear message
+printf 'v 0 0 0\nv 1 0 0\nv 1 0.00002 0.00001\nf 1 2 3\n' >"$T/needle.obj"
+if "$VOXLOD" convert "$T/needle.obj" "$T/n32.svo" --res 32768 -q &&
+   "$VOXLOD" stats "$T/n32.svo" --tiles >"$T/n32.txt" && grep -q "^15 .*32768^3" "$T/n32.txt" &&
+   grep -q "tiles of 16384^3 under 1 top levels" "$T/n32.txt" &&
+   "$VOXLOD" stats "$T/n32.svo" --json --tiles | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["depth"] == 15 and len(d["tiles"]) == d["tile_count"] and sum(t["voxels"] for t in d["tiles"]) == d["levels"][15]["cells"]'; then
+  ok "32768^3 tiled: stats tile by tile (table and JSON)"
+else
+  bad "32768^3 tiled: stats tile by tile (table and JSON)"; cat "$T/n32.txt"
+fi
+expect_fail "render of a 32768^3 tiled tree refused" "finer than one tree holds" "$VOXLOD" render "$T/n32.svo" "$T/n32.png"
 expect_fail "unwritable output" "cannot|permission|no such|denied|write" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/no/such/dir/x.svo" --res 16 -q
 expect_fail "missing svo" "cannot open|no such" "$VOXLOD" render "$T/nope.svo" "$T/x.png"
 cp "$T/b.svo" "$T/keep.svo"

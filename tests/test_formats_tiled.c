@@ -94,6 +94,48 @@ static void same_tree(uint32_t res, uint32_t T) {
            1u << (i.depth - T), (unsigned long long)i.tile_count,
            (unsigned long long)i.voxel_count, (unsigned long long)i.node_count);
   }
+  /* the tiled file read tile by tile: the same levels as the joined tree, tiles that add up */
+  vx_tiled_file *tf = NULL;
+  CHECK(vx_tiled_file_open(t, NULL, &tf, &e) == VX_OK);
+  vx_tiled_file *none = NULL;
+  CHECK(vx_tiled_file_open(u, NULL, &none, &e) == VX_ERR_FORMAT && none == NULL);
+  if (tf && b) {
+    vx_tree_info fi, ji;
+    memset(&fi, 0, sizeof fi);
+    memset(&ji, 0, sizeof ji);
+    fi.struct_size = ji.struct_size = sizeof fi;
+    CHECK(vx_tiled_file_get_info(tf, &fi) == VX_OK && vx_tree_get_info(b, &ji) == VX_OK);
+    CHECK(fi.depth == ji.depth && fi.node_count == ji.node_count &&
+          fi.voxel_count == ji.voxel_count && fi.tile_count == ji.tile_count);
+    for (uint32_t l = 0; l <= fi.depth; l++) {
+      vx_level_stats x, y;
+      memset(&x, 0, sizeof x);
+      memset(&y, 0, sizeof y);
+      x.struct_size = y.struct_size = sizeof x;
+      CHECK(vx_tiled_file_get_level(tf, l, &x, &e) == VX_OK && vx_tree_get_level(b, l, &y) == VX_OK);
+      CHECK(x.cells == y.cells && x.topology_bytes == y.topology_bytes &&
+            x.field_bytes == y.field_bytes && x.render_bytes == y.render_bytes);
+    }
+    uint64_t vox = 0, bytes = 0;
+    for (uint64_t k = 0; k < fi.tile_count; k++) {
+      vx_tile_info ti;
+      memset(&ti, 0, sizeof ti);
+      ti.struct_size = sizeof ti;
+      CHECK(vx_tiled_file_get_tile(tf, k, &ti) == VX_OK);
+      vox += ti.voxel_count;
+      bytes += ti.file_bytes;
+      vx_tree *one = NULL;
+      CHECK(vx_tiled_file_load_tile(tf, k, NULL, &one, &e) == VX_OK);
+      vx_tree_info oi;
+      memset(&oi, 0, sizeof oi);
+      oi.struct_size = sizeof oi;
+      CHECK(one && vx_tree_get_info(one, &oi) == VX_OK && oi.voxel_count == ti.voxel_count &&
+            oi.depth == T && oi.origin[0] == ti.origin[0] && oi.origin[2] == ti.origin[2]);
+      vx_tree_free(one);
+    }
+    CHECK(vox == fi.voxel_count && bytes < fi.file_bytes);
+  }
+  vx_tiled_file_close(tf);
   /* each tile, cut out of the file, is a version-2 .svo placed at its cell */
   vx_tiled *tl = NULL;
   CHECK(vx_tiled_open(t, NULL, &tl, &e) == VX_OK);

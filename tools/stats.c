@@ -9,7 +9,8 @@
  * above, 32 bytes per cell) and a dense float grid of (2^l + 1)^3 corner values. A coloured tree
  * adds two columns: the RGBA8 colours of the level's cells in memory and their compressed bytes
  * on disk (the colour sections of the file), and the plot adds rendering memory with colour.
- * The rows come from vx_tree_get_level.
+ * The rows come from vx_tree_get_level, or for a tiled file from vx_tiled_file_get_level (the
+ * top tree and the tiles' headers, at any depth up to 2^20, without loading a tile).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -36,12 +37,15 @@ static const char *stats_help =
     "                    its image error against the full tree (PSNR, depth > 1 voxel)\n"
     "  --views N         views for --error's image comparison (default 4)\n"
     "  --json            one JSON document on stdout instead of the table\n"
+    "  --tiles           a tiled file: also a line per tile (cell, voxels, nodes, bytes)\n"
+    "A tiled file (any resolution up to 1048576^3) is read tile by tile: its levels are the top\n"
+    "tree's and the sums of its tiles' headers; no tile is loaded.\n"
     "with --error, the view options of 'voxlod render' apply to the comparison:\n";
 
 typedef struct rows {
   uint32_t depth;
   int color;
-  vx_level_stats r[15];
+  vx_level_stats r[21]; /* up to 2^20: a tiled tree */
 } rows;
 
 static void make_rows(const vx_tree *t, rows *rs) {
@@ -58,12 +62,52 @@ static void make_rows(const vx_tree *t, rows *rs) {
   }
 }
 
-static void print_table(const vx_tree *t, const rows *rs) {
+/* The rows of a tiled file, from its top tree and its tiles' headers (no tile is loaded). */
+static vx_status tiled_rows(vx_tiled_file *f, rows *rs, vx_tree_info *ti, vx_error *e) {
+  memset(ti, 0, sizeof *ti);
+  ti->struct_size = sizeof *ti;
+  vx_tiled_file_get_info(f, ti);
+  rs->depth = ti->depth;
+  rs->color = 0;
+  for (uint32_t l = 0; l <= ti->depth; l++) {
+    memset(&rs->r[l], 0, sizeof rs->r[l]);
+    rs->r[l].struct_size = sizeof rs->r[l];
+    vx_status s = vx_tiled_file_get_level(f, l, &rs->r[l], e);
+    if (s != VX_OK) return s;
+  }
+  return VX_OK;
+}
+
+/* One line per tile (or a JSON array of them). */
+static void print_tiles(vx_tiled_file *f, uint64_t n, int json) {
+  char b[2][24];
+  if (json) printf(",\n  \"tiles\": [\n");
+  else printf("\n%-7s %-17s %14s %14s %11s %8s\n", "tile", "cell", "voxels", "nodes", "disk",
+              "B/voxel");
+  for (uint64_t i = 0; i < n; i++) {
+    vx_tile_info t;
+    memset(&t, 0, sizeof t);
+    t.struct_size = sizeof t;
+    vx_tiled_file_get_tile(f, i, &t);
+    if (json) {
+      printf("    {\"tile\": %llu, \"cell\": [%u, %u, %u], \"voxels\": %llu, \"nodes\": %llu, "
+             "\"disk_bytes\": %llu}%s\n", (unsigned long long)i, t.cell[0], t.cell[1], t.cell[2],
+             (unsigned long long)t.voxel_count, (unsigned long long)t.node_count,
+             (unsigned long long)t.file_bytes, i + 1 == n ? "" : ",");
+    } else {
+      snprintf(b[0], sizeof b[0], "%u,%u,%u", t.cell[0], t.cell[1], t.cell[2]);
+      vx_format_bytes((double)t.file_bytes, b[1], 24);
+      printf("%-7llu %-17s %14llu %14llu %11s %8.2f\n", (unsigned long long)i, b[0],
+             (unsigned long long)t.voxel_count, (unsigned long long)t.node_count, b[1],
+             t.voxel_count ? (double)t.file_bytes / (double)t.voxel_count : 0.0);
+    }
+  }
+  if (json) printf("  ]");
+}
+
+static void print_table(const vx_tree_info *tip, const rows *rs) {
   char b[8][24];
-  vx_tree_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  vx_tree_get_info(t, &ti);
+  const vx_tree_info ti = *tip;
   printf("%-5s %7s %12s %10s %11s %11s %11s %11s %12s %8s %12s %12s", "level", "res", "cells",
          "leaves", "topology", "lod", "field", "disk", "render<=l", "B/cell", "float8-svo",
          "dense-f32");
@@ -114,8 +158,9 @@ static void print_table(const vx_tree *t, const rows *rs) {
   }
   if (ti.prune_error > 0) printf("pruned at max error %g voxels\n", ti.prune_error);
   if (ti.tile_depth)
-    printf("tiled: %llu tiles of %u^3 under %u top levels, joined in memory\n",
-           (unsigned long long)ti.tile_count, 1u << ti.tile_depth, ti.depth - ti.tile_depth);
+    printf("tiled: %llu tiles of %u^3 under %u top levels (the top levels' bytes on disk are the "
+           "directory's)\n", (unsigned long long)ti.tile_count, 1u << ti.tile_depth,
+           ti.depth - ti.tile_depth);
 }
 
 /* A number for JSON: null where it is not finite (JSON has no infinity or NaN). */
@@ -184,7 +229,7 @@ static vx_status write_plot(const char *path, const rows *rs, const rows *pruned
   const uint32_t D = rs->depth;
   double ymin = 1e300, ymax = 0;
   /* with colour: what rendering at l uploads with the colours of levels 0 .. l */
-  double colored[15], color_sum = 0;
+  double colored[21], color_sum = 0;
   for (uint32_t l = 0; l <= D; l++) {
     color_sum += (double)rs->r[l].color_bytes;
     colored[l] = rs->color ? (double)rs->r[l].render_bytes + color_sum : 0.0;
@@ -247,14 +292,14 @@ static vx_status write_plot(const char *path, const rows *rs, const rows *pruned
 
 int vx_cmd_stats(int argc, char **argv) {
   const char *plot = NULL;
-  int json = 0, have_error = 0, have_views = 0;
+  int json = 0, have_error = 0, have_views = 0, tiles = 0;
   float error = 0;
   uint32_t views = 4;
   vx_view_args va;
   vx_view_args_init(&va);
   va.size[0] = 400;
   va.size[1] = 300;
-  vx_opt o[VX_VIEW_OPTS + 6];
+  vx_opt o[VX_VIEW_OPTS + 7];
   int n = vx_view_opts(&va, o, 0);
   o[n++] = vx_cli_opt("--plot", VX_OPT_STRING, (void *)&plot, 0, 0, NULL);
   o[n] = vx_cli_opt("--error", VX_OPT_FLOAT, &error, 0, 1e6, "voxels");
@@ -262,6 +307,7 @@ int vx_cmd_stats(int argc, char **argv) {
   o[n] = vx_cli_opt("--views", VX_OPT_U32, &views, 1, 64, "a count");
   o[n++].seen = &have_views;
   o[n++] = vx_cli_opt("--json", VX_OPT_FLAG, &json, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--tiles", VX_OPT_FLAG, &tiles, 0, 0, NULL);
   memset(&o[n], 0, sizeof o[n]);
   const char *pos[1];
   int npos;
@@ -277,6 +323,34 @@ int vx_cmd_stats(int argc, char **argv) {
   vx_error e;
   memset(&e, 0, sizeof e);
   if (plot && vx_check_output(plot, &in, 1, &e) != VX_OK) return vx_cli_fail("stats", &e);
+  vx_tiled_file *tf = NULL;
+  if (vx_tiled_file_open(in, NULL, &tf, &e) == VX_OK) { /* a tiled file: read tile by tile */
+    int rc = 0;
+    static rows trs;
+    vx_tree_info ti;
+    if (have_error)
+      rc = vx_cli_usage_error("stats", "--error needs one tree: not a tiled file");
+    else if (tiled_rows(tf, &trs, &ti, &e) != VX_OK)
+      rc = vx_cli_fail("stats", &e);
+    if (rc == 0 && json) {
+      printf("{\"file\": \"%s\", \"depth\": %u, \"file_bytes\": %llu, \"prune_error\": %g, "
+             "\"color\": false, \"tile_depth\": %u, \"tile_count\": %llu,\n  \"levels\": ", in,
+             ti.depth, (unsigned long long)ti.file_bytes, ti.prune_error, ti.tile_depth,
+             (unsigned long long)ti.tile_count);
+      print_json_levels(&trs);
+      if (tiles) print_tiles(tf, ti.tile_count, 1);
+      printf("\n}\n");
+    } else if (rc == 0) {
+      printf("%s: depth %u (%u^3), field band +-%g voxels (step %.4f voxel), colour: no\n", in,
+             ti.depth, 1u << ti.depth, ti.band, ti.band / 127.0);
+      print_table(&ti, &trs);
+      if (tiles) print_tiles(tf, ti.tile_count, 0);
+    }
+    if (rc == 0 && plot && write_plot(plot, &trs, NULL, &e) != VX_OK) rc = vx_cli_fail("stats", &e);
+    vx_tiled_file_close(tf);
+    return rc;
+  }
+  if (tiles) return vx_cli_usage_error("stats", "--tiles applies to a tiled file");
   int lod = va.lod;
   va.lod = -2; /* statistics need every level */
   vx_tree *t = NULL;
@@ -327,10 +401,14 @@ int vx_cmd_stats(int argc, char **argv) {
   } else if (rc == 0) {
     printf("%s: depth %u (%u^3), field band +-%g voxels (step %.4f voxel), colour: %s\n", in,
            ti.depth, 1u << ti.depth, ti.band, ti.band / 127.0, ti.has_color ? "yes" : "no");
-    print_table(t, &rs);
+    print_table(&ti, &rs);
     if (have_error) {
+      vx_tree_info pi;
+      memset(&pi, 0, sizeof pi);
+      pi.struct_size = sizeof pi;
+      vx_tree_get_info(p, &pi);
       printf("\npruned at --error %g:\n", error);
-      print_table(p, &prs);
+      print_table(&pi, &prs);
       char psnr[48];
       if (isfinite(q.psnr_db)) snprintf(psnr, sizeof psnr, "%.2f dB", q.psnr_db);
       else snprintf(psnr, sizeof psnr, "infinite (identical images)");

@@ -124,6 +124,46 @@ VX_API const uint32_t *vx_tree_voxel_colors(const vx_tree *t, uint64_t *count);
 VX_API vx_status vx_tree_colors(const vx_tree *t, const float *points, uint64_t n, int level,
                                 uint8_t *rgba, vx_error *err);
 
+/* ---- tiled files, tile by tile ----
+ * A tiled .svo (convert --tile-depth, or finer than 16384^3) holds a top tree over tiles, each an
+ * ordinary tree of its own. vx_tree_load joins one of up to 16384^3 into one tree; a handle from
+ * vx_tiled_file_open reads any of them without joining: its header, top tree and index at open,
+ * a tile's header or the whole tile when asked. VX_ERR_FORMAT for a file that is not tiled. */
+typedef struct vx_tiled_file vx_tiled_file;
+
+VX_API vx_status vx_tiled_file_open(const char *path, const vx_read_opts *opts,
+                                    vx_tiled_file **out, vx_error *err);
+VX_API void vx_tiled_file_close(vx_tiled_file *f);
+/* The whole tree's: depth, resolution, transform, band, nodes and voxels of every tile and level,
+ * memory_bytes joined, file_bytes, file_version 3, tile_depth, tile_count (levels_loaded 0). */
+VX_API vx_status vx_tiled_file_get_info(const vx_tiled_file *f, vx_tree_info *info);
+/* Row `level` (0 .. depth) of the whole tree's table, as vx_tree_get_level gives it for a tree:
+ * the top levels from the top tree, the deeper ones summed over the tiles' headers (read once,
+ * on the first call below the top; disk_bytes of the top levels 0, their directory being
+ * shared). */
+VX_API vx_status vx_tiled_file_get_level(vx_tiled_file *f, uint32_t level, vx_level_stats *st,
+                                         vx_error *err);
+
+typedef struct vx_tile_info {
+  uint32_t struct_size;  /* sizeof(vx_tile_info), or 0 */
+  uint32_t reserved0;
+  uint64_t code;         /* its cell: Morton code at level depth - tile_depth */
+  uint32_t cell[3];      /* the cell's coordinates in the grid of tiles */
+  uint32_t reserved1;
+  uint64_t voxel_count;  /* surface voxels */
+  uint64_t node_count;
+  uint64_t file_bytes;   /* its bytes in the file (a version-2 .svo) */
+  double origin[3];      /* world position of the tile's minimum corner */
+  double edge;           /* world length of its edge */
+} vx_tile_info;
+
+/* Tile i (0 .. tile_count - 1, in Morton order of the cells) as the index gives it. */
+VX_API vx_status vx_tiled_file_get_tile(const vx_tiled_file *f, uint64_t i, vx_tile_info *info);
+/* Tile i as a tree of its own (tile_depth levels, its own transform: world coordinates as the
+ * whole tree's): render, sample, mesh or export it like any tree. */
+VX_API vx_status vx_tiled_file_load_tile(vx_tiled_file *f, uint64_t i, const vx_read_opts *opts,
+                                         vx_tree **out, vx_error *err);
+
 VX_EXTERN_C_END
 
 #endif
