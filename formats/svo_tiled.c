@@ -699,22 +699,34 @@ void vx_tiled_totals(const vx_tiled *t, uint64_t *nodes, uint64_t *voxels, uint6
   if (file_bytes) *file_bytes = t->size;
 }
 
-vx_status vx_tiled_tile_header(vx_tiled *t, uint64_t i, vx_octree *out, vx_svo_file_info *fi,
-                               vx_error *err) {
-  memset(out, 0, sizeof *out);
-  if (i >= t->n)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "tile %llu of %llu", (unsigned long long)i,
-                        (unsigned long long)t->n);
+/* Tile i's header (out: depth, transform, counts) against the tiled header and its index entry. */
+static vx_status tile_as_indexed(const vx_tiled *t, uint64_t i, const vx_octree *out,
+                                 const vx_svo_file_info *fi, vx_error *err) {
   const vx_tile_entry *e = &t->e[i];
-  vx_status s = vx_svo_decode_header(t->mem ? t->mem + e->offset : NULL, t->f, e->offset,
-                                     e->length, t->name, out, fi, err);
-  if (s == VX_OK) s = tile_matches(&t->h, e->code, out, fi, t->name, err);
+  vx_status s = tile_matches(&t->h, e->code, out, fi, t->name, err);
   if (s == VX_OK && (out->level_count[out->depth] != e->voxels || tree_nodes(out) != e->nodes))
-    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu's header counts %llu voxels and %llu "
-                     "nodes, its index entry %llu and %llu", t->name, (unsigned long long)i,
+    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu holds %llu voxels and %llu nodes, its "
+                     "index entry says %llu and %llu", t->name, (unsigned long long)i,
                      (unsigned long long)out->level_count[out->depth],
                      (unsigned long long)tree_nodes(out), (unsigned long long)e->voxels,
                      (unsigned long long)e->nodes);
+  return s;
+}
+
+static vx_status tile_index_ok(const vx_tiled *t, uint64_t i, vx_error *err) {
+  return i < t->n ? VX_OK
+                  : vx_error_set(err, VX_ERR_INVALID_ARG, "tile %llu of %llu",
+                                 (unsigned long long)i, (unsigned long long)t->n);
+}
+
+vx_status vx_tiled_tile_header(vx_tiled *t, uint64_t i, vx_octree *out, vx_svo_file_info *fi,
+                               vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (tile_index_ok(t, i, err) != VX_OK) return VX_ERR_INVALID_ARG;
+  const vx_tile_entry *e = &t->e[i];
+  vx_status s = vx_svo_decode_header(t->mem ? t->mem + e->offset : NULL, t->f, e->offset,
+                                     e->length, t->name, out, fi, err);
+  if (s == VX_OK) s = tile_as_indexed(t, i, out, fi, err);
   if (s != VX_OK) memset(out, 0, sizeof *out);
   return s;
 }
@@ -722,9 +734,7 @@ vx_status vx_tiled_tile_header(vx_tiled *t, uint64_t i, vx_octree *out, vx_svo_f
 vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *opts,
                              vx_octree *out, vx_error *err) {
   memset(out, 0, sizeof *out);
-  if (i >= t->n)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "tile %llu of %llu", (unsigned long long)i,
-                        (unsigned long long)t->n);
+  if (tile_index_ok(t, i, err) != VX_OK) return VX_ERR_INVALID_ARG;
   const vx_tile_entry *e = &t->e[i];
   const uint8_t *p;
   uint8_t *buf;
@@ -743,13 +753,7 @@ vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *op
   vx_free(buf);
   if (s != VX_OK) return s;
   const vx_node *r = &t->top.nodes[t->top.level_first[t->h.depth - t->h.tile_depth] + i];
-  s = tile_matches(&t->h, e->code, out, &fi, t->name, err);
-  if (s == VX_OK && (out->level_count[out->depth] != e->voxels || tree_nodes(out) != e->nodes))
-    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu holds %llu voxels and %llu nodes, its "
-                     "index entry says %llu and %llu", t->name, (unsigned long long)i,
-                     (unsigned long long)out->level_count[out->depth],
-                     (unsigned long long)tree_nodes(out), (unsigned long long)e->voxels,
-                     (unsigned long long)e->nodes);
+  s = tile_as_indexed(t, i, out, &fi, err);
   if (s == VX_OK && (out->nodes[0].info != r->info || out->nodes[0].normal != r->normal ||
                      !same_f32(out->nodes[0].d, r->d)))
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu's root disagrees with the top tree",

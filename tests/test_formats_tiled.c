@@ -5,8 +5,8 @@
  * files are refused with bounded memory. */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
-#include "meshgen.h"
 #include "lib/internal.h"
+#include "tiled_scene.h"
 #include "formats/svo_codec.h"
 #include "formats/svo_tiled.h"
 
@@ -15,52 +15,17 @@
 static char dir[256];
 
 /* A torus around a sphere, off centre: tiles full, empty and cut through. */
-static vx_mesh *scene(void) {
-  vx_soup s;
-  memset(&s, 0, sizeof s);
-  meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
-  meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
-  float *v = (float *)malloc(s.tri_count * 9 * sizeof(float));
-  uint32_t *ix = (uint32_t *)malloc(s.tri_count * 3 * sizeof(uint32_t));
-  memcpy(v, s.pos, s.tri_count * 9 * sizeof(float));
-  for (uint32_t i = 0; i < s.tri_count * 3; i++) ix[i] = i;
-  vx_mesh *m = NULL;
-  CHECK(vx_mesh_from_arrays(v, s.tri_count * 3, ix, s.tri_count, &m, NULL) == VX_OK);
-  free(v);
-  free(ix);
-  vx_soup_free(&s);
-  return m;
-}
 
 static vx_status convert(const vx_mesh *m, uint32_t res, uint32_t tile_depth, int threads,
                          const char *path, vx_error *err) {
-  vx_convert_opts o;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.resolution = res;
-  o.tile_depth = tile_depth;
-  o.threads = threads;
-  o.device = VX_DEVICE_CPU;
-  o.color = VX_COLOR_OFF;
-  return vx_convert_to_file(m, &o, path, NULL, err);
+  return tiled_convert(m, res, tile_depth, VX_DEVICE_CPU, 0, threads, path, err);
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  *n = (size_t)ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = (uint8_t *)malloc(*n ? *n : 1);
-  if (fread(b, 1, *n, f) != *n) *n = 0;
-  fclose(f);
-  return b;
-}
 
 /* The untiled and the tiled file of one mesh: the tiled one joined is the same tree, and both
  * encode to the same bytes. */
 static void same_tree(uint32_t res, uint32_t T) {
-  vx_mesh *m = scene();
+  vx_mesh *m = tiled_scene();
   char u[300], t[300];
   snprintf(u, sizeof u, "%s/u.svo", dir);
   snprintf(t, sizeof t, "%s/t.svo", dir);
@@ -140,7 +105,7 @@ static void same_tree(uint32_t res, uint32_t T) {
   vx_tiled *tl = NULL;
   CHECK(vx_tiled_open(t, NULL, &tl, &e) == VX_OK);
   size_t n = 0;
-  uint8_t *bytes = slurp(t, &n);
+  uint8_t *bytes = tiled_slurp(t, &n);
   for (uint64_t k = 0; tl && k < vx_tiled_tile_count(tl); k++) {
     const vx_tile_entry *te = vx_tiled_tile(tl, k);
     vx_octree one, two;
@@ -167,7 +132,7 @@ static void tiled_equals_untiled(void) {
 
 /* The same bytes on 1 and 2 threads; a finer grid than one tree holds refuses to join. */
 static void bytes_do_not_depend_on_threads(void) {
-  vx_mesh *m = scene();
+  vx_mesh *m = tiled_scene();
   char a[300], b[300];
   snprintf(a, sizeof a, "%s/a.svo", dir);
   snprintf(b, sizeof b, "%s/b.svo", dir);
@@ -175,7 +140,7 @@ static void bytes_do_not_depend_on_threads(void) {
   CHECK(convert(m, 128, 4, 1, a, &e) == VX_OK);
   CHECK(convert(m, 128, 4, 2, b, &e) == VX_OK);
   size_t an = 0, bn = 0;
-  uint8_t *x = slurp(a, &an), *y = slurp(b, &bn);
+  uint8_t *x = tiled_slurp(a, &an), *y = tiled_slurp(b, &bn);
   CHECK(an == bn && an > 0 && memcmp(x, y, an) == 0);
   free(x);
   free(y);
@@ -187,12 +152,12 @@ static void bytes_do_not_depend_on_threads(void) {
 
 /* A small tiled file in memory. */
 static uint8_t *small_file(size_t *n) {
-  vx_mesh *m = scene();
+  vx_mesh *m = tiled_scene();
   char p[300];
   snprintf(p, sizeof p, "%s/s.svo", dir);
   CHECK(convert(m, 16, 2, 0, p, NULL) == VX_OK);
   vx_mesh_free(m);
-  return slurp(p, n);
+  return tiled_slurp(p, n);
 }
 
 static vx_status open_all(const uint8_t *d, size_t n, vx_error *e) {

@@ -4,8 +4,8 @@
  * Exits 77 (skipped) where no CUDA device is usable. */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
-#include "meshgen.h"
 #include "lib/internal.h"
+#include "tiled_scene.h"
 #include "svo/gpu_tree.h"
 
 #include <unistd.h>
@@ -13,55 +13,15 @@
 static char dir[256];
 static int skipped;
 
-static vx_mesh *scene(void) {
-  vx_soup s;
-  memset(&s, 0, sizeof s);
-  meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
-  meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
-  float *v = (float *)malloc(s.tri_count * 9 * sizeof(float));
-  uint32_t *ix = (uint32_t *)malloc(s.tri_count * 3 * sizeof(uint32_t));
-  memcpy(v, s.pos, s.tri_count * 9 * sizeof(float));
-  for (uint32_t i = 0; i < s.tri_count * 3; i++) ix[i] = i;
-  vx_mesh *m = NULL;
-  CHECK(vx_mesh_from_arrays(v, s.tri_count * 3, ix, s.tri_count, &m, NULL) == VX_OK);
-  free(v);
-  free(ix);
-  vx_soup_free(&s);
-  return m;
-}
-
-static vx_status convert_on(const vx_mesh *m, uint32_t res, uint32_t T, vx_device dev, int gpus,
-                            const char *path, vx_error *err) {
-  vx_convert_opts o;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.resolution = res;
-  o.tile_depth = T;
-  o.device = dev;
-  o.gpus = gpus;
-  o.color = VX_COLOR_OFF;
-  return vx_convert_to_file(m, &o, path, NULL, err);
-}
 
 static vx_status convert(const vx_mesh *m, uint32_t res, uint32_t T, vx_device dev,
                          const char *path, vx_error *err) {
-  return convert_on(m, res, T, dev, 0, path, err);
+  return tiled_convert(m, res, T, dev, 0, 0, path, err);
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  *n = (size_t)ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = (uint8_t *)malloc(*n ? *n : 1);
-  if (fread(b, 1, *n, f) != *n) *n = 0;
-  fclose(f);
-  return b;
-}
 
 static void case_(uint32_t res, uint32_t T) {
-  vx_mesh *m = scene();
+  vx_mesh *m = tiled_scene();
   char c[300], g[300], u[300];
   snprintf(c, sizeof c, "%s/c.svo", dir);
   snprintf(g, sizeof g, "%s/g.svo", dir);
@@ -77,16 +37,16 @@ static void case_(uint32_t res, uint32_t T) {
   CHECK(convert(m, res, T, VX_DEVICE_CPU, c, &e) == VX_OK);
   CHECK(convert(m, res, 0, VX_DEVICE_CPU, u, &e) == VX_OK);
   size_t cn = 0, gn = 0;
-  uint8_t *cb = slurp(c, &cn), *gb = slurp(g, &gn);
+  uint8_t *cb = tiled_slurp(c, &cn), *gb = tiled_slurp(g, &gn);
   CHECK(cn == gn && cn > 0 && memcmp(cb, gb, cn) == 0);
   free(cb);
   free(gb);
   if (vx_gpu_device_count() >= 2) { /* every GPU building tiles side by side: the same bytes */
     char mg[300];
     snprintf(mg, sizeof mg, "%s/mg.svo", dir);
-    CHECK(convert_on(m, res, T, VX_DEVICE_GPU, -1, mg, &e) == VX_OK);
+    CHECK(tiled_convert(m, res, T, VX_DEVICE_GPU, -1, 0, mg, &e) == VX_OK);
     size_t mn = 0, cn2 = 0;
-    uint8_t *mb = slurp(mg, &mn), *cb2 = slurp(c, &cn2);
+    uint8_t *mb = tiled_slurp(mg, &mn), *cb2 = tiled_slurp(c, &cn2);
     CHECK(mn == cn2 && mn > 0 && memcmp(mb, cb2, mn) == 0);
     printf("%u^3: tiles on %d GPUs = CPU tiles\n", res, vx_gpu_device_count());
     free(mb);

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tiled_scene.h - what the tiled-tree tests share: the scene (a torus around a sphere, off
+ * centre: tiles full, empty and cut through), a conversion to a file, and reading a file whole. */
+#ifndef VOXLOD_TESTS_TILED_SCENE_H
+#define VOXLOD_TESTS_TILED_SCENE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "meshgen.h"
+#include "voxlod.h" /* after lib/internal.h where a test includes both */
+
+static vx_mesh *tiled_scene(void) {
+  vx_soup s;
+  memset(&s, 0, sizeof s);
+  meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
+  meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
+  float *v = (float *)malloc(s.tri_count * 9 * sizeof(float));
+  uint32_t *ix = (uint32_t *)malloc(s.tri_count * 3 * sizeof(uint32_t));
+  memcpy(v, s.pos, s.tri_count * 9 * sizeof(float));
+  for (uint32_t i = 0; i < s.tri_count * 3; i++) ix[i] = i;
+  vx_mesh *m = NULL;
+  CHECK(vx_mesh_from_arrays(v, s.tri_count * 3, ix, s.tri_count, &m, NULL) == VX_OK);
+  free(v);
+  free(ix);
+  vx_soup_free(&s);
+  return m;
+}
+
+/* mesh -> path at res^3, tiles of 2^tile_depth (0: one tree), grey. */
+static vx_status tiled_convert(const vx_mesh *m, uint32_t res, uint32_t tile_depth, vx_device dev,
+                               int gpus, int threads, const char *path, vx_error *err) {
+  vx_convert_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.resolution = res;
+  o.tile_depth = tile_depth;
+  o.device = dev;
+  o.gpus = gpus;
+  o.threads = threads;
+  o.color = VX_COLOR_OFF;
+  return vx_convert_to_file(m, &o, path, NULL, err);
+}
+
+/* A whole file in memory (malloc'ed; *n its size), NULL when it cannot be read. */
+static uint8_t *tiled_slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = (uint8_t *)malloc(*n ? *n : 1);
+  if (fread(b, 1, *n, f) != *n) *n = 0;
+  fclose(f);
+  return b;
+}
+
+#endif
