@@ -411,9 +411,13 @@ std::string merged_notes(const char *mesh_notes, const char *conv_notes) {
   return out;
 }
 
+// The conversion, in memory (path None: the tree comes back) or to a .svo file (path bytes: a
+// tiled one with tile_depth, on `gpus` GPUs; None comes back, the file holds the tree).
 Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int device,
               uint64_t mem_limit, int threads, int sign_rule, nb::object progress, int color,
-              int color_filter) {
+              int color_filter, nb::object path_obj, uint32_t tile_depth, int gpus) {
+  const bool to_file = !path_obj.is_none();
+  const std::string path = to_file ? path_of(nb::cast<nb::bytes>(path_obj)) : std::string();
   vx_convert_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -426,6 +430,8 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
   o.sign_rule = (vx_sign_rule)sign_rule;
   o.color = color == 1 ? VX_COLOR_OFF : VX_COLOR_AUTO;
   o.color_filter = color_filter == 1 ? VX_COLOR_FILTER_DOMINANT : VX_COLOR_FILTER_MEAN;
+  o.tile_depth = tile_depth;
+  o.gpus = gpus;
   Progress pr;
   o.progress = progress_cb;
   o.user = &pr;
@@ -434,7 +440,8 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
   vx_status s = VX_OK;
   bool interrupted = false;
   std::thread worker([&] {
-    vx_status r = vx_convert(mesh.m, &o, &b, &e);
+    vx_status r = to_file ? vx_convert_to_file(mesh.m, &o, path.c_str(), &b, &e)
+                          : vx_convert(mesh.m, &o, &b, &e);
     std::lock_guard<std::mutex> g(pr.m);
     s = r;
     pr.done = true;
@@ -484,10 +491,120 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
     throw nb::python_error();
   }
   check(s, e);
+  if (to_file) {
+    vx_conversion_free(b);
+    return nullptr;
+  }
   Tree *r = new Tree();
   r->notes = merged_notes(vx_mesh_notes(mesh.m), vx_conversion_notes(b));
   r->t = vx_conversion_take_tree(b);
   vx_conversion_free(b);
+  return r;
+}
+
+// ---- tiled files, tile by tile ----------------------------------------------------------------
+
+struct TiledFile {
+  vx_tiled_file *f = nullptr;
+  ~TiledFile() { vx_tiled_file_close(f); }
+};
+
+TiledFile *tiled_open(const nb::bytes &path, uint64_t mem_limit) {
+  std::string p = path_of(path);
+  vx_read_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.mem_limit = mem_limit;
+  vx_error e = no_error();
+  vx_tiled_file *f = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tiled_file_open(p.c_str(), &o, &f, &e);
+  }
+  check(s, e);
+  TiledFile *r = new TiledFile();
+  r->f = f;
+  return r;
+}
+
+nb::dict tiled_info(const TiledFile &t) {
+  vx_tree_info i;
+  std::memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  vx_tiled_file_get_info(t.f, &i);
+  nb::dict d;
+  d["depth"] = i.depth;
+  d["resolution"] = i.resolution;
+  d["tile_depth"] = i.tile_depth;
+  d["tile_count"] = i.tile_count;
+  d["node_count"] = i.node_count;
+  d["voxel_count"] = i.voxel_count;
+  d["origin"] = nb::make_tuple(i.origin[0], i.origin[1], i.origin[2]);
+  d["scale"] = i.scale;
+  d["band"] = i.band;
+  d["memory_bytes"] = i.memory_bytes;
+  d["file_bytes"] = i.file_bytes;
+  d["file_version"] = i.file_version;
+  return d;
+}
+
+// The memory table of the whole tree (the rows Tree.levels gives, from the tiles' headers).
+std::vector<std::vector<uint64_t>> tiled_levels(TiledFile &t) {
+  vx_tree_info i;
+  std::memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  vx_tiled_file_get_info(t.f, &i);
+  std::vector<std::vector<uint64_t>> rows;
+  for (uint32_t l = 0; l <= i.depth; l++) {
+    vx_level_stats s;
+    std::memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    vx_error e = no_error();
+    vx_status st;
+    {
+      nb::gil_scoped_release rel;
+      st = vx_tiled_file_get_level(t.f, l, &s, &e);
+    }
+    check(st, e);
+    rows.push_back({s.level, s.cells, s.leaves, s.topology_bytes, s.lod_bytes, s.field_bytes,
+                    s.disk_bytes, s.render_bytes, s.float8_bytes, s.dense_bytes, s.color_bytes});
+  }
+  return rows;
+}
+
+nb::dict tiled_tile(const TiledFile &t, uint64_t i) {
+  vx_tile_info ti;
+  std::memset(&ti, 0, sizeof ti);
+  ti.struct_size = sizeof ti;
+  if (vx_tiled_file_get_tile(t.f, i, &ti) != VX_OK) throw nb::index_error("no such tile");
+  nb::dict d;
+  d["code"] = ti.code;
+  d["cell"] = nb::make_tuple(ti.cell[0], ti.cell[1], ti.cell[2]);
+  d["voxel_count"] = ti.voxel_count;
+  d["node_count"] = ti.node_count;
+  d["file_bytes"] = ti.file_bytes;
+  d["origin"] = nb::make_tuple(ti.origin[0], ti.origin[1], ti.origin[2]);
+  d["edge"] = ti.edge;
+  return d;
+}
+
+Tree *tiled_load_tile(TiledFile &t, uint64_t i, uint32_t levels, uint64_t mem_limit) {
+  vx_read_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.levels = levels;
+  o.mem_limit = mem_limit;
+  vx_error e = no_error();
+  vx_tree *tr = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tiled_file_load_tile(t.f, i, &o, &tr, &e);
+  }
+  check(s, e);
+  Tree *r = new Tree();
+  r->t = tr;
   return r;
 }
 
@@ -744,6 +861,15 @@ NB_MODULE(_voxlod, m) {
 
   m.def("convert", &convert, "mesh"_a, "resolution"_a, "max_error"_a, "band"_a, "device"_a,
         "mem_limit"_a, "threads"_a, "sign_rule"_a, "progress"_a.none(), "color"_a = 0,
-        "color_filter"_a = 0, nb::rv_policy::take_ownership);
+        "color_filter"_a = 0, "path"_a.none() = nb::none(), "tile_depth"_a = 0, "gpus"_a = 0,
+        nb::rv_policy::take_ownership);
+
+  nb::class_<TiledFile>(m, "_TiledFile")
+      .def_static("open", &tiled_open, "path"_a, "mem_limit"_a = 0, nb::rv_policy::take_ownership)
+      .def("info", &tiled_info)
+      .def("levels", &tiled_levels)
+      .def("tile", &tiled_tile, "i"_a)
+      .def("load_tile", &tiled_load_tile, "i"_a, "levels"_a = 0, "mem_limit"_a = 0,
+           nb::rv_policy::take_ownership);
   m.def("dlpack_info", &dlpack_info, "array"_a);
 }

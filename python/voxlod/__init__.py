@@ -32,12 +32,12 @@ from ._errors import (CancelledError, CorruptError, CudaError, EmptyError, Error
                       VersionError)
 from ._sampling import (SAMPLE_FAR, SAMPLE_INVALID, SAMPLE_NEAR, SAMPLE_NO_SIGN, SAMPLE_OUTSIDE,
                         SAMPLE_PLANE)
-from ._tree import NODE_DTYPE, STATS_DTYPE, Tree, from_bytes, load
+from ._tree import NODE_DTYPE, STATS_DTYPE, TILE_DTYPE, TiledFile, Tree, from_bytes, load
 
 __version__: str = _voxlod.version()
 
 __all__ = [
-    "Tree", "Mesh", "convert", "load_mesh", "sample_meshes", "MESH_EXTENSIONS", "PRESETS", "load", "from_bytes",
+    "Tree", "TiledFile", "TILE_DTYPE", "Mesh", "convert", "load_mesh", "sample_meshes", "MESH_EXTENSIONS", "PRESETS", "load", "from_bytes",
     "gpu_available", "gpu_name", "NODE_DTYPE",
     "STATS_DTYPE", "SAMPLE_PLANE", "SAMPLE_NEAR", "SAMPLE_FAR", "SAMPLE_OUTSIDE", "SAMPLE_NO_SIGN",
     "SAMPLE_INVALID", "Error", "InvalidArgumentError", "FileError", "NoMemoryError",

@@ -11,7 +11,7 @@ from . import _voxlod
 from ._color import COLOR_FILTERS, COLOR_MODES, _option
 from ._mesh import Mesh, _mesh_handle
 from ._tree import PathArg, Tree
-from ._util import ProgressArg, _bytes, _is_int, _progress
+from ._util import ProgressArg, _bytes, _is_int, _path, _progress
 
 MeshArg = Union[PathArg, Mesh, Any]  # a path, a Mesh, or (vertices, faces[, colors]) arrays
 
@@ -19,7 +19,9 @@ MeshArg = Union[PathArg, Mesh, Any]  # a path, a Mesh, or (vertices, faces[, col
 def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[bool] = None,
             mem_limit: Union[None, int, str] = None, progress: ProgressArg = True,
             band: Optional[float] = None, threads: Optional[int] = None,
-            sign: str = "winding", color: str = "auto", color_filter: str = "mean") -> Tree:
+            sign: str = "winding", color: str = "auto", color_filter: str = "mean",
+            out: Optional[PathArg] = None, tile_depth: int = 0,
+            gpus: Union[None, int, str] = None) -> Optional[Tree]:
     """Converts a mesh into a Tree.
 
     mesh: a file path (any format assimp reads: OBJ, PLY, STL, glTF, FBX, ...), a Mesh
@@ -36,9 +38,33 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
     area-weighted mean, in linear light, of the surface in it) or "dominant" (a colour of
     the surface itself from its largest part: a texel, a vertex or a material colour, never a
     mix). Ctrl-C cancels the build
-    (KeyboardInterrupt)."""
-    if not _is_int(res) or res < 2 or res > 16384 or res & (res - 1):
-        raise ValueError(f"res must be a power of two from 2 to 16384, not {res!r}")
+    (KeyboardInterrupt).
+
+    out: a .svo path to write the tree to (atomically) instead of returning it (None comes
+    back): the only way for trees that do not fit in memory, and for tiled trees. tile_depth: 0
+    (one tree; res up to 16384, tiles of 16384^3 above) or T in 1..14: a tiled .svo of tiles of
+    2^T cells per axis (res up to 2^20; grey, unpruned), read back with load() up to 16384^3
+    and with TiledFile at any size. gpus: for a tiled build on the GPU, "all" or a count: one
+    tile stream per GPU, the same bytes."""
+    tiled = out is not None and (tile_depth or (_is_int(res) and res > 16384))
+    top = 1 << 20 if tiled else 16384
+    if not _is_int(res) or res < 2 or res > top or res & (res - 1):
+        raise ValueError(f"res must be a power of two from 2 to {top}, not {res!r}" +
+                         ("" if tiled else " (finer: tiled, with out=)"))
+    if not _is_int(tile_depth) or not 0 <= tile_depth <= 14:
+        raise ValueError(f"tile_depth must be an int in 0..14, not {tile_depth!r}")
+    if tile_depth and out is None:
+        raise ValueError("a tiled tree is written to a file: give out=")
+    if gpus is None:
+        g = 0
+    elif gpus == "all":
+        g = -1
+    elif _is_int(gpus) and 1 <= gpus <= 64:
+        g = int(gpus)
+    else:
+        raise ValueError(f"gpus must be 'all' or a count from 1 to 64, not {gpus!r}")
+    if g and gpu is False:
+        raise ValueError("gpus= builds on the GPU: not with gpu=False")
     if not (error >= 0.0 and np.isfinite(error)):
         raise ValueError(f"error must be a number >= 0, not {error!r}")
     b = 0.0 if band is None else float(band)
@@ -56,9 +82,10 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
     try:
         m = _mesh_handle(mesh)
         t = _voxlod.convert(m, int(res), float(error), b, device, limit, int(threads or 0),
-                            0 if sign == "winding" else 1, cb, cmode, cfilter)
+                            0 if sign == "winding" else 1, cb, cmode, cfilter,
+                            None if out is None else _path(out, "out"), int(tile_depth), g)
     finally:
         close = getattr(cb, "close", None)
         if close is not None:
             close()
-    return Tree(t)
+    return None if out is not None else Tree(t)

@@ -246,3 +246,72 @@ def from_bytes(data: Any, max_level: Optional[int] = None,
                         f"{type(data).__name__}") from None
     buf = np.frombuffer(view.cast("B") if view.contiguous else view.tobytes(), dtype=np.uint8)
     return Tree(_voxlod._Tree.load_bytes(buf, levels, _bytes(mem_limit, "mem_limit")))
+
+
+#: One tile of a tiled file (TiledFile.tiles()): its cell (Morton code and coordinates in the
+#: grid of tiles), surface voxels, nodes, bytes in the file, world origin and edge.
+TILE_DTYPE = np.dtype([("code", "<u8"), ("cell", "<u4", (3,)), ("voxel_count", "<u8"),
+                       ("node_count", "<u8"), ("file_bytes", "<u8"), ("origin", "<f8", (3,)),
+                       ("edge", "<f8")])
+
+
+class TiledFile:
+    """A tiled .svo file (convert(..., out=, tile_depth=), or finer than 16384^3) read tile by
+    tile: its header, top tree and tile index at open, a tile's header or the whole tile when
+    asked. load() joins one of up to 16384^3 into one Tree; this reads any of them, up to 2^20.
+    """
+
+    __slots__ = ("_f", "_info", "__weakref__")
+
+    def __init__(self, path: PathArg, mem_limit: Union[None, int, str] = None) -> None:
+        self._f = _voxlod._TiledFile.open(_path(path, "path"), _bytes(mem_limit, "mem_limit"))
+        self._info = self._f.info()
+
+    @property
+    def depth(self) -> int:
+        """D: the finest level of the whole tree (2^D cells per axis)."""
+        return self._info["depth"]
+
+    @property
+    def tile_depth(self) -> int:
+        """Each tile's depth: 2^tile_depth cells per axis."""
+        return self._info["tile_depth"]
+
+    @property
+    def tile_count(self) -> int:
+        """Tiles in the file (cells of the grid of tiles that hold surface voxels)."""
+        return self._info["tile_count"]
+
+    @property
+    def info(self) -> dict:
+        """The whole tree: depth, resolution, tile_depth, tile_count, node_count, voxel_count,
+        origin, scale, band, memory_bytes (joined), file_bytes, file_version (3)."""
+        return dict(self._info)
+
+    def stats(self) -> np.ndarray:
+        """The whole tree's memory-per-level table (STATS_DTYPE rows, as Tree.stats), from the
+        top tree and the tiles' headers; no tile is loaded."""
+        return np.array([tuple(r) for r in self._f.levels()], dtype=STATS_DTYPE)
+
+    def tiles(self) -> np.ndarray:
+        """One TILE_DTYPE row per tile, in file (Morton) order."""
+        rows = []
+        for i in range(self.tile_count):
+            d = self._f.tile(i)
+            rows.append((d["code"], d["cell"], d["voxel_count"], d["node_count"],
+                         d["file_bytes"], d["origin"], d["edge"]))
+        return np.array(rows, dtype=TILE_DTYPE)
+
+    def load_tile(self, i: int, max_level: Optional[int] = None,
+                  mem_limit: Union[None, int, str] = None) -> Tree:
+        """Tile i as a Tree of its own (tile_depth levels, world coordinates as the whole
+        tree's): render, sample, mesh it like any tree. max_level as for load()."""
+        if not _is_int(i) or not 0 <= i < self.tile_count:
+            raise IndexError(f"tile {i!r} of {self.tile_count}")
+        levels = _levels(max_level)
+        return Tree(self._f.load_tile(int(i), levels, _bytes(mem_limit, "mem_limit")))
+
+    def __repr__(self) -> str:
+        i = self._info
+        return (f"<voxlod.TiledFile {i['resolution']}^3 in {i['tile_count']} tiles of "
+                f"{1 << i['tile_depth']}^3: {i['voxel_count']} voxels>")
