@@ -139,8 +139,27 @@ typedef struct tiles_job {
   void *user;
 } tiles_job;
 
+/* The tree's arrays back into the worker's spare ones (pre), the larger kept: the next tile's
+ * tree reuses pages already touched instead of faulting in fresh ones. */
+static void keep_arrays(vx_octree *t, vx_octree_prealloc *pre) {
+  if (!t->nodes || !t->voxels) return;
+  if (!pre->nodes) { /* the tree took the spare arrays (pre keeps their sizes), or had none */
+    if (pre->node_cap < t->node_count) pre->node_cap = t->node_count;
+    if (pre->voxel_cap < t->voxel_count) pre->voxel_cap = t->voxel_count;
+  } else { /* the spare ones were too small: the tree's own replace them */
+    vx_free(pre->nodes);
+    vx_free(pre->voxels);
+    pre->node_cap = t->node_count;
+    pre->voxel_cap = t->voxel_count;
+  }
+  pre->nodes = t->nodes;
+  pre->voxels = t->voxels;
+  t->nodes = NULL;
+  t->voxels = NULL;
+}
+
 static vx_status build_tile(tiles_job *j, vx_voxelize_opts *bo, uint64_t k, uint32_t *tris,
-                            tile_out *r, vx_error *err) {
+                            vx_octree_prealloc *pre, tile_out *r, vx_error *err) {
   memset(r, 0, sizeof *r);
   const uint64_t a = j->start[k], e = j->start[k + 1];
   for (uint64_t i = a; i < e; i++) tris[i - a] = j->pairs[i].tri;
@@ -150,6 +169,7 @@ static vx_status build_tile(tiles_job *j, vx_voxelize_opts *bo, uint64_t k, uint
   xo.tile_root = &r->fit;
   xo.tile_tris = tris;
   xo.tile_ntris = e - a;
+  xo.tile_pre = pre;
   bo->tile_code = j->pairs[a].code;
   vx_stream st;
   vx_voxelize_stats bs;
@@ -168,6 +188,7 @@ static vx_status build_tile(tiles_job *j, vx_voxelize_opts *bo, uint64_t k, uint
       r->sec_build = t1 - t0;
       s = vx_svo_encode(&t, j->zstd_level, &r->bytes, &r->n, err);
       r->sec_encode = vx_clock_seconds() - t1;
+      keep_arrays(&t, pre);
       vx_octree_free(&t);
       return s;
     }
@@ -254,6 +275,8 @@ static void *tile_worker(void *arg) {
   vx_error e;
   memset(&e, 0, sizeof e);
   uint32_t *tris = (uint32_t *)vx_malloc((size_t)(j->max_tris ? j->max_tris : 1) * 4);
+  vx_octree_prealloc pre; /* the last tile's tree arrays, for the next one */
+  memset(&pre, 0, sizeof pre);
   pthread_mutex_lock(&j->mu);
   const int me = j->next_worker++;
   vx_status st = tris ? VX_OK : vx_error_set(&e, VX_ERR_NOMEM, "out of memory");
@@ -266,7 +289,7 @@ static void *tile_worker(void *arg) {
     const uint64_t k = j->next_claim++;
     pthread_mutex_unlock(&j->mu);
     tile_out r;
-    st = build_tile(j, &bo, k, tris, &r, &e);
+    st = build_tile(j, &bo, k, tris, &pre, &r, &e);
     pthread_mutex_lock(&j->mu);
     if (st != VX_OK) {
       tile_out_free(&r);
@@ -300,6 +323,8 @@ static void *tile_worker(void *arg) {
   }
   pthread_mutex_unlock(&j->mu);
   vx_free(tris);
+  vx_free(pre.nodes);
+  vx_free(pre.voxels);
   return NULL;
 }
 

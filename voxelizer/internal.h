@@ -353,6 +353,9 @@ typedef struct vx_stream_build_opts {
   vx_fit_root *tile_root;
   const uint32_t *tile_tris; /* the triangles that may reach the tile (ascending; NULL: all) */
   uint64_t tile_ntris;
+  /* vx_voxelize_tile_gpu: host arrays for the tile's tree, used when large enough (the tree
+   * takes them), so that a worker building tile after tile reuses pages already touched */
+  vx_octree_prealloc *tile_pre;
 } vx_stream_build_opts;
 
 vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opts,

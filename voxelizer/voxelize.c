@@ -364,7 +364,7 @@ vx_status vx_voxelize_tile_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts
   }
   const double t1 = vx_clock_seconds();
   double tsec[3] = {0, 0, 0};
-  st = vx_octree_build_gpu(&dev, T, band, NULL, out, tsec, xo->tile_root, err);
+  st = vx_octree_build_gpu(&dev, T, band, xo->tile_pre, out, tsec, xo->tile_root, err);
   vx_gpu_surface_free(&dev);
   if (st != VX_OK) return st;
   vx_transform_cell(&xf, opts->tile_code, T, &out->xf);
