@@ -251,6 +251,13 @@ static const vx_sign_data *sign_wait(void *ctx, vx_error *err) {
   return &j->sign;
 }
 
+/* The GPU surface build's options for a tree built on the device: the surface stays there. */
+static void device_out_opts(vx_gpu_build_opts *go, uint64_t mem_limit) {
+  memset(go, 0, sizeof *go);
+  go->device_out = 1;
+  go->mem_limit = mem_limit;
+}
+
 static vx_status voxelize_gpu_unique(const vx_soup *mesh, const vx_voxelize_opts *opts,
                                      vx_octree *out, vx_voxelize_stats *stats, vx_error *err) {
   vx_transform xf;
@@ -275,9 +282,7 @@ static vx_status voxelize_gpu_unique(const vx_soup *mesh, const vx_voxelize_opts
   vx_surface dev;
   vx_voxelize_stats gs;
   vx_gpu_build_opts go;
-  memset(&go, 0, sizeof go);
-  go.device_out = 1;
-  go.mem_limit = opts->mem_limit;
+  device_out_opts(&go, opts->mem_limit);
   go.sign_wait = sign_wait;
   go.sign_ctx = &sj;
   prefault_job pf;
@@ -341,9 +346,7 @@ vx_status vx_voxelize_tile_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts
   vx_surface dev;
   vx_voxelize_stats gs;
   vx_gpu_build_opts go;
-  memset(&go, 0, sizeof go);
-  go.device_out = 1;
-  go.mem_limit = opts->mem_limit;
+  device_out_opts(&go, opts->mem_limit);
   go.region_log2 = T;
   go.region_code = opts->tile_code;
   st = vx_surface_build_gpu(mesh, &xf, gdepth, xo->sign, band, &go, NULL, NULL, &dev, &gs, err);

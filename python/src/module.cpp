@@ -207,13 +207,18 @@ std::unique_lock<std::mutex> lock_tree(Tree &t) {
 
 using Bytes1 = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-// A tree read from a file (path) or from the bytes of one (data), levels 0 .. levels-1 (0: all).
-Tree *tree_read(const char *path, const Bytes1 *data, uint32_t levels, uint64_t mem_limit) {
+vx_read_opts read_opts(uint32_t levels, uint64_t mem_limit) {
   vx_read_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.levels = levels;
   o.mem_limit = mem_limit;
+  return o;
+}
+
+// A tree read from a file (path) or from the bytes of one (data), levels 0 .. levels-1 (0: all).
+Tree *tree_read(const char *path, const Bytes1 *data, uint32_t levels, uint64_t mem_limit) {
+  vx_read_opts o = read_opts(levels, mem_limit);
   vx_error e = no_error();
   vx_tree *t = nullptr;
   vx_status s;
@@ -274,8 +279,8 @@ void tree_save(Tree &t, const nb::bytes &path_bytes, int zstd_level) {
   check(s, e);
 }
 
-nb::dict tree_info(const Tree &t) {
-  vx_tree_info i = t.info();
+// A vx_tree_info as a dict (a tree's, or a tiled file's whole tree: then with its tiles).
+nb::dict info_dict(const vx_tree_info &i) {
   nb::dict d;
   d["depth"] = i.depth;
   d["resolution"] = i.resolution;
@@ -291,7 +296,18 @@ nb::dict tree_info(const Tree &t) {
   d["file_version"] = i.file_version;
   d["has_color"] = i.has_color != 0;
   d["color_bytes"] = i.color_bytes;
+  d["tile_depth"] = i.tile_depth;
+  d["tile_count"] = i.tile_count;
   return d;
+}
+
+nb::dict tree_info(const Tree &t) { return info_dict(t.info()); }
+
+// One row of the memory table, in vx_level_stats' field order.
+std::vector<uint64_t> level_row(const vx_level_stats &s) {
+  return {s.level,       s.cells,        s.leaves,       s.topology_bytes,
+          s.lod_bytes,   s.field_bytes,  s.disk_bytes,   s.render_bytes,
+          s.float8_bytes, s.dense_bytes, s.color_bytes};
 }
 
 // The memory table: one tuple per level, in vx_level_stats' field order.
@@ -303,8 +319,7 @@ std::vector<std::vector<uint64_t>> tree_levels(const Tree &t) {
     std::memset(&s, 0, sizeof s);
     s.struct_size = sizeof s;
     if (vx_tree_get_level(t.t, l, &s) != VX_OK) continue;
-    rows.push_back({s.level, s.cells, s.leaves, s.topology_bytes, s.lod_bytes, s.field_bytes,
-                    s.disk_bytes, s.render_bytes, s.float8_bytes, s.dense_bytes, s.color_bytes});
+    rows.push_back(level_row(s));
   }
   return rows;
 }
@@ -511,10 +526,7 @@ struct TiledFile {
 
 TiledFile *tiled_open(const nb::bytes &path, uint64_t mem_limit) {
   std::string p = path_of(path);
-  vx_read_opts o;
-  std::memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.mem_limit = mem_limit;
+  vx_read_opts o = read_opts(0, mem_limit);
   vx_error e = no_error();
   vx_tiled_file *f = nullptr;
   vx_status s;
@@ -533,20 +545,7 @@ nb::dict tiled_info(const TiledFile &t) {
   std::memset(&i, 0, sizeof i);
   i.struct_size = sizeof i;
   vx_tiled_file_get_info(t.f, &i);
-  nb::dict d;
-  d["depth"] = i.depth;
-  d["resolution"] = i.resolution;
-  d["tile_depth"] = i.tile_depth;
-  d["tile_count"] = i.tile_count;
-  d["node_count"] = i.node_count;
-  d["voxel_count"] = i.voxel_count;
-  d["origin"] = nb::make_tuple(i.origin[0], i.origin[1], i.origin[2]);
-  d["scale"] = i.scale;
-  d["band"] = i.band;
-  d["memory_bytes"] = i.memory_bytes;
-  d["file_bytes"] = i.file_bytes;
-  d["file_version"] = i.file_version;
-  return d;
+  return info_dict(i);
 }
 
 // The memory table of the whole tree (the rows Tree.levels gives, from the tiles' headers).
@@ -567,8 +566,7 @@ std::vector<std::vector<uint64_t>> tiled_levels(TiledFile &t) {
       st = vx_tiled_file_get_level(t.f, l, &s, &e);
     }
     check(st, e);
-    rows.push_back({s.level, s.cells, s.leaves, s.topology_bytes, s.lod_bytes, s.field_bytes,
-                    s.disk_bytes, s.render_bytes, s.float8_bytes, s.dense_bytes, s.color_bytes});
+    rows.push_back(level_row(s));
   }
   return rows;
 }
@@ -590,11 +588,7 @@ nb::dict tiled_tile(const TiledFile &t, uint64_t i) {
 }
 
 Tree *tiled_load_tile(TiledFile &t, uint64_t i, uint32_t levels, uint64_t mem_limit) {
-  vx_read_opts o;
-  std::memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.levels = levels;
-  o.mem_limit = mem_limit;
+  vx_read_opts o = read_opts(levels, mem_limit);
   vx_error e = no_error();
   vx_tree *tr = nullptr;
   vx_status s;
