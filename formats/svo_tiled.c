@@ -768,35 +768,50 @@ vx_status vx_tiled_stitch(vx_tiled *t, const vx_svo_read_opts *opts, vx_octree *
   const uint32_t D = t->h.depth, T = t->h.tile_depth, K = D - T;
   if (D > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_LIMIT, "%s: a %u^3 tiled tree is finer than one tree holds "
-                        "(%u^3): read its tiles one by one", t->name, 1u << D, 1u << VX_MAX_DEPTH);
+                        "(%u^3): `voxlod stats --tiles` and the library's vx_tiled_file calls "
+                        "read it tile by tile", t->name, 1u << D, 1u << VX_MAX_DEPTH);
+  /* levels 0 .. L: below K from the top tree alone, else the tiles' levels 0 .. L - K too */
+  const uint32_t L = opts && opts->max_level >= 0 && (uint32_t)opts->max_level < D
+                         ? (uint32_t)opts->max_level
+                         : D;
   const uint64_t limit = opts && opts->mem_limit ? opts->mem_limit : t->mem_limit;
-  const double need = 16.0 * (double)t->nodes + 8.0 * (double)t->voxels;
-  if (need > (double)limit)
-    return vx_error_set(err, VX_ERR_LIMIT, "%s: the whole tree needs %.1f MiB, over the memory "
-                        "limit of %.1f MiB", t->name, need / 1048576.0, (double)limit / 1048576.0);
-  vx_svo_read_opts head = {0, limit};
-  vx_octree tile;
   vx_status s = VX_OK;
   out->depth = D;
-  out->levels_loaded = D + 1;
+  out->levels_loaded = L + 1;
   out->band = t->h.band;
   out->prune_error = t->h.prune_error;
   out->xf = t->h.xf;
-  for (uint32_t l = 0; l < K; l++) out->level_count[l] = t->top.level_count[l];
-  for (uint64_t i = 0; i < t->n && s == VX_OK; i++) { /* the levels' sizes, from the headers */
-    if ((s = vx_tiled_read_tile(t, i, &head, &tile, err)) != VX_OK) break;
-    for (uint32_t l = 0; l <= T; l++) out->level_count[K + l] += tile.level_count[l];
-    vx_octree_free(&tile);
+  for (uint32_t l = 0; l <= K; l++) out->level_count[l] = t->top.level_count[l];
+  if (L >= K) { /* the deeper levels' sizes, from the tiles' header frames */
+    for (uint32_t l = K; l <= D; l++) out->level_count[l] = 0;
+    for (uint64_t i = 0; i < t->n && s == VX_OK; i++) {
+      vx_octree hd;
+      vx_svo_file_info fi;
+      if ((s = vx_tiled_tile_header(t, i, &hd, &fi, err)) != VX_OK) break;
+      for (uint32_t l = 0; l <= T; l++) out->level_count[K + l] += hd.level_count[l];
+    }
+  } else { /* level L's masks name level L + 1: the top tree's counts say how many */
+    out->level_count[L + 1] = t->top.level_count[L + 1];
   }
+  if (s == VX_OK) s = vx_octree_layout(out, err);
+  const double need = 16.0 * (double)out->node_count + 8.0 * (double)out->voxel_count;
+  if (s == VX_OK && need > (double)limit)
+    s = vx_error_set(err, VX_ERR_LIMIT, "%s: levels 0..%u need %.1f MiB, over the memory limit "
+                     "of %.1f MiB", t->name, L, need / 1048576.0, (double)limit / 1048576.0);
   if (s == VX_OK) s = vx_octree_alloc(out, err);
-  if (s == VX_OK)
-    memcpy(out->nodes, t->top.nodes, (size_t)t->top.level_first[K] * sizeof(vx_node));
+  if (s == VX_OK) {
+    const uint32_t top_levels = L < K ? L + 1 : K;
+    memcpy(out->nodes, t->top.nodes,
+           (size_t)(t->top.level_first[top_levels - 1] + t->top.level_count[top_levels - 1]) *
+               sizeof(vx_node));
+  }
   uint64_t at[VX_MAX_DEPTH + 1];
-  for (uint32_t l = K; l <= D; l++) at[l] = 0;
-  vx_svo_read_opts all = {-1, limit};
-  for (uint64_t i = 0; i < t->n && s == VX_OK; i++) {
-    if ((s = vx_tiled_read_tile(t, i, &all, &tile, err)) != VX_OK) break;
-    for (uint32_t l = 0; l <= T && s == VX_OK; l++) {
+  for (uint32_t l = 0; l <= D; l++) at[l] = 0;
+  vx_svo_read_opts part = {L == D ? -1 : (int)(L - K), limit};
+  vx_octree tile;
+  for (uint64_t i = 0; L >= K && i < t->n && s == VX_OK; i++) {
+    if ((s = vx_tiled_read_tile(t, i, &part, &tile, err)) != VX_OK) break;
+    for (uint32_t l = 0; K + l <= L && s == VX_OK; l++) {
       const uint64_t c = tile.level_count[l];
       if (at[K + l] + c > out->level_count[K + l]) {
         s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu changed while read",

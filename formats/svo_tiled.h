@@ -116,7 +116,9 @@ vx_status vx_tiled_tile_header(vx_tiled *t, uint64_t i, vx_octree *out, vx_svo_f
 vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *opts,
                              vx_octree *out, vx_error *err);
 /* The whole tree as one (depth <= VX_MAX_DEPTH only): the top levels, then each level of the
- * tiles concatenated in their order: the tree the untiled build makes of the same mesh. */
+ * tiles concatenated in their order: the tree the untiled build makes of the same mesh.
+ * opts->max_level = L: levels 0 .. L only (as vx_svo_read's partial reads; below the tiles'
+ * level, from the top tree alone, no tile read). */
 vx_status vx_tiled_stitch(vx_tiled *t, const vx_svo_read_opts *opts, vx_octree *out,
                           vx_error *err);
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_tiled.c - libFuzzer target: arbitrary bytes through the tiled .svo reader: the prologue,
- * trailer, header, top tree and tile index, each tile read alone, and the joined tree. Any input
- * must be refused or give trees that validate, within a small memory limit; ASan/UBSan catch the
- * rest. Seeds: tests/corpus/tiled (small tiled files and forged directories). */
+ * trailer, header, top tree and tile index, each tile read alone, and the joined tree, whole and
+ * in part. Any input must be refused or give trees that validate, within a small memory limit;
+ * ASan/UBSan catch the rest. Seeds: tests/corpus/tiled (small tiled files). */
 #include <stdint.h>
 #include <stdlib.h>
 #include "formats/svo_tiled.h"
@@ -22,6 +22,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
   }
   vx_octree all;
+  if (vx_tiled_stitch(t, &o, &all, &e) == VX_OK) {
+    if (vx_octree_validate(&all, &e) != VX_OK) abort();
+    vx_octree_free(&all);
+  }
+  o.max_level = data[size - 1] % 6; /* a partial read: the top tree alone, or some tile levels */
   if (vx_tiled_stitch(t, &o, &all, &e) == VX_OK) {
     if (vx_octree_validate(&all, &e) != VX_OK) abort();
     vx_octree_free(&all);

@@ -59,6 +59,25 @@ static void same_tree(uint32_t res, uint32_t T) {
            1u << (i.depth - T), (unsigned long long)i.tile_count,
            (unsigned long long)i.voxel_count, (unsigned long long)i.node_count);
   }
+  /* partial reads: levels 0 .. L of the tiled file are those of the untiled one, above the
+   * tiles (from the top tree alone), at their roots and inside them */
+  for (uint32_t L = 0; a && b && L < a->oct.depth; L++) {
+    vx_read_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.struct_size = sizeof ro;
+    ro.levels = L + 1;
+    vx_tree *pa = NULL, *pb = NULL;
+    CHECK(vx_tree_load(u, &ro, &pa, &e) == VX_OK);
+    CHECK(vx_tree_load(t, &ro, &pb, &e) == VX_OK);
+    if (pa && pb) {
+      CHECK(pa->oct.levels_loaded == L + 1 && pb->oct.levels_loaded == L + 1 &&
+            pa->oct.node_count == pb->oct.node_count && pb->oct.voxel_count == 0);
+      CHECK(pa->oct.node_count == pb->oct.node_count &&
+            memcmp(pa->oct.nodes, pb->oct.nodes, pa->oct.node_count * sizeof(vx_node)) == 0);
+    }
+    vx_tree_free(pa);
+    vx_tree_free(pb);
+  }
   /* the tiled file read tile by tile: the same levels as the joined tree, tiles that add up */
   vx_tiled_file *tf = NULL;
   CHECK(vx_tiled_file_open(t, NULL, &tf, &e) == VX_OK);
