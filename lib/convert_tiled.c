@@ -360,6 +360,7 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   uint64_t npairs = 0;
   vx_tiled_writer *w = NULL;
   s = vx_voxelize_setup(m, &bo, &xf, &D, &band, err);
+  if (s == VX_OK) s = vx_overlap_check(m, &xf, D, bo.mem_limit, NULL, err); /* once, not per tile */
   const uint32_t T = o->tile_depth;
   if (s == VX_OK && (T >= D || D - T > VX_MAX_DEPTH - 1))
     s = vx_error_set(err, VX_ERR_INVALID_ARG, "tiles of %u^3 in a %u^3 grid: a tile is smaller "

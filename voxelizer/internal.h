@@ -52,7 +52,8 @@ VX_HD void vx_grid_tri(const vx_soup *m, const vx_transform *xf, uint64_t t, dou
 }
 
 /* voxelize.c: checks the build options and derives the grid (transform, depth, band); every
- * build path starts here. */
+ * build path starts here. It also runs vx_overlap_check, except for one tile of a tiled build
+ * (opts->tile_depth): the tiled build runs that check once for the whole mesh. */
 vx_status vx_voxelize_setup(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_transform *xf,
                             uint32_t *depth, float *band, vx_error *err);
 /* voxelize.c: what every build runs on: `mesh` without its exact duplicates (*use is mesh or
