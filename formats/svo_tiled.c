@@ -226,8 +226,10 @@ vx_status vx_tiled_writer_add(vx_tiled_writer *w, uint64_t code, uint64_t build_
   return s;
 }
 
-vx_status vx_tiled_writer_add_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
-                                   const char *svo_path, const vx_fit_root *fit, vx_error *err) {
+/* vx_tiled_writer_add_file; want (may be NULL): the file's expected length and check. */
+static vx_status add_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
+                          const char *svo_path, const vx_fit_root *fit, const vx_tile_entry *want,
+                          vx_error *err) {
   vx_svo_read_opts ro = {0, 0};
   vx_svo_file_info fi;
   vx_octree t;
@@ -254,11 +256,31 @@ vx_status vx_tiled_writer_add_file(vx_tiled_writer *w, uint64_t code, uint64_t b
   }
   if (s == VX_OK && !vx_svo_check_feed(&ck, NULL, 0, ZSTD_e_end))
     s = vx_svo_zstd_fail(err, "checksumming a tile", 0);
+  if (s == VX_OK && want && (want->length != size || want->check != vx_svo_check_value(&ck)))
+    s = vx_error_set(err, VX_ERR_CORRUPT, "tile %llu: '%s' is not the file its builder wrote "
+                     "(%llu bytes, check %08x; built: %llu bytes, check %08x)",
+                     (unsigned long long)code, svo_path, (unsigned long long)size,
+                     vx_svo_check_value(&ck), (unsigned long long)want->length, want->check);
   if (s == VX_OK) add_end(w, code, &t, size, vx_svo_check_value(&ck), fit);
   vx_free(buf);
   if (f) fclose(f);
   vx_octree_free(&t);
   return s;
+}
+
+vx_status vx_tiled_writer_add_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
+                                   const char *svo_path, const vx_fit_root *fit, vx_error *err) {
+  return add_file(w, code, build_id, svo_path, fit, NULL, err);
+}
+
+vx_status vx_tiled_writer_add_checked(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
+                                      const char *svo_path, const vx_fit_root *fit,
+                                      uint64_t length, uint32_t check, vx_error *err) {
+  vx_tile_entry want;
+  memset(&want, 0, sizeof want);
+  want.length = length;
+  want.check = check;
+  return add_file(w, code, build_id, svo_path, fit, &want, err);
 }
 
 /* One zstd frame (level 19, content size and checksum) of raw bytes; *z from vx_malloc. */
@@ -277,6 +299,17 @@ static vx_status frame(ZSTD_CCtx *cc, const uint8_t *raw, size_t n, uint8_t **z,
   return VX_OK;
 }
 
+/* The top tree's levels 0 .. K (n tiles at level K) linked and validated: level K's children are
+ * the tiles' level 1, as many as its masks name (the tiles check them). */
+static vx_status link_top(vx_octree *top, uint32_t K, uint64_t n, vx_error *err) {
+  uint64_t below = 0;
+  for (uint64_t k = 0; k < n; k++)
+    below += vx_popcount8(vx_node_mask(top->nodes[top->level_first[K] + k].info));
+  top->level_count[K + 1] = below;
+  vx_status s = vx_octree_link(top, err);
+  return s == VX_OK ? vx_octree_validate(top, err) : s;
+}
+
 vx_status vx_tiled_writer_finish(vx_tiled_writer *w, uint64_t *bytes, uint64_t *nodes,
                                  vx_error *err) {
   const vx_tiled_header *h = &w->h;
@@ -289,6 +322,12 @@ vx_status vx_tiled_writer_finish(vx_tiled_writer *w, uint64_t *bytes, uint64_t *
   vx_status s = w->n ? VX_OK : vx_error_set(err, VX_ERR_EMPTY, "no tile has surface voxels");
   if (s == VX_OK)
     s = vx_octree_top_build(w->code, w->root, w->fit, w->n, K, h->depth, h->band, &top, NULL, err);
+  /* what a reader checks (fits that came from elsewhere could give planes it refuses) */
+  top.band = h->band;
+  top.xf = h->xf;
+  if (s == VX_OK && (s = link_top(&top, K, w->n, err)) != VX_OK)
+    s = vx_error_set(err, VX_ERR_INVALID_ARG, "the tiles' root fits give a top tree no reader "
+                     "takes: %s", err ? err->msg : "invalid");
   const uint64_t rawn = top.node_count * VX_SVO_NODE_RECORD + w->n * TL_INDEX_RECORD;
   if (s == VX_OK && !(raw = (uint8_t *)vx_malloc((size_t)rawn)))
     s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
@@ -531,12 +570,7 @@ static vx_status parse_directory(vx_tiled *t, const uint8_t *raw, uint64_t hoff,
     vx_svo_unpack_nodes(p, t->top.level_count[l], t->top.nodes + t->top.level_first[l]);
     p += t->top.level_count[l] * VX_SVO_NODE_RECORD;
   }
-  /* level K's children are the tiles' level 1: as many as its masks name (the tiles check) */
-  uint64_t below = 0;
-  for (uint64_t k = 0; k < t->n; k++)
-    below += vx_popcount8(vx_node_mask(t->top.nodes[t->top.level_first[K] + k].info));
-  t->top.level_count[K + 1] = below;
-  if ((s = vx_octree_link(&t->top, err)) != VX_OK || (s = vx_octree_validate(&t->top, err)) != VX_OK)
+  if ((s = link_top(&t->top, K, t->n, err)) != VX_OK)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: top tree: %s", name, err ? err->msg : "invalid");
   t->e = (vx_tile_entry *)vx_malloc((size_t)t->n * sizeof(vx_tile_entry));
   if (!t->e) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");

@@ -75,6 +75,11 @@ vx_status vx_tiled_writer_add(vx_tiled_writer *w, uint64_t code, uint64_t build_
 /* The same from a .svo file (read in pieces, not held whole). */
 vx_status vx_tiled_writer_add_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
                                    const char *svo_path, const vx_fit_root *fit, vx_error *err);
+/* vx_tiled_writer_add_file for a file built elsewhere: it must be `length` bytes whose check32 is
+ * `check` (what its builder wrote), else VX_ERR_CORRUPT. */
+vx_status vx_tiled_writer_add_checked(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
+                                      const char *svo_path, const vx_fit_root *fit,
+                                      uint64_t length, uint32_t check, vx_error *err);
 /* The top tree, the directory and the trailer; commits the file and frees w (also on failure,
  * which leaves no file). *bytes and *nodes (may be NULL): the file's size, the nodes of the whole
  * tree (top and tiles). */

@@ -53,10 +53,13 @@ int vx_svo_zstd_level(int requested, uint64_t raw_total) {
   return level > ZSTD_maxCLevel() ? ZSTD_maxCLevel() : level;
 }
 
+/* Big files are compressed by zstd's worker threads, at least one even on one core: zstd's
+ * output is the same for any number of workers, but not the same without any, and a file must
+ * not depend on the machine that wrote it (tiles built on a cluster's machines are merged). */
 int vx_svo_zstd_workers(uint64_t raw_total) {
   if (raw_total < VX_SVO_BIG_RAW) return 0;
-  int cpus = vx_cpu_count();
-  return cpus > 1 ? (cpus > 16 ? 16 : cpus) : 0;
+  const int cpus = vx_cpu_count();
+  return cpus > 16 ? 16 : cpus < 1 ? 1 : cpus;
 }
 
 /* ---- the source of levels ------------------------------------------------------------------ */

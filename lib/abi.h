@@ -35,6 +35,8 @@
   X(vx_convert_opts, user, 72)                \
   X(vx_conversion_stats, sec_gpu_tree, 176)   \
   X(vx_grid_opts, timeout_s, 24)              \
+  X(vx_tile_plan_info, sec_plan, 48)          \
+  X(vx_tile_record_info, sec_encode, 64)      \
   X(vx_renderer_opts, threads, 12)            \
   X(vx_render_opts, camera, 112)              \
   X(vx_frame_stats, pixels_hit, 40)           \

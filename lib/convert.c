@@ -110,8 +110,17 @@ static vx_status check_opts(const vx_convert_opts *o, vx_error *err) {
   return VX_OK;
 }
 
-/* The directory for spill files: the caller's, else the output's, else $TMPDIR or /tmp. */
-static char *spill_dir(const vx_convert_opts *o, char *out_dir) {
+vx_status vx_convert_opts_ready(const vx_convert_opts *opts, vx_convert_opts *o, vx_error *err) {
+  vx_status s = VX_OPTS_IN(*o, opts, err);
+  if (s != VX_OK) return s;
+  if (o->resolution == 0) o->resolution = 256;
+  if (o->band == 0.0f) o->band = 2.0f;
+  if (o->mem_limit == 0) o->mem_limit = vx_default_mem_limit();
+  if (o->tile_depth == 0 && o->resolution > (1u << VX_MAX_DEPTH)) o->tile_depth = VX_MAX_DEPTH;
+  return check_opts(o, err);
+}
+
+char *vx_convert_spill_dir(const vx_convert_opts *o, char *out_dir) {
   if (o->temp_dir) {
     vx_free(out_dir);
     return vx_strdup(o->temp_dir);
@@ -270,13 +279,7 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   if (out) *out = NULL;
   if (!mesh) return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh to convert");
   vx_convert_opts o;
-  vx_status s = VX_OPTS_IN(o, opts, err);
-  if (s != VX_OK) return s;
-  if (o.resolution == 0) o.resolution = 256;
-  if (o.band == 0.0f) o.band = 2.0f;
-  if (o.mem_limit == 0) o.mem_limit = vx_default_mem_limit();
-  if (o.tile_depth == 0 && o.resolution > (1u << VX_MAX_DEPTH)) o.tile_depth = VX_MAX_DEPTH;
-  s = check_opts(&o, err);
+  vx_status s = vx_convert_opts_ready(opts, &o, err);
   if (s != VX_OK) return s;
   if (o.tile_depth && !out_path)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "a tiled tree is written to a file "
@@ -284,7 +287,7 @@ static vx_status convert_mesh(const vx_mesh *mesh, const vx_convert_opts *opts,
   double t0 = vx_clock_seconds();
   char *out_dir = NULL;
   if (out_path && (s = vx_output_check(out_path, NULL, 0, &out_dir, err)) != VX_OK) return s;
-  char *tmp_dir = spill_dir(&o, out_dir);
+  char *tmp_dir = vx_convert_spill_dir(&o, out_dir);
   vx_conversion *b = (vx_conversion *)vx_calloc(1, sizeof *b);
   if (!tmp_dir || !b) {
     vx_free(tmp_dir);

@@ -20,24 +20,22 @@
  * the mesh, the options and its cell.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "lib/internal.h"
 #include "lib/convert_tiled.h"
-#include "formats/svo_tiled.h"
 #include "svo/gpu_tree.h"
 #include "svo/stream.h"
+#include "sys/atomic_file.h"
 #include "sys/system.h"
-#include "voxelizer/internal.h"
 #include "voxelizer/overlap.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-typedef struct tile_tri {
+struct vx_tile_tri {
   uint64_t code;
   uint32_t tri;
-} tile_tri;
+};
+typedef vx_tile_tri tile_tri;
 
 static int cmp_tile_tri(const void *a, const void *b) {
   const tile_tri *x = (const tile_tri *)a, *y = (const tile_tri *)b;
@@ -89,60 +87,97 @@ static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D
   return VX_OK;
 }
 
-/* A finished tile: encoded in memory, or in a temporary file when its levels spilled. */
-typedef struct tile_out {
-  int ready, empty;
-  uint8_t *bytes;
-  size_t n;
-  char *path;
-  vx_fit_root fit;
-  uint64_t voxels, corners;
-  int gpu_tree;                   /* built whole on the GPU */
-  double sec_build, sec_encode;   /* this tile's */
-  double sec_gpu[5], sec_gpu_tree[3];
-} tile_out;
-
-static void tile_out_free(tile_out *r) {
+void vx_tile_out_free(vx_tile_out *r) {
   vx_free(r->bytes);
   if (r->path) unlink(r->path);
   vx_free(r->path);
   memset(r, 0, sizeof *r);
 }
 
-/* The tiles as work: a pool of workers (one per GPU, or one for the CPU: a CPU tile already uses
- * every core) builds them in Morton order from a shared counter; a window of finished tiles
- * waits until every earlier one is written, and whichever worker finishes the next in line
- * appends it and every ready successor, so the file is written in order as tiles finish and at
- * most `window` finished tiles are held. */
-typedef struct tiles_job {
-  const vx_soup *m;
-  vx_voxelize_opts bo;
-  const vx_sign_data *sign;
-  const tile_tri *pairs;
-  const uint64_t *start; /* tile k's triangles: pairs[start[k] .. start[k+1]) */
-  uint64_t ntiles, max_tris;
-  const char *tmp_dir;
-  int zstd_level, auto_dev, ngpu;
-  uint64_t id;
-  vx_tiled_writer *w;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  uint64_t next_claim, next_emit, window;
-  tile_out *slot;
-  int emitting, stop, next_worker, fell_back;
-  vx_status status;
-  vx_error err, note;
-  uint64_t built, voxels, corners, gpu_tiles;
-  double sec_build, sec_encode, sec_append; /* summed over the tiles (and so the workers) */
-  double sec_gpu[5], sec_gpu_tree[3];
-  vx_progress_fn progress;
-  void *user;
-} tiles_job;
+void vx_tile_plan_release(vx_tile_plan *p) {
+  if (!p) return;
+  vx_free(p->pairs);
+  vx_free(p->start);
+  vx_sign_free(&p->sign);
+  vx_soup_free(&p->store);
+  vx_free(p->tmp_dir);
+  pthread_mutex_destroy(&p->mu);
+  memset(p, 0, sizeof *p);
+}
+
+vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
+                            const char *tmp_dir, vx_error *err) {
+  const double t0 = vx_clock_seconds();
+  memset(p, 0, sizeof *p);
+  pthread_mutex_init(&p->mu, NULL);
+  if (o->max_error > 0.0f)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "pruning (max error %g) is not available for "
+                        "tiled trees yet", (double)o->max_error);
+  vx_voxelize_opts *bo = &p->bo;
+  bo->resolution = o->resolution;
+  bo->band = o->band;
+  bo->threads = o->threads;
+  bo->mem_limit = o->mem_limit;
+  bo->sign_rule = o->sign_rule;
+  bo->tile_depth = o->tile_depth;
+  bo->gpu = o->device != VX_DEVICE_CPU; /* auto: the GPU while it works, then the CPU */
+  p->device_gpu = bo->gpu;
+  p->auto_dev = o->device == VX_DEVICE_AUTO;
+  /* tiles are compressed at zstd level 3 unless asked otherwise: the levels the one-tree writer
+   * picks for small files (19 under 8 MiB, 9 under 64 MiB) cost most of a build of many tiles
+   * (the dragon at 32768^3 in 129 tiles: 69 s compressing against 51 s building) */
+  p->zstd_level = o->zstd_level ? o->zstd_level : 3;
+  p->tmp_dir = vx_strdup(tmp_dir);
+  if (!p->tmp_dir) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status s = vx_voxelize_unique(soup, bo, &p->store, &p->m, &p->dropped, err);
+  if (s != VX_OK) return s;
+  const vx_soup *m = p->m;
+  vx_transform xf;
+  uint32_t D = 0;
+  float band = 0.0f;
+  s = vx_voxelize_setup(m, bo, &xf, &D, &band, err);
+  if (s == VX_OK) s = vx_overlap_check(m, &xf, D, bo->mem_limit, NULL, err); /* once, not per tile */
+  const uint32_t T = o->tile_depth;
+  if (s == VX_OK && (T >= D || D - T > VX_MAX_DEPTH - 1))
+    s = vx_error_set(err, VX_ERR_INVALID_ARG, "tiles of %u^3 in a %u^3 grid: a tile is smaller "
+                     "than the grid and leaves at most %d levels above it", 1u << T, 1u << D,
+                     VX_MAX_DEPTH - 1);
+  const double ts = vx_clock_seconds();
+  if (s == VX_OK) s = vx_sign_build_rule_ex(m, &xf, o->sign_rule, 0, o->threads, &p->sign, err);
+  p->sec_sign = vx_clock_seconds() - ts;
+  uint64_t npairs = 0;
+  if (s == VX_OK) s = tile_pairs(m, &xf, D, T, o->mem_limit, &p->pairs, &npairs, err);
+  if (s != VX_OK) return s;
+  /* the tiles: where each one's triangles start */
+  uint64_t ntiles = 0;
+  for (uint64_t i = 0; i < npairs; i++)
+    ntiles += i == 0 || p->pairs[i].code != p->pairs[i - 1].code;
+  p->start = (uint64_t *)vx_malloc((size_t)(ntiles + 1) * sizeof *p->start);
+  if (!p->start) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  for (uint64_t i = 0, k = 0; i <= npairs; i++)
+    if (i == npairs || i == 0 || p->pairs[i].code != p->pairs[i - 1].code) {
+      p->start[k] = i;
+      if (k > 0 && p->start[k] - p->start[k - 1] > p->max_tris)
+        p->max_tris = p->start[k] - p->start[k - 1];
+      k++;
+    }
+  p->ntiles = ntiles;
+  vx_tiled_header *h = &p->h;
+  h->depth = D;
+  h->tile_depth = T;
+  h->band = band;
+  h->prune_error = 0.0f;
+  h->xf = xf;
+  h->build_id = vx_tiled_build_id(m->pos, (size_t)m->tri_count * 9 * sizeof(float), D, T, band,
+                                  o->sign_rule);
+  p->sec_plan = vx_clock_seconds() - t0;
+  return VX_OK;
+}
 
 /* The tree's arrays back into the worker's spare ones (pre), the larger kept: the next tile's
  * tree reuses pages already touched instead of faulting in fresh ones. */
 static void keep_arrays(vx_octree *t, vx_octree_prealloc *pre) {
-  if (!t->nodes || !t->voxels) return;
+  if (!t->nodes || !t->voxels || !pre) return;
   if (!pre->nodes) { /* the tree took the spare arrays (pre keeps their sizes), or had none */
     if (pre->node_cap < t->node_count) pre->node_cap = t->node_count;
     if (pre->voxel_cap < t->voxel_count) pre->voxel_cap = t->voxel_count;
@@ -158,35 +193,59 @@ static void keep_arrays(vx_octree *t, vx_octree_prealloc *pre) {
   t->voxels = NULL;
 }
 
-static vx_status build_tile(tiles_job *j, vx_voxelize_opts *bo, uint64_t k, uint32_t *tris,
-                            vx_octree_prealloc *pre, tile_out *r, vx_error *err) {
+static uint64_t inner_nodes(const uint64_t *level_count, uint32_t depth) {
+  uint64_t n = 0;
+  for (uint32_t l = 0; l < depth; l++) n += level_count[l];
+  return n;
+}
+
+/* A tree in memory to out_path (atomically), or into r->bytes. */
+static vx_status put_tree(const vx_tile_plan *p, const vx_octree *t, const char *out_path,
+                          vx_tile_out *r, vx_error *err) {
+  vx_status s = vx_svo_encode(t, p->zstd_level, &r->bytes, &r->n, err);
+  if (s != VX_OK || !out_path) return s;
+  vx_atomic_file af;
+  s = vx_atomic_open(&af, out_path, err);
+  if (s == VX_OK) s = vx_atomic_write(&af, r->bytes, r->n, err);
+  if (s == VX_OK) s = vx_atomic_commit(&af, err);
+  else vx_atomic_abort(&af);
+  vx_free(r->bytes);
+  r->bytes = NULL;
+  return s;
+}
+
+vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, uint32_t *tris,
+                           vx_octree_prealloc *pre, const char *out_path, vx_tile_out *r,
+                           vx_error *err) {
   memset(r, 0, sizeof *r);
-  const uint64_t a = j->start[k], e = j->start[k + 1];
-  for (uint64_t i = a; i < e; i++) tris[i - a] = j->pairs[i].tri;
+  const uint64_t a = p->start[k], e = p->start[k + 1];
+  for (uint64_t i = a; i < e; i++) tris[i - a] = p->pairs[i].tri;
+  r->code = p->pairs[a].code;
   vx_stream_build_opts xo;
   memset(&xo, 0, sizeof xo);
-  xo.sign = j->sign;
+  xo.sign = &p->sign;
   xo.tile_root = &r->fit;
   xo.tile_tris = tris;
   xo.tile_ntris = e - a;
   xo.tile_pre = pre;
-  bo->tile_code = j->pairs[a].code;
+  bo->tile_code = r->code;
   vx_stream st;
   vx_voxelize_stats bs;
   vx_status s = VX_ERR_LIMIT;
   const double t0 = vx_clock_seconds();
   if (bo->gpu) { /* the whole tile on the GPU when its tree fits in memory */
     vx_octree t;
-    s = vx_voxelize_tile_gpu(j->m, bo, &xo, &t, &bs, err);
+    s = vx_voxelize_tile_gpu(p->m, bo, &xo, &t, &bs, err);
     if (s == VX_OK) {
       r->voxels = t.voxel_count;
+      r->nodes = inner_nodes(t.level_count, t.depth);
       r->corners = bs.corners;
       r->gpu_tree = 1;
-      for (int k = 0; k < 5; k++) r->sec_gpu[k] = bs.sec_gpu[k];
-      for (int k = 0; k < 3; k++) r->sec_gpu_tree[k] = bs.sec_gpu_tree[k];
+      for (int q = 0; q < 5; q++) r->sec_gpu[q] = bs.sec_gpu[q];
+      for (int q = 0; q < 3; q++) r->sec_gpu_tree[q] = bs.sec_gpu_tree[q];
       const double t1 = vx_clock_seconds();
       r->sec_build = t1 - t0;
-      s = vx_svo_encode(&t, j->zstd_level, &r->bytes, &r->n, err);
+      s = put_tree(p, &t, out_path, r, err);
       r->sec_encode = vx_clock_seconds() - t1;
       keep_arrays(&t, pre);
       vx_octree_free(&t);
@@ -198,14 +257,14 @@ static vx_status build_tile(tiles_job *j, vx_voxelize_opts *bo, uint64_t k, uint
     }
   }
   if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) /* out of core, the surface from the GPU or CPU */
-    s = vx_voxelize_tile(j->m, bo, j->tmp_dir, &xo, &st, &bs, err);
-  if ((s == VX_ERR_NO_GPU || s == VX_ERR_CUDA) && bo->gpu && j->auto_dev) {
-    pthread_mutex_lock(&j->mu);
-    if (!j->fell_back) j->note = *err;
-    j->fell_back = 1;
-    pthread_mutex_unlock(&j->mu);
+    s = vx_voxelize_tile(p->m, bo, p->tmp_dir, &xo, &st, &bs, err);
+  if ((s == VX_ERR_NO_GPU || s == VX_ERR_CUDA) && bo->gpu && p->auto_dev) {
+    pthread_mutex_lock(&p->mu);
+    if (!p->fell_back) p->note = *err;
+    p->fell_back = 1;
+    pthread_mutex_unlock(&p->mu);
     bo->gpu = 0; /* the same bytes */
-    s = vx_voxelize_tile(j->m, bo, j->tmp_dir, &xo, &st, &bs, err);
+    s = vx_voxelize_tile(p->m, bo, p->tmp_dir, &xo, &st, &bs, err);
   }
   if (s == VX_ERR_EMPTY) { /* triangles only in its halo */
     r->empty = 1;
@@ -213,25 +272,28 @@ static vx_status build_tile(tiles_job *j, vx_voxelize_opts *bo, uint64_t k, uint
   }
   if (s != VX_OK) return s;
   r->voxels = st.level_count[st.depth];
+  r->nodes = inner_nodes(st.level_count, st.depth);
   r->corners = bs.corners;
-  for (int k = 0; k < 5; k++) r->sec_gpu[k] = bs.sec_gpu[k];
+  for (int q = 0; q < 5; q++) r->sec_gpu[q] = bs.sec_gpu[q];
   const double t1 = vx_clock_seconds();
   r->sec_build = t1 - t0;
   if (!st.spilled) {
     vx_octree t;
     s = vx_stream_take_tree(&st, &t, err);
-    if (s == VX_OK) s = vx_svo_encode(&t, j->zstd_level, &r->bytes, &r->n, err);
+    if (s == VX_OK) s = put_tree(p, &t, out_path, r, err);
     vx_octree_free(&t);
+  } else if (out_path) {
+    s = vx_svo_write_stream(out_path, &st, p->zstd_level, NULL, NULL, err);
   } else {
     char path[4096];
-    snprintf(path, sizeof path, "%s/voxlod-tile-XXXXXX", j->tmp_dir);
+    snprintf(path, sizeof path, "%s/voxlod-tile-XXXXXX", p->tmp_dir);
     int fd = mkstemp(path);
     if (fd < 0) {
-      s = vx_error_set(err, VX_ERR_IO, "cannot create a temporary tile in %s", j->tmp_dir);
+      s = vx_error_set(err, VX_ERR_IO, "cannot create a temporary tile in %s", p->tmp_dir);
     } else {
       close(fd);
       r->path = vx_strdup(path);
-      s = r->path ? vx_svo_write_stream(path, &st, j->zstd_level, NULL, NULL, err)
+      s = r->path ? vx_svo_write_stream(path, &st, p->zstd_level, NULL, NULL, err)
                   : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
     }
   }
@@ -240,12 +302,36 @@ static vx_status build_tile(tiles_job *j, vx_voxelize_opts *bo, uint64_t k, uint
   return s;
 }
 
-static vx_status append_tile(tiles_job *j, uint64_t k, tile_out *r, vx_error *err) {
+/* The tiles as work: a pool of workers (one per GPU, or one for the CPU: a CPU tile already uses
+ * every core) builds them in Morton order from a shared counter; a window of finished tiles
+ * waits until every earlier one is written, and whichever worker finishes the next in line
+ * appends it and every ready successor, so the file is written in order as tiles finish and at
+ * most `window` finished tiles are held. */
+typedef struct tiles_job {
+  vx_tile_plan *p;
+  vx_voxelize_opts bo;
+  int ngpu;
+  vx_tiled_writer *w;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint64_t next_claim, next_emit, window;
+  vx_tile_out *slot;
+  int emitting, stop, next_worker;
+  vx_status status;
+  vx_error err;
+  uint64_t built, voxels, corners, gpu_tiles;
+  double sec_build, sec_encode, sec_append; /* summed over the tiles (and so the workers) */
+  double sec_gpu[5], sec_gpu_tree[3];
+  vx_progress_fn progress;
+  void *user;
+} tiles_job;
+
+static vx_status append_tile(tiles_job *j, vx_tile_out *r, vx_error *err) {
   if (r->empty) return VX_OK;
-  const uint64_t code = j->pairs[j->start[k]].code;
+  const uint64_t id = j->p->h.build_id;
   const double t0 = vx_clock_seconds();
-  vx_status s = r->path ? vx_tiled_writer_add_file(j->w, code, j->id, r->path, &r->fit, err)
-                        : vx_tiled_writer_add(j->w, code, j->id, r->bytes, r->n, &r->fit, err);
+  vx_status s = r->path ? vx_tiled_writer_add_file(j->w, r->code, id, r->path, &r->fit, err)
+                        : vx_tiled_writer_add(j->w, r->code, id, r->bytes, r->n, &r->fit, err);
   if (s == VX_OK) { /* only the emitting worker is here */
     j->built++;
     j->voxels += r->voxels;
@@ -271,10 +357,11 @@ static void tiles_fail(tiles_job *j, vx_status st, const vx_error *e) {
 
 static void *tile_worker(void *arg) {
   tiles_job *j = (tiles_job *)arg;
+  const uint64_t ntiles = j->p->ntiles;
   vx_voxelize_opts bo = j->bo;
   vx_error e;
   memset(&e, 0, sizeof e);
-  uint32_t *tris = (uint32_t *)vx_malloc((size_t)(j->max_tris ? j->max_tris : 1) * 4);
+  uint32_t *tris = (uint32_t *)vx_malloc((size_t)(j->p->max_tris ? j->p->max_tris : 1) * 4);
   vx_octree_prealloc pre; /* the last tile's tree arrays, for the next one */
   memset(&pre, 0, sizeof pre);
   pthread_mutex_lock(&j->mu);
@@ -283,16 +370,16 @@ static void *tile_worker(void *arg) {
   if (st == VX_OK && bo.gpu && j->ngpu > 0) st = vx_gpu_use_device(me % j->ngpu, &e);
   if (st != VX_OK) tiles_fail(j, st, &e);
   for (;;) {
-    while (!j->stop && j->next_claim < j->ntiles && j->next_claim >= j->next_emit + j->window)
+    while (!j->stop && j->next_claim < ntiles && j->next_claim >= j->next_emit + j->window)
       pthread_cond_wait(&j->cv, &j->mu);
-    if (j->stop || j->next_claim >= j->ntiles) break;
+    if (j->stop || j->next_claim >= ntiles) break;
     const uint64_t k = j->next_claim++;
     pthread_mutex_unlock(&j->mu);
-    tile_out r;
-    st = build_tile(j, &bo, k, tris, &pre, &r, &e);
+    vx_tile_out r;
+    st = vx_tile_plan_run(j->p, &bo, k, tris, &pre, NULL, &r, &e);
     pthread_mutex_lock(&j->mu);
     if (st != VX_OK) {
-      tile_out_free(&r);
+      vx_tile_out_free(&r);
       tiles_fail(j, st, &e);
       break;
     }
@@ -300,13 +387,12 @@ static void *tile_worker(void *arg) {
     j->slot[k % j->window] = r;
     if (j->emitting) continue; /* the emitting worker takes it */
     j->emitting = 1;
-    while (!j->stop && j->next_emit < j->ntiles && j->slot[j->next_emit % j->window].ready) {
-      tile_out done = j->slot[j->next_emit % j->window];
+    while (!j->stop && j->next_emit < ntiles && j->slot[j->next_emit % j->window].ready) {
+      vx_tile_out done = j->slot[j->next_emit % j->window];
       memset(&j->slot[j->next_emit % j->window], 0, sizeof done);
-      const uint64_t ke = j->next_emit;
       pthread_mutex_unlock(&j->mu);
-      st = append_tile(j, ke, &done, &e);
-      tile_out_free(&done);
+      st = append_tile(j, &done, &e);
+      vx_tile_out_free(&done);
       pthread_mutex_lock(&j->mu);
       if (st != VX_OK) {
         tiles_fail(j, st, &e);
@@ -314,7 +400,7 @@ static void *tile_worker(void *arg) {
       }
       j->next_emit++;
       pthread_cond_broadcast(&j->cv);
-      if (j->progress && j->progress(j->user, "tiles", (double)j->next_emit / (double)j->ntiles)) {
+      if (j->progress && j->progress(j->user, "tiles", (double)j->next_emit / (double)ntiles)) {
         vx_error_set(&e, VX_ERR_INTERRUPTED, "conversion cancelled");
         tiles_fail(j, VX_ERR_INTERRUPTED, &e);
       }
@@ -328,118 +414,53 @@ static void *tile_worker(void *arg) {
   return NULL;
 }
 
+/* The GPUs used: 0 for one (the current device) or none. */
+static vx_status gpu_count(const vx_convert_opts *o, int gpu, int *ngpu, vx_error *err) {
+  *ngpu = 0;
+  if (!gpu || o->gpus == 0) return VX_OK;
+  const int have = vx_gpu_device_count();
+  const int n = o->gpus < 0 ? have : o->gpus;
+  if (have == 0 && o->device == VX_DEVICE_AUTO) return VX_OK; /* the CPU, noted by the first tile */
+  if (n < 1 || n > have)
+    return vx_error_set(err, VX_ERR_NO_GPU, "%d GPUs asked for, the machine has %d", o->gpus,
+                        have);
+  *ngpu = n;
+  return VX_OK;
+}
+
 vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const char *out_path,
                            const char *tmp_dir, vx_conversion *b, vx_error *err) {
   const double t0 = vx_clock_seconds();
-  if (o->max_error > 0.0f)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "pruning (max error %g) is not available for "
-                        "tiled trees yet", (double)o->max_error);
   if (soup->color && o->color != VX_COLOR_OFF)
     vx_notes_add(&b->notes, "tiled trees are grey so far: the mesh's colours are not kept");
-  vx_voxelize_opts bo;
-  memset(&bo, 0, sizeof bo);
-  bo.resolution = o->resolution;
-  bo.band = o->band;
-  bo.threads = o->threads;
-  bo.mem_limit = o->mem_limit;
-  bo.progress = NULL;
-  bo.sign_rule = o->sign_rule;
-  bo.tile_depth = o->tile_depth;
-  bo.gpu = o->device != VX_DEVICE_CPU; /* auto: the GPU while it works, then the CPU */
-  vx_soup store;
-  const vx_soup *m;
-  uint64_t dropped = 0;
-  vx_status s = vx_voxelize_unique(soup, &bo, &store, &m, &dropped, err);
-  if (s != VX_OK) return s;
-  vx_transform xf;
-  uint32_t D = 0;
-  float band = 0.0f;
-  vx_sign_data sign;
-  memset(&sign, 0, sizeof sign);
-  tile_tri *pairs = NULL;
-  uint64_t npairs = 0;
-  vx_tiled_writer *w = NULL;
-  s = vx_voxelize_setup(m, &bo, &xf, &D, &band, err);
-  if (s == VX_OK) s = vx_overlap_check(m, &xf, D, bo.mem_limit, NULL, err); /* once, not per tile */
-  const uint32_t T = o->tile_depth;
-  if (s == VX_OK && (T >= D || D - T > VX_MAX_DEPTH - 1))
-    s = vx_error_set(err, VX_ERR_INVALID_ARG, "tiles of %u^3 in a %u^3 grid: a tile is smaller "
-                     "than the grid and leaves at most %d levels above it", 1u << T, 1u << D,
-                     VX_MAX_DEPTH - 1);
-  const double ts = vx_clock_seconds();
-  if (s == VX_OK)
-    s = vx_sign_build_rule_ex(m, &xf, o->sign_rule, 0, o->threads, &sign, err);
+  vx_tile_plan p;
+  vx_status s = vx_tile_plan_init(&p, soup, o, tmp_dir, err);
   const double tp = vx_clock_seconds();
-  if (s == VX_OK) s = tile_pairs(m, &xf, D, T, o->mem_limit, &pairs, &npairs, err);
-  /* the tiles: where each one's triangles start */
-  uint64_t ntiles = 0, max_tris = 0;
-  for (uint64_t i = 0; i < npairs; i++) ntiles += i == 0 || pairs[i].code != pairs[i - 1].code;
-  uint64_t *start = NULL;
-  if (s == VX_OK && !(start = (uint64_t *)vx_malloc((size_t)(ntiles + 1) * sizeof *start)))
-    s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  for (uint64_t i = 0, k = 0; s == VX_OK && i <= npairs; i++)
-    if (i == npairs || i == 0 || pairs[i].code != pairs[i - 1].code) {
-      start[k] = i;
-      if (k > 0 && start[k] - start[k - 1] > max_tris) max_tris = start[k] - start[k - 1];
-      k++;
-    }
-  /* the workers: one per GPU used, else one */
   int ngpu = 0;
-  if (s == VX_OK && bo.gpu && o->gpus != 0) {
-    const int have = vx_gpu_device_count();
-    ngpu = o->gpus < 0 ? have : o->gpus;
-    if (have == 0 && o->device == VX_DEVICE_AUTO) {
-      ngpu = 0; /* no GPU: the CPU, with a note from the first tile */
-    } else if (ngpu < 1 || ngpu > have) {
-      s = vx_error_set(err, VX_ERR_NO_GPU, "%d GPUs asked for, the machine has %d", o->gpus, have);
-    }
-  }
+  if (s == VX_OK) s = gpu_count(o, p.bo.gpu, &ngpu, err);
   /* On the GPU two workers share each GPU: one builds a tile while the other compresses the
    * one it built (the device would otherwise wait for the host's zstd) */
-  const int per_gpu = bo.gpu ? 2 : 1;
+  const int per_gpu = p.bo.gpu ? 2 : 1;
   const int workers = (ngpu > 1 ? ngpu : 1) * per_gpu;
-  if (workers > 1) { /* the cores shared between the tiles built side by side */
-    const int cores = o->threads ? o->threads : vx_cpu_count();
-    bo.threads = cores / workers > 1 ? cores / workers : 1;
-  }
-  vx_tiled_header h;
-  memset(&h, 0, sizeof h);
-  h.depth = D;
-  h.tile_depth = T;
-  h.band = band;
-  h.prune_error = 0.0f;
-  h.xf = xf;
-  h.build_id = s == VX_OK ? vx_tiled_build_id(m->pos, (size_t)m->tri_count * 9 * sizeof(float),
-                                              D, T, band, o->sign_rule)
-                         : 0;
-  if (s == VX_OK) s = vx_tiled_writer_open(out_path, &h, &w, err);
   tiles_job j;
   memset(&j, 0, sizeof j);
-  j.m = m;
-  j.bo = bo;
-  j.sign = &sign;
-  j.pairs = pairs;
-  j.start = start;
-  j.ntiles = ntiles;
-  j.max_tris = max_tris;
-  j.tmp_dir = tmp_dir;
-  /* tiles are compressed at zstd level 3 unless asked otherwise: the levels the one-tree writer
-   * picks for small files (19 under 8 MiB, 9 under 64 MiB) cost most of a build of many tiles
-   * (the dragon at 32768^3 in 129 tiles: 69 s compressing against 51 s building) */
-  j.zstd_level = o->zstd_level ? o->zstd_level : 3;
-  j.auto_dev = o->device == VX_DEVICE_AUTO;
+  j.p = &p;
+  j.bo = p.bo;
+  if (workers > 1) { /* the cores shared between the tiles built side by side */
+    const int cores = o->threads ? o->threads : vx_cpu_count();
+    j.bo.threads = cores / workers > 1 ? cores / workers : 1;
+  }
+  if (s == VX_OK) s = vx_tiled_writer_open(out_path, &p.h, &j.w, err);
   j.ngpu = ngpu;
-  j.id = h.build_id;
-  j.w = w;
   j.window = 2 * (uint64_t)workers;
   j.progress = o->progress;
   j.user = o->user;
   j.status = VX_OK;
-  if (s == VX_OK && ntiles) {
-    j.slot = (tile_out *)vx_calloc((size_t)j.window, sizeof(tile_out));
+  if (s == VX_OK && p.ntiles) {
+    j.slot = (vx_tile_out *)vx_calloc((size_t)j.window, sizeof(vx_tile_out));
     if (!j.slot) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
-  if (s == VX_OK && ntiles) {
+  if (s == VX_OK && p.ntiles) {
     pthread_mutex_init(&j.mu, NULL);
     pthread_cond_init(&j.cv, NULL);
     vx_parallel(workers, tile_worker, &j);
@@ -450,50 +471,49 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
       if (err) *err = j.err;
     }
   }
-  for (uint64_t i = 0; j.slot && i < j.window; i++) tile_out_free(&j.slot[i]);
+  for (uint64_t i = 0; j.slot && i < j.window; i++) vx_tile_out_free(&j.slot[i]);
   vx_free(j.slot);
-  vx_free(start);
-  if (j.fell_back)
-    vx_notes_add(&b->notes, "GPU build unavailable (%s): tiles built on the CPU", j.note.msg);
-  const uint64_t built = j.built, voxels = j.voxels, corners = j.corners;
+  if (p.fell_back)
+    vx_notes_add(&b->notes, "GPU build unavailable (%s): tiles built on the CPU", p.note.msg);
+  const uint64_t built = j.built;
   if (s == VX_OK && built)
     vx_notes_add(&b->notes, "tiles by %d worker%s%s: building %.2fs, compressing %.2fs, "
                  "appending %.2fs (summed over the tiles)", workers, workers > 1 ? "s" : "",
-                 per_gpu > 1 && !j.fell_back ? " (two per GPU)" : "", j.sec_build, j.sec_encode,
+                 per_gpu > 1 && !p.fell_back ? " (two per GPU)" : "", j.sec_build, j.sec_encode,
                  j.sec_append);
   const double tb = vx_clock_seconds();
   uint64_t bytes = 0, nodes = 0;
   if (s == VX_OK) {
-    s = vx_tiled_writer_finish(w, &bytes, &nodes, err);
-    w = NULL;
+    s = vx_tiled_writer_finish(j.w, &bytes, &nodes, err);
+    j.w = NULL;
   }
-  vx_tiled_writer_abort(w);
-  vx_free(pairs);
-  vx_sign_free(&sign);
-  vx_soup_free(&store);
-  if (s != VX_OK) return s;
-  if (dropped)
-    vx_notes_add(&b->notes, "%llu exact duplicate triangle%s dropped", (unsigned long long)dropped,
-                 dropped == 1 ? "" : "s");
-  vx_notes_add(&b->notes, "tiled: %llu tiles of %u^3 (of %llu reached by triangles) under %u top "
-               "levels", (unsigned long long)built, 1u << T, (unsigned long long)ntiles, D - T);
-  vx_conversion_stats *st = &b->stats;
-  st->struct_size = sizeof *st;
-  st->resolution = o->resolution;
-  st->triangles = m == soup ? soup->tri_count : soup->tri_count - dropped;
-  st->surface_voxels = voxels;
-  st->nodes = nodes;
-  st->corners = corners;
-  st->file_bytes = bytes;
-  st->used_gpu = bo.gpu && !j.fell_back;
-  st->gpu_tree = j.gpu_tiles == built && built > 0; /* every tile's octree on the GPU */
-  st->sec_tree = 0.0;
-  for (int k = 0; k < 5; k++) st->sec_gpu[k] = j.sec_gpu[k];
-  for (int k = 0; k < 3; k++) st->sec_gpu_tree[k] = j.sec_gpu_tree[k];
-  st->sec_sign = tp - ts;
-  st->sec_voxels = tb - tp;
-  st->sec_build = tb - t0;
-  st->sec_write = vx_clock_seconds() - tb;
-  st->sec_total = vx_clock_seconds() - t0;
-  return VX_OK;
+  vx_tiled_writer_abort(j.w);
+  if (s == VX_OK) {
+    if (p.dropped)
+      vx_notes_add(&b->notes, "%llu exact duplicate triangle%s dropped",
+                   (unsigned long long)p.dropped, p.dropped == 1 ? "" : "s");
+    vx_notes_add(&b->notes, "tiled: %llu tiles of %u^3 (of %llu reached by triangles) under %u "
+                 "top levels", (unsigned long long)built, 1u << p.h.tile_depth,
+                 (unsigned long long)p.ntiles, p.h.depth - p.h.tile_depth);
+    vx_conversion_stats *st = &b->stats;
+    st->struct_size = sizeof *st;
+    st->resolution = o->resolution;
+    st->triangles = soup->tri_count - p.dropped;
+    st->surface_voxels = j.voxels;
+    st->nodes = nodes;
+    st->corners = j.corners;
+    st->file_bytes = bytes;
+    st->used_gpu = p.bo.gpu && !p.fell_back;
+    st->gpu_tree = j.gpu_tiles == built && built > 0; /* every tile's octree on the GPU */
+    st->sec_tree = 0.0;
+    for (int k = 0; k < 5; k++) st->sec_gpu[k] = j.sec_gpu[k];
+    for (int k = 0; k < 3; k++) st->sec_gpu_tree[k] = j.sec_gpu_tree[k];
+    st->sec_sign = p.sec_sign;
+    st->sec_voxels = tb - tp;
+    st->sec_build = tb - t0;
+    st->sec_write = vx_clock_seconds() - tb;
+    st->sec_total = vx_clock_seconds() - t0;
+  }
+  vx_tile_plan_release(&p);
+  return s;
 }

@@ -1,13 +1,69 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* convert_tiled.h - the tiled conversion (convert_tiled.c), run by vx_convert_to_file when
- * opts->tile_depth is set or the resolution is finer than one tree holds. */
+/* convert_tiled.h - the tiled conversion (convert_tiled.c): a plan (the mesh, its grid, sign
+ * tables and the triangles of each tile), the build of one tile from it, and the whole file built
+ * by a pool of workers. vx_convert_to_file runs it when opts->tile_depth is set or the resolution
+ * is finer than one tree holds; the public task API (tile_tasks.c) hands the plan and the build
+ * of single tiles to other processes (a Dask cluster), whose tiles are the same bytes. */
 #ifndef VOXLOD_LIB_CONVERT_TILED_H
 #define VOXLOD_LIB_CONVERT_TILED_H
 
 #include "lib/internal.h"
+#include "formats/svo_tiled.h"
+#include "voxelizer/internal.h"
 
-/* soup to a tiled .svo at out_path with the checked options o (tile_depth set); spill files in
- * tmp_dir; notes and statistics into b. */
+#include <pthread.h>
+
+typedef struct vx_tile_tri vx_tile_tri;
+
+/* Everything a tile's build needs, shared (read only) by every tile. */
+struct vx_tile_plan {
+  vx_soup store;          /* the mesh without exact duplicates, when some were dropped */
+  const vx_soup *m;       /* the mesh built */
+  uint64_t dropped;       /* exact duplicate triangles dropped */
+  vx_voxelize_opts bo;    /* each tile's build options (threads: every core) */
+  vx_sign_data sign;      /* of the whole mesh */
+  vx_tile_tri *pairs;     /* (tile, triangle), sorted */
+  uint64_t *start;        /* tile k's triangles: pairs[start[k] .. start[k + 1]) */
+  uint64_t ntiles, max_tris;
+  vx_tiled_header h;
+  int zstd_level, auto_dev, device_gpu;
+  char *tmp_dir;
+  double sec_sign, sec_plan;
+  pthread_mutex_t mu;     /* the fallback note */
+  int fell_back;
+  vx_error note;
+};
+
+/* A finished tile: encoded in memory, or in a file (out_path when given, else a temporary one
+ * when its levels spilled). */
+typedef struct vx_tile_out {
+  int ready, empty;
+  uint8_t *bytes;
+  size_t n;
+  char *path;             /* a temporary file, removed by vx_tile_out_free */
+  vx_fit_root fit;
+  uint64_t code, voxels, nodes, corners;
+  int gpu_tree;           /* built whole on the GPU */
+  double sec_build, sec_encode;
+  double sec_gpu[5], sec_gpu_tree[3];
+} vx_tile_out;
+
+/* The plan of soup's tiled build with the checked options o (tile_depth set); spill files in
+ * tmp_dir. */
+vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
+                            const char *tmp_dir, vx_error *err);
+void vx_tile_plan_release(vx_tile_plan *p);
+
+/* Builds tile k (0 .. ntiles - 1) with options bo (a copy of p->bo: its threads and GPU may
+ * differ, the bytes do not). tris: room for max_tris indices; pre: the worker's spare tree arrays
+ * (may be NULL). out_path NULL: the tile stays in memory (or a temporary file); else it is
+ * written to out_path (atomically) and r->bytes stays NULL. */
+vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, uint32_t *tris,
+                           vx_octree_prealloc *pre, const char *out_path, vx_tile_out *r,
+                           vx_error *err);
+void vx_tile_out_free(vx_tile_out *r);
+
+/* soup to a tiled .svo at out_path with the checked options o; notes and statistics into b. */
 vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const char *out_path,
                            const char *tmp_dir, vx_conversion *b, vx_error *err);
 

@@ -82,6 +82,13 @@ struct vx_conversion {
   vx_conversion_stats stats;
 };
 
+/* The caller's options (may be NULL) with the defaults filled in, checked. */
+vx_status vx_convert_opts_ready(const vx_convert_opts *opts, vx_convert_opts *o, vx_error *err);
+
+/* The directory for spill files: o->temp_dir, else out_dir (taken: freed or returned), else
+ * $TMPDIR or /tmp; NULL when out of memory. */
+char *vx_convert_spill_dir(const vx_convert_opts *o, char *out_dir);
+
 /* The end of every conversion: the file's size into c's statistics, the tree into c (keep_tree)
  * or freed, and c handed out (*out, when out is not NULL) when s is VX_OK, else freed. Returns s
  * (or VX_ERR_NOMEM). */

@@ -24,3 +24,6 @@ vx_add_test(test_formats_tri_stream
 # Tiled trees: built, joined and compared with the untiled build; damaged and forged directories.
 vx_add_test(test_formats_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_tiled.c
             LIBS vx_lib PkgConfig::ZSTD Threads::Threads)
+# The tiled build as tasks (plans, tiles by index, records, the merge) against the whole build.
+vx_add_test(test_tile_tasks SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tile_tasks.c
+            LIBS vx_lib Threads::Threads)

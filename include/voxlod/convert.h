@@ -91,6 +91,72 @@ VX_API vx_status vx_convert_grid_to_file(const char *vdb_path, const vx_grid_opt
                                          const vx_convert_opts *opts, const char *path,
                                          vx_conversion **out, vx_error *err);
 
+/* ---- a tiled conversion as tasks --------------------------------------------------------------
+ * The tiled build cut into tasks for processes that share files but not memory (the workers of
+ * a Dask cluster: `python -m voxlod convert --scheduler`). Each process makes the same plan from
+ * the same mesh and options (vx_tile_plan_create: the grid, the sign tables of the whole mesh,
+ * each tile's triangles); tasks build tiles by index into files of their own
+ * (vx_tile_plan_build: the tile's .svo and a record of it); one process merges the files, given
+ * their records, into the tiled file (vx_tile_merge). The file is byte for byte the one
+ * vx_convert_to_file writes with the same mesh and options, wherever each tile was built. */
+typedef struct vx_tile_plan vx_tile_plan;
+
+#define VX_TILE_RECORD_BYTES 320
+/* What a task hands back with its tile's file (send it as bytes; the merge checks each byte): the
+ * build it belongs to, the tile's cell, the length and check of its file, its root's fit. */
+typedef struct vx_tile_record {
+  uint8_t bytes[VX_TILE_RECORD_BYTES];
+} vx_tile_record;
+
+typedef struct vx_tile_plan_info {
+  uint32_t struct_size;  /* sizeof(vx_tile_plan_info), or 0 */
+  uint32_t depth;        /* the whole grid: 2^depth cells per axis */
+  uint32_t tile_depth;
+  uint32_t reserved;
+  uint64_t tiles;        /* tiles reached by triangles: tasks 0 .. tiles - 1 (some may come out
+                            empty: triangles only in their halo) */
+  uint64_t build_id;     /* a hash of the triangles and of the options that change the bytes */
+  uint64_t triangles;    /* after dropping exact duplicates */
+  double sec_plan;       /* making the plan, sign tables included */
+} vx_tile_plan_info;
+
+/* The plan of mesh's tiled build with opts (as vx_convert_to_file takes them; tile_depth 0 at a
+ * resolution up to 16384 is refused: that is one tree). mesh must outlive the plan. Spill files
+ * go to opts->temp_dir, else $TMPDIR or /tmp. */
+VX_API vx_status vx_tile_plan_create(const vx_mesh *mesh, const vx_convert_opts *opts,
+                                     vx_tile_plan **out, vx_error *err);
+VX_API void vx_tile_plan_free(vx_tile_plan *p);
+VX_API vx_status vx_tile_plan_get_info(const vx_tile_plan *p, vx_tile_plan_info *info);
+/* Builds tile k (0 .. tiles - 1) into a .svo file at path (atomically; none when the tile comes
+ * out empty) and its record. Several threads may build tiles of one plan at once. */
+VX_API vx_status vx_tile_plan_build(vx_tile_plan *p, uint64_t k, const char *path,
+                                    vx_tile_record *rec, vx_error *err);
+/* GPU fallbacks of the builds so far ("" when none). Owned by p; valid until the next build. */
+VX_API const char *vx_tile_plan_notes(vx_tile_plan *p);
+
+typedef struct vx_tile_record_info {
+  uint32_t struct_size;  /* sizeof(vx_tile_record_info), or 0 */
+  int empty;             /* 1: no surface, no file */
+  uint64_t code;         /* its cell: Morton code in the grid of tiles */
+  uint64_t build_id;
+  uint64_t voxels;       /* surface voxels */
+  uint64_t file_bytes;
+  int gpu;               /* 1: built whole on the GPU */
+  int reserved;
+  double sec_build, sec_encode;
+} vx_tile_record_info;
+
+/* The record's contents, checked (VX_ERR_CORRUPT for damaged or forged bytes). */
+VX_API vx_status vx_tile_record_get_info(const vx_tile_record *rec, vx_tile_record_info *info,
+                                         vx_error *err);
+/* Writes the tiled file at out_path (atomically) from n records in any order and the files their
+ * tasks wrote (paths[i] for recs[i]; ignored for an empty tile): every record must come from one
+ * build, each tile once, each file be the one its record describes (length and check); then the
+ * top tree is fitted over them. out may be NULL; else *out receives notes and statistics. */
+VX_API vx_status vx_tile_merge(const char *out_path, const vx_tile_record *recs,
+                               const char *const *paths, uint64_t n, vx_conversion **out,
+                               vx_error *err);
+
 VX_API void vx_conversion_free(vx_conversion *c);
 
 /* The tree, owned by c (NULL after a *_to_file call, or once taken). */

@@ -25,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "common.h"
 #include "voxlod.h"
 
 namespace nb = nanobind;
@@ -32,51 +33,9 @@ using namespace nb::literals;
 
 namespace {
 
-// Text from the library as a Python str. Messages and notes may quote a file name, which need
-// not be UTF-8: such bytes are shown as \xNN escapes instead of failing.
-nb::str text_of(const char *t) {
-  PyObject *o = PyUnicode_DecodeUTF8(t, (Py_ssize_t)std::strlen(t), "backslashreplace");
-  if (!o) throw nb::python_error();
-  return nb::steal<nb::str>(o);
-}
-
-// Raises voxlod.Error (the subclass for the status) with the library's message.
-[[noreturn]] void raise_status(vx_status s, const vx_error &e) {
-  nb::object make = nb::module_::import_("voxlod._errors").attr("_make_error");
-  nb::object exc = make((int)s, text_of(e.msg[0] ? e.msg : vx_status_str(s)));
-  PyErr_SetObject((PyObject *)Py_TYPE(exc.ptr()), exc.ptr());
-  throw nb::python_error();
-}
-
-void check(vx_status s, const vx_error &e) {
-  if (s != VX_OK) raise_status(s, e);
-}
-
-vx_error no_error() {
-  vx_error e;
-  std::memset(&e, 0, sizeof e);
-  return e;
-}
-
-// A file path as the file system's bytes (the package passes os.fsencode(path)), so that names
-// that are not UTF-8 work. An embedded NUL would cut the name for the C library: refused, as
-// Python's open() refuses it.
-std::string path_of(const nb::bytes &b) {
-  std::string p(b.c_str(), b.size());
-  if (p.find('\0') != std::string::npos) throw nb::value_error("embedded null character in path");
-  return p;
-}
-
-vx_device device_of(int d) {
-  return d == 1 ? VX_DEVICE_CPU : d == 2 ? VX_DEVICE_GPU : VX_DEVICE_AUTO;
-}
+using namespace vxpy;
 
 // ---- meshes ---------------------------------------------------------------------------------
-
-struct Mesh {
-  vx_mesh *m = nullptr;
-  ~Mesh() { vx_mesh_free(m); }
-};
 
 using Floats2 = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Uints2 = nb::ndarray<const uint32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
@@ -788,6 +747,8 @@ nb::tuple dlpack_info(nb::ndarray<nb::ro> a) {
 
 } // namespace
 
+void bind_tile_tasks(nb::module_ &m);
+
 NB_MODULE(_voxlod, m) {
   m.doc() = "libvoxlod bindings (internal: use the voxlod package)";
   m.def("version", [] { return std::string(vx_version()); });
@@ -866,4 +827,5 @@ NB_MODULE(_voxlod, m) {
       .def("load_tile", &tiled_load_tile, "i"_a, "levels"_a = 0, "mem_limit"_a = 0,
            nb::rv_policy::take_ownership);
   m.def("dlpack_info", &dlpack_info, "array"_a);
+  bind_tile_tasks(m);
 }

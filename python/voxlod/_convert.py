@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -21,7 +22,7 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
             band: Optional[float] = None, threads: Optional[int] = None,
             sign: str = "winding", color: str = "auto", color_filter: str = "mean",
             out: Optional[PathArg] = None, tile_depth: int = 0,
-            gpus: Union[None, int, str] = None) -> Optional[Tree]:
+            gpus: Union[None, int, str] = None, client: Any = None) -> Optional[Tree]:
     """Converts a mesh into a Tree.
 
     mesh: a file path (any format assimp reads: OBJ, PLY, STL, glTF, FBX, ...), a Mesh
@@ -45,7 +46,13 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
     (one tree; res up to 16384, tiles of 16384^3 above) or T in 1..14: a tiled .svo of tiles of
     2^T cells per axis (res up to 2^20; grey, unpruned), read back with load() up to 16384^3
     and with TiledFile at any size. gpus: for a tiled build on the GPU, "all" or a count: one
-    tile stream per GPU, the same bytes."""
+    tile stream per GPU, the same bytes.
+
+    client: a dask.distributed.Client: the tiled build as tasks on its cluster (needs out= and a
+    tiled build; mesh a path the workers can read, the output's folder shared with them): each
+    worker process plans the build once, tasks build tiles into files beside out, this process
+    merges them. The same bytes as without a client; gpu= applies to each worker (one GPU per
+    worker process: CUDA_VISIBLE_DEVICES), gpus= does not."""
     tiled = out is not None and (tile_depth or (_is_int(res) and res > 16384))
     top = 1 << 20 if tiled else 16384
     if not _is_int(res) or res < 2 or res > top or res & (res - 1):
@@ -78,6 +85,23 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
     cfilter = _option(color_filter, COLOR_FILTERS, "color_filter")
     device = 0 if gpu is None else (2 if gpu else 1)
     limit = _bytes(mem_limit, "mem_limit")
+    if client is not None:
+        if out is None or not tiled:
+            raise ValueError("client= runs a tiled build: give out= and tile_depth= (or a res "
+                             "above 16384)")
+        if not isinstance(mesh, (str, bytes, os.PathLike)):
+            raise TypeError("with client=, mesh must be a path the workers can read")
+        if g:
+            raise ValueError("gpus= is for one machine: with client=, each worker uses its GPU")
+        if error:
+            raise ValueError("pruning (error=) is not available for tiled trees yet")
+        from ._tiles import convert_on_cluster
+        spec = dict(res=int(res), band=b, device=device, mem_limit=limit,
+                    threads=int(threads or 0), sign_rule=0 if sign == "winding" else 1,
+                    tile_depth=int(tile_depth), zstd_level=0)
+        convert_on_cluster(client, _path(mesh, "mesh"), _path(out, "out"), spec,
+                           progress=bool(progress))
+        return None
     cb = _progress(progress)  # before the mesh is read: a wrong progress= costs nothing
     try:
         m = _mesh_handle(mesh)

@@ -503,15 +503,17 @@ def _run_dask(jobs: List[dict], client: Any, done: Callable[[dict], None]) -> No
 
 
 class _Progress:
-    """meshes/s, ETA and failures so far on stderr: a tqdm bar when tqdm is installed, else a
-    line rewritten in place."""
+    """Items (meshes, tiles) per second, ETA and failures so far on stderr: a tqdm bar when tqdm
+    is installed, else a line rewritten in place."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, unit: str = "mesh", units: str = "meshes",
+                 desc: str = "samples") -> None:
         self.total, self.n, self.failed, self.t0 = total, 0, 0, time.perf_counter()
+        self.units, self.desc = units, desc
         self.bar = None
         try:
             from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]
-            self.bar = tqdm(total=total, unit="mesh", desc="samples")
+            self.bar = tqdm(total=total, unit=unit, desc=desc)
         except ImportError:
             pass
 
@@ -525,8 +527,8 @@ class _Progress:
         dt = time.perf_counter() - self.t0
         rate = self.n / dt if dt > 0 else 0.0
         eta = (self.total - self.n) / rate if rate > 0 else 0.0
-        sys.stderr.write(f"\rvoxlod samples: {self.n}/{self.total} meshes, {rate:.2f} meshes/s, "
-                         f"ETA {eta:.0f} s, {self.failed} failed ")
+        sys.stderr.write(f"\rvoxlod {self.desc}: {self.n}/{self.total} {self.units}, "
+                         f"{rate:.2f} {self.units}/s, ETA {eta:.0f} s, {self.failed} failed ")
         sys.stderr.flush()
 
     def close(self) -> None:

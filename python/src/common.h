@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+// common.h - what the extension's source files share: library text and statuses as Python
+// strings and exceptions, paths as the file system's bytes, devices, the Mesh handle.
+#ifndef VOXLOD_PYTHON_COMMON_H
+#define VOXLOD_PYTHON_COMMON_H
+
+#include <nanobind/nanobind.h>
+
+#include <cstring>
+#include <string>
+
+#include "voxlod.h"
+
+namespace nb = nanobind;
+
+namespace vxpy {
+
+// Text from the library as a Python str. Messages and notes may quote a file name, which need
+// not be UTF-8: such bytes are shown as \xNN escapes instead of failing.
+inline nb::str text_of(const char *t) {
+  PyObject *o = PyUnicode_DecodeUTF8(t, (Py_ssize_t)std::strlen(t), "backslashreplace");
+  if (!o) throw nb::python_error();
+  return nb::steal<nb::str>(o);
+}
+
+// Raises voxlod.Error (the subclass for the status) with the library's message.
+[[noreturn]] inline void raise_status(vx_status s, const vx_error &e) {
+  nb::object make = nb::module_::import_("voxlod._errors").attr("_make_error");
+  nb::object exc = make((int)s, text_of(e.msg[0] ? e.msg : vx_status_str(s)));
+  PyErr_SetObject((PyObject *)Py_TYPE(exc.ptr()), exc.ptr());
+  throw nb::python_error();
+}
+
+inline void check(vx_status s, const vx_error &e) {
+  if (s != VX_OK) raise_status(s, e);
+}
+
+inline vx_error no_error() {
+  vx_error e;
+  std::memset(&e, 0, sizeof e);
+  return e;
+}
+
+// A file path as the file system's bytes (the package passes os.fsencode(path)), so that names
+// that are not UTF-8 work. An embedded NUL would cut the name for the C library: refused, as
+// Python's open() refuses it.
+inline std::string path_of(const nb::bytes &b) {
+  std::string p(b.c_str(), b.size());
+  if (p.find('\0') != std::string::npos) throw nb::value_error("embedded null character in path");
+  return p;
+}
+
+inline vx_device device_of(int d) {
+  return d == 1 ? VX_DEVICE_CPU : d == 2 ? VX_DEVICE_GPU : VX_DEVICE_AUTO;
+}
+
+// A mesh handle (voxlod.Mesh's).
+struct Mesh {
+  vx_mesh *m = nullptr;
+  ~Mesh() { vx_mesh_free(m); }
+};
+
+} // namespace vxpy
+
+#endif

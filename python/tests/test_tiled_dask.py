@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tiled builds as tasks on a Dask cluster (convert(client=), `python -m voxlod convert
+--scheduler`): the file is byte for byte the one-machine build's; the merge refuses records
+that do not belong together."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import voxlod
+from voxlod import _voxlod
+from conftest import BUNNY
+
+distributed = pytest.importorskip("dask.distributed")
+
+
+def test_cluster_build_is_the_local_build(tmp_path):
+    local, remote, cli = tmp_path / "local.svo", tmp_path / "dask.svo", tmp_path / "cli.svo"
+    voxlod.convert(BUNNY, res=256, tile_depth=5, out=local, color="off", progress=False)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=2,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        voxlod.convert(BUNNY, res=256, tile_depth=5, out=remote, client=client, progress=False)
+        assert remote.read_bytes() == local.read_bytes()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        p = subprocess.run([sys.executable, "-m", "voxlod", "convert", str(BUNNY), str(cli),
+                            "--res", "256", "--tile-depth", "5", "--no-progress",
+                            "--scheduler", cluster.scheduler_address],
+                           env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        assert "tiled tree" in p.stdout and cluster.scheduler_address in p.stdout
+        assert cli.read_bytes() == local.read_bytes()
+        with pytest.raises(ValueError, match="tile_depth"):
+            voxlod.convert(BUNNY, res=256, out=tmp_path / "x.svo", client=client)
+        with pytest.raises(TypeError, match="path"):
+            voxlod.convert(voxlod.load_mesh(BUNNY), res=256, tile_depth=5,
+                           out=tmp_path / "x.svo", client=client)
+    f = voxlod.TiledFile(remote)
+    assert f.depth == 8 and f.tile_depth == 5
+    # the tiles' files are gone; nothing else was left beside the output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli.svo", "dask.svo", "local.svo"]
+
+
+def test_merge_refuses_what_does_not_belong(tmp_path):
+    mesh = voxlod.load_mesh(BUNNY)._m
+
+    def plan(band):
+        return _voxlod._TilePlan.create(mesh, 64, band, 1, 0, 0, 0, 3)
+
+    a, b = plan(2.0), plan(3.0)
+    n = a.info()["tiles"]
+    assert n == b.info()["tiles"] and a.info()["build_id"] != b.info()["build_id"]
+    recs, paths = [], []
+    for k in range(n):
+        p = os.fsencode(tmp_path / f"t{k}.svo")
+        r = a.build(k, p)
+        recs.append(r)
+        paths.append(b"" if _voxlod.tile_record_info(r)["empty"] else p)
+    out = os.fsencode(tmp_path / "out.svo")
+    full = [k for k in range(n) if paths[k]]
+    i, j = full[0], full[1]
+    other = os.fsencode(tmp_path / "other.svo")
+    with pytest.raises(voxlod.InvalidArgumentError, match="another build"):
+        _voxlod.tile_merge(out, recs[:i] + [b.build(i, other)] + recs[i + 1:], paths)
+    with pytest.raises(voxlod.InvalidArgumentError, match="twice"):
+        _voxlod.tile_merge(out, recs + [recs[i]], paths + [paths[i]])
+    swapped = list(paths)
+    swapped[i], swapped[j] = paths[j], paths[i]
+    with pytest.raises(voxlod.Error):
+        _voxlod.tile_merge(out, recs, swapped)
+    bad = bytearray(recs[i])
+    bad[30] ^= 1
+    with pytest.raises(voxlod.CorruptError):
+        _voxlod.tile_merge(out, recs[:i] + [bytes(bad)] + recs[i + 1:], paths)
+    with pytest.raises(ValueError, match="320"):
+        _voxlod.tile_merge(out, [recs[i][:100]], [paths[i]])
+    assert not os.path.exists(out)
+    s = _voxlod.tile_merge(out, recs, paths)
+    assert s["file_bytes"] == os.path.getsize(out) and s["surface_voxels"] > 0
+    whole = tmp_path / "whole.svo"
+    voxlod.convert(BUNNY, res=64, tile_depth=3, out=whole, gpu=False, color="off",
+                   progress=False)
+    assert whole.read_bytes() == open(out, "rb").read()

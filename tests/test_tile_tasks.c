@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_tile_tasks.c - the tiled build as tasks (vx_tile_plan_*, vx_tile_merge): tiles built by
+ * separate plans in any order, on several threads, merged from records in any order, give the
+ * file vx_convert_to_file writes, byte for byte; records and files that do not belong together
+ * (another build, a tile twice, a file swapped or changed, a damaged record) are refused. */
+#include <pthread.h>
+#include <unistd.h>
+#include "tiled_scene.h"
+
+static char dir[64];
+
+static vx_convert_opts opts_of(uint32_t res, uint32_t T, float band) {
+  vx_convert_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.resolution = res;
+  o.tile_depth = T;
+  o.band = band;
+  o.device = VX_DEVICE_CPU;
+  o.color = VX_COLOR_OFF;
+  return o;
+}
+
+typedef struct task {
+  vx_tile_plan *p;
+  uint64_t from, step, n;
+  vx_tile_record *rec;
+  char (*path)[128];
+  int ok;
+} task;
+
+static void *run_tasks(void *arg) {
+  task *t = (task *)arg;
+  t->ok = 1;
+  for (uint64_t k = t->from; k < t->n; k += t->step) {
+    vx_error e;
+    const uint64_t at = t->n - 1 - k; /* built from the last tile backwards */
+    if (vx_tile_plan_build(t->p, at, t->path[at], &t->rec[at], &e) != VX_OK) {
+      fprintf(stderr, "tile %llu: %s\n", (unsigned long long)at, e.msg);
+      t->ok = 0;
+    }
+  }
+  return NULL;
+}
+
+static int same_file(const char *a, const char *b) {
+  size_t na = 0, nb = 0;
+  uint8_t *x = tiled_slurp(a, &na), *y = tiled_slurp(b, &nb);
+  const int same = x && y && na == nb && na > 0 && memcmp(x, y, na) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
+/* Plans in two "processes" (two plans of the same mesh), tiles on two threads each. */
+static void tasks_equal_convert(const vx_mesh *m, uint32_t res, uint32_t T) {
+  vx_error e;
+  char want[128], got[128];
+  snprintf(want, sizeof want, "%s/want.svo", dir);
+  snprintf(got, sizeof got, "%s/got.svo", dir);
+  vx_convert_opts o = opts_of(res, T, 0.0f);
+  CHECK_MSG(tiled_convert(m, res, T, VX_DEVICE_CPU, 0, 0, want, &e) == VX_OK, "%s", e.msg);
+  vx_tile_plan *p[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) CHECK(vx_tile_plan_create(m, &o, &p[i], &e) == VX_OK);
+  vx_tile_plan_info in;
+  memset(&in, 0, sizeof in);
+  in.struct_size = sizeof in;
+  CHECK(vx_tile_plan_get_info(p[0], &in) == VX_OK);
+  CHECK(in.tiles > 8 && in.tile_depth == T && (1u << in.depth) == res);
+  const uint64_t n = in.tiles;
+  vx_tile_record *rec = (vx_tile_record *)calloc(n, sizeof *rec);
+  char(*path)[128] = (char(*)[128])calloc(n, 128);
+  for (uint64_t k = 0; k < n; k++) snprintf(path[k], 128, "%s/tile-%llu.svo", dir, (unsigned long long)k);
+  task t[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    t[i] = (task){p[i / 2], (uint64_t)i, 4, n, rec, path, 0};
+    CHECK(pthread_create(&th[i], NULL, run_tasks, &t[i]) == 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(t[i].ok);
+  }
+  uint64_t empty = 0;
+  for (uint64_t k = 0; k < n; k++) {
+    vx_tile_record_info ri;
+    memset(&ri, 0, sizeof ri);
+    ri.struct_size = sizeof ri;
+    CHECK(vx_tile_record_get_info(&rec[k], &ri, &e) == VX_OK);
+    CHECK(ri.build_id == in.build_id);
+    CHECK(ri.empty == (access(path[k], F_OK) != 0));
+    empty += ri.empty;
+  }
+  /* merged in reverse order of the records */
+  vx_tile_record *rr = (vx_tile_record *)calloc(n, sizeof *rr);
+  const char **pp = (const char **)calloc(n, sizeof *pp);
+  for (uint64_t k = 0; k < n; k++) {
+    rr[k] = rec[n - 1 - k];
+    pp[k] = path[n - 1 - k];
+  }
+  vx_conversion *c = NULL;
+  CHECK(vx_tile_merge(got, rr, pp, n, &c, &e) == VX_OK);
+  CHECK(c != NULL);
+  vx_conversion_free(c);
+  CHECK(same_file(want, got));
+  printf("  %u^3 in %u^3 tiles: %llu tasks (%llu empty), merged = converted\n", res, 1u << T,
+         (unsigned long long)n, (unsigned long long)empty);
+
+  /* refusals: nothing is written */
+  unlink(got);
+  uint64_t a = 0, b = 1; /* two tiles with files */
+  while (access(path[a], F_OK) != 0) a++;
+  b = a + 1;
+  while (access(path[b], F_OK) != 0) b++;
+  CHECK(vx_tile_merge(got, rr, pp, 0, NULL, &e) == VX_ERR_EMPTY);
+  rr[1] = rr[0]; /* a tile twice */
+  CHECK(vx_tile_merge(got, rr, pp, n, NULL, &e) == VX_ERR_INVALID_ARG);
+  CHECK(strstr(e.msg, "twice") != NULL);
+  rr[1] = rec[n - 2];
+  const char *keep = pp[n - 1 - a]; /* tile a's file swapped for tile b's */
+  pp[n - 1 - a] = path[b];
+  CHECK(vx_tile_merge(got, rr, pp, n, NULL, &e) != VX_OK);
+  pp[n - 1 - a] = keep;
+  vx_tile_record bad = rr[3]; /* a damaged record */
+  for (int i = 0; i < VX_TILE_RECORD_BYTES; i += 7) {
+    rr[3].bytes[i] ^= 0x10;
+    CHECK(vx_tile_merge(got, rr, pp, n, NULL, &e) != VX_OK);
+    rr[3] = bad;
+  }
+  /* a tile of another build (another band) */
+  vx_convert_opts o2 = opts_of(res, T, 3.0f);
+  vx_tile_plan *q = NULL;
+  CHECK(vx_tile_plan_create(m, &o2, &q, &e) == VX_OK);
+  char other[128];
+  snprintf(other, sizeof other, "%s/other.svo", dir);
+  vx_tile_record r2;
+  CHECK(vx_tile_plan_build(q, 0, other, &r2, &e) == VX_OK);
+  rr[0] = r2;
+  pp[0] = other;
+  CHECK(vx_tile_merge(got, rr, pp, n, NULL, &e) == VX_ERR_INVALID_ARG);
+  CHECK(strstr(e.msg, "another build") != NULL);
+  CHECK(access(got, F_OK) != 0);
+  CHECK(vx_tile_plan_build(q, 1u << 30, other, &r2, &e) == VX_ERR_INVALID_ARG);
+  vx_tile_plan_free(q);
+  for (uint64_t k = 0; k < n; k++) unlink(path[k]);
+  unlink(other);
+  unlink(want);
+  free(rr);
+  free(pp);
+  free(rec);
+  free(path);
+  for (int i = 0; i < 2; i++) vx_tile_plan_free(p[i]);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/voxlod-tasks-XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  vx_mesh *m = tiled_scene();
+  tasks_equal_convert(m, 64, 3);
+  tasks_equal_convert(m, 256, 5);
+  vx_error e;
+  vx_convert_opts o = opts_of(64, 0, 0.0f);
+  vx_tile_plan *p = NULL;
+  CHECK(vx_tile_plan_create(m, &o, &p, &e) == VX_ERR_INVALID_ARG && p == NULL);
+  vx_mesh_free(m);
+  rmdir(dir);
+  return check_summary();
+}
