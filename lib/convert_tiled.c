@@ -17,7 +17,9 @@
  *    appended to the output; only its root's node and fit are kept.
  * 4. The writer fits the top tree over the roots and commits the file.
  * Nothing depends on where or in which order tiles are built: a tile's bytes are a function of
- * the mesh, the options and its cell.
+ * the mesh, the options and its cell. Steps 1 and 2 are the plan (vx_tile_plan_init), step 3 for
+ * one tile vx_tile_plan_run: the pool below runs them in one process, tile_tasks.c hands them to
+ * other processes (each makes its own plan) and merges their files.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "lib/convert_tiled.h"
@@ -121,7 +123,6 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   bo->sign_rule = o->sign_rule;
   bo->tile_depth = o->tile_depth;
   bo->gpu = o->device != VX_DEVICE_CPU; /* auto: the GPU while it works, then the CPU */
-  p->device_gpu = bo->gpu;
   p->auto_dev = o->device == VX_DEVICE_AUTO;
   /* tiles are compressed at zstd level 3 unless asked otherwise: the levels the one-tree writer
    * picks for small files (19 under 8 MiB, 9 under 64 MiB) cost most of a build of many tiles

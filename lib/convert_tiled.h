@@ -26,7 +26,7 @@ struct vx_tile_plan {
   uint64_t *start;        /* tile k's triangles: pairs[start[k] .. start[k + 1]) */
   uint64_t ntiles, max_tris;
   vx_tiled_header h;
-  int zstd_level, auto_dev, device_gpu;
+  int zstd_level, auto_dev;
   char *tmp_dir;
   double sec_sign, sec_plan;
   pthread_mutex_t mu;     /* the fallback note */
