@@ -354,13 +354,7 @@ vx_status vx_tiled_writer_finish(vx_tiled_writer *w, uint64_t *bytes, uint64_t *
   const uint64_t hn = header_size(K);
   if (s == VX_OK) {
     memset(hdr, 0, sizeof hdr);
-    vx_put_u32(hdr, h->depth);
-    vx_put_u32(hdr + 4, h->tile_depth);
-    vx_put_f32(hdr + 8, h->band);
-    vx_put_f32(hdr + 12, h->prune_error);
-    for (int i = 0; i < 3; i++) vx_put_f64(hdr + 16 + 8 * i, h->xf.origin[i]);
-    vx_put_f64(hdr + 40, h->xf.scale);
-    vx_put_u64(hdr + 48, h->build_id);
+    vx_tiled_header_put(hdr, h);
     vx_put_u64(hdr + 56, w->n);
     vx_put_u64(hdr + 64, dzn);
     vx_put_u64(hdr + 72, rawn);
@@ -473,33 +467,32 @@ static vx_status get_frame(vx_tiled *t, uint64_t off, uint64_t z, uint32_t check
 
 static int finite_d(double v) { return v == v && v <= 1.7e308 && v >= -1.7e308; }
 
-/* The header record: ranges, the top levels' counts, the directory's size. */
-static vx_status parse_header(vx_tiled *t, const uint8_t *hdr, uint32_t hraw, uint64_t hoff,
-                              uint32_t hzn, uint64_t *dz, uint64_t *draw, uint32_t *dcheck,
-                              vx_error *err) {
-  vx_tiled_header *h = &t->h;
-  const char *name = t->name;
-  h->depth = vx_get_u32(hdr);
-  h->tile_depth = vx_get_u32(hdr + 4);
-  h->band = vx_get_f32(hdr + 8);
-  h->prune_error = vx_get_f32(hdr + 12);
-  for (int i = 0; i < 3; i++) h->xf.origin[i] = vx_get_f64(hdr + 16 + 8 * i);
-  h->xf.scale = vx_get_f64(hdr + 40);
-  h->build_id = vx_get_u64(hdr + 48);
-  t->n = vx_get_u64(hdr + 56);
-  *dz = vx_get_u64(hdr + 64);
-  *draw = vx_get_u64(hdr + 72);
-  *dcheck = vx_get_u32(hdr + 80);
-  t->voxels = vx_get_u64(hdr + 88);
-  t->nodes = vx_get_u64(hdr + 96);
+void vx_tiled_header_put(uint8_t *p, const vx_tiled_header *h) {
+  vx_put_u32(p, h->depth);
+  vx_put_u32(p + 4, h->tile_depth);
+  vx_put_f32(p + 8, h->band);
+  vx_put_f32(p + 12, h->prune_error);
+  for (int i = 0; i < 3; i++) vx_put_f64(p + 16 + 8 * i, h->xf.origin[i]);
+  vx_put_f64(p + 40, h->xf.scale);
+  vx_put_u64(p + 48, h->build_id);
+}
+
+void vx_tiled_header_get(const uint8_t *p, vx_tiled_header *h) {
+  h->depth = vx_get_u32(p);
+  h->tile_depth = vx_get_u32(p + 4);
+  h->band = vx_get_f32(p + 8);
+  h->prune_error = vx_get_f32(p + 12);
+  for (int i = 0; i < 3; i++) h->xf.origin[i] = vx_get_f64(p + 16 + 8 * i);
+  h->xf.scale = vx_get_f64(p + 40);
+  h->build_id = vx_get_u64(p + 48);
+}
+
+vx_status vx_tiled_header_check(const vx_tiled_header *h, const char *name, vx_error *err) {
   const uint32_t D = h->depth, T = h->tile_depth;
   if (D < 2 || D > VX_MAX_TILED_DEPTH || T < 1 || T > VX_MAX_DEPTH || T >= D ||
-      D - T > VX_MAX_DEPTH - 1 || header_size(D - T) != hraw)
-    return vx_error_set(err, VX_ERR_CORRUPT, "%s: depth %u in tiles of depth %u is out of range "
-                        "or disagrees with the header", name, D, T);
-  const uint32_t K = D - T;
-  if (vx_get_u32(hdr + 84) != 0 || vx_get_u64(hdr + 104) != 0)
-    return vx_error_set(err, VX_ERR_CORRUPT, "%s: reserved header field is not 0", name);
+      D - T > VX_MAX_DEPTH - 1)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: depth %u in tiles of depth %u is out of range",
+                        name, D, T);
   if (!(h->band > 0.0f) || !(h->band < 1e6f) || !(h->prune_error >= 0.0f) ||
       !(h->prune_error < 1e30f))
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: field band %g or prune error %g is invalid",
@@ -507,6 +500,30 @@ static vx_status parse_header(vx_tiled *t, const uint8_t *hdr, uint32_t hraw, ui
   if (!finite_d(h->xf.origin[0]) || !finite_d(h->xf.origin[1]) || !finite_d(h->xf.origin[2]) ||
       !(h->xf.scale > 0.0) || !finite_d(h->xf.scale))
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: grid-to-world transform is not finite", name);
+  return VX_OK;
+}
+
+/* The header record: ranges, the top levels' counts, the directory's size. */
+static vx_status parse_header(vx_tiled *t, const uint8_t *hdr, uint32_t hraw, uint64_t hoff,
+                              uint32_t hzn, uint64_t *dz, uint64_t *draw, uint32_t *dcheck,
+                              vx_error *err) {
+  vx_tiled_header *h = &t->h;
+  const char *name = t->name;
+  vx_tiled_header_get(hdr, h);
+  t->n = vx_get_u64(hdr + 56);
+  *dz = vx_get_u64(hdr + 64);
+  *draw = vx_get_u64(hdr + 72);
+  *dcheck = vx_get_u32(hdr + 80);
+  t->voxels = vx_get_u64(hdr + 88);
+  t->nodes = vx_get_u64(hdr + 96);
+  vx_status s = vx_tiled_header_check(h, name, err);
+  if (s != VX_OK) return s;
+  const uint32_t K = h->depth - h->tile_depth;
+  if (header_size(K) != hraw)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %u top levels disagree with the header's size",
+                        name, K);
+  if (vx_get_u32(hdr + 84) != 0 || vx_get_u64(hdr + 104) != 0)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: reserved header field is not 0", name);
   /* the tiles lie between the prologue and the header, each at least TL_TILE_MIN bytes */
   if (t->n == 0 || t->n > (UINT64_C(1) << 3 * K) || t->n > (hoff - TL_PROLOGUE) / TL_TILE_MIN)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: %llu tiles: impossible in a %u^3 grid of tiles "

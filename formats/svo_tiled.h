@@ -35,6 +35,17 @@ typedef struct vx_tiled_header {
                           refused when merged */
 } vx_tiled_header;
 
+/* The header's fields as the header record holds them (56 bytes: depth, tile depth, band, prune
+ * error, origin, scale, build id; SVO_FORMAT.md), written and read; the record of a tile built
+ * elsewhere (tile_part.h) holds them the same way. */
+#define VX_TILED_HEADER_FIELDS 56u
+void vx_tiled_header_put(uint8_t *p, const vx_tiled_header *h);
+void vx_tiled_header_get(const uint8_t *p, vx_tiled_header *h);
+/* VX_ERR_CORRUPT (the message starting with name) unless the fields are in range: 2 <= D <= 20,
+ * 1 <= T <= 14, T < D, D - T <= 13, a positive band and non-negative prune error below their
+ * limits, a finite transform with a positive scale. */
+vx_status vx_tiled_header_check(const vx_tiled_header *h, const char *name, vx_error *err);
+
 /* One tile in the file (the index). */
 typedef struct vx_tile_entry {
   uint64_t code;    /* its cell: Morton code at level K */

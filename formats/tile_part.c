@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tile_part.c - the record of a tile built apart (tile_part.h), little-endian:
  *   0 "VXPART1\n"   8 flags u32 (1 empty, 2 built on the GPU)   12 reserved u32 (0)
- *  16 build id u64  24 code u64  32 depth u32  36 tile depth u32  40 band f32  44 prune f32
- *  48 origin 3 x f64  72 scale f64  80 voxels u64  88 nodes u64  96 corners u64
+ *  16 the build's header fields as the tiled header record holds them (56 bytes: depth, tile
+ *     depth, band, prune error, origin, scale, build id; vx_tiled_header_put)
+ *  72 code u64  80 voxels u64  88 nodes u64  96 corners u64
  * 104 file length u64  112 file check32 u32  116 reserved u32 (0)
  * 120 fit: n, s[3], ss[6], f, fs[3], ff, bound, lo[3], hi[3] (22 x f64)
  * 296 seconds building f64  304 seconds compressing f64  312 reserved u32 (0)
@@ -56,14 +57,8 @@ vx_status vx_tile_part_encode(const vx_tile_part_rec *r, uint8_t out[VX_TILE_PAR
   memset(out, 0, VX_TILE_PART_BYTES);
   memcpy(out, part_magic, 8);
   vx_put_u32(out + 8, (r->empty ? 1u : 0u) | (r->gpu ? 2u : 0u));
-  vx_put_u64(out + 16, r->h.build_id);
-  vx_put_u64(out + 24, r->code);
-  vx_put_u32(out + 32, r->h.depth);
-  vx_put_u32(out + 36, r->h.tile_depth);
-  vx_put_f32(out + 40, r->h.band);
-  vx_put_f32(out + 44, r->h.prune_error);
-  for (int i = 0; i < 3; i++) vx_put_f64(out + 48 + 8 * i, r->h.xf.origin[i]);
-  vx_put_f64(out + 72, r->h.xf.scale);
+  vx_tiled_header_put(out + 16, &r->h);
+  vx_put_u64(out + 72, r->code);
   vx_put_u64(out + 80, r->voxels);
   vx_put_u64(out + 88, r->nodes);
   vx_put_u64(out + 96, r->corners);
@@ -102,15 +97,8 @@ vx_status vx_tile_part_decode(const uint8_t in[VX_TILE_PART_BYTES], vx_tile_part
     return vx_error_set(err, VX_ERR_CORRUPT, "tile record: unknown flags or reserved fields set");
   r->empty = (flags & 1u) != 0;
   r->gpu = (flags & 2u) != 0;
-  vx_tiled_header *h = &r->h;
-  h->build_id = vx_get_u64(in + 16);
-  r->code = vx_get_u64(in + 24);
-  h->depth = vx_get_u32(in + 32);
-  h->tile_depth = vx_get_u32(in + 36);
-  h->band = vx_get_f32(in + 40);
-  h->prune_error = vx_get_f32(in + 44);
-  for (int i = 0; i < 3; i++) h->xf.origin[i] = vx_get_f64(in + 48 + 8 * i);
-  h->xf.scale = vx_get_f64(in + 72);
+  vx_tiled_header_get(in + 16, &r->h);
+  r->code = vx_get_u64(in + 72);
   r->voxels = vx_get_u64(in + 80);
   r->nodes = vx_get_u64(in + 88);
   r->corners = vx_get_u64(in + 96);
@@ -121,16 +109,12 @@ vx_status vx_tile_part_decode(const uint8_t in[VX_TILE_PART_BYTES], vx_tile_part
   fit_in(d, &r->fit);
   r->sec_build = vx_get_f64(in + 296);
   r->sec_encode = vx_get_f64(in + 304);
-  const uint32_t D = h->depth, T = h->tile_depth;
-  if (D < 2 || D > VX_MAX_TILED_DEPTH || T < 1 || T > VX_MAX_DEPTH || T >= D ||
-      D - T > VX_MAX_DEPTH - 1 || (r->code >> 3 * (D - T)) != 0)
-    return vx_error_set(err, VX_ERR_CORRUPT, "tile record: depth %u, tiles of depth %u, cell "
-                        "%llu: out of range", D, T, (unsigned long long)r->code);
-  if (!(h->band > 0.0f) || !(h->band < 1e6f) || !(h->prune_error >= 0.0f) ||
-      !(h->prune_error < 1e30f) || !(h->xf.scale > 0.0) || !is_finite(h->xf.scale))
-    return vx_error_set(err, VX_ERR_CORRUPT, "tile record: band, prune error or scale invalid");
+  vx_status hs = vx_tiled_header_check(&r->h, "tile record", err);
+  if (hs != VX_OK) return hs;
+  if ((r->code >> 3 * (r->h.depth - r->h.tile_depth)) != 0)
+    return vx_error_set(err, VX_ERR_CORRUPT, "tile record: cell %llu is outside the grid of "
+                        "tiles", (unsigned long long)r->code);
   int ok = is_finite(r->sec_build) && is_finite(r->sec_encode);
-  for (int i = 0; i < 3; i++) ok = ok && is_finite(h->xf.origin[i]);
   for (int i = 0; i < FIT_DOUBLES; i++) ok = ok && is_finite(d[i]);
   if (!ok || !(r->fit.m.n >= 0.0) || !(r->fit.bound >= 0.0))
     return vx_error_set(err, VX_ERR_CORRUPT, "tile record: a value is not finite or negative");

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from ._datasets import PRESETS, sample_meshes
 
@@ -64,20 +64,27 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _client(scheduler: Optional[str]) -> Any:
+    """A dask.distributed.Client of the scheduler at that address, or None (ImportError without
+    dask)."""
+    if not scheduler:
+        return None
+    from dask.distributed import Client
+
+    return Client(scheduler)
+
+
 def _convert(a: argparse.Namespace) -> int:
     import time
 
     from . import Error, TiledFile, convert
 
-    client = None
-    if a.scheduler:
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            print("voxlod convert: --scheduler needs dask: pip install 'voxlod[dask]'",
-                  file=sys.stderr)
-            return 2
-        client = Client(a.scheduler)
+    try:
+        client = _client(a.scheduler)
+    except ImportError:
+        print("voxlod convert: --scheduler needs dask: pip install 'voxlod[dask]'",
+              file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     try:
         convert(a.mesh, res=a.res, out=a.out, tile_depth=a.tile_depth, band=a.band,
@@ -109,15 +116,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = _parser().parse_args(argv)
     if a.command == "convert":
         return _convert(a)
-    client = None
-    if a.scheduler:
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            print("voxlod samples: --scheduler needs dask: pip install 'voxlod[dask]'",
-                  file=sys.stderr)
-            return 2
-        client = Client(a.scheduler)
+    try:
+        client = _client(a.scheduler)
+    except ImportError:
+        print("voxlod samples: --scheduler needs dask: pip install 'voxlod[dask]'",
+              file=sys.stderr)
+        return 2
     try:
         recs = sample_meshes(a.inputs, a.out_dir, points=a.points, res=a.res, preset=a.preset,
                              normalize=a.normalize, seed=a.seed, client=client,
