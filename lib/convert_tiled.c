@@ -132,22 +132,29 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   if (!p->tmp_dir) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   vx_status s = vx_voxelize_unique(soup, bo, &p->store, &p->m, &p->dropped, err);
   if (s != VX_OK) return s;
+  const double tu = vx_clock_seconds();
+  p->sec_unique = tu - t0;
   const vx_soup *m = p->m;
   vx_transform xf;
   uint32_t D = 0;
   float band = 0.0f;
   s = vx_voxelize_setup(m, bo, &xf, &D, &band, err);
   if (s == VX_OK) s = vx_overlap_check(m, &xf, D, bo->mem_limit, NULL, err); /* once, not per tile */
+  p->sec_overlap = vx_clock_seconds() - tu;
   const uint32_t T = o->tile_depth;
   if (s == VX_OK && (T >= D || D - T > VX_MAX_DEPTH - 1))
     s = vx_error_set(err, VX_ERR_INVALID_ARG, "tiles of %u^3 in a %u^3 grid: a tile is smaller "
                      "than the grid and leaves at most %d levels above it", 1u << T, 1u << D,
                      VX_MAX_DEPTH - 1);
   const double ts = vx_clock_seconds();
-  if (s == VX_OK) s = vx_sign_build_rule_ex(m, &xf, o->sign_rule, 0, o->threads, &p->sign, err);
+  /* the sign tables' centroid test runs on the GPU of a GPU build (the CPU's flags, faster) */
+  if (s == VX_OK)
+    s = vx_sign_build_rule_ex(m, &xf, o->sign_rule, bo->gpu, o->threads, &p->sign, err);
   p->sec_sign = vx_clock_seconds() - ts;
   uint64_t npairs = 0;
+  const double tp = vx_clock_seconds();
   if (s == VX_OK) s = tile_pairs(m, &xf, D, T, o->mem_limit, &p->pairs, &npairs, err);
+  p->sec_pairs = vx_clock_seconds() - tp;
   if (s != VX_OK) return s;
   /* the tiles: where each one's triangles start */
   uint64_t ntiles = 0;
@@ -477,6 +484,9 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   if (p.fell_back)
     vx_notes_add(&b->notes, "GPU build unavailable (%s): tiles built on the CPU", p.note.msg);
   const uint64_t built = j.built;
+  if (s == VX_OK)
+    vx_notes_add(&b->notes, "plan: duplicates %.2fs, overlaps %.2fs, sign tables %.2fs, tile "
+                 "pairs %.2fs", p.sec_unique, p.sec_overlap, p.sec_sign, p.sec_pairs);
   if (s == VX_OK && built)
     vx_notes_add(&b->notes, "tiles by %d worker%s%s: building %.2fs, compressing %.2fs, "
                  "appending %.2fs (summed over the tiles)", workers, workers > 1 ? "s" : "",

@@ -28,7 +28,7 @@ struct vx_tile_plan {
   vx_tiled_header h;
   int zstd_level, auto_dev;
   char *tmp_dir;
-  double sec_sign, sec_plan;
+  double sec_unique, sec_overlap, sec_sign, sec_pairs, sec_plan; /* its stages, all of it */
   pthread_mutex_t mu;     /* the fallback note */
   int fell_back;
   vx_error note;
