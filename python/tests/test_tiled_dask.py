@@ -15,14 +15,19 @@ from conftest import BUNNY
 distributed = pytest.importorskip("dask.distributed")
 
 
-def test_cluster_build_is_the_local_build(tmp_path):
+def test_cluster_build_is_the_local_build(tmp_path, monkeypatch):
     local, remote, cli = tmp_path / "local.svo", tmp_path / "dask.svo", tmp_path / "cli.svo"
     voxlod.convert(BUNNY, res=256, tile_depth=5, out=local, color="off", progress=False)
+    # the worker building tile 7 dies once (as killed); Dask reruns that task elsewhere
+    mark = tmp_path.parent / (tmp_path.name + "-died")
+    monkeypatch.setenv("VOXLOD_TEST_DIE_TILE", "7")
+    monkeypatch.setenv("VOXLOD_TEST_DIE_MARK", str(mark))
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=2,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         voxlod.convert(BUNNY, res=256, tile_depth=5, out=remote, client=client, progress=False)
         assert remote.read_bytes() == local.read_bytes()
+        assert mark.exists()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         p = subprocess.run([sys.executable, "-m", "voxlod", "convert", str(BUNNY), str(cli),
                             "--res", "256", "--tile-depth", "5", "--no-progress",

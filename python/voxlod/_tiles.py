@@ -55,8 +55,18 @@ def _plan_task(spec: dict) -> dict:
     return dict(_plan(spec).info())
 
 
+# A test hook: a worker about to build tile $VOXLOD_TEST_DIE_TILE exits at once (as a killed
+# worker does), once: only while the file $VOXLOD_TEST_DIE_MARK does not exist, creating it.
+_DIE_TILE = "VOXLOD_TEST_DIE_TILE"
+_DIE_MARK = "VOXLOD_TEST_DIE_MARK"
+
+
 def _tile_task(spec: dict, k: int, path: bytes) -> bytes:
     """A task: tile k into the file at path; its record."""
+    mark = os.environ.get(_DIE_MARK)
+    if os.environ.get(_DIE_TILE) == str(k) and mark and not os.path.exists(mark):
+        open(mark, "w").close()
+        os._exit(3)
     return bytes(_plan(spec).build(k, path))
 
 
