@@ -46,6 +46,7 @@
   X(vx_sample_stats, ms_copy, 56)             \
   X(vx_sampler_opts, renderer, 24)            \
   X(vx_sampler_bench_stats, cache_bytes, 144) \
+  X(vx_tiled_sample_opts, cache_bytes, 16)    \
   X(vx_surface_points_opts, shuffle, 24)      \
   X(vx_export_opts, user, 56)                 \
   X(vx_export_stats, seconds, 64)             \

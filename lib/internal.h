@@ -82,6 +82,12 @@ struct vx_conversion {
   vx_conversion_stats stats;
 };
 
+/* A sample call's options (copied in) checked for a tree of `depth` levels: the lod mode and
+ * level (*cut: the level the rule cuts at), device, threads, nonfinite policy, band_cache 0 or 1
+ * (sample.c; the tiled sampler's too). */
+vx_status vx_sample_opts_check(const vx_sample_opts *o, uint32_t depth, uint32_t *cut,
+                               vx_error *err);
+
 /* The caller's options (may be NULL) with the defaults filled in, checked. */
 vx_status vx_convert_opts_ready(const vx_convert_opts *opts, vx_convert_opts *o, vx_error *err);
 

@@ -27,23 +27,17 @@ static vx_status fits_error(const vx_tree *t, vx_error *err) {
   return vx_octree_check_world(&t->oct, VX_WORLD_FLOAT, err);
 }
 
-/* Options of one call: the cut (a level of the tree) and the checks every call makes. */
-static vx_status call_opts(const vx_tree *t, const vx_sample_opts *opts, vx_sample_opts *o,
-                           uint32_t *cut, vx_error *err) {
-  vx_status os = VX_OPTS_IN(*o, opts, err);
-  if (os != VX_OK) return os;
-  if (!t || !t->oct.nodes || t->oct.levels_loaded < 1)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to sample (or no level loaded)");
-  if (!vx_sample_tree_fits(&t->oct)) return fits_error(t, err);
+vx_status vx_sample_opts_check(const vx_sample_opts *o, uint32_t depth, uint32_t *cut,
+                               vx_error *err) {
   switch (o->lod) {
   case VX_LOD_FINEST:
-    *cut = t->oct.depth;
+    *cut = depth;
     break;
   case VX_LOD_LEVEL:
-    if (o->level < 0 || o->level > (int)t->oct.depth)
+    if (o->level < 0 || o->level > (int)depth)
       return vx_error_set(err, VX_ERR_INVALID_ARG,
                           "level of detail %d outside 0..%u (the tree's depth)", o->level,
-                          t->oct.depth);
+                          depth);
     *cut = (uint32_t)o->level;
     break;
   case VX_LOD_PIXEL:
@@ -62,6 +56,17 @@ static vx_status call_opts(const vx_tree *t, const vx_sample_opts *opts, vx_samp
     return vx_error_set(err, VX_ERR_INVALID_ARG, "band_cache must be 0 or 1, not %d",
                         o->band_cache);
   return VX_OK;
+}
+
+/* Options of one call: the cut (a level of the tree) and the checks every call makes. */
+static vx_status call_opts(const vx_tree *t, const vx_sample_opts *opts, vx_sample_opts *o,
+                           uint32_t *cut, vx_error *err) {
+  vx_status os = VX_OPTS_IN(*o, opts, err);
+  if (os != VX_OK) return os;
+  if (!t || !t->oct.nodes || t->oct.levels_loaded < 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to sample (or no level loaded)");
+  if (!vx_sample_tree_fits(&t->oct)) return fits_error(t, err);
+  return vx_sample_opts_check(o, t->oct.depth, cut, err);
 }
 
 static vx_status check_arrays(const float *points, uint64_t n, const float *dist, vx_error *err) {

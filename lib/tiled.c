@@ -3,6 +3,7 @@
  * reader of formats/svo_tiled.h. */
 #include "lib/internal.h"
 #include "formats/svo_tiled.h"
+#include "lib/tiled_arena.h"
 
 struct vx_tiled_file {
   vx_tiled *t;
@@ -12,6 +13,7 @@ struct vx_tiled_file {
   int scanned;                               /* the tiles' headers summed */
   uint64_t count[VX_MAX_TILED_DEPTH + 1];    /* cells per level of the whole tree */
   uint64_t disk[VX_MAX_TILED_DEPTH + 1];     /* compressed bytes per level (tile levels) */
+  vx_rs_store *rs; /* the re-signed voxels found while sampling (lib/tiled_arena.h) */
 };
 
 vx_status vx_tiled_file_open(const char *path, const vx_read_opts *opts, vx_tiled_file **out,
@@ -40,6 +42,7 @@ vx_status vx_tiled_file_open(const char *path, const vx_read_opts *opts, vx_tile
 void vx_tiled_file_close(vx_tiled_file *f) {
   if (!f) return;
   if (f->has_source) vx_input_release(&f->source);
+  vx_rs_store_free(f->rs);
   vx_tiled_close(f->t);
   vx_free(f);
 }
@@ -159,5 +162,19 @@ vx_status vx_tiled_file_load_tile(vx_tiled_file *f, uint64_t i, const vx_read_op
   t->file.version = 2;
   t->file.file_bytes = vx_tiled_tile(f->t, i)->length;
   *out = t;
+  return VX_OK;
+}
+
+vx_tiled *vx_tiled_file_reader(vx_tiled_file *f, vx_svo_read_opts *ro) {
+  if (ro) *ro = f->ro;
+  return f->t;
+}
+
+vx_status vx_tiled_file_store(vx_tiled_file *f, vx_rs_store **out, vx_error *err) {
+  if (!f->rs) {
+    vx_status s = vx_rs_store_new(vx_tiled_tile_count(f->t), &f->rs, err);
+    if (s != VX_OK) return s;
+  }
+  *out = f->rs;
   return VX_OK;
 }

@@ -118,6 +118,7 @@ void vx_sample_cpu(const vx_sample_tree *s, const float *points, uint64_t n, flo
                    float *grad, uint8_t *flags, int threads, vx_sample_count *count) {
   sample_job job;
   job.a.s = s;
+  job.a.run = VX_SE_RUN_ALL;
   job.span = vx_sample_span_pick();
   uint_fast64_t invalid = 0, first_invalid = UINT64_MAX;
   /* buckets: up to 4 cells per point of a block, no finer than the voxels */

@@ -607,48 +607,117 @@ VX_HD int vx_se_near(const vx_sample_tree *t, const float p[3], float radius, co
 
 /* ---- sign walk -------------------------------------------------------------------------------- */
 
+/* A walk of step 5 in progress: the finest voxel x on the line where it stands, the cell c
+ * holding it, the cells found so far. */
+typedef struct vx_se_walk {
+  uint32_t x[3];
+  vx_se_cell c;
+  int steps;
+} vx_se_walk;
+
+/* What vx_se_walk_go ends with. */
+enum {
+  VX_SE_WALK_DONE = 0,  /* *sign set (and *unknown when it gave up) */
+  VX_SE_WALK_AWAIT = 1, /* paused at a missing cell of level `await` under a node without
+                           children or plane: a part of a larger tree not loaded here */
+  VX_SE_WALK_EXIT = 2   /* paused leaving the box through a face that `open` names (bit
+                           2 axis + up): the tree is a window of a larger one */
+};
+
+/* The walk's start: the cell holding p (clamped into the box). */
+VX_HD void vx_se_walk_start(const vx_sample_tree *t, const float p[3], uint32_t *path,
+                            vx_se_walk *w) {
+  const float Rf = (float)(1u << t->depth);
+  VX_SE_UNROLL
+  for (int i = 0; i < 3; i++) w->x[i] = (uint32_t)vx_se_clamp(p[i], 0.0f, Rf - 1.0f);
+  path[0] = 0u;
+  vx_se_find_from(t, w->x, 0u, path, &w->c);
+  w->steps = 0;
+}
+
+/* Walks on from w (its cell c found in this tree; path[] the nodes above it) along `axis` (up:
+ * towards +) from one maximal empty cell to the next, to the first cell with a field: its sign
+ * where the line enters it (a re-signed voxel: +1); +1 when it leaves the box; *unknown set when
+ * it gave up after VX_SE_WALK_MAX cells. `await` and `open` (VX_SE_WALK_AWAIT, VX_SE_WALK_EXIT;
+ * 0xffffffff and 0: never) let a caller that holds part of a tree carry the walk on elsewhere:
+ * w then stands on the cell to find there (EXIT: w->x already past the face). */
+VX_HD int vx_se_walk_go(const vx_sample_tree *t, const float p[3], int axis, int up,
+                        uint32_t *path, vx_se_walk *w, uint32_t await, uint32_t open,
+                        float *sign, int *unknown) {
+  const uint32_t D = t->depth, R = 1u << D;
+  *unknown = 0;
+  for (;;) {
+    if (w->c.kind != VX_SE_MISSING) {
+      /* where the axis line enters the cell: p moved onto the cell's entry face */
+      float q[3], g[3];
+      q[0] = p[0];
+      q[1] = p[1];
+      q[2] = p[2];
+      const uint32_t na = axis == 0 ? w->x[0] : (axis == 1 ? w->x[1] : w->x[2]);
+      float face = (float)(up ? na : na + 1u);
+      if (axis == 0) q[0] = face;
+      else if (axis == 1) q[1] = face;
+      else q[2] = face;
+      *sign = vx_se_cell_field(t, &w->c, q, g) < 0.0f &&
+                      !vx_se_resigned(t, vx_se_voxel_of(&w->c))
+                  ? -1.0f
+                  : 1.0f;
+      return VX_SE_WALK_DONE;
+    }
+    if (w->c.level == await && vx_fetch_node(&t->nodes[w->c.index]).info == 0u)
+      return VX_SE_WALK_AWAIT;
+    if (w->steps >= VX_SE_WALK_MAX) {
+      *unknown = 1;
+      *sign = 1.0f;
+      return VX_SE_WALK_DONE;
+    }
+    /* the next cell along the axis, past the current empty one */
+    uint32_t size = 1u << (D - w->c.level);
+    uint32_t a = axis == 0 ? w->c.min[0] : (axis == 1 ? w->c.min[1] : w->c.min[2]);
+    uint32_t na = up ? a + size : a - 1u;
+    uint32_t xa = axis == 0 ? w->x[0] : (axis == 1 ? w->x[1] : w->x[2]);
+    if (up ? a + size >= R : a == 0u) { /* left the box */
+      if (open >> (2 * axis + (up ? 1 : 0)) & 1u) {
+        if (axis == 0) w->x[0] = na;
+        else if (axis == 1) w->x[1] = na;
+        else w->x[2] = na;
+        w->steps++;
+        return VX_SE_WALK_EXIT;
+      }
+      *sign = 1.0f; /* outside */
+      return VX_SE_WALK_DONE;
+    }
+    if (axis == 0) w->x[0] = na;
+    else if (axis == 1) w->x[1] = na;
+    else w->x[2] = na;
+    vx_se_find_from(t, w->x, D - 1u - vx_se_high_bit(xa ^ na), path, &w->c);
+    w->steps++;
+  }
+}
+
 /* One walk of step 5: from the empty cell holding p along `axis` (up: towards +), the sign of
  * the field where the line enters the first cell that has one; +1 when it leaves the box.
  * *unknown is set when it gave up after VX_SE_WALK_MAX steps. Each step descends from the
  * deepest ancestor that the next cell shares with the current one (path[], rebuilt first). */
 VX_HD float vx_se_walk_axis(const vx_sample_tree *t, const float p[3], int axis, int up,
                             uint32_t *path, int *unknown) {
-  const uint32_t D = t->depth, R = 1u << D;
-  const float Rf = (float)R;
-  uint32_t x[3];
-  VX_SE_UNROLL
-  for (int i = 0; i < 3; i++) x[i] = (uint32_t)vx_se_clamp(p[i], 0.0f, Rf - 1.0f);
-  vx_se_cell c;
-  path[0] = 0u;
-  vx_se_find_from(t, x, 0u, path, &c);
-  *unknown = 0;
-  for (int step = 0; step < VX_SE_WALK_MAX; step++) {
-    /* the next cell along the axis, past the current empty one */
-    uint32_t size = 1u << (D - c.level);
-    uint32_t a = axis == 0 ? c.min[0] : (axis == 1 ? c.min[1] : c.min[2]);
-    if (up ? a + size >= R : a == 0u) return 1.0f; /* left the box: outside */
-    uint32_t na = up ? a + size : a - 1u;
-    uint32_t xa = axis == 0 ? x[0] : (axis == 1 ? x[1] : x[2]);
-    if (axis == 0) x[0] = na;
-    else if (axis == 1) x[1] = na;
-    else x[2] = na;
-    vx_se_find_from(t, x, D - 1u - vx_se_high_bit(xa ^ na), path, &c);
-    if (c.kind == VX_SE_MISSING) continue;
-    /* where the axis line enters the cell: p moved onto the cell's entry face */
-    float q[3], g[3];
-    q[0] = p[0];
-    q[1] = p[1];
-    q[2] = p[2];
-    float face = (float)(up ? na : na + 1u);
-    if (axis == 0) q[0] = face;
-    else if (axis == 1) q[1] = face;
-    else q[2] = face;
-    return vx_se_cell_field(t, &c, q, g) < 0.0f && !vx_se_resigned(t, vx_se_voxel_of(&c))
-               ? -1.0f
-               : 1.0f;
-  }
-  *unknown = 1;
-  return 1.0f;
+  vx_se_walk w;
+  float sign = 1.0f;
+  vx_se_walk_start(t, p, path, &w);
+  vx_se_walk_go(t, p, axis, up, path, &w, 0xffffffffu, 0u, &sign, unknown);
+  return sign;
+}
+
+/* The direction of step 5's walk along `axis`: 1 towards +, to the nearer face of the root box
+ * (R: its edge in finest voxels). */
+VX_HD int vx_se_walk_up(float R, const float p[3], int axis) {
+  float pa = axis == 0 ? p[0] : (axis == 1 ? p[1] : p[2]);
+  return R - pa < pa;
+}
+
+/* 1 when the walks of axes 0 .. axis (their signs summed in sum) decide step 5's majority. */
+VX_HD int vx_se_walk_decided(float sum, int axis) {
+  return axis >= 2 || (axis == 1 && (sum >= 2.0f || sum <= -2.0f));
 }
 
 /* Step 5: the sign (+1 or -1) of grid point p (inside the root box) whose cell c has no field:
@@ -662,12 +731,11 @@ VX_HD float vx_se_walk_sign(const vx_sample_tree *t, const float p[3], uint32_t 
   float sum = 0.0f;
   int gave_up = 0;
   for (int axis = 0; axis < 3; axis++) {
-    float pa = axis == 0 ? p[0] : (axis == 1 ? p[1] : p[2]);
     int u = 0;
-    float s = vx_se_walk_axis(t, p, axis, Rf - pa < pa, path, &u);
+    float s = vx_se_walk_axis(t, p, axis, vx_se_walk_up(Rf, p, axis), path, &u);
     gave_up += u;
     sum += u ? 0.0f : s;
-    if (axis == 1 && (sum >= 2.0f || sum <= -2.0f)) break; /* two agree: the majority */
+    if (vx_se_walk_decided(sum, axis)) break; /* two agree: the majority */
   }
   *unknown = gave_up == 3;
   return sum < 0.0f ? -1.0f : 1.0f;
@@ -675,15 +743,21 @@ VX_HD float vx_se_walk_sign(const vx_sample_tree *t, const float p[3], uint32_t 
 
 /* ---- one point -------------------------------------------------------------------------------- */
 
+/* Step 4's value inside the root box, +-band, from step 5's sign (unknown: the walks gave up). */
+VX_HD float vx_se_far_value(const vx_sample_tree *t, float sign, int unknown, float grad[3],
+                            uint32_t *flags) {
+  grad[0] = grad[1] = grad[2] = 0.0f;
+  *flags = VX_SAMPLE_FAR | (unknown ? VX_SAMPLE_NO_SIGN : 0u);
+  return sign * t->band * t->scale;
+}
+
 /* Step 4 inside the root box: +-band, the sign from step 5's walks. */
 VX_HD float vx_se_far_inside(const vx_sample_tree *t, const float p[3], float grad[3],
                              uint32_t *flags) {
   uint32_t path[VX_MAX_DEPTH + 1];
   int unknown = 0;
   float sign = vx_se_walk_sign(t, p, path, &unknown);
-  grad[0] = grad[1] = grad[2] = 0.0f;
-  *flags = VX_SAMPLE_FAR | (unknown ? VX_SAMPLE_NO_SIGN : 0u);
-  return sign * t->band * t->scale;
+  return vx_se_far_value(t, sign, unknown, grad, flags);
 }
 
 /* Step 4 beyond the root box for a grid point so far away that the squared distance overflows:

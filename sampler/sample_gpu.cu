@@ -106,6 +106,7 @@ struct vx_gpu_sampler {
   size_t sort_tmp_bytes;
   unsigned *host_len; /* pinned, 2 */
   int sms; /* multiprocessors: the grid of the queue kernels */
+  int walks_off; /* 1: stage 3 left to the caller (vx_gpu_sampler_set_walks) */
   /* host-array calls: streams for the uploads and the downloads (the kernels run on `stream`),
    * and the staging slots, allocated by the first such call */
   cudaStream_t up, down;
@@ -238,6 +239,15 @@ __global__ void __launch_bounds__(VX_SAMPLE_BLOCK)
   }
 }
 
+/* Stage 3 left to the caller: the points of queue `in` get flags VX_SE_PENDING. */
+__global__ void __launch_bounds__(VX_SAMPLE_BLOCK)
+    vx_sample_pend(uint8_t *__restrict__ flags, const uint32_t *__restrict__ in,
+                   const unsigned *__restrict__ in_len) {
+  const unsigned n = *in_len, stride = gridDim.x * blockDim.x;
+  for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride)
+    flags[in[k]] = (uint8_t)VX_SE_PENDING;
+}
+
 static unsigned sample_blocks(uint64_t n) {
   uint64_t b = (n + VX_SAMPLE_BLOCK - 1) / VX_SAMPLE_BLOCK;
   return b > 0x7fffffffull ? 0x7fffffffu : (unsigned)(b ? b : 1);
@@ -319,7 +329,10 @@ static vx_status launch(vx_gpu_sampler *g, const vx_sample_tree *s, cudaStream_t
     vx_sample_search<<<qb, VX_SAMPLE_BLOCK, 0, stream>>>(*s, pc, dc, gc, fc, q1, g->queued, q2,
                                                         g->queued + 1);
     VX_CU(cudaGetLastError(), "launching the sampling kernel");
-    vx_sample_walk<<<qb, VX_SAMPLE_BLOCK, 0, stream>>>(*s, pc, dc, gc, fc, q2, g->queued + 1);
+    if (g->walks_off && fc)
+      vx_sample_pend<<<qb, VX_SAMPLE_BLOCK, 0, stream>>>(fc, q2, g->queued + 1);
+    else
+      vx_sample_walk<<<qb, VX_SAMPLE_BLOCK, 0, stream>>>(*s, pc, dc, gc, fc, q2, g->queued + 1);
     VX_CU(cudaGetLastError(), "launching the sampling kernel");
   }
 done:
@@ -327,6 +340,8 @@ done:
 }
 
 /* ---- the sampler ------------------------------------------------------------------------------- */
+
+void vx_gpu_sampler_set_walks(vx_gpu_sampler *g, int on) { g->walks_off = !on; }
 
 /* Frees the staging slots' memory (nothing of theirs in flight: a call finishes its chunks). */
 static void slot_release(vx_gpu_sampler *g) {

@@ -15,6 +15,8 @@ vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uint32_t *resi
 
 void vx_gpu_sampler_free(vx_gpu_sampler *g) { (void)g; }
 
+void vx_gpu_sampler_set_walks(vx_gpu_sampler *g, int on) { (void)g, (void)on; }
+
 int vx_gpu_pointer_kind(const vx_gpu_sampler *g, const void *p) {
   (void)g;
   (void)p;

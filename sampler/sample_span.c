@@ -28,7 +28,10 @@ uint64_t VX_SAMPLE_SPAN_NAME(const vx_sample_span *a, uint64_t k0, uint64_t k1, 
 #endif
     float g[3];
     uint32_t fl;
-    a->dist[i] = vx_sample_point(s, a->points + 3 * i, g, &fl);
+    /* the whole rule with `run` known when compiling (the common case), else as far as asked */
+    a->dist[i] = a->run == VX_SE_RUN_ALL ? vx_sample_point(s, a->points + 3 * i, g, &fl)
+                                         : vx_sample_point_run(s, a->points + 3 * i, g, &fl,
+                                                               a->run);
     if (a->grad) {
       a->grad[3 * i + 0] = g[0];
       a->grad[3 * i + 1] = g[1];

@@ -19,6 +19,8 @@ typedef struct vx_sample_span {
   const uint32_t *order;
   float *dist, *grad; /* grad may be NULL */
   uint8_t *flags;     /* may be NULL */
+  int run;            /* how far (sample_eval.h's VX_SE_RUN_*; 0: the whole rule): a point left
+                         pending gets flags VX_SE_PENDING, its other outputs unspecified */
 } vx_sample_span;
 
 /* Samples points k in [k0, k1): returns how many had a non-finite coordinate, the smallest index

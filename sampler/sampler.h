@@ -67,6 +67,11 @@ vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uint32_t *resi
                                 uint64_t voxel_count, vx_gpu_sampler **out, vx_error *err);
 void vx_gpu_sampler_free(vx_gpu_sampler *g);
 
+/* on 0: vx_gpu_sample leaves stage 3 (the sign walks of far points inside the box) to the
+ * caller: such points get flags VX_SE_PENDING (flags must then not be NULL), their other outputs
+ * unspecified; 1 (the default): the whole rule. */
+void vx_gpu_sampler_set_walks(vx_gpu_sampler *g, int on);
+
 /* Where a pointer lives: 0 host memory, 1 memory the sampler's device can read (device or
  * managed), -1 another device's. NULL counts as host. */
 int vx_gpu_pointer_kind(const vx_gpu_sampler *g, const void *p);

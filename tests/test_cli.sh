@@ -109,6 +109,18 @@ else
   bad "32768^3 tiled: stats tile by tile (table and JSON)"; cat "$T/n32.txt"
 fi
 expect_fail "render of a 32768^3 tiled tree refused" "finer than one tree holds" "$VOXLOD" render "$T/n32.svo" "$T/n32.png"
+# distance queries on tiled files, tile by tile: past 16384^3 always, up to it with --tiles
+if "$VOXLOD" bench "$T/n32.svo" --sample 2000 --reps 1 --cpu --json |
+     python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["tiled"] and d["resolution"] == 32768 and d["points"] == 2000 and d["points_per_s"] > 0 and d["fraction_near"] > 0.3' &&
+   "$VOXLOD" bench "$T/tt.svo" --sample 2000 --reps 1 --tiles --cache 1M >"$T/ts.txt" &&
+   grep -q "64^3 in .* tiles of 8^3, tile by tile" "$T/ts.txt"; then
+  ok "bench --sample on tiled files, tile by tile (32768^3; 64^3 with --tiles)"
+else
+  bad "bench --sample on tiled files, tile by tile (32768^3; 64^3 with --tiles)"; cat "$T/ts.txt"
+fi
+expect_fail "bench --tiles on an untiled file refused" "applies to a tiled file" "$VOXLOD" bench "$T/b.svo" --sample 10 --tiles
+expect_fail "bench --cache without tiles refused" "applies to a tiled file" "$VOXLOD" bench "$T/tt.svo" --sample 10 --cache 1M
+expect_fail "bench --band-cache tile by tile refused" "not for a tiled file" "$VOXLOD" bench "$T/n32.svo" --sample 10 --band-cache
 expect_fail "unwritable output" "cannot|permission|no such|denied|write" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/no/such/dir/x.svo" --res 16 -q
 expect_fail "missing svo" "cannot open|no such" "$VOXLOD" render "$T/nope.svo" "$T/x.png"
 cp "$T/b.svo" "$T/keep.svo"

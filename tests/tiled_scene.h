@@ -11,19 +11,25 @@
 #include "meshgen.h"
 #include "voxlod.h" /* after lib/internal.h where a test includes both */
 
+/* A generated soup as a mesh (the soup kept). */
+static vx_mesh *tiled_mesh_of(const vx_soup *s) {
+  float *v = (float *)malloc(s->tri_count * 9 * sizeof(float));
+  uint32_t *ix = (uint32_t *)malloc(s->tri_count * 3 * sizeof(uint32_t));
+  memcpy(v, s->pos, s->tri_count * 9 * sizeof(float));
+  for (uint32_t i = 0; i < s->tri_count * 3; i++) ix[i] = i;
+  vx_mesh *m = NULL;
+  CHECK(vx_mesh_from_arrays(v, s->tri_count * 3, ix, s->tri_count, &m, NULL) == VX_OK);
+  free(v);
+  free(ix);
+  return m;
+}
+
 static vx_mesh *tiled_scene(void) {
   vx_soup s;
   memset(&s, 0, sizeof s);
   meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
   meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
-  float *v = (float *)malloc(s.tri_count * 9 * sizeof(float));
-  uint32_t *ix = (uint32_t *)malloc(s.tri_count * 3 * sizeof(uint32_t));
-  memcpy(v, s.pos, s.tri_count * 9 * sizeof(float));
-  for (uint32_t i = 0; i < s.tri_count * 3; i++) ix[i] = i;
-  vx_mesh *m = NULL;
-  CHECK(vx_mesh_from_arrays(v, s.tri_count * 3, ix, s.tri_count, &m, NULL) == VX_OK);
-  free(v);
-  free(ix);
+  vx_mesh *m = tiled_mesh_of(&s);
   vx_soup_free(&s);
   return m;
 }

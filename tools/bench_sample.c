@@ -37,21 +37,30 @@ static const char *sample_help =
     "  --band-cache    answer points within the band from the band cache (built first, by the\n"
     "                  device that samples; its time and size shown; voxlod/sample.h)\n"
     "  --mem-limit SIZE  refuse a file whose decoded size exceeds SIZE (default: 80% of memory)\n"
-    "  --json          one JSON document on stdout instead of the table\n";
+    "  --json          one JSON document on stdout instead of the table\n"
+    "\n"
+    "A tiled file finer than 16384^3 (or any tiled file with --tiles) is sampled tile by tile\n"
+    "(vx_tiled_file_sample; up to 16384^3 the same bits as the joined tree), on the CPU, or\n"
+    "with --gpu the search near the surface on the GPU (the far points' sign walks on the CPU),\n"
+    "wall time of whole calls: the points are spread over the tiles' surface voxels, and the\n"
+    "first call (which also finds the tiles' re-signed voxels) is timed apart.\n"
+    "  --tiles         a tiled file of up to 16384^3: tile by tile instead of joined\n"
+    "  --cache SIZE    decoded tiles kept between groups of points (default 1G)\n";
 
 int vx_cmd_bench_sample(int argc, char **argv) {
   double count = 0.0, spread = 0.0;
   uint32_t reps = 10, threads = 0, seed = 1;
-  int level = -1, order = 0, json = 0, gpu = 0, cpu = 0, band_cache = 0;
-  uint64_t mem_limit = 0;
-  vx_opt o[15];
+  int level = -1, order = 0, json = 0, gpu = 0, cpu = 0, band_cache = 0, tiles = 0;
+  int cache_seen = 0;
+  uint64_t mem_limit = 0, cache = 0;
+  vx_opt o[17];
   int n = 0;
   o[n++] = vx_cli_opt("--sample", VX_OPT_DOUBLE, &count, 1, 4e9, "a point count such as 1e8");
   o[n++] = vx_cli_opt("--reps", VX_OPT_U32, &reps, 1, 100000, "a count");
   o[n++] = vx_cli_opt("--spread", VX_OPT_DOUBLE, &spread, 0, 1e6, "voxels");
   o[n] = vx_cli_opt("--order", VX_OPT_CHOICE, &order, 0, 0, NULL);
   o[n++].choices = "morton|random";
-  o[n++] = vx_cli_opt("--level", VX_OPT_INT, &level, 0, 14, "a level of the tree");
+  o[n++] = vx_cli_opt("--level", VX_OPT_INT, &level, 0, 20, "a level of the tree");
   o[n++] = vx_cli_opt("--seed", VX_OPT_U32, &seed, 0, 4294967295.0, "a number");
   o[n++] = vx_cli_opt("--gpu", VX_OPT_FLAG, &gpu, 0, 0, NULL);
   o[n++] = vx_cli_opt("--cpu", VX_OPT_FLAG, &cpu, 0, 0, NULL);
@@ -59,6 +68,9 @@ int vx_cmd_bench_sample(int argc, char **argv) {
   o[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1, 9.2e18, "a size such as 8G");
   o[n++] = vx_cli_opt("--band-cache", VX_OPT_FLAG, &band_cache, 0, 0, NULL);
   o[n++] = vx_cli_opt("--json", VX_OPT_FLAG, &json, 0, 0, NULL);
+  o[n++] = vx_cli_opt("--tiles", VX_OPT_FLAG, &tiles, 0, 0, NULL);
+  o[n] = vx_cli_opt("--cache", VX_OPT_BYTES, &cache, 1, 9.2e18, "a size such as 512M");
+  o[n++].seen = &cache_seen;
   memset(&o[n], 0, sizeof o[n]);
   const char *pos[1];
   int npos;
@@ -69,6 +81,30 @@ int vx_cmd_bench_sample(int argc, char **argv) {
   uint64_t np = (uint64_t)count;
   vx_error e;
   memset(&e, 0, sizeof e);
+  vx_tiled_file *tf = NULL;
+  vx_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.mem_limit = mem_limit;
+  if (vx_tiled_file_open(pos[0], &ro, &tf, NULL) == VX_OK) {
+    vx_tree_info fi;
+    memset(&fi, 0, sizeof fi);
+    fi.struct_size = sizeof fi;
+    vx_tiled_file_get_info(tf, &fi);
+    if (fi.depth > 14 || tiles) { /* tile by tile */
+      if (band_cache)
+        r = vx_cli_usage_error("bench", "--band-cache: not for a tiled file read tile by tile");
+      else
+        r = vx_cmd_bench_sample_tiled(tf, pos[0], np, reps, spread, order, level, seed, threads,
+                                      cache, gpu, json);
+      vx_tiled_file_close(tf);
+      return r;
+    }
+    vx_tiled_file_close(tf);
+  }
+  if (tiles) return vx_cli_usage_error("bench", "--tiles applies to a tiled file");
+  if (cache_seen)
+    return vx_cli_usage_error("bench", "--cache applies to a tiled file read tile by tile");
   vx_tree *t = NULL;
   vx_tree_info ti;
   if ((r = vx_cli_open_tree("bench", pos[0], 0, mem_limit, -1, &t, &ti)) != 0) return r;

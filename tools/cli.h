@@ -128,6 +128,10 @@ int vx_cmd_render(int argc, char **argv);
 int vx_cmd_stats(int argc, char **argv);
 int vx_cmd_bench(int argc, char **argv);
 int vx_cmd_bench_sample(int argc, char **argv); /* bench --sample (bench_sample.c) */
+/* bench --sample on a tiled file, tile by tile (bench_sample_tiled.c) */
+int vx_cmd_bench_sample_tiled(vx_tiled_file *f, const char *path, uint64_t np, uint32_t reps,
+                              double spread, int order, int level, uint32_t seed,
+                              uint32_t threads, uint64_t cache, int gpu, int json);
 int vx_cmd_compare(int argc, char **argv);
 /* export.c: `voxlod export`, and `voxlod convert IN.vdb` (called by vx_cmd_convert after its
  * checks; vx_cli_is_vdb tells the input apart by its .vdb extension). */

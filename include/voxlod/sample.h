@@ -181,6 +181,54 @@ VX_API vx_status vx_sampler_sample(vx_sampler *s, const vx_sample_opts *opts, co
                                    uint64_t n, float *dist, float *grad, uint8_t *flags,
                                    vx_sample_stats *stats, vx_error *err);
 
+/* ---- tiled files, tile by tile ----------------------------------------------------------------- */
+
+typedef struct vx_tiled_sample_opts {
+  uint32_t struct_size; /* sizeof(vx_tiled_sample_opts), or 0 */
+  uint32_t reserved0;
+  uint64_t cache_bytes; /* decoded tiles kept between the groups of points (least recently used
+                           first out); 0: 1 GiB. The tiles that one group needs at once are held
+                           whatever it says (TILED SAMPLING below). */
+} vx_tiled_sample_opts;
+
+/* TILED SAMPLING: vx_tree_sample's rule on a tiled file of any depth (include/voxlod/tree.h,
+ * "tiled files"), without joining it. The points are sorted into groups by the cell of the grid
+ * of tiles they lie in (past 16384^3: by the window of 2 x 2 x 2 tiles whose middle they lie in),
+ * and each group is sampled in a tree made of the top tree and the tiles within its reach (the
+ * band and 2 voxels more), decoded from the file as needed and kept in a cache within
+ * tiles->cache_bytes; a far point's sign walks (step 5 above) go on from tile to tile. The
+ * voxels the thin rule re-signed are found once per tile (in the tiles around it; past 16384^3
+ * per window) and kept with the handle, a bit per voxel, until it is closed.
+ * Memory: 16 bytes a point (their order), 29 per point of a group while it runs, 40 per far
+ * point whose walks wait; the cache; the tiles one group needs, twice (decoded, and joined): a
+ * tile and its 26 neighbours (more where tiles are narrower than the band plus 2 voxels), one
+ * tile for a round of walks, the 4 x 4 x 4 tiles around a block of 2 x 2 x 2 when their re-signed
+ * voxels are found; 8 tiles per window past 16384^3 (and up to 8 windows kept, within
+ * cache_bytes too).
+ * - Up to 16384^3 (depth <= 14) the results are those of vx_tree_sample on the tree vx_tree_load
+ *   joins from the same file, bit for bit (distance, gradient, flags), at full detail and at
+ *   every cut, for every point, with one exception: a voxel that the thin rule's closure
+ *   (sampler/resigned.h) reaches only along a chain of voxels that leaves the 4 x 4 x 4 tiles
+ *   around its own tile's block is not seen as re-signed, so that a point that takes its value or
+ *   sign from it may differ in sign there (tests/test_sample_tiled.c meets none, thin plates and
+ *   fins across tiles of 4^3 included).
+ * - Past it (depth 15 .. 20) each window of 2^W voxels (W = tile depth + 1, at most 14) is a tree
+ *   of its own grid, in which the rule runs as in any tree: the same rule within float rounding
+ *   (grid coordinates from the window's corner instead of the whole tree's), the sign walks
+ *   carried from window to window (their step limit counted along the way; the thin rule's voxels
+ *   found within each window, so that a walk ending in a voxel on a window's face may miss a
+ *   re-signed one). At a cut at or above the tiles (level <= depth - tile depth) the top tree
+ *   alone answers (a tile root without a usable plane counts as empty there). Windows must be wide
+ *   enough for the band: 2^(W - 2) >= ceil(band) + 2, else VX_ERR_INVALID_ARG.
+ * opts as for vx_tree_sample: device AUTO and CPU run on the CPU; GPU runs steps 1 to 4 on the
+ * GPU (each group's tree uploaded for the call; the same bits: sample.h's rule is one header),
+ * the sign walks of far points on the CPU. band_cache must be 0. tiles may be NULL. The arrays
+ * are host memory. One handle is used by one thread at a time. */
+VX_API vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
+                                      const vx_tiled_sample_opts *tiles, const float *points,
+                                      uint64_t n, float *dist, float *grad, uint8_t *flags,
+                                      vx_sample_stats *stats, vx_error *err);
+
 /* ---- points near the surface ------------------------------------------------------------------ */
 
 typedef struct vx_surface_points_opts {

@@ -128,7 +128,8 @@ VX_API vx_status vx_tree_colors(const vx_tree *t, const float *points, uint64_t 
  * A tiled .svo (convert --tile-depth, or finer than 16384^3) holds a top tree over tiles, each an
  * ordinary tree of its own. vx_tree_load joins one of up to 16384^3 into one tree; a handle from
  * vx_tiled_file_open reads any of them without joining: its header, top tree and index at open,
- * a tile's header or the whole tile when asked. VX_ERR_FORMAT for a file that is not tiled. */
+ * a tile's header or the whole tile when asked. VX_ERR_FORMAT for a file that is not tiled.
+ * vx_tiled_file_sample (sample.h) gives signed distances from one, tile by tile. */
 typedef struct vx_tiled_file vx_tiled_file;
 
 VX_API vx_status vx_tiled_file_open(const char *path, const vx_read_opts *opts,

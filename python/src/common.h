@@ -54,6 +54,24 @@ inline vx_device device_of(int d) {
   return d == 1 ? VX_DEVICE_CPU : d == 2 ? VX_DEVICE_GPU : VX_DEVICE_AUTO;
 }
 
+// A tiled file opened for reading tile by tile (the GIL released meanwhile); raises on failure.
+inline vx_tiled_file *open_tiled(const nb::bytes &path, uint64_t mem_limit) {
+  const std::string p = path_of(path);
+  vx_read_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.mem_limit = mem_limit;
+  vx_error e = no_error();
+  vx_tiled_file *f = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tiled_file_open(p.c_str(), &o, &f, &e);
+  }
+  check(s, e);
+  return f;
+}
+
 // A mesh handle (voxlod.Mesh's).
 struct Mesh {
   vx_mesh *m = nullptr;
@@ -61,5 +79,10 @@ struct Mesh {
 };
 
 } // namespace vxpy
+
+// What the module's other source files add to it (NB_MODULE in module.cpp calls them): the
+// tiled build as tasks (tile_tasks.cpp) and voxlod.TiledFile.sample (tiled_sample.cpp).
+void bind_tile_tasks(nanobind::module_ &m);
+void bind_tiled_sample(nanobind::module_ &m);
 
 #endif

@@ -484,16 +484,7 @@ struct TiledFile {
 };
 
 TiledFile *tiled_open(const nb::bytes &path, uint64_t mem_limit) {
-  std::string p = path_of(path);
-  vx_read_opts o = read_opts(0, mem_limit);
-  vx_error e = no_error();
-  vx_tiled_file *f = nullptr;
-  vx_status s;
-  {
-    nb::gil_scoped_release rel;
-    s = vx_tiled_file_open(p.c_str(), &o, &f, &e);
-  }
-  check(s, e);
+  vx_tiled_file *f = open_tiled(path, mem_limit);
   TiledFile *r = new TiledFile();
   r->f = f;
   return r;
@@ -747,8 +738,6 @@ nb::tuple dlpack_info(nb::ndarray<nb::ro> a) {
 
 } // namespace
 
-void bind_tile_tasks(nb::module_ &m);
-
 NB_MODULE(_voxlod, m) {
   m.doc() = "libvoxlod bindings (internal: use the voxlod package)";
   m.def("version", [] { return std::string(vx_version()); });
@@ -828,4 +817,5 @@ NB_MODULE(_voxlod, m) {
            nb::rv_policy::take_ownership);
   m.def("dlpack_info", &dlpack_info, "array"_a);
   bind_tile_tasks(m);
+  bind_tiled_sample(m);
 }

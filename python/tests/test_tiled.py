@@ -2,6 +2,8 @@
 """Tiled trees from Python: convert(out=, tile_depth=) writes one; load() joins it into the
 untiled tree (node for node); TiledFile reads it tile by tile (levels, tiles, a tile as a
 Tree)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -49,3 +51,74 @@ def test_tiled_arguments(tmp_path):
         u = tmp_path / "u.svo"
         voxlod.convert(BUNNY, res=16, out=u, progress=False)
         voxlod.TiledFile(u)
+
+
+def test_tiled_file_sample(tmp_path):
+    """TiledFile.sample: load(path).sample's results bit for bit (up to 16384^3), tile by tile,
+    at full detail and at a cut, with gradients and flags, whatever the cache holds."""
+    t = tmp_path / "t.svo"
+    voxlod.convert(BUNNY, res=64, out=t, tile_depth=3, color="off", progress=False)
+    whole, f = voxlod.load(t), voxlod.TiledFile(t)
+    rng = np.random.default_rng(5)
+    lo, edge = np.asarray(whole.origin), whole.scale * 64
+    far = (lo + (rng.random((3000, 3)) * 1.2 - 0.1) * edge).astype(np.float32)
+    near = whole.surface_points(3000, spread=2 * whole.band)
+    # on the tiles' faces (every 8 voxels)
+    faces = lo + np.floor(rng.random((2000, 3)) * 9) * 8 * whole.scale
+    faces = (faces + (rng.random((2000, 3)) - 0.5) * 4 * whole.scale).astype(np.float32)
+    p = np.concatenate([far, near, faces])
+    for lod in (None, 2, 3, 5):
+        d0, g0, f0 = whole.sample(p, gradient=True, flags=True, lod=lod)
+        d1, g1, f1 = f.sample(p, gradient=True, flags=True, lod=lod, cache_bytes="1K")
+        assert d1.dtype == np.float32 and g1.shape == (len(p), 3) and f1.dtype == np.uint8
+        assert np.array_equal(d0.view(np.uint32), d1.view(np.uint32))
+        assert np.array_equal(g0.view(np.uint32), g1.view(np.uint32))
+        assert np.array_equal(f0, f1)
+    assert np.array_equal(f.sample(p[:10].astype(np.float64)), whole.sample(p[:10]))
+    bad = np.array([[np.nan, 0, 0]], dtype=np.float32)
+    with pytest.raises(ValueError, match="NaN"):
+        f.sample(bad)
+    d, fl = f.sample(bad, flags=True, nonfinite="nan")
+    assert np.isnan(d[0]) and fl[0] == voxlod.SAMPLE_INVALID
+    with pytest.raises(ValueError, match="shape"):
+        f.sample(np.zeros((4, 2), dtype=np.float32))
+    with pytest.raises(ValueError, match="strided|contiguous|C-contiguous"):
+        f.sample(np.zeros((4, 6), dtype=np.float32)[:, ::2])
+    with pytest.raises(TypeError):
+        f.sample(np.zeros((4, 3), dtype=np.int32))
+    with pytest.raises(ValueError, match="lod"):
+        f.sample(p[:1], lod=7)
+    # a file replaced between open and the first sample is refused, not read as the one opened
+    other = tmp_path / "o.svo"
+    voxlod.convert(BUNNY, res=64, out=other, tile_depth=4, color="off", progress=False)
+    g = voxlod.TiledFile(t)
+    os.replace(other, t)
+    with pytest.raises(voxlod.FormatError, match="changed"):
+        g.sample(p[:1])
+    if not voxlod.gpu_available():
+        with pytest.raises(voxlod.NoGpuError):
+            f.sample(p[:1], device="gpu")
+    else:  # the same bits with the search on the GPU
+        d2, g2, f2 = f.sample(p, gradient=True, flags=True, device="gpu")
+        d0, g0, f0 = whole.sample(p, gradient=True, flags=True)
+        assert np.array_equal(d0.view(np.uint32), d2.view(np.uint32))
+        assert np.array_equal(g0.view(np.uint32), g2.view(np.uint32))
+        assert np.array_equal(f0, f2)
+
+
+def test_tiled_file_sample_past_16384(tmp_path):
+    """TiledFile.sample past 16384^3, where no Tree holds the file: a needle at 32768^3."""
+    obj, t = tmp_path / "needle.obj", tmp_path / "n.svo"
+    obj.write_text("v 0 0 0\nv 1 0 0\nv 1 0.00002 0.00001\nf 1 2 3\n")
+    voxlod.convert(str(obj), res=32768, out=t, color="off", progress=False)
+    f = voxlod.TiledFile(t)
+    assert f.depth == 15
+    voxel = f.info["scale"]
+    x = np.linspace(0.1, 0.9, 200)
+    p = np.stack([x, np.zeros_like(x), np.full_like(x, 1.5 * voxel)], axis=1).astype(np.float32)
+    d, fl = f.sample(p, flags=True, cache_bytes="64M")
+    # an open sheet: outside on both sides, about 1.5 voxels away (within the field's step)
+    assert np.all(d > 0) and np.all(np.abs(d / voxel - 1.5) < 1.0)
+    far, ffl = f.sample(np.array([[0.5, 0.4, 0.3]], dtype=np.float32), flags=True)
+    assert far[0] > 0 and ffl[0] & voxlod.SAMPLE_FAR
+    assert np.array_equal(f.sample(p, lod=3), f.sample(p, lod=3))

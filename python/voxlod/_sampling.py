@@ -12,10 +12,10 @@ import numpy as np
 
 from ._cuda import CudaLayout, _cuda_empty, _cuda_layout
 from ._errors import InvalidArgumentError
-from ._util import _device, _float32_rows, _host_array, _is_int
+from ._util import _bytes, _device, _float32_rows, _host_array, _is_int
 
 if TYPE_CHECKING:
-    from ._tree import Tree
+    from ._tree import TiledFile, Tree
 
 # Per-point flags of Tree.sample(..., flags=True) (include/voxlod/sample.h).
 SAMPLE_PLANE = 0x01    #: from a node's plane (a cut level or a pruned leaf)
@@ -24,6 +24,40 @@ SAMPLE_FAR = 0x04      #: no field within the band: +-band (a lower bound of |d|
 SAMPLE_OUTSIDE = 0x08  #: beyond the root box
 SAMPLE_NO_SIGN = 0x10  #: far, and the sign could not be found (+ assumed)
 SAMPLE_INVALID = 0x20  #: a NaN or infinite coordinate (only with nonfinite="nan")
+
+
+def _host_call(call: Any, wrap: Any, dist: np.ndarray, grad: Optional[np.ndarray],
+               fl: Optional[np.ndarray]) -> Any:
+    """Runs a sampling call on host arrays (a non-finite point refused: ValueError) and returns
+    the distances, then the gradients and flags when asked for, in the caller's array kind."""
+    try:
+        call()
+    except InvalidArgumentError as e:
+        if "NaN or infinite" in str(e):
+            raise ValueError(f"points: {e}") from None
+        raise
+    outs: Tuple[Any, ...] = (dist,) + ((grad,) if grad is not None else ()) + \
+        ((fl,) if fl is not None else ())
+    out = tuple(wrap(a) for a in outs)
+    return out[0] if len(out) == 1 else out
+
+
+def _sample_args(threads: Any, lod: Any, nonfinite: Any, depth: int) -> Tuple[int, int]:
+    """threads (None: 0, all cores), the cut level (None: -1, full detail) and nonfinite, checked
+    as sample() takes them."""
+    if threads is None:
+        threads = 0
+    elif not _is_int(threads) or not 1 <= threads <= 4096:
+        raise ValueError(f"threads must be None or an integer in 1..4096, not {threads!r}")
+    if lod is None:
+        level = -1
+    elif _is_int(lod) and 0 <= lod <= depth:
+        level = int(lod)
+    else:
+        raise ValueError(f"lod must be None or a level in 0..{depth}, not {lod!r}")
+    if nonfinite not in ("raise", "nan"):
+        raise ValueError(f"nonfinite must be 'raise' or 'nan', not {nonfinite!r}")
+    return int(threads), level
 
 
 def sample(self: Tree, points: Any, gradient: bool = False, flags: bool = False,
@@ -53,18 +87,7 @@ def sample(self: Tree, points: Any, gradient: bool = False, flags: bool = False,
     run several samplers side by side (a Dask worker with one thread)."""
     if not isinstance(band_cache, (bool, np.bool_)):
         raise TypeError(f"band_cache must be True or False, not {band_cache!r}")
-    if threads is None:
-        threads = 0
-    elif not _is_int(threads) or not 1 <= threads <= 4096:
-        raise ValueError(f"threads must be None or an integer in 1..4096, not {threads!r}")
-    if lod is None:
-        level = -1
-    elif _is_int(lod) and 0 <= lod <= self.depth:
-        level = int(lod)
-    else:
-        raise ValueError(f"lod must be None or a level in 0..{self.depth}, not {lod!r}")
-    if nonfinite not in ("raise", "nan"):
-        raise ValueError(f"nonfinite must be 'raise' or 'nan', not {nonfinite!r}")
+    threads, level = _sample_args(threads, lod, nonfinite, self.depth)
     fail = nonfinite == "raise"
     cuda = _cuda_layout(points)
     if cuda is not None:
@@ -76,16 +99,40 @@ def sample(self: Tree, points: Any, gradient: bool = False, flags: bool = False,
     grad = np.empty((n, 3), dtype=np.float32) if gradient else None
     fl = np.empty(n, dtype=np.uint8) if flags else None
     dev = _device(device)
-    try:
-        self._t.sample_host(p, dist, grad, fl, level, fail, 2 if dev == 2 else 1,
-                            int(band_cache), int(threads))
-    except InvalidArgumentError as e:
-        if "NaN or infinite" in str(e):
-            raise ValueError(f"points: {e}") from None
-        raise
-    outs: Tuple[Any, ...] = (dist,) + ((grad,) if gradient else ()) + ((fl,) if flags else ())
-    out = tuple(wrap(a) for a in outs)
-    return out[0] if len(out) == 1 else out
+    return _host_call(lambda: self._t.sample_host(p, dist, grad, fl, level, fail,
+                                                  2 if dev == 2 else 1, int(band_cache),
+                                                  int(threads)), wrap, dist, grad, fl)
+
+
+def tiled_sample(self: TiledFile, points: Any, gradient: bool = False, flags: bool = False,
+                 lod: Optional[int] = None, nonfinite: str = "raise",
+                 device: Optional[str] = None, threads: Optional[int] = None,
+                 cache_bytes: Any = None):
+    """Tree.sample on a tiled file of any depth, tile by tile (TiledFile.sample).
+
+    Host arrays as Tree.sample takes them ((N, 3) float32 or float64, C-contiguous; CPU arrays
+    of other frameworks through DLPack), the same outputs. Up to 16384^3 the results are those
+    of load(path).sample(...) bit for bit; past it, the same rule in windows of 2 x 2 x 2 tiles
+    (include/voxlod/sample.h, TILED SAMPLING, says what differs). The tiles are decoded as the
+    points need them and kept within cache_bytes (None: 1 GiB; an int or a string such as
+    "256M"); one group's tiles (a tile and its 26 neighbours) are held whatever it says.
+    device: None, "auto" or "cpu": the CPU; "gpu": the search near the surface on the GPU
+    (each group's tiles uploaded), the far points' sign walks on the CPU, the same results.
+    Points come from host memory: CUDA arrays are refused."""
+    threads, level = _sample_args(threads, lod, nonfinite, self.depth)
+    dev = _device(device)
+    if _cuda_layout(points) is not None:
+        raise TypeError("points: a tiled file is sampled from host arrays, not CUDA arrays")
+    cache = _bytes(cache_bytes, "cache_bytes")
+    points, wrap = _host_array(points, "points")
+    p = _float32_rows(points, "points")
+    n = p.shape[0]
+    dist = np.empty(n, dtype=np.float32)
+    grad = np.empty((n, 3), dtype=np.float32) if gradient else None
+    fl = np.empty(n, dtype=np.uint8) if flags else None
+    return _host_call(lambda: self._sampler().sample(p, dist, grad, fl, level,
+                                                     nonfinite == "raise", dev, int(threads),
+                                                     cache), wrap, dist, grad, fl)
 
 
 def _sample_cuda(self: Tree, points: Any, layout: CudaLayout, gradient: bool, flags: bool,

@@ -10,6 +10,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _color, _sampling, _voxlod
+from ._errors import FormatError
 from ._util import _bytes, _device, _is_int, _path, _zstd_level
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -259,13 +260,30 @@ class TiledFile:
     """A tiled .svo file (convert(..., out=, tile_depth=), or finer than 16384^3) read tile by
     tile: its header, top tree and tile index at open, a tile's header or the whole tile when
     asked. load() joins one of up to 16384^3 into one Tree; this reads any of them, up to 2^20.
+    sample() gives signed distances from any of them, tile by tile.
     """
 
-    __slots__ = ("_f", "_info", "__weakref__")
+    __slots__ = ("_f", "_info", "_open", "_s", "__weakref__")
 
     def __init__(self, path: PathArg, mem_limit: Union[None, int, str] = None) -> None:
-        self._f = _voxlod._TiledFile.open(_path(path, "path"), _bytes(mem_limit, "mem_limit"))
+        self._open = (_path(path, "path"), _bytes(mem_limit, "mem_limit"))
+        self._f = _voxlod._TiledFile.open(*self._open)
         self._info = self._f.info()
+        self._s = None
+
+    # ---- sample (_sampling.py): a handle of its own on the file, made on the first call
+    sample = _sampling.tiled_sample
+
+    def _sampler(self):
+        if self._s is None:
+            s = _voxlod._TiledSampler.open(*self._open)
+            i = self._info
+            if s.identity() != (i["depth"], i["tile_depth"], i["tile_count"], i["voxel_count"],
+                                i["file_bytes"]):
+                raise FormatError(f"{os.fsdecode(self._open[0])}: the file changed since it was "
+                                  "opened; open it again")
+            self._s = s
+        return self._s
 
     @property
     def depth(self) -> int:

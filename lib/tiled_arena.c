@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tiled_arena.c - the tile cache and the arenas of lib/tiled_arena.h. */
+#include "lib/tiled_arena.h"
+#include "sampler/resigned.h"
+#include "sys/alloc.h"
+
+#include <stdlib.h>
+
+typedef struct cache_entry {
+  uint64_t tile;
+  vx_octree oct;
+  uint64_t bytes;
+  uint64_t used; /* the clock when last asked for */
+  uint64_t gen;  /* the arena that asked last */
+} cache_entry;
+
+struct vx_tile_cache {
+  vx_tiled *t;
+  vx_svo_read_opts ro;
+  uint64_t budget, bytes, clock, gen;
+  cache_entry *e;
+  size_t n, cap;
+  uint32_t *slot; /* per tile of the file: its entry + 1, 0: not held */
+  vx_rs_store *rs; /* the re-signed voxels found so far (the file handle's) */
+};
+
+/* A window's re-signed voxels. */
+typedef struct rs_window {
+  uint64_t key;
+  uint32_t *bits;
+} rs_window;
+
+struct vx_rs_store {
+  uint64_t tiles;
+  uint32_t **bits; /* per tile (whole-tree arenas), found once with its neighbours loaded */
+  uint8_t *have;
+  rs_window *win;  /* per window */
+  size_t nwin, capwin;
+};
+
+vx_status vx_rs_store_new(uint64_t tiles, vx_rs_store **out, vx_error *err) {
+  vx_rs_store *r = (vx_rs_store *)vx_calloc(1, sizeof *r);
+  if (r) {
+    r->tiles = tiles;
+    r->bits = (uint32_t **)vx_calloc((size_t)(tiles ? tiles : 1), sizeof *r->bits);
+    r->have = (uint8_t *)vx_calloc((size_t)(tiles ? tiles : 1), 1);
+  }
+  if (!r || !r->bits || !r->have) {
+    vx_rs_store_free(r);
+    *out = NULL;
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu tiles",
+                        (unsigned long long)tiles);
+  }
+  *out = r;
+  return VX_OK;
+}
+
+void vx_rs_store_free(vx_rs_store *r) {
+  if (!r) return;
+  if (r->bits)
+    for (uint64_t i = 0; i < r->tiles; i++) vx_free(r->bits[i]);
+  for (size_t i = 0; i < r->nwin; i++) vx_free(r->win[i].bits);
+  vx_free(r->bits);
+  vx_free(r->have);
+  vx_free(r->win);
+  vx_free(r);
+}
+
+vx_status vx_tile_cache_new(vx_tiled *t, const vx_svo_read_opts *ro, uint64_t budget,
+                            vx_rs_store *rs, vx_tile_cache **out, vx_error *err) {
+  vx_tile_cache *c = (vx_tile_cache *)vx_calloc(1, sizeof *c);
+  *out = c;
+  if (!c) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  c->t = t;
+  c->ro = *ro;
+  c->ro.max_level = -1;
+  c->budget = budget;
+  c->rs = rs;
+  const uint64_t n = vx_tiled_tile_count(t);
+  c->slot = n <= UINT32_MAX ? (uint32_t *)vx_calloc((size_t)(n ? n : 1), sizeof *c->slot) : NULL;
+  if (!c->slot) {
+    vx_tile_cache_free(c);
+    *out = NULL;
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the index of %llu tiles",
+                        (unsigned long long)n);
+  }
+  return VX_OK;
+}
+
+void vx_tile_cache_free(vx_tile_cache *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->n; i++) vx_octree_free(&c->e[i].oct);
+  vx_free(c->e);
+  vx_free(c->slot);
+  vx_free(c);
+}
+
+static int cmp_used(const void *a, const void *b) {
+  const cache_entry *x = *(const cache_entry *const *)a, *y = *(const cache_entry *const *)b;
+  return x->used < y->used ? -1 : x->used > y->used;
+}
+
+/* Over the budget: drops the least recently used tiles that the current arena does not hold, down
+ * to 3/4 of the budget (so that the next trim waits for a quarter of it to be loaded). */
+static void cache_trim(vx_tile_cache *c) {
+  if (c->bytes <= c->budget) return;
+  cache_entry **old = (cache_entry **)vx_malloc((c->n ? c->n : 1) * sizeof *old);
+  if (!old) return; /* kept: memory over the budget rather than a failure */
+  size_t m = 0;
+  for (size_t i = 0; i < c->n; i++)
+    if (c->e[i].gen != c->gen) old[m++] = &c->e[i];
+  qsort(old, m, sizeof *old, cmp_used);
+  const uint64_t target = c->budget / 4 * 3;
+  for (size_t k = 0; k < m && c->bytes > target; k++) {
+    c->bytes -= old[k]->bytes;
+    vx_octree_free(&old[k]->oct);
+    c->slot[old[k]->tile] = 0;
+    old[k]->tile = UINT64_MAX; /* gone: compacted below */
+  }
+  vx_free(old);
+  size_t w = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    if (c->e[i].tile == UINT64_MAX) continue;
+    c->e[w] = c->e[i];
+    c->slot[c->e[w].tile] = (uint32_t)w + 1u;
+    w++;
+  }
+  for (size_t i = w; i < c->n; i++) c->e[i].tile = UINT64_MAX;
+  c->n = w;
+}
+
+/* Tile i, decoded (from the cache, else read), held for the current arena. The pointer stays
+ * valid until the next call that reads a tile. */
+static vx_status cache_get(vx_tile_cache *c, uint64_t i, const vx_octree **out, vx_error *err) {
+  const uint32_t at = c->slot[i];
+  if (at) {
+    cache_entry *e = &c->e[at - 1u];
+    e->used = ++c->clock;
+    e->gen = c->gen;
+    *out = &e->oct;
+    return VX_OK;
+  }
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 32;
+    cache_entry *e = (cache_entry *)vx_realloc(c->e, cap * sizeof *e);
+    if (!e) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    c->e = e;
+    c->cap = cap;
+  }
+  cache_entry *e = &c->e[c->n];
+  memset(e, 0, sizeof *e);
+  vx_status s = vx_tiled_read_tile(c->t, i, &c->ro, &e->oct, err);
+  if (s != VX_OK) return s;
+  e->tile = i;
+  e->bytes = e->oct.node_count * sizeof(vx_node) + e->oct.voxel_count * sizeof(vx_voxel);
+  e->used = ++c->clock;
+  e->gen = c->gen;
+  c->slot[i] = (uint32_t)++c->n;
+  c->bytes += e->bytes;
+  cache_trim(c); /* moves entries: i's slot says where it went */
+  *out = &c->e[c->slot[i] - 1u].oct;
+  return VX_OK;
+}
+
+uint64_t vx_tiled_find_tile(const vx_tiled *t, uint32_t x, uint32_t y, uint32_t z) {
+  const uint64_t code = vx_morton_encode(x, y, z);
+  uint64_t lo = 0, hi = vx_tiled_tile_count(t);
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    const uint64_t m = vx_tiled_tile(t, mid)->code;
+    if (m == code) return mid;
+    if (m < code) lo = mid + 1;
+    else hi = mid;
+  }
+  return UINT64_MAX;
+}
+
+void vx_arena_free(vx_arena *a) {
+  if (!a) return;
+  vx_octree_free(&a->oct);
+  vx_free(a->resigned);
+  memset(a, 0, sizeof *a);
+}
+
+/* A tile's root standing for a tile not loaded: a leaf with its plane where the cut stops there
+ * (as the joined tree does), else a node with no children and no plane. */
+static uint32_t root_absent(uint32_t info, uint32_t cut, uint32_t K) {
+  return cut <= K && (vx_node_flags(info) & VX_NODE_PLANE_OK) ? info & ~0xffu : 0u;
+}
+
+/* Sets bits dst[at .. at + n - 1] from src[0 .. n - 1] (dst zeroed; src NULL: none set). */
+static void copy_bits(uint32_t *dst, uint64_t at, const uint32_t *src, uint64_t n) {
+  if (!src) return;
+  for (uint64_t w = 0; w < (n + 31) / 32; w++) {
+    uint32_t v = src[w];
+    if (!v) continue;
+    for (uint32_t b = 0; b < 32; b++)
+      if (v >> b & 1u) {
+        const uint64_t k = at + w * 32 + b;
+        dst[k >> 5] |= 1u << (k & 31u);
+      }
+  }
+}
+
+/* Links the arena, finds its re-signed voxels. */
+static vx_status arena_finish(vx_arena *a, int threads, vx_error *err) {
+  vx_status s = vx_octree_link(&a->oct, err);
+  if (s == VX_OK) s = vx_octree_resigned(&a->oct, threads, &a->resigned, err);
+  if (s != VX_OK) vx_arena_free(a);
+  return s;
+}
+
+/* The whole-tree arena of tiles[0 .. n-1]; `own` 1: its re-signed voxels found in it, 0: assembled
+ * from the tiles' (found before). */
+static vx_status build_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, uint32_t cut,
+                             int threads, int own, vx_arena *a, vx_error *err) {
+  memset(a, 0, sizeof *a);
+  const vx_tiled_header *h = vx_tiled_get_header(c->t);
+  const uint32_t D = h->depth, T = h->tile_depth, K = D - T;
+  const vx_octree *top = vx_tiled_top(c->t);
+  const vx_octree **tl = (const vx_octree **)vx_calloc(n ? n : 1, sizeof *tl);
+  if (!tl) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  c->gen++;
+  vx_status s = VX_OK;
+  for (size_t i = 0; i < n && s == VX_OK; i++) s = cache_get(c, tiles[i], &tl[i], err);
+  /* later loads may have moved earlier entries: look them up again */
+  for (size_t i = 0; i < n && s == VX_OK; i++) s = cache_get(c, tiles[i], &tl[i], err);
+  vx_octree *o = &a->oct;
+  o->depth = D;
+  o->levels_loaded = D + 1;
+  o->band = h->band;
+  o->prune_error = h->prune_error;
+  o->xf = h->xf;
+  for (uint32_t l = 0; l <= K; l++) o->level_count[l] = top->level_count[l];
+  for (uint32_t l = 1; l <= T && s == VX_OK; l++)
+    for (size_t i = 0; i < n; i++) o->level_count[K + l] += tl[i]->level_count[l];
+  if (s == VX_OK) s = vx_octree_alloc(o, err);
+  if (s == VX_OK) {
+    memcpy(o->nodes, top->nodes,
+           (size_t)(top->level_first[K - 1] + top->level_count[K - 1]) * sizeof(vx_node));
+    vx_node *lk = o->nodes + o->level_first[K];
+    const vx_node *tk = top->nodes + top->level_first[K];
+    size_t j = 0;
+    for (uint64_t i = 0; i < top->level_count[K]; i++) {
+      lk[i] = tk[i];
+      if (j < n && tiles[j] == i) j++;
+      else lk[i].info = root_absent(lk[i].info, cut, K);
+    }
+    for (uint32_t l = 1; l <= T; l++) {
+      uint64_t at = 0;
+      for (size_t i = 0; i < n; i++) {
+        const uint64_t cnt = tl[i]->level_count[l];
+        if (l < T)
+          memcpy(o->nodes + o->level_first[K + l] + at, tl[i]->nodes + tl[i]->level_first[l],
+                 (size_t)cnt * sizeof(vx_node));
+        else
+          memcpy(o->voxels + at, tl[i]->voxels, (size_t)cnt * sizeof(vx_voxel));
+        at += cnt;
+      }
+    }
+  }
+  vx_free((void *)tl);
+  if (s != VX_OK) {
+    vx_arena_free(a);
+    return s;
+  }
+  if (own) return arena_finish(a, threads, err);
+  if ((s = vx_octree_link(o, err)) != VX_OK) {
+    vx_arena_free(a);
+    return s;
+  }
+  if (o->voxel_count) {
+    a->resigned = (uint32_t *)vx_calloc((size_t)((o->voxel_count + 31) / 32), sizeof(uint32_t));
+    if (!a->resigned) {
+      vx_arena_free(a);
+      return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    }
+  }
+  uint64_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t cnt = vx_tiled_tile(c->t, tiles[i])->voxels;
+    copy_bits(a->resigned, at, c->rs->bits[tiles[i]], cnt);
+    at += cnt;
+  }
+  return VX_OK;
+}
+
+/* Tile i's re-signed voxels, found once in an arena of the tiles around it: those of the block of
+ * 2 x 2 x 2 cells that holds it (each with its 26 neighbours) from the 4 x 4 x 4 cells around the
+ * block. */
+static vx_status tile_bits(vx_tile_cache *c, uint64_t i, int threads, vx_error *err) {
+  if (c->rs->have[i]) return VX_OK;
+  const vx_tiled_header *h = vx_tiled_get_header(c->t);
+  const uint32_t K = h->depth - h->tile_depth;
+  const int64_t G = (int64_t)1 << K;
+  uint32_t cell[3];
+  vx_morton_decode(vx_tiled_tile(c->t, i)->code, &cell[0], &cell[1], &cell[2]);
+  int64_t lo[3], hi[3];
+  for (int k = 0; k < 3; k++) {
+    lo[k] = (int64_t)(cell[k] >> 1 << 1) - 1;
+    hi[k] = lo[k] + 3;
+    lo[k] = lo[k] < 0 ? 0 : lo[k];
+    hi[k] = hi[k] >= G ? G - 1 : hi[k];
+  }
+  uint64_t around[64] = {0};
+  size_t n = 0;
+  for (int64_t z = lo[2]; z <= hi[2]; z++)
+    for (int64_t y = lo[1]; y <= hi[1]; y++)
+      for (int64_t x = lo[0]; x <= hi[0]; x++) {
+        const uint64_t t = vx_tiled_find_tile(c->t, (uint32_t)x, (uint32_t)y, (uint32_t)z);
+        if (t != UINT64_MAX) around[n++] = t;
+      }
+  for (size_t k = 1; k < n; k++) /* ascending */
+    for (size_t j = k; j > 0 && around[j - 1] > around[j]; j--) {
+      const uint64_t x = around[j];
+      around[j] = around[j - 1];
+      around[j - 1] = x;
+    }
+  vx_arena a;
+  vx_status s = build_whole(c, around, n, h->depth, threads, 1, &a, err);
+  if (s != VX_OK) return s;
+  uint64_t at = 0;
+  for (size_t k = 0; k < n && s == VX_OK; k++) {
+    const uint64_t t = around[k], cnt = vx_tiled_tile(c->t, t)->voxels;
+    uint32_t q[3];
+    vx_morton_decode(vx_tiled_tile(c->t, t)->code, &q[0], &q[1], &q[2]);
+    const int inner = q[0] >> 1 == cell[0] >> 1 && q[1] >> 1 == cell[1] >> 1 &&
+                      q[2] >> 1 == cell[2] >> 1;
+    if (inner && !c->rs->have[t]) {
+      uint32_t *b = NULL;
+      if (a.resigned && cnt) {
+        b = (uint32_t *)vx_calloc((size_t)((cnt + 31) / 32), sizeof *b);
+        if (!b) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+        else
+          for (uint64_t v = 0; v < cnt; v++)
+            if (a.resigned[(at + v) >> 5] >> ((at + v) & 31u) & 1u) b[v >> 5] |= 1u << (v & 31u);
+      }
+      if (s == VX_OK) {
+        c->rs->bits[t] = b;
+        c->rs->have[t] = 1;
+      }
+    }
+    at += cnt;
+  }
+  vx_arena_free(&a);
+  return s;
+}
+
+vx_status vx_arena_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, uint32_t cut,
+                         int threads, vx_arena *a, vx_error *err) {
+  memset(a, 0, sizeof *a);
+  for (size_t i = 0; i < n; i++) {
+    vx_status s = tile_bits(c, tiles[i], threads, err);
+    if (s != VX_OK) return s;
+  }
+  return build_whole(c, tiles, n, cut, threads, 0, a, err);
+}
+
+
+
+/* Children of the nodes [lo, hi) of one level of tree o (breadth first): the range they fill on
+ * the next level (lo == hi: none). */
+static void child_range(const vx_octree *o, uint64_t *lo, uint64_t *hi) {
+  uint64_t first = 0, cnt = 0;
+  int any = 0;
+  for (uint64_t k = *lo; k < *hi; k++) {
+    const uint32_t m = vx_node_mask(o->nodes[k].info);
+    if (!m) continue;
+    if (!any) first = o->nodes[k].child;
+    any = 1;
+    cnt += vx_popcount8(m);
+  }
+  *lo = any ? first : 0;
+  *hi = any ? first + cnt : 0;
+}
+
+vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3], int threads,
+                          vx_arena *a, vx_error *err) {
+  memset(a, 0, sizeof *a);
+  const vx_tiled_header *h = vx_tiled_get_header(c->t);
+  const uint32_t D = h->depth, T = h->tile_depth, K = D - T;
+  const uint32_t G = D - W + 1, sl = G - K; /* window level 1: level G, level sl of a tile */
+  const uint32_t half = 1u << (W - 1);
+  const uint64_t R = (uint64_t)1 << D;
+  c->gen++;
+  const vx_octree *src[8] = {0};
+  uint64_t lo[8][VX_MAX_DEPTH + 1], hi[8][VX_MAX_DEPTH + 1];
+  uint32_t mask = 0;
+  vx_status s = VX_OK;
+  for (uint32_t slot = 0; slot < 8 && s == VX_OK; slot++) {
+    uint64_t g[3];
+    int inside = 1;
+    for (int i = 0; i < 3; i++) {
+      g[i] = (uint64_t)origin[i] + (uint64_t)(slot >> i & 1u) * half;
+      inside &= g[i] < R;
+    }
+    if (!inside) continue;
+    const uint64_t ti = vx_tiled_find_tile(c->t, (uint32_t)(g[0] >> T), (uint32_t)(g[1] >> T),
+                                           (uint32_t)(g[2] >> T));
+    if (ti == UINT64_MAX) continue;
+    const vx_octree *o = NULL;
+    if ((s = cache_get(c, ti, &o, err)) != VX_OK) break;
+    uint32_t idx = 0, ok = 1;
+    for (uint32_t l = 0; l < sl && ok; l++) { /* down to level sl, by g's bits in the tile */
+      const uint32_t m = vx_node_mask(o->nodes[idx].info), sh = T - 1u - l;
+      const uint32_t cs = (uint32_t)(g[0] >> sh & 1u) | (uint32_t)(g[1] >> sh & 1u) << 1 |
+                          (uint32_t)(g[2] >> sh & 1u) << 2;
+      if (!(m >> cs & 1u)) ok = 0;
+      else idx = vx_child_index(o->nodes[idx].child, m, cs);
+    }
+    if (!ok) continue;
+    mask |= 1u << slot;
+    lo[slot][1] = idx;
+    hi[slot][1] = idx + 1u;
+    for (uint32_t wl = 2; wl <= W; wl++) {
+      lo[slot][wl] = lo[slot][wl - 1];
+      hi[slot][wl] = hi[slot][wl - 1];
+      child_range(o, &lo[slot][wl], &hi[slot][wl]);
+    }
+  }
+  /* the tiles may have moved in the cache: find them again (all held by this arena) */
+  for (uint32_t slot = 0; slot < 8 && s == VX_OK; slot++) {
+    if (!(mask >> slot & 1u)) continue;
+    uint64_t g[3];
+    for (int i = 0; i < 3; i++) g[i] = (uint64_t)origin[i] + (uint64_t)(slot >> i & 1u) * half;
+    s = cache_get(c, vx_tiled_find_tile(c->t, (uint32_t)(g[0] >> T), (uint32_t)(g[1] >> T),
+                                        (uint32_t)(g[2] >> T)),
+                  &src[slot], err);
+  }
+  if (s != VX_OK) return s;
+  vx_octree *o = &a->oct;
+  o->depth = W;
+  o->levels_loaded = W + 1;
+  o->band = h->band;
+  o->prune_error = h->prune_error;
+  o->xf.scale = h->xf.scale;
+  for (int i = 0; i < 3; i++) o->xf.origin[i] = h->xf.origin[i] + (double)origin[i] * h->xf.scale;
+  o->level_count[0] = 1;
+  for (uint32_t wl = 1; wl <= W; wl++)
+    for (uint32_t slot = 0; slot < 8; slot++)
+      if (mask >> slot & 1u) o->level_count[wl] += hi[slot][wl] - lo[slot][wl];
+  if ((s = vx_octree_alloc(o, err)) != VX_OK) {
+    vx_arena_free(a);
+    return s;
+  }
+  o->nodes[0].info = mask; /* no plane, no errors: never final */
+  for (uint32_t wl = 1; wl <= W; wl++) {
+    uint64_t at = 0;
+    for (uint32_t slot = 0; slot < 8; slot++) {
+      if (!(mask >> slot & 1u)) continue;
+      const uint64_t cnt = hi[slot][wl] - lo[slot][wl];
+      if (wl < W)
+        memcpy(o->nodes + o->level_first[wl] + at, src[slot]->nodes + lo[slot][wl],
+               (size_t)cnt * sizeof(vx_node));
+      else
+        memcpy(o->voxels + at, src[slot]->voxels + lo[slot][wl], (size_t)cnt * sizeof(vx_voxel));
+      at += cnt;
+    }
+  }
+  a->window = 1;
+  for (int i = 0; i < 3; i++) a->origin[i] = origin[i];
+  /* the re-signed voxels: found in the first arena of this window, kept */
+  const uint64_t key = vx_morton_encode(origin[0] >> (W - 1), origin[1] >> (W - 1),
+                                        origin[2] >> (W - 1));
+  vx_rs_store *r = c->rs;
+  for (size_t i = 0; i < r->nwin; i++)
+    if (r->win[i].key == key) {
+      if ((s = vx_octree_link(o, err)) != VX_OK) {
+        vx_arena_free(a);
+        return s;
+      }
+      const size_t words = (size_t)((o->voxel_count + 31) / 32);
+      if (r->win[i].bits && words) {
+        a->resigned = (uint32_t *)vx_malloc(words * sizeof(uint32_t));
+        if (!a->resigned) {
+          vx_arena_free(a);
+          return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+        }
+        memcpy(a->resigned, r->win[i].bits, words * sizeof(uint32_t));
+      }
+      return VX_OK;
+    }
+  if ((s = arena_finish(a, threads, err)) != VX_OK) return s;
+  if (r->nwin == r->capwin) {
+    const size_t cap = r->capwin ? 2 * r->capwin : 16;
+    rs_window *w = (rs_window *)vx_realloc(r->win, cap * sizeof *w);
+    if (!w) {
+      vx_arena_free(a);
+      return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    }
+    r->win = w;
+    r->capwin = cap;
+  }
+  uint32_t *keep = NULL;
+  const size_t words = (size_t)((o->voxel_count + 31) / 32);
+  if (a->resigned && words) {
+    keep = (uint32_t *)vx_malloc(words * sizeof(uint32_t));
+    if (!keep) {
+      vx_arena_free(a);
+      return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    }
+    memcpy(keep, a->resigned, words * sizeof(uint32_t));
+  }
+  r->win[r->nwin].key = key;
+  r->win[r->nwin++].bits = keep;
+  return VX_OK;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tiled_arena.h - parts of a tiled tree joined in memory, for sampling it tile by tile
+ * (lib/tiled_sample.c).
+ *
+ * A tile cache keeps decoded tiles (least recently used first out) within a byte budget. An arena
+ * is an ordinary tree made of some of them, in one of two shapes:
+ * - the whole tree (depth D <= VX_MAX_DEPTH): the top tree's levels 0 .. K, then the levels of
+ *   the tiles loaded, in file order: where the tiles it reads are loaded, the tree vx_tree_load
+ *   joins, node for node (its indices differ). A tile not loaded keeps its root as a node without
+ *   children ("info" 0: no mask, no plane), or, when the cut is at or above the tiles and its root
+ *   has a plane, as a leaf with that plane (the joined tree stops there too);
+ * - a window (any depth): the cube of 2^W voxels from `origin` (a multiple of 2^(W-1), W <= T + 1)
+ *   under a root of its own (no plane), whose 8 children are the tiles' cells of level D - W + 1
+ *   there, with everything below them. Its grid is the window's: world = origin' + grid * scale.
+ * Each arena comes with the voxels the thin rule re-signed (sampler/resigned.h): in a whole-tree
+ * arena those of each tile, found once in an arena of the 4 x 4 x 4 tiles around its block of
+ * 2 x 2 x 2 (so with all its neighbours) and kept in the handle's store; in a window those found
+ * in it (right for a voxel whose neighbours are all in the window), kept per window.
+ */
+#ifndef VOXLOD_LIB_TILED_ARENA_H
+#define VOXLOD_LIB_TILED_ARENA_H
+
+#include "lib/internal.h"
+#include "formats/svo_tiled.h"
+
+/* The reader behind a tiled file handle (lib/tiled.c), and its read options. */
+vx_tiled *vx_tiled_file_reader(vx_tiled_file *f, vx_svo_read_opts *ro);
+/* The re-signed voxels found while sampling a tiled file, kept with its handle between calls (a
+ * bit per voxel of each tile, and past 16384^3 of each window). */
+typedef struct vx_rs_store vx_rs_store;
+vx_status vx_rs_store_new(uint64_t tiles, vx_rs_store **out, vx_error *err);
+void vx_rs_store_free(vx_rs_store *r);
+/* The handle's store, made on the first call and freed when the handle is closed. */
+vx_status vx_tiled_file_store(vx_tiled_file *f, vx_rs_store **out, vx_error *err);
+
+typedef struct vx_tile_cache vx_tile_cache;
+
+/* A cache over reader t keeping at most `budget` bytes of decoded tiles (those an arena needs at
+ * once are kept whatever their size); the re-signed voxels its arenas find go to rs. */
+vx_status vx_tile_cache_new(vx_tiled *t, const vx_svo_read_opts *ro, uint64_t budget,
+                            vx_rs_store *rs, vx_tile_cache **out, vx_error *err);
+void vx_tile_cache_free(vx_tile_cache *c);
+
+/* The index of the tile at cell (x, y, z) of the grid of tiles, or UINT64_MAX: none there. */
+uint64_t vx_tiled_find_tile(const vx_tiled *t, uint32_t x, uint32_t y, uint32_t z);
+
+typedef struct vx_arena {
+  vx_octree oct;      /* the tree (depth D, or W for a window) */
+  uint32_t *resigned; /* a bit per voxel (NULL: none) */
+  uint32_t window;    /* 1: a window */
+  uint32_t origin[3]; /* a window's minimum corner, finest voxels of the whole tree */
+} vx_arena;
+
+/* The whole tree with tiles tiles[0 .. n-1] (ascending indices) loaded, for sampling cut at
+ * `cut`. `threads` find the re-signed voxels of tiles not yet in the store. */
+vx_status vx_arena_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, uint32_t cut,
+                         int threads, vx_arena *a, vx_error *err);
+/* The window of depth W at `origin` (see above). */
+vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3], int threads,
+                          vx_arena *a, vx_error *err);
+void vx_arena_free(vx_arena *a);
+
+#endif
