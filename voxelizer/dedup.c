@@ -10,8 +10,9 @@
  * the kept triangles keep their order, so a mesh with 1000 copies of a triangle builds the same
  * tree, bit for bit, as the mesh with one: every later stage sees the same triangles in the same
  * order (ties between triangles go to the lowest index, which only compares kept ones).
- * Method: a 64-bit hash of each triangle's canonical rotation (the one starting at its smallest
- * vertex), sorted with its index (16 bytes per triangle), runs of equal hashes compared exactly.
+ * Method: each triangle in index order, looked up in an open-addressing table (8 to 16 bytes a
+ * triangle, and a byte for its mark) by a 64-bit hash of its canonical rotation (the one starting
+ * at its smallest vertex) and compared exactly with the first triangles of the classes there.
  *
  * Overlap. Dropping exact copies does not help against many distinct triangles through the same
  * voxels (a jittered copy, a fan of slivers): the build's work and its per-block overlap pairs grow
@@ -29,11 +30,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct tri_key {
-  uint64_t hash;
-  uint64_t index;
-} tri_key;
 
 /* The triangle's 9 coordinates rotated to start at its smallest vertex (lexicographic), -0 as 0. */
 static void canonical(const float *p, float q[9]) {
@@ -61,18 +57,7 @@ static uint64_t hash9(const float q[9]) {
   return h;
 }
 
-static int cmp_key(const void *a, const void *b) {
-  const tri_key *x = (const tri_key *)a, *y = (const tri_key *)b;
-  if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
-  return x->index < y->index ? -1 : x->index > y->index;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-double vx_dedup_bytes(uint64_t tri_count) { return (double)tri_count * (16.0 + 36.0); }
+double vx_dedup_bytes(uint64_t tri_count) { return (double)tri_count * (17.0 + 36.0); }
 
 vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, vx_soup *out, uint64_t *dropped,
                         vx_error *err) {
@@ -84,55 +69,54 @@ vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, vx_soup *out, uin
    * triangle (the sign tables), refuses it with the whole account */
   if (mem_limit && (double)vx_resident_bytes() + vx_dedup_bytes(n) > (double)mem_limit)
     return VX_OK;
-  tri_key *k = (tri_key *)vx_malloc((size_t)n * sizeof *k);
-  if (!k) return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking triangles for duplicates");
+  if (n >= UINT32_MAX) return VX_OK; /* more than the slots index (and any build takes) */
+  /* an open-addressing table of the first triangle of each class (its index + 1; 0: empty),
+   * 2 to 4 slots a triangle: each triangle in index order is looked up by the hash of its
+   * canonical rotation and compared exactly with the triangles found there */
+  uint64_t size = 16;
+  while (size < 2 * n) size <<= 1;
+  const uint64_t mask = size - 1;
+  uint32_t *slot = (uint32_t *)vx_calloc((size_t)size, sizeof *slot);
+  uint8_t *drop = (uint8_t *)vx_calloc((size_t)n, 1);
+  if (!slot || !drop) {
+    vx_free(slot);
+    vx_free(drop);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking triangles for duplicates");
+  }
+  uint64_t ndrop = 0;
   for (uint64_t t = 0; t < n; t++) {
     float q[9];
     canonical(in->pos + t * 9, q);
-    k[t].hash = hash9(q);
-    k[t].index = t;
-  }
-  qsort(k, (size_t)n, sizeof *k, cmp_key);
-  /* mark the later copies: within a run of equal hashes, each triangle against the earlier kept
-   * ones of the run (runs of distinct triangles sharing a hash are rare and short) */
-  uint64_t ndrop = 0;
-  for (uint64_t i = 0; i < n;) {
-    uint64_t e = i + 1;
-    while (e < n && k[e].hash == k[i].hash) e++;
-    for (uint64_t a = i + 1; a < e; a++) {
-      float qa[9];
-      canonical(in->pos + k[a].index * 9, qa);
-      for (uint64_t b = i; b < a; b++) {
-        if (k[b].index == UINT64_MAX) continue;
-        float qb[9];
-        canonical(in->pos + k[b].index * 9, qb);
-        if (memcmp(qa, qb, sizeof qa) == 0) { /* b has the lower index: drop a */
-          k[a].index = UINT64_MAX;
-          ndrop++;
-          break;
-        }
+    for (uint64_t h = hash9(q) & mask;; h = (h + 1) & mask) {
+      const uint32_t e = slot[h];
+      if (e == 0) {
+        slot[h] = (uint32_t)(t + 1);
+        break;
+      }
+      float qe[9];
+      canonical(in->pos + (uint64_t)(e - 1) * 9, qe);
+      if (memcmp(q, qe, sizeof q) == 0) { /* a copy of the lower index e - 1: dropped */
+        drop[t] = 1;
+        ndrop++;
+        break;
       }
     }
-    i = e;
   }
+  vx_free(slot);
   if (ndrop == 0) {
-    vx_free(k);
+    vx_free(drop);
     return VX_OK;
   }
-  /* the kept indices in ascending order, reusing the key array */
-  uint64_t *keep = (uint64_t *)k, m = 0;
-  for (uint64_t i = 0; i < n; i++)
-    if (k[i].index != UINT64_MAX) keep[m++] = k[i].index;
-  qsort(keep, (size_t)m, sizeof *keep, cmp_u64);
+  const uint64_t m = n - ndrop;
   out->pos = (float *)vx_malloc((size_t)m * 9 * sizeof(float));
   if (!out->pos) {
-    vx_free(k);
+    vx_free(drop);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu triangles",
                         (unsigned long long)m);
   }
-  for (uint64_t i = 0; i < m; i++)
-    memcpy(out->pos + i * 9, in->pos + keep[i] * 9, 9 * sizeof(float));
-  vx_free(k);
+  for (uint64_t t = 0, i = 0; t < n; t++)
+    if (!drop[t]) memcpy(out->pos + 9 * i++, in->pos + t * 9, 9 * sizeof(float));
+  vx_free(drop);
   out->tri_count = m;
   memcpy(out->bbox_min, in->bbox_min, sizeof out->bbox_min); /* the same vertices */
   memcpy(out->bbox_max, in->bbox_max, sizeof out->bbox_max);
