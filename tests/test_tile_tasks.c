@@ -10,14 +10,8 @@
 static char dir[64];
 
 static vx_convert_opts opts_of(uint32_t res, uint32_t T, float band) {
-  vx_convert_opts o;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.resolution = res;
-  o.tile_depth = T;
+  vx_convert_opts o = tiled_opts(res, T, VX_DEVICE_CPU, 0, 0);
   o.band = band;
-  o.device = VX_DEVICE_CPU;
-  o.color = VX_COLOR_OFF;
   return o;
 }
 

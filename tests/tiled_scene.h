@@ -34,9 +34,9 @@ static vx_mesh *tiled_scene(void) {
   return m;
 }
 
-/* mesh -> path at res^3, tiles of 2^tile_depth (0: one tree), grey. */
-static vx_status tiled_convert(const vx_mesh *m, uint32_t res, uint32_t tile_depth, vx_device dev,
-                               int gpus, int threads, const char *path, vx_error *err) {
+/* The options of a grey build at res^3 in tiles of 2^tile_depth (0: one tree). */
+static vx_convert_opts tiled_opts(uint32_t res, uint32_t tile_depth, vx_device dev, int gpus,
+                                  int threads) {
   vx_convert_opts o;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -46,6 +46,13 @@ static vx_status tiled_convert(const vx_mesh *m, uint32_t res, uint32_t tile_dep
   o.gpus = gpus;
   o.threads = threads;
   o.color = VX_COLOR_OFF;
+  return o;
+}
+
+/* mesh -> path with tiled_opts. */
+static vx_status tiled_convert(const vx_mesh *m, uint32_t res, uint32_t tile_depth, vx_device dev,
+                               int gpus, int threads, const char *path, vx_error *err) {
+  vx_convert_opts o = tiled_opts(res, tile_depth, dev, gpus, threads);
   return vx_convert_to_file(m, &o, path, NULL, err);
 }
 
