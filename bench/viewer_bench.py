@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """bench.py VOXLOD TREE.svo [--gpu|--cpu] [--sizes 1280x720,1920x1080] [--frames 200]
 [--warmup 20] [--lod finest|auto|L] [--quality 80] [--label NAME] [--moving] [--encode-threads N]
+[--budget SIZE]
 
 Times `voxlod view` as a page uses it: starts the server on TREE, opens one tab, and for each size
 sends a view (the default camera turned a little each time, not moving), waits for its frame and
@@ -11,6 +12,9 @@ websocket write, and input -> bytes sent (the message's arrival to the end of th
 frame). Prints one markdown table row per size (medians, and the 90th percentile of the total).
 --encode-threads N is passed to the server (JPEG strips encoded at once; 0, the server's default:
 min(8, cores)); the row says how many threads and strips encoded the frames.
+--budget SIZE: passed to the server (a tiled tree drawn tile by tile within SIZE of GPU memory,
+tiles streamed in the background); the table then adds what was resident and how many frames
+still had tiles loading.
 --moving: the views say the camera moves, so the server may answer with a lower-resolution
 preview that fits its frame interval (--fps 60 here); the row then reports the size drawn.
 
@@ -55,11 +59,13 @@ def main():
     label = arg("--label", os.path.basename(tree))
     moving = "--moving" in sys.argv
     threads = arg("--encode-threads", None)
+    budget = arg("--budget", None)
     tmp = tempfile.mkdtemp(prefix="vx_bench_")
     stats = os.path.join(tmp, "stats.jsonl")
     cmd = [voxlod, "view", tree, "--port", "0", "--fps", "60" if moving else "1000", "--stats", stats,
            "--max-size", "8192x8192", "--quality", str(quality)] + ([device] if device else []) + \
-        (["--encode-threads", threads] if threads is not None else [])
+        (["--encode-threads", threads] if threads is not None else []) + \
+        (["--budget", budget] if budget is not None else [])
     err = open(os.path.join(tmp, "server.log"), "w")
     srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
     try:
@@ -144,6 +150,11 @@ def main():
             strips, med["ms_send"],
             med["ms_server"], p90, 1000.0 / busy if busy > 0 else 0, med["bytes"] / 1024,
             statistics.median(client_ms[(w, h)])))
+        if budget is not None:
+            print("|   tiles | | | resident %.0f MiB (median, budget %s) | frames with tiles still "
+                  "loading: %d of %d | | | | | | |" % (
+                      statistics.median(x.get("resident", 0) for x in r) / 1048576.0, budget,
+                      sum(1 for x in r if x.get("tiles_pending", 0)), len(r)))
     return 0
 
 

@@ -129,6 +129,13 @@ vx_status vx_svo_decode_header(const uint8_t *mem, FILE *f, uint64_t base, uint6
                                const char *name, vx_octree *out, vx_svo_file_info *info,
                                vx_error *err);
 
+/* vx_svo_decode of a file of `size` bytes at file offset `base` of f (or in memory, mem), read
+ * section by section: a partial read (opts->max_level) reads only the header and the sections it
+ * decodes, each checked as vx_svo_decode checks it. */
+vx_status vx_svo_decode_range(const uint8_t *mem, FILE *f, uint64_t base, uint64_t size,
+                              const char *name, const vx_svo_read_opts *opts, vx_octree *out,
+                              vx_svo_file_info *info, vx_error *err);
+
 /* Opens path for reading, refusing anything but a regular file (a FIFO without blocking). */
 vx_status vx_svo_open_regular(const char *path, FILE **f, uint64_t *size, vx_error *err);
 

@@ -482,9 +482,10 @@ vx_status vx_svo_open_regular(const char *path, FILE **f, uint64_t *size, vx_err
   return VX_OK;
 }
 
-vx_status vx_svo_decode_header(const uint8_t *mem, FILE *f, uint64_t base, uint64_t size,
-                               const char *name, vx_octree *out, vx_svo_file_info *info,
-                               vx_error *err) {
+/* decode() of `size` bytes from memory or from file f at `base`, the header alone or not. */
+static vx_status decode_at(const uint8_t *mem, FILE *f, uint64_t base, uint64_t size,
+                           const char *name, int header_only, const vx_svo_read_opts *opts,
+                           vx_octree *out, vx_svo_file_info *info, vx_error *err) {
   memset(out, 0, sizeof *out);
   svo_src src;
   memset(&src, 0, sizeof src);
@@ -493,11 +494,23 @@ vx_status vx_svo_decode_header(const uint8_t *mem, FILE *f, uint64_t base, uint6
   src.base = mem ? 0 : base;
   src.size = size;
   src.name = name;
-  src.header_only = 1;
-  vx_status s = decode(&src, NULL, out, info, err);
+  src.header_only = header_only;
+  vx_status s = decode(&src, opts, out, info, err);
   vx_free(src.scratch);
   if (s != VX_OK) memset(out, 0, sizeof *out);
   return s;
+}
+
+vx_status vx_svo_decode_header(const uint8_t *mem, FILE *f, uint64_t base, uint64_t size,
+                               const char *name, vx_octree *out, vx_svo_file_info *info,
+                               vx_error *err) {
+  return decode_at(mem, f, base, size, name, 1, NULL, out, info, err);
+}
+
+vx_status vx_svo_decode_range(const uint8_t *mem, FILE *f, uint64_t base, uint64_t size,
+                              const char *name, const vx_svo_read_opts *opts, vx_octree *out,
+                              vx_svo_file_info *info, vx_error *err) {
+  return decode_at(mem, f, base, size, name, 0, opts, out, info, err);
 }
 
 vx_status vx_svo_read(const char *path, const vx_svo_read_opts *opts, vx_octree *out,

@@ -788,12 +788,19 @@ vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *op
   if (tile_index_ok(t, i, err) != VX_OK) return VX_ERR_INVALID_ARG;
   const vx_tile_entry *e = &t->e[i];
   const uint8_t *p;
-  uint8_t *buf;
-  vx_status s = get(t, e->offset, e->length, &p, &buf, err);
-  if (s != VX_OK) return s;
+  uint8_t *buf = NULL;
+  vx_status s = VX_OK;
   uint32_t got = 0;
   vx_svo_file_info fi;
-  if (!vx_svo_bytes_check(t->ck, p, e->length, &got))
+  /* A partial read takes the header and the sections it decodes (each with its own check), not
+   * the whole tile: the coarse levels of a 16384^3 tile are a few MiB of its GiBs. */
+  const int partial = opts && opts->max_level >= 0 && (uint32_t)opts->max_level < t->h.tile_depth;
+  if (partial)
+    s = vx_svo_decode_range(t->mem ? t->mem + e->offset : NULL, t->f, e->offset, e->length,
+                            t->name, opts, out, &fi, err);
+  else if ((s = get(t, e->offset, e->length, &p, &buf, err)) != VX_OK)
+    return s;
+  else if (!vx_svo_bytes_check(t->ck, p, e->length, &got))
     s = vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum tile %llu", t->name,
                      (unsigned long long)i);
   else if (got != e->check)

@@ -2,6 +2,7 @@
 /* render.c - vx_renderer: a tree prepared once (uploaded to the GPU, or the CPU renderer's
  * threads), then any number of frames into the caller's memory. */
 #include "lib/internal.h"
+#include "lib/tiled_render.h"
 #include "marcher/gpu_render.h"
 #include "marcher/marcher.h"
 #include "marcher/scene.h"
@@ -12,8 +13,11 @@
 #include <stdlib.h>
 
 struct vx_renderer {
-  const vx_tree *tree;
+  const vx_tree *tree;      /* NULL for a tiled tree */
+  vx_tiled_render *tiled;   /* a tiled tree's renderer (lib/tiled_render.h), or NULL */
+  const vx_octree *shape;   /* the tree, or the tiled tree's top as a tree of its whole depth */
   vx_gpu_view *gpu;  /* NULL: the CPU renderer */
+  int used_gpu;      /* a tiled tree drawn on the GPU */
   int threads;
   vx_notes notes;
   double ms_create;
@@ -34,6 +38,7 @@ void vx_camera_orbit(const vx_tree *t, double azimuth_deg, double elevation_deg,
 void vx_renderer_free(vx_renderer *r) {
   if (!r) return;
   vx_gpu_view_free(r->gpu);
+  vx_tiled_render_free(r->tiled);
   vx_free(r->scratch);
   vx_free(r);
 }
@@ -55,6 +60,7 @@ vx_status vx_renderer_create(const vx_tree *t, const vx_renderer_opts *opts, vx_
   vx_renderer *r = (vx_renderer *)vx_calloc(1, sizeof *r);
   if (!r) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   r->tree = t;
+  r->shape = &t->oct;
   r->threads = o.threads;
   double t0 = vx_clock_seconds();
   if (o.device != VX_DEVICE_CPU) {
@@ -76,6 +82,52 @@ vx_status vx_renderer_create(const vx_tree *t, const vx_renderer_opts *opts, vx_
   return VX_OK;
 }
 
+vx_status vx_renderer_create_tiled(vx_tiled_file *f, const vx_renderer_opts *opts,
+                                   vx_renderer **out, vx_error *err) {
+  if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the renderer");
+  *out = NULL;
+  if (!f) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tiled tree to render");
+  vx_renderer_opts o;
+  vx_status s = VX_OPTS_IN(o, opts, err);
+  if (s != VX_OK) return s;
+  if (o.device != VX_DEVICE_AUTO && o.device != VX_DEVICE_CPU && o.device != VX_DEVICE_GPU)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown device %d", (int)o.device);
+  if (o.threads < 0 || o.threads > 1024)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "thread count %d outside 0..1024", o.threads);
+  if (o.stream_tiles != 0 && o.stream_tiles != 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "stream_tiles %d is not 0 or 1", o.stream_tiles);
+  vx_renderer *r = (vx_renderer *)vx_calloc(1, sizeof *r);
+  if (!r) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  r->threads = o.threads;
+  const uint64_t budget = (uint64_t)o.memory_budget_mib << 20;
+  double t0 = vx_clock_seconds();
+  s = VX_ERR_NO_GPU;
+  if (o.device != VX_DEVICE_CPU) {
+    vx_error ge;
+    memset(&ge, 0, sizeof ge);
+    s = vx_tiled_render_create(f, 1, o.threads, budget, o.stream_tiles, &r->tiled, &ge);
+    if (s == VX_OK) {
+      r->used_gpu = 1;
+    } else if (o.device == VX_DEVICE_GPU || s == VX_ERR_LIMIT) {
+      if (err) *err = ge;
+      vx_renderer_free(r);
+      return s;
+    } else {
+      vx_notes_add(&r->notes, "GPU render unavailable (%s); using the CPU", ge.msg);
+    }
+  }
+  if (s != VX_OK)
+    s = vx_tiled_render_create(f, 0, o.threads, budget, o.stream_tiles, &r->tiled, err);
+  if (s != VX_OK) {
+    vx_renderer_free(r);
+    return s;
+  }
+  r->shape = vx_tiled_render_shape(r->tiled);
+  r->ms_create = (vx_clock_seconds() - t0) * 1e3;
+  *out = r;
+  return VX_OK;
+}
+
 const char *vx_renderer_notes(const vx_renderer *r) { return r ? r->notes.text : ""; }
 
 vx_status vx_renderer_get_info(const vx_renderer *r, vx_renderer_info *info) {
@@ -83,20 +135,32 @@ vx_status vx_renderer_get_info(const vx_renderer *r, vx_renderer_info *info) {
   vx_renderer_info i;
   memset(&i, 0, sizeof i);
   i.struct_size = sizeof i;
-  i.used_gpu = r->gpu != NULL;
-  if (r->gpu)
+  i.used_gpu = r->gpu != NULL || r->used_gpu;
+  if (r->tiled) {
+    vx_tiled_residency res;
+    vx_tiled_render_residency(r->tiled, &res);
+    snprintf(i.device, sizeof i.device, "%s", vx_tiled_render_device(r->tiled));
+    i.tree_bytes = r->used_gpu ? res.resident_bytes : 0;
+    i.budget_bytes = res.budget_bytes;
+    i.resident_bytes = res.resident_bytes;
+    i.tiles = res.tiles;
+    i.tiles_detailed = res.tiles_detailed;
+    i.coarse_level = res.coarse_level;
+  } else if (r->gpu)
     snprintf(i.device, sizeof i.device, "%s", vx_gpu_view_device(r->gpu));
   else
     snprintf(i.device, sizeof i.device, "CPU (%d threads)", vx_thread_count(r->threads, 1024));
-  i.tree_bytes = r->gpu ? vx_gpu_view_tree_bytes(r->gpu) : 0;
+  if (!r->tiled) i.tree_bytes = r->gpu ? vx_gpu_view_tree_bytes(r->gpu) : 0;
   i.ms_create = r->ms_create;
   VX_STATS_OUT(info, i);
   return VX_OK;
 }
 
-/* The march options of a public render option struct, for tree t. */
-static vx_status march_opts(const vx_tree *t, const vx_render_opts *opts, vx_march_opts *m,
+/* The march options of a public render option struct, for the renderer's tree (a tiled tree's
+ * are checked by vx_tiled_scene_init). */
+static vx_status march_opts(const vx_renderer *r, const vx_render_opts *opts, vx_march_opts *m,
                             vx_error *err) {
+  const vx_octree *t = r->shape;
   vx_render_opts o;
   memset(m, 0, sizeof *m);
   vx_status os = VX_OPTS_IN(o, opts, err);
@@ -108,13 +172,13 @@ static vx_status march_opts(const vx_tree *t, const vx_render_opts *opts, vx_mar
                         m->width, m->height);
   switch (o.lod) {
   case VX_LOD_FINEST:
-    m->lod = (int)t->oct.depth;
+    m->lod = (int)t->depth;
     break;
   case VX_LOD_LEVEL:
-    if (o.level < 0 || o.level > (int)t->oct.depth)
+    if (o.level < 0 || o.level > (int)t->depth)
       return vx_error_set(err, VX_ERR_INVALID_ARG,
                           "level of detail %d outside 0..%u (the tree's depth)", o.level,
-                          t->oct.depth);
+                          t->depth);
     m->lod = o.level;
     break;
   case VX_LOD_PIXEL:
@@ -132,13 +196,13 @@ static vx_status march_opts(const vx_tree *t, const vx_render_opts *opts, vx_mar
   int zero = c->fov_y_deg == 0.0;
   for (int i = 0; i < 3 && zero; i++) zero = c->eye[i] == 0.0 && c->target[i] == 0.0 && c->up[i] == 0.0;
   if (zero) {
-    vx_march_orbit(&t->oct, 30.0, 20.0, 40.0, &m->cam);
+    vx_march_orbit(t, 30.0, 20.0, 40.0, &m->cam);
   } else {
     m->cam = *c;
     if (m->cam.up[0] == 0.0 && m->cam.up[1] == 0.0 && m->cam.up[2] == 0.0) m->cam.up[1] = 1.0;
     if (m->cam.fov_y_deg == 0.0) m->cam.fov_y_deg = 40.0;
   }
-  return vx_render_check(&t->oct, m, err);
+  return r->tiled ? VX_OK : vx_render_check(t, m, err);
 }
 
 static vx_status scratch_depth(vx_renderer *r, size_t n, vx_error *err) {
@@ -153,6 +217,15 @@ static vx_status scratch_depth(vx_renderer *r, size_t n, vx_error *err) {
 /* One frame into rgb/depth (depth may be NULL); *ms_render and *ms_copy get its timings. */
 static vx_status draw(vx_renderer *r, const vx_march_opts *m, uint8_t *rgb, float *depth,
                       double *ms_render, double *ms_copy, vx_error *err) {
+  size_t n = (size_t)m->width * m->height;
+  if (r->tiled) {
+    if (!depth) {
+      vx_status s = scratch_depth(r, n, err);
+      if (s != VX_OK) return s;
+    }
+    return vx_tiled_render_frame(r->tiled, m, rgb, depth ? depth : r->scratch, ms_render,
+                                 ms_copy, err);
+  }
   if (r->gpu) {
     vx_gpu_frame_times tm;
     vx_status s = vx_gpu_view_draw(r->gpu, &r->tree->oct, m, NULL, rgb, depth, NULL, &tm, err);
@@ -160,7 +233,6 @@ static vx_status draw(vx_renderer *r, const vx_march_opts *m, uint8_t *rgb, floa
     *ms_copy = tm.ms_copy;
     return s;
   }
-  size_t n = (size_t)m->width * m->height;
   if (!depth) {
     vx_status s = scratch_depth(r, n, err);
     if (s != VX_OK) return s;
@@ -184,14 +256,21 @@ vx_status vx_render(vx_renderer *r, const vx_render_opts *opts, uint8_t *rgb, fl
   if (!rgb) return vx_error_set(err, VX_ERR_INVALID_ARG, "no image memory");
   double t0 = vx_clock_seconds();
   vx_march_opts m;
-  vx_status s = march_opts(r->tree, opts, &m, err);
+  vx_status s = march_opts(r, opts, &m, err);
   double ms_render = 0.0, ms_copy = 0.0;
   if (s == VX_OK) s = draw(r, &m, rgb, depth, &ms_render, &ms_copy, err);
   if (s != VX_OK || !stats) return s;
   vx_frame_stats fs;
   memset(&fs, 0, sizeof fs);
   fs.struct_size = sizeof fs;
-  fs.used_gpu = r->gpu != NULL;
+  fs.used_gpu = r->gpu != NULL || r->used_gpu;
+  if (r->tiled) {
+    vx_tiled_residency res;
+    vx_tiled_render_residency(r->tiled, &res);
+    fs.tiles_loaded = res.loaded;
+    fs.tiles_pending = res.pending;
+    fs.resident_bytes = res.resident_bytes;
+  }
   fs.ms_render = ms_render;
   fs.ms_copy = ms_copy;
   if (depth)
@@ -259,6 +338,47 @@ static vx_status bench_cpu(vx_renderer *r, const vx_march_opts *m, const vx_came
   return s;
 }
 
+/* A tiled tree's frames: every view once (its tiles read), then `frames` frames, each timed as
+ * vx_render times it (on the GPU the kernel by CUDA events, then the copy); no visit counts. */
+static vx_status bench_tiled(vx_renderer *r, const vx_march_opts *m, const vx_camera *cams,
+                             int nviews, int frames, vx_renderer_bench_stats *st, vx_error *err) {
+  size_t n = (size_t)m->width * m->height;
+  uint8_t *rgb = (uint8_t *)vx_malloc(n * 3);
+  float *depth = (float *)vx_malloc(n * sizeof(float));
+  double *ms = (double *)vx_calloc((size_t)frames * 2, sizeof(double));
+  vx_status s = rgb && depth && ms ? VX_OK : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  double hits = 0.0, mr = 0.0, mc = 0.0;
+  for (int v = 0; v < nviews && s == VX_OK; v++) {
+    vx_march_opts o = *m;
+    o.cam = cams[v];
+    s = draw(r, &o, rgb, depth, &mr, &mc, err);
+    for (size_t i = 0; i < n && s == VX_OK; i++) hits += depth[i] < INFINITY;
+  }
+  for (int f = 0; f < frames && s == VX_OK; f++) {
+    vx_march_opts o = *m;
+    o.cam = cams[f % nviews];
+    s = draw(r, &o, rgb, depth, &mr, &mc, err);
+    ms[f] = mr;
+    ms[frames + f] = mr + mc;
+  }
+  if (s == VX_OK) {
+    qsort(ms, (size_t)frames, sizeof *ms, cmp_double);
+    qsort(ms + frames, (size_t)frames, sizeof *ms, cmp_double);
+    st->frames = frames;
+    st->ms_min = ms[0];
+    st->ms_max = ms[frames - 1];
+    st->ms_median = frames % 2 ? ms[frames / 2] : 0.5 * (ms[frames / 2 - 1] + ms[frames / 2]);
+    const double *c = ms + frames;
+    st->ms_copy_median = frames % 2 ? c[frames / 2] : 0.5 * (c[frames / 2 - 1] + c[frames / 2]);
+    st->mrays_per_s = st->ms_median > 0.0 ? (double)n / (st->ms_median * 1e3) : 0.0;
+    st->hit_fraction = hits / ((double)n * nviews);
+  }
+  vx_free(rgb);
+  vx_free(depth);
+  vx_free(ms);
+  return s;
+}
+
 vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nviews, int frames,
                             vx_renderer_bench_stats *stats, vx_error *err) {
   if (!r || !views || !stats || nviews < 1 || frames < 1)
@@ -273,13 +393,13 @@ vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nvi
   if (stride % _Alignof(vx_render_opts))
     return vx_error_set(err, VX_ERR_INVALID_ARG, "bench: views[0].struct_size %zu is not the "
                         "size of a vx_render_opts", stride);
-  s = march_opts(r->tree, views, &m, err);
+  s = march_opts(r, views, &m, err);
   vx_camera *cams = (vx_camera *)vx_calloc((size_t)nviews, sizeof *cams);
   if (!cams) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   for (int v = 0; v < nviews && s == VX_OK; v++) {
     vx_march_opts mv;
     const vx_render_opts *view = (const vx_render_opts *)((const char *)views + stride * (size_t)v);
-    s = march_opts(r->tree, view, &mv, err);
+    s = march_opts(r, view, &mv, err);
     if (s == VX_OK && (mv.width != m.width || mv.height != m.height || mv.lod != m.lod ||
                        mv.shade != m.shade || mv.lod_scale != m.lod_scale))
       s = vx_error_set(err, VX_ERR_INVALID_ARG,
@@ -304,6 +424,8 @@ vx_status vx_renderer_bench(vx_renderer *r, const vx_render_opts *views, int nvi
       b.device_used_bytes = g.device_used_bytes;
       b.regs_per_thread = g.regs_per_thread;
     }
+  } else if (s == VX_OK && r->tiled) {
+    s = bench_tiled(r, &m, cams, nviews, frames, &b, err);
   } else if (s == VX_OK) {
     s = bench_cpu(r, &m, cams, nviews, frames, &b, err);
   }

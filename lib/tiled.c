@@ -4,6 +4,7 @@
 #include "lib/internal.h"
 #include "formats/svo_tiled.h"
 #include "lib/tiled_arena.h"
+#include "marcher/marcher.h"
 
 struct vx_tiled_file {
   vx_tiled *t;
@@ -168,6 +169,23 @@ vx_status vx_tiled_file_load_tile(vx_tiled_file *f, uint64_t i, const vx_read_op
 vx_tiled *vx_tiled_file_reader(vx_tiled_file *f, vx_svo_read_opts *ro) {
   if (ro) *ro = f->ro;
   return f->t;
+}
+
+void vx_tiled_file_shape(const vx_tiled_file *f, vx_octree *out) {
+  const vx_tiled_header *h = vx_tiled_get_header(f->t);
+  *out = *vx_tiled_top(f->t);
+  out->depth = h->depth;
+  out->xf = h->xf;
+  out->band = h->band;
+  out->prune_error = h->prune_error;
+}
+
+void vx_tiled_camera_orbit(const vx_tiled_file *f, double azimuth_deg, double elevation_deg,
+                           double fov_y_deg, vx_camera *cam) {
+  if (!f || !cam) return;
+  vx_octree shape;
+  vx_tiled_file_shape(f, &shape);
+  vx_march_orbit(&shape, azimuth_deg, elevation_deg, fov_y_deg, cam);
 }
 
 vx_status vx_tiled_file_store(vx_tiled_file *f, vx_rs_store **out, vx_error *err) {

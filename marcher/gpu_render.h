@@ -22,6 +22,7 @@
 
 #include "marcher/marcher.h"
 #include "svo/gpu_tree.h"
+#include "marcher/trace_tiled.h"
 
 VX_EXTERN_C_BEGIN
 
@@ -96,6 +97,17 @@ typedef struct vx_gpu_frame_times {
 vx_status vx_gpu_view_draw(vx_gpu_view *g, const vx_octree *t, const vx_march_opts *o,
                            const vx_gpu_config *cfg, uint8_t *rgb, float *depth, uint32_t *visits,
                            vx_gpu_frame_times *times, vx_error *err);
+
+/* ---- tiled trees (trace_tiled.h): the view made from the top tree (vx_tiled_top) ----------- */
+
+/* The tile table (n entries: device pointers of the tiles' resident arrays) and the cell table
+ * (ncells entries) on the device, uploaded again only when they changed. */
+vx_status vx_gpu_view_set_tiles(vx_gpu_view *g, const vx_tile_ref *tiles, size_t n,
+                                const int32_t *cells, size_t ncells, vx_error *err);
+
+/* One frame of a tiled tree: ts (vx_tiled_scene_init) with the view's top tree and tables. */
+vx_status vx_gpu_view_draw_tiled(vx_gpu_view *g, const vx_tiled_scene *ts, uint8_t *rgb,
+                                 float *depth, vx_gpu_frame_times *times, vx_error *err);
 
 vx_status vx_gpu_view_bench(vx_gpu_view *g, const vx_octree *t, const vx_march_opts *o,
                             const vx_camera *views, int nviews, int frames,

@@ -50,6 +50,11 @@ void vx_march_orbit(const vx_octree *t, double azimuth_deg, double elevation_deg
 vx_status vx_render_cpu(const vx_octree *t, const vx_march_opts *o, vx_march_image *img, int threads,
                         vx_error *err);
 
+/* A tiled tree's frame (scene.h: vx_tiled_scene_init, its tile and cell tables host memory). */
+struct vx_tiled_scene;
+vx_status vx_render_cpu_tiled(const struct vx_tiled_scene *ts, vx_march_image *img, int threads,
+                              vx_error *err);
+
 /* GPU render (marcher/render_gpu.cu). VX_ERR_NO_GPU when no CUDA device is usable. */
 vx_status vx_render_gpu(const vx_octree *t, const vx_march_opts *o, vx_march_image *img, vx_error *err);
 

@@ -18,6 +18,7 @@
 
 typedef struct render_job {
   const vx_trace_scene *scene;
+  const vx_tiled_scene *tiled; /* a tiled tree's scene instead (trace_tiled.h), or NULL */
   vx_march_image *img;
   atomic_uint next_row;
 } render_job;
@@ -25,6 +26,7 @@ typedef struct render_job {
 static void *render_worker(void *arg) {
   render_job *job = (render_job *)arg;
   const vx_trace_scene *s = job->scene;
+  const vx_tiled_scene *ts = job->tiled;
   vx_march_image *img = job->img;
   for (;;) {
     uint32_t y0 = atomic_fetch_add(&job->next_row, VX_ROWS_PER_TASK);
@@ -33,7 +35,10 @@ static void *render_worker(void *arg) {
     for (uint32_t y = y0; y < y1; y++)
       for (uint32_t x = 0; x < s->width; x++) {
         vx_pixel p;
-        vx_render_pixel(s, x, y, &p);
+        if (ts)
+          vx_render_pixel_tiled(ts, x, y, &p);
+        else
+          vx_render_pixel(s, x, y, &p);
         size_t i = (size_t)y * s->width + x;
         img->rgb[3 * i + 0] = p.rgb[0];
         img->rgb[3 * i + 1] = p.rgb[1];
@@ -43,6 +48,19 @@ static void *render_worker(void *arg) {
       }
   }
   return NULL;
+}
+
+/* Draws every row of img on `threads` threads. */
+static void run_job(const vx_trace_scene *s, const vx_tiled_scene *ts, vx_march_image *img,
+                    int threads) {
+  uint32_t max_useful = (s->height + VX_ROWS_PER_TASK - 1) / VX_ROWS_PER_TASK;
+  threads = vx_thread_count(threads, max_useful < VX_MAX_THREADS ? (int)max_useful : VX_MAX_THREADS);
+  render_job job;
+  job.scene = s;
+  job.tiled = ts;
+  job.img = img;
+  atomic_init(&job.next_row, 0);
+  vx_parallel(threads, render_worker, &job);
 }
 
 vx_status vx_render_cpu(const vx_octree *t, const vx_march_opts *o, vx_march_image *img, int threads,
@@ -55,12 +73,16 @@ vx_status vx_render_cpu(const vx_octree *t, const vx_march_opts *o, vx_march_ima
                         o->height);
   vx_trace_scene s;
   vx_trace_scene_init(&s, t, o);
-  uint32_t max_useful = (o->height + VX_ROWS_PER_TASK - 1) / VX_ROWS_PER_TASK;
-  threads = vx_thread_count(threads, max_useful < VX_MAX_THREADS ? (int)max_useful : VX_MAX_THREADS);
-  render_job job;
-  job.scene = &s;
-  job.img = img;
-  atomic_init(&job.next_row, 0);
-  vx_parallel(threads, render_worker, &job);
+  run_job(&s, NULL, img, threads);
+  return VX_OK;
+}
+
+vx_status vx_render_cpu_tiled(const vx_tiled_scene *ts, vx_march_image *img, int threads,
+                              vx_error *err) {
+  const vx_trace_scene *s = ts->use_top ? &ts->top : &ts->tile;
+  if (!img || !img->rgb || !img->depth || img->width != s->width || img->height != s->height)
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "render: the image buffer is not allocated for %ux%u", s->width, s->height);
+  run_job(s, ts, img, threads);
   return VX_OK;
 }

@@ -54,6 +54,11 @@ struct vx_gpu_view {
   float *depth;
   uint32_t *visits;
   unsigned int *counter; /* persistent schedule's tile counter */
+  /* a tiled tree's tables (trace_tiled.h) and the host copies they were made from */
+  vx_tile_ref *tiles;
+  int32_t *cells;
+  size_t tiles_cap, cells_cap, tiles_n, cells_n;
+  vx_tile_ref *tiles_host;
   size_t pixels_cap, visits_cap;
   cudaStream_t stream;
   cudaEvent_t ev[2];
@@ -122,12 +127,29 @@ static vx_status gpu_scene(const vx_gpu_view *c, const vx_octree *t, const vx_ma
 
 /* ---- kernels -------------------------------------------------------------------------------- */
 
-__device__ __forceinline__ void store_pixel(const vx_trace_scene &s, uint32_t px, uint32_t py,
+/* The two kinds of scene a kernel draws: a tree's (trace.h) and a tiled tree's (trace_tiled.h). */
+__device__ __forceinline__ void pixel_of(const vx_trace_scene &s, uint32_t px, uint32_t py,
+                                         vx_pixel *p) {
+  vx_render_pixel(&s, px, py, p);
+}
+__device__ __forceinline__ void pixel_of(const vx_tiled_scene &s, uint32_t px, uint32_t py,
+                                         vx_pixel *p) {
+  vx_render_pixel_tiled(&s, px, py, p);
+}
+__host__ __device__ __forceinline__ const vx_trace_scene &frame_of(const vx_trace_scene &s) {
+  return s;
+}
+__host__ __device__ __forceinline__ const vx_trace_scene &frame_of(const vx_tiled_scene &s) {
+  return s.tile; /* the image size and camera (the top scene's are the same) */
+}
+
+template <typename S>
+__device__ __forceinline__ void store_pixel(const S &s, uint32_t px, uint32_t py,
                                             uint8_t *__restrict__ rgb, float *__restrict__ depth,
                                             uint32_t *__restrict__ visits) {
   vx_pixel p;
-  vx_render_pixel(&s, px, py, &p);
-  size_t i = (size_t)py * s.width + px;
+  pixel_of(s, px, py, &p);
+  size_t i = (size_t)py * frame_of(s).width + px;
   rgb[3 * i + 0] = p.rgb[0];
   rgb[3 * i + 1] = p.rgb[1];
   rgb[3 * i + 2] = p.rgb[2];
@@ -144,24 +166,24 @@ __device__ __forceinline__ void store_pixel(const vx_trace_scene &s, uint32_t px
 #endif
 
 /* One thread per pixel. The scene is a kernel parameter (constant bank, no local copy). */
-template <int MINB>
+template <int MINB, typename S>
 __global__ void __launch_bounds__(256, VX_MINB(MINB))
-    vx_kernel_tiled(const vx_trace_scene s, uint8_t *__restrict__ rgb, float *__restrict__ depth,
+    vx_kernel_tiled(const S s, uint8_t *__restrict__ rgb, float *__restrict__ depth,
                     uint32_t *__restrict__ visits) {
   uint32_t px = blockIdx.x * blockDim.x + threadIdx.x;
   uint32_t py = blockIdx.y * blockDim.y + threadIdx.y;
-  if (px >= s.width || py >= s.height) return;
+  if (px >= frame_of(s).width || py >= frame_of(s).height) return;
   store_pixel(s, px, py, rgb, depth, visits);
 }
 
 /* Persistent warps: each warp takes the next 8x4 tile until the counter passes the last one. */
-template <int MINB>
+template <int MINB, typename S>
 __global__ void __launch_bounds__(256, VX_MINB(MINB))
-    vx_kernel_persistent(const vx_trace_scene s, uint8_t *__restrict__ rgb,
-                         float *__restrict__ depth, uint32_t *__restrict__ visits,
-                         unsigned int *__restrict__ counter) {
+    vx_kernel_persistent(const S s, uint8_t *__restrict__ rgb, float *__restrict__ depth,
+                         uint32_t *__restrict__ visits, unsigned int *__restrict__ counter) {
   const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t tiles_x = (s.width + 7u) / 8u, tiles = tiles_x * ((s.height + 3u) / 4u);
+  const uint32_t W = frame_of(s).width, H = frame_of(s).height;
+  const uint32_t tiles_x = (W + 7u) / 8u, tiles = tiles_x * ((H + 3u) / 4u);
   for (;;) {
     unsigned int tile = 0;
     if (lane == 0) tile = atomicAdd(counter, 1u);
@@ -169,7 +191,7 @@ __global__ void __launch_bounds__(256, VX_MINB(MINB))
     if (tile >= tiles) return;
     uint32_t px = (tile % tiles_x) * 8u + (lane & 7u);
     uint32_t py = (tile / tiles_x) * 4u + (lane >> 3);
-    if (px < s.width && py < s.height) store_pixel(s, px, py, rgb, depth, visits);
+    if (px < W && py < H) store_pixel(s, px, py, rgb, depth, visits);
   }
 }
 
@@ -189,24 +211,29 @@ static int minb_for_cap(int cap) {
   return 6;
 }
 
-template <int MINB> static const void *tiled_fn(void) {
-  return (const void *)vx_kernel_tiled<MINB>;
+template <int MINB, typename S> static const void *tiled_fn(void) {
+  return (const void *)vx_kernel_tiled<MINB, S>;
 }
-template <int MINB> static const void *persistent_fn(void) {
-  return (const void *)vx_kernel_persistent<MINB>;
+template <int MINB, typename S> static const void *persistent_fn(void) {
+  return (const void *)vx_kernel_persistent<MINB, S>;
 }
 
-static const void *kernel_fn(int persistent, int minb) {
+template <typename S> static const void *kernel_fn_of(int persistent, int minb) {
   switch (minb) {
-  case 2: return persistent ? persistent_fn<2>() : tiled_fn<2>();
-  case 3: return persistent ? persistent_fn<3>() : tiled_fn<3>();
-  case 4: return persistent ? persistent_fn<4>() : tiled_fn<4>();
-  case 5: return persistent ? persistent_fn<5>() : tiled_fn<5>();
-  case 6: return persistent ? persistent_fn<6>() : tiled_fn<6>();
-  default: return persistent ? persistent_fn<1>() : tiled_fn<1>();
+  case 2: return persistent ? persistent_fn<2, S>() : tiled_fn<2, S>();
+  case 3: return persistent ? persistent_fn<3, S>() : tiled_fn<3, S>();
+  case 4: return persistent ? persistent_fn<4, S>() : tiled_fn<4, S>();
+  case 5: return persistent ? persistent_fn<5, S>() : tiled_fn<5, S>();
+  case 6: return persistent ? persistent_fn<6, S>() : tiled_fn<6, S>();
+  default: return persistent ? persistent_fn<1, S>() : tiled_fn<1, S>();
   }
 }
 
+static const void *kernel_fn(int persistent, int minb) {
+  return kernel_fn_of<vx_trace_scene>(persistent, minb);
+}
+
+template <typename S>
 static vx_status plan_launch(const vx_gpu_view *c, const vx_gpu_config *cfg, uint32_t width,
                              uint32_t height, launch_plan *p, vx_error *err) {
   vx_status st = VX_OK;
@@ -224,7 +251,7 @@ static vx_status plan_launch(const vx_gpu_view *c, const vx_gpu_config *cfg, uin
                         "GPU: block %ux%u: at most 256 threads (a multiple of 32 when persistent)",
                         d.block_w, d.block_h);
   p->minb = minb_for_cap(d.reg_cap);
-  p->fn = kernel_fn(p->persistent, p->minb);
+  p->fn = kernel_fn_of<S>(p->persistent, p->minb);
   if (p->persistent) {
     int per_sm = 0;
     VX_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->fn, (int)threads, 0),
@@ -240,30 +267,31 @@ done:
   return st;
 }
 
-template <int MINB>
-static void launch_minb(const launch_plan *p, const vx_trace_scene &s, const vx_gpu_view *c,
-                        uint32_t *visits, cudaStream_t stream) {
+template <int MINB, typename S>
+static void launch_minb(const launch_plan *p, const S &s, const vx_gpu_view *c, uint32_t *visits,
+                        cudaStream_t stream) {
   if (p->persistent)
-    vx_kernel_persistent<MINB><<<p->grid, p->block, 0, stream>>>(s, c->rgb, c->depth, visits,
-                                                                 c->counter);
+    vx_kernel_persistent<MINB, S><<<p->grid, p->block, 0, stream>>>(s, c->rgb, c->depth, visits,
+                                                                    c->counter);
   else
-    vx_kernel_tiled<MINB><<<p->grid, p->block, 0, stream>>>(s, c->rgb, c->depth, visits);
+    vx_kernel_tiled<MINB, S><<<p->grid, p->block, 0, stream>>>(s, c->rgb, c->depth, visits);
 }
 
 /* Launches one frame (asynchronously) and checks the launch. */
-static vx_status gpu_launch(const vx_gpu_view *c, const launch_plan *p, const vx_trace_scene *s,
+template <typename S>
+static vx_status gpu_launch(const vx_gpu_view *c, const launch_plan *p, const S *s,
                             int with_visits, cudaStream_t stream, vx_error *err) {
   vx_status st = VX_OK;
   uint32_t *visits = with_visits ? c->visits : NULL;
   if (p->persistent)
     VX_CU(cudaMemsetAsync(c->counter, 0, sizeof(unsigned int), stream), "resetting the tile counter");
   switch (p->minb) {
-  case 2: launch_minb<2>(p, *s, c, visits, stream); break;
-  case 3: launch_minb<3>(p, *s, c, visits, stream); break;
-  case 4: launch_minb<4>(p, *s, c, visits, stream); break;
-  case 5: launch_minb<5>(p, *s, c, visits, stream); break;
-  case 6: launch_minb<6>(p, *s, c, visits, stream); break;
-  default: launch_minb<1>(p, *s, c, visits, stream); break;
+  case 2: launch_minb<2, S>(p, *s, c, visits, stream); break;
+  case 3: launch_minb<3, S>(p, *s, c, visits, stream); break;
+  case 4: launch_minb<4, S>(p, *s, c, visits, stream); break;
+  case 5: launch_minb<5, S>(p, *s, c, visits, stream); break;
+  case 6: launch_minb<6, S>(p, *s, c, visits, stream); break;
+  default: launch_minb<1, S>(p, *s, c, visits, stream); break;
   }
   VX_CU(cudaGetLastError(), "launching the ray-marching kernel");
 done:
@@ -301,6 +329,9 @@ extern "C" void vx_gpu_view_free(vx_gpu_view *c) {
   if (c->depth) cudaFree(c->depth);
   if (c->visits) cudaFree(c->visits);
   if (c->counter) cudaFree(c->counter);
+  if (c->tiles) cudaFree(c->tiles);
+  if (c->cells) cudaFree(c->cells);
+  vx_free(c->tiles_host);
   if (c->events) {
     cudaEventDestroy(c->ev[0]);
     cudaEventDestroy(c->ev[1]);
@@ -349,7 +380,7 @@ extern "C" vx_status vx_gpu_view_draw(vx_gpu_view *c, const vx_octree *t, const 
   double t0 = 0.0;
   if ((st = gpu_frame(c, n, visits != NULL, err)) != VX_OK) goto done;
   if ((st = gpu_scene(c, t, o, &s, err)) != VX_OK) goto done;
-  if ((st = plan_launch(c, cfg, o->width, o->height, &p, err)) != VX_OK) goto done;
+  if ((st = plan_launch<vx_trace_scene>(c, cfg, o->width, o->height, &p, err)) != VX_OK) goto done;
   VX_CU(cudaEventRecord(c->ev[0], c->stream), "cudaEventRecord");
   if ((st = gpu_launch(c, &p, &s, visits != NULL, c->stream, err)) != VX_OK) goto done;
   VX_CU(cudaEventRecord(c->ev[1], c->stream), "cudaEventRecord");
@@ -360,6 +391,78 @@ extern "C" vx_status vx_gpu_view_draw(vx_gpu_view *c, const vx_octree *t, const 
   if (depth && (st = copy_out(c, depth, c->depth, n * sizeof(float), err)) != VX_OK) goto done;
   if (visits && (st = copy_out(c, visits, c->visits, n * sizeof(uint32_t), err)) != VX_OK)
     goto done;
+  if (times) {
+    times->ms_kernel = ms;
+    times->ms_copy = (vx_clock_seconds() - t0) * 1e3;
+  }
+done:
+  return st;
+}
+
+extern "C" vx_status vx_gpu_view_set_tiles(vx_gpu_view *c, const vx_tile_ref *tiles, size_t n,
+                                          const int32_t *cells, size_t ncells, vx_error *err) {
+  vx_status st = VX_OK;
+  if (n > c->tiles_cap) {
+    if (c->tiles) cudaFree(c->tiles);
+    vx_free(c->tiles_host);
+    c->tiles = NULL;
+    c->tiles_cap = 0;
+    c->tiles_n = 0;
+    c->tiles_host = (vx_tile_ref *)vx_malloc(n * sizeof *tiles);
+    if (!c->tiles_host) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    VX_CU(cudaMalloc((void **)&c->tiles, n * sizeof *tiles), "allocating the tile table");
+    c->tiles_cap = n;
+  }
+  if (ncells > c->cells_cap) {
+    if (c->cells) cudaFree(c->cells);
+    c->cells = NULL;
+    c->cells_cap = 0;
+    VX_CU(cudaMalloc((void **)&c->cells, ncells * sizeof *cells), "allocating the cell table");
+    c->cells_cap = ncells;
+    c->cells_n = 0;
+  }
+  if (n != c->tiles_n || memcmp(c->tiles_host, tiles, n * sizeof *tiles) != 0) {
+    VX_CU(cudaMemcpy(c->tiles, tiles, n * sizeof *tiles, cudaMemcpyHostToDevice),
+          "uploading the tile table");
+    memcpy(c->tiles_host, tiles, n * sizeof *tiles);
+    c->tiles_n = n;
+  }
+  if (ncells != c->cells_n) { /* the cells of one file never change */
+    VX_CU(cudaMemcpy(c->cells, cells, ncells * sizeof *cells, cudaMemcpyHostToDevice),
+          "uploading the cell table");
+    c->cells_n = ncells;
+  }
+done:
+  return st;
+}
+
+extern "C" vx_status vx_gpu_view_draw_tiled(vx_gpu_view *c, const vx_tiled_scene *ts,
+                                            uint8_t *rgb, float *depth,
+                                            vx_gpu_frame_times *times, vx_error *err) {
+  vx_status st = VX_OK;
+  const vx_trace_scene *f = &ts->tile;
+  if (!rgb) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no image memory");
+  if (!c->tiles || !c->cells)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the tiled tree's tables are not set");
+  size_t n = (size_t)f->width * f->height;
+  vx_tiled_scene s = *ts;
+  launch_plan p;
+  float ms = 0.0f;
+  double t0 = 0.0;
+  s.tiles = c->tiles;
+  s.cells = c->cells;
+  s.top.nodes = c->tree.nodes;
+  s.top.levels_loaded = c->tree.levels;
+  if ((st = gpu_frame(c, n, 0, err)) != VX_OK) goto done;
+  if ((st = plan_launch<vx_tiled_scene>(c, NULL, f->width, f->height, &p, err)) != VX_OK) goto done;
+  VX_CU(cudaEventRecord(c->ev[0], c->stream), "cudaEventRecord");
+  if ((st = gpu_launch(c, &p, &s, 0, c->stream, err)) != VX_OK) goto done;
+  VX_CU(cudaEventRecord(c->ev[1], c->stream), "cudaEventRecord");
+  VX_CU(cudaEventSynchronize(c->ev[1]), "running the ray-marching kernel");
+  VX_CU(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]), "cudaEventElapsedTime");
+  t0 = vx_clock_seconds();
+  if ((st = copy_out(c, rgb, c->rgb, n * 3, err)) != VX_OK) goto done;
+  if (depth && (st = copy_out(c, depth, c->depth, n * sizeof(float), err)) != VX_OK) goto done;
   if (times) {
     times->ms_kernel = ms;
     times->ms_copy = (vx_clock_seconds() - t0) * 1e3;
@@ -442,7 +545,7 @@ extern "C" vx_status vx_gpu_view_bench(vx_gpu_view *c, const vx_octree *t, const
     ov.cam = views[v];
     if ((st = gpu_scene(c, t, &ov, &scenes[v], err)) != VX_OK) goto done;
   }
-  if ((st = plan_launch(c, cfg, o->width, o->height, &p, err)) != VX_OK) goto done;
+  if ((st = plan_launch<vx_trace_scene>(c, cfg, o->width, o->height, &p, err)) != VX_OK) goto done;
   VX_CU(cudaFuncGetAttributes(&fa, p.fn), "cudaFuncGetAttributes");
 
   /* Warm-up: every view once (module load, caches, clocks). */

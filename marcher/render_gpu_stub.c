@@ -77,3 +77,23 @@ vx_status vx_gpu_view_bench(vx_gpu_view *g, const vx_octree *t, const vx_march_o
   (void)g;
   return vx_gpu_bench(t, o, views, nviews, frames, cfg, r, err);
 }
+
+vx_status vx_gpu_view_set_tiles(vx_gpu_view *g, const vx_tile_ref *tiles, size_t n,
+                                const int32_t *cells, size_t ncells, vx_error *err) {
+  (void)g;
+  (void)tiles;
+  (void)n;
+  (void)cells;
+  (void)ncells;
+  return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
+}
+
+vx_status vx_gpu_view_draw_tiled(vx_gpu_view *g, const vx_tiled_scene *ts, uint8_t *rgb,
+                                 float *depth, vx_gpu_frame_times *times, vx_error *err) {
+  (void)g;
+  (void)ts;
+  (void)rgb;
+  (void)depth;
+  (void)times;
+  return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
+}

@@ -92,9 +92,9 @@ vx_status vx_render_check(const vx_octree *t, const vx_march_opts *o, vx_error *
   return VX_OK;
 }
 
-vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_octree *t, const vx_march_opts *o) {
+/* The scene of tree t (any depth: checked by the caller) for options o. */
+static void scene_fill(vx_trace_scene *s, const vx_octree *t, const vx_march_opts *o) {
   memset(s, 0, sizeof *s);
-  if (vx_render_check(t, o, NULL) != VX_OK) return VX_ERR_INVALID_ARG;
   const vx_camera *c = &o->cam;
   double f[3], r[3], u[3];
   camera_frame(c, f, r, u);
@@ -139,6 +139,46 @@ vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_octree *t, const vx_ma
   double M = 2.0 * (double)(1u << t->depth);
   for (int i = 0; i < 3; i++) M += fabs((double)s->eye[i]);
   s->cull_eps = (float)(ldexp(M, -19) * (1.0 + 2.0 * (double)t->band));
+}
+
+vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_octree *t, const vx_march_opts *o) {
+  memset(s, 0, sizeof *s);
+  if (vx_render_check(t, o, NULL) != VX_OK) return VX_ERR_INVALID_ARG;
+  scene_fill(s, t, o);
+  return VX_OK;
+}
+
+vx_status vx_tiled_scene_init(vx_tiled_scene *ts, const vx_octree *top, uint32_t tile_depth,
+                              const vx_march_opts *o, vx_error *err) {
+  memset(ts, 0, sizeof *ts);
+  const uint32_t D = top->depth, T = tile_depth, K = D - T;
+  if (T < VX_MIN_DEPTH || T > VX_MAX_DEPTH || T >= D || K > VX_TILED_MAX_GRID_BITS ||
+      top->levels_loaded != K + 1 || !top->nodes)
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "render: a tiled tree of %u levels in tiles of %u: at most 2^%d tiles per "
+                        "axis are drawn", D, T, VX_TILED_MAX_GRID_BITS);
+  if (o->lod != VX_LOD_AUTO && (o->lod < 0 || o->lod > (int)D))
+    return vx_error_set(err, VX_ERR_INVALID_ARG,
+                        "level of detail %d outside 0..%u (the tree's depth) or auto", o->lod, D);
+  /* a tile's shape in the whole tree's grid: the camera, size and shading checks of any tree */
+  vx_octree shape = *top;
+  shape.depth = T;
+  shape.levels_loaded = T + 1;
+  vx_march_opts ot = *o;
+  if (ot.lod != VX_LOD_AUTO) ot.lod = o->lod > (int)K ? o->lod - (int)K : 0;
+  vx_status st = vx_render_check(&shape, &ot, err);
+  if (st != VX_OK) return st;
+  scene_fill(&ts->tile, &shape, &ot);
+  scene_fill(&ts->top, top, o);
+  ts->top.voxels = NULL;
+  ts->tile.nodes = NULL;
+  ts->tile.voxels = NULL;
+  ts->tile.node_color = ts->tile.voxel_color = ts->top.node_color = ts->top.voxel_color = NULL;
+  ts->tile.holes = ts->top.holes = 0;
+  /* culling's round-off: coordinates as large as the whole grid's (the eye is in it) */
+  ts->tile.cull_eps = ts->top.cull_eps;
+  ts->grid_bits = K;
+  ts->use_top = o->lod != VX_LOD_AUTO && o->lod <= (int)K;
   return VX_OK;
 }
 

@@ -8,7 +8,7 @@
 #define VOXLOD_MARCHER_SCENE_H
 
 #include "marcher/marcher.h"
-#include "marcher/trace.h"
+#include "marcher/trace_tiled.h"
 
 VX_EXTERN_C_BEGIN
 
@@ -24,6 +24,13 @@ vx_status vx_render_check(const vx_octree *t, const vx_march_opts *o, vx_error *
  * arrays (colour NULL for a grey tree; holes set whenever there is colour).
  * Returns VX_ERR_INVALID_ARG (and leaves s unusable) when o does not pass vx_render_check. */
 vx_status vx_trace_scene_init(vx_trace_scene *s, const vx_octree *t, const vx_march_opts *o);
+
+/* The scene of a tiled tree (trace_tiled.h): top is its top tree as a tree of depth D (K + 1
+ * levels of nodes, the whole grid's transform and band), its tiles of depth tile_depth (K = D -
+ * tile_depth <= VX_TILED_MAX_GRID_BITS); o's lod in [VX_LOD_AUTO, D]. The tile and cell tables are
+ * left NULL for the caller (host or device copies). VX_ERR_INVALID_ARG as vx_render_check. */
+vx_status vx_tiled_scene_init(vx_tiled_scene *ts, const vx_octree *top, uint32_t tile_depth,
+                              const vx_march_opts *o, vx_error *err);
 
 VX_EXTERN_C_END
 

@@ -98,9 +98,21 @@ typedef struct vx_trace_hit {
 /* Traces a ray in grid space: origin o, unit direction d. Fills h; returns h->hit. */
 VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_in[3],
                        vx_trace_hit *h);
+/* The same continuing a walk that crossed other trees before (a tiled tree's tiles, along the
+ * same ray parameter t): *cs (trace_cull.h) is the crack state the last one left, {-1, 0, 0}
+ * before any, and on a miss the state this one leaves. */
+struct vx_crack_state;
+VX_HD int vx_trace_ray_cs(const vx_trace_scene *s, const float o[3], const float d_in[3],
+                          vx_trace_hit *h, struct vx_crack_state *cs);
 
-/* Renders one pixel (px right, py down from the top-left). */
+/* Renders one pixel (px right, py down from the top-left): vx_pixel_ray, vx_trace_ray from the
+ * eye, vx_shade_hit. */
 VX_HD void vx_render_pixel(const vx_trace_scene *s, uint32_t px, uint32_t py, vx_pixel *out);
+/* The unit direction (grid space) of pixel (px, py)'s ray from s->eye. */
+VX_HD void vx_pixel_ray(const vx_trace_scene *s, uint32_t px, uint32_t py, float d[3]);
+/* The pixel of a traced ray of direction d: shading, depth and visits (step 6 above). */
+VX_HD void vx_shade_hit(const vx_trace_scene *s, const float d[3], const vx_trace_hit *h,
+                        vx_pixel *out);
 
 /* ==== implementation ========================================================================= */
 

@@ -36,16 +36,28 @@ VX_HD uint8_t vx_to_srgb8(float v) {
   return (uint8_t)(sqrtf(v) * 255.0f + 0.5f);
 }
 
-/* vx_render_pixel (declared in trace.h). */
-VX_HD void vx_render_pixel(const vx_trace_scene *s, uint32_t px, uint32_t py, vx_pixel *out) {
-  float d[3];
+/* The unit direction of pixel (px, py)'s ray (declared in trace.h). */
+VX_HD void vx_pixel_ray(const vx_trace_scene *s, uint32_t px, uint32_t py, float d[3]) {
   VX_UNROLL
   for (int i = 0; i < 3; i++) d[i] = s->dir00[i] + (float)px * s->du[i] + (float)py * s->dv[i];
   float il = 1.0f / sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
   VX_UNROLL
   for (int i = 0; i < 3; i++) d[i] *= il;
+}
+
+/* vx_render_pixel (declared in trace.h). */
+VX_HD void vx_render_pixel(const vx_trace_scene *s, uint32_t px, uint32_t py, vx_pixel *out) {
+  float d[3];
+  vx_pixel_ray(s, px, py, d);
   vx_trace_hit h;
   vx_trace_ray(s, s->eye, d, &h);
+  vx_shade_hit(s, d, &h, out);
+}
+
+/* vx_shade_hit (declared in trace.h). */
+VX_HD void vx_shade_hit(const vx_trace_scene *s, const float d[3], const vx_trace_hit *hp,
+                        vx_pixel *out) {
+  const vx_trace_hit h = *hp;
   out->visits = h.visits;
   if (!h.hit) {
     out->rgb[0] = VX_BG_R;

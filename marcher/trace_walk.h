@@ -109,9 +109,9 @@ VX_HD int vx_final_cell_at(const vx_trace_scene *s, const float inv[3], const fl
   return 0;
 }
 
-/* vx_trace_ray (declared in trace.h): steps 1-4 at the top of this file. */
-VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_in[3],
-                       vx_trace_hit *h) {
+/* vx_trace_ray_cs (declared in trace.h): steps 1-4 at the top of this file. */
+VX_HD int vx_trace_ray_cs(const vx_trace_scene *s, const float o[3], const float d_in[3],
+                          vx_trace_hit *h, vx_crack_state *cs_io) {
   const uint32_t D = s->depth;
   const uint32_t R = 1u << D;
   const float Rf = (float)R;
@@ -167,11 +167,16 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
       VX_UNROLL
       for (int i = 0; i < 3; i++) rtx0[i] = tx0[i];
       float v0, v1;
-      h->hit = vx_trace_cell(s, o, d, 0, cmin, Rf, t0, t1, rtx0, &node, 0, 0, 1, &v1, &v0, h);
+      const int crack = VX_CRACK_ARMED(*cs_io, t0);
+      h->hit = vx_trace_cell(s, o, d, 0, cmin, Rf, t0, t1, rtx0, &node, 0, crack, 1, &v1, &v0, h);
       if (h->hit && s->holes && vx_tr_is_hole(s, 0, 0)) h->hit = 0; /* the only cell: a hole */
       h->cell = 0;
       h->level = 0;
-      if (!h->hit) h->t = INFINITY;
+      if (!h->hit) {
+        h->t = INFINITY;
+        cs_io->t1 = t1;
+        cs_io->v1 = v1;
+      }
       return h->hit;
     }
   }
@@ -196,7 +201,7 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
     pos[i] = bit * S;
   }
 
-  vx_crack_state cs = {-1.0f, 0.0f, 0}; /* nothing before the first cell */
+  vx_crack_state cs = *cs_io; /* nothing before the first cell, or the last tile's exit */
   int hit = 0;                            /* the cell being visited is hit */
   const uint32_t lanes = VX_WARP_LANES();
   for (uint32_t iter = 0; iter < (1u << 26); iter++) {
@@ -328,7 +333,10 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
   /* The lanes that walked together leave the loop together: the compiler does not reconverge
    * them at its exit by itself (measured: the refinement below ran with 4 of 32 lanes). */
   VX_WARP_JOIN(lanes);
-  if (!hit) return 0;
+  if (!hit) {
+    *cs_io = cs;
+    return 0;
+  }
 
   /* The hit cell, once more with the root refinement and the normal: the loop's state still
    * describes it (the break left it as it was), and every lane of a warp that hits runs this
@@ -352,6 +360,12 @@ VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_
     if (!h->hit) h->t = INFINITY; /* cannot happen: the same branches as in the loop */
   }
   return h->hit;
+}
+
+VX_HD int vx_trace_ray(const vx_trace_scene *s, const float o[3], const float d_in[3],
+                       vx_trace_hit *h) {
+  vx_crack_state cs = {-1.0f, 0.0f, 0}; /* nothing before the first cell */
+  return vx_trace_ray_cs(s, o, d_in, h, &cs);
 }
 
 #endif

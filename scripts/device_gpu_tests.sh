@@ -10,6 +10,7 @@
 #
 #   bash scripts/device_gpu_tests.sh [STEP ...]
 #   steps: tests sass bunny dragon dragon4k color gpubuild zoom perf variants trees versus big lib ncu
+#   viewer tiledrender
 #   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU
 #   build; `zoom` repeats the dragons filling the frame; `perf` times every model framed and zoomed
 #   with the kernel variants, 50 frames; `variants` does the same against a base build, with the
@@ -290,6 +291,31 @@ for s in $steps; do
       --res 8192 --gpu -q 2>&1 | tail -n 2
     timeout 200 python3 bench/viewer_bench.py $B/voxlod /tmp/vx/dragon8192.svo --gpu --frames 300 \
       --warmup 30 --label "dragon 8192^3" | tee -a "$OUT/viewer_bench.md"
+    ;;
+  tiledrender)
+    # A tree past 16384^3 drawn within a GPU memory budget: the dragon at 32768^3 (8 tiles of
+    # 16384^3) converted on this machine's GPUs, then `bench` at 1080p from one view with budgets
+    # that force eviction (the kernel, CUDA events, median of 50 frames, after the tiles the view
+    # wants are read), and the viewer served over its websocket with tiles streamed while the
+    # camera orbits (frames never wait for a tile).
+    stamp "dragon 32768^3 tiled: convert"
+    export PYTHONPATH=$PWD/$D/pylib PYTHONUNBUFFERED=1
+    [ -f /tmp/vx/dragon32k.svo ] || /usr/bin/time -f "%e s, %M KiB peak" timeout 300 $B/voxlod \
+      convert $D/dragon.ply /tmp/vx/dragon32k.svo --res 32768 --gpus all -q 2>&1 | tail -n 2
+    $B/voxlod stats /tmp/vx/dragon32k.svo 2>&1 | head -n 4
+    for b in ${VX_BUDGETS:-2G 8G 24G}; do
+      stamp "bench --budget $b"
+      timeout 240 $B/voxlod bench /tmp/vx/dragon32k.svo --gpu --size 1920x1080 --frames 50 --views 1 \
+        --lod 15,auto --budget "$b" 2>&1 | tee -a "$OUT/tiled_render.txt"
+    done
+    timeout 120 $B/voxlod render /tmp/vx/dragon32k.svo "$OUT/dragon32k_2G.png" --gpu --size 1920x1080 \
+      --budget 2G 2>&1 | tee -a "$OUT/tiled_render.txt"
+    stamp "viewer --budget"
+    for b in ${VX_VIEW_BUDGETS:-2G 8G}; do
+      timeout 240 python3 bench/viewer_bench.py $B/voxlod /tmp/vx/dragon32k.svo --gpu --frames 300 \
+        --warmup 30 --sizes 1920x1080 --budget "$b" --label "dragon 32768^3, budget $b" |
+        tee -a "$OUT/viewer_bench.md"
+    done
     ;;
   ncu)
     # Nsight Compute on one frame (view 0, zoomed dragon 4096^3) of the base and of this build:

@@ -25,6 +25,17 @@ int vx_gpu_device_count(void) {
   return n;
 }
 
+vx_status vx_gpu_memory(uint64_t *free_bytes, uint64_t *total_bytes, vx_error *err) {
+  vx_status st = VX_OK;
+  size_t f = 0, t = 0;
+  if (vx_gpu_device_count() <= 0) return vx_error_set(err, VX_ERR_NO_GPU, "GPU: no CUDA device");
+  VX_CU(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+  *free_bytes = f;
+  *total_bytes = t;
+done:
+  return st;
+}
+
 vx_status vx_gpu_use_device(int device, vx_error *err) {
   const int n = vx_gpu_device_count();
   if (device < 0 || device >= n)

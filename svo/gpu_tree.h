@@ -48,6 +48,8 @@ void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out);
  * thread's CUDA work goes to from now on (VX_ERR_NO_GPU without it). A build that spreads work
  * over several GPUs gives each of its threads one. */
 int vx_gpu_device_count(void);
+/* Free and total memory of the current device (VX_ERR_NO_GPU without one). */
+vx_status vx_gpu_memory(uint64_t *free_bytes, uint64_t *total_bytes, vx_error *err);
 vx_status vx_gpu_use_device(int device, vx_error *err);
 
 VX_EXTERN_C_END

@@ -35,6 +35,11 @@ void vx_gpu_resident_tree(const vx_gpu_resident *g, vx_gpu_tree *out) {
 
 int vx_gpu_device_count(void) { return 0; }
 
+vx_status vx_gpu_memory(uint64_t *free_bytes, uint64_t *total_bytes, vx_error *err) {
+  *free_bytes = *total_bytes = 0;
+  return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
+}
+
 vx_status vx_gpu_use_device(int device, vx_error *err) {
   return vx_error_set(err, VX_ERR_NO_GPU, "GPU %d: this voxlod was built without CUDA", device);
 }

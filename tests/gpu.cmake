@@ -29,6 +29,9 @@ if(VOXLOD_HAVE_CUDA)
   # Tiles built on the GPU against the CPU's tiles and the untiled tree, byte for byte.
   vx_add_test(test_gpu_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_tiled.c LIBS vx_lib
               LABELS gpu)
+  # Tiled trees drawn on the GPU: the CPU's images, the joined tree's, within a budget.
+  vx_add_test(test_gpu_render_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_render_tiled.c
+              LIBS vx_lib LABELS gpu)
   # The GPU build against the CPU build, byte for byte.
   vx_add_test(test_gpu_build SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_build.c
               LIBS vx_voxelizer vx_formats Threads::Threads LABELS gpu)

@@ -75,7 +75,7 @@ file(WRITE ${OUT}/render_gpu.ptxas.txt "${report}")
 
 file(READ ${OUT}/render_gpu.ptx ptx)
 # the default kernel: vx_kernel_tiled<1>
-string(REGEX MATCH "\\.entry _Z15vx_kernel_tiledILi1EE[^\n]*\n.*" body "${ptx}")
+string(REGEX MATCH "\\.entry _Z15vx_kernel_tiledILi1E14vx_trace_scene[^\n]*\n.*" body "${ptx}")
 string(FIND "${body}" "\n}\n" end)
 string(SUBSTRING "${body}" 0 ${end} body)
 string(REGEX MATCHALL "ld\\.global\\.nc\\.v4\\.u32" nc4 "${body}")
@@ -87,7 +87,7 @@ if(n_nc4 LESS 1 OR n_plain4 GREATER 0)
   message(FATAL_ERROR "node fetches are not 128-bit read-only loads")
 endif()
 
-string(REGEX MATCH "Function properties for _Z15vx_kernel_tiledILi1EE[^\n]*\n[^\n]*\n[^\n]*" props "${report}")
+string(REGEX MATCH "Function properties for _Z15vx_kernel_tiledILi1E14vx_trace_scene[^\n]*\n[^\n]*\n[^\n]*" props "${report}")
 message(STATUS "${props}")
 string(REGEX MATCH "([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads" m "${props}")
 if(NOT m)

@@ -14,3 +14,7 @@ vx_add_test(test_marcher_cull SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_c
             LIBS vx_marcher vx_voxelizer vx_formats)
 vx_add_test(test_marcher_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_marcher_color.c
             LIBS vx_marcher)
+# Tiled trees drawn tile by tile within a memory budget (vx_renderer_create_tiled): the joined
+# tree's images at 256^3 in tiles of 64^3, eviction to coarse levels, streaming, and 32768^3
+# against a brute-force ray cast of the mesh.
+vx_add_test(test_render_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_render_tiled.c LIBS vx_lib)

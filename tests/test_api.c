@@ -253,7 +253,7 @@ static void api_option_struct_sizes(void) {
   vx_frame_stats fs;
   memset(&fs, 0, sizeof fs);
   CHECK_MSG(vx_render(r, NULL, rgb, depth, &fs, &e) == VX_OK, "%s", e.msg);
-  CHECK(fs.pixels_hit > 10000 && fs.struct_size == sizeof fs);
+  CHECK(fs.pixels_hit > 10000 && fs.struct_size == 40); /* the first layout's: the caller said 0 */
   free(rgb);
   free(depth);
   vx_renderer_free(r);

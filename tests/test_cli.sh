@@ -108,7 +108,16 @@ if "$VOXLOD" convert "$T/needle.obj" "$T/n32.svo" --res 32768 -q &&
 else
   bad "32768^3 tiled: stats tile by tile (table and JSON)"; cat "$T/n32.txt"
 fi
-expect_fail "render of a 32768^3 tiled tree refused" "finer than one tree holds" "$VOXLOD" render "$T/n32.svo" "$T/n32.png"
+# render draws it tile by tile within a budget; mesh still needs one tree
+if "$VOXLOD" render "$T/n32.svo" "$T/n32.png" --cpu --size 160x120 --lod auto --budget 1M 2>"$T/n32r.txt" &&
+   grep -q "lod auto, CPU, .* ms, [0-9.]*% of pixels hit" "$T/n32r.txt" &&
+   grep -q "tiles: [0-9]* of 8 finer than the coarse level .* resident of a 1.00 MiB budget" "$T/n32r.txt"; then
+  ok "render of a 32768^3 tiled tree, tile by tile within --budget"
+else
+  bad "render of a 32768^3 tiled tree, tile by tile within --budget"; cat "$T/n32r.txt"
+fi
+expect_fail "render --budget on an untiled file refused" "applies to a tiled" "$VOXLOD" render "$T/b.svo" "$T/x.png" --budget 1M
+expect_fail "mesh of a 32768^3 tiled tree refused" "finer than one tree holds" "$VOXLOD" mesh "$T/n32.svo" "$T/n32.ply"
 # distance queries on tiled files, tile by tile: past 16384^3 always, up to it with --tiles
 if "$VOXLOD" bench "$T/n32.svo" --sample 2000 --reps 1 --cpu --json |
      python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["tiled"] and d["resolution"] == 32768 and d["points"] == 2000 and d["points_per_s"] > 0 and d["fraction_near"] > 0.3' &&

@@ -210,6 +210,55 @@ static void damage_is_refused(void) {
   free(d);
 }
 
+/* A partial tile read (max_level < tile depth) reads the tile's header and the sections it
+ * decodes, not the whole tile: every byte changed in that prefix is refused, a byte changed after
+ * it leaves the same levels (a full read of that tile is refused). */
+static void partial_reads_read_a_prefix(void) {
+  size_t n = 0;
+  uint8_t *d = small_file(&n);
+  vx_error e;
+  vx_tiled *t = NULL;
+  CHECK(d && vx_tiled_open_memory(d, n, NULL, &t, &e) == VX_OK);
+  uint64_t refused = 0, kept = 0, wrong = 0;
+  for (uint64_t i = 0; t && i < vx_tiled_tile_count(t); i++) {
+    const vx_tile_entry *en = vx_tiled_tile(t, i);
+    vx_octree h, ref, got;
+    vx_svo_file_info fi;
+    CHECK(vx_tiled_tile_header(t, i, &h, &fi, &e) == VX_OK);
+    for (int L = 0; L < (int)vx_tiled_get_header(t)->tile_depth; L++) {
+      uint64_t prefix = fi.header_bytes;
+      for (int l = 0; l <= L; l++) prefix += fi.level_disk_bytes[l];
+      vx_svo_read_opts ro = {L, 0};
+      CHECK(vx_tiled_read_tile(t, i, &ro, &ref, &e) == VX_OK && ref.levels_loaded == (uint32_t)L + 1);
+      for (uint64_t b = 0; b < en->length; b++) {
+        uint8_t *at = d + en->offset + b;
+        const uint8_t keep = *at;
+        *at ^= 0x21;
+        vx_status s = vx_tiled_read_tile(t, i, &ro, &got, &e);
+        if (b < prefix) {
+          refused += s != VX_OK;
+          wrong += s == VX_OK;
+        } else {
+          kept += s == VX_OK;
+          wrong += s != VX_OK || got.node_count != ref.node_count ||
+                   memcmp(got.nodes, ref.nodes, ref.node_count * sizeof(vx_node)) != 0;
+          vx_octree full;
+          wrong += vx_tiled_read_tile(t, i, NULL, &full, &e) == VX_OK; /* the whole tile: damaged */
+          vx_octree_free(&full);
+        }
+        if (s == VX_OK) vx_octree_free(&got);
+        *at = keep;
+      }
+      vx_octree_free(&ref);
+    }
+  }
+  printf("partial tile reads: %llu changed bytes in the prefix refused, %llu after it unread\n",
+         (unsigned long long)refused, (unsigned long long)kept);
+  CHECK(wrong == 0 && refused > 0 && kept > 0);
+  vx_tiled_close(t);
+  free(d);
+}
+
 /* Rewrites the header record (and the directory with `dir_edit`) with valid frames and checks,
  * as a forger would: the semantic checks must refuse what the checksums cannot. */
 typedef void (*edit_fn)(uint8_t *hdr, uint8_t *dirr, uint64_t K, uint64_t ntiles);
@@ -373,6 +422,7 @@ int main(void) {
   RUN(tiled_equals_untiled);
   RUN(bytes_do_not_depend_on_threads);
   RUN(damage_is_refused);
+  RUN(partial_reads_read_a_prefix);
   RUN(forgeries_are_refused);
   RUN(merge_refuses_other_builds);
   char cmd[300];

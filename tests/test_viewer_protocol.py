@@ -15,6 +15,7 @@ import re
 import shutil
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -607,6 +608,48 @@ def test_token(voxlod, tree, tmp, device):
         srv.stop()
 
 
+def test_tiled(voxlod, data, tmp, device):
+    """A tiled tree served tile by tile within --budget: frames come at once, drawn partly from
+    coarse levels while tiles load in the background, and the view is drawn again by itself until
+    no tile is missing; then its PNG is the untiled tree's image of the same view."""
+    tiled = os.path.join(tmp, "tiled.svo")
+    subprocess.run([voxlod, "convert", os.path.join(data, "bunny_res4.ply"), tiled, "--res", "256",
+                    "--tile-depth", "6", "-q"], check=True)
+    plain = make_tree(voxlod, data, tmp, res=256)
+    pngs = []
+    for path, args in [(tiled, ["--budget", "1M"]), (plain, [])]:
+        srv = Server(voxlod, path, device, *args, tmp=tmp, name="tiled")
+        try:
+            t = Tab(srv)
+            check(t.info["depth"] == 8 and len(t.info["levels"]) == 9,
+                  "a tiled tree's first message describes its 9 levels", str(t.info["depth"]))
+            seq = t.view(320, 240, extra="lod=finest")
+            hdr, _ = t.frame(seq=seq)
+            pending, frames, t0 = hdr.get("tiles_pending", 0), 1, time.time()
+            while pending and time.time() - t0 < 20:
+                hdr, _ = t.frame(seq=seq)
+                pending = hdr["tiles_pending"]
+                frames += 1
+            check(pending == 0, "the view is drawn again until its tiles are resident (%d frames)"
+                  % frames, str(hdr))
+            if args:
+                check(frames > 1 and 0 < hdr["resident"] <= 1 << 20,
+                      "a 1 MiB budget: tiles streamed, what is resident within it", str(hdr))
+                check("tiles drawn within a 1.00 MiB budget" in srv.stderr(),
+                      "the server reports the budget")
+            t.send("png")
+            _, body = t.frame(kind="png")
+            pngs.append(png_pixels(body))
+            t.close()
+        finally:
+            srv.stop()
+    (w, h, a), (_, _, b) = pngs
+    differ = sum(1 for i in range(0, len(a), 3) if a[i:i + 3] != b[i:i + 3]) / (w * h)
+    off = object_fraction(w, h, a)
+    # the far tiles keep coarser levels within 1 MiB: their planes differ from the voxels
+    check(0.03 < off and differ < 0.25, "the tiled view shows the model (%.3f differs)" % differ)
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
@@ -651,6 +694,9 @@ def main():
               "the server encodes on 3 threads and never fell back to one piece")
         test_stats(stats)
         test_token(voxlod, tree, tmp, device)
+        t0 = time.time()
+        test_tiled(voxlod, data, tmp, device)
+        print("     (tiled: %.1fs)" % (time.time() - t0), flush=True)
     finally:
         if srv.alive():
             srv.stop()

@@ -37,6 +37,9 @@ static const char *bench_help =
     "  --gpu | --cpu   the renderer (default: the GPU when usable, else the CPU)\n"
     "  --threads N     CPU renderer threads (default: all cores)\n"
     "  --mem-limit SIZE  refuse a file whose decoded size exceeds SIZE (default: 80% of memory)\n"
+    "  --budget SIZE   a tiled file drawn tile by tile within SIZE of GPU memory (host memory on\n"
+    "                  the CPU): as `render --budget`; files finer than 16384^3 always are. The\n"
+    "                  warm-up reads every view's tiles; the table adds what is resident\n"
     "  --json          one JSON document on stdout instead of the table\n"
     "  --sample N      time N distance queries instead (see voxlod bench --sample 1 --help)\n";
 
@@ -72,7 +75,9 @@ int vx_cmd_bench(int argc, char **argv) {
   double zoom = 1.0, elevation = 20.0;
   uint64_t mem_limit = 0;
   int json = 0, gpu = 0, cpu = 0;
-  vx_opt o[13];
+  vx_opt o[14];
+  uint64_t budget = 0;
+  int have_budget = 0;
   int n = 0;
   o[n++] = vx_cli_opt("--size", VX_OPT_SIZE, size, 1, 32768, "WxH");
   o[n++] = vx_cli_opt("--frames", VX_OPT_U32, &frames, 1, 100000, "a count");
@@ -85,6 +90,8 @@ int vx_cmd_bench(int argc, char **argv) {
   o[n++] = vx_cli_opt("--threads", VX_OPT_U32, &threads, 0, 1024, "a thread count, 0: all cores");
   o[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1, 9.2e18, "a size such as 8G");
   o[n++] = vx_cli_opt("--json", VX_OPT_FLAG, &json, 0, 0, NULL);
+  o[n] = vx_cli_opt("--budget", VX_OPT_BYTES, &budget, 1048576.0, 1.8e16, "a size such as 2G");
+  o[n++].seen = &have_budget;
   memset(&o[n], 0, sizeof o[n]);
   const char *pos[1];
   int npos;
@@ -98,12 +105,14 @@ int vx_cmd_bench(int argc, char **argv) {
   vx_error e;
   memset(&e, 0, sizeof e);
   vx_tree *t = NULL;
+  vx_tiled_file *tf = NULL;
   vx_tree_info ti;
-  if ((r = vx_cli_open_tree("bench", in, 0, mem_limit, -1, &t, &ti)) != 0) return r;
+  if ((r = vx_cli_open_any("bench", in, -1, mem_limit, have_budget, &t, &tf, &ti)) != 0) return r;
   int lods[32];
   int nl = parse_lods(lod_list, ti.depth, lods, 32);
   if (nl <= 0) {
     vx_tree_free(t);
+    vx_tiled_file_close(tf);
     return vx_cli_usage_error("bench", "bad --lod '%s' (levels 0..%u, auto, all)", lod_list,
                               ti.depth);
   }
@@ -114,6 +123,7 @@ int vx_cmd_bench(int argc, char **argv) {
     free(views);
     free(rgb);
     vx_tree_free(t);
+    vx_tiled_file_close(tf);
     e.status = VX_ERR_NOMEM;
     snprintf(e.msg, sizeof e.msg, "out of memory");
     return vx_cli_fail("bench", &e);
@@ -124,9 +134,11 @@ int vx_cmd_bench(int argc, char **argv) {
   rop.struct_size = sizeof rop;
   rop.device = gpu ? VX_DEVICE_GPU : cpu ? VX_DEVICE_CPU : VX_DEVICE_AUTO;
   rop.threads = (int)threads;
+  rop.memory_budget_mib = (uint32_t)(budget >> 20);
   double t0 = vx_cli_now();
   vx_renderer *rd = NULL;
-  vx_status s = vx_renderer_create(t, &rop, &rd, &e);
+  vx_status s = tf ? vx_renderer_create_tiled(tf, &rop, &rd, &e)
+                   : vx_renderer_create(t, &rop, &rd, &e);
   vx_renderer_info ri;
   memset(&ri, 0, sizeof ri);
   ri.struct_size = sizeof ri;
@@ -165,7 +177,10 @@ int vx_cmd_bench(int argc, char **argv) {
       vo->height = size[1];
       vo->lod = lods[k] < 0 ? VX_LOD_PIXEL : VX_LOD_LEVEL;
       vo->level = lods[k];
-      vx_camera_orbit(t, 360.0 * v / nviews, elevation, 40.0, &vo->camera);
+      if (tf)
+        vx_tiled_camera_orbit(tf, 360.0 * v / nviews, elevation, 40.0, &vo->camera);
+      else
+        vx_camera_orbit(t, 360.0 * v / nviews, elevation, 40.0, &vo->camera);
       for (int i = 0; i < 3; i++)
         vo->camera.eye[i] = vo->camera.target[i] + zoom * (vo->camera.eye[i] - vo->camera.target[i]);
     }
@@ -190,6 +205,12 @@ int vx_cmd_bench(int argc, char **argv) {
       printf("%-5s %10.3f %10.3f %12.3f %10.1f %10.2f %8.1f %12.1f\n", lod, b.ms_median,
              b.ms_min, b.ms_copy_median, b.mrays_per_s, b.visits_per_ray, 100.0 * b.hit_fraction,
              b.device_used_bytes / 1048576.0);
+    if (tf && !json) {
+      vx_renderer_get_info(rd, &ri);
+      printf("      tiles: %llu of %llu finer than level %u, %.1f MiB resident of %.1f MiB\n",
+             (unsigned long long)ri.tiles_detailed, (unsigned long long)ri.tiles, ri.coarse_level,
+             ri.resident_bytes / 1048576.0, ri.budget_bytes / 1048576.0);
+    }
     fflush(stdout);
   }
   if (rc == 0 && json) printf("\n]}\n");
@@ -197,5 +218,6 @@ int vx_cmd_bench(int argc, char **argv) {
   free(views);
   free(rgb);
   vx_tree_free(t);
+  vx_tiled_file_close(tf);
   return rc;
 }

@@ -363,7 +363,7 @@ vx_opt vx_cli_opt(const char *name, vx_opt_kind kind, void *dst, double lo, doub
 int vx_view_opts(vx_view_args *a, vx_opt *opts, int n) {
   const int first = n;
   opts[n++] = vx_cli_opt("--size", VX_OPT_SIZE, a->size, 1, 32768, "WxH");
-  opts[n++] = vx_cli_opt("--lod", VX_OPT_LOD, &a->lod, 0, 14, "a level or auto");
+  opts[n++] = vx_cli_opt("--lod", VX_OPT_LOD, &a->lod, 0, 20, "a level or auto");
   opts[n++] = vx_cli_opt("--lod-scale", VX_OPT_FLOAT, &a->lod_scale, 0.01, 1000, "pixels");
   opts[n] = vx_cli_opt("--camera", VX_OPT_STRING, (void *)&a->camera_text, 0, 0, "AZ,EL[,FOV]");
   opts[n++].seen = &a->have_camera;
@@ -444,7 +444,8 @@ vx_device vx_view_args_device(const vx_view_args *a) {
   return a->gpu ? VX_DEVICE_GPU : a->cpu ? VX_DEVICE_CPU : VX_DEVICE_AUTO;
 }
 
-void vx_view_args_render(const vx_view_args *a, const vx_tree *t, double turn, vx_render_opts *o) {
+void vx_view_args_render(const vx_view_args *a, const vx_tree *t, const vx_tiled_file *tf,
+                         double turn, vx_render_opts *o) {
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
   o->width = a->size[0];
@@ -457,7 +458,10 @@ void vx_view_args_render(const vx_view_args *a, const vx_tree *t, double turn, v
   }
   o->lod_scale = a->lod_scale;
   o->shade = (vx_shade)a->shade;
-  vx_camera_orbit(t, a->camera[0] + turn, a->camera[1], a->camera[2], &o->camera);
+  if (tf)
+    vx_tiled_camera_orbit(tf, a->camera[0] + turn, a->camera[1], a->camera[2], &o->camera);
+  else
+    vx_camera_orbit(t, a->camera[0] + turn, a->camera[1], a->camera[2], &o->camera);
   for (int k = 0; k < 3; k++) {
     if (a->have_target) o->camera.target[k] = a->target[k];
     if (a->have_eye) o->camera.eye[k] = a->eye[k];
@@ -485,6 +489,52 @@ int vx_cli_open_tree(const char *cmd, const char *path, uint32_t levels, uint64_
                               info->depth, info->depth);
   }
   return 0;
+}
+
+int vx_cli_open_any(const char *cmd, const char *path, int lod, uint64_t mem_limit,
+                    int tiled, vx_tree **t, vx_tiled_file **tf, vx_tree_info *info) {
+  vx_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.mem_limit = mem_limit;
+  *t = NULL;
+  *tf = NULL;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  if (vx_tiled_file_open(path, &ro, tf, &e) == VX_OK) {
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    vx_tiled_file_get_info(*tf, info);
+    if (tiled || info->depth > 14) {
+      info->levels_loaded = info->depth + 1;
+      if (lod <= (int)info->depth) return 0;
+      vx_tiled_file_close(*tf);
+      *tf = NULL;
+      return vx_cli_usage_error(cmd, "--lod %d is beyond %s's depth %u (levels 0..%u)", lod,
+                                path, info->depth, info->depth);
+    }
+    vx_tiled_file_close(*tf);
+    *tf = NULL;
+  } else if (tiled) {
+    return e.status == VX_ERR_FORMAT
+               ? vx_cli_usage_error(cmd, "--budget applies to a tiled .svo file")
+               : vx_cli_fail(cmd, &e);
+  }
+  return vx_cli_open_tree(cmd, path, lod >= 0 ? (uint32_t)lod + 1 : 0, mem_limit, lod, t, info);
+}
+
+void vx_cli_tiles_line(const char *cmd, const vx_renderer *rd, const vx_frame_stats *fs) {
+  vx_renderer_info ri;
+  memset(&ri, 0, sizeof ri);
+  ri.struct_size = sizeof ri;
+  vx_renderer_get_info(rd, &ri);
+  char b[32], res[32];
+  vx_format_bytes((double)ri.budget_bytes, b, sizeof b);
+  vx_format_bytes((double)fs->resident_bytes, res, sizeof res);
+  fprintf(stderr, "voxlod %s: tiles: %llu of %llu finer than the coarse level %u, %s resident of a "
+          "%s budget, %u read for this image, %u wanted beyond the budget\n", cmd,
+          (unsigned long long)ri.tiles_detailed, (unsigned long long)ri.tiles, ri.coarse_level,
+          res, b, fs->tiles_loaded, fs->tiles_pending);
 }
 
 int vx_cli_finish_build(const char *cmd, const char *out, vx_status s, vx_conversion *b,

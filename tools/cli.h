@@ -107,7 +107,8 @@ int vx_view_args_check(vx_view_args *a, const char *cmd);
 const char *vx_view_args_given(const vx_view_args *a);
 
 /* The render options for tree t at orbit azimuth offset `turn` degrees. */
-void vx_view_args_render(const vx_view_args *a, const vx_tree *t, double turn, vx_render_opts *o);
+void vx_view_args_render(const vx_view_args *a, const vx_tree *t, const vx_tiled_file *tf,
+                         double turn, vx_render_opts *o);
 vx_device vx_view_args_device(const vx_view_args *a);
 /* Loads a .svo for rendering: levels up to --lod only, under --mem-limit. */
 vx_status vx_cli_load(const char *path, const vx_view_args *a, vx_tree **t, vx_error *e);
@@ -115,6 +116,12 @@ vx_status vx_cli_load(const char *path, const vx_view_args *a, vx_tree **t, vx_e
 /* Loads a .svo (levels 0 .. levels-1; 0: all) under mem_limit (0: the library's default) and
  * fills *info. When lod >= 0 it must lie within the tree's depth. Prints the failure and returns
  * its exit code (1 or 2), or 0 with *t set. */
+/* A tiled file read tile by tile (*tf) when `tiled` or when it is finer than 16384^3, else
+ * vx_cli_open_tree (*t, levels 0..lod); info filled; 0 or an exit code (printed). */
+int vx_cli_open_any(const char *cmd, const char *path, int lod, uint64_t mem_limit, int tiled,
+                    vx_tree **t, vx_tiled_file **tf, vx_tree_info *info);
+/* The tiles line of a tiled render: resident, budget, loads. */
+void vx_cli_tiles_line(const char *cmd, const vx_renderer *rd, const vx_frame_stats *fs);
 int vx_cli_open_tree(const char *cmd, const char *path, uint32_t levels, uint64_t mem_limit,
                      int lod, vx_tree **t, vx_tree_info *info);
 

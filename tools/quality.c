@@ -49,7 +49,7 @@ vx_status vx_cli_quality(const vx_tree *a, const vx_tree *b, const vx_view_args 
   uint64_t bad = 0, mismatch = 0, n = 0;
   for (int v = 0; v < views && s == VX_OK; v++) {
     vx_render_opts o;
-    vx_view_args_render(va, a, 360.0 * v / views, &o);
+    vx_view_args_render(va, a, NULL, 360.0 * v / views, &o);
     s = vx_render(ga, &o, ra, da, NULL, err);
     if (s == VX_OK) s = vx_render(gb, &o, rb, db, NULL, err);
     if (s != VX_OK) break;

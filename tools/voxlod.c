@@ -98,6 +98,10 @@ static const char *render_help =
     "options:\n"
     "  --views N           an orbit of N images around the model from one upload, written as\n"
     "                      OUT_000.png, OUT_001.png, ... (default 1: OUT.png)\n"
+    "  --budget SIZE       a tiled file: draw it tile by tile keeping at most SIZE of tiles in\n"
+    "                      GPU memory (host memory with --cpu); tiles that do not fit are drawn\n"
+    "                      from coarser levels. Default for files finer than 16384^3 (which are\n"
+    "                      always drawn so): 3/4 of the free GPU memory\n"
     "  -q, --quiet         no report line\n";
 
 static int is_pow2_res(uint32_t r) { return r >= 2 && r <= 1048576 && (r & (r - 1)) == 0; }
@@ -254,9 +258,13 @@ int vx_cmd_render(int argc, char **argv) {
   vx_view_args va;
   vx_view_args_init(&va);
   uint32_t views = 1;
-  vx_opt o[VX_VIEW_OPTS + 4];
+  vx_opt o[VX_VIEW_OPTS + 5];
   int n = vx_view_opts(&va, o, 0);
   o[n++] = vx_cli_opt("--views", VX_OPT_U32, &views, 1, 3600, "a count");
+  uint64_t budget = 0;
+  int have_budget = 0;
+  o[n] = vx_cli_opt("--budget", VX_OPT_BYTES, &budget, 1048576.0, 1.8e16, "a size such as 2G");
+  o[n++].seen = &have_budget;
   o[n] = vx_cli_opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
   o[n++].alias = "-q";
   memset(&o[n], 0, sizeof o[n]);
@@ -277,19 +285,22 @@ int vx_cmd_render(int argc, char **argv) {
     if (vx_check_output(name, &in, 1, &e) != VX_OK) return vx_cli_fail("render", &e);
   }
   vx_tree *t = NULL;
+  vx_tiled_file *tf = NULL;
   vx_tree_info ti;
-  if ((r = vx_cli_open_tree("render", in, va.lod >= 0 ? (uint32_t)va.lod + 1 : 0, va.mem_limit,
-                            va.lod, &t, &ti)) != 0)
+  if ((r = vx_cli_open_any("render", in, va.lod, va.mem_limit, have_budget, &t, &tf, &ti)) != 0)
     return r;
   vx_renderer_opts ropts;
   memset(&ropts, 0, sizeof ropts);
   ropts.struct_size = sizeof ropts;
   ropts.device = vx_view_args_device(&va);
   ropts.threads = (int)va.threads;
+  ropts.memory_budget_mib = (uint32_t)(budget >> 20);
   double t0 = vx_cli_now();
   vx_renderer *rd = NULL;
-  if (vx_renderer_create(t, &ropts, &rd, &e) != VX_OK) {
+  if ((tf ? vx_renderer_create_tiled(tf, &ropts, &rd, &e)
+          : vx_renderer_create(t, &ropts, &rd, &e)) != VX_OK) {
     vx_tree_free(t);
+    vx_tiled_file_close(tf);
     return vx_cli_fail("render", &e);
   }
   vx_cli_notes("render", vx_renderer_notes(rd));
@@ -302,7 +313,7 @@ int vx_cmd_render(int argc, char **argv) {
   double first_ms = 0.0, rest_ms = 0.0;
   for (uint32_t k = 0; k < views && s == VX_OK; k++) {
     vx_render_opts ro;
-    vx_view_args_render(&va, t, 360.0 * k / views, &ro);
+    vx_view_args_render(&va, t, tf, 360.0 * k / views, &ro);
     vx_frame_stats fs;
     memset(&fs, 0, sizeof fs);
     fs.struct_size = sizeof fs;
@@ -319,6 +330,7 @@ int vx_cmd_render(int argc, char **argv) {
       fprintf(stderr, "%s: %ux%u, lod %s, %s, %.2f ms, %.1f%% of pixels hit\n", name, va.size[0],
               va.size[1], lod, fs.used_gpu ? "GPU" : "CPU", fs.ms_total,
               100.0 * (double)fs.pixels_hit / (double)px);
+      if (tf) vx_cli_tiles_line("render", rd, &fs);
     }
     if (vx_cli_interrupted && s == VX_OK) {
       s = VX_ERR_INTERRUPTED;
@@ -332,6 +344,7 @@ int vx_cmd_render(int argc, char **argv) {
   free(depth);
   vx_renderer_free(rd);
   vx_tree_free(t);
+  vx_tiled_file_close(tf);
   return s == VX_OK ? 0 : vx_cli_fail("render", &e);
 }
 

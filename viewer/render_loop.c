@@ -12,6 +12,10 @@
  * and encode per pixel, times its pixels) exceeds the frame interval is drawn at a lower
  * resolution whose cost fits it (at least 1/8 of each side); the full frame follows when the
  * camera stops. On a GPU a full frame usually fits, and previews never happen.
+ *
+ * A tiled tree's tiles arrive in the background (vx_renderer_create_tiled, stream_tiles): a
+ * frame that still drew some of them from coarse levels is followed by another of the same view
+ * once the frame interval allows, until none is missing.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "viewer/server.h"
@@ -136,6 +140,8 @@ static void draw(vw_server *s, vw_slot *sl) {
   sl->ms_render = fs.ms_render;
   sl->ms_copy = fs.ms_copy;
   sl->used_gpu = fs.used_gpu;
+  sl->tiles_pending = fs.tiles_pending;
+  sl->resident = fs.resident_bytes;
 }
 
 static void *render_main(void *arg) {
@@ -168,6 +174,8 @@ static void *render_main(void *arg) {
     sl->t_start = now;
     sl->ms_render = sl->ms_copy = 0.0;
     sl->used_gpu = 0;
+    sl->tiles_pending = 0;
+    sl->resident = 0;
     sl->error[0] = 0;
     frame_size(s, x, sl, png);
     if (png) {
@@ -193,6 +201,10 @@ static void *render_main(void *arg) {
       continue;
     }
     x->refs--; /* the connection still holds its own */
+    /* A tiled tree's frame drawn partly from coarse levels while its tiles load: the same view
+     * is drawn again after the frame interval, until every tile it wants has arrived. */
+    if (sl->kind == VW_KIND_JPEG && sl->tiles_pending > 0 && x->drawn_gen == x->gen)
+      x->drawn_full = 0;
     if (sl->kind == VW_KIND_JPEG) {
       if (x->frames_made == x->frames_acked) x->t_ack = vw_now(); /* it begins to owe */
       sl->frame = ++x->frames_made;

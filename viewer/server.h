@@ -87,6 +87,8 @@ typedef struct vw_slot {
   double t_input;         /* when the message that asked for this view arrived */
   double t_start;         /* when the render thread took it */
   double ms_render, ms_copy;
+  uint32_t tiles_pending; /* a tiled tree's tiles drawn coarser than wanted: drawn again soon */
+  uint64_t resident;      /* a tiled tree's bytes resident after this frame */
   char error[640];        /* VW_KIND_ERROR: the message for the page */
 } vw_slot;
 
@@ -140,7 +142,8 @@ typedef struct vw_options {
 
 typedef struct vw_server {
   vw_options opt;
-  vx_tree *tree;
+  vx_tree *tree;             /* the tree, or NULL for a tiled file drawn tile by tile: */
+  vx_tiled_file *tiled;      /* (vx_renderer_create_tiled, tiles streamed within --budget) */
   vx_renderer *rd;
   vx_tree_info info;
   vx_renderer_info rinfo;

@@ -193,11 +193,12 @@ static int send_slot(vw_session *x, struct mg_connection *c, vw_slot *sl, vw_jpe
   snprintf(hdr, sizeof hdr,
            "{\"type\":\"%s\",\"frame\":%u,\"seq\":%u,\"w\":%u,\"h\":%u,\"full\":%d,\"lod\":%s,"
            "\"shade\":%d,\"q\":%d,\"gpu\":%d,\"ms_render\":%.3f,\"ms_copy\":%.3f,"
-           "\"ms_encode\":%.3f,\"ms_server\":%.3f,\"bytes\":%zu,\"strips\":%u}",
+           "\"ms_encode\":%.3f,\"ms_server\":%.3f,\"bytes\":%zu,\"strips\":%u,"
+           "\"tiles_pending\":%u,\"resident\":%llu}",
            sl->kind == VW_KIND_PNG ? "png" : "frame", sl->frame, sl->seq, sl->width, sl->height,
            sl->full, lod_text(s, sl->view.lod, lod, sizeof lod), sl->view.shade,
            sl->view.quality, sl->used_gpu, sl->ms_render, sl->ms_copy, t->ms_encode,
-           t->ms_server, body, t->strips);
+           t->ms_server, body, t->strips, sl->tiles_pending, (unsigned long long)sl->resident);
   size_t len;
   uint8_t *m = frame_message(b, hdr, body, &len);
   int r = mg_websocket_write(c, MG_WEBSOCKET_OPCODE_BINARY, (const char *)m, len);
@@ -216,10 +217,12 @@ static void log_frame(vw_server *s, const vw_session *x, const vw_slot *sl, cons
   fprintf(s->stats,
           "{\"tab\":%u,\"frame\":%u,\"seq\":%u,\"kind\":\"%s\",\"w\":%u,\"h\":%u,\"full\":%d,"
           "\"gpu\":%d,\"ms_wait\":%.3f,\"ms_render\":%.3f,\"ms_copy\":%.3f,\"ms_encode\":%.3f,"
-          "\"ms_send\":%.3f,\"ms_server\":%.3f,\"bytes\":%zu,\"strips\":%u}\n",
+          "\"ms_send\":%.3f,\"ms_server\":%.3f,\"bytes\":%zu,\"strips\":%u,"
+          "\"tiles_pending\":%u,\"resident\":%llu}\n",
           x->id, sl->frame, sl->seq, sl->kind == VW_KIND_PNG ? "png" : "jpeg", sl->width,
           sl->height, sl->full, sl->used_gpu, (sl->t_start - sl->t_input) * 1e3, sl->ms_render,
-          sl->ms_copy, t->ms_encode, t->ms_send, t->ms_server, t->bytes, t->strips);
+          sl->ms_copy, t->ms_encode, t->ms_send, t->ms_server, t->bytes, t->strips,
+          sl->tiles_pending, (unsigned long long)sl->resident);
   fflush(s->stats);
   pthread_mutex_unlock(&s->stats_lock);
 }
@@ -515,7 +518,10 @@ int vw_info_build(vw_server *s, char *why, size_t why_n) {
     vx_level_stats ls;
     memset(&ls, 0, sizeof ls);
     ls.struct_size = sizeof ls;
-    vx_tree_get_level(s->tree, l, &ls);
+    if (s->tiled)
+      vx_tiled_file_get_level(s->tiled, l, &ls, NULL);
+    else
+      vx_tree_get_level(s->tree, l, &ls);
     at = put(b, cap, at, "%s{\"level\":%u,\"cells\":%llu,\"leaves\":%llu,\"bytes\":%llu}",
              l ? "," : "", l, (unsigned long long)ls.cells, (unsigned long long)ls.leaves,
              (unsigned long long)ls.render_bytes);

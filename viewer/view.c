@@ -56,6 +56,10 @@ static const char *view_help =
     "  --stats FILE     append a JSON line per frame sent: render, copy back, encode and send\n"
     "                   times, and the time from the input to the frame leaving the server\n"
     "  --mem-limit SIZE refuse trees whose decoded size exceeds SIZE (default: 80% of memory)\n"
+    "  --budget SIZE    a tiled file: drawn tile by tile with at most SIZE of tiles resident\n"
+    "                   (GPU memory; host memory on the CPU), detail read in the background\n"
+    "                   and drawn from coarser levels until it arrives. Files finer than\n"
+    "                   16384^3 are always drawn so (default: 3/4 of the free GPU memory)\n"
     "  -v, --verbose    report tabs opening and closing, dropped tabs, civetweb's messages\n";
 
 /* 32 hex digits from /dev/urandom into tok (33 bytes); 0 or -1. */
@@ -91,6 +95,7 @@ static void server_free(vw_server *s) {
   vw_conns_free(s->conns);
   vx_renderer_free(s->rd);
   vx_tree_free(s->tree);
+  vx_tiled_file_close(s->tiled);
   free(s->info_json);
   if (s->stats) fclose(s->stats);
   pthread_mutex_destroy(&s->lock);
@@ -158,6 +163,10 @@ int vx_cmd_view(int argc, char **argv) {
   ops[n++] = vx_cli_opt("--timeout", VX_OPT_DOUBLE, &o->timeout_s, 0.5, 600, "seconds");
   ops[n++] = vx_cli_opt("--stats", VX_OPT_STRING, (void *)&o->stats_path, 0, 0, "a file");
   ops[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
+  uint64_t budget = 0;
+  int have_budget = 0;
+  ops[n] = vx_cli_opt("--budget", VX_OPT_BYTES, &budget, 1048576.0, 1.8e16, "a size such as 2G");
+  ops[n++].seen = &have_budget;
   ops[n] = vx_cli_opt("--verbose", VX_OPT_FLAG, &o->verbose, 0, 0, NULL);
   ops[n++].alias = "-v";
   memset(&ops[n], 0, sizeof ops[n]);
@@ -203,12 +212,11 @@ int vx_cmd_view(int argc, char **argv) {
   ro.mem_limit = mem_limit;
   char shown_path[512];
   vw_text_escape(shown_path, sizeof shown_path, o->path);
-  if (vx_tree_load(o->path, &ro, &srv.tree, &e) != VX_OK) {
+  if (vx_cli_open_any("view", o->path, -2, mem_limit, have_budget, &srv.tree, &srv.tiled,
+                      &srv.info) != 0) {
     server_free(&srv);
-    return vx_cli_fail("view", &e);
+    return 1;
   }
-  srv.info.struct_size = sizeof srv.info;
-  vx_tree_get_info(srv.tree, &srv.info);
   /* a tree whose world box does not fit the renderer's precision is refused by
    * vx_renderer_create (the library's one check), before anything listens */
   vx_renderer_opts rop;
@@ -216,14 +224,20 @@ int vx_cmd_view(int argc, char **argv) {
   rop.struct_size = sizeof rop;
   rop.device = gpu ? VX_DEVICE_GPU : cpu ? VX_DEVICE_CPU : VX_DEVICE_AUTO;
   rop.threads = (int)threads;
-  if (vx_renderer_create(srv.tree, &rop, &srv.rd, &e) != VX_OK) {
+  rop.memory_budget_mib = (uint32_t)(budget >> 20);
+  rop.stream_tiles = 1; /* a frame never waits for a tile: it is drawn coarser until it comes */
+  if ((srv.tiled ? vx_renderer_create_tiled(srv.tiled, &rop, &srv.rd, &e)
+                 : vx_renderer_create(srv.tree, &rop, &srv.rd, &e)) != VX_OK) {
     server_free(&srv);
     return vx_cli_fail("view", &e);
   }
   vx_cli_notes("view", vx_renderer_notes(srv.rd));
   srv.rinfo.struct_size = sizeof srv.rinfo;
   vx_renderer_get_info(srv.rd, &srv.rinfo);
-  vx_camera_orbit(srv.tree, 30.0, 20.0, 40.0, &srv.home);
+  if (srv.tiled)
+    vx_tiled_camera_orbit(srv.tiled, 30.0, 20.0, 40.0, &srv.home);
+  else
+    vx_camera_orbit(srv.tree, 30.0, 20.0, 40.0, &srv.home);
   char why_info[256];
   if (vw_info_build(&srv, why_info, sizeof why_info) != 0) {
     server_free(&srv);
@@ -266,6 +280,14 @@ int vx_cmd_view(int argc, char **argv) {
           "%u thread%s\n", shown_path, srv.info.resolution, (unsigned long long)srv.info.node_count,
           (unsigned long long)srv.info.voxel_count, mem,
           srv.info.prune_error > 0 ? ", pruned" : "", shown_dev, et, et == 1 ? "" : "s");
+  if (srv.tiled) {
+    char b[32], res[32];
+    vx_format_bytes((double)srv.rinfo.budget_bytes, b, sizeof b);
+    vx_format_bytes((double)srv.rinfo.resident_bytes, res, sizeof res);
+    fprintf(stderr, "voxlod view: %llu tiles drawn within a %s budget (%s resident: every tile "
+            "to level %u, finer levels streamed as the camera needs them)\n",
+            (unsigned long long)srv.rinfo.tiles, b, res, srv.rinfo.coarse_level);
+  }
   if (!srv.loopback)
     fprintf(stderr, "voxlod view: listening on %s: anyone who can reach it and has the URL (its "
             "token) sees this model\n", o->host);

@@ -22,12 +22,35 @@ typedef struct vx_renderer_opts {
   vx_device device;     /* AUTO: the GPU when usable (falling back to the CPU, with a note, when it
                            is not or the tree does not fit), GPU: fail without one, CPU */
   int threads;          /* CPU renderer threads; 0: all cores */
+  /* a tiled tree's (vx_renderer_create_tiled): */
+  uint32_t memory_budget_mib; /* MiB of tiles resident (GPU memory, host memory on the CPU);
+                                 0: three quarters of the GPU's free memory, or half the
+                                 default memory limit on the CPU (a 4-byte field: the struct's
+                                 first layout keeps its size) */
+  int stream_tiles;       /* 1: a frame never waits for tiles: detail is read in the background
+                             and drawn from coarser levels until it arrives (an interactive
+                             viewer); 0: each frame reads what it draws first */
 } vx_renderer_opts;
 
 /* Prepares to draw t (which must outlive the renderer). opts may be NULL. */
 VX_API vx_status vx_renderer_create(const vx_tree *t, const vx_renderer_opts *opts,
                                     vx_renderer **out, vx_error *err);
 VX_API void vx_renderer_free(vx_renderer *r);
+
+/* Prepares to draw a tiled tree of any depth (f must outlive the renderer, and with
+ * stream_tiles not be used by other calls meanwhile: a loader thread reads it) within
+ * opts->memory_budget_mib. Every tile keeps its coarse levels (the deepest at which all of them
+ * fit in a quarter of the budget); each frame the visible tiles get the levels the view needs, nearest
+ * first, while the budget lasts; the others are drawn from their coarse levels (their nodes'
+ * planes). A cut at or above the tiles' roots is drawn from the top tree. The budget, what is
+ * resident and the coarse level are in vx_renderer_get_info; each frame's loads in its stats.
+ * VX_ERR_LIMIT when the budget cannot hold the tiles' roots, or when the file has more than 2^7
+ * tiles per axis. Tiled trees are grey. */
+VX_API vx_status vx_renderer_create_tiled(vx_tiled_file *f, const vx_renderer_opts *opts,
+                                          vx_renderer **out, vx_error *err);
+/* vx_camera_orbit for a tiled tree. */
+VX_API void vx_tiled_camera_orbit(const vx_tiled_file *f, double azimuth_deg,
+                                  double elevation_deg, double fov_y_deg, vx_camera *cam);
 
 typedef enum vx_lod_mode {
   VX_LOD_FINEST = 0, /* the finest level loaded */
@@ -57,6 +80,11 @@ typedef struct vx_frame_stats {
   double ms_render;     /* tracing (on the GPU: kernel time from CUDA events) */
   double ms_copy;       /* GPU: copying the pixels back to host memory */
   uint64_t pixels_hit;  /* pixels that hit the surface (counted when depth is requested) */
+  /* a tiled tree's: */
+  uint32_t tiles_loaded;  /* tiles' levels read (and uploaded) for this frame */
+  uint32_t tiles_pending; /* tiles drawn coarser than this view wants, their levels still to be
+                             read (stream_tiles) or beyond the budget: 0 */
+  uint64_t resident_bytes;/* the tiles' and top tree's bytes resident after this frame */
 } vx_frame_stats;
 
 /* Draws one frame into rgb (width * height * 3 bytes) and, when not NULL, depth (width * height
@@ -70,6 +98,12 @@ typedef struct vx_renderer_info {
   char device[256];     /* GPU name or "CPU (N threads)" */
   uint64_t tree_bytes;  /* bytes uploaded to the GPU (0 on the CPU) */
   double ms_create;     /* the creation's wall time (context, upload) */
+  /* a tiled tree's (0 for a tree): */
+  uint64_t budget_bytes;   /* the memory budget */
+  uint64_t resident_bytes; /* the tiles' and top tree's bytes resident now */
+  uint64_t tiles;          /* tiles in the file */
+  uint64_t tiles_detailed; /* tiles resident finer than their coarse levels */
+  uint32_t coarse_level;   /* the coarse levels' finest, as a level of the whole tree */
 } vx_renderer_info;
 
 VX_API vx_status vx_renderer_get_info(const vx_renderer *r, vx_renderer_info *info);

@@ -84,5 +84,6 @@ struct Mesh {
 // tiled build as tasks (tile_tasks.cpp) and voxlod.TiledFile.sample (tiled_sample.cpp).
 void bind_tile_tasks(nanobind::module_ &m);
 void bind_tiled_sample(nanobind::module_ &m);
+void bind_tiled_render(nanobind::module_ &m);
 
 #endif

@@ -813,9 +813,17 @@ NB_MODULE(_voxlod, m) {
       .def("info", &tiled_info)
       .def("levels", &tiled_levels)
       .def("tile", &tiled_tile, "i"_a)
+      .def("orbit_camera", [](const TiledFile &t, double az, double el, double fov) {
+        vx_camera c;
+        std::memset(&c, 0, sizeof c);
+        vx_tiled_camera_orbit(t.f, az, el, fov, &c);
+        return std::vector<double>{c.eye[0], c.eye[1], c.eye[2], c.target[0], c.target[1],
+                                   c.target[2], c.up[0], c.up[1], c.up[2], c.fov_y_deg};
+      })
       .def("load_tile", &tiled_load_tile, "i"_a, "levels"_a = 0, "mem_limit"_a = 0,
            nb::rv_policy::take_ownership);
   m.def("dlpack_info", &dlpack_info, "array"_a);
   bind_tile_tasks(m);
   bind_tiled_sample(m);
+  bind_tiled_render(m);
 }

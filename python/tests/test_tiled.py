@@ -122,3 +122,35 @@ def test_tiled_file_sample_past_16384(tmp_path):
     far, ffl = f.sample(np.array([[0.5, 0.4, 0.3]], dtype=np.float32), flags=True)
     assert far[0] > 0 and ffl[0] & voxlod.SAMPLE_FAR
     assert np.array_equal(f.sample(p, lod=3), f.sample(p, lod=3))
+
+
+def test_tiled_render(tmp_path):
+    """TiledFile.render draws tile by tile: the joined tree's image (up to a pixel), the top tree
+    at cuts above the tiles, coarse levels within a small budget, streaming until nothing is
+    pending; bad arguments refused."""
+    t = tmp_path / "t.svo"
+    voxlod.convert(BUNNY, res=256, out=t, tile_depth=6, color="off", progress=False)
+    joined, f = voxlod.load(t), voxlod.TiledFile(t)
+    cam = dict(eye=(-0.1, 0.2, 0.25), target=(-0.02, 0.1, 0.0))
+    for lod in (None, 1, 5, "auto"):
+        a = joined.render(200, 150, lod=lod, device="cpu", **cam)
+        b, d = f.render(200, 150, lod=lod, device="cpu", depth=True, **cam)
+        assert (a != b).any(axis=2).mean() <= 0.002, lod
+        assert np.isfinite(d).mean() > 0.2
+    info = f.render_info()
+    assert info["tiles"] == f.tile_count and info["coarse_level"] == 8 and not info["gpu"]
+    # 1 MiB: the far tiles keep coarser levels; what is resident stays within the budget
+    f.render(200, 150, device="cpu", budget="1M", **cam)
+    info = f.render_info()
+    assert info["budget_bytes"] == 1 << 20 and info["resident_bytes"] <= 1 << 20
+    assert info["coarse_level"] < 8 and 0 < info["tiles_detailed"] < info["tiles"]
+    want = f.render(200, 150, device="cpu", budget="1M", **cam)
+    for _ in range(2000):  # streaming: the same image once every tile it wants has arrived
+        got = f.render(200, 150, device="cpu", budget="1M", stream=True, **cam)
+        if f.render_info()["tiles_pending"] == 0:
+            break
+    assert f.render_info()["tiles_pending"] == 0 and np.array_equal(got, want)
+    with pytest.raises(ValueError, match="lod"):
+        f.render(32, 32, lod=9)
+    with pytest.raises(ValueError, match="budget"):
+        f.render(32, 32, budget="100K")

@@ -176,37 +176,8 @@ class Tree:
         tree without). A coloured tree is drawn in colour (lit) by the other shades too.
         device: None (the GPU when usable), "cpu" or "gpu"; the renderer is kept for the next
         call."""
-        if not _is_int(width) or not _is_int(height) \
-                or not (1 <= width <= 32768 and 1 <= height <= 32768):
-            raise ValueError(f"width and height must be ints in 1..32768, not {width!r}, {height!r}")
-        if lod is None:
-            mode, level = 0, 0
-        elif isinstance(lod, str):
-            if lod != "auto":
-                raise ValueError(f"lod must be None, a level or 'auto', not {lod!r}")
-            mode, level = 2, 0
-        elif _is_int(lod) and 0 <= lod <= self.depth:
-            mode, level = 1, int(lod)
-        else:
-            raise ValueError(f"lod must be None, 'auto' or a level in 0..{self.depth}, not {lod!r}")
-        if shade not in _SHADES:
-            raise ValueError(f"shade must be one of {sorted(_SHADES)}, not {shade!r}")
-        if not (lod_scale > 0 and np.isfinite(lod_scale)):
-            raise ValueError(f"lod_scale must be a positive number, not {lod_scale!r}")
-        camera: List[float] = []
-        if eye is not None or target is not None or fov is not None or up is not None:
-            base = self._t.orbit_camera(30.0, 20.0, 40.0 if fov is None else float(fov))
-            e = base[0:3] if eye is None else [float(v) for v in eye]
-            t = base[3:6] if target is None else [float(v) for v in target]
-            u = [0.0, 1.0, 0.0] if up is None else [float(v) for v in up]
-            if len(e) != 3 or len(t) != 3 or len(u) != 3:
-                raise ValueError("eye, target and up must have 3 coordinates")
-            f = 40.0 if fov is None else float(fov)
-            if not 0.0 < f < 180.0:
-                raise ValueError(f"fov must be in (0, 180) degrees, not {fov!r}")
-            camera = list(e) + list(t) + list(u) + [f]
-            if not np.all(np.isfinite(camera)):
-                raise ValueError("the camera has a NaN or infinite coordinate")
+        mode, level, camera = _render_args(self.depth, self._t.orbit_camera, width, height, lod,
+                                           eye, target, fov, shade, up, lod_scale)
         rgb = np.empty((height, width, 3), dtype=np.uint8)
         dep = np.empty((height, width), dtype=np.float32) if depth else None
         self._t.render(rgb, dep, mode, level, float(lod_scale), _SHADES[shade], camera,
@@ -217,6 +188,46 @@ class Tree:
     sample = _sampling.sample
     surface_points = _sampling.surface_points
     colors = _color.colors
+
+
+def _render_args(depth: int, orbit: Callable, width: Any, height: Any, lod: Any, eye: Any,
+                 target: Any, fov: Any, shade: Any, up: Any,
+                 lod_scale: Any) -> Tuple[int, int, List[float]]:
+    """Tree.render's arguments checked: (lod mode, level, camera list: empty for the default
+    orbit view, else eye, target, up and fov). orbit(az, el, fov): the default camera."""
+    if not _is_int(width) or not _is_int(height) \
+            or not (1 <= width <= 32768 and 1 <= height <= 32768):
+        raise ValueError(f"width and height must be ints in 1..32768, not {width!r}, "
+                         f"{height!r}")
+    if lod is None:
+        mode, level = 0, 0
+    elif isinstance(lod, str):
+        if lod != "auto":
+            raise ValueError(f"lod must be None, a level or 'auto', not {lod!r}")
+        mode, level = 2, 0
+    elif _is_int(lod) and 0 <= lod <= depth:
+        mode, level = 1, int(lod)
+    else:
+        raise ValueError(f"lod must be None, 'auto' or a level in 0..{depth}, not {lod!r}")
+    if shade not in _SHADES:
+        raise ValueError(f"shade must be one of {sorted(_SHADES)}, not {shade!r}")
+    if not (lod_scale > 0 and np.isfinite(lod_scale)):
+        raise ValueError(f"lod_scale must be a positive number, not {lod_scale!r}")
+    camera: List[float] = []
+    if eye is not None or target is not None or fov is not None or up is not None:
+        base = orbit(30.0, 20.0, 40.0 if fov is None else float(fov))
+        e = base[0:3] if eye is None else [float(v) for v in eye]
+        t = base[3:6] if target is None else [float(v) for v in target]
+        u = [0.0, 1.0, 0.0] if up is None else [float(v) for v in up]
+        if len(e) != 3 or len(t) != 3 or len(u) != 3:
+            raise ValueError("eye, target and up must have 3 coordinates")
+        f = 40.0 if fov is None else float(fov)
+        if not 0.0 < f < 180.0:
+            raise ValueError(f"fov must be in (0, 180) degrees, not {fov!r}")
+        camera = list(e) + list(t) + list(u) + [f]
+        if not np.all(np.isfinite(camera)):
+            raise ValueError("the camera has a NaN or infinite coordinate")
+    return mode, level, camera
 
 
 def _levels(max_level: Optional[int]) -> int:
@@ -263,13 +274,14 @@ class TiledFile:
     sample() gives signed distances from any of them, tile by tile.
     """
 
-    __slots__ = ("_f", "_info", "_open", "_s", "__weakref__")
+    __slots__ = ("_f", "_info", "_open", "_s", "_r", "__weakref__")
 
     def __init__(self, path: PathArg, mem_limit: Union[None, int, str] = None) -> None:
         self._open = (_path(path, "path"), _bytes(mem_limit, "mem_limit"))
         self._f = _voxlod._TiledFile.open(*self._open)
         self._info = self._f.info()
         self._s = None
+        self._r = None
 
     # ---- sample (_sampling.py): a handle of its own on the file, made on the first call
     sample = _sampling.tiled_sample
@@ -328,6 +340,52 @@ class TiledFile:
             raise IndexError(f"tile {i!r} of {self.tile_count}")
         levels = _levels(max_level)
         return Tree(self._f.load_tile(int(i), levels, _bytes(mem_limit, "mem_limit")))
+
+    # ---- render: a renderer of its own on the file, kept for the next call with the same
+    # device, budget and streaming
+    def render(self, width: int = 800, height: int = 600, lod: Union[None, int, str] = None,
+               eye: Optional[Sequence[float]] = None, target: Optional[Sequence[float]] = None,
+               fov: Optional[float] = None, shade: str = "smooth", depth: bool = False,
+               up: Optional[Sequence[float]] = None, lod_scale: float = 1.0,
+               device: Optional[str] = None, budget: Union[None, int, str] = None,
+               stream: bool = False) -> Any:
+        """An image of the tiled tree, drawn tile by tile (vx_renderer_create_tiled): as
+        Tree.render, lod up to this tree's depth. budget: bytes of tiles kept resident (GPU
+        memory, host memory on the CPU; an int or '2G'; None: 3/4 of the GPU's free memory, or
+        half the default memory limit on the CPU): every tile keeps its coarse levels, the
+        nearest visible tiles get the levels the view needs while the budget lasts, the others
+        are drawn from their coarse levels. stream: frames never wait for tiles (they are read in
+        the background; the image is coarser until they arrive: see render_info()'s
+        "tiles_pending"), else each frame reads what it draws first."""
+        mode, level, camera = _render_args(self.depth, self._orbit, width, height, lod, eye,
+                                           target, fov, shade, up, lod_scale)
+        b = _bytes(budget, "budget")
+        if b and b < 1 << 20:
+            raise ValueError(f"budget {budget!r} is below 1 MiB")
+        key = (_device(device), b >> 20, 1 if stream else 0)
+        if self._r is None or self._r[0] != key:
+            self._r = None
+            self._r = (key, _voxlod._TiledRenderer.open(self._open[0], self._open[1], *key), {})
+        rgb = np.empty((height, width, 3), dtype=np.uint8)
+        dep = np.empty((height, width), dtype=np.float32) if depth else None
+        pending, resident, loaded = self._r[1].render(rgb, dep, mode, level, float(lod_scale),
+                                                      _SHADES[shade], camera)
+        self._r[2].update(tiles_pending=pending, resident_bytes=resident, tiles_loaded=loaded)
+        return (rgb, dep) if depth else rgb
+
+    def render_info(self) -> dict:
+        """The renderer of the last render(): device, gpu, budget_bytes, resident_bytes,
+        tiles, tiles_detailed (resident finer than their coarse levels), coarse_level (as a level
+        of the whole tree), notes; and the last frame's tiles_pending, tiles_loaded. {} before
+        the first render()."""
+        if self._r is None:
+            return {}
+        d = self._r[1].info()
+        d.update(self._r[2])
+        return d
+
+    def _orbit(self, az: float, el: float, fov: float) -> List[float]:
+        return self._f.orbit_camera(az, el, fov)
 
     def __repr__(self) -> str:
         i = self._info

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_gpu_render_tiled.c - tiled trees drawn on the GPU (vx_renderer_create_tiled): the CPU
+ * renderer's images (the same per-ray code, up to float contraction) at every kind of cut, the
+ * joined tree's GPU images at 1024^3 in tiles of 128^3, and within a budget that forces
+ * eviction: what is resident on the device stays within it, the same tiles are detailed as on
+ * the CPU, streaming ends in the waiting frame's image. Exits 77 (skipped) where no CUDA device
+ * is usable. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/internal.h"
+#include "lib/tiled_render.h"
+#include "tiled_scene.h"
+#include "voxlod/render.h"
+
+#define W 320
+#define H 240
+
+static char dir[64];
+
+typedef struct image {
+  uint8_t rgb[W * H * 3];
+  float depth[W * H];
+} image;
+
+static vx_renderer *renderer(vx_tiled_file *f, vx_tree *t, vx_device dev, uint32_t budget_mib,
+                             int stream) {
+  vx_renderer_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.device = dev;
+  ro.memory_budget_mib = budget_mib;
+  ro.stream_tiles = stream;
+  vx_renderer *r = NULL;
+  vx_error e;
+  vx_status s = f ? vx_renderer_create_tiled(f, &ro, &r, &e) : vx_renderer_create(t, &ro, &r, &e);
+  CHECK_MSG(s == VX_OK, "%s", e.msg);
+  return r;
+}
+
+static void render(vx_renderer *r, const vx_camera *cam, vx_lod_mode lod, int level, image *im,
+                   vx_frame_stats *fs) {
+  vx_render_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.width = W;
+  o.height = H;
+  o.lod = lod;
+  o.level = level;
+  o.camera = *cam;
+  vx_frame_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  vx_error e;
+  CHECK_MSG(vx_render(r, &o, im->rgb, im->depth, &st, &e) == VX_OK, "%s", e.msg);
+  if (fs) *fs = st;
+}
+
+/* Pixels differing by more than 2/255, hit/miss mismatches; both at most 1 in 1000. */
+static void agree(const image *a, const image *b, const char *what, int level) {
+  size_t d = 0, h = 0, hits = 0;
+  for (int i = 0; i < W * H; i++) {
+    int m = 0;
+    for (int k = 0; k < 3; k++) m |= abs((int)a->rgb[3 * i + k] - (int)b->rgb[3 * i + k]) > 2;
+    d += m;
+    h += (a->depth[i] < INFINITY) != (b->depth[i] < INFINITY);
+    hits += a->depth[i] < INFINITY;
+  }
+  CHECK_MSG(d * 1000 <= (size_t)W * H && h * 1000 <= (size_t)W * H,
+            "%s level %d: %zu pixels differ, %zu hit/miss", what, level, d, h);
+  CHECK_MSG(hits > (size_t)W * H / 20, "%s level %d: %zu hits", what, level, hits);
+}
+
+static void camera(vx_camera *c, double ex, double ey, double ez, double tx, double ty, double tz) {
+  memset(c, 0, sizeof *c);
+  c->eye[0] = ex;
+  c->eye[1] = ey;
+  c->eye[2] = ez;
+  c->target[0] = tx;
+  c->target[1] = ty;
+  c->target[2] = tz;
+  c->up[1] = 1.0;
+  c->fov_y_deg = 45.0;
+}
+
+static void gpu_draws_tiles(void) {
+  vx_mesh *m = tiled_scene();
+  char tp[128], up[128];
+  snprintf(tp, sizeof tp, "%s/t.svo", dir);
+  snprintf(up, sizeof up, "%s/u.svo", dir);
+  vx_error e;
+  CHECK_MSG(tiled_convert(m, 1024, 7, VX_DEVICE_CPU, 0, 0, tp, &e) == VX_OK, "%s", e.msg);
+  CHECK_MSG(tiled_convert(m, 1024, 0, VX_DEVICE_CPU, 0, 0, up, &e) == VX_OK, "%s", e.msg);
+  vx_mesh_free(m);
+  vx_tiled_file *f = NULL;
+  CHECK_MSG(vx_tiled_file_open(tp, NULL, &f, &e) == VX_OK, "%s", e.msg);
+  vx_tree *u = NULL;
+  CHECK_MSG(vx_tree_load(up, NULL, &u, &e) == VX_OK, "%s", e.msg);
+  vx_renderer_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.device = VX_DEVICE_GPU;
+  vx_renderer *probe = NULL;
+  vx_status s = vx_renderer_create_tiled(f, &ro, &probe, &e);
+  if (s == VX_ERR_NO_GPU) {
+    vx_tiled_file_close(f);
+    vx_tree_free(u);
+    CHECK_SKIP("%s", e.msg);
+  }
+  vx_renderer_free(probe);
+  vx_renderer *g = renderer(f, NULL, VX_DEVICE_GPU, 0, 0);
+  vx_renderer *c = renderer(f, NULL, VX_DEVICE_CPU, 0, 0);
+  vx_renderer *gu = renderer(NULL, u, VX_DEVICE_GPU, 0, 0);
+  vx_camera cams[3];
+  camera(&cams[0], 2.6, 1.5, 2.2, 0.0, 0.0, 0.1);
+  camera(&cams[1], 0.55, 0.3, 0.5, -0.5, -0.2, 0.0);
+  camera(&cams[2], 0.9, 0.5, 0.9, 0.5, 0.1, 0.2);
+  static image a, b, j;
+  const int levels[] = {2, 3, 5, 8, 10};
+  for (int v = 0; v < 3; v++) {
+    render(g, &cams[v], VX_LOD_FINEST, 0, &a, NULL);
+    render(c, &cams[v], VX_LOD_FINEST, 0, &b, NULL);
+    render(gu, &cams[v], VX_LOD_FINEST, 0, &j, NULL);
+    agree(&a, &b, "GPU vs CPU tiles", 10);
+    agree(&a, &j, "GPU tiles vs GPU joined", 10);
+    for (int k = 0; k < 5; k++) {
+      render(g, &cams[v], VX_LOD_LEVEL, levels[k], &a, NULL);
+      render(c, &cams[v], VX_LOD_LEVEL, levels[k], &b, NULL);
+      render(gu, &cams[v], VX_LOD_LEVEL, levels[k], &j, NULL);
+      agree(&a, &b, "GPU vs CPU tiles", levels[k]);
+      agree(&a, &j, "GPU tiles vs GPU joined", levels[k]);
+    }
+    render(g, &cams[v], VX_LOD_PIXEL, 0, &a, NULL);
+    render(c, &cams[v], VX_LOD_PIXEL, 0, &b, NULL);
+    agree(&a, &b, "GPU vs CPU tiles, auto", -1);
+  }
+  vx_renderer_free(g);
+  vx_renderer_free(c);
+  vx_renderer_free(gu);
+
+  /* a budget that forces eviction, the same on both: the same tiles detailed, the same image */
+  vx_tree_info ti;
+  memset(&ti, 0, sizeof ti);
+  ti.struct_size = sizeof ti;
+  vx_tiled_file_get_info(f, &ti);
+  const uint32_t mib = (uint32_t)(ti.memory_bytes / 5 >> 20) + 1;
+  g = renderer(f, NULL, VX_DEVICE_GPU, mib, 0);
+  c = renderer(f, NULL, VX_DEVICE_CPU, mib, 0);
+  vx_frame_stats fg, fc;
+  render(g, &cams[2], VX_LOD_FINEST, 0, &a, &fg);
+  render(c, &cams[2], VX_LOD_FINEST, 0, &b, &fc);
+  agree(&a, &b, "GPU vs CPU within a budget", 10);
+  vx_renderer_info ig, ic;
+  memset(&ig, 0, sizeof ig);
+  ig.struct_size = sizeof ig;
+  ic = ig;
+  vx_renderer_get_info(g, &ig);
+  vx_renderer_get_info(c, &ic);
+  fprintf(stderr, "  budget %u MiB of %.1f MiB: coarse level %u, %llu of %llu tiles detailed, "
+          "%llu bytes resident on %s\n", mib, ti.memory_bytes / 1048576.0, ig.coarse_level,
+          (unsigned long long)ig.tiles_detailed, (unsigned long long)ig.tiles,
+          (unsigned long long)ig.resident_bytes, ig.device);
+  CHECK(ig.used_gpu && ig.resident_bytes <= ig.budget_bytes && ig.budget_bytes == (uint64_t)mib << 20);
+  CHECK(ig.tiles_detailed > 0 && ig.tiles_detailed < ig.tiles && ig.coarse_level < 10);
+  CHECK(ig.tiles_detailed == ic.tiles_detailed && ig.resident_bytes == ic.resident_bytes);
+  vx_renderer_free(c);
+
+  /* streaming on the GPU ends in the waiting frame's image */
+  vx_renderer *gs = renderer(f, NULL, VX_DEVICE_GPU, mib, 1);
+  static image st;
+  vx_frame_stats fs;
+  int frames = 0;
+  for (;; frames++) {
+    render(gs, &cams[2], VX_LOD_FINEST, 0, &st, &fs);
+    if (fs.tiles_pending == 0 || frames > 5000) break;
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  fprintf(stderr, "  streaming: %d frames until the view's tiles were resident\n", frames + 1);
+  CHECK(fs.tiles_pending == 0 && memcmp(st.rgb, a.rgb, sizeof st.rgb) == 0);
+  vx_renderer_free(gs);
+  vx_renderer_free(g);
+  vx_tiled_file_close(f);
+  vx_tree_free(u);
+  unlink(tp);
+  unlink(up);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/vx_gpu_rtiled_XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  (void)tiled_slurp;
+  RUN(gpu_draws_tiles);
+  rmdir(dir);
+  return check_summary();
+}
