@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """bench.py VOXLOD TREE.svo [--gpu|--cpu] [--sizes 1280x720,1920x1080] [--frames 200]
 [--warmup 20] [--lod finest|auto|L] [--quality 80] [--label NAME] [--moving] [--encode-threads N]
-[--budget SIZE]
+[--budget SIZE] [--still]
 
 Times `voxlod view` as a page uses it: starts the server on TREE, opens one tab, and for each size
 sends a view (the default camera turned a little each time, not moving), waits for its frame and
@@ -12,6 +12,9 @@ websocket write, and input -> bytes sent (the message's arrival to the end of th
 frame). Prints one markdown table row per size (medians, and the 90th percentile of the total).
 --encode-threads N is passed to the server (JPEG strips encoded at once; 0, the server's default:
 min(8, cores)); the row says how many threads and strips encoded the frames.
+--still: one view (the default camera) instead of the orbit, which the server draws again while
+its tiles arrive: with --budget, the table says how long after the view was sent every tile it
+wants was resident, and times those frames.
 --budget SIZE: passed to the server (a tiled tree drawn tile by tile within SIZE of GPU memory,
 tiles streamed in the background); the table then adds what was resident and how many frames
 still had tiles loading.
@@ -58,6 +61,7 @@ def main():
     lod, quality = arg("--lod", "finest"), int(arg("--quality", "80"))
     label = arg("--label", os.path.basename(tree))
     moving = "--moving" in sys.argv
+    still = "--still" in sys.argv
     threads = arg("--encode-threads", None)
     budget = arg("--budget", None)
     tmp = tempfile.mkdtemp(prefix="vx_bench_")
@@ -82,7 +86,30 @@ def main():
         d = [eye[i] - tgt[i] for i in range(3)]
         seq = 0
         client_ms, seqs = {}, {}
-        for (w, h) in sizes:
+        t_full = None
+        for (w, h) in sizes if still else []:
+            # one view, drawn again by the server while its tiles arrive, until none is missing
+            seq += 1
+            client_ms[(w, h)] = []
+            seqs[(w, h)] = (seq, seq)
+            t0 = time.perf_counter()
+            ws.send("view seq=%d eye=%s target=%s up=0,1,0 fov=%r w=%d h=%d lod=%s q=%d moving=0"
+                    % (seq, ",".join(map(repr, eye)), ",".join(map(repr, tgt)), cam["fov"], w, h,
+                       lod, quality))
+            while time.perf_counter() - t0 < 600:
+                op, data = ws.recv_data()
+                if op != websocket.ABNF.OPCODE_BINARY:
+                    continue
+                n = struct.unpack("<I", data[:4])[0]
+                hdr = json.loads(data[4:4 + n].decode())
+                if hdr["type"] != "frame":
+                    continue
+                ws.send("ack frame=%d" % hdr["frame"])
+                client_ms[(w, h)].append((time.perf_counter() - t0) * 1e3)
+                if hdr["seq"] == seq and hdr.get("tiles_pending", 0) == 0:
+                    t_full = time.perf_counter() - t0
+                    break
+        for (w, h) in [] if still else sizes:
             client_ms[(w, h)] = []
             seqs[(w, h)] = (seq + warmup + 1, seq + warmup + frames)
             for k in range(warmup + frames):
@@ -109,6 +136,7 @@ def main():
                             break
                 if k >= warmup:
                     client_ms[(w, h)].append((time.perf_counter() - t0) * 1e3)
+
         ws.close()
     finally:
         srv.send_signal(signal.SIGINT)
@@ -150,6 +178,9 @@ def main():
             strips, med["ms_send"],
             med["ms_server"], p90, 1000.0 / busy if busy > 0 else 0, med["bytes"] / 1024,
             statistics.median(client_ms[(w, h)])))
+        if still:
+            print("|   still view | | | every tile it wants resident %s after the view was sent "
+                  "| | | | | | | |" % ("%.2f s" % t_full if t_full is not None else "never"))
         if budget is not None:
             print("|   tiles | | | resident %.0f MiB (median, budget %s) | frames with tiles still "
                   "loading: %d of %d | | | | | | |" % (

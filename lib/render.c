@@ -372,6 +372,8 @@ static vx_status bench_tiled(vx_renderer *r, const vx_march_opts *m, const vx_ca
     st->ms_copy_median = frames % 2 ? c[frames / 2] : 0.5 * (c[frames / 2 - 1] + c[frames / 2]);
     st->mrays_per_s = st->ms_median > 0.0 ? (double)n / (st->ms_median * 1e3) : 0.0;
     st->hit_fraction = hits / ((double)n * nviews);
+    uint64_t fr = 0, tot = 0;
+    if (r->used_gpu && vx_gpu_memory(&fr, &tot, NULL) == VX_OK) st->device_used_bytes = tot - fr;
   }
   vx_free(rgb);
   vx_free(depth);

@@ -8,6 +8,7 @@
 
 struct vx_tiled_file {
   vx_tiled *t;
+  char *path; /* as opened: readers of their own (a tiled renderer's loaders) open it again */
   vx_svo_read_opts ro;
   int has_source;
   vx_file_id source;
@@ -28,10 +29,14 @@ vx_status vx_tiled_file_open(const char *path, const vx_read_opts *opts, vx_tile
   if (s == VX_OK && !vx_svo_path_is_tiled(path))
     s = vx_error_set(err, VX_ERR_FORMAT, "%s: not a tiled .svo file", path);
   if (s == VX_OK) s = vx_tiled_open(path, &f->ro, &f->t, err);
+  if (s == VX_OK && !(f->path = (char *)vx_malloc(strlen(path) + 1)))
+    s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   if (s != VX_OK) {
+    vx_tiled_close(f->t);
     vx_free(f);
     return s;
   }
+  memcpy(f->path, path, strlen(path) + 1);
   if (vx_file_id_of(path, &f->source)) {
     f->has_source = 1;
     vx_input_hold(&f->source);
@@ -45,6 +50,7 @@ void vx_tiled_file_close(vx_tiled_file *f) {
   if (f->has_source) vx_input_release(&f->source);
   vx_rs_store_free(f->rs);
   vx_tiled_close(f->t);
+  vx_free(f->path);
   vx_free(f);
 }
 
@@ -170,6 +176,8 @@ vx_tiled *vx_tiled_file_reader(vx_tiled_file *f, vx_svo_read_opts *ro) {
   if (ro) *ro = f->ro;
   return f->t;
 }
+
+const char *vx_tiled_file_path(const vx_tiled_file *f) { return f->path; }
 
 void vx_tiled_file_shape(const vx_tiled_file *f, vx_octree *out) {
   const vx_tiled_header *h = vx_tiled_get_header(f->t);

@@ -25,6 +25,8 @@
 
 /* The reader behind a tiled file handle (lib/tiled.c), and its read options. */
 vx_tiled *vx_tiled_file_reader(vx_tiled_file *f, vx_svo_read_opts *ro);
+/* The path it was opened from. */
+const char *vx_tiled_file_path(const vx_tiled_file *f);
 /* The top tree as a tree of the whole depth D: its K + 1 levels of nodes (arrays borrowed from
  * the reader), the whole grid's transform, band and prune error; for cameras and renders. */
 void vx_tiled_file_shape(const vx_tiled_file *f, vx_octree *out);

@@ -20,6 +20,8 @@ typedef struct copy {
   uint64_t bytes;
 } copy;
 
+enum { JOB_NONE, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+
 typedef struct tile {
   uint64_t bytes[VX_MAX_DEPTH + 2]; /* bytes of levels 0..L, per L */
   uint32_t cell[3];
@@ -27,22 +29,32 @@ typedef struct tile {
   int target;   /* this frame's level */
   double dist;  /* from the eye to the tile's box, grid units */
   int visible;
+  /* its read by a loader (under the loaders' lock): state, level, the tree read, the outcome */
+  int job, job_level;
+  vx_octree job_tree;
+  vx_status job_status;
+  vx_error job_err;
 } tile;
 
-/* The loader thread (stream mode): one request, one result at a time. */
-typedef struct loader {
-  pthread_t thread;
+/* The loaders: threads that read tiles, each with a reader of its own on the file, taking the
+ * queued tiles nearest first. */
+#define VX_TILE_LOADERS 4
+typedef struct loaders {
+  pthread_t thread[VX_TILE_LOADERS];
+  vx_tiled *reader[VX_TILE_LOADERS];
+  int n;                  /* started */
   pthread_mutex_t lock;
-  pthread_cond_t wake;
-  int started, quit;
-  int64_t req_tile;  /* -1: none */
-  int req_level;
-  int64_t done_tile; /* -1: none */
-  int done_level;
-  vx_octree done;
-  vx_status done_status;
-  vx_error done_err;
-} loader;
+  pthread_cond_t wake;    /* to the loaders: a queue changed, or quit */
+  pthread_cond_t done;    /* to the frame: a read finished */
+  int quit;
+  uint32_t *queue;        /* tiles to read, nearest first */
+  uint64_t queued, next;
+} loaders;
+
+typedef struct loader_arg {
+  struct vx_tiled_render *tr;
+  int k;
+} loader_arg;
 
 struct vx_tiled_render {
   vx_tiled *t;
@@ -60,7 +72,8 @@ struct vx_tiled_render {
   int coarse;        /* the coarse copies' level (in a tile) */
   uint32_t loaded, pending;
   uint32_t *order;
-  loader ld;
+  loaders ld;
+  loader_arg args[VX_TILE_LOADERS];
   char device[256];
 };
 
@@ -80,14 +93,6 @@ static void copy_free(copy *c) {
   c->bytes = 0;
 }
 
-/* Reads tile i's levels 0..level into a host tree. */
-static vx_status read_tile(vx_tiled_render *tr, uint64_t i, int level, vx_octree *out,
-                           vx_error *err) {
-  vx_svo_read_opts ro = tr->ro;
-  ro.max_level = level >= (int)tr->T ? -1 : level;
-  return vx_tiled_read_tile(tr->t, i, &ro, out, err);
-}
-
 /* Makes the host tree h tile i's copy c: uploaded (and freed) on the GPU, kept on the CPU. */
 static vx_status adopt(vx_tiled_render *tr, uint64_t i, int level, vx_octree *h, copy *c,
                        vx_error *err) {
@@ -105,66 +110,101 @@ static vx_status adopt(vx_tiled_render *tr, uint64_t i, int level, vx_octree *h,
   return s;
 }
 
-static vx_status load(vx_tiled_render *tr, uint64_t i, int level, copy *c, vx_error *err) {
-  vx_octree h;
-  memset(&h, 0, sizeof h);
-  vx_status s = read_tile(tr, i, level, &h, err);
-  if (s != VX_OK) {
-    vx_octree_free(&h);
-    return s;
-  }
-  return adopt(tr, i, level, &h, c, err);
-}
-
-/* ---- the loader thread ---------------------------------------------------------------------- */
+/* ---- the loaders ---------------------------------------------------------------------------- */
 
 static void *loader_main(void *arg) {
-  vx_tiled_render *tr = (vx_tiled_render *)arg;
-  loader *L = &tr->ld;
+  loader_arg *la = (loader_arg *)arg;
+  vx_tiled_render *tr = la->tr;
+  loaders *L = &tr->ld;
+  vx_svo_read_opts ro = tr->ro;
   pthread_mutex_lock(&L->lock);
   for (;;) {
-    while (!L->quit && (L->req_tile < 0 || L->done_tile >= 0))
-      pthread_cond_wait(&L->wake, &L->lock);
+    while (!L->quit && L->next >= L->queued) pthread_cond_wait(&L->wake, &L->lock);
     if (L->quit) break;
-    int64_t i = L->req_tile;
-    int level = L->req_level;
+    tile *tl = &tr->tiles[L->queue[L->next]];
+    const uint64_t i = L->queue[L->next++];
+    if (tl->job != JOB_QUEUED) continue;
+    tl->job = JOB_RUNNING;
+    const int level = tl->job_level;
     pthread_mutex_unlock(&L->lock);
     vx_octree h;
-    memset(&h, 0, sizeof h);
     vx_error e;
     memset(&e, 0, sizeof e);
-    vx_status s = read_tile(tr, (uint64_t)i, level, &h, &e);
+    ro.max_level = level >= (int)tr->T ? -1 : level;
+    vx_status s = vx_tiled_read_tile(L->reader[la->k], i, &ro, &h, &e);
     pthread_mutex_lock(&L->lock);
-    L->req_tile = -1;
-    L->done_tile = i;
-    L->done_level = level;
-    L->done = h;
-    L->done_status = s;
-    L->done_err = e;
+    tl->job = JOB_DONE;
+    tl->job_tree = h;
+    tl->job_status = s;
+    tl->job_err = e;
+    pthread_cond_broadcast(&L->done);
   }
   pthread_mutex_unlock(&L->lock);
   return NULL;
 }
 
-static void loader_stop(vx_tiled_render *tr) {
-  loader *L = &tr->ld;
-  if (!L->started) return;
-  pthread_mutex_lock(&L->lock);
-  L->quit = 1;
-  pthread_cond_signal(&L->wake);
-  pthread_mutex_unlock(&L->lock);
-  pthread_join(L->thread, NULL);
-  if (L->done_tile >= 0) vx_octree_free(&L->done);
-  pthread_mutex_destroy(&L->lock);
-  pthread_cond_destroy(&L->wake);
-  L->started = 0;
+static void loaders_stop(vx_tiled_render *tr) {
+  loaders *L = &tr->ld;
+  if (L->n > 0) {
+    pthread_mutex_lock(&L->lock);
+    L->quit = 1;
+    pthread_cond_broadcast(&L->wake);
+    pthread_mutex_unlock(&L->lock);
+    for (int k = 0; k < L->n; k++) pthread_join(L->thread[k], NULL);
+    pthread_mutex_destroy(&L->lock);
+    pthread_cond_destroy(&L->wake);
+    pthread_cond_destroy(&L->done);
+  }
+  for (int k = 0; k < VX_TILE_LOADERS; k++) vx_tiled_close(L->reader[k]);
+  for (uint64_t i = 0; tr->tiles && i < tr->n; i++)
+    if (tr->tiles[i].job == JOB_DONE) vx_octree_free(&tr->tiles[i].job_tree);
+  vx_free(L->queue);
+  L->n = 0;
 }
+
+/* Readers of their own on the file (the same file: its header, tiles and size), and the
+ * threads. */
+static vx_status loaders_start(vx_tiled_render *tr, const char *path, vx_error *err) {
+  loaders *L = &tr->ld;
+  L->queue = (uint32_t *)vx_calloc((size_t)tr->n, sizeof *L->queue);
+  if (!L->queue) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  uint64_t bytes = 0, want = 0;
+  vx_tiled_totals(tr->t, NULL, NULL, &want);
+  const vx_tiled_header *h0 = vx_tiled_get_header(tr->t);
+  for (int k = 0; k < VX_TILE_LOADERS; k++) {
+    vx_status s = vx_tiled_open(path, &tr->ro, &L->reader[k], err);
+    if (s != VX_OK) return s;
+    const vx_tiled_header *h = vx_tiled_get_header(L->reader[k]);
+    vx_tiled_totals(L->reader[k], NULL, NULL, &bytes);
+    if (bytes != want || vx_tiled_tile_count(L->reader[k]) != tr->n ||
+        h->build_id != h0->build_id || h->depth != h0->depth || h->tile_depth != h0->tile_depth)
+      return vx_error_set(err, VX_ERR_IO, "%s: the file changed since it was opened", path);
+  }
+  pthread_mutex_init(&L->lock, NULL);
+  pthread_cond_init(&L->wake, NULL);
+  pthread_cond_init(&L->done, NULL);
+  for (int k = 0; k < VX_TILE_LOADERS; k++) {
+    tr->args[k].tr = tr;
+    tr->args[k].k = k;
+    if (pthread_create(&L->thread[k], NULL, loader_main, &tr->args[k]) != 0) break;
+    L->n++;
+  }
+  if (L->n == 0) {
+    pthread_mutex_destroy(&L->lock);
+    pthread_cond_destroy(&L->wake);
+    pthread_cond_destroy(&L->done);
+    return vx_error_set(err, VX_ERR_IO, "render: cannot start the tile loader threads");
+  }
+  return VX_OK;
+}
+
+static vx_status read_wanted(vx_tiled_render *tr, int coarse, int wait, vx_error *err);
 
 /* ---- residency ------------------------------------------------------------------------------ */
 
 void vx_tiled_render_free(vx_tiled_render *tr) {
   if (!tr) return;
-  loader_stop(tr);
+  loaders_stop(tr);
   for (uint64_t i = 0; tr->tiles && i < tr->n; i++) {
     copy_free(&tr->tiles[i].coarse);
     copy_free(&tr->tiles[i].fine);
@@ -244,7 +284,6 @@ vx_status vx_tiled_render_create(vx_tiled_file *f, int gpu, int threads, uint64_
   tr->threads = threads;
   tr->stream = stream;
   tr->budget = budget;
-  tr->ld.req_tile = tr->ld.done_tile = -1;
   vx_tiled_file_shape(f, &tr->shape);
   tr->top_bytes = tr->shape.node_count * sizeof(vx_node);
   vx_status s = VX_OK;
@@ -255,19 +294,13 @@ vx_status vx_tiled_render_create(vx_tiled_file *f, int gpu, int threads, uint64_
   if (s == VX_OK) s = scan_tiles(tr, err);
   if (s == VX_OK && gpu) s = vx_gpu_view_create(vx_tiled_top(tr->t), &tr->view, err);
   if (s == VX_OK) s = choose_coarse(tr, err);
-  for (uint64_t i = 0; i < tr->n && s == VX_OK; i++)
-    s = load(tr, i, tr->coarse, &tr->tiles[i].coarse, err);
-  if (s == VX_OK && stream) {
-    loader *L = &tr->ld;
-    pthread_mutex_init(&L->lock, NULL);
-    pthread_cond_init(&L->wake, NULL);
-    L->started = 1;
-    if (pthread_create(&L->thread, NULL, loader_main, tr) != 0) {
-      pthread_mutex_destroy(&L->lock);
-      pthread_cond_destroy(&L->wake);
-      L->started = 0;
-      s = vx_error_set(err, VX_ERR_IO, "render: cannot start the tile loader thread");
+  if (s == VX_OK) s = loaders_start(tr, vx_tiled_file_path(f), err);
+  if (s == VX_OK) { /* every tile's coarse copy, read by the loaders */
+    for (uint64_t i = 0; i < tr->n; i++) {
+      tr->order[i] = (uint32_t)i;
+      tr->tiles[i].target = tr->coarse;
     }
+    s = read_wanted(tr, 1, 1, err);
   }
   if (s != VX_OK) {
     vx_tiled_render_free(tr);
@@ -370,69 +403,82 @@ static void targets(vx_tiled_render *tr, const vx_tiled_scene *ts) {
   }
 }
 
-/* Frees copies no longer wanted, then reads the wanted ones (all of them, or in stream mode
- * hands the nearest missing one to the loader and adopts what it finished). */
+/* Whether tile tl lacks the copy the frame wants: its coarse copy (coarse), else a finer one. */
+static int lacks(const vx_tiled_render *tr, const tile *tl, int coarse) {
+  return coarse ? tl->coarse.level < 0 : tl->target > tr->coarse && tl->fine.level < 0;
+}
+
+/* Adopts the loaders' finished reads that are still wanted (frees the others), queues every tile
+ * that lacks its copy (coarse copies, or finer ones), nearest first, and with `wait` repeats until
+ * none lacks it. tr->loaded counts the copies adopted. */
+static vx_status read_wanted(vx_tiled_render *tr, int coarse, int wait, vx_error *err) {
+  loaders *L = &tr->ld;
+  vx_status first = VX_OK;
+  for (;;) {
+    uint64_t missing = 0;
+    pthread_mutex_lock(&L->lock);
+    L->queued = L->next = 0;
+    for (uint64_t j = 0; j < tr->n; j++) {
+      const uint32_t k = tr->order[j];
+      tile *tl = &tr->tiles[k];
+      const int level = coarse ? tr->coarse : tl->target;
+      if (tl->job == JOB_DONE) { /* adopted outside the lock, below */
+        tl->job = JOB_NONE;
+        vx_octree h = tl->job_tree;
+        const int ok = tl->job_status == VX_OK && tl->job_level == level && lacks(tr, tl, coarse);
+        if (tl->job_status != VX_OK && first == VX_OK) {
+          first = tl->job_status;
+          if (err) *err = tl->job_err;
+        }
+        pthread_mutex_unlock(&L->lock);
+        vx_status s = VX_OK;
+        if (ok) {
+          s = adopt(tr, k, level, &h, coarse ? &tl->coarse : &tl->fine, err);
+          tr->loaded += s == VX_OK;
+        } else {
+          vx_octree_free(&h);
+        }
+        pthread_mutex_lock(&L->lock);
+        if (s != VX_OK && first == VX_OK) first = s;
+      }
+      if (!lacks(tr, tl, coarse)) {
+        if (tl->job == JOB_QUEUED) tl->job = JOB_NONE;
+        continue;
+      }
+      missing++;
+      if (tl->job == JOB_NONE || tl->job == JOB_QUEUED) {
+        tl->job = JOB_QUEUED;
+        tl->job_level = level;
+        L->queue[L->queued++] = k;
+      }
+    }
+    pthread_cond_broadcast(&L->wake);
+    if (first == VX_OK && wait && missing > 0) { /* until a read finishes */
+      int done = 0;
+      while (!done) {
+        for (uint64_t i = 0; i < tr->n && !done; i++) done = tr->tiles[i].job == JOB_DONE;
+        if (!done) pthread_cond_wait(&L->done, &L->lock);
+      }
+    }
+    pthread_mutex_unlock(&L->lock);
+    if (first != VX_OK || !wait || missing == 0) return first;
+  }
+}
+
+/* Frees the finer copies no longer wanted, then reads the wanted ones: waiting for them, or
+ * (stream) adopting what the loaders finished and queueing the rest. */
 static vx_status update(vx_tiled_render *tr, vx_error *err) {
   tr->loaded = 0;
   for (uint64_t i = 0; i < tr->n; i++) {
     tile *tl = &tr->tiles[i];
     if (tl->fine.level >= 0 && tl->fine.level != tl->target) copy_free(&tl->fine);
   }
-  loader *L = &tr->ld;
-  if (tr->stream) {
-    pthread_mutex_lock(&L->lock);
-    int64_t i = L->done_tile;
-    vx_octree h = L->done;
-    int level = L->done_level;
-    vx_status ls = L->done_status;
-    vx_error le = L->done_err;
-    L->done_tile = -1;
-    memset(&L->done, 0, sizeof L->done);
-    int busy = L->req_tile >= 0;
-    pthread_mutex_unlock(&L->lock);
-    if (i >= 0) {
-      tile *tl = &tr->tiles[i];
-      vx_status s = ls;
-      if (s == VX_OK && tl->target == level && tl->fine.level < 0) {
-        s = adopt(tr, (uint64_t)i, level, &h, &tl->fine, &le);
-        tr->loaded += s == VX_OK;
-      } else {
-        vx_octree_free(&h);
-      }
-      if (s != VX_OK) {
-        if (err) *err = le;
-        return s;
-      }
-    }
-    if (!busy) {
-      for (uint64_t j = 0; j < tr->n; j++) {
-        uint32_t k = tr->order[j];
-        tile *tl = &tr->tiles[k];
-        if (tl->target > tr->coarse && tl->fine.level < 0) {
-          pthread_mutex_lock(&L->lock);
-          L->req_tile = k;
-          L->req_level = tl->target;
-          pthread_cond_signal(&L->wake);
-          pthread_mutex_unlock(&L->lock);
-          break;
-        }
-      }
-    }
-  } else {
-    for (uint64_t j = 0; j < tr->n; j++) {
-      uint32_t k = tr->order[j];
-      tile *tl = &tr->tiles[k];
-      if (tl->target > tr->coarse && tl->fine.level < 0) {
-        vx_status s = load(tr, k, tl->target, &tl->fine, err);
-        if (s != VX_OK) return s;
-        tr->loaded++;
-      }
-    }
-  }
+  vx_status s = read_wanted(tr, 0, !tr->stream, err);
+  if (s != VX_OK) return s;
   tr->pending = 0;
   for (uint64_t i = 0; i < tr->n; i++) {
     tile *tl = &tr->tiles[i];
-    tr->pending += tl->target > tr->coarse && tl->fine.level < 0;
+    tr->pending += lacks(tr, tl, 0);
     const copy *c = tl->fine.level >= 0 ? &tl->fine : &tl->coarse;
     vx_tile_ref *r = &tr->refs[i];
     if (tr->gpu) {
