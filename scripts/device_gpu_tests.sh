@@ -315,6 +315,9 @@ for s in $steps; do
       timeout 240 python3 bench/viewer_bench.py $B/voxlod /tmp/vx/dragon32k.svo --gpu --frames 300 \
         --warmup 30 --sizes 1920x1080 --budget "$b" --label "dragon 32768^3, budget $b" |
         tee -a "$OUT/viewer_bench.md"
+      timeout 240 python3 bench/viewer_bench.py $B/voxlod /tmp/vx/dragon32k.svo --gpu --still \
+        --sizes 1920x1080 --budget "$b" --label "dragon 32768^3, budget $b, one view" |
+        tee -a "$OUT/viewer_bench.md"
     done
     ;;
   ncu)
