@@ -1,11 +1,56 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_tiled.c - libFuzzer target: arbitrary bytes through the tiled .svo reader: the prologue,
- * trailer, header, top tree and tile index, each tile read alone, and the joined tree, whole and
- * in part. Any input must be refused or give trees that validate, within a small memory limit;
- * ASan/UBSan catch the rest. Seeds: tests/corpus/tiled (small tiled files). */
+ * trailer, header, top tree and tile index, each tile read alone (whole and in part: only its
+ * first sections), and the joined tree, whole and in part; then a small image of what was read,
+ * drawn tile by tile (marcher/trace_tiled.h) at a cut and at full detail. Any input must be
+ * refused or give trees that validate, within a small memory limit; ASan/UBSan catch the rest.
+ * Seeds: tests/corpus/tiled (small tiled files). */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "formats/svo_tiled.h"
+#include "marcher/scene.h"
+
+#define MAX_TILES 64
+
+/* A 12x9 image of the tiles read (refs), from outside the grid, at the cut `lod`. */
+static void draw(const vx_tiled *t, const vx_tile_ref *refs, int lod) {
+  const vx_tiled_header *h = vx_tiled_get_header(t);
+  const uint32_t K = h->depth - h->tile_depth;
+  if (K > VX_TILED_MAX_GRID_BITS || vx_tiled_tile_count(t) > MAX_TILES) return;
+  vx_octree shape = *vx_tiled_top(t);
+  shape.depth = h->depth;
+  shape.xf = h->xf;
+  shape.band = h->band;
+  shape.prune_error = h->prune_error;
+  const size_t G = (size_t)1 << K;
+  int32_t *cells = (int32_t *)malloc(G * G * G * sizeof *cells);
+  if (!cells) return;
+  for (size_t c = 0; c < G * G * G; c++) cells[c] = -1;
+  for (uint64_t i = 0; i < vx_tiled_tile_count(t); i++) {
+    uint32_t x, y, z;
+    vx_morton_decode(vx_tiled_tile(t, i)->code, &x, &y, &z);
+    cells[x + G * (y + G * z)] = (int32_t)i;
+  }
+  vx_march_opts o;
+  memset(&o, 0, sizeof o);
+  o.width = 12;
+  o.height = 9;
+  o.lod = lod;
+  o.lod_scale = 1.0f;
+  vx_march_orbit(&shape, 30.0, 20.0, 40.0, &o.cam);
+  vx_tiled_scene ts;
+  vx_march_image img;
+  if (vx_tiled_scene_init(&ts, &shape, h->tile_depth, &o, NULL) == VX_OK &&
+      vx_march_image_alloc(&img, 12, 9, 0, NULL) == VX_OK) {
+    ts.tiles = refs;
+    ts.cells = cells;
+    ts.top.nodes = shape.nodes;
+    if (vx_render_cpu_tiled(&ts, &img, 1, NULL) != VX_OK) abort();
+    vx_march_image_free(&img);
+  }
+  free(cells);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vx_svo_read_opts o = {-1, (uint64_t)64 << 20};
@@ -14,13 +59,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (vx_tiled_open_memory(data, size, &o, &t, &e) != VX_OK) return 0;
   if (vx_octree_validate(vx_tiled_top(t), &e) != VX_OK) abort();
   const uint64_t n = vx_tiled_tile_count(t);
-  for (uint64_t i = 0; i < n && i < 64; i++) {
+  static vx_octree part[MAX_TILES];
+  vx_tile_ref refs[MAX_TILES];
+  memset(refs, 0, sizeof refs);
+  vx_svo_read_opts po = o;
+  po.max_level = data[size - 1] % 4; /* a partial read: the first sections alone */
+  for (uint64_t i = 0; i < n && i < MAX_TILES; i++) {
     vx_octree tile;
     if (vx_tiled_read_tile(t, i, &o, &tile, &e) == VX_OK) {
       if (vx_octree_validate(&tile, &e) != VX_OK) abort();
       vx_octree_free(&tile);
     }
+    if (vx_tiled_read_tile(t, i, &po, &part[i], &e) == VX_OK) {
+      if (vx_octree_validate(&part[i], &e) != VX_OK) abort();
+      refs[i].nodes = part[i].nodes;
+      refs[i].voxels = part[i].levels_loaded > part[i].depth ? part[i].voxels : NULL;
+      refs[i].levels = part[i].levels_loaded;
+    }
   }
+  if (n > 0) { /* a tile that could not be read is left out (levels 0) */
+    draw(t, refs, -1);
+    draw(t, refs, (int)(data[0] % (vx_tiled_get_header(t)->depth + 1)));
+  }
+  for (uint64_t i = 0; i < n && i < MAX_TILES; i++) vx_octree_free(&part[i]);
   vx_octree all;
   if (vx_tiled_stitch(t, &o, &all, &e) == VX_OK) {
     if (vx_octree_validate(&all, &e) != VX_OK) abort();
