@@ -366,23 +366,21 @@ extern "C" uint64_t vx_gpu_view_tree_bytes(const vx_gpu_view *g) {
 
 extern "C" const vx_gpu_resident *vx_gpu_view_resident(const vx_gpu_view *g) { return g->res; }
 
-extern "C" vx_status vx_gpu_view_draw(vx_gpu_view *c, const vx_octree *t, const vx_march_opts *o,
-                                      const vx_gpu_config *cfg, uint8_t *rgb, float *depth,
-                                      uint32_t *visits, vx_gpu_frame_times *times,
-                                      vx_error *err) {
-  vx_status st = check_opts(t, o, err);
-  if (st != VX_OK) return st;
-  if (!rgb) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no image memory");
-  size_t n = (size_t)o->width * o->height;
-  vx_trace_scene s;
+/* One frame of scene s (device pointers) of width x height: the launch timed by a pair of CUDA
+ * events, then the pixels (and, when not NULL, depth and visits) copied into host memory. */
+template <typename S>
+static vx_status draw_frame(vx_gpu_view *c, const S *s, const vx_gpu_config *cfg, uint32_t width,
+                            uint32_t height, uint8_t *rgb, float *depth, uint32_t *visits,
+                            vx_gpu_frame_times *times, vx_error *err) {
+  vx_status st = VX_OK;
+  size_t n = (size_t)width * height;
   launch_plan p;
   float ms = 0.0f;
   double t0 = 0.0;
   if ((st = gpu_frame(c, n, visits != NULL, err)) != VX_OK) goto done;
-  if ((st = gpu_scene(c, t, o, &s, err)) != VX_OK) goto done;
-  if ((st = plan_launch<vx_trace_scene>(c, cfg, o->width, o->height, &p, err)) != VX_OK) goto done;
+  if ((st = plan_launch<S>(c, cfg, width, height, &p, err)) != VX_OK) goto done;
   VX_CU(cudaEventRecord(c->ev[0], c->stream), "cudaEventRecord");
-  if ((st = gpu_launch(c, &p, &s, visits != NULL, c->stream, err)) != VX_OK) goto done;
+  if ((st = gpu_launch(c, &p, s, visits != NULL, c->stream, err)) != VX_OK) goto done;
   VX_CU(cudaEventRecord(c->ev[1], c->stream), "cudaEventRecord");
   VX_CU(cudaEventSynchronize(c->ev[1]), "running the ray-marching kernel");
   VX_CU(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]), "cudaEventElapsedTime");
@@ -397,6 +395,18 @@ extern "C" vx_status vx_gpu_view_draw(vx_gpu_view *c, const vx_octree *t, const 
   }
 done:
   return st;
+}
+
+extern "C" vx_status vx_gpu_view_draw(vx_gpu_view *c, const vx_octree *t, const vx_march_opts *o,
+                                      const vx_gpu_config *cfg, uint8_t *rgb, float *depth,
+                                      uint32_t *visits, vx_gpu_frame_times *times,
+                                      vx_error *err) {
+  vx_status st = check_opts(t, o, err);
+  if (st != VX_OK) return st;
+  if (!rgb) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no image memory");
+  vx_trace_scene s;
+  if ((st = gpu_scene(c, t, o, &s, err)) != VX_OK) return st;
+  return draw_frame(c, &s, cfg, o->width, o->height, rgb, depth, visits, times, err);
 }
 
 extern "C" vx_status vx_gpu_view_set_tiles(vx_gpu_view *c, const vx_tile_ref *tiles, size_t n,
@@ -439,36 +449,15 @@ done:
 extern "C" vx_status vx_gpu_view_draw_tiled(vx_gpu_view *c, const vx_tiled_scene *ts,
                                             uint8_t *rgb, float *depth,
                                             vx_gpu_frame_times *times, vx_error *err) {
-  vx_status st = VX_OK;
-  const vx_trace_scene *f = &ts->tile;
   if (!rgb) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: no image memory");
   if (!c->tiles || !c->cells)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU: the tiled tree's tables are not set");
-  size_t n = (size_t)f->width * f->height;
   vx_tiled_scene s = *ts;
-  launch_plan p;
-  float ms = 0.0f;
-  double t0 = 0.0;
   s.tiles = c->tiles;
   s.cells = c->cells;
   s.top.nodes = c->tree.nodes;
   s.top.levels_loaded = c->tree.levels;
-  if ((st = gpu_frame(c, n, 0, err)) != VX_OK) goto done;
-  if ((st = plan_launch<vx_tiled_scene>(c, NULL, f->width, f->height, &p, err)) != VX_OK) goto done;
-  VX_CU(cudaEventRecord(c->ev[0], c->stream), "cudaEventRecord");
-  if ((st = gpu_launch(c, &p, &s, 0, c->stream, err)) != VX_OK) goto done;
-  VX_CU(cudaEventRecord(c->ev[1], c->stream), "cudaEventRecord");
-  VX_CU(cudaEventSynchronize(c->ev[1]), "running the ray-marching kernel");
-  VX_CU(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]), "cudaEventElapsedTime");
-  t0 = vx_clock_seconds();
-  if ((st = copy_out(c, rgb, c->rgb, n * 3, err)) != VX_OK) goto done;
-  if (depth && (st = copy_out(c, depth, c->depth, n * sizeof(float), err)) != VX_OK) goto done;
-  if (times) {
-    times->ms_kernel = ms;
-    times->ms_copy = (vx_clock_seconds() - t0) * 1e3;
-  }
-done:
-  return st;
+  return draw_frame(c, &s, NULL, ts->tile.width, ts->tile.height, rgb, depth, NULL, times, err);
 }
 
 extern "C" vx_status vx_render_gpu_config(const vx_octree *t, const vx_march_opts *o,

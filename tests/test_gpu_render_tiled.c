@@ -12,51 +12,14 @@
 
 #include "lib/internal.h"
 #include "lib/tiled_render.h"
-#include "tiled_scene.h"
+#define W 320 /* the images (tiled_view.h) */
+#define H 240
+#include "tiled_view.h"
 #include "voxlod/render.h"
 
-#define W 320
-#define H 240
 
 static char dir[64];
 
-typedef struct image {
-  uint8_t rgb[W * H * 3];
-  float depth[W * H];
-} image;
-
-static vx_renderer *renderer(vx_tiled_file *f, vx_tree *t, vx_device dev, uint32_t budget_mib,
-                             int stream) {
-  vx_renderer_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.device = dev;
-  ro.memory_budget_mib = budget_mib;
-  ro.stream_tiles = stream;
-  vx_renderer *r = NULL;
-  vx_error e;
-  vx_status s = f ? vx_renderer_create_tiled(f, &ro, &r, &e) : vx_renderer_create(t, &ro, &r, &e);
-  CHECK_MSG(s == VX_OK, "%s", e.msg);
-  return r;
-}
-
-static void render(vx_renderer *r, const vx_camera *cam, vx_lod_mode lod, int level, image *im,
-                   vx_frame_stats *fs) {
-  vx_render_opts o;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.width = W;
-  o.height = H;
-  o.lod = lod;
-  o.level = level;
-  o.camera = *cam;
-  vx_frame_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  vx_error e;
-  CHECK_MSG(vx_render(r, &o, im->rgb, im->depth, &st, &e) == VX_OK, "%s", e.msg);
-  if (fs) *fs = st;
-}
 
 /* Pixels differing by more than 2/255, hit/miss mismatches; both at most 1 in 1000. */
 static void agree(const image *a, const image *b, const char *what, int level) {
@@ -73,31 +36,13 @@ static void agree(const image *a, const image *b, const char *what, int level) {
   CHECK_MSG(hits > (size_t)W * H / 20, "%s level %d: %zu hits", what, level, hits);
 }
 
-static void camera(vx_camera *c, double ex, double ey, double ez, double tx, double ty, double tz) {
-  memset(c, 0, sizeof *c);
-  c->eye[0] = ex;
-  c->eye[1] = ey;
-  c->eye[2] = ez;
-  c->target[0] = tx;
-  c->target[1] = ty;
-  c->target[2] = tz;
-  c->up[1] = 1.0;
-  c->fov_y_deg = 45.0;
-}
 
 static void gpu_draws_tiles(void) {
-  vx_mesh *m = tiled_scene();
   char tp[128], up[128];
-  snprintf(tp, sizeof tp, "%s/t.svo", dir);
-  snprintf(up, sizeof up, "%s/u.svo", dir);
+  vx_tiled_file *f;
+  vx_tree *u;
+  tv_files(dir, 1024, 7, tp, up, &f, &u);
   vx_error e;
-  CHECK_MSG(tiled_convert(m, 1024, 7, VX_DEVICE_CPU, 0, 0, tp, &e) == VX_OK, "%s", e.msg);
-  CHECK_MSG(tiled_convert(m, 1024, 0, VX_DEVICE_CPU, 0, 0, up, &e) == VX_OK, "%s", e.msg);
-  vx_mesh_free(m);
-  vx_tiled_file *f = NULL;
-  CHECK_MSG(vx_tiled_file_open(tp, NULL, &f, &e) == VX_OK, "%s", e.msg);
-  vx_tree *u = NULL;
-  CHECK_MSG(vx_tree_load(up, NULL, &u, &e) == VX_OK, "%s", e.msg);
   vx_renderer_opts ro;
   memset(&ro, 0, sizeof ro);
   ro.struct_size = sizeof ro;
@@ -110,13 +55,13 @@ static void gpu_draws_tiles(void) {
     CHECK_SKIP("%s", e.msg);
   }
   vx_renderer_free(probe);
-  vx_renderer *g = renderer(f, NULL, VX_DEVICE_GPU, 0, 0);
-  vx_renderer *c = renderer(f, NULL, VX_DEVICE_CPU, 0, 0);
-  vx_renderer *gu = renderer(NULL, u, VX_DEVICE_GPU, 0, 0);
+  vx_renderer *g = tv_renderer(f, NULL, VX_DEVICE_GPU, 0, 0);
+  vx_renderer *c = tv_renderer(f, NULL, VX_DEVICE_CPU, 0, 0);
+  vx_renderer *gu = tv_renderer(NULL, u, VX_DEVICE_GPU, 0, 0);
   vx_camera cams[3];
-  camera(&cams[0], 2.6, 1.5, 2.2, 0.0, 0.0, 0.1);
-  camera(&cams[1], 0.55, 0.3, 0.5, -0.5, -0.2, 0.0);
-  camera(&cams[2], 0.9, 0.5, 0.9, 0.5, 0.1, 0.2);
+  tv_camera(&cams[0], 2.6, 1.5, 2.2, 0.0, 0.0, 0.1);
+  tv_camera(&cams[1], 0.55, 0.3, 0.5, -0.5, -0.2, 0.0);
+  tv_camera(&cams[2], 0.9, 0.5, 0.9, 0.5, 0.1, 0.2);
   static image a, b, j;
   const int levels[] = {2, 3, 5, 8, 10};
   for (int v = 0; v < 3; v++) {
@@ -146,8 +91,8 @@ static void gpu_draws_tiles(void) {
   ti.struct_size = sizeof ti;
   vx_tiled_file_get_info(f, &ti);
   const uint32_t mib = (uint32_t)(ti.memory_bytes / 5 >> 20) + 1;
-  g = renderer(f, NULL, VX_DEVICE_GPU, mib, 0);
-  c = renderer(f, NULL, VX_DEVICE_CPU, mib, 0);
+  g = tv_renderer(f, NULL, VX_DEVICE_GPU, mib, 0);
+  c = tv_renderer(f, NULL, VX_DEVICE_CPU, mib, 0);
   vx_frame_stats fg, fc;
   render(g, &cams[2], VX_LOD_FINEST, 0, &a, &fg);
   render(c, &cams[2], VX_LOD_FINEST, 0, &b, &fc);
@@ -168,7 +113,7 @@ static void gpu_draws_tiles(void) {
   vx_renderer_free(c);
 
   /* streaming on the GPU ends in the waiting frame's image */
-  vx_renderer *gs = renderer(f, NULL, VX_DEVICE_GPU, mib, 1);
+  vx_renderer *gs = tv_renderer(f, NULL, VX_DEVICE_GPU, mib, 1);
   static image st;
   vx_frame_stats fs;
   int frames = 0;

@@ -19,35 +19,13 @@
 #include "lib/internal.h"
 #include "lib/tiled_arena.h"
 #include "lib/tiled_render.h"
-#include "tiled_scene.h"
+#define W 160 /* the images (tiled_view.h) */
+#define H 120
+#include "tiled_view.h"
 #include "voxlod/render.h"
 
 static char dir[64];
-#define W 160
-#define H 120
 
-typedef struct image {
-  uint8_t rgb[W * H * 3];
-  float depth[W * H];
-} image;
-
-static void render(vx_renderer *r, const vx_camera *cam, vx_lod_mode lod, int level, image *im,
-                   vx_frame_stats *fs) {
-  vx_render_opts o;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.width = W;
-  o.height = H;
-  o.lod = lod;
-  o.level = level;
-  o.camera = *cam;
-  vx_frame_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  vx_error e;
-  CHECK_MSG(vx_render(r, &o, im->rgb, im->depth, &st, &e) == VX_OK, "%s", e.msg);
-  if (fs) *fs = st;
-}
 
 /* Pixels whose colour differs, and whose hit / miss differs. */
 static void compare(const image *a, const image *b, double *px_diff, double *hit_diff) {
@@ -66,53 +44,17 @@ static double hits(const image *a) {
   return (double)n / (W * H);
 }
 
-static vx_renderer *tiled_renderer(vx_tiled_file *f, uint32_t budget_mib, int stream) {
-  vx_renderer_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.device = VX_DEVICE_CPU;
-  ro.threads = 2;
-  ro.memory_budget_mib = budget_mib;
-  ro.stream_tiles = stream;
-  vx_renderer *r = NULL;
-  vx_error e;
-  CHECK_MSG(vx_renderer_create_tiled(f, &ro, &r, &e) == VX_OK, "%s", e.msg);
-  return r;
-}
 
-static void camera(vx_camera *c, double ex, double ey, double ez, double tx, double ty, double tz) {
-  memset(c, 0, sizeof *c);
-  c->eye[0] = ex;
-  c->eye[1] = ey;
-  c->eye[2] = ez;
-  c->target[0] = tx;
-  c->target[1] = ty;
-  c->target[2] = tz;
-  c->up[1] = 1.0;
-  c->fov_y_deg = 45.0;
-}
 
 /* 256^3 in tiles of 64^3 against the joined tree. */
 static void against_joined(void) {
-  vx_mesh *m = tiled_scene();
   char tp[128], up[128];
-  snprintf(tp, sizeof tp, "%s/t.svo", dir);
-  snprintf(up, sizeof up, "%s/u.svo", dir);
+  vx_tiled_file *f;
+  vx_tree *u;
+  tv_files(dir, 256, 6, tp, up, &f, &u);
   vx_error e;
-  CHECK_MSG(tiled_convert(m, 256, 6, VX_DEVICE_CPU, 0, 2, tp, &e) == VX_OK, "%s", e.msg);
-  CHECK_MSG(tiled_convert(m, 256, 0, VX_DEVICE_CPU, 0, 2, up, &e) == VX_OK, "%s", e.msg);
-  vx_mesh_free(m);
-  vx_tree *u = NULL;
-  CHECK_MSG(vx_tree_load(up, NULL, &u, &e) == VX_OK, "%s", e.msg);
-  vx_tiled_file *f = NULL;
-  CHECK_MSG(vx_tiled_file_open(tp, NULL, &f, &e) == VX_OK, "%s", e.msg);
-  vx_renderer_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.device = VX_DEVICE_CPU;
-  ro.threads = 2;
-  vx_renderer *ru = NULL, *rt = tiled_renderer(f, 0, 0);
-  CHECK(vx_renderer_create(u, &ro, &ru, &e) == VX_OK);
+  vx_renderer *ru = tv_renderer(NULL, u, VX_DEVICE_CPU, 0, 0);
+  vx_renderer *rt = tv_renderer(f, NULL, VX_DEVICE_CPU, 0, 0);
   vx_renderer_info ri;
   memset(&ri, 0, sizeof ri);
   ri.struct_size = sizeof ri;
@@ -120,9 +62,9 @@ static void against_joined(void) {
   CHECK(ri.tiles > 8 && ri.tiles < 64 && ri.budget_bytes > 0 && ri.coarse_level == 8);
 
   vx_camera cams[3];
-  camera(&cams[0], 2.6, 1.5, 2.2, 0.0, 0.0, 0.1);   /* outside */
-  camera(&cams[1], 0.55, 0.3, 0.5, -0.5, -0.2, 0.0); /* inside the grid, between tiles */
-  camera(&cams[2], 0.9, 0.5, 0.9, 0.5, 0.1, 0.2);   /* close to the torus */
+  tv_camera(&cams[0], 2.6, 1.5, 2.2, 0.0, 0.0, 0.1);   /* outside */
+  tv_camera(&cams[1], 0.55, 0.3, 0.5, -0.5, -0.2, 0.0); /* inside the grid, between tiles */
+  tv_camera(&cams[2], 0.9, 0.5, 0.9, 0.5, 0.1, 0.2);   /* close to the torus */
   static image a, b;
   for (int c = 0; c < 3; c++) {
     double pd, hd;
@@ -201,7 +143,8 @@ static void against_joined(void) {
 
   /* Streaming: frames do not wait; once nothing is pending the image is the waiting one's (a
    * 1 MiB budget: coarse copies of level 6 at most, detail for some tiles). */
-  vx_renderer *rs = tiled_renderer(f, 1, 1), *rw = tiled_renderer(f, 1, 0);
+  vx_renderer *rs = tv_renderer(f, NULL, VX_DEVICE_CPU, 1, 1);
+  vx_renderer *rw = tv_renderer(f, NULL, VX_DEVICE_CPU, 1, 0);
   render(rw, &cams[2], VX_LOD_FINEST, 0, &a, &fs);
   CHECK(fs.tiles_loaded > 0 && fs.tiles_pending == 0);
   render(rs, &cams[2], VX_LOD_FINEST, 0, &b, &fs);
@@ -220,11 +163,13 @@ static void against_joined(void) {
   vx_renderer_free(rw);
 
   /* bad options */
-  vx_renderer_opts bad = ro;
+  vx_renderer_opts bad;
+  memset(&bad, 0, sizeof bad);
+  bad.struct_size = sizeof bad;
   bad.stream_tiles = 2;
   vx_renderer *rb = NULL;
   CHECK(vx_renderer_create_tiled(f, &bad, &rb, &e) == VX_ERR_INVALID_ARG && !rb);
-  CHECK(vx_renderer_create_tiled(NULL, &ro, &rb, &e) == VX_ERR_INVALID_ARG && !rb);
+  CHECK(vx_renderer_create_tiled(NULL, NULL, &rb, &e) == VX_ERR_INVALID_ARG && !rb);
   vx_render_opts o;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -273,16 +218,10 @@ static double brute_hit(const vx_soup *s, const double o[3], const double d[3]) 
   return best;
 }
 
-/* 32768^3 in tiles of 4096^3: a sphere of about 130 voxels at the corner of 8 tiles (two small
- * cubes at the box's corners make the grid that wide), against a ray cast of the mesh. */
+/* 32768^3 in tiles of 4096^3 (tiled_corner_sphere), against a ray cast of the mesh. */
 static void finer_than_one_tree(void) {
   vx_soup s;
-  memset(&s, 0, sizeof s);
-  meshgen_sphere(&s, 0.125, 0.125, 0.125, 0.004, 48, 24);
-  const double a0[3] = {0, 0, 0}, a1[3] = {0.002, 0.002, 0.002};
-  const double b0[3] = {0.998, 0.998, 0.998}, b1[3] = {1, 1, 1};
-  meshgen_box(&s, a0, a1);
-  meshgen_box(&s, b0, b1);
+  tiled_corner_sphere(&s);
   vx_mesh *m = tiled_mesh_of(&s);
   char path[128];
   snprintf(path, sizeof path, "%s/big.svo", dir);
@@ -296,9 +235,9 @@ static void finer_than_one_tree(void) {
   ti.struct_size = sizeof ti;
   vx_tiled_file_get_info(f, &ti);
   CHECK(ti.depth == 15 && ti.tile_depth == 12);
-  vx_renderer *r = tiled_renderer(f, 0, 0);
+  vx_renderer *r = tv_renderer(f, NULL, VX_DEVICE_CPU, 0, 0);
   vx_camera cam;
-  camera(&cam, 0.1335, 0.1295, 0.132, 0.125, 0.125, 0.125);
+  tv_camera(&cam, 0.1335, 0.1295, 0.132, 0.125, 0.125, 0.125);
   static image im;
   vx_frame_stats fs;
   render(r, &cam, VX_LOD_FINEST, 0, &im, &fs);

@@ -259,18 +259,11 @@ static void refusals(void) {
   remove(path);
 }
 
-/* Past 16384^3: 32768^3 in tiles of 4096^3, against the exact distance within the band. The mesh
- * is small there: a sphere of about 130 voxels around the corner of 8 tiles, and two little cubes
- * at the box's corners that make the grid that wide. */
+/* Past 16384^3: 32768^3 in tiles of 4096^3 (tiled_corner_sphere), against the exact distance
+ * within the band. */
 static void finer_than_one_tree(void) {
   vx_soup s;
-  memset(&s, 0, sizeof s);
-  meshgen_sphere(&s, 0.125, 0.125, 0.125, 0.004, 48, 24);
-  const uint64_t sphere_tris = s.tri_count;
-  const double a0[3] = {0, 0, 0}, a1[3] = {0.002, 0.002, 0.002};
-  const double b0[3] = {0.998, 0.998, 0.998}, b1[3] = {1, 1, 1};
-  meshgen_box(&s, a0, a1);
-  meshgen_box(&s, b0, b1);
+  const uint64_t sphere_tris = tiled_corner_sphere(&s);
   vx_mesh *m = tiled_mesh_of(&s);
   char path[128];
   snprintf(path, sizeof path, "%s/big.svo", dir);

@@ -34,6 +34,20 @@ static vx_mesh *tiled_scene(void) {
   return m;
 }
 
+/* A scene for 32768^3: a sphere of about 130 voxels around the corner of 8 tiles of 4096^3, and
+ * two little cubes at the box's corners that make the grid that wide. Returns the sphere's
+ * triangles (the first ones of s). */
+static inline uint64_t tiled_corner_sphere(vx_soup *s) {
+  memset(s, 0, sizeof *s);
+  meshgen_sphere(s, 0.125, 0.125, 0.125, 0.004, 48, 24);
+  const uint64_t sphere_tris = s->tri_count;
+  const double a0[3] = {0, 0, 0}, a1[3] = {0.002, 0.002, 0.002};
+  const double b0[3] = {0.998, 0.998, 0.998}, b1[3] = {1, 1, 1};
+  meshgen_box(s, a0, a1);
+  meshgen_box(s, b0, b1);
+  return sphere_tris;
+}
+
 /* The options of a grey build at res^3 in tiles of 2^tile_depth (0: one tree). */
 static vx_convert_opts tiled_opts(uint32_t res, uint32_t tile_depth, vx_device dev, int gpus,
                                   int threads) {

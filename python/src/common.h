@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "voxlod.h"
 
@@ -78,10 +79,35 @@ struct Mesh {
   ~Mesh() { vx_mesh_free(m); }
 };
 
+// The render options of an image of height x width; camera: (eye xyz, target xyz, up xyz, fov),
+// or empty for the default orbit view (checked in voxlod/_tree.py).
+inline vx_render_opts render_opts(size_t height, size_t width, int lod_mode, int level,
+                                  float lod_scale, int shade, const std::vector<double> &camera) {
+  vx_render_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.height = (uint32_t)height;
+  o.width = (uint32_t)width;
+  o.lod = (vx_lod_mode)lod_mode;
+  o.level = level;
+  o.lod_scale = lod_scale;
+  o.shade = (vx_shade)shade;
+  if (camera.size() == 10) {
+    for (int i = 0; i < 3; i++) {
+      o.camera.eye[i] = camera[i];
+      o.camera.target[i] = camera[3 + i];
+      o.camera.up[i] = camera[6 + i];
+    }
+    o.camera.fov_y_deg = camera[9];
+  }
+  return o;
+}
+
 } // namespace vxpy
 
 // What the module's other source files add to it (NB_MODULE in module.cpp calls them): the
-// tiled build as tasks (tile_tasks.cpp) and voxlod.TiledFile.sample (tiled_sample.cpp).
+// tiled build as tasks (tile_tasks.cpp), voxlod.TiledFile.sample (tiled_sample.cpp) and
+// voxlod.TiledFile.render (tiled_render.cpp).
 void bind_tile_tasks(nanobind::module_ &m);
 void bind_tiled_sample(nanobind::module_ &m);
 void bind_tiled_render(nanobind::module_ &m);

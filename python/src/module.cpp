@@ -585,23 +585,8 @@ void render(Tree &t, Rgb rgb, std::optional<Depth> depth, int lod_mode, int leve
             float lod_scale, int shade, std::vector<double> camera, int device) {
   std::unique_lock<std::mutex> g = lock_tree(t);
   ensure_renderer(t, device);
-  vx_render_opts o;
-  std::memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.height = (uint32_t)rgb.shape(0);
-  o.width = (uint32_t)rgb.shape(1);
-  o.lod = (vx_lod_mode)lod_mode;
-  o.level = level;
-  o.lod_scale = lod_scale;
-  o.shade = (vx_shade)shade;
-  if (camera.size() == 10) {
-    for (int i = 0; i < 3; i++) {
-      o.camera.eye[i] = camera[i];
-      o.camera.target[i] = camera[3 + i];
-      o.camera.up[i] = camera[6 + i];
-    }
-    o.camera.fov_y_deg = camera[9];
-  }
+  vx_render_opts o = render_opts(rgb.shape(0), rgb.shape(1), lod_mode, level, lod_scale, shade,
+                                   camera);
   vx_error e = no_error();
   vx_status s;
   {

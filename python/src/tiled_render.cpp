@@ -71,23 +71,8 @@ nb::tuple renderer_render(TiledRenderer &t, Rgb rgb, std::optional<Depth> depth,
   if (rgb.shape(2) != 3 || (depth && (depth->shape(0) != rgb.shape(0) ||
       depth->shape(1) != rgb.shape(1))))
     throw nb::value_error("rgb (H, W, 3) and depth (H, W)");
-  vx_render_opts o;
-  std::memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.height = (uint32_t)rgb.shape(0);
-  o.width = (uint32_t)rgb.shape(1);
-  o.lod = (vx_lod_mode)lod_mode;
-  o.level = level;
-  o.lod_scale = lod_scale;
-  o.shade = (vx_shade)shade;
-  if (camera.size() == 10) {
-    for (int i = 0; i < 3; i++) {
-      o.camera.eye[i] = camera[i];
-      o.camera.target[i] = camera[3 + i];
-      o.camera.up[i] = camera[6 + i];
-    }
-    o.camera.fov_y_deg = camera[9];
-  }
+  vx_render_opts o = render_opts(rgb.shape(0), rgb.shape(1), lod_mode, level, lod_scale, shade,
+                                   camera);
   vx_frame_stats fs;
   std::memset(&fs, 0, sizeof fs);
   fs.struct_size = sizeof fs;
