@@ -66,9 +66,10 @@ vx_status vx_voxelize_unique(const vx_soup *mesh, const vx_voxelize_opts *opts, 
 /* Exact duplicate triangles (same positions, same cyclic order) dropped, the first copy kept, the
  * others in order. When none is found out->pos stays NULL (use `in`); else `out` is a new soup
  * (vx_soup_free) and *dropped counts the copies. When its scratch (vx_dedup_bytes) would pass
- * mem_limit (0: none) nothing is dropped: the build's estimate, larger per triangle, refuses. */
-vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, vx_soup *out, uint64_t *dropped,
-                        vx_error *err);
+ * mem_limit (0: none) nothing is dropped: the build's estimate, larger per triangle, refuses.
+ * threads: as vx_thread_count's (0: all cores); the result does not depend on it. */
+vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, int threads, vx_soup *out,
+                        uint64_t *dropped, vx_error *err);
 /* Bytes vx_soup_dedup may hold for n triangles. */
 double vx_dedup_bytes(uint64_t tri_count);
 

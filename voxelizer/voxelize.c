@@ -118,7 +118,7 @@ vx_status vx_voxelize_unique(const vx_soup *mesh, const vx_voxelize_opts *opts, 
   *use = mesh;
   *dropped = 0;
   if (!mesh || !opts) return VX_OK; /* setup refuses it */
-  vx_status st = vx_soup_dedup(mesh, opts->mem_limit, store, dropped, err);
+  vx_status st = vx_soup_dedup(mesh, opts->mem_limit, opts->threads, store, dropped, err);
   if (st == VX_OK && store->pos) *use = store;
   return st;
 }
