@@ -315,7 +315,6 @@ vx_status vx_tiled_render_create(vx_tiled_file *f, int gpu, int threads, uint64_
 }
 
 const vx_octree *vx_tiled_render_shape(const vx_tiled_render *tr) { return &tr->shape; }
-uint32_t vx_tiled_render_tile_depth(const vx_tiled_render *tr) { return tr->T; }
 const char *vx_tiled_render_device(const vx_tiled_render *tr) { return tr->device; }
 
 void vx_tiled_render_residency(const vx_tiled_render *tr, vx_tiled_residency *o) {

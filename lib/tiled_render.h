@@ -9,12 +9,13 @@
  * or the cut is above the tiles. Visible tiles are served nearest first: a tile gets the finest
  * copy up to its target that fits in what the budget has left, or stays coarse. Copies no longer
  * wanted are freed before new ones are read, so what is resident never exceeds the budget.
- * Loading: with `stream` 0 a frame reads every copy it wants before it draws (an image that
- * does not depend on timing); with `stream` 1 (the viewer) one tile at a time is read by a loader
- * thread and a frame draws what is resident, the rest from coarse copies, never waiting.
- * Memory is the device's (tiles uploaded as svo/gpu_tree.h residents) or, on the CPU, the host's.
- * The tiled file must not be used by other calls while a streaming renderer lives: the loader
- * thread reads it.
+ * Loading: four loader threads, each with a reader of its own on the file (opened again from
+ * its path, and checked to be the same file), read the wanted copies nearest first; the frame
+ * uploads (GPU) or adopts (CPU) what they finished. With `stream` 0 a frame waits until every copy
+ * it wants is resident (an image that does not depend on timing); with `stream` 1 (the viewer) it
+ * draws what is resident, the rest from coarse copies, never waiting.
+ * Memory is the device's (tiles uploaded as svo/gpu_tree.h residents) or, on the CPU, the host's;
+ * reads in flight hold host copies until a frame takes them.
  */
 #ifndef VOXLOD_LIB_TILED_RENDER_H
 #define VOXLOD_LIB_TILED_RENDER_H
@@ -33,7 +34,6 @@ void vx_tiled_render_free(vx_tiled_render *tr);
 
 /* The top tree as a tree of the whole depth D (K + 1 levels of nodes), for cameras and checks. */
 const vx_octree *vx_tiled_render_shape(const vx_tiled_render *tr);
-uint32_t vx_tiled_render_tile_depth(const vx_tiled_render *tr);
 const char *vx_tiled_render_device(const vx_tiled_render *tr);
 
 typedef struct vx_tiled_residency {

@@ -37,8 +37,8 @@ VX_API vx_status vx_renderer_create(const vx_tree *t, const vx_renderer_opts *op
                                     vx_renderer **out, vx_error *err);
 VX_API void vx_renderer_free(vx_renderer *r);
 
-/* Prepares to draw a tiled tree of any depth (f must outlive the renderer, and with
- * stream_tiles not be used by other calls meanwhile: a loader thread reads it) within
+/* Prepares to draw a tiled tree of any depth (f must outlive the renderer; its tiles are read by
+ * loader threads through readers of their own on the file's path) within
  * opts->memory_budget_mib. Every tile keeps its coarse levels (the deepest at which all of them
  * fit in a quarter of the budget); each frame the visible tiles get the levels the view needs, nearest
  * first, while the budget lasts; the others are drawn from their coarse levels (their nodes'
