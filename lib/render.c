@@ -237,12 +237,7 @@ static vx_status draw(vx_renderer *r, const vx_march_opts *m, uint8_t *rgb, floa
     vx_status s = scratch_depth(r, n, err);
     if (s != VX_OK) return s;
   }
-  vx_march_image img;
-  memset(&img, 0, sizeof img);
-  img.width = m->width;
-  img.height = m->height;
-  img.rgb = rgb;
-  img.depth = depth ? depth : r->scratch;
+  vx_march_image img = vx_march_image_of(m->width, m->height, rgb, depth ? depth : r->scratch);
   double t0 = vx_clock_seconds();
   vx_status s = vx_render_cpu(&r->tree->oct, m, &img, r->threads, err);
   *ms_render = (vx_clock_seconds() - t0) * 1e3;
@@ -295,12 +290,7 @@ static vx_status bench_cpu(vx_renderer *r, const vx_march_opts *m, const vx_came
   uint32_t *visits = (uint32_t *)vx_malloc(n * sizeof(uint32_t));
   double *ms = (double *)vx_calloc((size_t)frames, sizeof(double));
   vx_status s = rgb && depth && visits && ms ? VX_OK : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  vx_march_image img;
-  memset(&img, 0, sizeof img);
-  img.width = m->width;
-  img.height = m->height;
-  img.rgb = rgb;
-  img.depth = depth;
+  vx_march_image img = vx_march_image_of(m->width, m->height, rgb, depth);
   double vsum = 0.0, hits = 0.0;
   for (int v = 0; v < nviews && s == VX_OK; v++) { /* warm-up, with visit counts */
     vx_march_opts o = *m;

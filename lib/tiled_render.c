@@ -71,7 +71,8 @@ struct vx_tiled_render {
   uint64_t budget, top_bytes;
   int coarse;        /* the coarse copies' level (in a tile) */
   uint32_t loaded, pending;
-  uint32_t *order;
+  uint32_t *order;         /* tiles nearest first (ties: lower index first) */
+  struct tile_key { double dist; uint32_t tile; } *keys;
   loaders ld;
   loader_arg args[VX_TILE_LOADERS];
   char device[256];
@@ -214,6 +215,7 @@ void vx_tiled_render_free(vx_tiled_render *tr) {
   vx_free(tr->cells);
   vx_free(tr->refs);
   vx_free(tr->order);
+  vx_free(tr->keys);
   vx_free(tr);
 }
 
@@ -225,7 +227,8 @@ static vx_status scan_tiles(vx_tiled_render *tr, vx_error *err) {
   tr->tiles = (tile *)vx_calloc((size_t)tr->n, sizeof *tr->tiles);
   tr->refs = (vx_tile_ref *)vx_calloc((size_t)tr->n, sizeof *tr->refs);
   tr->order = (uint32_t *)vx_calloc((size_t)tr->n, sizeof *tr->order);
-  if (!tr->cells || !tr->tiles || !tr->refs || !tr->order)
+  tr->keys = (struct tile_key *)vx_calloc((size_t)tr->n, sizeof *tr->keys);
+  if (!tr->cells || !tr->tiles || !tr->refs || !tr->order || !tr->keys)
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu tiles",
                         (unsigned long long)tr->n);
   for (size_t c = 0; c < tr->ncells; c++) tr->cells[c] = -1;
@@ -331,6 +334,12 @@ void vx_tiled_render_residency(const vx_tiled_render *tr, vx_tiled_residency *o)
   o->pending = tr->pending;
 }
 
+static int by_distance(const void *a, const void *b) {
+  const struct tile_key *x = (const struct tile_key *)a, *y = (const struct tile_key *)b;
+  if (x->dist != y->dist) return x->dist < y->dist ? -1 : 1;
+  return x->tile < y->tile ? -1 : x->tile > y->tile;
+}
+
 /* Which tiles the frame sees, how far they are and the level each wants (lib/tiled_render.h). */
 static void targets(vx_tiled_render *tr, const vx_tiled_scene *ts) {
   const vx_trace_scene *s = &ts->tile;
@@ -383,14 +392,12 @@ static void targets(vx_tiled_render *tr, const vx_tiled_scene *ts) {
     tl->target = want > tr->coarse ? want : tr->coarse;
   }
   /* nearest first: the budget left after the coarse copies goes to the nearest tiles */
-  for (uint64_t i = 0; i < tr->n; i++) tr->order[i] = (uint32_t)i;
-  for (uint64_t i = 1; i < tr->n; i++) { /* insertion sort: a few thousand tiles at most */
-    uint32_t k = tr->order[i];
-    uint64_t j = i;
-    for (; j > 0 && tr->tiles[tr->order[j - 1]].dist > tr->tiles[k].dist; j--)
-      tr->order[j] = tr->order[j - 1];
-    tr->order[j] = k;
+  for (uint64_t i = 0; i < tr->n; i++) {
+    tr->keys[i].dist = tr->tiles[i].dist;
+    tr->keys[i].tile = (uint32_t)i;
   }
+  qsort(tr->keys, (size_t)tr->n, sizeof *tr->keys, by_distance);
+  for (uint64_t i = 0; i < tr->n; i++) tr->order[i] = tr->keys[i].tile;
   uint64_t left = tr->budget - tr->top_bytes;
   for (uint64_t i = 0; i < tr->n; i++) left -= tr->tiles[i].coarse.bytes;
   for (uint64_t j = 0; j < tr->n; j++) {
@@ -514,12 +521,7 @@ vx_status vx_tiled_render_frame(vx_tiled_render *tr, const vx_march_opts *m, uin
   ts.tiles = tr->refs;
   ts.cells = tr->cells;
   ts.top.nodes = tr->shape.nodes;
-  vx_march_image img;
-  memset(&img, 0, sizeof img);
-  img.width = m->width;
-  img.height = m->height;
-  img.rgb = rgb;
-  img.depth = depth;
+  vx_march_image img = vx_march_image_of(m->width, m->height, rgb, depth);
   double t0 = vx_clock_seconds();
   s = vx_render_cpu_tiled(&ts, &img, tr->threads, err);
   *ms_render = (vx_clock_seconds() - t0) * 1e3;

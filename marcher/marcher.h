@@ -39,6 +39,9 @@ typedef struct vx_march_image {
   uint32_t *visits; /* width*height node visits per ray; may be NULL (not filled) */
 } vx_march_image;
 
+/* An image over the caller's buffers (rgb, depth; no visit counts). */
+vx_march_image vx_march_image_of(uint32_t width, uint32_t height, uint8_t *rgb, float *depth);
+
 vx_status vx_march_image_alloc(vx_march_image *img, uint32_t width, uint32_t height, int with_visits,
                          vx_error *err);
 void vx_march_image_free(vx_march_image *img);

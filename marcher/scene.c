@@ -280,6 +280,16 @@ void vx_march_orbit(const vx_octree *t, double azimuth_deg, double elevation_deg
   cam->fov_y_deg = fov_y_deg;
 }
 
+vx_march_image vx_march_image_of(uint32_t width, uint32_t height, uint8_t *rgb, float *depth) {
+  vx_march_image img;
+  memset(&img, 0, sizeof img);
+  img.width = width;
+  img.height = height;
+  img.rgb = rgb;
+  img.depth = depth;
+  return img;
+}
+
 vx_status vx_march_image_alloc(vx_march_image *img, uint32_t width, uint32_t height, int with_visits,
                          vx_error *err) {
   memset(img, 0, sizeof *img);
