@@ -4,7 +4,8 @@
  * decoded (every field checked; for half the inputs after its own check is set right, so that
  * forged fields get past the check), and one that passes heads a tiled file: the writer opens with
  * its build, takes the file checked against the record's length and check, fits the top tree
- * and commits; the result must then open and its tile read back valid. Seeds:
+ * and commits; the result must then open, and its tile read back valid or refused as damaged (a
+ * section damaged inside bytes the record was made over: the merge does not decompress tiles). Seeds:
  * tests/corpus/tile_record (a record followed by its tile, as tasks write them). */
 #include <stdint.h>
 #include <stdio.h>
@@ -45,10 +46,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fprintf(stderr, "%s\n", e.msg);
       abort();
     }
+    /* The tile the writer took: its length, check32, header and root match the record, but a
+     * section inside it whose bytes the record's check was made over may still be damaged (the
+     * merge does not decompress whole tiles); reading it then refuses it as damaged. */
     vx_octree tr;
-    if (vx_tiled_read_tile(t, 0, &o, &tr, &e) != VX_OK) abort();
-    if (vx_octree_validate(&tr, &e) != VX_OK) abort();
-    vx_octree_free(&tr);
+    vx_status rs = vx_tiled_read_tile(t, 0, &o, &tr, &e);
+    if (rs != VX_OK && rs != VX_ERR_CORRUPT) {
+      fprintf(stderr, "%s\n", e.msg);
+      abort();
+    }
+    if (rs == VX_OK && vx_octree_validate(&tr, &e) != VX_OK) abort();
+    if (rs == VX_OK) vx_octree_free(&tr);
     vx_tiled_close(t);
     unlink(out);
   }
