@@ -36,8 +36,8 @@ void vx_cut_free(vx_cut *c) {
 }
 
 typedef struct walk {
-  const vx_octree *t;
-  uint32_t D, L;
+  const vx_octree *t;  /* the part walked: its root is the cell the walk starts from */
+  uint32_t D, L;       /* the whole tree's depth, the cut's level */
   double S;            /* a cut cell in finest voxels: 2^(D-L) */
   vx_cut *c;
   uint64_t max_cells;  /* from the memory limit */
@@ -53,6 +53,9 @@ static vx_status push_cell(walk *w, uint32_t x, uint32_t y, uint32_t z, const fl
                            int from_plane, uint32_t rgba) {
   vx_cut *c = w->c;
   if (c->count == c->cap) {
+    if (c->fixed)
+      return vx_error_set(w->err, VX_ERR_CORRUPT, "the level-%u field has more than the %llu "
+                          "cells its headers count", w->L, (unsigned long long)c->cap);
     if (c->count >= w->max_cells) {
       char lim[32];
       return vx_error_set(w->err, VX_ERR_LIMIT,
@@ -158,6 +161,42 @@ static vx_status visit(walk *w, uint64_t idx, uint32_t l, uint32_t x, uint32_t y
   return VX_OK;
 }
 
+void vx_cut_begin(uint32_t depth, uint32_t level, const vx_transform *xf, vx_cut *out) {
+  memset(out, 0, sizeof *out);
+  out->depth = depth;
+  out->level = level;
+  out->res = 1u << level;
+  out->h = xf->scale * ldexp(1.0, (int)(depth - level));
+  for (int k = 0; k < 3; k++) out->origin[k] = xf->origin[k];
+}
+
+vx_status vx_cut_add(vx_cut *c, const vx_octree *part, uint32_t root_level, const uint32_t root[3],
+                     uint64_t mem_limit, vx_progress_fn progress, void *user, vx_error *err) {
+  const uint32_t L = c->level;
+  if (!part || !part->nodes || root_level > L || part->depth + root_level != c->depth ||
+      part->levels_loaded <= L - root_level)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "the part does not hold level %u (levels %u of "
+                        "%u loaded)", L, part ? part->levels_loaded : 0, part ? part->depth + 1 : 0);
+  walk w;
+  memset(&w, 0, sizeof w);
+  w.t = part;
+  w.D = c->depth;
+  w.L = L;
+  w.S = ldexp(1.0, (int)(c->depth - L));
+  w.c = c;
+  w.limit = mem_limit ? mem_limit : vx_default_mem_limit();
+  w.colored = part->node_color && (part->voxel_color || part->voxel_count == 0);
+  if (c->count && w.colored != (c->rgba != NULL))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "parts of one cut differ in colour");
+  /* what the limit leaves beside the process (the cells so far are in it) */
+  w.max_cells = c->cap + limit_room(w.limit) / (CELL_BYTES + (w.colored ? sizeof(uint32_t) : 0));
+  w.progress = progress;
+  w.user = user;
+  w.total = part->level_count[L - root_level];
+  w.err = err;
+  return visit(&w, 0, root_level, root[0], root[1], root[2]);
+}
+
 vx_status vx_cut_build(const vx_octree *t, uint32_t level, uint64_t mem_limit,
                        vx_progress_fn progress, void *user, vx_cut *out, vx_error *err) {
   memset(out, 0, sizeof *out);
@@ -167,30 +206,18 @@ vx_status vx_cut_build(const vx_octree *t, uint32_t level, uint64_t mem_limit,
   if (level > t->depth)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "level %u is beyond the tree's depth %u (levels "
                         "0..%u)", level, t->depth, t->depth);
-  walk w;
-  memset(&w, 0, sizeof w);
-  w.t = t;
-  w.D = t->depth;
-  w.L = level;
-  w.S = ldexp(1.0, (int)(t->depth - level));
-  w.c = out;
-  w.limit = mem_limit ? mem_limit : vx_default_mem_limit();
-  w.colored = t->node_color && (t->voxel_color || t->voxel_count == 0);
-  /* what the limit leaves beside the tree */
-  w.max_cells = limit_room(w.limit) / (CELL_BYTES + (w.colored ? sizeof(uint32_t) : 0));
-  w.progress = progress;
-  w.user = user;
-  w.total = t->level_count[level];
-  w.err = err;
-  out->level = level;
-  out->res = 1u << level;
-  out->h = t->xf.scale * w.S;
-  for (int k = 0; k < 3; k++) out->origin[k] = t->xf.origin[k];
-  vx_status s = visit(&w, 0, 0, 0, 0, 0);
-  if (s == VX_OK && out->count == 0)
-    s = vx_error_set(err, VX_ERR_EMPTY, "the level-%u field has no surface cells", level);
+  vx_cut_begin(t->depth, level, &t->xf, out);
+  const uint32_t root[3] = {0, 0, 0};
+  vx_status s = vx_cut_add(out, t, 0, root, mem_limit, progress, user, err);
+  if (s == VX_OK) s = vx_cut_end(out, err);
   if (s != VX_OK) vx_cut_free(out);
   return s;
+}
+
+vx_status vx_cut_end(vx_cut *c, vx_error *err) {
+  if (c->count == 0)
+    return vx_error_set(err, VX_ERR_EMPTY, "the level-%u field has no surface cells", c->level);
+  return VX_OK;
 }
 
 /* ---- grid points ------------------------------------------------------------------------------ */

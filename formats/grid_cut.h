@@ -40,6 +40,7 @@
 VX_EXTERN_C_BEGIN
 
 typedef struct vx_cut {
+  uint32_t depth;      /* D: the tree's depth (up to VX_MAX_TILED_DEPTH for a tiled tree) */
   uint32_t level;      /* L */
   uint32_t res;        /* 2^L cells per axis */
   double origin[3];    /* world position of grid point (0, 0, 0) */
@@ -52,6 +53,8 @@ typedef struct vx_cut {
   uint32_t *rgba;      /* per cell, a coloured tree's colour of it (svo/color.h: the voxel's, the
                           node's at level L, a pruned leaf's for the cells of its plane); NULL for
                           a grey tree */
+  int fixed;           /* the arrays are the caller's, cap cells long: never grown (a part
+                          with more cells fails with VX_ERR_CORRUPT) */
 } vx_cut;
 
 /* Builds the cut of a whole tree (all levels loaded) at level `level` (0 .. depth). Fails with
@@ -60,6 +63,17 @@ typedef struct vx_cut {
 vx_status vx_cut_build(const vx_octree *t, uint32_t level, uint64_t mem_limit,
                        vx_progress_fn progress, void *user, vx_cut *out, vx_error *err);
 void vx_cut_free(vx_cut *c);
+
+/* The same cut made of parts (a tiled tree's top tree or tiles, formats/svo_tiled.h): begin an
+ * empty cut at `level` of a tree of depth `depth` (up to VX_MAX_TILED_DEPTH) and transform xf;
+ * add parts in the Morton order of their roots, each a tree whose root is the level-root_level
+ * cell `root` of the whole tree (root_level <= level, its depth depth - root_level, levels 0 ..
+ * level - root_level loaded); end (VX_ERR_EMPTY: no cell). Cells come out as vx_cut_build's over
+ * the joined tree, bit for bit. vx_cut_free frees the cut on any failure. */
+void vx_cut_begin(uint32_t depth, uint32_t level, const vx_transform *xf, vx_cut *out);
+vx_status vx_cut_add(vx_cut *c, const vx_octree *part, uint32_t root_level, const uint32_t root[3],
+                     uint64_t mem_limit, vx_progress_fn progress, void *user, vx_error *err);
+vx_status vx_cut_end(vx_cut *c, vx_error *err);
 
 /* The grid points of a cut with their merged values (see above), values in cells clamped to
  * +-band. The band reaches past the tree's box, so points are shifted by *pad (ceil(band) + 1) on

@@ -2,12 +2,17 @@
 /* fuzz_tiled.c - libFuzzer target: arbitrary bytes through the tiled .svo reader: the prologue,
  * trailer, header, top tree and tile index, each tile read alone (whole and in part: only its
  * first sections), and the joined tree, whole and in part; then a small image of what was read,
- * drawn tile by tile (marcher/trace_tiled.h) at a cut and at full detail. Any input must be
- * refused or give trees that validate, within a small memory limit; ASan/UBSan catch the rest.
+ * drawn tile by tile (marcher/trace_tiled.h) at a cut and at full detail; then the cut of one
+ * level made tile by tile into arrays sized by the tiles' headers (formats/grid_cut.h, as
+ * lib/tiled_cut.c makes it) and, above the finest level, its closed field (grid_closed.h) built
+ * into a tree. Any input must be refused or give trees that validate, within a small memory
+ * limit; ASan/UBSan catch the rest.
  * Seeds: tests/corpus/tiled (small tiled files). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/grid_closed.h"
+#include "svo/lod.h"
 #include "formats/svo_tiled.h"
 #include "marcher/scene.h"
 
@@ -52,6 +57,65 @@ static void draw(const vx_tiled *t, const vx_tile_ref *refs, int lod) {
   free(cells);
 }
 
+/* The cut at `level` (K < level), tile by tile, each tile's cells at the place its header
+ * counts; then, above the finest level, the closed field as a tree. */
+static void cut(vx_tiled *t, uint32_t level) {
+  const vx_tiled_header *h = vx_tiled_get_header(t);
+  const uint32_t K = h->depth - h->tile_depth;
+  const uint64_t n = vx_tiled_tile_count(t);
+  if (level <= K || level > h->depth || n > MAX_TILES) return;
+  uint64_t first[MAX_TILES + 1];
+  first[0] = 0;
+  vx_error e;
+  for (uint64_t i = 0; i < n; i++) {
+    vx_octree hd;
+    vx_svo_file_info fi;
+    if (vx_tiled_tile_header(t, i, &hd, &fi, &e) != VX_OK) return;
+    first[i + 1] = first[i] + hd.level_count[level - K];
+  }
+  if (first[n] == 0 || first[n] > (1u << 16)) return;
+  vx_cut c;
+  vx_cut_begin(h->depth, level, &h->xf, &c);
+  c.codes = (uint64_t *)vx_malloc(first[n] * sizeof *c.codes);
+  c.field = (float(*)[8])vx_malloc(first[n] * sizeof *c.field);
+  vx_svo_read_opts po = {level == h->depth ? -1 : (int)(level - K), (uint64_t)64 << 20};
+  vx_status s = c.codes && c.field ? VX_OK : VX_ERR_NOMEM;
+  for (uint64_t i = 0; i < n && s == VX_OK; i++) {
+    vx_octree tile;
+    if ((s = vx_tiled_read_tile(t, i, &po, &tile, &e)) != VX_OK) break;
+    vx_cut mine = c;
+    mine.codes = c.codes + first[i];
+    mine.field = c.field + first[i];
+    mine.count = 0;
+    mine.cap = first[i + 1] - first[i];
+    mine.fixed = 1;
+    uint32_t root[3];
+    vx_morton_decode(vx_tiled_tile(t, i)->code, &root[0], &root[1], &root[2]);
+    s = vx_cut_add(&mine, &tile, K, root, (uint64_t)64 << 20, NULL, NULL, &e);
+    if (s == VX_OK && mine.count != mine.cap) s = VX_ERR_CORRUPT;
+    vx_octree_free(&tile);
+  }
+  c.count = c.cap = first[n];
+  for (uint64_t i = 1; s == VX_OK && i < c.count; i++) /* the tiles' order is the cells' */
+    if (c.codes[i] <= c.codes[i - 1]) abort();
+  uint64_t *codes = NULL, m = 0;
+  vx_voxel *vox = NULL;
+  if (s == VX_OK && level < h->depth && level <= VX_MAX_DEPTH &&
+      vx_cut_closed(&c, 2.0f, (uint64_t)256 << 20, &codes, &vox, &m, &e) == VX_OK) {
+    vx_octree tree;
+    if (m < c.count || vx_octree_build(level, codes, vox, m, &tree, &e) != VX_OK) abort();
+    tree.band = 2.0f; /* as vx_tiled_file_level_tree: the band, the planes, then validated */
+    tree.xf.scale = 1.0;
+    if (vx_octree_fit_planes(&tree, NULL, NULL, &e) != VX_OK ||
+        vx_octree_validate(&tree, &e) != VX_OK)
+      abort();
+    vx_octree_free(&tree);
+  }
+  vx_free(codes);
+  vx_free(vox);
+  vx_cut_free(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vx_svo_read_opts o = {-1, (uint64_t)64 << 20};
   vx_tiled *t = NULL;
@@ -92,6 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (vx_octree_validate(&all, &e) != VX_OK) abort();
     vx_octree_free(&all);
   }
+  cut(t, vx_tiled_get_header(t)->depth - data[0] % 3);
   vx_tiled_close(t);
   return 0;
 }

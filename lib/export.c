@@ -4,6 +4,8 @@
  * (formats/grid_export.h). Grids take the cut's points; the voxel formats and PLY its cells. */
 #include "lib/internal.h"
 #include "formats/grid_export.h"
+#include "lib/tiled_arena.h"
+#include "lib/tiled_cut.h"
 #include "sys/system.h"
 
 #include <ctype.h>
@@ -47,15 +49,12 @@ static int good_name(const char *s) {
   return 1;
 }
 
-static vx_status check(const vx_tree *t, const char *path, vx_export_opts *o, vx_error *err) {
-  if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to export");
+/* The options against the tree's shape (depth, band, transform: a tiled file's whole tree) and
+ * the path; what is left to defaults filled in. */
+static vx_status check(const vx_octree *oc, const char *path, vx_export_opts *o, vx_error *err) {
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty output path");
-  const vx_octree *oc = &t->oct;
   vx_status ws = vx_octree_check_world(oc, VX_WORLD_FLOAT, err);
   if (ws != VX_OK) return ws;
-  if (oc->levels_loaded != oc->depth + 1)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "cannot export a partially loaded tree (levels "
-                        "%u of %u)", oc->levels_loaded, oc->depth + 1);
   if (o->format == VX_EXPORT_AUTO) o->format = vx_export_format_of(path);
   if (o->format == VX_EXPORT_AUTO)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': unknown output format (the extension must "
@@ -123,46 +122,34 @@ static vx_status writer_fits(vx_export_format f, uint64_t values, int colored, u
                       vx_bytes_text((double)limit, b, sizeof b));
 }
 
-vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opts *opts,
-                         vx_export_stats *stats, vx_error *err) {
-  vx_export_opts o;
-  vx_status s = VX_OPTS_IN(o, opts, err);
-  if (s == VX_OK) s = check(t, path, &o, err);
-  if (s != VX_OK) return s;
-  if ((s = vx_output_check(path, NULL, 0, NULL, err)) != VX_OK) return s;
-  double t0 = vx_clock_seconds();
-  const vx_octree *oc = &t->oct;
-  uint32_t level = o.levels ? o.levels - 1 : oc->depth;
-  uint64_t limit = o.mem_limit ? o.mem_limit : vx_default_mem_limit();
-  vx_cut cut;
-  if ((s = vx_cut_build(oc, level, limit, o.progress, o.user, &cut, err)) != VX_OK) return s;
-  vx_export_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  st.level = level;
-  st.resolution = cut.res;
-  st.cells = cut.count;
-  st.plane_cells = cut.plane_cells;
-  st.band = o.format == VX_EXPORT_NVDB || o.format == VX_EXPORT_VDB ? o.band : 0.0f;
-  if (o.progress && o.progress(o.user, "writing", 0.0)) {
-    vx_cut_free(&cut);
+/* The cut written in the chosen format (o checked), then freed; st's counts filled. */
+static vx_status write_cut(vx_cut *cut, const char *path, const vx_export_opts *o, uint64_t limit,
+                           vx_export_stats *st, vx_error *err) {
+  st->level = cut->level;
+  st->resolution = cut->res;
+  st->cells = cut->count;
+  st->plane_cells = cut->plane_cells;
+  st->band = o->format == VX_EXPORT_NVDB || o->format == VX_EXPORT_VDB ? o->band : 0.0f;
+  if (o->progress && o->progress(o->user, "writing", 0.0)) {
+    vx_cut_free(cut);
     return vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted before writing");
   }
-  switch (o.format) {
+  vx_status s;
+  switch (o->format) {
   case VX_EXPORT_NVDB:
   case VX_EXPORT_VDB: {
     vx_grid_points g;
     memset(&g, 0, sizeof g);
     uint64_t *keys = NULL;
     float *values = NULL;
-    for (int k = 0; k < 3; k++) g.origin[k] = cut.origin[k];
-    g.h = cut.h;
+    for (int k = 0; k < 3; k++) g.origin[k] = cut->origin[k];
+    g.h = cut->h;
     float *rgb = NULL;
-    s = vx_cut_points(&cut, o.band, limit, &keys, &values, &g.count, &g.pad, err);
-    if (s == VX_OK && cut.rgba)
-      s = vx_cut_point_colors(&cut, keys, g.count, g.pad, limit, &rgb, err);
-    vx_cut_free(&cut); /* the writers need only the points */
-    if (s == VX_OK) s = writer_fits(o.format, g.count, rgb != NULL, limit, err);
+    s = vx_cut_points(cut, o->band, limit, &keys, &values, &g.count, &g.pad, err);
+    if (s == VX_OK && cut->rgba)
+      s = vx_cut_point_colors(cut, keys, g.count, g.pad, limit, &rgb, err);
+    vx_cut_free(cut); /* the writers need only the points */
+    if (s == VX_OK) s = writer_fits(o->format, g.count, rgb != NULL, limit, err);
     if (s != VX_OK) {
       vx_free(keys);
       vx_free(values);
@@ -172,31 +159,78 @@ vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opt
     g.rgb = rgb;
     g.keys = keys;
     g.values = values;
-    g.band = o.band;
-    g.name = o.grid_name;
-    st.values = g.count;
-    s = o.format == VX_EXPORT_NVDB ? vx_nvdb_write(path, &g, &st.file_bytes, err)
-                                   : vx_vdb_write(path, &g, &st.file_bytes, err);
+    g.band = o->band;
+    g.name = o->grid_name;
+    st->values = g.count;
+    s = o->format == VX_EXPORT_NVDB ? vx_nvdb_write(path, &g, &st->file_bytes, err)
+                                    : vx_vdb_write(path, &g, &st->file_bytes, err);
     vx_free(keys);
     vx_free(values);
     vx_free(rgb);
     break;
   }
   case VX_EXPORT_BINVOX:
-    s = vx_binvox_write(path, &cut, o.solid, limit, &st.values, &st.file_bytes, err);
+    s = vx_binvox_write(path, cut, o->solid, limit, &st->values, &st->file_bytes, err);
     break;
   case VX_EXPORT_VOX:
-    s = vx_vox_write(path, &cut, o.solid, limit, &st.values, &st.models, &st.file_bytes, err);
+    s = vx_vox_write(path, cut, o->solid, limit, &st->values, &st->models, &st->file_bytes, err);
     break;
   default:
-    s = writer_fits(o.format, cut.count, cut.rgba != NULL, limit, err);
-    if (s == VX_OK) s = vx_ply_points_write(path, &cut, o.surface_points, &st.file_bytes, err);
-    st.values = cut.count;
+    s = writer_fits(o->format, cut->count, cut->rgba != NULL, limit, err);
+    if (s == VX_OK) s = vx_ply_points_write(path, cut, o->surface_points, &st->file_bytes, err);
+    st->values = cut->count;
     break;
   }
-  vx_cut_free(&cut);
+  vx_cut_free(cut);
+  if (s == VX_OK && o->progress) o->progress(o->user, "writing", 1.0);
+  return s;
+}
+
+vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opts *opts,
+                         vx_export_stats *stats, vx_error *err) {
+  vx_export_opts o;
+  vx_status s = VX_OPTS_IN(o, opts, err);
   if (s != VX_OK) return s;
-  if (o.progress) o.progress(o.user, "writing", 1.0);
+  if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to export");
+  const vx_octree *oc = &t->oct;
+  if (oc->levels_loaded != oc->depth + 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "cannot export a partially loaded tree (levels "
+                        "%u of %u)", oc->levels_loaded, oc->depth + 1);
+  if ((s = check(oc, path, &o, err)) != VX_OK) return s;
+  if ((s = vx_output_check(path, NULL, 0, NULL, err)) != VX_OK) return s;
+  double t0 = vx_clock_seconds();
+  uint32_t level = o.levels ? o.levels - 1 : oc->depth;
+  uint64_t limit = o.mem_limit ? o.mem_limit : vx_default_mem_limit();
+  vx_cut cut;
+  if ((s = vx_cut_build(oc, level, limit, o.progress, o.user, &cut, err)) != VX_OK) return s;
+  vx_export_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  if ((s = write_cut(&cut, path, &o, limit, &st, err)) != VX_OK) return s;
+  st.seconds = vx_clock_seconds() - t0;
+  if (stats) VX_STATS_OUT(stats, st);
+  return VX_OK;
+}
+
+vx_status vx_tiled_file_export(vx_tiled_file *f, const char *path, const vx_export_opts *opts,
+                               vx_export_stats *stats, vx_error *err) {
+  vx_export_opts o;
+  vx_status s = VX_OPTS_IN(o, opts, err);
+  if (s != VX_OK) return s;
+  if (!f) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tiled file to export");
+  vx_octree shape;
+  vx_tiled_file_shape(f, &shape);
+  if ((s = check(&shape, path, &o, err)) != VX_OK) return s;
+  if ((s = vx_output_check(path, NULL, 0, NULL, err)) != VX_OK) return s;
+  double t0 = vx_clock_seconds();
+  uint32_t level = o.levels ? o.levels - 1 : shape.depth;
+  uint64_t limit = o.mem_limit ? o.mem_limit : vx_default_mem_limit();
+  vx_cut cut;
+  if ((s = vx_tiled_cut(f, level, limit, o.progress, o.user, &cut, err)) != VX_OK) return s;
+  vx_export_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  if ((s = write_cut(&cut, path, &o, limit, &st, err)) != VX_OK) return s;
   st.seconds = vx_clock_seconds() - t0;
   if (stats) VX_STATS_OUT(stats, st);
   return VX_OK;

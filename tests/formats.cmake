@@ -24,6 +24,10 @@ vx_add_test(test_formats_tri_stream
 # Tiled trees: built, joined and compared with the untiled build; damaged and forged directories.
 vx_add_test(test_formats_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_tiled.c
             LIBS vx_lib PkgConfig::ZSTD Threads::Threads)
+# One level of a tiled tree tile by tile (cut, export, level tree): the joined tree's, bit for
+# bit, up to 16384^3; past it (32768^3) against the exact distance to the mesh.
+vx_add_test(test_tiled_levels SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tiled_levels.c
+            LIBS vx_lib Threads::Threads)
 # The tiled build as tasks (plans, tiles by index, records, the merge) against the whole build.
 vx_add_test(test_tile_tasks SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tile_tasks.c
             LIBS vx_lib Threads::Threads)

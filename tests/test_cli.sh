@@ -117,7 +117,49 @@ else
   bad "render of a 32768^3 tiled tree, tile by tile within --budget"; cat "$T/n32r.txt"
 fi
 expect_fail "render --budget on an untiled file refused" "applies to a tiled" "$VOXLOD" render "$T/b.svo" "$T/x.png" --budget 1M
-expect_fail "mesh of a 32768^3 tiled tree refused" "finer than one tree holds" "$VOXLOD" mesh "$T/n32.svo" "$T/n32.ply"
+# mesh and export read one tile by tile: one level as a tree of its own, the finest as points.
+# A closed scene for it: a sphere of 130 voxels at 32768^3 and two little cubes at the corners.
+python3 - "$T/cs.obj" <<'PY'
+import math, sys
+v, f = [], []
+def sphere(c, r, nu=48, nv=24):
+    b = len(v)
+    v.append((c[0], c[1], c[2] + r)); v.append((c[0], c[1], c[2] - r))
+    for j in range(1, nv):
+        t = math.pi * j / nv
+        for i in range(nu):
+            p = 2 * math.pi * i / nu
+            v.append((c[0] + r * math.sin(t) * math.cos(p), c[1] + r * math.sin(t) * math.sin(p), c[2] + r * math.cos(t)))
+    ring = lambda j, i: b + 2 + (j - 1) * nu + i % nu
+    for i in range(nu):
+        f.append((b, ring(1, i), ring(1, i + 1))); f.append((b + 1, ring(nv - 1, i + 1), ring(nv - 1, i)))
+        for j in range(1, nv - 1):
+            f.append((ring(j, i), ring(j + 1, i), ring(j + 1, i + 1))); f.append((ring(j, i), ring(j + 1, i + 1), ring(j, i + 1)))
+def cube(lo, hi):
+    b = len(v)
+    for k in range(8):
+        v.append(tuple(hi[a] if k >> a & 1 else lo[a] for a in range(3)))
+    for q in ((0, 2, 3, 1), (4, 5, 7, 6), (0, 1, 5, 4), (2, 6, 7, 3), (0, 4, 6, 2), (1, 3, 7, 5)):
+        f.append((b + q[0], b + q[1], b + q[2])); f.append((b + q[0], b + q[2], b + q[3]))
+sphere((0.125, 0.125, 0.125), 0.004)
+cube((0, 0, 0), (0.002, 0.002, 0.002)); cube((0.998, 0.998, 0.998), (1, 1, 1))
+with open(sys.argv[1], "w") as o:
+    o.writelines("v %.9g %.9g %.9g\n" % p for p in v)
+    o.writelines("f %d %d %d\n" % (a + 1, b + 1, c + 1) for a, b, c in f)
+PY
+"$VOXLOD" convert "$T/cs.obj" "$T/cs32.svo" --res 32768 --tile-depth 12 -q
+expect_fail "mesh of a 32768^3 tiled tree at its finest refused" "made from one level of at most 16384" "$VOXLOD" mesh "$T/cs32.svo" "$T/cs32.ply"
+if "$VOXLOD" mesh "$T/cs32.svo" "$T/cs32.ply" --lod 12 2>"$T/n32m.txt" &&
+   grep -q "cut level 12 (4096^3) of 15" "$T/n32m.txt" && [ -s "$T/cs32.ply" ] &&
+   "$VOXLOD" mesh "$T/cs32.svo" "$T/cs32e.obj" --error 4 -q && [ -s "$T/cs32e.obj" ] &&
+   "$VOXLOD" export "$T/cs32.svo" "$T/cs32p.ply" 2>"$T/n32x.txt" &&
+   grep -q "level 15 (32768^3)" "$T/n32x.txt" &&
+   "$VOXLOD" export "$T/cs32.svo" "$T/cs32.binvox" --lod 11 -q && [ -s "$T/cs32.binvox" ]; then
+  ok "mesh and export of a 32768^3 tiled tree, tile by tile"
+else
+  bad "mesh and export of a 32768^3 tiled tree, tile by tile"; cat "$T/n32m.txt" "$T/n32x.txt"
+fi
+expect_fail "export of a 32768^3 tiled tree as binvox refused" "too large for .binvox" "$VOXLOD" export "$T/cs32.svo" "$T/cs32x.binvox"
 # distance queries on tiled files, tile by tile: past 16384^3 always, up to it with --tiles
 if "$VOXLOD" bench "$T/n32.svo" --sample 2000 --reps 1 --cpu --json |
      python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["tiled"] and d["resolution"] == 32768 and d["points"] == 2000 and d["points_per_s"] > 0 and d["fraction_near"] > 0.3' &&

@@ -71,7 +71,7 @@ static vx_status tiled_convert(const vx_mesh *m, uint32_t res, uint32_t tile_dep
 }
 
 /* A whole file in memory (malloc'ed; *n its size), NULL when it cannot be read. */
-static uint8_t *tiled_slurp(const char *path, size_t *n) {
+static inline uint8_t *tiled_slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   fseek(f, 0, SEEK_END);

@@ -515,7 +515,7 @@ int vx_cli_open_any(const char *cmd, const char *path, int lod, uint64_t mem_lim
     }
     vx_tiled_file_close(*tf);
     *tf = NULL;
-  } else if (tiled) {
+  } else if (tiled == VX_CLI_TILED_REQUIRED) {
     return e.status == VX_ERR_FORMAT
                ? vx_cli_usage_error(cmd, "--budget applies to a tiled .svo file")
                : vx_cli_fail(cmd, &e);

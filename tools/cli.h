@@ -116,8 +116,11 @@ vx_status vx_cli_load(const char *path, const vx_view_args *a, vx_tree **t, vx_e
 /* Loads a .svo (levels 0 .. levels-1; 0: all) under mem_limit (0: the library's default) and
  * fills *info. When lod >= 0 it must lie within the tree's depth. Prints the failure and returns
  * its exit code (1 or 2), or 0 with *t set. */
-/* A tiled file read tile by tile (*tf) when `tiled` or when it is finer than 16384^3, else
- * vx_cli_open_tree (*t, levels 0..lod); info filled; 0 or an exit code (printed). */
+/* A tiled file read tile by tile (*tf) when `tiled` is nonzero or when it is finer than
+ * 16384^3, else vx_cli_open_tree (*t, levels 0..lod); info filled; 0 or an exit code (printed).
+ * tiled: VX_CLI_TILED_REQUIRED refuses a file that is not tiled (--budget), VX_CLI_TILED_PREFER
+ * opens any other file as a tree. */
+enum { VX_CLI_TILED_REQUIRED = 1, VX_CLI_TILED_PREFER = 2 };
 int vx_cli_open_any(const char *cmd, const char *path, int lod, uint64_t mem_limit, int tiled,
                     vx_tree **t, vx_tiled_file **tf, vx_tree_info *info);
 /* The tiles line of a tiled render: resident, budget, loads. */

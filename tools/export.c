@@ -23,6 +23,9 @@ static const char *export_help =
     "inside, clamped at +-B voxels; voxel size = the tree's voxel size * 2^(depth - L). OUT is\n"
     "written atomically: an existing file is replaced only by a complete new one. OUT may be '-'\n"
     "(standard output) or a device or FIFO, with --format naming the format.\n"
+    "A tiled file (any depth, up to 1048576^3) is read tile by tile, one tile decoded at a time:\n"
+    "the same bytes as its joined tree. What the level's cells and the format's writer hold must\n"
+    "fit --mem-limit: past 16384^3 a coarser --lod is usually the one that does.\n"
     "\n"
     "options:\n"
     "  --lod L          export level L (0 .. the tree's depth; default: the finest)\n"
@@ -66,7 +69,7 @@ int vx_cmd_export(int argc, char **argv) {
   int lod = 0, have_lod = 0, fmt = 0, have_fmt = 0, have_band = 0;
   vx_opt o[12];
   int n = 0;
-  o[n] = vx_cli_opt("--lod", VX_OPT_INT, &lod, 0, 14, "a level of the tree");
+  o[n] = vx_cli_opt("--lod", VX_OPT_INT, &lod, 0, 20, "a level of the tree");
   o[n++].seen = &have_lod;
   o[n] = vx_cli_opt("--format", VX_OPT_CHOICE, &fmt, 0, 0, "nvdb, vdb, binvox, vox or ply");
   o[n].choices = "nvdb|vdb|binvox|vox|ply";
@@ -119,17 +122,27 @@ int vx_cmd_export(int argc, char **argv) {
   memset(&e, 0, sizeof e);
   if (vx_check_output(out, &in, 1, &e) != VX_OK) return vx_cli_fail("export", &e);
   vx_cli_install_signals();
+  /* A tiled file is read tile by tile (any depth, one tile decoded at a time), else whole. */
   vx_tree *t = NULL;
+  vx_tiled_file *tf = NULL;
   vx_tree_info ti;
-  int rc = vx_cli_open_tree("export", in, 0, eo.mem_limit, have_lod ? lod : -1, &t, &ti);
+  int rc = vx_cli_open_any("export", in, -1, eo.mem_limit, VX_CLI_TILED_PREFER, &t, &tf, &ti);
   if (rc != 0) return rc;
+  if (have_lod && lod > (int)ti.depth) {
+    vx_tree_free(t);
+    vx_tiled_file_close(tf);
+    return vx_cli_usage_error("export", "--lod %d is beyond %s's depth %u (levels 0..%u)", lod,
+                              in, ti.depth, ti.depth);
+  }
   eo.levels = have_lod ? (uint32_t)lod + 1 : 0;
   eo.progress = vx_cli_progress;
   vx_export_stats st;
   memset(&st, 0, sizeof st);
   st.struct_size = sizeof st;
-  vx_status s = vx_tree_export(t, out, &eo, &st, &e);
+  vx_status s = tf ? vx_tiled_file_export(tf, out, &eo, &st, &e)
+                   : vx_tree_export(t, out, &eo, &st, &e);
   vx_tree_free(t);
+  vx_tiled_file_close(tf);
   vx_cli_progress_done();
   if (s != VX_OK) {
     if (s == VX_ERR_INTERRUPTED) snprintf(e.msg, sizeof e.msg, "interrupted; %s was not written", out);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <math.h>
 
 #include "tools/cli.h"
 
@@ -31,12 +32,60 @@ static const char *mesh_help =
     "new one; '-' (standard output), a device or a FIFO is written directly (with --format).\n"
     "IN.svo must be a whole tree (not converted with --error): the topology of every cut comes\n"
     "from its surface voxels.\n"
+    "A tiled file finer than 16384^3 is meshed from one of its levels, read tile by tile as a\n"
+    "tree of its own (its cells the voxels, the planes of a coarser level at their corners):\n"
+    "--lod L (1..14) that level, --error E level 14's adaptive cut within E finest voxels.\n"
     "\n"
     "options:\n"
     "  --format F       obj, ply, stl or glb (default: OUT's extension)\n"
     "  --threads N      worker threads (default: all cores)\n"
     "  --mem-limit SIZE refuse trees whose decoded size exceeds SIZE (default: 80% of memory)\n"
     "  -q, --quiet      no report\n";
+
+/* A tiled file finer than 16384^3 is meshed from one of its levels as a tree of its own
+ * (vx_tiled_file_level_tree): --lod L that level, --error E level 14 within E of the finest
+ * (E / 2^(depth - 14) of its voxels). *t stays NULL for any other file. */
+static int open_deep(const char *in, uint64_t mem_limit, vx_mesher_opts *mo, vx_tree **t,
+                     vx_tree_info *ti, uint32_t *deep) {
+  vx_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.mem_limit = mem_limit;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  vx_tiled_file *f = NULL;
+  if (vx_tiled_file_open(in, &ro, &f, &e) != VX_OK) return 0; /* the tree's reader says why */
+  memset(ti, 0, sizeof *ti);
+  ti->struct_size = sizeof *ti;
+  vx_tiled_file_get_info(f, ti);
+  if (ti->depth <= 14) {
+    vx_tiled_file_close(f);
+    return 0;
+  }
+  *deep = ti->depth;
+  uint32_t level = 14;
+  if (mo->cut == VX_MESHER_FINEST) {
+    vx_tiled_file_close(f);
+    return vx_cli_usage_error("mesh", "%s is a %u^3 tiled tree: a mesh is made from one level of "
+                              "at most 16384^3 (level 14); choose it with --lod L (1..14) or "
+                              "--error E", in, ti->resolution);
+  }
+  if (mo->cut == VX_MESHER_LEVEL) {
+    if (mo->level < 1 || mo->level > 14) {
+      vx_tiled_file_close(f);
+      return vx_cli_usage_error("mesh", "--lod %u: %s is %u levels deep; a mesh is made from "
+                                "one of its levels 1..14", mo->level, in, ti->depth);
+    }
+    level = mo->level;
+  } else {
+    mo->max_error = (float)ldexp((double)mo->max_error, -(int)(ti->depth - level));
+  }
+  mo->cut = mo->cut == VX_MESHER_LEVEL ? VX_MESHER_FINEST : mo->cut;
+  vx_status s = vx_tiled_file_level_tree(f, level, &ro, t, &e);
+  vx_tiled_file_close(f);
+  if (s != VX_OK) return vx_cli_fail("mesh", &e);
+  return 0;
+}
 
 int vx_cmd_mesh(int argc, char **argv) {
   vx_mesher_opts mo;
@@ -95,7 +144,10 @@ int vx_cmd_mesh(int argc, char **argv) {
   double t0 = vx_cli_now();
   vx_tree *t = NULL;
   vx_tree_info ti;
-  int rc = vx_cli_open_tree("mesh", in, 0, mem_limit, have_lod ? lod : -1, &t, &ti);
+  uint32_t deep = 0; /* the depth of a tiled file finer than 16384^3, meshed from one level */
+  int rc = open_deep(in, mem_limit, &mo, &t, &ti, &deep);
+  if (rc == 0 && !t)
+    rc = vx_cli_open_tree("mesh", in, 0, mem_limit, have_lod ? lod : -1, &t, &ti);
   if (rc != 0) return rc;
   double t1 = vx_cli_now();
   vx_mesh *m = NULL;
@@ -122,7 +174,12 @@ int vx_cmd_mesh(int argc, char **argv) {
   vx_mesh_free(m);
   if (vx_cli_quiet) return 0;
   char cut[64];
-  if (mo.cut == VX_MESHER_LEVEL) snprintf(cut, sizeof cut, "level %d (%u^3)", lod, 1u << lod);
+  if (deep && have_lod)
+    snprintf(cut, sizeof cut, "level %d (%u^3) of %u", lod, 1u << lod, deep);
+  else if (deep)
+    snprintf(cut, sizeof cut, "error %g finest voxels (level 14's levels %u..%u)",
+             (double)ldexp((double)mo.max_error, (int)(deep - 14)), ms.level_min, ms.level_max);
+  else if (mo.cut == VX_MESHER_LEVEL) snprintf(cut, sizeof cut, "level %d (%u^3)", lod, 1u << lod);
   else if (mo.cut == VX_MESHER_ERROR)
     snprintf(cut, sizeof cut, "error %g (levels %u..%u)", (double)mo.max_error, ms.level_min,
              ms.level_max);

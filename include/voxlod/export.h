@@ -78,6 +78,14 @@ VX_API int vx_export_available(vx_export_format f);
  * checking the output (files.h) and the options. opts and stats may be NULL. */
 VX_API vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opts *opts,
                                 vx_export_stats *stats, vx_error *err);
+/* The same for a tiled file (tree.h) of any depth, read tile by tile (one decoded at a time; a
+ * level above the finest reads only the tiles' levels down to it): the bytes vx_tree_export
+ * writes for the tree vx_tree_load joins of it. What the cut of the level, its grid points and the
+ * format's writer hold must fit mem_limit (past 16384^3 the finest level of a large surface
+ * rarely does: export a coarser level with levels). */
+VX_API vx_status vx_tiled_file_export(vx_tiled_file *f, const char *path,
+                                      const vx_export_opts *opts, vx_export_stats *stats,
+                                      vx_error *err);
 
 VX_EXTERN_C_END
 

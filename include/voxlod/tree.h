@@ -164,6 +164,15 @@ VX_API vx_status vx_tiled_file_get_tile(const vx_tiled_file *f, uint64_t i, vx_t
  * whole tree's): render, sample, mesh or export it like any tree. */
 VX_API vx_status vx_tiled_file_load_tile(vx_tiled_file *f, uint64_t i, const vx_read_opts *opts,
                                          vx_tree **out, vx_error *err);
+/* Level `level` of the whole tree (1 .. min(depth, 14)) as an ordinary tree of that depth,
+ * read tile by tile: its voxels are the level's cells (at the finest level the surface voxels,
+ * above it each node's plane at its corners, quantized at the tree's band in cells of the level,
+ * at least 2), its planes fitted as a conversion fits them. At the finest level of a file of up
+ * to 16384^3 it is the tree vx_tree_load joins, node for node. So any tree call (mesh, export,
+ * render, sample) takes one level of a tiled tree of any depth, as a tree of up to 16384^3.
+ * opts: mem_limit (the cells, the tree and the fit are checked against it); levels is ignored. */
+VX_API vx_status vx_tiled_file_level_tree(vx_tiled_file *f, uint32_t level,
+                                          const vx_read_opts *opts, vx_tree **out, vx_error *err);
 
 VX_EXTERN_C_END
 

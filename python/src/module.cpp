@@ -552,6 +552,21 @@ Tree *tiled_load_tile(TiledFile &t, uint64_t i, uint32_t levels, uint64_t mem_li
   return r;
 }
 
+Tree *tiled_level_tree(TiledFile &t, uint32_t level, uint64_t mem_limit) {
+  vx_read_opts o = read_opts(0, mem_limit);
+  vx_error e = no_error();
+  vx_tree *tr = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tiled_file_level_tree(t.f, level, &o, &tr, &e);
+  }
+  check(s, e);
+  Tree *r = new Tree();
+  r->t = tr;
+  return r;
+}
+
 // ---- render ----------------------------------------------------------------------------------
 
 using Rgb = nb::ndarray<uint8_t, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
@@ -806,6 +821,8 @@ NB_MODULE(_voxlod, m) {
                                    c.target[2], c.up[0], c.up[1], c.up[2], c.fov_y_deg};
       })
       .def("load_tile", &tiled_load_tile, "i"_a, "levels"_a = 0, "mem_limit"_a = 0,
+           nb::rv_policy::take_ownership)
+      .def("level_tree", &tiled_level_tree, "level"_a, "mem_limit"_a = 0,
            nb::rv_policy::take_ownership);
   m.def("dlpack_info", &dlpack_info, "array"_a);
   bind_tile_tasks(m);

@@ -154,3 +154,33 @@ def test_tiled_render(tmp_path):
         f.render(32, 32, lod=9)
     with pytest.raises(ValueError, match="budget"):
         f.render(32, 32, budget="100K")
+
+
+def test_tiled_level_tree(tmp_path):
+    """TiledFile.level_tree: at the finest level the joined tree node for node; past 16384^3 a
+    Tree of the level asked for, whose distances are the whole tree's within a cell."""
+    t = tmp_path / "t.svo"
+    voxlod.convert(BUNNY, res=128, out=t, tile_depth=4, color="off", progress=False)
+    f = voxlod.TiledFile(t)
+    a, b = voxlod.load(t), f.level_tree(7)
+    assert np.array_equal(a.nodes, b.nodes) and np.array_equal(a.voxels, b.voxels)
+    c = f.level_tree(5)
+    assert c.depth == 5 and np.isclose(c.scale, 4 * a.scale) and c.info["voxel_count"] > 0
+    for bad in (0, 8, "5", 5.0):
+        with pytest.raises((ValueError, TypeError)):
+            f.level_tree(bad)
+    # past 16384^3: a needle at 32768^3 (tiny area), level 12 as a tree
+    obj, n = tmp_path / "needle.obj", tmp_path / "n.svo"
+    obj.write_text("v 0 0 0\nv 1 0 0\nv 1 0.00002 0.00001\nf 1 2 3\n")
+    voxlod.convert(str(obj), res=32768, out=n, color="off", progress=False)
+    big = voxlod.TiledFile(n)
+    assert big.depth == 15
+    lt = big.level_tree(12)
+    assert lt.depth == 12 and np.isclose(lt.scale, 8 * big.info["scale"])
+    assert lt.info["voxel_count"] > 0
+    x = np.linspace(0.1, 0.9, 50)
+    p = np.stack([x, np.zeros_like(x), np.full_like(x, 1.5 * lt.scale)], axis=1).astype(np.float32)
+    got = lt.sample(p)
+    assert np.all(np.abs(got / lt.scale - 1.5) < 1.0)
+    with pytest.raises(ValueError):
+        big.level_tree(15)

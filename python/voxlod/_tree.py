@@ -341,6 +341,17 @@ class TiledFile:
         levels = _levels(max_level)
         return Tree(self._f.load_tile(int(i), levels, _bytes(mem_limit, "mem_limit")))
 
+    def level_tree(self, level: int, mem_limit: Union[None, int, str] = None) -> Tree:
+        """Level `level` (1 .. min(depth, 14)) of the whole tree as a Tree of that depth, read
+        tile by tile: its voxels are the level's cells (the surface voxels at the finest level,
+        above it each node's plane at its corners). At the finest level of a file of up to
+        16384^3 it is the tree load() joins, node for node; past 16384^3 it is how a tree of
+        any depth is saved, sampled, rendered or meshed as one tree of up to 16384^3."""
+        if not _is_int(level) or not 1 <= level <= min(self.depth, 14):
+            raise ValueError(f"level {level!r}: a level 1..{min(self.depth, 14)} of this "
+                             f"{self.depth}-level tree")
+        return Tree(self._f.level_tree(int(level), _bytes(mem_limit, "mem_limit")))
+
     # ---- render: a renderer of its own on the file, kept for the next call with the same
     # device, budget and streaming
     def render(self, width: int = 800, height: int = 600, lod: Union[None, int, str] = None,
