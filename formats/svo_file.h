@@ -25,6 +25,8 @@ VX_EXTERN_C_BEGIN
 typedef struct vx_svo_read_opts {
   int max_level;      /* read levels 0..max_level only (nodes); < 0 or >= depth: everything */
   uint64_t mem_limit; /* refuse files whose decoded size exceeds this; 0: vx_default_mem_limit() */
+  int check_rest;     /* 1: the sections a partial read does not decode are checked too, each
+                         against its check32, read in pieces, never decompressed */
 } vx_svo_read_opts;
 
 typedef struct vx_svo_file_info {

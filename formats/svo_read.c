@@ -148,6 +148,39 @@ static vx_status checked(ZSTD_CCtx *ck, const uint8_t *z, uint64_t n, uint32_t w
   return VX_OK;
 }
 
+/* The sections of a partial read that were not decoded, each against its check32: levels
+ * `levels` .. D from file offset `at` (then, coloured, the colour sections of those levels),
+ * read in pieces of at most 4 MiB. */
+static vx_status check_rest(svo_src *src, ZSTD_CCtx *ck, const vx_octree *t, int color,
+                            const uint64_t *zsize, const uint32_t *zcheck, uint32_t levels,
+                            uint64_t at, vx_error *err) {
+  const uint32_t csec = t->depth + 1, nsec = color ? 2 * csec : csec;
+  vx_status s = VX_OK;
+  for (uint32_t k = 0; k < nsec && s == VX_OK; k++) {
+    const uint32_t l = k < csec ? k : k - csec;
+    if (l >= levels) {
+      vx_svo_checker c;
+      c.cc = ck;
+      if (!vx_svo_check_begin(&c)) return vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum", src->name);
+      for (uint64_t done = 0; s == VX_OK && done < zsize[k];) {
+        const uint64_t n = zsize[k] - done < (4u << 20) ? zsize[k] - done : (4u << 20);
+        const uint8_t *p;
+        if ((s = src_get(src, at + done, n, &p, err)) != VX_OK) break;
+        if (!vx_svo_check_feed(&c, p, (size_t)n, ZSTD_e_continue))
+          s = vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum", src->name);
+        done += n;
+      }
+      if (s == VX_OK && !vx_svo_check_feed(&c, NULL, 0, ZSTD_e_end))
+        s = vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum", src->name);
+      if (s == VX_OK && vx_svo_check_value(&c) != zcheck[k])
+        s = vx_error_set(err, VX_ERR_CORRUPT, "%s: %s %u is damaged (checksum mismatch)",
+                         src->name, k < csec ? "level" : "the colours of level", l);
+    }
+    at += zsize[k];
+  }
+  return s;
+}
+
 /* The colour sections of levels 0 .. levels-1, the first at file offset `at`, into new
  * node_color / voxel_color arrays sized by the counts the level sections proved. raw holds the
  * largest loaded level section, hence any of these colour sections (4 bytes a cell, less than a
@@ -432,6 +465,8 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
     for (uint32_t l = 0; l <= t->depth; l++) at += zsize[l];
     s = decode_colors(src, dc, ck, t, zsize, zcheck, levels, at, raw, err);
   }
+  if (s == VX_OK && opts && opts->check_rest && levels <= t->depth)
+    s = check_rest(src, ck, t, color, zsize, zcheck, levels, (uint64_t)VX_SVO_PROLOGUE + hz, err);
   vx_free(raw);
   ZSTD_freeDCtx(dc);
   ZSTD_freeCCtx(ck);

@@ -212,7 +212,7 @@ static void add_end(vx_tiled_writer *w, uint64_t code, const vx_octree *t, uint6
 vx_status vx_tiled_writer_add(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
                               const uint8_t *svo, size_t n, const vx_fit_root *fit,
                               vx_error *err) {
-  vx_svo_read_opts ro = {0, 0};
+  vx_svo_read_opts ro = {0, 0, 1}; /* the root, every other section checked */
   vx_svo_file_info fi;
   vx_octree t;
   vx_status s = vx_svo_decode(svo, n, &ro, &t, &fi, err);
@@ -230,7 +230,7 @@ vx_status vx_tiled_writer_add(vx_tiled_writer *w, uint64_t code, uint64_t build_
 static vx_status add_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
                           const char *svo_path, const vx_fit_root *fit, const vx_tile_entry *want,
                           vx_error *err) {
-  vx_svo_read_opts ro = {0, 0};
+  vx_svo_read_opts ro = {0, 0, 1}; /* the root, every other section checked */
   vx_svo_file_info fi;
   vx_octree t;
   vx_status s = vx_svo_read(svo_path, &ro, &t, &fi, err);
@@ -865,7 +865,7 @@ vx_status vx_tiled_stitch(vx_tiled *t, const vx_svo_read_opts *opts, vx_octree *
   }
   uint64_t at[VX_MAX_DEPTH + 1];
   for (uint32_t l = 0; l <= D; l++) at[l] = 0;
-  vx_svo_read_opts part = {L == D ? -1 : (int)(L - K), limit};
+  vx_svo_read_opts part = {L == D ? -1 : (int)(L - K), limit, 0};
   vx_octree tile;
   for (uint64_t i = 0; L >= K && i < t->n && s == VX_OK; i++) {
     if ((s = vx_tiled_read_tile(t, i, &part, &tile, err)) != VX_OK) break;

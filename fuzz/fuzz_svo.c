@@ -21,7 +21,7 @@ static void check_colors(const vx_octree *t) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  vx_svo_read_opts o = {-1, (uint64_t)64 << 20};
+  vx_svo_read_opts o = {-1, (uint64_t)64 << 20, 0};
   vx_octree t;
   vx_error e;
   if (vx_svo_decode(data, size, &o, &t, NULL, &e) == VX_OK) {
@@ -33,6 +33,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (vx_svo_decode(data, size, &o, &t, NULL, &e) == VX_OK) {
     if (vx_octree_validate(&t, &e) != VX_OK) abort();
     check_colors(&t);
+    vx_octree_free(&t);
+  }
+  /* the same partial read with the other sections' checks: accepted only if it was above */
+  o.check_rest = 1;
+  if (vx_svo_decode(data, size, &o, &t, NULL, &e) == VX_OK) {
+    if (vx_octree_validate(&t, &e) != VX_OK) abort();
     vx_octree_free(&t);
   }
   return 0;

@@ -4,8 +4,9 @@
  * decoded (every field checked; for half the inputs after its own check is set right, so that
  * forged fields get past the check), and one that passes heads a tiled file: the writer opens with
  * its build, takes the file checked against the record's length and check, fits the top tree
- * and commits; the result must then open, and its tile read back valid or refused as damaged (a
- * section damaged inside bytes the record was made over: the merge does not decompress tiles). Seeds:
+ * and commits; the result must then open, and its tile read back valid or refused as damaged
+ * (the merge checks every section's check32 but decompresses only the root: a file forged with
+ * consistent checks can still hold levels that do not decode). Seeds:
  * tests/corpus/tile_record (a record followed by its tile, as tasks write them). */
 #include <stdint.h>
 #include <stdio.h>
@@ -40,15 +41,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   vx_tiled_writer_abort(w);
   if (s == VX_OK) {
-    vx_svo_read_opts o = {-1, (uint64_t)64 << 20};
+    vx_svo_read_opts o = {-1, (uint64_t)64 << 20, 0};
     vx_tiled *t = NULL;
     if (vx_tiled_open(out, &o, &t, &e) != VX_OK) { /* the writer wrote a bad file */
       fprintf(stderr, "%s\n", e.msg);
       abort();
     }
-    /* The tile the writer took: its length, check32, header and root match the record, but a
-     * section inside it whose bytes the record's check was made over may still be damaged (the
-     * merge does not decompress whole tiles); reading it then refuses it as damaged. */
+    /* The tile the writer took: its length, check32, header, root and every section's check32
+     * match, but a forged section with consistent checks may still not decode (the merge does
+     * not decompress whole tiles); reading it then refuses it as damaged. */
     vx_octree tr;
     vx_status rs = vx_tiled_read_tile(t, 0, &o, &tr, &e);
     if (rs != VX_OK && rs != VX_ERR_CORRUPT) {

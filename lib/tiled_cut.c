@@ -49,7 +49,7 @@ static void *cut_tiles(void *arg) {
   vx_tiled *t = NULL;
   vx_status s = vx_tiled_open(j->path, &j->ro, &t, &e);
   const vx_svo_read_opts part = {j->c->level == j->c->depth ? -1 : (int)(j->c->level - j->K),
-                                 j->limit};
+                                 j->limit, 0};
   for (;;) {
     const uint64_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
     if (i >= j->n || __atomic_load_n(&j->status, __ATOMIC_RELAXED) != VX_OK) break;

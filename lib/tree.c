@@ -24,6 +24,7 @@ vx_status vx_read_opts_in(const vx_read_opts *opts, vx_svo_read_opts *ro, vx_err
   if (s != VX_OK) return s;
   ro->max_level = o.levels == 0 ? -1 : (int)(o.levels > VX_MAX_DEPTH + 1 ? VX_MAX_DEPTH : o.levels - 1);
   ro->mem_limit = o.mem_limit;
+  ro->check_rest = 0;
   return VX_OK;
 }
 

@@ -126,7 +126,7 @@ static void svo_file_partial_read_loads_prefix_levels(void) {
   size_t n;
   uint8_t *buf = encode(&t, &n);
   for (int L = -1; L <= 8; L++) {
-    vx_svo_read_opts o = {L, 0};
+    vx_svo_read_opts o = {L, 0, 0};
     vx_octree r;
     vx_error e;
     CHECK_MSG(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_OK, "L=%d: %s", L, e.msg);
@@ -260,7 +260,7 @@ static void svo_file_respects_memory_limit(void) {
   random_tree(5, 500, &t);
   size_t n;
   uint8_t *buf = encode(&t, &n);
-  vx_svo_read_opts o = {-1, 1000};
+  vx_svo_read_opts o = {-1, 1000, 0};
   vx_octree r;
   vx_error e;
   CHECK(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_ERR_LIMIT);
@@ -552,7 +552,7 @@ static void svo_file_write_read_and_errors(void) {
   struct stat st;
   CHECK(stat(path, &st) == 0 && (uint64_t)st.st_size == info.file_bytes);
   vx_octree_free(&r);
-  vx_svo_read_opts o = {2, 0};
+  vx_svo_read_opts o = {2, 0, 0};
   CHECK(vx_svo_read(path, &o, &r, NULL, &e) == VX_OK && r.levels_loaded == 3);
   vx_octree_free(&r);
   CHECK(!dir_has_temporaries());

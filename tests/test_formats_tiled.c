@@ -181,7 +181,7 @@ static uint8_t *small_file(size_t *n) {
 
 static vx_status open_all(const uint8_t *d, size_t n, vx_error *e) {
   vx_tiled *t = NULL;
-  vx_svo_read_opts ro = {-1, 64u << 20};
+  vx_svo_read_opts ro = {-1, 64u << 20, 0};
   vx_status s = vx_tiled_open_memory(d, n, &ro, &t, e);
   vx_octree o;
   if (s == VX_OK) s = vx_tiled_stitch(t, &ro, &o, e);
@@ -228,7 +228,7 @@ static void partial_reads_read_a_prefix(void) {
     for (int L = 0; L < (int)vx_tiled_get_header(t)->tile_depth; L++) {
       uint64_t prefix = fi.header_bytes;
       for (int l = 0; l <= L; l++) prefix += fi.level_disk_bytes[l];
-      vx_svo_read_opts ro = {L, 0};
+      vx_svo_read_opts ro = {L, 0, 0};
       CHECK(vx_tiled_read_tile(t, i, &ro, &ref, &e) == VX_OK && ref.levels_loaded == (uint32_t)L + 1);
       for (uint64_t b = 0; b < en->length; b++) {
         uint8_t *at = d + en->offset + b;
@@ -384,7 +384,8 @@ static void forgeries_are_refused(void) {
   free(d);
 }
 
-/* The writer refuses a tile of another build and tiles out of order, and leaves no file. */
+/* The writer refuses a tile of another build, tiles out of order and a tile damaged inside a
+ * section, and leaves no file. */
 static void merge_refuses_other_builds(void) {
   size_t n = 0;
   uint8_t *d = small_file(&n);
@@ -411,6 +412,33 @@ static void merge_refuses_other_builds(void) {
           VX_ERR_CORRUPT); /* tile 0's bytes are not placed at another cell */
     vx_tiled_writer_abort(w);
     CHECK(access(p, F_OK) != 0);
+    /* a tile built elsewhere, damaged inside a section that its root read does not decode,
+     * with a record made over the damaged bytes: the merge checks every section */
+    char tp[300];
+    snprintf(tp, sizeof tp, "%s/tile.svo", dir);
+    uint8_t *bad = (uint8_t *)malloc(a->length);
+    memcpy(bad, d + a->offset, a->length);
+    bad[a->length - 2] ^= 0x40; /* the last section: the finest level's frame */
+    FILE *f = fopen(tp, "wb");
+    CHECK(f && fwrite(bad, 1, a->length, f) == a->length);
+    if (f) fclose(f);
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    uint32_t check = 0;
+    CHECK(cc && vx_svo_bytes_check(cc, bad, a->length, &check));
+    ZSTD_freeCCtx(cc);
+    CHECK(vx_tiled_writer_open(p, &h, &w, &e) == VX_OK);
+    CHECK(vx_tiled_writer_add_checked(w, a->code, h.build_id, tp, &fit, a->length, check, &e) ==
+              VX_ERR_CORRUPT &&
+          strstr(e.msg, "damaged"));
+    CHECK(vx_tiled_writer_add(w, a->code, h.build_id, bad, a->length, &fit, &e) ==
+              VX_ERR_CORRUPT &&
+          strstr(e.msg, "damaged"));
+    CHECK(vx_tiled_writer_add_checked(w, a->code, h.build_id, tp, &fit, a->length, check, &e) ==
+          VX_ERR_CORRUPT);
+    vx_tiled_writer_abort(w);
+    CHECK(access(p, F_OK) != 0);
+    free(bad);
+    remove(tp);
   }
   vx_tiled_close(t);
   free(d);
