@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_colors(&t);
     vx_octree_free(&t);
   }
-  /* the same partial read with the other sections' checks: accepted only if it was above */
+  /* the same partial read, the sections it does not decode checked too */
   o.check_rest = 1;
   if (vx_svo_decode(data, size, &o, &t, NULL, &e) == VX_OK) {
     if (vx_octree_validate(&t, &e) != VX_OK) abort();

@@ -186,23 +186,22 @@ static vx_status write_cut(vx_cut *cut, const char *path, const vx_export_opts *
   return s;
 }
 
-vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opts *opts,
-                         vx_export_stats *stats, vx_error *err) {
+/* The export of a whole tree (oc) or of a tiled file (f, its shape in oc): checks, the cut, the
+ * writer. */
+static vx_status export_any(const vx_octree *oc, vx_tiled_file *f, const char *path,
+                            const vx_export_opts *opts, vx_export_stats *stats, vx_error *err) {
   vx_export_opts o;
   vx_status s = VX_OPTS_IN(o, opts, err);
+  if (s == VX_OK) s = check(oc, path, &o, err);
+  if (s == VX_OK) s = vx_output_check(path, NULL, 0, NULL, err);
   if (s != VX_OK) return s;
-  if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to export");
-  const vx_octree *oc = &t->oct;
-  if (oc->levels_loaded != oc->depth + 1)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "cannot export a partially loaded tree (levels "
-                        "%u of %u)", oc->levels_loaded, oc->depth + 1);
-  if ((s = check(oc, path, &o, err)) != VX_OK) return s;
-  if ((s = vx_output_check(path, NULL, 0, NULL, err)) != VX_OK) return s;
   double t0 = vx_clock_seconds();
   uint32_t level = o.levels ? o.levels - 1 : oc->depth;
   uint64_t limit = o.mem_limit ? o.mem_limit : vx_default_mem_limit();
   vx_cut cut;
-  if ((s = vx_cut_build(oc, level, limit, o.progress, o.user, &cut, err)) != VX_OK) return s;
+  s = f ? vx_tiled_cut(f, level, limit, o.progress, o.user, &cut, err)
+        : vx_cut_build(oc, level, limit, o.progress, o.user, &cut, err);
+  if (s != VX_OK) return s;
   vx_export_stats st;
   memset(&st, 0, sizeof st);
   st.struct_size = sizeof st;
@@ -212,26 +211,20 @@ vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opt
   return VX_OK;
 }
 
+vx_status vx_tree_export(const vx_tree *t, const char *path, const vx_export_opts *opts,
+                         vx_export_stats *stats, vx_error *err) {
+  if (!t) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tree to export");
+  const vx_octree *oc = &t->oct;
+  if (oc->levels_loaded != oc->depth + 1)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "cannot export a partially loaded tree (levels "
+                        "%u of %u)", oc->levels_loaded, oc->depth + 1);
+  return export_any(oc, NULL, path, opts, stats, err);
+}
+
 vx_status vx_tiled_file_export(vx_tiled_file *f, const char *path, const vx_export_opts *opts,
                                vx_export_stats *stats, vx_error *err) {
-  vx_export_opts o;
-  vx_status s = VX_OPTS_IN(o, opts, err);
-  if (s != VX_OK) return s;
   if (!f) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tiled file to export");
   vx_octree shape;
   vx_tiled_file_shape(f, &shape);
-  if ((s = check(&shape, path, &o, err)) != VX_OK) return s;
-  if ((s = vx_output_check(path, NULL, 0, NULL, err)) != VX_OK) return s;
-  double t0 = vx_clock_seconds();
-  uint32_t level = o.levels ? o.levels - 1 : shape.depth;
-  uint64_t limit = o.mem_limit ? o.mem_limit : vx_default_mem_limit();
-  vx_cut cut;
-  if ((s = vx_tiled_cut(f, level, limit, o.progress, o.user, &cut, err)) != VX_OK) return s;
-  vx_export_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  if ((s = write_cut(&cut, path, &o, limit, &st, err)) != VX_OK) return s;
-  st.seconds = vx_clock_seconds() - t0;
-  if (stats) VX_STATS_OUT(stats, st);
-  return VX_OK;
+  return export_any(&shape, f, path, opts, stats, err);
 }

@@ -221,19 +221,10 @@ static double brute_hit(const vx_soup *s, const double o[3], const double d[3]) 
 /* 32768^3 in tiles of 4096^3 (tiled_corner_sphere), against a ray cast of the mesh. */
 static void finer_than_one_tree(void) {
   vx_soup s;
-  tiled_corner_sphere(&s);
-  vx_mesh *m = tiled_mesh_of(&s);
   char path[128];
   snprintf(path, sizeof path, "%s/big.svo", dir);
-  vx_error e;
-  CHECK_MSG(tiled_convert(m, 32768, 12, VX_DEVICE_CPU, 0, 2, path, &e) == VX_OK, "%s", e.msg);
-  vx_mesh_free(m);
-  vx_tiled_file *f = NULL;
-  CHECK_MSG(vx_tiled_file_open(path, NULL, &f, &e) == VX_OK, "%s", e.msg);
   vx_tree_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  vx_tiled_file_get_info(f, &ti);
+  vx_tiled_file *f = tiled_corner_file(path, &s, &ti, NULL);
   CHECK(ti.depth == 15 && ti.tile_depth == 12);
   vx_renderer *r = tv_renderer(f, NULL, VX_DEVICE_CPU, 0, 0);
   vx_camera cam;

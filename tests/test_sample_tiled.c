@@ -263,25 +263,18 @@ static void refusals(void) {
  * within the band. */
 static void finer_than_one_tree(void) {
   vx_soup s;
-  const uint64_t sphere_tris = tiled_corner_sphere(&s);
-  vx_mesh *m = tiled_mesh_of(&s);
+  uint64_t sphere_tris = 0;
   char path[128];
   snprintf(path, sizeof path, "%s/big.svo", dir);
   vx_error e;
   clock_t c0 = clock();
-  CHECK_MSG(tiled_convert(m, 32768, 12, VX_DEVICE_CPU, 0, 2, path, &e) == VX_OK, "%s", e.msg);
-  vx_mesh_free(m);
+  vx_tree_info ti;
+  vx_tiled_file *f = tiled_corner_file(path, &s, &ti, &sphere_tris);
   fprintf(stderr, "  converted in %.1f s CPU\n", (double)(clock() - c0) / CLOCKS_PER_SEC);
-  vx_tiled_file *f = NULL;
-  CHECK_MSG(vx_tiled_file_open(path, NULL, &f, &e) == VX_OK, "%s", e.msg);
   if (!f) {
     vx_soup_free(&s);
     return;
   }
-  vx_tree_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  vx_tiled_file_get_info(f, &ti);
   /* points within 2 band widths of the sphere (its facets, not the sphere: the exact distance
    * decides), and some anywhere in and around the box */
   const uint64_t n = 4000, nr = 1000;

@@ -246,23 +246,15 @@ static void joined(void) {
 /* Past 16384^3: 32768^3 in tiles of 4096^3. */
 static void deep(void) {
   vx_soup s;
-  tiled_corner_sphere(&s);
-  vx_mesh *m = tiled_mesh_of(&s);
   char path[300];
   snprintf(path, sizeof path, "%s/big.svo", dir);
-  vx_error e;
-  CHECK_MSG(tiled_convert(m, 32768, 12, VX_DEVICE_CPU, 0, 2, path, &e) == VX_OK, "%s", e.msg);
-  vx_mesh_free(m);
-  vx_tiled_file *f = NULL;
-  CHECK_MSG(vx_tiled_file_open(path, NULL, &f, &e) == VX_OK, "%s", e.msg);
+  vx_tree_info ti;
+  vx_tiled_file *f = tiled_corner_file(path, &s, &ti, NULL);
   if (!f) {
     vx_soup_free(&s);
     return;
   }
-  vx_tree_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  vx_tiled_file_get_info(f, &ti);
+  vx_error e;
   CHECK(ti.depth == 15);
   /* the finest cut: one cell per surface voxel, each within the band of the mesh */
   vx_cut c;

@@ -70,6 +70,25 @@ static vx_status tiled_convert(const vx_mesh *m, uint32_t res, uint32_t tile_dep
   return vx_convert_to_file(m, &o, path, NULL, err);
 }
 
+/* tiled_corner_sphere (its soup in s, the sphere's triangles first: *sphere_tris, may be NULL)
+ * converted at 32768^3 in tiles of 4096^3 into path, opened, its info in ti; NULL (and a failed
+ * check) when that fails. */
+static inline vx_tiled_file *tiled_corner_file(const char *path, vx_soup *s, vx_tree_info *ti,
+                                               uint64_t *sphere_tris) {
+  const uint64_t n = tiled_corner_sphere(s);
+  if (sphere_tris) *sphere_tris = n;
+  vx_mesh *m = tiled_mesh_of(s);
+  vx_error e;
+  CHECK_MSG(tiled_convert(m, 32768, 12, VX_DEVICE_CPU, 0, 2, path, &e) == VX_OK, "%s", e.msg);
+  vx_mesh_free(m);
+  vx_tiled_file *f = NULL;
+  CHECK_MSG(vx_tiled_file_open(path, NULL, &f, &e) == VX_OK, "%s", e.msg);
+  memset(ti, 0, sizeof *ti);
+  ti->struct_size = sizeof *ti;
+  if (f) vx_tiled_file_get_info(f, ti);
+  return f;
+}
+
 /* A whole file in memory (malloc'ed; *n its size), NULL when it cannot be read. */
 static inline uint8_t *tiled_slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");

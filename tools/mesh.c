@@ -42,27 +42,11 @@ static const char *mesh_help =
     "  --mem-limit SIZE refuse trees whose decoded size exceeds SIZE (default: 80% of memory)\n"
     "  -q, --quiet      no report\n";
 
-/* A tiled file finer than 16384^3 is meshed from one of its levels as a tree of its own
- * (vx_tiled_file_level_tree): --lod L that level, --error E level 14 within E of the finest
- * (E / 2^(depth - 14) of its voxels). *t stays NULL for any other file. */
-static int open_deep(const char *in, uint64_t mem_limit, vx_mesher_opts *mo, vx_tree **t,
-                     vx_tree_info *ti, uint32_t *deep) {
-  vx_read_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.mem_limit = mem_limit;
-  vx_error e;
-  memset(&e, 0, sizeof e);
-  vx_tiled_file *f = NULL;
-  if (vx_tiled_file_open(in, &ro, &f, &e) != VX_OK) return 0; /* the tree's reader says why */
-  memset(ti, 0, sizeof *ti);
-  ti->struct_size = sizeof *ti;
-  vx_tiled_file_get_info(f, ti);
-  if (ti->depth <= 14) {
-    vx_tiled_file_close(f);
-    return 0;
-  }
-  *deep = ti->depth;
+/* A tiled file finer than 16384^3 (f, info ti) is meshed from one of its levels as a tree of its
+ * own (vx_tiled_file_level_tree): --lod L that level, --error E level 14 within E of the finest
+ * (E / 2^(depth - 14) of its voxels). Closes f. */
+static int open_deep(const char *in, vx_tiled_file *f, const vx_tree_info *ti, uint64_t mem_limit,
+                     vx_mesher_opts *mo, vx_tree **t) {
   uint32_t level = 14;
   if (mo->cut == VX_MESHER_FINEST) {
     vx_tiled_file_close(f);
@@ -77,14 +61,19 @@ static int open_deep(const char *in, uint64_t mem_limit, vx_mesher_opts *mo, vx_
                                 "one of its levels 1..14", mo->level, in, ti->depth);
     }
     level = mo->level;
+    mo->cut = VX_MESHER_FINEST;
   } else {
     mo->max_error = (float)ldexp((double)mo->max_error, -(int)(ti->depth - level));
   }
-  mo->cut = mo->cut == VX_MESHER_LEVEL ? VX_MESHER_FINEST : mo->cut;
+  vx_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.mem_limit = mem_limit;
+  vx_error e;
+  memset(&e, 0, sizeof e);
   vx_status s = vx_tiled_file_level_tree(f, level, &ro, t, &e);
   vx_tiled_file_close(f);
-  if (s != VX_OK) return vx_cli_fail("mesh", &e);
-  return 0;
+  return s == VX_OK ? 0 : vx_cli_fail("mesh", &e);
 }
 
 int vx_cmd_mesh(int argc, char **argv) {
@@ -143,12 +132,17 @@ int vx_cmd_mesh(int argc, char **argv) {
   vx_cli_install_signals();
   double t0 = vx_cli_now();
   vx_tree *t = NULL;
+  vx_tiled_file *tf = NULL;
   vx_tree_info ti;
-  uint32_t deep = 0; /* the depth of a tiled file finer than 16384^3, meshed from one level */
-  int rc = open_deep(in, mem_limit, &mo, &t, &ti, &deep);
-  if (rc == 0 && !t)
-    rc = vx_cli_open_tree("mesh", in, 0, mem_limit, have_lod ? lod : -1, &t, &ti);
+  int rc = vx_cli_open_any("mesh", in, -1, mem_limit, 0, &t, &tf, &ti);
   if (rc != 0) return rc;
+  const uint32_t deep = tf ? ti.depth : 0; /* a tiled file finer than 16384^3: one level */
+  if (tf && (rc = open_deep(in, tf, &ti, mem_limit, &mo, &t)) != 0) return rc;
+  if (!tf && have_lod && lod > (int)ti.depth) {
+    vx_tree_free(t);
+    return vx_cli_usage_error("mesh", "--lod %d is beyond %s's depth %u (levels 0..%u)", lod, in,
+                              ti.depth, ti.depth);
+  }
   double t1 = vx_cli_now();
   vx_mesh *m = NULL;
   vx_status s = vx_mesher_extract(t, &mo, &m, &e);

@@ -537,14 +537,14 @@ nb::dict tiled_tile(const TiledFile &t, uint64_t i) {
   return d;
 }
 
-Tree *tiled_load_tile(TiledFile &t, uint64_t i, uint32_t levels, uint64_t mem_limit) {
-  vx_read_opts o = read_opts(levels, mem_limit);
+// A tree from a library call (made without the GIL), or the call's error raised.
+template <class Call> Tree *tree_from(Call &&call) {
   vx_error e = no_error();
   vx_tree *tr = nullptr;
   vx_status s;
   {
     nb::gil_scoped_release rel;
-    s = vx_tiled_file_load_tile(t.f, i, &o, &tr, &e);
+    s = call(&tr, &e);
   }
   check(s, e);
   Tree *r = new Tree();
@@ -552,19 +552,18 @@ Tree *tiled_load_tile(TiledFile &t, uint64_t i, uint32_t levels, uint64_t mem_li
   return r;
 }
 
+Tree *tiled_load_tile(TiledFile &t, uint64_t i, uint32_t levels, uint64_t mem_limit) {
+  vx_read_opts o = read_opts(levels, mem_limit);
+  return tree_from([&](vx_tree **tr, vx_error *e) {
+    return vx_tiled_file_load_tile(t.f, i, &o, tr, e);
+  });
+}
+
 Tree *tiled_level_tree(TiledFile &t, uint32_t level, uint64_t mem_limit) {
   vx_read_opts o = read_opts(0, mem_limit);
-  vx_error e = no_error();
-  vx_tree *tr = nullptr;
-  vx_status s;
-  {
-    nb::gil_scoped_release rel;
-    s = vx_tiled_file_level_tree(t.f, level, &o, &tr, &e);
-  }
-  check(s, e);
-  Tree *r = new Tree();
-  r->t = tr;
-  return r;
+  return tree_from([&](vx_tree **tr, vx_error *e) {
+    return vx_tiled_file_level_tree(t.f, level, &o, tr, e);
+  });
 }
 
 // ---- render ----------------------------------------------------------------------------------
