@@ -69,6 +69,9 @@ vx_status vx_svo_encode(const vx_octree *t, int zstd_level, uint8_t **out, size_
 
 /* Reads a file (a regular file: a FIFO, device or directory is refused without blocking).
  * opts and info may be NULL. */
+/* The check32 of an encoded tree's bytes as a whole (what a tiled file's index keeps of a tile). */
+vx_status vx_svo_encoded_check(const uint8_t *data, size_t size, uint32_t *check, vx_error *err);
+
 vx_status vx_svo_read(const char *path, const vx_svo_read_opts *opts, vx_octree *out,
                       vx_svo_file_info *info, vx_error *err);
 

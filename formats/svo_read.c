@@ -46,6 +46,14 @@ int vx_svo_bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *ch
   return 1;
 }
 
+vx_status vx_svo_encoded_check(const uint8_t *data, size_t size, uint32_t *check, vx_error *err) {
+  ZSTD_CCtx *cc = vx_zstd_cctx();
+  const int ok = cc && vx_svo_bytes_check(cc, data, size, check);
+  ZSTD_freeCCtx(cc);
+  return ok ? VX_OK : vx_error_set(err, VX_ERR_NOMEM, "checksumming %zu bytes: out of memory",
+                                   size);
+}
+
 void vx_svo_unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
   const uint8_t *rec = raw + count;
   for (uint64_t i = 0; i < count; i++, rec += 11) {

@@ -210,15 +210,15 @@ static void add_end(vx_tiled_writer *w, uint64_t code, const vx_octree *t, uint6
 }
 
 vx_status vx_tiled_writer_add(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
-                              const uint8_t *svo, size_t n, const vx_fit_root *fit,
-                              vx_error *err) {
-  vx_svo_read_opts ro = {0, 0, 1}; /* the root, every other section checked */
+                              const uint8_t *svo, size_t n, const uint32_t *known,
+                              const vx_fit_root *fit, vx_error *err) {
+  vx_svo_read_opts ro = {0, 0, 0}; /* the root */
   vx_svo_file_info fi;
   vx_octree t;
   vx_status s = vx_svo_decode(svo, n, &ro, &t, &fi, err);
   if (s == VX_OK) s = add_begin(w, code, build_id, &t, &fi, err);
-  uint32_t check = 0;
-  if (s == VX_OK && !vx_svo_bytes_check(w->cc, svo, n, &check))
+  uint32_t check = known ? *known : 0;
+  if (s == VX_OK && !known && !vx_svo_bytes_check(w->cc, svo, n, &check))
     s = vx_svo_zstd_fail(err, "checksumming a tile", 0);
   if (s == VX_OK) s = vx_atomic_write(&w->af, svo, n, err);
   if (s == VX_OK) add_end(w, code, &t, n, check, fit);

@@ -79,10 +79,13 @@ vx_status vx_tiled_writer_open(const char *path, const vx_tiled_header *h, vx_ti
 /* Appends a tile: its cell, the build it belongs to, its .svo bytes (a version-2 grey file of
  * tile_depth levels, as vx_svo_encode/vx_svo_write give them, the transform of its cell) and its
  * root's fit (vx_voxelize_tile). Cells must come in ascending order; a tile of another build,
- * depth, band or transform is refused. */
+ * depth, band or transform is refused. The bytes are this process's (vx_svo_encode's): their
+ * root is decoded, their other sections are not checked (files from elsewhere are, by
+ * vx_tiled_writer_add_checked). check: their check32 when the caller has it
+ * (vx_svo_encoded_check, e.g. on the thread that encoded them), else NULL. */
 vx_status vx_tiled_writer_add(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
-                              const uint8_t *svo, size_t n, const vx_fit_root *fit,
-                              vx_error *err);
+                              const uint8_t *svo, size_t n, const uint32_t *check,
+                              const vx_fit_root *fit, vx_error *err);
 /* The same from a .svo file (read in pieces, not held whole). */
 vx_status vx_tiled_writer_add_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
                                    const char *svo_path, const vx_fit_root *fit, vx_error *err);

@@ -36,6 +36,7 @@
 struct vx_tile_tri {
   uint64_t code;
   uint32_t tri;
+  float work; /* the triangle's area in the tile, roughly (its box's share): the tiles' order */
 };
 typedef vx_tile_tri tile_tri;
 
@@ -57,6 +58,9 @@ static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D
     int64_t lo[3], hi[3], a[3], b[3];
     vx_grid_tri(m, xf, t, g);
     if (!vx_tri_voxel_range(g, R, lo, hi)) continue;
+    const double area = vx_grid_tri_area(g);
+    const double box = (double)(hi[0] - lo[0] + 1) * (double)(hi[1] - lo[1] + 1) *
+                       (double)(hi[2] - lo[2] + 1);
     for (int i = 0; i < 3; i++) {
       a[i] = lo[i] - 1 < 0 ? 0 : (lo[i] - 1) >> T;
       b[i] = (hi[i] + 1) >> T;
@@ -79,7 +83,15 @@ static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D
             p = q;
             cap *= 2;
           }
+          const int64_t c[3] = {x, y, z};
+          double in = 1.0; /* the triangle's box inside the tile */
+          for (int i = 0; i < 3; i++) {
+            const int64_t a0 = c[i] << T, a1 = ((c[i] + 1) << T) - 1;
+            const int64_t l = lo[i] > a0 ? lo[i] : a0, h = hi[i] < a1 ? hi[i] : a1;
+            in *= h >= l ? (double)(h - l + 1) : 0.0;
+          }
           p[k].code = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
+          p[k].work = (float)(area * in / box);
           p[k++].tri = (uint32_t)t;
         }
   }
@@ -100,6 +112,8 @@ void vx_tile_plan_release(vx_tile_plan *p) {
   if (!p) return;
   vx_free(p->pairs);
   vx_free(p->start);
+  vx_free(p->work);
+  vx_gpu_meshes_free(p->resident);
   vx_sign_free(&p->sign);
   vx_soup_free(&p->store);
   vx_free(p->tmp_dir);
@@ -151,6 +165,11 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   if (s == VX_OK)
     s = vx_sign_build_rule_ex(m, &xf, o->sign_rule, bo->gpu, o->threads, &p->sign, err);
   p->sec_sign = vx_clock_seconds() - ts;
+  /* a GPU build uploads the mesh and tables once per device, for all its tiles; without the
+   * shared copy (no CUDA) each build uploads its own */
+  vx_error ignored;
+  if (s == VX_OK && bo->gpu && vx_gpu_meshes_create(m, &xf, &p->sign, &p->resident, &ignored))
+    p->resident = NULL;
   uint64_t npairs = 0;
   const double tp = vx_clock_seconds();
   if (s == VX_OK) s = tile_pairs(m, &xf, D, T, o->mem_limit, &p->pairs, &npairs, err);
@@ -161,7 +180,8 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   for (uint64_t i = 0; i < npairs; i++)
     ntiles += i == 0 || p->pairs[i].code != p->pairs[i - 1].code;
   p->start = (uint64_t *)vx_malloc((size_t)(ntiles + 1) * sizeof *p->start);
-  if (!p->start) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  p->work = (double *)vx_calloc((size_t)(ntiles ? ntiles : 1), sizeof *p->work);
+  if (!p->start || !p->work) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   for (uint64_t i = 0, k = 0; i <= npairs; i++)
     if (i == npairs || i == 0 || p->pairs[i].code != p->pairs[i - 1].code) {
       p->start[k] = i;
@@ -169,6 +189,8 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
         p->max_tris = p->start[k] - p->start[k - 1];
       k++;
     }
+  for (uint64_t k = 0; k < ntiles; k++)
+    for (uint64_t i = p->start[k]; i < p->start[k + 1]; i++) p->work[k] += p->pairs[i].work;
   p->ntiles = ntiles;
   vx_tiled_header *h = &p->h;
   h->depth = D;
@@ -211,6 +233,8 @@ static uint64_t inner_nodes(const uint64_t *level_count, uint32_t depth) {
 static vx_status put_tree(const vx_tile_plan *p, const vx_octree *t, const char *out_path,
                           vx_tile_out *r, vx_error *err) {
   vx_status s = vx_svo_encode(t, p->zstd_level, &r->bytes, &r->n, err);
+  if (s == VX_OK && !out_path) /* here, beside the other workers, not in the writer's turn */
+    s = vx_svo_encoded_check(r->bytes, r->n, &r->check, err);
   if (s != VX_OK || !out_path) return s;
   vx_atomic_file af;
   s = vx_atomic_open(&af, out_path, err);
@@ -220,6 +244,21 @@ static vx_status put_tree(const vx_tile_plan *p, const vx_octree *t, const char 
   vx_free(r->bytes);
   r->bytes = NULL;
   return s;
+}
+
+/* A temporary file for a finished tile in the plan's spill folder: r->path. */
+static vx_status temp_tile(const vx_tile_plan *p, vx_tile_out *r, vx_error *err) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/voxlod-tile-XXXXXX", p->tmp_dir);
+  int fd = mkstemp(path);
+  if (fd < 0) return vx_error_set(err, VX_ERR_IO, "cannot create a temporary tile in %s", p->tmp_dir);
+  close(fd);
+  r->path = vx_strdup(path);
+  if (!r->path) {
+    unlink(path);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  return VX_OK;
 }
 
 vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, uint32_t *tris,
@@ -236,6 +275,7 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
   xo.tile_tris = tris;
   xo.tile_ntris = e - a;
   xo.tile_pre = pre;
+  xo.gpu.resident = p->resident;
   bo->tile_code = r->code;
   vx_stream st;
   vx_voxelize_stats bs;
@@ -293,41 +333,34 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
   } else if (out_path) {
     s = vx_svo_write_stream(out_path, &st, p->zstd_level, NULL, NULL, err);
   } else {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/voxlod-tile-XXXXXX", p->tmp_dir);
-    int fd = mkstemp(path);
-    if (fd < 0) {
-      s = vx_error_set(err, VX_ERR_IO, "cannot create a temporary tile in %s", p->tmp_dir);
-    } else {
-      close(fd);
-      r->path = vx_strdup(path);
-      s = r->path ? vx_svo_write_stream(path, &st, p->zstd_level, NULL, NULL, err)
-                  : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-    }
+    s = temp_tile(p, r, err);
+    if (s == VX_OK) s = vx_svo_write_stream(r->path, &st, p->zstd_level, NULL, NULL, err);
   }
   vx_stream_free(&st);
   r->sec_encode = vx_clock_seconds() - t1;
   return s;
 }
 
-/* The tiles as work: a pool of workers (one per GPU, or one for the CPU: a CPU tile already uses
- * every core) builds them in Morton order from a shared counter; a window of finished tiles
- * waits until every earlier one is written, and whichever worker finishes the next in line
- * appends it and every ready successor, so the file is written in order as tiles finish and at
- * most `window` finished tiles are held. */
+/* The tiles as work: a pool of workers (two per GPU, or one for the CPU: a CPU tile already uses
+ * every core) claims them from a shared counter, largest first (the plan's estimate) so that no
+ * large tile is left alone at the end; the file takes them in Morton order. A finished tile waits
+ * until every earlier one is written, in memory while the waiting tiles take at most `hold`
+ * bytes, else in a temporary file; whichever worker finishes the next in line appends it and
+ * every ready successor, so the file is written as tiles finish. */
 typedef struct tiles_job {
   vx_tile_plan *p;
   vx_voxelize_opts bo;
   int ngpu;
   vx_tiled_writer *w;
   pthread_mutex_t mu;
-  pthread_cond_t cv;
-  uint64_t next_claim, next_emit, window;
-  vx_tile_out *slot;
+  uint64_t *order;        /* claims: tile indices, largest first */
+  uint64_t next_claim, next_emit;
+  uint64_t hold, held;    /* bytes finished tiles may hold in memory, and hold now */
+  vx_tile_out *slot;      /* by tile index */
   int emitting, stop, next_worker;
   vx_status status;
   vx_error err;
-  uint64_t built, voxels, corners, gpu_tiles;
+  uint64_t built, voxels, corners, gpu_tiles, spilled;
   double sec_build, sec_encode, sec_append; /* summed over the tiles (and so the workers) */
   double sec_gpu[5], sec_gpu_tree[3];
   vx_progress_fn progress;
@@ -339,7 +372,8 @@ static vx_status append_tile(tiles_job *j, vx_tile_out *r, vx_error *err) {
   const uint64_t id = j->p->h.build_id;
   const double t0 = vx_clock_seconds();
   vx_status s = r->path ? vx_tiled_writer_add_file(j->w, r->code, id, r->path, &r->fit, err)
-                        : vx_tiled_writer_add(j->w, r->code, id, r->bytes, r->n, &r->fit, err);
+                        : vx_tiled_writer_add(j->w, r->code, id, r->bytes, r->n, &r->check,
+                                              &r->fit, err);
   if (s == VX_OK) { /* only the emitting worker is here */
     j->built++;
     j->voxels += r->voxels;
@@ -360,7 +394,52 @@ static void tiles_fail(tiles_job *j, vx_status st, const vx_error *e) {
     j->err = *e;
   }
   j->stop = 1;
-  pthread_cond_broadcast(&j->cv);
+}
+
+/* Tile k, finished, into its slot (j->mu held): into a temporary file first when it must wait
+ * and the waiting tiles' bytes would pass j->hold. */
+static vx_status park_tile(tiles_job *j, uint64_t k, vx_tile_out *r, vx_error *err) {
+  vx_status st = VX_OK;
+  if (k != j->next_emit && r->bytes && j->held + r->n > j->hold) {
+    pthread_mutex_unlock(&j->mu);
+    st = temp_tile(j->p, r, err);
+    if (st == VX_OK) st = vx_atomic_write_file(r->path, r->bytes, r->n, err);
+    vx_free(r->bytes);
+    r->bytes = NULL;
+    pthread_mutex_lock(&j->mu);
+    j->spilled++;
+  }
+  if (st != VX_OK) return st; /* r is the caller's to free */
+  if (r->bytes) j->held += r->n;
+  r->ready = 1;
+  j->slot[k] = *r;
+  return VX_OK;
+}
+
+/* Appends every ready tile in line (j->mu held, released while writing). */
+static void emit_ready(tiles_job *j) {
+  const uint64_t ntiles = j->p->ntiles;
+  vx_error e;
+  j->emitting = 1;
+  while (!j->stop && j->next_emit < ntiles && j->slot[j->next_emit].ready) {
+    vx_tile_out done = j->slot[j->next_emit];
+    memset(&j->slot[j->next_emit], 0, sizeof done);
+    if (done.bytes) j->held -= done.n;
+    pthread_mutex_unlock(&j->mu);
+    vx_status st = append_tile(j, &done, &e);
+    vx_tile_out_free(&done);
+    pthread_mutex_lock(&j->mu);
+    if (st != VX_OK) {
+      tiles_fail(j, st, &e);
+      break;
+    }
+    j->next_emit++;
+    if (j->progress && j->progress(j->user, "tiles", (double)j->next_emit / (double)ntiles)) {
+      vx_error_set(&e, VX_ERR_INTERRUPTED, "conversion cancelled");
+      tiles_fail(j, VX_ERR_INTERRUPTED, &e);
+    }
+  }
+  j->emitting = 0;
 }
 
 static void *tile_worker(void *arg) {
@@ -377,49 +456,57 @@ static void *tile_worker(void *arg) {
   vx_status st = tris ? VX_OK : vx_error_set(&e, VX_ERR_NOMEM, "out of memory");
   if (st == VX_OK && bo.gpu && j->ngpu > 0) st = vx_gpu_use_device(me % j->ngpu, &e);
   if (st != VX_OK) tiles_fail(j, st, &e);
-  for (;;) {
-    while (!j->stop && j->next_claim < ntiles && j->next_claim >= j->next_emit + j->window)
-      pthread_cond_wait(&j->cv, &j->mu);
-    if (j->stop || j->next_claim >= ntiles) break;
-    const uint64_t k = j->next_claim++;
+  while (!j->stop && j->next_claim < ntiles) {
+    const uint64_t k = j->order ? j->order[j->next_claim] : j->next_claim;
+    j->next_claim++;
     pthread_mutex_unlock(&j->mu);
     vx_tile_out r;
     st = vx_tile_plan_run(j->p, &bo, k, tris, &pre, NULL, &r, &e);
     pthread_mutex_lock(&j->mu);
+    if (st == VX_OK) st = park_tile(j, k, &r, &e);
     if (st != VX_OK) {
       vx_tile_out_free(&r);
       tiles_fail(j, st, &e);
       break;
     }
-    r.ready = 1;
-    j->slot[k % j->window] = r;
-    if (j->emitting) continue; /* the emitting worker takes it */
-    j->emitting = 1;
-    while (!j->stop && j->next_emit < ntiles && j->slot[j->next_emit % j->window].ready) {
-      vx_tile_out done = j->slot[j->next_emit % j->window];
-      memset(&j->slot[j->next_emit % j->window], 0, sizeof done);
-      pthread_mutex_unlock(&j->mu);
-      st = append_tile(j, &done, &e);
-      vx_tile_out_free(&done);
-      pthread_mutex_lock(&j->mu);
-      if (st != VX_OK) {
-        tiles_fail(j, st, &e);
-        break;
-      }
-      j->next_emit++;
-      pthread_cond_broadcast(&j->cv);
-      if (j->progress && j->progress(j->user, "tiles", (double)j->next_emit / (double)ntiles)) {
-        vx_error_set(&e, VX_ERR_INTERRUPTED, "conversion cancelled");
-        tiles_fail(j, VX_ERR_INTERRUPTED, &e);
-      }
-    }
-    j->emitting = 0;
+    if (!j->emitting) emit_ready(j); /* else the emitting worker takes it */
   }
   pthread_mutex_unlock(&j->mu);
   vx_free(tris);
   vx_free(pre.nodes);
   vx_free(pre.voxels);
   return NULL;
+}
+
+/* The claims' order: the tiles by estimated work, largest first (ties: Morton order). */
+typedef struct tile_rank {
+  double work;
+  uint64_t k;
+} tile_rank;
+
+static int by_work(const void *a, const void *b) {
+  const tile_rank *x = (const tile_rank *)a, *y = (const tile_rank *)b;
+  if (x->work != y->work) return x->work > y->work ? -1 : 1;
+  return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static uint64_t *claim_order(const vx_tile_plan *p) {
+  tile_rank *r = (tile_rank *)vx_malloc((size_t)p->ntiles * sizeof *r);
+  uint64_t *o = (uint64_t *)vx_malloc((size_t)p->ntiles * sizeof *o);
+  if (r && o) {
+    for (uint64_t k = 0; k < p->ntiles; k++) {
+      r[k].work = p->work[k];
+      r[k].k = k;
+    }
+    qsort(r, (size_t)p->ntiles, sizeof *r, by_work);
+    for (uint64_t k = 0; k < p->ntiles; k++) o[k] = r[k].k;
+  }
+  vx_free(r);
+  if (!r) {
+    vx_free(o);
+    return NULL;
+  }
+  return o;
 }
 
 /* The GPUs used: 0 for one (the current device) or none. */
@@ -436,8 +523,9 @@ static vx_status gpu_count(const vx_convert_opts *o, int gpu, int *ngpu, vx_erro
   return VX_OK;
 }
 
-vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const char *out_path,
-                           const char *tmp_dir, vx_conversion *b, vx_error *err) {
+vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
+                                const char *out_path, const char *tmp_dir,
+                                const vx_tile_pool_opts *po, vx_conversion *b, vx_error *err) {
   const double t0 = vx_clock_seconds();
   if (soup->color && o->color != VX_COLOR_OFF)
     vx_notes_add(&b->notes, "tiled trees are grey so far: the mesh's colours are not kept");
@@ -449,7 +537,7 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   /* On the GPU two workers share each GPU: one builds a tile while the other compresses the
    * one it built (the device would otherwise wait for the host's zstd) */
   const int per_gpu = p.bo.gpu ? 2 : 1;
-  const int workers = (ngpu > 1 ? ngpu : 1) * per_gpu;
+  const int workers = po && po->workers > 0 ? po->workers : (ngpu > 1 ? ngpu : 1) * per_gpu;
   tiles_job j;
   memset(&j, 0, sizeof j);
   j.p = &p;
@@ -460,27 +548,29 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   }
   if (s == VX_OK) s = vx_tiled_writer_open(out_path, &p.h, &j.w, err);
   j.ngpu = ngpu;
-  j.window = 2 * (uint64_t)workers;
+  /* finished tiles waiting for their turn: an eighth of the memory limit, then files */
+  j.hold = po && po->hold ? po->hold : (o->mem_limit ? o->mem_limit : vx_default_mem_limit()) / 8;
   j.progress = o->progress;
   j.user = o->user;
   j.status = VX_OK;
   if (s == VX_OK && p.ntiles) {
-    j.slot = (vx_tile_out *)vx_calloc((size_t)j.window, sizeof(vx_tile_out));
-    if (!j.slot) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    j.slot = (vx_tile_out *)vx_calloc((size_t)p.ntiles, sizeof(vx_tile_out));
+    /* one worker builds in file order; several take the largest tiles first */
+    j.order = workers > 1 ? claim_order(&p) : NULL;
+    if (!j.slot || (workers > 1 && !j.order)) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
   if (s == VX_OK && p.ntiles) {
     pthread_mutex_init(&j.mu, NULL);
-    pthread_cond_init(&j.cv, NULL);
     vx_parallel(workers, tile_worker, &j);
-    pthread_cond_destroy(&j.cv);
     pthread_mutex_destroy(&j.mu);
     if (j.status != VX_OK) {
       s = j.status;
       if (err) *err = j.err;
     }
   }
-  for (uint64_t i = 0; j.slot && i < j.window; i++) vx_tile_out_free(&j.slot[i]);
+  for (uint64_t i = 0; j.slot && i < p.ntiles; i++) vx_tile_out_free(&j.slot[i]);
   vx_free(j.slot);
+  vx_free(j.order);
   if (p.fell_back)
     vx_notes_add(&b->notes, "GPU build unavailable (%s): tiles built on the CPU", p.note.msg);
   const uint64_t built = j.built;
@@ -492,6 +582,16 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
                  "appending %.2fs (summed over the tiles)", workers, workers > 1 ? "s" : "",
                  per_gpu > 1 && !p.fell_back ? " (two per GPU)" : "", j.sec_build, j.sec_encode,
                  j.sec_append);
+  if (s == VX_OK && j.spilled)
+    vx_notes_add(&b->notes, "%llu finished tile%s waited for %s turn in a temporary file",
+                 (unsigned long long)j.spilled, j.spilled == 1 ? "" : "s",
+                 j.spilled == 1 ? "its" : "their");
+  int uploads = 0;
+  double sec_up = 0.0;
+  if (p.resident) vx_gpu_meshes_stats(p.resident, &uploads, &sec_up);
+  if (s == VX_OK && uploads)
+    vx_notes_add(&b->notes, "the mesh and sign tables uploaded once to each of %d GPU%s: %.2fs "
+                 "(in the building above)", uploads, uploads == 1 ? "" : "s", sec_up);
   const double tb = vx_clock_seconds();
   uint64_t bytes = 0, nodes = 0;
   if (s == VX_OK) {
@@ -527,4 +627,9 @@ vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const 
   }
   vx_tile_plan_release(&p);
   return s;
+}
+
+vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const char *out_path,
+                           const char *tmp_dir, vx_conversion *b, vx_error *err) {
+  return vx_convert_tiled_pool(soup, o, out_path, tmp_dir, NULL, b, err);
 }

@@ -22,8 +22,11 @@ struct vx_tile_plan {
   uint64_t dropped;       /* exact duplicate triangles dropped */
   vx_voxelize_opts bo;    /* each tile's build options (threads: every core) */
   vx_sign_data sign;      /* of the whole mesh */
+  vx_gpu_meshes *resident; /* the mesh and sign tables on each GPU a tile is built on */
   vx_tile_tri *pairs;     /* (tile, triangle), sorted */
   uint64_t *start;        /* tile k's triangles: pairs[start[k] .. start[k + 1]) */
+  double *work;           /* tile k's estimated work (its triangles' area in it): the order of a
+                             pool's claims, largest first; the bytes do not depend on it */
   uint64_t ntiles, max_tris;
   vx_tiled_header h;
   int zstd_level, auto_dev;
@@ -40,6 +43,7 @@ typedef struct vx_tile_out {
   int ready, empty;
   uint8_t *bytes;
   size_t n;
+  uint32_t check;         /* the bytes' check32 (computed by the worker that encoded them) */
   char *path;             /* a temporary file, removed by vx_tile_out_free */
   vx_fit_root fit;
   uint64_t code, voxels, nodes, corners;
@@ -66,5 +70,15 @@ void vx_tile_out_free(vx_tile_out *r);
 /* soup to a tiled .svo at out_path with the checked options o; notes and statistics into b. */
 vx_status vx_convert_tiled(const vx_soup *soup, const vx_convert_opts *o, const char *out_path,
                            const char *tmp_dir, vx_conversion *b, vx_error *err);
+/* The same with the pool's knobs (tests): `workers` building side by side (0: two per GPU, one
+ * on the CPU); finished tiles waiting for their turn kept in memory up to `hold` bytes (0: an
+ * eighth of the memory limit; 1: every waiting tile goes to a temporary file). */
+typedef struct vx_tile_pool_opts {
+  int workers;
+  uint64_t hold;
+} vx_tile_pool_opts;
+vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
+                                const char *out_path, const char *tmp_dir,
+                                const vx_tile_pool_opts *po, vx_conversion *b, vx_error *err);
 
 #endif

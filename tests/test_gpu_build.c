@@ -145,6 +145,69 @@ static void analytic_meshes(void) {
   vx_soup_free(&m);
 }
 
+/* Builds sharing the mesh kept on the device (vx_gpu_meshes, as a tiled build's tiles do): the
+ * same surface as the CPU's, one upload for both, and a build of another mesh's tables refused. */
+static void resident_mesh(void) {
+  vx_soup m;
+  memset(&m, 0, sizeof m);
+  meshgen_sphere(&m, 0.1, -0.2, 0.05, 0.8, 40, 20);
+  meshgen_torus(&m, 0.3, 0.2, -0.1, 0.6, 0.2, 36, 16);
+  vx_transform xf;
+  uint32_t depth;
+  float band;
+  vx_error e;
+  grid_for(&m, 128, &xf, &depth, &band);
+  vx_sign_data sg, other;
+  CHECK(vx_sign_build_rule(&m, &xf, VX_SIGN_WINDING, &sg, &e) == VX_OK);
+  CHECK(vx_sign_build_rule(&m, &xf, VX_SIGN_WINDING, &other, &e) == VX_OK);
+  vx_surface_opts so;
+  memset(&so, 0, sizeof so);
+  so.band = band;
+  vx_surface cpu;
+  CHECK(vx_surface_build(&m, &xf, depth, &sg, &so, &cpu, NULL, &e) == VX_OK);
+  vx_gpu_meshes *gm = NULL;
+  vx_status s = vx_gpu_meshes_create(&m, &xf, &sg, &gm, &e);
+  for (int k = 0; k < 2 && s == VX_OK; k++) {
+    vx_gpu_build_opts go;
+    memset(&go, 0, sizeof go);
+    go.resident = gm;
+    go.part_log2 = k ? 5 : 0; /* also in partitions */
+    vx_surface gpu;
+    s = vx_surface_build_gpu(&m, &xf, depth, k ? NULL : &sg, band, &go, NULL, NULL, &gpu, NULL,
+                             &e);
+    if (s != VX_OK) break;
+    int64_t d = first_diff(&cpu, &gpu);
+    CHECK_MSG(d < 0, "resident build %d: %llu vs %llu voxels, first difference at %lld", k,
+              (unsigned long long)cpu.count, (unsigned long long)gpu.count, (long long)d);
+    vx_surface_free(&gpu);
+  }
+  if (s == VX_OK) {
+    int uploads = 0;
+    double sec = 0.0;
+    vx_gpu_meshes_stats(gm, &uploads, &sec);
+    CHECK_MSG(uploads == 1, "%d uploads for two builds on one device", uploads);
+    vx_gpu_build_opts go;
+    memset(&go, 0, sizeof go);
+    go.resident = gm;
+    vx_surface gpu;
+    CHECK(vx_surface_build_gpu(&m, &xf, depth, &other, band, &go, NULL, NULL, &gpu, NULL, &e) ==
+          VX_ERR_INVALID_ARG);
+    vx_transform moved = xf;
+    moved.origin[0] += 1.0;
+    CHECK(vx_surface_build_gpu(&m, &moved, depth, &sg, band, &go, NULL, NULL, &gpu, NULL, &e) ==
+          VX_ERR_INVALID_ARG);
+    fprintf(stderr, "  resident mesh: two builds, %d upload (%.3f s), the CPU's surface\n",
+            uploads, sec);
+  }
+  vx_gpu_meshes_free(gm);
+  vx_surface_free(&cpu);
+  vx_sign_free(&sg);
+  vx_sign_free(&other);
+  vx_soup_free(&m);
+  if (s == VX_ERR_NO_GPU || s == VX_ERR_CUDA) CHECK_SKIP("%s", e.msg);
+  CHECK_MSG(s == VX_OK, "%s", e.msg);
+}
+
 /* Meshes: check_data_mesh (data/) and check_test_mesh (tests/data/meshes) honour
  * $VOXLOD_DATA_DIR / $VOXLOD_TEST_MESHES (the GPU machine runs a copy of the tree elsewhere). */
 static int load(const char *path, vx_soup *m) {
@@ -324,6 +387,7 @@ static void same_file(void) {
 
 int main(void) {
   RUN(analytic_meshes);
+  RUN(resident_mesh);
   RUN(bunny);
   RUN(test_meshes);
   RUN(same_file);

@@ -2,9 +2,13 @@
 /* test_tile_tasks.c - the tiled build as tasks (vx_tile_plan_*, vx_tile_merge): tiles built by
  * separate plans in any order, on several threads, merged from records in any order, give the
  * file vx_convert_to_file writes, byte for byte; records and files that do not belong together
- * (another build, a tile twice, a file swapped or changed, a damaged record) are refused. */
+ * (another build, a tile twice, a file swapped or changed, a damaged record) are refused. The
+ * local pool with several workers (largest tiles first, finished tiles waiting in memory or in
+ * temporary files) writes the same bytes. */
+#include <dirent.h>
 #include <pthread.h>
 #include <unistd.h>
+#include "lib/convert_tiled.h"
 #include "tiled_scene.h"
 
 static char dir[64];
@@ -146,12 +150,50 @@ static void tasks_equal_convert(const vx_mesh *m, uint32_t res, uint32_t T) {
   for (int i = 0; i < 2; i++) vx_tile_plan_free(p[i]);
 }
 
+/* Files in dir whose names begin with prefix. */
+static int files_named(const char *prefix) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  if (d) closedir(d);
+  return n;
+}
+
+/* The local pool on three CPU workers, claims largest first: the tiles finish out of file order
+ * and wait in memory, or (hold 1) every waiting one in a temporary file; the file is the one
+ * vx_convert_to_file writes, and no temporary file is left. */
+static void pool_equal_convert(const vx_mesh *m, uint32_t res, uint32_t T) {
+  vx_error e;
+  char want[128], got[128];
+  snprintf(want, sizeof want, "%s/want.svo", dir);
+  snprintf(got, sizeof got, "%s/got.svo", dir);
+  CHECK_MSG(tiled_convert(m, res, T, VX_DEVICE_CPU, 0, 0, want, &e) == VX_OK, "%s", e.msg);
+  vx_convert_opts o0 = opts_of(res, T, 0.0f), o;
+  CHECK(vx_convert_opts_ready(&o0, &o, &e) == VX_OK);
+  for (int hold = 0; hold < 2; hold++) {
+    vx_tile_pool_opts po = {3, (uint64_t)hold};
+    vx_conversion *b = (vx_conversion *)calloc(1, sizeof *b);
+    CHECK_MSG(vx_convert_tiled_pool(&m->soup, &o, got, dir, &po, b, &e) == VX_OK, "%s", e.msg);
+    const char *notes = vx_conversion_notes(b);
+    /* with hold 1 some tile waited (three workers, largest first) and went to a file */
+    CHECK_MSG((strstr(notes, "in a temporary file") != NULL) == hold, "hold %d: %s", hold, notes);
+    CHECK(same_file(want, got));
+    CHECK(files_named("voxlod-tile-") == 0);
+    vx_conversion_free(b);
+    unlink(got);
+  }
+  printf("  %u^3 in %u^3 tiles: three workers, waiting tiles in memory or files = converted\n",
+         res, 1u << T);
+  unlink(want);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/voxlod-tasks-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
   vx_mesh *m = tiled_scene();
   tasks_equal_convert(m, 64, 3);
   tasks_equal_convert(m, 256, 5);
+  pool_equal_convert(m, 256, 5);
   vx_error e;
   vx_convert_opts o = opts_of(64, 0, 0.0f);
   vx_tile_plan *p = NULL;

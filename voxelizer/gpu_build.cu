@@ -46,11 +46,13 @@
 #include "voxelizer/internal.h"
 #include "voxelizer/overlap.h"
 #include "voxelizer/field_eval.h"
-#include "voxelizer/gpu_util.cuh"
+#include "voxelizer/gpu_mesh.cuh"
 
 namespace {
 
 using vxgpu::copy_back;
+using vxgpu::device_inputs;
+using vxgpu::free_inputs;
 using vxgpu::grid_of;
 using vxgpu::now_s;
 
@@ -408,37 +410,6 @@ template <typename T> vx_status dev_alloc(T **p, uint64_t count, cudaStream_t s,
   return VX_OK;
 }
 
-struct device_inputs {
-  double *tg;
-  float *face_n, *edge_n, *vert_n;
-  uint32_t *vid;
-  uint8_t *clean, *vclean;
-  vx_wind_node *nodes;
-  double *wtri;
-};
-
-template <typename T>
-vx_status upload(T **d, const T *h, uint64_t count, vx_error *err) {
-  *d = NULL;
-  if (!h || count == 0) return VX_OK;
-  CK(cudaMalloc((void **)d, count * sizeof(T)));
-  CK(cudaMemcpy(*d, h, count * sizeof(T), cudaMemcpyHostToDevice));
-  return VX_OK;
-}
-
-void free_inputs(device_inputs *in) {
-  cudaFree(in->tg);
-  cudaFree(in->face_n);
-  cudaFree(in->edge_n);
-  cudaFree(in->vert_n);
-  cudaFree(in->vid);
-  cudaFree(in->clean);
-  cudaFree(in->vclean);
-  cudaFree(in->nodes);
-  cudaFree(in->wtri);
-  memset(in, 0, sizeof *in);
-}
-
 /* Bytes a partition with P pairs and C columns may hold at its peak (worst case: every pair its
  * own voxel): sort buffers and CUB scratch, U with its ranges, the hash, the field. */
 double part_bytes(double P, double C) {
@@ -553,29 +524,8 @@ vx_status sign_upload(sign_source *ss, vx_error *err) {
   if (ss->uploaded) return VX_OK;
   const vx_sign_data *sign = ss->ready ? ss->ready : ss->wait(ss->ctx, err);
   if (!sign) return err && err->status != VX_OK ? err->status : VX_ERR_INVALID_ARG;
-  device_inputs *in = ss->in;
-  const uint64_t T = ss->ntri;
-  vx_status r = upload(&in->face_n, sign->face_n, T * 3, err);
-  if (r == VX_OK) r = upload(&in->edge_n, sign->edge_n, T * 9, err);
-  if (r == VX_OK) r = upload(&in->vid, sign->vid, T * 3, err);
-  if (r == VX_OK) r = upload(&in->vert_n, sign->vert_n, sign->vert_count * 3, err);
-  if (r == VX_OK && sign->clean) r = upload(&in->clean, sign->clean, T, err);
-  if (r == VX_OK && sign->vclean) r = upload(&in->vclean, sign->vclean, sign->vert_count, err);
-  if (r == VX_OK && sign->wind.node_count) {
-    r = upload(&in->nodes, sign->wind.nodes, sign->wind.node_count, err);
-    if (r == VX_OK) r = upload(&in->wtri, sign->wind.tri, sign->wind.tri_count * 9, err);
-  }
+  vx_status r = vxgpu::upload_sign(sign, ss->ntri, ss->in, &ss->dev, err);
   if (r != VX_OK) return r;
-  ss->dev = *sign;
-  ss->dev.face_n = in->face_n;
-  ss->dev.edge_n = in->edge_n;
-  ss->dev.vid = in->vid;
-  ss->dev.vert_n = in->vert_n;
-  ss->dev.clean = in->clean;
-  ss->dev.vclean = in->vclean;
-  ss->dev.wind.nodes = in->nodes;
-  ss->dev.wind.tri = in->wtri;
-  ss->dev.eid = NULL;
   ss->uploaded = 1;
   return VX_OK;
 }
@@ -803,15 +753,16 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
   o.st = NULL;
   uint64_t pairs = 0, wound = 0;
   double sec[5] = {0, 0, 0, 0, 0}, t_up = now_s();
-  /* inputs: grid triangles (the host's bits, vx_grid_tri) and the sign tables */
-  {
-    const uint64_t T = mesh->tri_count;
-    double *tg = (double *)vx_malloc(T * 9 * sizeof(double));
-    if (!tg) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu triangles",
-                                 (unsigned long long)T);
-    for (uint64_t t = 0; t < T; t++) vx_grid_tri(mesh, xf, t, tg + t * 9);
-    r = upload(&in.tg, tg, T * 9, err);
-    vx_free(tg);
+  /* inputs: grid triangles (the host's bits, vx_grid_tri) and the sign tables: the device's
+   * resident copy (go->resident, uploaded by the first build there), else this build's own */
+  const device_inputs *rin = NULL;
+  const vx_sign_data *rdev = NULL;
+  if (go && go->resident)
+    r = vxgpu::resident_inputs(go->resident, mesh, xf, sign, &rin, &rdev, err);
+  if (r == VX_OK && !rin) r = vxgpu::upload_grid_tris(mesh, xf, &in, err);
+  if (r != VX_OK) {
+    free_inputs(&in);
+    return r;
   }
   sign_source ss;
   memset(&ss, 0, sizeof ss);
@@ -822,8 +773,13 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
   ss.count_ctx = go ? go->count_ctx : NULL;
   ss.ntri = mesh->tri_count;
   ss.in = &in;
-  if (!sign && !ss.wait) r = vx_error_set(err, VX_ERR_INVALID_ARG, "GPU build: no sign tables");
-  c.tg = in.tg;
+  if (rin) {
+    ss.dev = *rdev;
+    ss.uploaded = 1;
+  }
+  if (!sign && !ss.wait && !rin)
+    r = vx_error_set(err, VX_ERR_INVALID_ARG, "GPU build: no sign tables");
+  c.tg = rin ? rin->tg : in.tg;
   c.ntri = mesh->tri_count;
   c.R = (int64_t)1 << depth;
   c.depth = depth;

@@ -13,6 +13,20 @@ vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transform *xf, uint
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }
 
+vx_status vx_gpu_meshes_create(const vx_soup *mesh, const vx_transform *xf,
+                               const vx_sign_data *sign, vx_gpu_meshes **out, vx_error *err) {
+  *out = NULL;
+  return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
+}
+
+void vx_gpu_meshes_stats(vx_gpu_meshes *m, int *uploads, double *seconds) {
+  (void)m;
+  *uploads = 0;
+  *seconds = 0.0;
+}
+
+void vx_gpu_meshes_free(vx_gpu_meshes *m) { (void)m; }
+
 void *vx_gpu_warmup_start(void) { return NULL; }
 void vx_gpu_warmup_join(void *h) { (void)h; }
 

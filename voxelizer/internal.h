@@ -283,6 +283,18 @@ void vx_block_take(vx_block *b, vx_voxel *field);
 
 /* ---- the GPU build (gpu_build.cu; gpu_build_stub.c without CUDA) --------------------------- */
 
+/* The mesh's grid triangles and sign tables kept in GPU memory for every surface build of one
+ * mesh, grid transform and set of sign tables (the tiles of a tiled build): each device gets its
+ * copy from the first build that runs there (vx_gpu_build_opts.resident), which the builds on it
+ * then share, instead of each uploading its own. Thread-safe. mesh, xf's values and sign are
+ * the builds' own and must outlive it. vx_gpu_meshes_free frees every device's copy. */
+typedef struct vx_gpu_meshes vx_gpu_meshes;
+vx_status vx_gpu_meshes_create(const vx_soup *mesh, const vx_transform *xf,
+                               const vx_sign_data *sign, vx_gpu_meshes **out, vx_error *err);
+/* Uploads so far (one per device used) and their wall seconds, summed. */
+void vx_gpu_meshes_stats(vx_gpu_meshes *m, int *uploads, double *seconds);
+void vx_gpu_meshes_free(vx_gpu_meshes *m);
+
 typedef struct vx_gpu_build_opts {
   uint32_t part_log2;  /* partitions of at most 2^part_log2 voxels per axis (tests); 0: the whole
                           grid, split only when GPU memory requires it */
@@ -304,6 +316,9 @@ typedef struct vx_gpu_build_opts {
    * the whole grid. */
   uint32_t region_log2;
   uint64_t region_code;
+  /* The mesh and sign tables already on the device, or put there once for every build that
+   * shares it (NULL: this build uploads its own). mesh, xf and sign must be its own. */
+  vx_gpu_meshes *resident;
 } vx_gpu_build_opts;
 
 /* Host arrays for vx_octree_build_gpu's result, allocated (and their pages touched) ahead of time;

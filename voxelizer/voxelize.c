@@ -351,6 +351,7 @@ vx_status vx_voxelize_tile_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts
   device_out_opts(&go, opts->mem_limit);
   go.region_log2 = T;
   go.region_code = opts->tile_code;
+  go.resident = xo->gpu.resident;
   st = vx_surface_build_gpu(mesh, &xf, gdepth, xo->sign, band, &go, NULL, NULL, &dev, &gs, err);
   if (st != VX_OK) return st;
   if (dev.count == 0) {

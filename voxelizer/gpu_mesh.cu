@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpu_mesh.cu - the mesh's grid triangles and sign tables in GPU memory (gpu_mesh.cuh), and
+ * vx_gpu_meshes: one copy per device shared by every build of the same mesh.
+ *
+ * Why shared. A tiled build runs one surface build per tile, each over the whole mesh (the corner
+ * signs need every triangle): uploading the mesh and its tables for each tile cost the 10^8-
+ * triangle city 48.8 s of 96.4 s building (8 tiles on 2 GPUs), and two workers on one GPU held
+ * two copies. Kept per device, the upload is paid once per GPU and the copy is shared by the
+ * builds side by side on it (kernels only read it). */
+#include "voxelizer/gpu_mesh.cuh"
+
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+namespace vxgpu {
+
+template <typename T>
+static vx_status upload(T **d, const T *h, uint64_t count, vx_error *err) {
+  *d = NULL;
+  if (!h || count == 0) return VX_OK;
+  CK(cudaMalloc((void **)d, count * sizeof(T)));
+  CK(cudaMemcpy(*d, h, count * sizeof(T), cudaMemcpyHostToDevice));
+  return VX_OK;
+}
+
+vx_status upload_grid_tris(const vx_soup *mesh, const vx_transform *xf, device_inputs *in,
+                           vx_error *err) {
+  const uint64_t T = mesh->tri_count;
+  double *tg = (double *)vx_malloc(T * 9 * sizeof(double));
+  if (!tg)
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu triangles",
+                        (unsigned long long)T);
+  unsigned nt = std::thread::hardware_concurrency();
+  nt = T < 65536 ? 1 : nt < 1 ? 1 : nt > 16 ? 16 : nt;
+  auto part = [=](unsigned k) {
+    const uint64_t a = T * k / nt, b = T * (k + 1) / nt;
+    for (uint64_t t = a; t < b; t++) vx_grid_tri(mesh, xf, t, tg + t * 9);
+  };
+  std::vector<std::thread> th;
+  for (unsigned k = 1; k < nt; k++) {
+    try {
+      th.emplace_back(part, k);
+    } catch (...) {
+      part(k); /* no thread: this one does it */
+    }
+  }
+  part(0);
+  for (auto &t : th) t.join();
+  vx_status r = upload(&in->tg, tg, T * 9, err);
+  vx_free(tg);
+  return r;
+}
+
+vx_status upload_sign(const vx_sign_data *sign, uint64_t T, device_inputs *in, vx_sign_data *dev,
+                      vx_error *err) {
+  vx_status r = upload(&in->face_n, sign->face_n, T * 3, err);
+  if (r == VX_OK) r = upload(&in->edge_n, sign->edge_n, T * 9, err);
+  if (r == VX_OK) r = upload(&in->vid, sign->vid, T * 3, err);
+  if (r == VX_OK) r = upload(&in->vert_n, sign->vert_n, sign->vert_count * 3, err);
+  if (r == VX_OK && sign->clean) r = upload(&in->clean, sign->clean, T, err);
+  if (r == VX_OK && sign->vclean) r = upload(&in->vclean, sign->vclean, sign->vert_count, err);
+  if (r == VX_OK && sign->wind.node_count) {
+    r = upload(&in->nodes, sign->wind.nodes, sign->wind.node_count, err);
+    if (r == VX_OK) r = upload(&in->wtri, sign->wind.tri, sign->wind.tri_count * 9, err);
+  }
+  if (r != VX_OK) return r;
+  *dev = *sign;
+  dev->face_n = in->face_n;
+  dev->edge_n = in->edge_n;
+  dev->vid = in->vid;
+  dev->vert_n = in->vert_n;
+  dev->clean = in->clean;
+  dev->vclean = in->vclean;
+  dev->wind.nodes = in->nodes;
+  dev->wind.tri = in->wtri;
+  dev->eid = NULL;
+  return VX_OK;
+}
+
+void free_inputs(device_inputs *in) {
+  cudaFree(in->tg);
+  cudaFree(in->face_n);
+  cudaFree(in->edge_n);
+  cudaFree(in->vert_n);
+  cudaFree(in->vid);
+  cudaFree(in->clean);
+  cudaFree(in->vclean);
+  cudaFree(in->nodes);
+  cudaFree(in->wtri);
+  memset(in, 0, sizeof *in);
+}
+
+} /* namespace vxgpu */
+
+enum { MAX_DEVICES = 64 };
+
+struct vx_gpu_meshes {
+  const vx_soup *mesh;
+  vx_transform xf;
+  const vx_sign_data *sign;
+  struct slot {
+    std::mutex mu; /* held while the device's copy is uploaded */
+    int ready;
+    vxgpu::device_inputs in;
+    vx_sign_data dev;
+  } d[MAX_DEVICES];
+  std::mutex stat_mu;
+  int uploads;
+  double seconds;
+};
+
+extern "C" vx_status vx_gpu_meshes_create(const vx_soup *mesh, const vx_transform *xf,
+                                          const vx_sign_data *sign, vx_gpu_meshes **out,
+                                          vx_error *err) {
+  *out = NULL;
+  if (!mesh || !xf || !sign)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU meshes: a mesh, transform and sign tables");
+  vx_gpu_meshes *m = new (std::nothrow) vx_gpu_meshes();
+  if (!m) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  m->mesh = mesh;
+  m->xf = *xf;
+  m->sign = sign;
+  *out = m;
+  return VX_OK;
+}
+
+extern "C" void vx_gpu_meshes_stats(vx_gpu_meshes *m, int *uploads, double *seconds) {
+  std::lock_guard<std::mutex> g(m->stat_mu);
+  *uploads = m->uploads;
+  *seconds = m->seconds;
+}
+
+extern "C" void vx_gpu_meshes_free(vx_gpu_meshes *m) {
+  if (!m) return;
+  int prev = 0;
+  const bool have_prev = cudaGetDevice(&prev) == cudaSuccess;
+  for (int k = 0; k < MAX_DEVICES; k++) {
+    if (m->d[k].ready && cudaSetDevice(k) == cudaSuccess) vxgpu::free_inputs(&m->d[k].in);
+  }
+  if (have_prev) cudaSetDevice(prev);
+  cudaGetLastError(); /* nothing of the above is the caller's error */
+  delete m;
+}
+
+namespace vxgpu {
+
+vx_status resident_inputs(vx_gpu_meshes *m, const vx_soup *mesh, const vx_transform *xf,
+                          const vx_sign_data *sign, const device_inputs **in,
+                          const vx_sign_data **dev, vx_error *err) {
+  *in = NULL;
+  *dev = NULL;
+  if (mesh != m->mesh || (sign && sign != m->sign) || memcmp(xf, &m->xf, sizeof *xf) != 0)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU build: the resident mesh is another "
+                        "mesh's (or another grid's)");
+  int d = 0;
+  CK(cudaGetDevice(&d));
+  if (d < 0 || d >= MAX_DEVICES) return VX_OK;
+  vx_gpu_meshes::slot &s = m->d[d];
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!s.ready) {
+    const double t0 = now_s();
+    vx_status r = upload_grid_tris(mesh, xf, &s.in, err);
+    if (r == VX_OK) r = upload_sign(m->sign, mesh->tri_count, &s.in, &s.dev, err);
+    if (r != VX_OK) {
+      free_inputs(&s.in); /* a later build tries again */
+      return r;
+    }
+    s.ready = 1;
+    std::lock_guard<std::mutex> gs(m->stat_mu);
+    m->uploads++;
+    m->seconds += now_s() - t0;
+  }
+  *in = &s.in;
+  *dev = &s.dev;
+  return VX_OK;
+}
+
+} /* namespace vxgpu */
