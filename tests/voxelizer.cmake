@@ -25,3 +25,8 @@ vx_add_test(test_voxelizer_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxeli
 target_link_options(test_voxelizer_color PRIVATE "LINKER:-u,vx_soup_import")
 vx_add_test(test_voxelizer_ooc_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_ooc_color.c
             LIBS ${VX_VOXELIZER_TEST_LIBS})
+# The pseudo-normal tables on all cores against a reference made by sorting, bit for bit.
+vx_add_test(test_voxelizer_sign_tables
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_voxelizer_sign_tables.c
+            LIBS ${VX_VOXELIZER_TEST_LIBS})
+target_link_options(test_voxelizer_sign_tables PRIVATE "LINKER:-u,vx_soup_import")

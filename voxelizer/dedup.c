@@ -11,12 +11,11 @@
  * tree, bit for bit, as the mesh with one: every later stage sees the same triangles in the same
  * order (ties between triangles go to the lowest index, which only compares kept ones).
  * Method: a 64-bit hash of each triangle's canonical rotation (the one starting at its smallest
- * vertex), in parallel; the triangles split by the hash's top bits into 64 partitions, each
- * keeping index order (a stable counting sort by chunks); then each partition, in parallel, looks
- * its triangles up in index order in an open-addressing table of its own (the first triangle of
- * each class there) and compares them exactly with those of the same hash. Copies have the same
- * hash, so all copies of a triangle meet in one partition in index order: the marks are those of
- * one pass over all triangles, for any thread count. 21 to 29 bytes a triangle.
+ * vertex); the triangles split by it into partitions that keep index order (hash_parts.h); then
+ * each partition, in parallel, looks its triangles up in index order in an open-addressing table
+ * of its own (the first triangle of each class there) and compares them exactly with those of the
+ * same hash: the marks are those of one pass over all triangles, for any thread count. 21 to 29
+ * bytes a triangle.
  *
  * Overlap. Dropping exact copies does not help against many distinct triangles through the same
  * voxels (a jittered copy, a fan of slivers): the build's work and its per-block overlap pairs grow
@@ -28,6 +27,7 @@
  * each block's pairs against the limit as they grow (vx_pair_pool).
  */
 #include "sys/system.h"
+#include "voxelizer/hash_parts.h"
 #include "voxelizer/internal.h"
 #include "voxelizer/overlap.h"
 
@@ -64,43 +64,24 @@ static uint64_t hash9(const float q[9]) {
 
 double vx_dedup_bytes(uint64_t tri_count) { return (double)tri_count * (29.0 + 36.0); }
 
-#define DD_PARTS 64          /* partitions by the hash's top 6 bits */
-#define DD_CHUNK 65536       /* triangles a task hashes and scatters */
-
 typedef struct dedup_job {
   const float *pos;
-  uint64_t n, chunks;
-  uint64_t *hash;            /* per triangle */
-  uint32_t *count;           /* chunks x DD_PARTS: triangles of each partition in each chunk,
-                                then where the chunk's first of each goes in idx */
-  uint32_t *idx;             /* the triangles by partition, each in index order */
-  uint64_t start[DD_PARTS + 1];
+  vx_hash_parts hp;          /* the triangles by the hash of their canonical rotation */
   uint8_t *drop;
-  atomic_uint_fast64_t next, dropped;
-  int stage;                 /* 0: hash and count, 1: scatter, 2: look up */
+  atomic_uint_fast64_t dropped;
   atomic_int failed;         /* a partition's table could not be allocated */
 } dedup_job;
 
-static void dd_hash_chunk(dedup_job *j, uint64_t c) {
-  uint32_t *cnt = j->count + c * DD_PARTS;
-  const uint64_t t1 = (c + 1) * DD_CHUNK < j->n ? (c + 1) * DD_CHUNK : j->n;
-  for (uint64_t t = c * DD_CHUNK; t < t1; t++) {
-    float q[9];
-    canonical(j->pos + t * 9, q);
-    j->hash[t] = hash9(q);
-    cnt[j->hash[t] >> 58]++;
-  }
-}
-
-static void dd_scatter_chunk(dedup_job *j, uint64_t c) {
-  uint32_t *at = j->count + c * DD_PARTS;
-  const uint64_t t1 = (c + 1) * DD_CHUNK < j->n ? (c + 1) * DD_CHUNK : j->n;
-  for (uint64_t t = c * DD_CHUNK; t < t1; t++) j->idx[at[j->hash[t] >> 58]++] = (uint32_t)t;
+static uint64_t dd_hash(const void *ctx, uint64_t t) {
+  float q[9];
+  canonical((const float *)ctx + t * 9, q);
+  return hash9(q);
 }
 
 /* Partition p's triangles in index order against a table of the first of each class. */
-static void dd_lookup(dedup_job *j, uint64_t p) {
-  const uint64_t a = j->start[p], b = j->start[p + 1];
+static void dd_lookup(void *ctx, int p) {
+  dedup_job *j = (dedup_job *)ctx;
+  const uint64_t a = j->hp.start[p], b = j->hp.start[p + 1];
   if (a == b) return;
   uint64_t size = 16;
   while (size < 2 * (b - a)) size <<= 1;
@@ -112,14 +93,14 @@ static void dd_lookup(dedup_job *j, uint64_t p) {
   }
   uint64_t ndrop = 0;
   for (uint64_t k = a; k < b; k++) {
-    const uint64_t t = j->idx[k], ht = j->hash[t];
+    const uint64_t t = j->hp.idx[k], ht = j->hp.hash[t];
     for (uint64_t h = ht & mask;; h = (h + 1) & mask) {
       const uint32_t e = slot[h];
       if (e == 0) {
         slot[h] = (uint32_t)(t + 1);
         break;
       }
-      if (j->hash[e - 1] != ht) continue;
+      if (j->hp.hash[e - 1] != ht) continue;
       float q[9], qe[9];
       canonical(j->pos + t * 9, q);
       canonical(j->pos + (uint64_t)(e - 1) * 9, qe);
@@ -132,25 +113,6 @@ static void dd_lookup(dedup_job *j, uint64_t p) {
   }
   vx_free(slot);
   atomic_fetch_add(&j->dropped, ndrop);
-}
-
-static void *dd_worker(void *arg) {
-  dedup_job *j = (dedup_job *)arg;
-  const uint64_t tasks = j->stage == 2 ? DD_PARTS : j->chunks;
-  for (;;) {
-    const uint64_t k = atomic_fetch_add(&j->next, 1);
-    if (k >= tasks) break;
-    if (j->stage == 0) dd_hash_chunk(j, k);
-    else if (j->stage == 1) dd_scatter_chunk(j, k);
-    else dd_lookup(j, k);
-  }
-  return NULL;
-}
-
-static void dd_stage(dedup_job *j, int stage, int threads) {
-  j->stage = stage;
-  atomic_store(&j->next, 0);
-  vx_parallel(threads, dd_worker, j);
 }
 
 vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, int threads, vx_soup *out,
@@ -166,41 +128,18 @@ vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, int threads, vx_s
   if (n >= UINT32_MAX) return VX_OK; /* more than the slots index (and any build takes) */
   dedup_job j;
   memset(&j, 0, sizeof j);
-  atomic_init(&j.next, 0);
   atomic_init(&j.dropped, 0);
   atomic_init(&j.failed, 0);
   j.pos = in->pos;
-  j.n = n;
-  j.chunks = (n + DD_CHUNK - 1) / DD_CHUNK;
-  j.hash = (uint64_t *)vx_malloc((size_t)n * sizeof *j.hash);
-  j.count = (uint32_t *)vx_calloc((size_t)(j.chunks * DD_PARTS), sizeof *j.count);
-  j.idx = (uint32_t *)vx_malloc((size_t)n * sizeof *j.idx);
   j.drop = (uint8_t *)vx_calloc((size_t)n, 1);
-  if (!j.hash || !j.count || !j.idx || !j.drop) {
-    vx_free(j.hash);
-    vx_free(j.count);
-    vx_free(j.idx);
+  vx_status s = j.drop ? vx_hash_parts_build(n, dd_hash, in->pos, threads, &j.hp, err)
+                       : VX_ERR_NOMEM;
+  if (s != VX_OK) {
     vx_free(j.drop);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking triangles for duplicates");
   }
-  const int nt = vx_thread_count(threads, 256);
-  dd_stage(&j, 0, nt);
-  /* where each chunk's triangles of each partition go: partitions in order, chunks in order */
-  uint64_t at = 0;
-  for (int p = 0; p < DD_PARTS; p++) {
-    j.start[p] = at;
-    for (uint64_t c = 0; c < j.chunks; c++) {
-      const uint32_t k = j.count[c * DD_PARTS + p];
-      j.count[c * DD_PARTS + p] = (uint32_t)at;
-      at += k;
-    }
-  }
-  j.start[DD_PARTS] = at;
-  dd_stage(&j, 1, nt);
-  vx_free(j.count);
-  dd_stage(&j, 2, nt);
-  vx_free(j.hash);
-  vx_free(j.idx);
+  vx_hash_parts_run(threads, dd_lookup, &j);
+  vx_hash_parts_free(&j.hp);
   uint8_t *drop = j.drop;
   const uint64_t ndrop = atomic_load(&j.dropped);
   if (atomic_load(&j.failed)) {

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hash_parts.c - items split by hash into partitions that keep index order (hash_parts.h). */
+#include "voxelizer/hash_parts.h"
+#include "sys/alloc.h"
+#include "sys/system.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#define HP_CHUNK 65536 /* items a task hashes and scatters */
+
+typedef struct hp_job {
+  uint64_t (*hash)(const void *ctx, uint64_t i);
+  const void *ctx;
+  uint64_t n, chunks;
+  vx_hash_parts *out;
+  uint32_t *count; /* chunks x VX_HASH_PARTS: items of each partition in each chunk, then where
+                      the chunk's first of each goes in idx */
+  int stage;       /* 0: hash and count, 1: scatter */
+  atomic_uint_fast64_t next;
+} hp_job;
+
+static void *hp_worker(void *arg) {
+  hp_job *j = (hp_job *)arg;
+  for (;;) {
+    const uint64_t c = atomic_fetch_add(&j->next, 1);
+    if (c >= j->chunks) break;
+    uint32_t *cnt = j->count + c * VX_HASH_PARTS;
+    const uint64_t a = c * HP_CHUNK, b = a + HP_CHUNK < j->n ? a + HP_CHUNK : j->n;
+    uint64_t *h = j->out->hash;
+    if (j->stage == 0)
+      for (uint64_t i = a; i < b; i++) {
+        h[i] = j->hash(j->ctx, i);
+        cnt[h[i] >> 58]++;
+      }
+    else
+      for (uint64_t i = a; i < b; i++) j->out->idx[cnt[h[i] >> 58]++] = (uint32_t)i;
+  }
+  return NULL;
+}
+
+static void hp_stage(hp_job *j, int stage, int threads) {
+  j->stage = stage;
+  atomic_store(&j->next, 0);
+  vx_parallel(threads, hp_worker, j);
+}
+
+vx_status vx_hash_parts_build(uint64_t n, uint64_t (*hash)(const void *ctx, uint64_t i),
+                              const void *ctx, int threads, vx_hash_parts *out, vx_error *err) {
+  memset(out, 0, sizeof *out);
+  if (n >= UINT32_MAX) return vx_error_set(err, VX_ERR_LIMIT, "%llu items to match (at most "
+                                           "2^32 - 2)", (unsigned long long)n);
+  hp_job j;
+  memset(&j, 0, sizeof j);
+  atomic_init(&j.next, 0);
+  j.hash = hash;
+  j.ctx = ctx;
+  j.n = n;
+  j.out = out;
+  j.chunks = (n + HP_CHUNK - 1) / HP_CHUNK;
+  out->hash = (uint64_t *)vx_malloc((size_t)(n ? n : 1) * sizeof *out->hash);
+  out->idx = (uint32_t *)vx_malloc((size_t)(n ? n : 1) * sizeof *out->idx);
+  j.count = (uint32_t *)vx_calloc((size_t)(j.chunks ? j.chunks : 1) * VX_HASH_PARTS,
+                                  sizeof *j.count);
+  if (!out->hash || !out->idx || !j.count) {
+    vx_free(j.count);
+    vx_hash_parts_free(out);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory matching %llu items",
+                        (unsigned long long)n);
+  }
+  const int nt = vx_thread_count(threads, 256);
+  hp_stage(&j, 0, nt);
+  uint64_t at = 0; /* partitions in order, chunks in order */
+  for (int p = 0; p < VX_HASH_PARTS; p++) {
+    out->start[p] = at;
+    for (uint64_t c = 0; c < j.chunks; c++) {
+      const uint32_t k = j.count[c * VX_HASH_PARTS + p];
+      j.count[c * VX_HASH_PARTS + p] = (uint32_t)at;
+      at += k;
+    }
+  }
+  out->start[VX_HASH_PARTS] = at;
+  hp_stage(&j, 1, nt);
+  vx_free(j.count);
+  return VX_OK;
+}
+
+void vx_hash_parts_free(vx_hash_parts *p) {
+  vx_free(p->hash);
+  vx_free(p->idx);
+  memset(p, 0, sizeof *p);
+}
+
+typedef struct run_job {
+  void (*part)(void *ctx, int p);
+  void (*range)(void *ctx, uint64_t a, uint64_t b);
+  void *ctx;
+  uint64_t tasks, n;
+  atomic_uint_fast64_t next;
+} run_job;
+
+static void *run_worker(void *arg) {
+  run_job *j = (run_job *)arg;
+  for (;;) {
+    const uint64_t k = atomic_fetch_add(&j->next, 1);
+    if (k >= j->tasks) break;
+    if (j->part) {
+      j->part(j->ctx, (int)k);
+    } else {
+      const uint64_t a = k * HP_CHUNK;
+      j->range(j->ctx, a, a + HP_CHUNK < j->n ? a + HP_CHUNK : j->n);
+    }
+  }
+  return NULL;
+}
+
+void vx_hash_parts_run(int threads, void (*fn)(void *ctx, int p), void *ctx) {
+  run_job j;
+  memset(&j, 0, sizeof j);
+  atomic_init(&j.next, 0);
+  j.part = fn;
+  j.ctx = ctx;
+  j.tasks = VX_HASH_PARTS;
+  vx_parallel(vx_thread_count(threads, 256), run_worker, &j);
+}
+
+void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, uint64_t b),
+                   void *ctx) {
+  run_job j;
+  memset(&j, 0, sizeof j);
+  atomic_init(&j.next, 0);
+  j.range = fn;
+  j.ctx = ctx;
+  j.n = n;
+  j.tasks = (n + HP_CHUNK - 1) / HP_CHUNK;
+  vx_parallel(vx_thread_count(threads, 256), run_worker, &j);
+}

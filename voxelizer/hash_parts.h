@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hash_parts.h - items split by a hash into partitions that keep index order, in parallel: how
+ * the voxelizer matches large arrays (duplicate triangles, welded vertices and edges) on every
+ * core with the result of one serial pass over the items in index order. Equal items have equal
+ * hashes, so they meet in one partition, in index order: a pass over each partition on a thread
+ * of its own sees every class of equals as a serial pass would (its first item first), and the
+ * result does not depend on the thread count.
+ *
+ * Method: the hashes in chunks of 65536 items, each chunk counting its items per partition (the
+ * hash's top 6 bits); the counts scanned (partitions in order, chunks in order); each chunk
+ * scatters its items to their partitions: a stable counting sort. 12 bytes an item. */
+#ifndef VOXLOD_VOXELIZER_HASH_PARTS_H
+#define VOXLOD_VOXELIZER_HASH_PARTS_H
+
+#include <stdint.h>
+#include "sys/error.h"
+
+#define VX_HASH_PARTS 64
+
+typedef struct vx_hash_parts {
+  uint64_t *hash; /* per item */
+  uint32_t *idx;  /* the items by partition, each partition in index order */
+  uint64_t start[VX_HASH_PARTS + 1]; /* partition p: idx[start[p] .. start[p + 1]) */
+} vx_hash_parts;
+
+/* Items 0 .. n-1 (n < 2^32), item i's hash hash(ctx, i), on `threads` threads (0: every core).
+ * VX_ERR_NOMEM. */
+vx_status vx_hash_parts_build(uint64_t n, uint64_t (*hash)(const void *ctx, uint64_t i),
+                              const void *ctx, int threads, vx_hash_parts *out, vx_error *err);
+
+/* fn(ctx, p) once for each partition p, on `threads` threads. */
+void vx_hash_parts_run(int threads, void (*fn)(void *ctx, int p), void *ctx);
+
+/* fn(ctx, a, b) for consecutive ranges [a, b) covering 0 .. n-1, on `threads` threads. */
+void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, uint64_t b),
+                   void *ctx);
+
+void vx_hash_parts_free(vx_hash_parts *p);
+
+#endif
