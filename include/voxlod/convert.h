@@ -128,7 +128,9 @@ VX_API vx_status vx_tile_plan_create(const vx_mesh *mesh, const vx_convert_opts 
 VX_API void vx_tile_plan_free(vx_tile_plan *p);
 VX_API vx_status vx_tile_plan_get_info(const vx_tile_plan *p, vx_tile_plan_info *info);
 /* Builds tile k (0 .. tiles - 1) into a .svo file at path (atomically; none when the tile comes
- * out empty) and its record. Several threads may build tiles of one plan at once. */
+ * out empty) and its record. Several threads may build tiles of one plan at once. On the GPU the
+ * first tile built on a device leaves the mesh and sign tables there for the plan's other tiles
+ * (freed by vx_tile_plan_free). */
 VX_API vx_status vx_tile_plan_build(vx_tile_plan *p, uint64_t k, const char *path,
                                     vx_tile_record *rec, vx_error *err);
 /* GPU fallbacks of the builds so far ("" when none). Owned by p; valid until the next build. */

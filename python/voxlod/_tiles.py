@@ -3,7 +3,8 @@
 
 The library cuts a tiled build into tasks (include/voxlod/convert.h, "a tiled conversion as
 tasks"): each worker process makes the plan of the build once (the mesh, its grid, the sign
-tables of the whole mesh, each tile's triangles) and keeps it for the tasks that follow; a task
+tables of the whole mesh, each tile's triangles; on a GPU, the mesh and tables uploaded there by
+its first tile) and keeps it for the tasks that follow; a task
 builds one tile by its index into a file beside the output and hands back a 320-byte record;
 the client merges the files, checked against their records, into the tiled file and removes
 them. The file is byte for byte the one convert(..., out=) writes on one machine with the same
