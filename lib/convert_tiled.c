@@ -182,15 +182,15 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   p->start = (uint64_t *)vx_malloc((size_t)(ntiles + 1) * sizeof *p->start);
   p->work = (double *)vx_calloc((size_t)(ntiles ? ntiles : 1), sizeof *p->work);
   if (!p->start || !p->work) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  for (uint64_t i = 0, k = 0; i <= npairs; i++)
+  for (uint64_t i = 0, k = 0; i <= npairs; i++) {
     if (i == npairs || i == 0 || p->pairs[i].code != p->pairs[i - 1].code) {
       p->start[k] = i;
       if (k > 0 && p->start[k] - p->start[k - 1] > p->max_tris)
         p->max_tris = p->start[k] - p->start[k - 1];
       k++;
     }
-  for (uint64_t k = 0; k < ntiles; k++)
-    for (uint64_t i = p->start[k]; i < p->start[k + 1]; i++) p->work[k] += p->pairs[i].work;
+    if (i < npairs) p->work[k - 1] += p->pairs[i].work;
+  }
   p->ntiles = ntiles;
   vx_tiled_header *h = &p->h;
   h->depth = D;
@@ -407,7 +407,7 @@ static vx_status park_tile(tiles_job *j, uint64_t k, vx_tile_out *r, vx_error *e
     vx_free(r->bytes);
     r->bytes = NULL;
     pthread_mutex_lock(&j->mu);
-    j->spilled++;
+    j->spilled += st == VX_OK;
   }
   if (st != VX_OK) return st; /* r is the caller's to free */
   if (r->bytes) j->held += r->n;
@@ -493,19 +493,18 @@ static int by_work(const void *a, const void *b) {
 static uint64_t *claim_order(const vx_tile_plan *p) {
   tile_rank *r = (tile_rank *)vx_malloc((size_t)p->ntiles * sizeof *r);
   uint64_t *o = (uint64_t *)vx_malloc((size_t)p->ntiles * sizeof *o);
-  if (r && o) {
-    for (uint64_t k = 0; k < p->ntiles; k++) {
-      r[k].work = p->work[k];
-      r[k].k = k;
-    }
-    qsort(r, (size_t)p->ntiles, sizeof *r, by_work);
-    for (uint64_t k = 0; k < p->ntiles; k++) o[k] = r[k].k;
-  }
-  vx_free(r);
-  if (!r) {
+  if (!r || !o) {
+    vx_free(r);
     vx_free(o);
     return NULL;
   }
+  for (uint64_t k = 0; k < p->ntiles; k++) {
+    r[k].work = p->work[k];
+    r[k].k = k;
+  }
+  qsort(r, (size_t)p->ntiles, sizeof *r, by_work);
+  for (uint64_t k = 0; k < p->ntiles; k++) o[k] = r[k].k;
+  vx_free(r);
   return o;
 }
 
