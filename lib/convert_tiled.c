@@ -5,8 +5,8 @@
  * 1. The mesh without its exact duplicates, the grid's transform and the sign tables of the whole
  *    mesh, once (signs need every triangle; the tiles share them).
  * 2. Each triangle goes to every tile its voxel range, grown by the one-voxel halo the corners on
- *    a tile's faces need, touches: (tile, triangle) pairs, sorted (qsort), so each tile has its
- *    triangles in ascending order.
+ *    a tile's faces need, touches: (tile, triangle) pairs, sorted (on all cores), so each tile
+ *    has its triangles in ascending order.
  * 3. Tiles in Morton order, each built whole on the GPU when its tree fits in memory
  *    (vx_voxelize_tile_gpu: surface, octree and planes there), else by the streaming build
  *    restricted to its cell (vx_voxelize_tile: the surface on the GPU or in blocks on all cores,
@@ -26,7 +26,9 @@
 #include "svo/gpu_tree.h"
 #include "svo/stream.h"
 #include "sys/atomic_file.h"
+#include "sys/sort.h"
 #include "sys/system.h"
+#include "voxelizer/hash_parts.h"
 #include "voxelizer/overlap.h"
 
 #include <stdio.h>
@@ -46,57 +48,94 @@ static int cmp_tile_tri(const void *a, const void *b) {
   return x->tri < y->tri ? -1 : x->tri > y->tri;
 }
 
-/* (tile, triangle) pairs of every triangle, sorted. */
-static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D, uint32_t T,
-                            uint64_t mem_limit, tile_tri **out, uint64_t *n, vx_error *err) {
+/* Triangle t's (tile, triangle) pairs into out (NULL: counted only); their number. */
+static uint64_t tri_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D, uint32_t T,
+                          uint64_t t, tile_tri *out) {
   const int64_t R = (int64_t)1 << D, nt = (int64_t)1 << (D - T);
-  uint64_t cap = m->tri_count + 1024, k = 0;
-  tile_tri *p = (tile_tri *)vx_malloc((size_t)cap * sizeof *p);
-  if (!p) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  for (uint64_t t = 0; t < m->tri_count; t++) {
-    double g[9];
-    int64_t lo[3], hi[3], a[3], b[3];
-    vx_grid_tri(m, xf, t, g);
-    if (!vx_tri_voxel_range(g, R, lo, hi)) continue;
-    const double area = vx_grid_tri_area(g);
-    const double box = (double)(hi[0] - lo[0] + 1) * (double)(hi[1] - lo[1] + 1) *
-                       (double)(hi[2] - lo[2] + 1);
-    for (int i = 0; i < 3; i++) {
-      a[i] = lo[i] - 1 < 0 ? 0 : (lo[i] - 1) >> T;
-      b[i] = (hi[i] + 1) >> T;
-      if (b[i] > nt - 1) b[i] = nt - 1;
-    }
-    for (int64_t z = a[2]; z <= b[2]; z++)
-      for (int64_t y = a[1]; y <= b[1]; y++)
-        for (int64_t x = a[0]; x <= b[0]; x++) {
-          if (k == cap) {
-            if ((double)cap * 2 * sizeof *p > (double)mem_limit / 4) {
-              vx_free(p);
-              return vx_error_set(err, VX_ERR_LIMIT, "the triangles reach too many tiles (%llu "
-                                  "pairs): use larger tiles", (unsigned long long)k);
-            }
-            tile_tri *q = (tile_tri *)vx_realloc(p, (size_t)cap * 2 * sizeof *p);
-            if (!q) {
-              vx_free(p);
-              return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-            }
-            p = q;
-            cap *= 2;
-          }
-          const int64_t c[3] = {x, y, z};
-          double in = 1.0; /* the triangle's box inside the tile */
-          for (int i = 0; i < 3; i++) {
-            const int64_t a0 = c[i] << T, a1 = ((c[i] + 1) << T) - 1;
-            const int64_t l = lo[i] > a0 ? lo[i] : a0, h = hi[i] < a1 ? hi[i] : a1;
-            in *= h >= l ? (double)(h - l + 1) : 0.0;
-          }
-          p[k].code = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
-          p[k].work = (float)(area * in / box);
-          p[k++].tri = (uint32_t)t;
-        }
+  double g[9];
+  int64_t lo[3], hi[3], a[3], b[3];
+  vx_grid_tri(m, xf, t, g);
+  if (!vx_tri_voxel_range(g, R, lo, hi)) return 0;
+  for (int i = 0; i < 3; i++) {
+    a[i] = lo[i] - 1 < 0 ? 0 : (lo[i] - 1) >> T;
+    b[i] = (hi[i] + 1) >> T;
+    if (b[i] > nt - 1) b[i] = nt - 1;
   }
-  qsort(p, (size_t)k, sizeof *p, cmp_tile_tri);
-  *out = p;
+  if (!out) return (uint64_t)(b[0] - a[0] + 1) * (uint64_t)(b[1] - a[1] + 1) *
+                   (uint64_t)(b[2] - a[2] + 1);
+  const double area = vx_grid_tri_area(g);
+  const double box = (double)(hi[0] - lo[0] + 1) * (double)(hi[1] - lo[1] + 1) *
+                     (double)(hi[2] - lo[2] + 1);
+  uint64_t k = 0;
+  for (int64_t z = a[2]; z <= b[2]; z++)
+    for (int64_t y = a[1]; y <= b[1]; y++)
+      for (int64_t x = a[0]; x <= b[0]; x++) {
+        const int64_t c[3] = {x, y, z};
+        double in = 1.0; /* the triangle's box inside the tile */
+        for (int i = 0; i < 3; i++) {
+          const int64_t a0 = c[i] << T, a1 = ((c[i] + 1) << T) - 1;
+          const int64_t l = lo[i] > a0 ? lo[i] : a0, h = hi[i] < a1 ? hi[i] : a1;
+          in *= h >= l ? (double)(h - l + 1) : 0.0;
+        }
+        out[k].code = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
+        out[k].work = (float)(area * in / box);
+        out[k++].tri = (uint32_t)t;
+      }
+  return k;
+}
+
+typedef struct pairs_job {
+  const vx_soup *m;
+  const vx_transform *xf;
+  uint32_t D, T;
+  uint64_t *at; /* per range of triangles: its pairs, then where they start */
+  tile_tri *p;
+} pairs_job;
+
+static void count_pairs(void *ctx, uint64_t a, uint64_t b) {
+  pairs_job *j = (pairs_job *)ctx;
+  uint64_t n = 0;
+  for (uint64_t t = a; t < b; t++) n += tri_pairs(j->m, j->xf, j->D, j->T, t, NULL);
+  j->at[a / VX_RANGE_CHUNK] = n;
+}
+
+static void fill_pairs(void *ctx, uint64_t a, uint64_t b) {
+  pairs_job *j = (pairs_job *)ctx;
+  tile_tri *out = j->p + j->at[a / VX_RANGE_CHUNK];
+  for (uint64_t t = a; t < b; t++) out += tri_pairs(j->m, j->xf, j->D, j->T, t, out);
+}
+
+/* (tile, triangle) pairs of every triangle, sorted, on `threads` threads: counted by ranges of
+ * triangles, written where each range's start, sorted on all of them. */
+static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D, uint32_t T,
+                            uint64_t mem_limit, int threads, tile_tri **out, uint64_t *n,
+                            vx_error *err) {
+  const uint64_t ranges = (m->tri_count + VX_RANGE_CHUNK - 1) / VX_RANGE_CHUNK;
+  pairs_job j = {m, xf, D, T, NULL, NULL};
+  j.at = (uint64_t *)vx_malloc((size_t)(ranges ? ranges : 1) * sizeof *j.at);
+  if (!j.at) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_ranges_run(threads, m->tri_count, count_pairs, &j);
+  uint64_t k = 0;
+  for (uint64_t r = 0; r < ranges; r++) {
+    const uint64_t c = j.at[r];
+    j.at[r] = k;
+    k += c;
+  }
+  if ((double)k * sizeof *j.p > (double)mem_limit / 4) {
+    vx_free(j.at);
+    return vx_error_set(err, VX_ERR_LIMIT, "the triangles reach too many tiles (%llu pairs): use "
+                        "larger tiles", (unsigned long long)k);
+  }
+  j.p = (tile_tri *)vx_malloc((size_t)(k ? k : 1) * sizeof *j.p);
+  if (!j.p) {
+    vx_free(j.at);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu (tile, triangle) pairs",
+                        (unsigned long long)k);
+  }
+  vx_ranges_run(threads, m->tri_count, fill_pairs, &j);
+  vx_free(j.at);
+  vx_sort_parallel(j.p, (size_t)k, sizeof *j.p, cmp_tile_tri, threads);
+  *out = j.p;
   *n = k;
   return VX_OK;
 }
@@ -172,7 +211,7 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
     p->resident = NULL;
   uint64_t npairs = 0;
   const double tp = vx_clock_seconds();
-  if (s == VX_OK) s = tile_pairs(m, &xf, D, T, o->mem_limit, &p->pairs, &npairs, err);
+  if (s == VX_OK) s = tile_pairs(m, &xf, D, T, o->mem_limit, o->threads, &p->pairs, &npairs, err);
   p->sec_pairs = vx_clock_seconds() - tp;
   if (s != VX_OK) return s;
   /* the tiles: where each one's triangles start */

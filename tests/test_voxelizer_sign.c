@@ -21,6 +21,7 @@
  */
 #include "voxelizer/internal.h"
 #include "voxelizer/winding.h"
+#include "sys/system.h"
 #include "formats/mesh_import.h"
 #include "meshgen.h"
 #include "check.h"
@@ -157,7 +158,7 @@ static void compare_points(const vx_soup *m, const char *name, int n, double nea
                            inside_fn inside) {
   vx_wind_tree t;
   vx_error err;
-  CHECK_MSG(vx_wind_build(m, NULL, &t, &err) == VX_OK, "%s: %s", name, err.msg);
+  CHECK_MSG(vx_wind_build(m, NULL, 0, &t, &err) == VX_OK, "%s: %s", name, err.msg);
   double worst = 0.0;
   int bad = 0, clear = 0;
   for (int k = 0; k < n && bad < 5; k++) {
@@ -229,7 +230,7 @@ static void winding_two_points_in_one_walk(void) {
   CHECK(meshgen_sphere_ex(&m, 0, 0, 0, 1.0, 64, 32, 0.6) == 0);
   vx_wind_tree t;
   vx_error err;
-  CHECK_MSG(vx_wind_build(&m, NULL, &t, &err) == VX_OK, "%s", err.msg);
+  CHECK_MSG(vx_wind_build(&m, NULL, 0, &t, &err) == VX_OK, "%s", err.msg);
   int bad = 0;
   for (int k = 0; k < 3000 && bad < 5; k++) {
     double p[2][3], w0, w1;
@@ -321,6 +322,36 @@ static census check_rule(const vx_soup *m, uint32_t R, int rule, inside_fn insid
   }
   vx_surface_free(&t);
   return c;
+}
+
+/* The winding tree built on several threads is the one-thread build node for node (the subtree
+ * tasks, their numbering and the top's moments), on a mesh of many tasks with repeated
+ * triangles (equal Morton codes, ties by index) and on one smaller than a task. */
+static void winding_tree_same_on_threads(void) {
+  vx_soup big = {0}, small = {0};
+  CHECK(meshgen_sphere(&big, 0, 0, 0, 1.0, 360, 180) == 0);
+  CHECK(meshgen_sphere(&big, 0, 0, 0, 1.0, 360, 180) == 0); /* every triangle twice */
+  CHECK(meshgen_torus(&big, 0.5, 0.0, 0.2, 0.6, 0.2, 200, 100) == 0);
+  CHECK(meshgen_sphere(&small, 0, 0, 0, 1.0, 40, 20) == 0);
+  const vx_soup *meshes[2] = {&big, &small};
+  for (int k = 0; k < 2; k++) {
+    vx_wind_tree ref, t;
+    vx_error err;
+    CHECK_MSG(vx_wind_build(meshes[k], NULL, 1, &ref, &err) == VX_OK, "%s", err.msg);
+    const int threads[] = {2, 3, 8, 0};
+    for (int i = 0; i < 4; i++) {
+      CHECK_MSG(vx_wind_build(meshes[k], NULL, threads[i], &t, &err) == VX_OK, "%s", err.msg);
+      CHECK_MSG(t.node_count == ref.node_count && t.tri_count == ref.tri_count &&
+                    memcmp(t.nodes, ref.nodes, ref.node_count * sizeof *t.nodes) == 0 &&
+                    memcmp(t.tri, ref.tri, ref.tri_count * 72) == 0,
+                "mesh %d, %d threads: %llu nodes against %llu", k, threads[i],
+                (unsigned long long)t.node_count, (unsigned long long)ref.node_count);
+      vx_wind_free(&t);
+    }
+    vx_wind_free(&ref);
+  }
+  vx_soup_free(&big);
+  vx_soup_free(&small);
 }
 
 static void field_sign_on_analytic_shapes(void) {
@@ -434,31 +465,41 @@ static void field_independent_of_blocks_and_threads(void) {
   vx_soup_free(&m);
 }
 
-static int bench(const char *path, int n) {
+/* test_voxelizer_sign MESH [QUERIES [THREADS]]: the sign stage's parts timed on a real mesh (at
+ * 512^3): the pseudo-normal tables, the winding tree, the whole rule (both and the clean flags,
+ * on the CPU), and winding queries near the surface. */
+static int bench(const char *path, int n, int threads) {
   vx_soup m = {0};
   vx_error err;
   if (!vx_soup_import || vx_soup_import(path, &m, &err) != VX_OK) return 1;
   vx_transform xf;
   if (vx_voxelize_transform(&m, 512, &xf, &err) != VX_OK) return 1;
-  struct timespec a, b, c;
-  clock_gettime(CLOCK_MONOTONIC, &a);
+  vx_sign_data sd;
+  double t0 = vx_clock_seconds();
+  if (vx_sign_build_threads(&m, threads, &sd, &err) != VX_OK) return 1;
+  const double ttab = vx_clock_seconds() - t0;
+  vx_sign_free(&sd);
   vx_wind_tree t;
-  if (vx_wind_build(&m, &xf, &t, &err) != VX_OK) return 1;
-  clock_gettime(CLOCK_MONOTONIC, &b);
+  t0 = vx_clock_seconds();
+  if (vx_wind_build(&m, &xf, threads, &t, &err) != VX_OK) return 1;
+  const double ttree = vx_clock_seconds() - t0;
+  t0 = vx_clock_seconds();
+  if (vx_sign_build_rule_ex(&m, &xf, VX_SIGN_WINDING, 0, threads, &sd, &err) != VX_OK) return 1;
+  const double trule = vx_clock_seconds() - t0;
+  vx_sign_free(&sd);
   double *pts = (double *)malloc((size_t)n * 3 * sizeof(double)), sum = 0.0;
   for (int k = 0; k < n; k++) {
     double p[3];
     random_point(&m, 1, 2.0 * xf.scale, p);
     for (int i = 0; i < 3; i++) pts[k * 3 + i] = (p[i] - xf.origin[i]) / xf.scale;
   }
-  clock_gettime(CLOCK_MONOTONIC, &b);
+  t0 = vx_clock_seconds();
   for (int k = 0; k < n; k++) sum += vx_wind_at(&t, pts + k * 3);
-  clock_gettime(CLOCK_MONOTONIC, &c);
-  double tb = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
-  double tq = (double)(c.tv_sec - b.tv_sec) + 1e-9 * (double)(c.tv_nsec - b.tv_nsec);
-  printf("%s: %llu triangles, %llu nodes, build %.3f s, %.3f us per query near the surface "
-         "(mean w %.3f)\n", path, (unsigned long long)t.tri_count,
-         (unsigned long long)t.node_count, tb, 1e6 * tq / n, sum / n);
+  const double tq = vx_clock_seconds() - t0;
+  printf("%s: %llu triangles, %d threads: tables %.3f s, tree %.3f s (%llu nodes), winding rule "
+         "%.3f s; %.3f us per query near the surface (mean w %.3f)\n", path,
+         (unsigned long long)t.tri_count, threads, ttab, ttree, (unsigned long long)t.node_count,
+         trule, 1e6 * tq / n, sum / n);
   free(pts);
   vx_wind_free(&t);
   vx_soup_free(&m);
@@ -466,10 +507,12 @@ static int bench(const char *path, int n) {
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 2) return bench(argv[1], argc > 2 ? atoi(argv[2]) : 200000);
+  if (argc >= 2)
+    return bench(argv[1], argc > 2 ? atoi(argv[2]) : 200000, argc > 3 ? atoi(argv[3]) : 0);
   RUN(winding_closed_meshes_are_indicators);
   RUN(winding_fast_matches_exact_on_open_meshes);
   RUN(winding_two_points_in_one_walk);
+  RUN(winding_tree_same_on_threads);
   RUN(field_sign_on_analytic_shapes);
   RUN(field_inverted_mesh);
   RUN(field_sign_on_messy_meshes);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_voxelizer_sign_tables.c - the pseudo-normal tables (sign.c: welded vertices, edges, face,
- * vertex and edge normals) against a reference made by sorting, not hashing: corners
+ * vertex and edge normals), built on all cores, against a reference made by sorting: corners
  * sorted by exact position (then by index) weld into vertices numbered in order of first
  * appearance, edges likewise by their two vertex ids, and every sum over a vertex's or an edge's
- * corners taken in corner order. Bit for bit, on welded analytic meshes
+ * corners taken in corner order. Bit for bit, for 1 and 3 threads, on welded analytic meshes
  * (one of them larger than a task's 65536 corners), a soup with -0/+0, repeated and reversed
  * triangles, and the messy test meshes. */
 #include "voxelizer/internal.h"
@@ -116,10 +116,10 @@ static void compare(const char *what, const vx_soup *m) {
     boundary += ec[e] == 1;
     nonmanifold += ec[e] > 2;
   }
-  {
+  for (int threads = 1; threads <= 3; threads += 2) {
     vx_sign_data s;
     vx_error err;
-    CHECK_MSG(vx_sign_build(m, &s, &err) == VX_OK, "%s: %s", what, err.msg);
+    CHECK_MSG(vx_sign_build_threads(m, threads, &s, &err) == VX_OK, "%s: %s", what, err.msg);
     CHECK(s.vert_count == nv && s.edge_count == ne);
     CHECK(s.boundary_edges == boundary && s.nonmanifold_edges == nonmanifold);
     CHECK(memcmp(s.vid, vid, n * 4) == 0);
@@ -136,9 +136,11 @@ static void compare(const char *what, const vx_soup *m) {
         const float want = (float)(es[3 * eid[c] + i] / (double)ec[eid[c]]);
         bad += memcmp(&want, &s.edge_n[3 * c + i], 4) != 0;
       }
-    CHECK_MSG(bad == 0, "%s: %llu normals differ", what, (unsigned long long)bad);
-    fprintf(stderr, "  %-28s %8llu triangles, %8u vertices, %8u edges (%llu boundary, %llu "
-            "non-manifold): the reference's bits\n", what, (unsigned long long)T, nv, ne,
+    CHECK_MSG(bad == 0, "%s, %d threads: %llu normals differ", what, threads,
+              (unsigned long long)bad);
+    fprintf(stderr, "  %-28s %2d thread%s: %8llu triangles, %8u vertices, %8u edges (%llu "
+            "boundary, %llu non-manifold): the reference's bits\n", what, threads,
+            threads == 1 ? " " : "s", (unsigned long long)T, nv, ne,
             (unsigned long long)boundary, (unsigned long long)nonmanifold);
     vx_free(s.eid);
     s.eid = NULL;
@@ -160,7 +162,7 @@ static void tables_match_reference(void) {
   compare("sphere + torus", &m);
   vx_soup_free(&m);
   memset(&m, 0, sizeof m);
-  meshgen_sphere(&m, 0.0, 0.0, 0.0, 1.0, 240, 120); /* 57k triangles */
+  meshgen_sphere(&m, 0.0, 0.0, 0.0, 1.0, 240, 120); /* 57k triangles: several tasks */
   compare("sphere, 240 x 120", &m);
   vx_soup_free(&m);
   /* a soup: -0 and +0, a triangle repeated, reversed, and a fan of four on one edge */

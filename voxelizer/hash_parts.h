@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* hash_parts.h - items split by a hash into partitions that keep index order, in parallel: how
- * the voxelizer matches large arrays (the duplicate triangles of dedup.c) on every core with the
- * result of one serial pass over the items in index order. Equal items have equal
+ * the voxelizer matches large arrays (duplicate triangles, welded vertices and edges) on every
+ * core with the result of one serial pass over the items in index order. Equal items have equal
  * hashes, so they meet in one partition, in index order: a pass over each partition on a thread
  * of its own sees every class of equals as a serial pass would (its first item first), and the
  * result does not depend on the thread count.
@@ -30,6 +30,12 @@ vx_status vx_hash_parts_build(uint64_t n, uint64_t (*hash)(const void *ctx, uint
 
 /* fn(ctx, p) once for each partition p, on `threads` threads. */
 void vx_hash_parts_run(int threads, void (*fn)(void *ctx, int p), void *ctx);
+
+/* fn(ctx, a, b) for consecutive ranges [a, b) covering 0 .. n-1, on `threads` threads: range k
+ * is [k VX_RANGE_CHUNK, (k + 1) VX_RANGE_CHUNK) cut at n. */
+#define VX_RANGE_CHUNK 65536
+void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, uint64_t b),
+                   void *ctx);
 
 void vx_hash_parts_free(vx_hash_parts *p);
 

@@ -130,6 +130,8 @@ vx_status vx_wind_limit_error(uint64_t excess, uint64_t mem_limit, vx_error *err
 /* Pseudo-normal tables only (the winding tree stays empty): the VX_SIGN_PSEUDO_NORMAL rule.
  * The winding rule builds them too, plus the tree and the clean flags. */
 vx_status vx_sign_build(const vx_soup *m, vx_sign_data *s, vx_error *err);
+/* The same on `threads` threads (0: all cores); the tables do not depend on how many. */
+vx_status vx_sign_build_threads(const vx_soup *m, int threads, vx_sign_data *s, vx_error *err);
 /* The tables of `rule` (VX_SIGN_*) for a surface build in the grid of `xf` (uses all cores; the
  * result does not depend on how many). */
 vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule, vx_sign_data *s,

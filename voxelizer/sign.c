@@ -56,9 +56,9 @@
 #include "voxelizer/internal.h"
 #include "voxelizer/distance.h"
 #include "voxelizer/cert_eval.h"
+#include "voxelizer/hash_parts.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,157 +84,272 @@ static uint32_t float_key(float f) {
   return u;
 }
 
-static uint64_t table_size(uint64_t n) {
-  uint64_t s = 16;
-  while (s < 2 * n) s <<= 1;
-  return s;
-}
-
-/* Welds the 3T corners by exact position; fills s->vid, returns the vertex count or -1 on NOMEM. */
-static int64_t weld(const vx_soup *m, uint32_t *vid) {
-  uint64_t n = m->tri_count * 3, size = table_size(n), mask = size - 1;
-  uint32_t *slot = (uint32_t *)vx_malloc(size * sizeof *slot); /* first corner of the vertex + 1 */
-  if (!slot) return -1;
-  memset(slot, 0, size * sizeof *slot);
-  uint32_t count = 0;
-  for (uint64_t c = 0; c < n; c++) {
-    const float *p = m->pos + c * 3;
-    uint32_t kx = float_key(p[0]), ky = float_key(p[1]), kz = float_key(p[2]);
-    uint64_t h = vx_mix64(((uint64_t)kx << 32 | ky) ^ vx_mix64(kz)) & mask;
-    for (;;) {
-      uint32_t e = slot[h];
-      if (e == 0) {
-        slot[h] = (uint32_t)c + 1;
-        vid[c] = count++;
-        break;
-      }
-      const float *o = m->pos + (uint64_t)(e - 1) * 3;
-      if (float_key(o[0]) == kx && float_key(o[1]) == ky && float_key(o[2]) == kz) {
-        vid[c] = vid[e - 1];
-        break;
-      }
-      h = (h + 1) & mask;
-    }
-  }
-  vx_free(slot);
-  return count;
-}
-
 /* out = v / w: an average of unit normals, whose length tells how much they cancelled. */
 static void average_to(const double v[3], double w, float *out) {
   for (int i = 0; i < 3; i++) out[i] = w > 0.0 ? (float)(v[i] / w) : 0.0f;
 }
 
-vx_status vx_sign_build(const vx_soup *m, vx_sign_data *s, vx_error *err) {
+/* Triangle t's unit normal (0 when degenerate), in double. */
+static void face_normal(const float *p, double n[3]) {
+  double e0[3], e1[3];
+  for (int i = 0; i < 3; i++) {
+    e0[i] = (double)p[3 + i] - (double)p[i];
+    e1[i] = (double)p[6 + i] - (double)p[i];
+  }
+  n[0] = e0[1] * e1[2] - e0[2] * e1[1];
+  n[1] = e0[2] * e1[0] - e0[0] * e1[2];
+  n[2] = e0[0] * e1[1] - e0[1] * e1[0];
+  double l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+  for (int i = 0; i < 3; i++) n[i] = l > 0.0 ? n[i] / l : 0.0;
+}
+
+/* The angle of triangle p at its corner k. */
+static double corner_angle(const float *p, int k) {
+  const float *a = p + 3 * k, *b = p + 3 * ((k + 1) % 3), *c = p + 3 * ((k + 2) % 3);
+  double u[3], w[3];
+  for (int i = 0; i < 3; i++) {
+    u[i] = (double)b[i] - (double)a[i];
+    w[i] = (double)c[i] - (double)a[i];
+  }
+  double lu = sqrt(vx_dot3d(u, u)), lw = sqrt(vx_dot3d(w, w));
+  double cosang = lu > 0.0 && lw > 0.0 ? vx_dot3d(u, w) / (lu * lw) : 1.0;
+  if (cosang > 1.0) cosang = 1.0;
+  if (cosang < -1.0) cosang = -1.0;
+  return acos(cosang);
+}
+
+/* The tables in parallel, with the result of one serial pass over the corners (c = 3t + k):
+ * vertices welded by exact position and edges by their two vertex ids, each numbered in order of
+ * first appearance, and every sum over a vertex's or an edge's corners taken in corner order.
+ * Corners are split by the hash of their position (then of their edge) into partitions that keep
+ * corner order (hash_parts.h); each partition finds the first corner of every class on a thread
+ * of its own, the classes are numbered by a scan of those first corners, and the sums run by
+ * partition again: each class lies in one partition, its corners in order. */
+typedef struct tables_job {
+  const vx_soup *m;
+  vx_sign_data *s;
+  uint32_t *eid;
+  vx_hash_parts hp;
+  uint32_t *rep;      /* per corner: the first corner of its class */
+  uint32_t *id;       /* per corner: its class's number (vid or eid) */
+  uint64_t *first;    /* per chunk of corners: classes first seen before it */
+  int edges;          /* 0: vertices, 1: edges */
+  double *acc;        /* per class: 4 doubles (vertices) or 3 (edges) */
+  uint32_t *ecount;   /* per edge: its corners */
+  atomic_int failed;
+} tables_job;
+
+static uint64_t vertex_hash(const void *ctx, uint64_t c) {
+  const float *p = ((const vx_soup *)ctx)->pos + c * 3;
+  uint32_t kx = float_key(p[0]), ky = float_key(p[1]), kz = float_key(p[2]);
+  return vx_mix64(((uint64_t)kx << 32 | ky) ^ vx_mix64(kz));
+}
+
+/* Corner c's edge (to the next corner of its triangle) as its two vertex ids, the smaller first. */
+static uint64_t edge_key(const uint32_t *vid, uint64_t c) {
+  uint32_t a = vid[c], b = vid[c - c % 3 + (c % 3 + 1) % 3];
+  return a < b ? (uint64_t)a << 32 | b : (uint64_t)b << 32 | a;
+}
+
+static uint64_t edge_hash(const void *ctx, uint64_t c) {
+  return vx_mix64(edge_key((const uint32_t *)ctx, c));
+}
+
+static int same_class(const tables_job *j, uint64_t c, uint64_t e) {
+  if (j->edges) return edge_key(j->s->vid, c) == edge_key(j->s->vid, e);
+  const float *p = j->m->pos + c * 3, *o = j->m->pos + e * 3;
+  return float_key(p[0]) == float_key(o[0]) && float_key(p[1]) == float_key(o[1]) &&
+         float_key(p[2]) == float_key(o[2]);
+}
+
+/* Partition p's corners in order: each one's first corner of its class. */
+static void find_firsts(void *ctx, int p) {
+  tables_job *j = (tables_job *)ctx;
+  const uint64_t a = j->hp.start[p], b = j->hp.start[p + 1];
+  if (a == b) return;
+  uint64_t size = 16;
+  while (size < 2 * (b - a)) size <<= 1;
+  const uint64_t mask = size - 1;
+  uint32_t *slot = (uint32_t *)vx_calloc((size_t)size, sizeof *slot); /* first corner + 1 */
+  if (!slot) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  for (uint64_t k = a; k < b; k++) {
+    const uint32_t c = j->hp.idx[k];
+    const uint64_t hc = j->hp.hash[c];
+    for (uint64_t h = hc & mask;; h = (h + 1) & mask) {
+      const uint32_t e = slot[h];
+      if (e == 0) {
+        slot[h] = c + 1;
+        j->rep[c] = c;
+        break;
+      }
+      if (j->hp.hash[e - 1] == hc && same_class(j, c, e - 1)) {
+        j->rep[c] = e - 1;
+        break;
+      }
+    }
+  }
+  vx_free(slot);
+}
+
+#define TB_CHUNK VX_RANGE_CHUNK
+
+static void count_firsts(void *ctx, uint64_t a, uint64_t b) {
+  tables_job *j = (tables_job *)ctx;
+  uint64_t n = 0;
+  for (uint64_t c = a; c < b; c++) n += j->rep[c] == c;
+  j->first[a / TB_CHUNK] = n;
+}
+
+static void number_firsts(void *ctx, uint64_t a, uint64_t b) {
+  tables_job *j = (tables_job *)ctx;
+  uint64_t n = j->first[a / TB_CHUNK];
+  for (uint64_t c = a; c < b; c++)
+    if (j->rep[c] == c) j->id[c] = (uint32_t)n++;
+}
+
+static void number_rest(void *ctx, uint64_t a, uint64_t b) {
+  tables_job *j = (tables_job *)ctx;
+  for (uint64_t c = a; c < b; c++)
+    if (j->rep[c] != c) j->id[c] = j->id[j->rep[c]];
+}
+
+/* Partition p's corners in order: their vertex's angle-weighted normal sum, or their edge's sum
+ * of face normals and count. */
+static void sum_class(void *ctx, int p) {
+  tables_job *j = (tables_job *)ctx;
+  const float *pos = j->m->pos;
+  for (uint64_t k = j->hp.start[p]; k < j->hp.start[p + 1]; k++) {
+    const uint64_t c = j->hp.idx[k], t = c / 3;
+    const uint64_t e = j->id[c];
+    if (j->edges) {
+      j->ecount[e]++;
+      for (int i = 0; i < 3; i++) j->acc[e * 3 + i] += j->s->face_n[t * 3 + i];
+    } else {
+      double n[3];
+      face_normal(pos + t * 9, n);
+      const double ang = corner_angle(pos + t * 9, (int)(c % 3));
+      for (int i = 0; i < 3; i++) j->acc[e * 4 + i] += ang * n[i];
+      j->acc[e * 4 + 3] += ang;
+    }
+  }
+}
+
+static void face_normals(void *ctx, uint64_t a, uint64_t b) {
+  tables_job *j = (tables_job *)ctx;
+  for (uint64_t t = a; t < b; t++) {
+    double n[3];
+    face_normal(j->m->pos + t * 9, n);
+    for (int i = 0; i < 3; i++) j->s->face_n[t * 3 + i] = (float)n[i];
+  }
+}
+
+static void edge_normals(void *ctx, uint64_t a, uint64_t b) {
+  tables_job *j = (tables_job *)ctx;
+  for (uint64_t c = a; c < b; c++)
+    average_to(j->acc + (uint64_t)j->id[c] * 3, (double)j->ecount[j->id[c]], j->s->edge_n + c * 3);
+}
+
+/* Classes of the corners (ids into j->id), by j->edges; the class count, or -1 (no memory). */
+static int64_t classes(tables_job *j, int threads) {
+  const uint64_t n = j->m->tri_count * 3, chunks = (n + TB_CHUNK - 1) / TB_CHUNK;
+  vx_error e;
+  if (vx_hash_parts_build(n, j->edges ? edge_hash : vertex_hash,
+                          j->edges ? (const void *)j->s->vid : (const void *)j->m, threads,
+                          &j->hp, &e) != VX_OK)
+    return -1;
+  vx_hash_parts_run(threads, find_firsts, j);
+  int64_t count = -1;
+  j->first = (uint64_t *)vx_malloc((size_t)(chunks ? chunks : 1) * sizeof *j->first);
+  if (j->first && !atomic_load(&j->failed)) {
+    vx_ranges_run(threads, n, count_firsts, j);
+    uint64_t at = 0;
+    for (uint64_t k = 0; k < chunks; k++) {
+      const uint64_t f = j->first[k];
+      j->first[k] = at;
+      at += f;
+    }
+    vx_ranges_run(threads, n, number_firsts, j);
+    vx_ranges_run(threads, n, number_rest, j);
+    count = (int64_t)at;
+  }
+  vx_free(j->first);
+  j->first = NULL;
+  return count;
+}
+
+vx_status vx_sign_build_threads(const vx_soup *m, int threads, vx_sign_data *s, vx_error *err) {
   memset(s, 0, sizeof *s);
   uint64_t T = m->tri_count;
   if (T == 0) return vx_error_set(err, VX_ERR_EMPTY, "no triangles");
   if (T * 3 >= UINT32_MAX)
     return vx_error_set(err, VX_ERR_LIMIT, "too many triangles for the sign tables (%llu)",
                         (unsigned long long)T);
+  const uint64_t n = T * 3;
+  tables_job j;
+  memset(&j, 0, sizeof j);
+  atomic_init(&j.failed, 0);
+  j.m = m;
+  j.s = s;
   s->face_n = (float *)vx_malloc(T * 3 * sizeof(float));
   s->edge_n = (float *)vx_malloc(T * 9 * sizeof(float));
-  s->vid = (uint32_t *)vx_malloc(T * 3 * sizeof(uint32_t));
-  uint32_t *eid = (uint32_t *)vx_malloc(T * 3 * sizeof(uint32_t));
-  if (!s->face_n || !s->edge_n || !s->vid || !eid) goto nomem;
-  int64_t nv = weld(m, s->vid);
-  if (nv < 0) goto nomem;
-  s->vert_count = (uint64_t)nv;
-  double *vacc = (double *)vx_calloc((size_t)nv * 4, sizeof(double));
-  if (!vacc) goto nomem;
-
-  /* Face normals and angle-weighted vertex sums. */
-  for (uint64_t t = 0; t < T; t++) {
-    const float *p = m->pos + t * 9;
-    double v[3][3], n[3];
-    for (int k = 0; k < 3; k++)
-      for (int i = 0; i < 3; i++) v[k][i] = p[k * 3 + i];
-    double e0[3], e1[3];
-    for (int i = 0; i < 3; i++) {
-      e0[i] = v[1][i] - v[0][i];
-      e1[i] = v[2][i] - v[0][i];
-    }
-    n[0] = e0[1] * e1[2] - e0[2] * e1[1];
-    n[1] = e0[2] * e1[0] - e0[0] * e1[2];
-    n[2] = e0[0] * e1[1] - e0[1] * e1[0];
-    double l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    for (int i = 0; i < 3; i++) n[i] = l > 0.0 ? n[i] / l : 0.0;
-    for (int i = 0; i < 3; i++) s->face_n[t * 3 + i] = (float)n[i];
-    for (int k = 0; k < 3; k++) {
-      const double *a = v[k], *b = v[(k + 1) % 3], *c = v[(k + 2) % 3];
-      double u[3], w[3];
-      for (int i = 0; i < 3; i++) {
-        u[i] = b[i] - a[i];
-        w[i] = c[i] - a[i];
-      }
-      double lu = sqrt(vx_dot3d(u, u)), lw = sqrt(vx_dot3d(w, w));
-      double cosang = lu > 0.0 && lw > 0.0 ? vx_dot3d(u, w) / (lu * lw) : 1.0;
-      if (cosang > 1.0) cosang = 1.0;
-      if (cosang < -1.0) cosang = -1.0;
-      double ang = acos(cosang);
-      uint32_t id = s->vid[t * 3 + k];
-      for (int i = 0; i < 3; i++) vacc[(uint64_t)id * 4 + i] += ang * n[i];
-      vacc[(uint64_t)id * 4 + 3] += ang;
-    }
+  s->vid = (uint32_t *)vx_malloc(n * sizeof(uint32_t));
+  uint32_t *eid = (uint32_t *)vx_malloc(n * sizeof(uint32_t));
+  j.rep = (uint32_t *)vx_malloc(n * sizeof(uint32_t));
+  int64_t nv = -1, ne = -1;
+  if (s->face_n && s->edge_n && s->vid && eid && j.rep) {
+    vx_ranges_run(threads, T, face_normals, &j);
+    j.id = s->vid; /* vertices */
+    nv = classes(&j, threads);
   }
-  s->vert_n = (float *)vx_malloc((size_t)nv * 3 * sizeof(float));
-  if (!s->vert_n) {
-    vx_free(vacc);
-    goto nomem;
+  if (nv >= 0) {
+    s->vert_count = (uint64_t)nv;
+    j.acc = (double *)vx_calloc((size_t)(nv ? nv : 1) * 4, sizeof(double));
+    s->vert_n = (float *)vx_malloc((size_t)(nv ? nv : 1) * 3 * sizeof(float));
+    if (!j.acc || !s->vert_n) nv = -1;
   }
-  for (int64_t i = 0; i < nv; i++) average_to(vacc + i * 4, vacc[i * 4 + 3], s->vert_n + i * 3);
-  vx_free(vacc);
-
-  /* Edges: weld by their two vertex ids, sum the face normals of all triangles on each. */
-  {
-    uint64_t n = T * 3, size = table_size(n), mask = size - 1;
-    uint64_t *key = (uint64_t *)vx_malloc(size * sizeof *key);
-    uint32_t *val = (uint32_t *)vx_malloc(size * sizeof *val);
-    double *eacc = (double *)vx_calloc(n * 3, sizeof(double));
-    uint32_t *ecount = (uint32_t *)vx_calloc(n, sizeof(uint32_t));
-    if (!key || !val || !eacc || !ecount) {
-      vx_free(key);
-      vx_free(val);
-      vx_free(eacc);
-      vx_free(ecount);
-      goto nomem;
+  if (nv >= 0) {
+    vx_hash_parts_run(threads, sum_class, &j);
+    for (int64_t i = 0; i < nv; i++) average_to(j.acc + i * 4, j.acc[i * 4 + 3], s->vert_n + i * 3);
+    vx_free(j.acc);
+    j.acc = NULL;
+    vx_hash_parts_free(&j.hp);
+    j.edges = 1; /* edges, numbered by their first corner */
+    j.id = eid;
+    ne = classes(&j, threads);
+  }
+  if (ne >= 0) {
+    s->edge_count = (uint64_t)ne;
+    j.acc = (double *)vx_calloc((size_t)(ne ? ne : 1) * 3, sizeof(double));
+    j.ecount = (uint32_t *)vx_calloc((size_t)(ne ? ne : 1), sizeof(uint32_t));
+    if (!j.acc || !j.ecount) ne = -1;
+  }
+  if (ne >= 0) {
+    vx_hash_parts_run(threads, sum_class, &j);
+    for (int64_t e = 0; e < ne; e++) {
+      if (j.ecount[e] == 1) s->boundary_edges++;
+      if (j.ecount[e] > 2) s->nonmanifold_edges++;
     }
-    memset(key, 0xff, size * sizeof *key);
-    uint32_t edges = 0;
-    for (uint64_t c = 0; c < n; c++) {
-      uint64_t t = c / 3, k = c % 3;
-      uint32_t a = s->vid[c], b = s->vid[t * 3 + (k + 1) % 3];
-      uint64_t kk = a < b ? (uint64_t)a << 32 | b : (uint64_t)b << 32 | a;
-      uint64_t h = vx_mix64(kk) & mask;
-      while (key[h] != UINT64_MAX && key[h] != kk) h = (h + 1) & mask;
-      if (key[h] == UINT64_MAX) {
-        key[h] = kk;
-        val[h] = edges++;
-      }
-      uint32_t e = val[h];
-      eid[c] = e;
-      ecount[e]++;
-      for (int i = 0; i < 3; i++) eacc[(uint64_t)e * 3 + i] += s->face_n[t * 3 + i];
-    }
-    s->edge_count = edges;
-    for (uint32_t e = 0; e < edges; e++) {
-      if (ecount[e] == 1) s->boundary_edges++;
-      if (ecount[e] > 2) s->nonmanifold_edges++;
-    }
-    for (uint64_t c = 0; c < n; c++)
-      average_to(eacc + (uint64_t)eid[c] * 3, (double)ecount[eid[c]], s->edge_n + c * 3);
-    vx_free(key);
-    vx_free(val);
-    vx_free(eacc);
-    vx_free(ecount);
+    vx_ranges_run(threads, n, edge_normals, &j);
+  }
+  vx_hash_parts_free(&j.hp);
+  vx_free(j.rep);
+  vx_free(j.acc);
+  vx_free(j.ecount);
+  if (ne < 0) {
+    vx_free(eid);
+    vx_sign_free(s);
+    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
+                        (unsigned long long)T);
   }
   s->eid = eid; /* clean_flags uses it, then frees it */
   return VX_OK;
-nomem:
-  vx_free(eid);
-  vx_sign_free(s);
-  return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
-                      (unsigned long long)T);
+}
+
+vx_status vx_sign_build(const vx_soup *m, vx_sign_data *s, vx_error *err) {
+  return vx_sign_build_threads(m, 0, s, err);
 }
 
 /* ---- the winding rule's shortcut -------------------------------------------------------------
@@ -349,20 +464,6 @@ static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s
   return 1;
 }
 
-typedef struct wind_job {
-  const vx_soup *m;
-  const vx_transform *xf;
-  vx_wind_tree tree;
-  vx_status status;
-  vx_error err;
-} wind_job;
-
-static void *wind_worker(void *arg) {
-  wind_job *j = (wind_job *)arg;
-  j->status = vx_wind_build(j->m, j->xf, &j->tree, &j->err);
-  return NULL;
-}
-
 vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule, vx_sign_data *s,
                              vx_error *err) {
   return vx_sign_build_rule_ex(m, xf, rule, 0, 0, s, err);
@@ -370,31 +471,18 @@ vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule,
 
 vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int rule, int gpu,
                                 int threads, vx_sign_data *s, vx_error *err) {
-  if (rule == VX_SIGN_PSEUDO_NORMAL) return vx_sign_build(m, s, err);
+  if (rule == VX_SIGN_PSEUDO_NORMAL) return vx_sign_build_threads(m, threads, s, err);
   memset(s, 0, sizeof *s);
   if (rule != VX_SIGN_WINDING)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown sign rule %d", rule);
-  /* The winding tree needs only the triangles: built on a second thread beside the tables
-   * (unless the caller asked for one thread). */
-  wind_job wj;
-  memset(&wj, 0, sizeof wj);
-  wj.m = m;
-  wj.xf = xf;
-  pthread_t wth;
-  int wthread = threads != 1 && pthread_create(&wth, NULL, wind_worker, &wj) == 0;
-  if (!wthread) wind_worker(&wj);
-  vx_status st = vx_sign_build(m, s, err);
-  if (wthread) pthread_join(wth, NULL);
+  /* The tables, then the tree, each on all the caller's threads. */
+  vx_status st = vx_sign_build_threads(m, threads, s, err);
+  if (st != VX_OK) return st;
+  st = vx_wind_build(m, xf, threads, &s->wind, err);
   if (st != VX_OK) {
-    vx_wind_free(&wj.tree);
+    vx_sign_free(s);
     return st;
   }
-  if (wj.status != VX_OK) {
-    vx_sign_free(s);
-    if (err) *err = wj.err;
-    return wj.status;
-  }
-  s->wind = wj.tree;
   if (m->tri_count * 3 >= UINT32_MAX || !clean_flags(m, xf, s, gpu, threads)) {
     vx_sign_free(s);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",

@@ -57,7 +57,11 @@
 #include "voxelizer/winding.h"
 #include "voxelizer/internal.h"
 
+#include "sys/sort.h"
+#include "sys/system.h"
+
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,65 +161,57 @@ static void leaf_moments(builder *b, uint64_t id, uint64_t lo, uint64_t hi) {
   for (int i = 0; i < 9; i++) nd->m[i] = (float)mo[3 + i];
 }
 
-/* Builds node `id` over sorted range [lo, hi); children are allocated as a pair. */
-static void build_node(builder *b, uint64_t id, uint64_t lo, uint64_t hi) {
-  vx_wind_node *nd = b->t->nodes + id;
-  if (hi - lo <= LEAF) {
-    nd->first = (uint32_t)lo;
-    nd->count = (uint32_t)(hi - lo);
-    leaf_moments(b, id, lo, hi);
-  } else {
-    uint64_t mid;
-    uint64_t a = b->keys[lo].code, z = b->keys[hi - 1].code;
-    if (a == z) {
-      mid = lo + (hi - lo) / 2;
-    } else { /* first index whose code has the highest differing bit set */
-      int bit = 63;
-      while (!((a ^ z) >> bit & 1)) bit--;
-      uint64_t l = lo, h = hi - 1; /* code[l] has it clear, code[h] set */
-      while (h - l > 1) {
-        uint64_t m = l + (h - l) / 2;
-        if (b->keys[m].code >> bit & 1) h = m;
-        else l = m;
-      }
-      mid = h;
-    }
-    uint64_t left = b->used;
-    b->used += 2;
-    nd->first = (uint32_t)left;
-    nd->count = 0;
-    build_node(b, left, lo, mid);
-    build_node(b, left + 1, mid, hi);
-    nd = b->t->nodes + id;
-    double A = b->area[left] + b->area[left + 1], c[3];
-    for (int i = 0; i < 3; i++)
-      c[i] = A > 0.0 ? (b->area[left] * b->cen[left * 3 + i] +
-                        b->area[left + 1] * b->cen[(left + 1) * 3 + i]) / A
-                     : 0.5 * (b->cen[left * 3 + i] + b->cen[(left + 1) * 3 + i]);
-    double mo[12], r = 0.0;
-    memset(mo, 0, sizeof mo);
-    for (uint64_t ch = left; ch < left + 2; ch++) {
-      const vx_wind_node *cn = b->t->nodes + ch;
-      const double *cc = b->cen + ch * 3;
-      double s[3], l2 = 0.0;
-      for (int i = 0; i < 3; i++) {
-        s[i] = cc[i] - c[i];
-        l2 += s[i] * s[i];
-      }
-      for (int i = 0; i < 3; i++) {
-        mo[i] += cn->n[i];
-        for (int j = 0; j < 3; j++) mo[3 + i * 3 + j] += (double)cn->m[i * 3 + j] + cn->n[i] * s[j];
-      }
-      double rc = sqrt(l2) + (double)cn->r;
-      if (rc > r) r = rc;
-    }
-    b->area[id] = A;
-    memcpy(b->cen + id * 3, c, sizeof c);
-    nd->r = (float)r;
-    for (int i = 0; i < 3; i++) nd->n[i] = (float)mo[i];
-    for (int i = 0; i < 9; i++) nd->m[i] = (float)mo[3 + i];
+/* Where node [lo, hi) of more than LEAF triangles splits: at the first index whose code has the
+ * highest differing bit set, or in the middle when all codes are equal. */
+static uint64_t split_at(const keyed *keys, uint64_t lo, uint64_t hi) {
+  uint64_t a = keys[lo].code, z = keys[hi - 1].code;
+  if (a == z) return lo + (hi - lo) / 2;
+  int bit = 63;
+  while (!((a ^ z) >> bit & 1)) bit--;
+  uint64_t l = lo, h = hi - 1; /* code[l] has it clear, code[h] set */
+  while (h - l > 1) {
+    uint64_t m = l + (h - l) / 2;
+    if (keys[m].code >> bit & 1) h = m;
+    else l = m;
   }
-  /* Stored as floats; the radius is widened by the centre's rounding. */
+  return h;
+}
+
+/* Inner node `id` from its two children (nodes left and left + 1, built). */
+static void combine(builder *b, uint64_t id, uint64_t left) {
+  vx_wind_node *nd = b->t->nodes + id;
+  double A = b->area[left] + b->area[left + 1], c[3];
+  for (int i = 0; i < 3; i++)
+    c[i] = A > 0.0 ? (b->area[left] * b->cen[left * 3 + i] +
+                      b->area[left + 1] * b->cen[(left + 1) * 3 + i]) / A
+                   : 0.5 * (b->cen[left * 3 + i] + b->cen[(left + 1) * 3 + i]);
+  double mo[12], r = 0.0;
+  memset(mo, 0, sizeof mo);
+  for (uint64_t ch = left; ch < left + 2; ch++) {
+    const vx_wind_node *cn = b->t->nodes + ch;
+    const double *cc = b->cen + ch * 3;
+    double s[3], l2 = 0.0;
+    for (int i = 0; i < 3; i++) {
+      s[i] = cc[i] - c[i];
+      l2 += s[i] * s[i];
+    }
+    for (int i = 0; i < 3; i++) {
+      mo[i] += cn->n[i];
+      for (int j = 0; j < 3; j++) mo[3 + i * 3 + j] += (double)cn->m[i * 3 + j] + cn->n[i] * s[j];
+    }
+    double rc = sqrt(l2) + (double)cn->r;
+    if (rc > r) r = rc;
+  }
+  b->area[id] = A;
+  memcpy(b->cen + id * 3, c, sizeof c);
+  nd->r = (float)r;
+  for (int i = 0; i < 3; i++) nd->n[i] = (float)mo[i];
+  for (int i = 0; i < 9; i++) nd->m[i] = (float)mo[3 + i];
+}
+
+/* Stored as floats; the radius is widened by the centre's rounding. */
+static void round_centre(builder *b, uint64_t id) {
+  vx_wind_node *nd = b->t->nodes + id;
   const double *c = b->cen + id * 3;
   double err = 0.0;
   for (int i = 0; i < 3; i++) {
@@ -225,71 +221,240 @@ static void build_node(builder *b, uint64_t id, uint64_t lo, uint64_t hi) {
   nd->r = (float)(((double)nd->r + err) * (1.0 + 1e-6));
 }
 
-vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, vx_wind_tree *t, vx_error *err) {
+/* Builds node `id` over sorted range [lo, hi); children are allocated as a pair at b->used, so
+ * the nodes are numbered depth first, left before right. */
+static void build_node(builder *b, uint64_t id, uint64_t lo, uint64_t hi) {
+  vx_wind_node *nd = b->t->nodes + id;
+  if (hi - lo <= LEAF) {
+    nd->first = (uint32_t)lo;
+    nd->count = (uint32_t)(hi - lo);
+    leaf_moments(b, id, lo, hi);
+  } else {
+    const uint64_t mid = split_at(b->keys, lo, hi), left = b->used;
+    b->used += 2;
+    nd->first = (uint32_t)left;
+    nd->count = 0;
+    build_node(b, left, lo, mid);
+    build_node(b, left + 1, mid, hi);
+    combine(b, id, left);
+  }
+  round_centre(b, id);
+}
+
+/* Inner nodes of the subtree over [lo, hi): the node ids it allocates are twice that. */
+static uint64_t inner_count(const keyed *keys, uint64_t lo, uint64_t hi) {
+  if (hi - lo <= LEAF) return 0;
+  const uint64_t mid = split_at(keys, lo, hi);
+  return 1 + inner_count(keys, lo, mid) + inner_count(keys, mid, hi);
+}
+
+/* ---- the build on several threads --------------------------------------------------------------
+ * The tree is the serial build's, node for node: ranges of at most `grain` triangles are subtrees
+ * built as tasks; the nodes above them (the top) are split on the calling thread. A subtree's
+ * first child pair is numbered after every node the serial build allocates before it, which is
+ * known once the subtrees to its left have counted their inner nodes (inner_count, as tasks). The
+ * top's moments are then combined from their children in the serial order. */
+
+typedef struct subtree {
+  uint64_t lo, hi, id, used, inner;
+} subtree;
+
+typedef struct wind_job {
+  const vx_soup *m;
+  const vx_transform *xf;
+  double *g;       /* grid triangles, input order */
+  keyed *keys;
+  double (*box)[6]; /* per chunk: centroid min, max */
+  double lo[3], q;
+  builder *b;
+  subtree *sub;
+  uint64_t T, nsub, chunks;
+  int stage;
+  atomic_uint_fast64_t next;
+} wind_job;
+
+#define CHUNK 16384u
+
+static void *wind_worker(void *arg) {
+  wind_job *j = (wind_job *)arg;
+  const uint64_t n = j->stage < 3 ? j->chunks : j->nsub;
+  for (uint64_t c; (c = atomic_fetch_add(&j->next, 1)) < n;) {
+    const uint64_t a = c * CHUNK, z = a + CHUNK < j->T ? a + CHUNK : j->T;
+    if (j->stage == 0) { /* triangles in the tree's frame, their centroids' box */
+      double *bx = j->box[c];
+      for (int i = 0; i < 3; i++) bx[i] = INFINITY, bx[3 + i] = -INFINITY;
+      for (uint64_t k = a; k < z; k++) {
+        double *g = j->g + k * 9;
+        if (j->xf) vx_grid_tri(j->m, j->xf, k, g);
+        else
+          for (int i = 0; i < 9; i++) g[i] = j->m->pos[k * 9 + i];
+        for (int i = 0; i < 3; i++) {
+          double ct = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
+          if (ct < bx[i]) bx[i] = ct;
+          if (ct > bx[3 + i]) bx[3 + i] = ct;
+        }
+      }
+    } else if (j->stage == 1) { /* Morton codes of the centroids over that box */
+      for (uint64_t k = a; k < z; k++) {
+        const double *g = j->g + k * 9;
+        uint64_t code = 0;
+        for (int i = 0; i < 3; i++) {
+          double ct = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
+          double f = (ct - j->lo[i]) * j->q;
+          uint64_t u = f > 0.0 ? (uint64_t)f : 0;
+          if (u > 2097151) u = 2097151;
+          code |= spread21(u) << i;
+        }
+        j->keys[k].code = code;
+        j->keys[k].tri = (uint32_t)k;
+      }
+    } else if (j->stage == 2) { /* the triangles in tree order */
+      for (uint64_t k = a; k < z; k++)
+        memcpy(j->b->t->tri + k * 9, j->g + (uint64_t)j->keys[k].tri * 9, 72);
+    } else if (j->stage == 3) {
+      j->sub[c].inner = inner_count(j->keys, j->sub[c].lo, j->sub[c].hi);
+    } else {
+      builder b = *j->b;
+      b.used = j->sub[c].used;
+      build_node(&b, j->sub[c].id, j->sub[c].lo, j->sub[c].hi);
+    }
+  }
+  return NULL;
+}
+
+static void run_stage(wind_job *j, int stage, int threads) {
+  j->stage = stage;
+  atomic_store(&j->next, 0);
+  vx_parallel(threads, wind_worker, j);
+}
+
+/* The top, depth first. mode 0: list the subtrees (j->sub NULL: count them); 1: number the top's
+ * nodes and the subtrees' first pairs; 2: combine the top's moments, children first. */
+static void top_walk(wind_job *j, uint64_t grain, int mode, uint64_t id, uint64_t lo, uint64_t hi,
+                     uint64_t *used) {
+  if (hi - lo <= grain) {
+    subtree *s = j->sub ? j->sub + j->nsub : NULL;
+    if (mode == 0 && s) s->lo = lo, s->hi = hi;
+    if (mode == 1) {
+      s->id = id;
+      s->used = *used;
+      *used += 2 * s->inner;
+    }
+    j->nsub++;
+    return;
+  }
+  const uint64_t mid = split_at(j->keys, lo, hi);
+  vx_wind_node *nd = j->b->t->nodes + id;
+  if (mode == 1) {
+    nd->first = (uint32_t)*used;
+    nd->count = 0;
+    *used += 2;
+  }
+  const uint64_t left = mode == 0 ? 0 : nd->first; /* mode 0 needs no ids */
+  top_walk(j, grain, mode, left, lo, mid, used);
+  top_walk(j, grain, mode, left + 1, mid, hi, used);
+  if (mode == 2) {
+    combine(j->b, id, left);
+    round_centre(j->b, id);
+  }
+}
+
+/* The nodes over the sorted triangles (b->keys, t->tri), on `threads` threads. */
+static vx_status wind_tree(wind_job *j, int threads) {
+  builder *b = j->b;
+  const uint64_t T = j->T;
+  /* subtrees of about T / (16 threads) triangles: enough tasks to balance uneven ones */
+  uint64_t grain = T / ((uint64_t)threads * 16), used = 1;
+  if (grain < 4096) grain = 4096;
+  if (threads <= 1 || T <= grain) {
+    b->used = 1;
+    build_node(b, 0, 0, T);
+    return VX_OK;
+  }
+  j->nsub = 0;
+  j->sub = NULL;
+  top_walk(j, grain, 0, 0, 0, T, &used);
+  j->sub = (subtree *)vx_calloc((size_t)j->nsub, sizeof *j->sub);
+  if (!j->sub) return VX_ERR_NOMEM;
+  j->nsub = 0;
+  top_walk(j, grain, 0, 0, 0, T, &used);
+  run_stage(j, 3, threads);
+  j->nsub = 0;
+  top_walk(j, grain, 1, 0, 0, T, &used);
+  run_stage(j, 4, threads);
+  j->nsub = 0;
+  top_walk(j, grain, 2, 0, 0, T, &used);
+  b->used = used;
+  vx_free(j->sub);
+  j->sub = NULL;
+  return VX_OK;
+}
+
+static int no_memory(wind_job *j, vx_wind_tree *t, vx_error *err) {
+  vx_free(j->keys);
+  vx_free(j->g);
+  vx_free(j->box);
+  vx_free(j->b->area);
+  vx_free(j->b->cen);
+  vx_wind_free(t);
+  return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the winding tree for %llu triangles",
+                      (unsigned long long)j->T);
+}
+
+vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, int threads, vx_wind_tree *t,
+                        vx_error *err) {
   memset(t, 0, sizeof *t);
   uint64_t T = m ? m->tri_count : 0;
   if (T == 0) return vx_error_set(err, VX_ERR_EMPTY, "no triangles");
   if (T >= UINT32_MAX / 2)
     return vx_error_set(err, VX_ERR_LIMIT, "too many triangles for the winding tree (%llu)",
                         (unsigned long long)T);
+  threads = vx_thread_count(threads, 64);
   uint64_t cap = 2 * T; /* a binary tree over T leaves or fewer has < 2T nodes */
-  keyed *keys = (keyed *)vx_malloc(T * sizeof *keys);
-  double *g = (double *)vx_malloc(T * 9 * sizeof(double));
   builder b;
   memset(&b, 0, sizeof b);
   b.t = t;
+  wind_job j;
+  memset(&j, 0, sizeof j);
+  j.m = m;
+  j.xf = xf;
+  j.T = T;
+  j.b = &b;
+  j.chunks = (T + CHUNK - 1) / CHUNK;
+  j.keys = (keyed *)vx_malloc(T * sizeof *j.keys);
+  j.g = (double *)vx_malloc(T * 9 * sizeof(double));
+  j.box = (double(*)[6])vx_malloc(j.chunks * sizeof *j.box);
   t->tri = (double *)vx_malloc(T * 9 * sizeof(double));
-  t->nodes = (vx_wind_node *)vx_calloc(cap, sizeof(vx_wind_node));
+  /* every field of nodes 0 .. used-1 is written; pages past them are never touched */
+  t->nodes = (vx_wind_node *)vx_malloc(cap * sizeof(vx_wind_node));
   b.area = (double *)vx_malloc(cap * sizeof(double));
   b.cen = (double *)vx_malloc(cap * 3 * sizeof(double));
-  if (!keys || !g || !t->tri || !t->nodes || !b.area || !b.cen) {
-    vx_free(keys);
-    vx_free(g);
-    vx_free(b.area);
-    vx_free(b.cen);
-    vx_wind_free(t);
-    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the winding tree for %llu triangles",
-                        (unsigned long long)T);
-  }
+  if (!j.keys || !j.g || !j.box || !t->tri || !t->nodes || !b.area || !b.cen)
+    return no_memory(&j, t, err);
   /* Triangles in the tree's frame; Morton codes of their centroids over the centroids' box. */
+  run_stage(&j, 0, threads);
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  for (uint64_t k = 0; k < T; k++) {
-    if (xf) {
-      vx_grid_tri(m, xf, k, g + k * 9);
-    } else {
-      for (int i = 0; i < 9; i++) g[k * 9 + i] = m->pos[k * 9 + i];
-    }
+  for (uint64_t c = 0; c < j.chunks; c++)
     for (int i = 0; i < 3; i++) {
-      double ct = (g[k * 9 + i] + g[k * 9 + 3 + i] + g[k * 9 + 6 + i]) / 3.0;
-      if (ct < lo[i]) lo[i] = ct;
-      if (ct > hi[i]) hi[i] = ct;
+      if (j.box[c][i] < lo[i]) lo[i] = j.box[c][i];
+      if (j.box[c][3 + i] > hi[i]) hi[i] = j.box[c][3 + i];
     }
-  }
   double ext = 0.0;
   for (int i = 0; i < 3; i++)
     if (hi[i] - lo[i] > ext) ext = hi[i] - lo[i];
-  double q = ext > 0.0 ? 2097151.0 / ext : 0.0;
-  for (uint64_t k = 0; k < T; k++) {
-    uint64_t code = 0;
-    for (int i = 0; i < 3; i++) {
-      double ct = (g[k * 9 + i] + g[k * 9 + 3 + i] + g[k * 9 + 6 + i]) / 3.0;
-      double f = (ct - lo[i]) * q;
-      uint64_t u = f > 0.0 ? (uint64_t)f : 0;
-      if (u > 2097151) u = 2097151;
-      code |= spread21(u) << i;
-    }
-    keys[k].code = code;
-    keys[k].tri = (uint32_t)k;
-  }
-  qsort(keys, T, sizeof *keys, keyed_cmp);
-  for (uint64_t k = 0; k < T; k++) memcpy(t->tri + k * 9, g + (uint64_t)keys[k].tri * 9, 72);
-  vx_free(g);
+  memcpy(j.lo, lo, sizeof lo);
+  j.q = ext > 0.0 ? 2097151.0 / ext : 0.0;
+  run_stage(&j, 1, threads);
+  vx_sort_parallel(j.keys, (size_t)T, sizeof *j.keys, keyed_cmp, threads);
+  run_stage(&j, 2, threads);
+  vx_free(j.g);
+  j.g = NULL;
   t->tri_count = T;
-  b.keys = keys;
-  b.used = 1;
-  build_node(&b, 0, 0, T);
+  b.keys = j.keys;
+  if (wind_tree(&j, threads) != VX_OK) return no_memory(&j, t, err);
   t->node_count = b.used;
-  vx_free(keys);
+  vx_free(j.keys);
+  vx_free(j.box);
   vx_free(b.area);
   vx_free(b.cen);
   vx_wind_node *shrunk = (vx_wind_node *)vx_realloc(t->nodes, b.used * sizeof(vx_wind_node));

@@ -42,8 +42,10 @@ typedef struct vx_wind_tree {
 } vx_wind_tree;
 
 /* Builds the hierarchy over every triangle of `m`, mapped into the grid of `xf` (vx_grid_tri),
- * or in world coordinates when xf is NULL. Queries then take points in the same frame. */
-vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, vx_wind_tree *t, vx_error *err);
+ * or in world coordinates when xf is NULL, on `threads` threads (<= 0: all cores): the tree is
+ * the same node for node whatever their number. Queries then take points in the same frame. */
+vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, int threads, vx_wind_tree *t,
+                        vx_error *err);
 void vx_wind_free(vx_wind_tree *t); /* NULL and zeroed trees are fine */
 
 /* The winding number at p (hierarchical; within VX_WIND_TOL of the exact sum, see winding.c). */
