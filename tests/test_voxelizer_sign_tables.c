@@ -5,8 +5,10 @@
  * appearance, edges likewise by their two vertex ids, and every sum over a vertex's or an edge's
  * corners taken in corner order. Bit for bit, for 1 and 3 threads, on welded analytic meshes
  * (one of them larger than a task's 65536 corners), a soup with -0/+0, repeated and reversed
- * triangles, and the messy test meshes. */
+ * triangles, and the messy test meshes. The winding rule's clean flags likewise, against their
+ * serial definitions over the same reference ids. */
 #include "voxelizer/internal.h"
+#include "voxelizer/cert_eval.h"
 #include "formats/mesh_import.h"
 #include "meshgen.h"
 #include "check.h"
@@ -55,6 +57,63 @@ static uint32_t number(item *it, uint64_t n, uint32_t *id) {
   free(first);
   free(is_first);
   return count;
+}
+
+/* The winding rule's clean flags (sign.c) against their definitions, computed serially over the
+ * reference's vertex and edge ids: a triangle is a candidate when each of its edges has two
+ * corners of opposite orientations and it has an area, and clean with the certificate's value
+ * (vx_cert_triangle on the rule's own tree); a vertex takes its triangles' common value, else 0. */
+static void clean_flags_match(const char *what, const vx_soup *m, const uint32_t *vid,
+                              const uint32_t *eid, uint32_t nv, uint32_t ne, const uint32_t *ec) {
+  const uint64_t T = m->tri_count, n = 3 * T;
+  vx_transform xf;
+  vx_error err;
+  CHECK_MSG(vx_voxelize_transform(m, 64, &xf, &err) == VX_OK, "%s: %s", what, err.msg);
+  int32_t *orient = (int32_t *)calloc(ne ? ne : 1, 4);
+  for (uint64_t c = 0; c < n; c++) {
+    const uint32_t a = vid[c], b = vid[c - c % 3 + (c % 3 + 1) % 3];
+    orient[eid[c]] += a < b ? 1 : a > b ? -1 : 2;
+  }
+  uint8_t *clean = (uint8_t *)malloc(T), *vclean = (uint8_t *)malloc(nv ? nv : 1);
+  for (int threads = 1; threads <= 3; threads += 2) {
+    vx_sign_data s;
+    CHECK_MSG(vx_sign_build_rule_ex(m, &xf, VX_SIGN_WINDING, 0, threads, &s, &err) == VX_OK,
+              "%s: %s", what, err.msg);
+    uint64_t count = 0;
+    for (uint64_t t = 0; t < T; t++) {
+      int ok = 1;
+      for (int k = 0; k < 3; k++) ok &= ec[eid[3 * t + k]] == 2 && orient[eid[3 * t + k]] == 0;
+      const float *p = m->pos + 9 * t;
+      double u[3], v[3];
+      for (int i = 0; i < 3; i++) {
+        u[i] = (double)p[3 + i] - p[i];
+        v[i] = (double)p[6 + i] - p[i];
+      }
+      const double cx = u[1] * v[2] - u[2] * v[1], cy = u[2] * v[0] - u[0] * v[2],
+                   cz = u[0] * v[1] - u[1] * v[0];
+      uint8_t f = 0;
+      if (ok && cx * cx + cy * cy + cz * cz > 0.0) {
+        double g[9];
+        vx_grid_tri(m, &xf, t, g);
+        f = vx_cert_triangle(s.wind.nodes, s.wind.tri, g);
+      }
+      clean[t] = f;
+      count += f != 0;
+    }
+    memset(vclean, 0xff, nv);
+    for (uint64_t c = 0; c < n; c++) {
+      uint8_t *w = vclean + vid[c];
+      *w = *w == 0xff || *w == clean[c / 3] ? clean[c / 3] : 0;
+    }
+    CHECK_MSG(memcmp(s.clean, clean, T) == 0 && memcmp(s.vclean, vclean, nv) == 0 &&
+                  s.clean_count == count,
+              "%s, %d threads: the clean flags differ (%llu clean, %llu expected)", what, threads,
+              (unsigned long long)s.clean_count, (unsigned long long)count);
+    vx_sign_free(&s);
+  }
+  free(orient);
+  free(clean);
+  free(vclean);
 }
 
 static void compare(const char *what, const vx_soup *m) {
@@ -146,6 +205,7 @@ static void compare(const char *what, const vx_soup *m) {
     s.eid = NULL;
     vx_sign_free(&s);
   }
+  clean_flags_match(what, m, vid, eid, nv, ne, ec);
   free(vid);
   free(eid);
   free(face);
@@ -162,6 +222,16 @@ static void tables_match_reference(void) {
   compare("sphere + torus", &m);
   vx_soup_free(&m);
   memset(&m, 0, sizeof m);
+  meshgen_sphere(&m, 0.0, 0.0, 0.0, 1.0, 40, 20); /* one triangle flipped: its edges unbalanced */
+  for (int i = 0; i < 3; i++) {
+    float *p = m.pos + 9 * 100;
+    const float keep = p[3 + i];
+    p[3 + i] = p[6 + i];
+    p[6 + i] = keep;
+  }
+  compare("sphere, one triangle flipped", &m);
+  vx_soup_free(&m);
+  memset(&m, 0, sizeof m);
   meshgen_sphere(&m, 0.0, 0.0, 0.0, 1.0, 240, 120); /* 57k triangles: several tasks */
   compare("sphere, 240 x 120", &m);
   vx_soup_free(&m);
@@ -174,6 +244,7 @@ static void tables_match_reference(void) {
   m.tri_count = sizeof tri / sizeof tri[0];
   m.pos = (float *)vx_malloc(sizeof tri);
   memcpy(m.pos, tri, sizeof tri);
+  for (int i = 0; i < 3; i++) m.bbox_min[i] = -1.0, m.bbox_max[i] = 3.0; /* holds every vertex */
   compare("soup: -0, repeats, a fan", &m);
   vx_soup_free(&m);
   static const char *names[] = {"messy/sphere_with_hole.stl", "messy/doubled_cube.obj",
