@@ -410,41 +410,32 @@ static void cpu_cert(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, 
   vx_parallel(vx_thread_count(threads, 64), cert_worker, &j);
 }
 
-/* The clean flags' passes, on all cores. Their values are the serial definitions': an edge's
- * corners and orientation are sums of integers (atomic adds, in any order); a vertex is clean
- * with value c when all its triangles have flag c, else 0 (an OR of one bit per flag). */
-typedef struct clean_job {
-  const vx_soup *m;
-  vx_sign_data *s;
-  _Atomic uint64_t *edge; /* per edge: corners (low 32 bits) + orientation sum (high 32 bits) */
-  atomic_uchar *seen;     /* per vertex: bit 1 << flag of each of its triangles */
-  uint64_t *clean_in;     /* per range of triangles: the clean ones */
-} clean_job;
-
-/* Corners [a, b): +1 per edge a -> b with a < b, -1 with a > b, 2 for a collapsed edge (which
- * never balances), and one corner. */
-static void edge_tally(void *ctx, uint64_t a, uint64_t b) {
-  clean_job *j = (clean_job *)ctx;
-  const uint32_t *vid = j->s->vid;
-  for (uint64_t c = a; c < b; c++) {
-    const uint32_t u = vid[c], v = vid[c - c % 3 + (c % 3 + 1) % 3];
-    const int64_t o = u < v ? 1 : u > v ? -1 : 2;
-    atomic_fetch_add_explicit(&j->edge[j->s->eid[c]], ((uint64_t)o << 32) + 1,
-                              memory_order_relaxed);
+/* Marks the clean triangles (see above); returns 0 on allocation failure. */
+static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, int gpu,
+                       int threads) {
+  uint64_t T = m->tri_count, n = T * 3, E = s->edge_count;
+  const uint32_t *vid = s->vid, *eid = s->eid;
+  int32_t *orient = (int32_t *)vx_calloc(E ? E : 1, sizeof *orient); /* +1 per a->b with a < b, -1 else */
+  uint32_t *count = (uint32_t *)vx_calloc(E ? E : 1, sizeof *count);
+  s->clean = (uint8_t *)vx_malloc(T);
+  s->vclean = (uint8_t *)vx_malloc(s->vert_count ? s->vert_count : 1);
+  if (!eid || !orient || !count || !s->clean || !s->vclean) {
+    vx_free(orient), vx_free(count);
+    return 0;
   }
-}
-
-/* Triangles [a, b): clean when each edge has two corners of opposite orientations and the
- * triangle has an area. */
-static void tri_clean(void *ctx, uint64_t a, uint64_t b) {
-  clean_job *j = (clean_job *)ctx;
-  for (uint64_t t = a; t < b; t++) {
+  for (uint64_t c = 0; c < n; c++) { /* the edges as vx_sign_build welded them */
+    uint64_t t = c / 3, k = c % 3;
+    uint32_t a = vid[c], b = vid[t * 3 + (k + 1) % 3], e = eid[c];
+    count[e]++;
+    orient[e] += a < b ? 1 : a > b ? -1 : 2; /* a collapsed edge never balances */
+  }
+  for (uint64_t t = 0; t < T; t++) {
     int ok = 1;
     for (int k = 0; k < 3; k++) {
-      const uint64_t e = atomic_load_explicit(&j->edge[j->s->eid[t * 3 + k]], memory_order_relaxed);
-      ok &= (uint32_t)e == 2 && (int32_t)(uint32_t)(e >> 32) == 0;
+      uint32_t e = eid[t * 3 + k];
+      ok &= count[e] == 2 && orient[e] == 0;
     }
-    const float *p = j->m->pos + t * 9;
+    const float *p = m->pos + t * 9;
     double u[3], v[3];
     for (int i = 0; i < 3; i++) {
       u[i] = (double)p[3 + i] - p[i];
@@ -452,69 +443,24 @@ static void tri_clean(void *ctx, uint64_t a, uint64_t b) {
     }
     double cx = u[1] * v[2] - u[2] * v[1], cy = u[2] * v[0] - u[0] * v[2],
            cz = u[0] * v[1] - u[1] * v[0];
-    j->s->clean[t] = (uint8_t)(ok && cx * cx + cy * cy + cz * cz > 0.0);
+    s->clean[t] = (uint8_t)(ok && cx * cx + cy * cy + cz * cz > 0.0);
   }
-}
-
-static void vertex_seen(void *ctx, uint64_t a, uint64_t b) { /* triangles [a, b) */
-  clean_job *j = (clean_job *)ctx;
-  uint64_t n = 0;
-  for (uint64_t t = a; t < b; t++) {
-    const uint8_t f = j->s->clean[t]; /* 0, 1, or 2 (vx_cert_triangle) */
-    n += f != 0;
-    for (int k = 0; k < 3; k++)
-      atomic_fetch_or_explicit(&j->seen[j->s->vid[t * 3 + k]], (unsigned char)(1u << f),
-                               memory_order_relaxed);
-  }
-  j->clean_in[a / VX_RANGE_CHUNK] = n;
-}
-
-static void vertex_clean(void *ctx, uint64_t a, uint64_t b) { /* vertices [a, b) */
-  clean_job *j = (clean_job *)ctx;
-  for (uint64_t v = a; v < b; v++) {
-    const unsigned bits = atomic_load_explicit(&j->seen[v], memory_order_relaxed);
-    j->s->vclean[v] = bits == 0 ? 0xff : bits == 2 ? 1 : bits == 4 ? 2 : 0;
-  }
-}
-
-/* Marks the clean triangles (see above); returns 0 on allocation failure. */
-static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, int gpu,
-                       int threads) {
-  const uint64_t T = m->tri_count, E = s->edge_count, V = s->vert_count;
-  const uint64_t ranges = (T + VX_RANGE_CHUNK - 1) / VX_RANGE_CHUNK;
-  clean_job j;
-  memset(&j, 0, sizeof j);
-  j.m = m;
-  j.s = s;
-  j.edge = (_Atomic uint64_t *)vx_calloc(E ? E : 1, sizeof *j.edge);
-  s->clean = (uint8_t *)vx_malloc(T);
-  s->vclean = (uint8_t *)vx_malloc(V ? V : 1);
-  if (!s->eid || !j.edge || !s->clean || !s->vclean) {
-    vx_free((void *)j.edge);
-    return 0;
-  }
-  vx_ranges_run(threads, T * 3, edge_tally, &j); /* the edges as the tables welded them */
-  vx_ranges_run(threads, T, tri_clean, &j);
-  vx_free((void *)j.edge);
+  vx_free(orient), vx_free(count);
   vx_free(s->eid);
   s->eid = NULL;
   /* The centroid test, on the GPU when asked and possible, else on the caller's threads (each
    * triangle independent: threads change nothing). */
   if (!gpu || vx_sign_cert_gpu(m, xf, &s->wind, s->clean, NULL) != VX_OK)
     cpu_cert(m, xf, s, threads);
-  j.seen = (atomic_uchar *)vx_calloc(V ? V : 1, sizeof *j.seen);
-  j.clean_in = (uint64_t *)vx_malloc((size_t)(ranges ? ranges : 1) * sizeof *j.clean_in);
-  if (!j.seen || !j.clean_in) {
-    vx_free((void *)j.seen);
-    vx_free(j.clean_in);
-    return 0;
-  }
-  vx_ranges_run(threads, T, vertex_seen, &j);
-  vx_ranges_run(threads, V, vertex_clean, &j);
   s->clean_count = 0;
-  for (uint64_t r = 0; r < ranges; r++) s->clean_count += j.clean_in[r];
-  vx_free((void *)j.seen);
-  vx_free(j.clean_in);
+  memset(s->vclean, 0xff, s->vert_count); /* 0xff: no triangle seen yet */
+  for (uint64_t t = 0; t < T; t++) {
+    s->clean_count += s->clean[t] != 0;
+    for (int k = 0; k < 3; k++) {
+      uint8_t *v = s->vclean + s->vid[t * 3 + k];
+      *v = *v == 0xff || *v == s->clean[t] ? s->clean[t] : 0;
+    }
+  }
   return 1;
 }
 
