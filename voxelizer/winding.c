@@ -50,7 +50,9 @@
  * Build: triangles are sorted by the 63-bit Morton code of their centroids (ties by index); a
  * node covering a sorted range splits where the highest differing code bit changes (an implicit
  * octree, Lauterbach et al. 2009), or in the middle when all codes are equal; ranges of at most
- * LEAF triangles are leaves. Moments are accumulated bottom-up (double arithmetic, stored as floats).
+ * LEAF triangles are leaves. Moments are accumulated bottom-up (double arithmetic, stored as
+ * floats). The build runs on all cores (the sort, the triangles' grid coordinates, subtrees as
+ * tasks; "the build on several threads" below) and gives the one-thread tree node for node.
  * Each query walks the tree from the root with a fixed stack order (left child first), so its
  * value depends only on the point and the mesh: not on blocks, threads or query order.
  */
