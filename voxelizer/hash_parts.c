@@ -68,7 +68,7 @@ vx_status vx_hash_parts_build(uint64_t n, uint64_t (*hash)(const void *ctx, uint
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory matching %llu items",
                         (unsigned long long)n);
   }
-  const int nt = vx_thread_count(threads, 256);
+  const int nt = vx_thread_count(threads, j.chunks < 256 ? (int)(j.chunks ? j.chunks : 1) : 256);
   hp_stage(&j, 0, nt);
   uint64_t at = 0; /* partitions in order, chunks in order */
   for (int p = 0; p < VX_HASH_PARTS; p++) {
@@ -133,5 +133,7 @@ void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, ui
   j.ctx = ctx;
   j.n = n;
   j.tasks = (n + HP_CHUNK - 1) / HP_CHUNK;
-  vx_parallel(vx_thread_count(threads, 256), run_worker, &j);
+  /* no more threads than ranges: a small input stays on the calling thread */
+  vx_parallel(vx_thread_count(threads, j.tasks < 256 ? (int)(j.tasks ? j.tasks : 1) : 256),
+              run_worker, &j);
 }
