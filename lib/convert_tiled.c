@@ -192,7 +192,7 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   uint32_t D = 0;
   float band = 0.0f;
   s = vx_voxelize_setup(m, bo, &xf, &D, &band, err);
-  if (s == VX_OK) s = vx_overlap_check(m, &xf, D, bo->mem_limit, NULL, err); /* once, not per tile */
+  if (s == VX_OK) s = vx_overlap_check(m, &xf, D, bo->mem_limit, bo->threads, NULL, err); /* once, not per tile */
   p->sec_overlap = vx_clock_seconds() - tu;
   const uint32_t T = o->tile_depth;
   if (s == VX_OK && (T >= D || D - T > VX_MAX_DEPTH - 1))
@@ -612,9 +612,15 @@ vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
   if (p.fell_back)
     vx_notes_add(&b->notes, "GPU build unavailable (%s): tiles built on the CPU", p.note.msg);
   const uint64_t built = j.built;
-  if (s == VX_OK)
-    vx_notes_add(&b->notes, "plan: duplicates %.2fs, overlaps %.2fs, sign tables %.2fs, tile "
-                 "pairs %.2fs", p.sec_unique, p.sec_overlap, p.sec_sign, p.sec_pairs);
+  if (s == VX_OK) {
+    char parts[160] = ""; /* the winding rule's parts */
+    if (o->sign_rule == VX_SIGN_WINDING)
+      snprintf(parts, sizeof parts, " (welding %.2fs, winding tree %.2fs, clean flags %.2fs, "
+               "their certificate %.2fs on the %s)", p.sign.sec[0], p.sign.sec[1], p.sign.sec[2],
+               p.sign.sec[3], p.sign.cert_gpu ? "GPU" : "CPU");
+    vx_notes_add(&b->notes, "plan: duplicates %.2fs, overlaps %.2fs, sign tables %.2fs%s, tile "
+                 "pairs %.2fs", p.sec_unique, p.sec_overlap, p.sec_sign, parts, p.sec_pairs);
+  }
   if (s == VX_OK && built)
     vx_notes_add(&b->notes, "tiles by %d worker%s%s: building %.2fs, compressing %.2fs, "
                  "appending %.2fs (summed over the tiles)", workers, workers > 1 ? "s" : "",

@@ -164,7 +164,7 @@ static void build_overlap_floor_and_limit(void) {
   vx_transform xf;
   CHECK(vx_voxelize_transform(&m, 64, &xf, NULL) == VX_OK);
   double floor_pairs = 0.0, brute = 0.0;
-  CHECK(vx_overlap_check(&m, &xf, 6, 0, &floor_pairs, NULL) == VX_OK);
+  CHECK(vx_overlap_check(&m, &xf, 6, 0, 0, &floor_pairs, NULL) == VX_OK);
   for (uint64_t t = 0; t < m.tri_count; t++) {
     double g[9];
     int64_t lo[3], hi[3];
@@ -177,7 +177,7 @@ static void build_overlap_floor_and_limit(void) {
     vx_soup one = m;
     one.pos = m.pos + t * 9;
     one.tri_count = 1;
-    vx_overlap_check(&one, &xf, 6, 0, &fl, NULL);
+    vx_overlap_check(&one, &xf, 6, 0, 1, &fl, NULL);
     CHECK_MSG(fl <= own, "triangle %llu: floor %.0f over %.0f overlaps", (unsigned long long)t, fl,
               own);
     brute += own;
@@ -206,6 +206,39 @@ static void build_overlap_floor_and_limit(void) {
   s = vx_voxelize_stream(&j, &o, NULL, &st, NULL, &err);
   CHECK_MSG(s == VX_ERR_LIMIT && strstr(err.msg, "overlap"), "%d %s", (int)s, err.msg);
   vx_soup_free(&j);
+}
+
+/* The floor is summed by ranges of triangles on all threads: the same bits for any thread count,
+ * and the serial sum of the triangles' own floors up to rounding. */
+static void overlap_floor_same_on_threads(void) {
+  vx_soup m = {0};
+  uint64_t seed = 777;
+  for (int t = 0; t < 150000; t++) {
+    float q[9];
+    for (int i = 0; i < 9; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      q[i] = (float)(100.0 * (double)(seed >> 11) / 9007199254740992.0);
+      if (i >= 3) q[i] = q[i % 3] + 0.05f * (q[i] - 50.0f);
+    }
+    vx_soup_append(&m, q, 1, NULL);
+  }
+  vx_transform xf;
+  CHECK(vx_voxelize_transform(&m, 1024, &xf, NULL) == VX_OK);
+  double serial = 0.0, p[4];
+  for (uint64_t t = 0; t < m.tri_count; t++) {
+    vx_soup one = m;
+    double fl = 0.0;
+    one.pos = m.pos + t * 9;
+    one.tri_count = 1;
+    vx_overlap_check(&one, &xf, 10, 0, 1, &fl, NULL);
+    serial += fl;
+  }
+  const int threads[4] = {1, 2, 7, 0};
+  for (int k = 0; k < 4; k++) CHECK(vx_overlap_check(&m, &xf, 10, 0, threads[k], &p[k], NULL) == VX_OK);
+  for (int k = 1; k < 4; k++) CHECK_MSG(memcmp(&p[k], &p[0], sizeof p[0]) == 0, "%d threads: %.17g, "
+                                        "one: %.17g", threads[k], p[k], p[0]);
+  CHECK_MSG(fabs(p[0] - serial) <= 1e-12 * serial, "%.17g against the serial %.17g", p[0], serial);
+  vx_soup_free(&m);
 }
 
 static int cancel_now(void *user, const char *phase, double f) {
@@ -325,6 +358,7 @@ int main(int argc, char **argv) {
   RUN(build_rejects_bad_options);
   RUN(build_drops_duplicates);
   RUN(build_overlap_floor_and_limit);
+  RUN(overlap_floor_same_on_threads);
   RUN(build_cancel_is_interrupted);
   RUN(build_messy_meshes);
   return check_summary();

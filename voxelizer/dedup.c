@@ -190,16 +190,41 @@ static double pair_floor(const double g[9], int64_t R) {
   return best > 1.0 ? best : 1.0;
 }
 
-vx_status vx_overlap_check(const vx_soup *m, const vx_transform *xf, uint32_t depth,
-                           uint64_t mem_limit, double *pairs_out, vx_error *err) {
-  const int64_t R = (int64_t)1 << depth;
+typedef struct overlap_job {
+  const vx_soup *m;
+  const vx_transform *xf;
+  int64_t R;
+  double (*sum)[2]; /* per range of triangles: its pairs' floor and its area */
+} overlap_job;
+
+static void overlap_range(void *ctx, uint64_t a, uint64_t b) {
+  overlap_job *j = (overlap_job *)ctx;
   double pairs = 0.0, area = 0.0;
-  for (uint64_t t = 0; t < m->tri_count; t++) {
+  for (uint64_t t = a; t < b; t++) {
     double g[9];
-    vx_grid_tri(m, xf, t, g);
-    pairs += pair_floor(g, R);
+    vx_grid_tri(j->m, j->xf, t, g);
+    pairs += pair_floor(g, j->R);
     area += vx_grid_tri_area(g);
   }
+  j->sum[a / VX_RANGE_CHUNK][0] = pairs;
+  j->sum[a / VX_RANGE_CHUNK][1] = area;
+}
+
+vx_status vx_overlap_check(const vx_soup *m, const vx_transform *xf, uint32_t depth,
+                           uint64_t mem_limit, int threads, double *pairs_out, vx_error *err) {
+  if (!mem_limit && !pairs_out) return VX_OK;
+  /* summed by ranges of triangles, then the ranges in order: the same sums for any thread count */
+  const uint64_t ranges = (m->tri_count + VX_RANGE_CHUNK - 1) / VX_RANGE_CHUNK;
+  overlap_job j = {m, xf, (int64_t)1 << depth, NULL};
+  j.sum = (double(*)[2])vx_malloc((size_t)(ranges ? ranges : 1) * sizeof *j.sum);
+  if (!j.sum) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_ranges_run(threads, m->tri_count, overlap_range, &j);
+  double pairs = 0.0, area = 0.0;
+  for (uint64_t r = 0; r < ranges; r++) {
+    pairs += j.sum[r][0];
+    area += j.sum[r][1];
+  }
+  vx_free(j.sum);
   if (pairs_out) *pairs_out = pairs;
   if (!mem_limit) return VX_OK;
   double grid = ldexp(1.0, 3 * (int)depth), vox = 2.0 * area + 1.0;

@@ -40,8 +40,7 @@ vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }
 
-vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf, const vx_wind_tree *w,
-                           uint8_t *clean, vx_error *err) {
+vx_status vx_sign_cert_gpu(const vx_wind_tree *w, uint8_t *clean, vx_error *err) {
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }
 

@@ -18,47 +18,47 @@
 
 namespace {
 
-__global__ void k_cert(const vx_wind_node *nodes, const double *wtri, const double *tg, uint64_t n,
-                       uint8_t *clean) {
-  uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= n || !clean[t]) return;
-  clean[t] = vx_cert_triangle(nodes, wtri, tg + t * 9);
+/* Thread i certifies the tree's triangle i (triangle order[i] of the mesh): the warps walk
+ * neighbouring triangles, so their walks share nodes and diverge little. */
+__global__ void k_cert(const vx_wind_node *nodes, const double *wtri, const uint32_t *order,
+                       uint64_t n, uint8_t *clean) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t t = order[i];
+  if (clean[t]) clean[t] = vx_cert_triangle(nodes, wtri, wtri + i * 9);
 }
 
 } /* namespace */
 
-extern "C" vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf,
-                                      const vx_wind_tree *w, uint8_t *clean, vx_error *err) {
-  const uint64_t T = m->tri_count;
+extern "C" vx_status vx_sign_cert_gpu(const vx_wind_tree *w, uint8_t *clean, vx_error *err) {
+  const uint64_t T = w->tri_count;
   if (T == 0 || w->node_count == 0) return VX_OK;
+  if (!w->order) return vx_error_set(err, VX_ERR_INVALID_ARG, "the winding tree has no order");
   vx_status u = vx_cuda_usable((const void *)k_cert, err);
   if (u != VX_OK) return u;
-  double *tg = (double *)vx_malloc(T * 9 * sizeof(double));
-  if (!tg) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  for (uint64_t t = 0; t < T; t++) vx_grid_tri(m, xf, t, tg + t * 9);
-  double *dtg = NULL, *dwt = NULL;
+  double *dwt = NULL;
+  uint32_t *dord = NULL;
   vx_wind_node *dn = NULL;
   uint8_t *dc = NULL;
   auto body = [&]() -> vx_status {
-    CK(cudaMalloc((void **)&dtg, T * 9 * sizeof(double)));
-    CK(cudaMalloc((void **)&dwt, w->tri_count * 9 * sizeof(double)));
+    CK(cudaMalloc((void **)&dwt, T * 9 * sizeof(double)));
+    CK(cudaMalloc((void **)&dord, T * sizeof(uint32_t)));
     CK(cudaMalloc((void **)&dn, w->node_count * sizeof(vx_wind_node)));
     CK(cudaMalloc((void **)&dc, T));
-    CK(cudaMemcpy(dtg, tg, T * 9 * sizeof(double), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dwt, w->tri, w->tri_count * 9 * sizeof(double), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dwt, w->tri, T * 9 * sizeof(double), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dord, w->order, T * sizeof(uint32_t), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dn, w->nodes, w->node_count * sizeof(vx_wind_node), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dc, clean, T, cudaMemcpyHostToDevice));
     const unsigned B = 128;
-    k_cert<<<vxgpu::grid_of(T, B), B>>>(dn, dwt, dtg, T, dc);
+    k_cert<<<vxgpu::grid_of(T, B), B>>>(dn, dwt, dord, T, dc);
     CK(cudaGetLastError());
     CK(cudaMemcpy(clean, dc, T, cudaMemcpyDeviceToHost)); /* waits for the kernel */
     return VX_OK;
   };
   vx_status r = body();
-  cudaFree(dtg);
   cudaFree(dwt);
+  cudaFree(dord);
   cudaFree(dn);
   cudaFree(dc);
-  vx_free(tg);
   return r;
 }

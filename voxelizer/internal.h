@@ -85,9 +85,10 @@ double vx_dedup_bytes(uint64_t tri_count);
 /* A lower bound of the build's (voxel, triangle) overlaps (*pairs, may be NULL) and, with a limit,
  * VX_ERR_LIMIT when the overlaps beyond VX_PAIRS_PER_VOXEL per expected surface voxel (the area
  * twice, at most the grid) would not fit the limit at VX_PAIR_CHARGE each. Every build (CPU, GPU,
- * streaming) runs it from vx_voxelize_setup: the same refusal whatever the device. */
+ * streaming) runs it from vx_voxelize_setup: the same refusal whatever the device. Summed by ranges
+ * of triangles on `threads` threads (0: all cores), the ranges in order: the same for any count. */
 vx_status vx_overlap_check(const vx_soup *m, const vx_transform *xf, uint32_t depth,
-                           uint64_t mem_limit, double *pairs, vx_error *err);
+                           uint64_t mem_limit, int threads, double *pairs, vx_error *err);
 
 /* Bytes the blocks of a build may hold for their overlap pairs and triangle coordinates beyond
  * their fixed scratch, shared by the threads; cap 0: no bound. */
@@ -141,9 +142,8 @@ vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule,
 vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int rule, int gpu,
                                 int threads, vx_sign_data *s, vx_error *err);
 /* gpu_sign.cu: vx_cert_triangle (cert_eval.h) on the GPU for every triangle with clean[t] != 0,
- * in place. Any failure (no GPU, no memory) leaves clean untouched and returns its status. */
-vx_status vx_sign_cert_gpu(const vx_soup *m, const vx_transform *xf, const vx_wind_tree *w,
-                           uint8_t *clean, vx_error *err);
+ * in place, the triangles taken from the tree (w->order needed). Any failure (no GPU, no memory) leaves clean untouched and returns its status. */
+vx_status vx_sign_cert_gpu(const vx_wind_tree *w, uint8_t *clean, vx_error *err);
 void vx_sign_free(vx_sign_data *s);
 /* Bytes per triangle the tables of `rule` take at the peak of their construction (measured: 180
  * to 200 B for the pseudo-normals, 300 to 490 B with the winding number's tree, from the 871k

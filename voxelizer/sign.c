@@ -375,9 +375,9 @@ vx_status vx_sign_build(const vx_soup *m, vx_sign_data *s, vx_error *err) {
  * (near edges, vertices, holes, non-manifold or flipped patches, faces inside another shell)
  * queries the tree. The choice depends only on the corner and the mesh, never on blocks. */
 
+/* The triangles are certified in the tree's order: neighbours in that order walk the same nodes,
+ * so a thread's walks stay in its cache (the input order of a large mesh scatters them). */
 typedef struct cert_job {
-  const vx_soup *m;
-  const vx_transform *xf;
   const vx_wind_tree *t;
   uint8_t *clean;
   atomic_uint_fast64_t next;
@@ -385,25 +385,21 @@ typedef struct cert_job {
 
 static void *cert_worker(void *arg) {
   cert_job *j = (cert_job *)arg;
-  const uint64_t T = j->m->tri_count, chunk = 1024;
+  const uint64_t T = j->t->tri_count, chunk = 1024;
   for (;;) {
     uint64_t lo = atomic_fetch_add(&j->next, chunk);
     if (lo >= T) break;
     uint64_t hi = lo + chunk < T ? lo + chunk : T;
-    for (uint64_t t = lo; t < hi; t++) {
-      if (!j->clean[t]) continue;
-      double g[9];
-      vx_grid_tri(j->m, j->xf, t, g);
-      j->clean[t] = vx_cert_triangle(j->t->nodes, j->t->tri, g);
+    for (uint64_t i = lo; i < hi; i++) {
+      const uint32_t t = j->t->order[i];
+      if (j->clean[t]) j->clean[t] = vx_cert_triangle(j->t->nodes, j->t->tri, j->t->tri + i * 9);
     }
   }
   return NULL;
 }
 
-static void cpu_cert(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, int threads) {
+static void cpu_cert(vx_sign_data *s, int threads) {
   cert_job j;
-  j.m = m;
-  j.xf = xf;
   j.t = &s->wind;
   j.clean = s->clean;
   atomic_init(&j.next, 0);
@@ -411,8 +407,8 @@ static void cpu_cert(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, 
 }
 
 /* Marks the clean triangles (see above); returns 0 on allocation failure. */
-static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s, int gpu,
-                       int threads) {
+static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) {
+  const double start = vx_clock_seconds();
   uint64_t T = m->tri_count, n = T * 3, E = s->edge_count;
   const uint32_t *vid = s->vid, *eid = s->eid;
   int32_t *orient = (int32_t *)vx_calloc(E ? E : 1, sizeof *orient); /* +1 per a->b with a < b, -1 else */
@@ -449,9 +445,15 @@ static int clean_flags(const vx_soup *m, const vx_transform *xf, vx_sign_data *s
   vx_free(s->eid);
   s->eid = NULL;
   /* The centroid test, on the GPU when asked and possible, else on the caller's threads (each
-   * triangle independent: threads change nothing). */
-  if (!gpu || vx_sign_cert_gpu(m, xf, &s->wind, s->clean, NULL) != VX_OK)
-    cpu_cert(m, xf, s, threads);
+   * triangle independent: threads and order change nothing). The tree's triangles are the grid
+   * triangles the test takes (vx_grid_tri in the same frame), in the tree's order. */
+  const double t0 = vx_clock_seconds();
+  s->sec[2] = t0 - start;
+  s->cert_gpu = gpu && vx_sign_cert_gpu(&s->wind, s->clean, NULL) == VX_OK;
+  if (!s->cert_gpu) cpu_cert(s, threads);
+  s->sec[3] = vx_clock_seconds() - t0;
+  vx_free(s->wind.order); /* the test's only reader */
+  s->wind.order = NULL;
   s->clean_count = 0;
   memset(s->vclean, 0xff, s->vert_count); /* 0xff: no triangle seen yet */
   for (uint64_t t = 0; t < T; t++) {
@@ -476,14 +478,19 @@ vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int ru
   if (rule != VX_SIGN_WINDING)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown sign rule %d", rule);
   /* The tables, then the tree, each on all the caller's threads. */
+  const double t0 = vx_clock_seconds();
   vx_status st = vx_sign_build_threads(m, threads, s, err);
   if (st != VX_OK) return st;
+  const double t1 = vx_clock_seconds();
   st = vx_wind_build(m, xf, threads, &s->wind, err);
   if (st != VX_OK) {
     vx_sign_free(s);
     return st;
   }
-  if (m->tri_count * 3 >= UINT32_MAX || !clean_flags(m, xf, s, gpu, threads)) {
+  const double t2 = vx_clock_seconds();
+  s->sec[0] = t1 - t0;
+  s->sec[1] = t2 - t1;
+  if (m->tri_count * 3 >= UINT32_MAX || !clean_flags(m, s, gpu, threads)) {
     vx_sign_free(s);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
                         (unsigned long long)m->tri_count);

@@ -36,6 +36,9 @@ typedef struct vx_sign_data {
   uint32_t *eid;       /* during the build only: welded edge id of each triangle edge (3 per
                           triangle), for the winding rule's clean test; NULL afterwards */
   uint64_t edge_count;
+  double sec[4];       /* winding rule, seconds: the tables, the tree, the clean flags' passes and
+                          the certificate (below) */
+  int cert_gpu;        /* the certificate ran on the GPU */
 } vx_sign_data;
 
 /* Pseudo-normals decide only beyond this distance (voxels); nearer corners ask the winding number.

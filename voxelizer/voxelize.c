@@ -109,7 +109,7 @@ vx_status vx_voxelize_setup(const vx_soup *mesh, const vx_voxelize_opts *opts, v
                         (double)opts->max_error);
   /* a tile's: the tiled build checks the whole mesh once, not once per tile */
   if (opts->tile_depth) return VX_OK;
-  return vx_overlap_check(mesh, xf, *depth, opts->mem_limit, NULL, err);
+  return vx_overlap_check(mesh, xf, *depth, opts->mem_limit, opts->threads, NULL, err);
 }
 
 vx_status vx_voxelize_unique(const vx_soup *mesh, const vx_voxelize_opts *opts, vx_soup *store,

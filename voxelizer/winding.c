@@ -73,6 +73,7 @@ void vx_wind_free(vx_wind_tree *t) {
   if (!t) return;
   vx_free(t->nodes);
   vx_free(t->tri);
+  vx_free(t->order);
   memset(t, 0, sizeof *t);
 }
 
@@ -311,8 +312,10 @@ static void *wind_worker(void *arg) {
         j->keys[k].tri = (uint32_t)k;
       }
     } else if (j->stage == 2) { /* the triangles in tree order */
-      for (uint64_t k = a; k < z; k++)
+      for (uint64_t k = a; k < z; k++) {
         memcpy(j->b->t->tri + k * 9, j->g + (uint64_t)j->keys[k].tri * 9, 72);
+        j->b->t->order[k] = j->keys[k].tri;
+      }
     } else if (j->stage == 3) {
       j->sub[c].inner = inner_count(j->keys, j->sub[c].lo, j->sub[c].hi);
     } else {
@@ -427,11 +430,12 @@ vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, int threads, v
   j.g = (double *)vx_malloc(T * 9 * sizeof(double));
   j.box = (double(*)[6])vx_malloc(j.chunks * sizeof *j.box);
   t->tri = (double *)vx_malloc(T * 9 * sizeof(double));
+  t->order = (uint32_t *)vx_malloc(T * sizeof(uint32_t));
   /* every field of nodes 0 .. used-1 is written; pages past them are never touched */
   t->nodes = (vx_wind_node *)vx_malloc(cap * sizeof(vx_wind_node));
   b.area = (double *)vx_malloc(cap * sizeof(double));
   b.cen = (double *)vx_malloc(cap * 3 * sizeof(double));
-  if (!j.keys || !j.g || !j.box || !t->tri || !t->nodes || !b.area || !b.cen)
+  if (!j.keys || !j.g || !j.box || !t->tri || !t->order || !t->nodes || !b.area || !b.cen)
     return no_memory(&j, t, err);
   /* Triangles in the tree's frame; Morton codes of their centroids over the centroids' box. */
   run_stage(&j, 0, threads);

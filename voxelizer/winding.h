@@ -39,6 +39,8 @@ typedef struct vx_wind_tree {
   uint64_t node_count;
   double *tri;         /* 9 doubles per triangle, in tree (leaf) order, in the tree's frame */
   uint64_t tri_count;
+  uint32_t *order;     /* tree position -> the triangle's index in the mesh (vx_free'd and NULL
+                          once a caller no longer needs it; queries never read it) */
 } vx_wind_tree;
 
 /* Builds the hierarchy over every triangle of `m`, mapped into the grid of `xf` (vx_grid_tri),
