@@ -31,10 +31,10 @@ static void *hp_worker(void *arg) {
     if (j->stage == 0)
       for (uint64_t i = a; i < b; i++) {
         h[i] = j->hash(j->ctx, i);
-        cnt[h[i] >> 58]++;
+        cnt[h[i] >> (64 - VX_HASH_BITS)]++;
       }
     else
-      for (uint64_t i = a; i < b; i++) j->out->idx[cnt[h[i] >> 58]++] = (uint32_t)i;
+      for (uint64_t i = a; i < b; i++) j->out->idx[cnt[h[i] >> (64 - VX_HASH_BITS)]++] = (uint32_t)i;
   }
   return NULL;
 }

@@ -7,7 +7,7 @@
  * result does not depend on the thread count.
  *
  * Method: the hashes in chunks of 65536 items, each chunk counting its items per partition (the
- * hash's top 6 bits); the counts scanned (partitions in order, chunks in order); each chunk
+ * hash's top VX_HASH_BITS bits); the counts scanned (partitions in order, chunks in order); each chunk
  * scatters its items to their partitions: a stable counting sort. 12 bytes an item. */
 #ifndef VOXLOD_VOXELIZER_HASH_PARTS_H
 #define VOXLOD_VOXELIZER_HASH_PARTS_H
@@ -15,7 +15,10 @@
 #include <stdint.h>
 #include "sys/error.h"
 
-#define VX_HASH_PARTS 64
+/* 1024 partitions: a partition's table of a 10^8-triangle mesh's corners stays a few MiB (64
+ * made them 64 MiB each, a cache and TLB miss a probe) */
+#define VX_HASH_BITS 10
+#define VX_HASH_PARTS (1 << VX_HASH_BITS)
 
 typedef struct vx_hash_parts {
   uint64_t *hash; /* per item */

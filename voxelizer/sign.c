@@ -162,6 +162,9 @@ static int same_class(const tables_job *j, uint64_t c, uint64_t e) {
          float_key(p[2]) == float_key(o[2]);
 }
 
+/* Corners ahead of the one at hand whose scattered reads are prefetched. */
+#define SUM_AHEAD 8
+
 /* Partition p's corners in order: each one's first corner of its class. */
 static void find_firsts(void *ctx, int p) {
   tables_job *j = (tables_job *)ctx;
@@ -178,6 +181,14 @@ static void find_firsts(void *ctx, int p) {
   for (uint64_t k = a; k < b; k++) {
     const uint32_t c = j->hp.idx[k];
     const uint64_t hc = j->hp.hash[c];
+    if (k + 2 * SUM_AHEAD < b) /* scattered reads, asked for ahead: the hash, then its slot */
+      __builtin_prefetch(j->hp.hash + j->hp.idx[k + 2 * SUM_AHEAD]);
+    if (k + SUM_AHEAD < b) {
+      const uint32_t c2 = j->hp.idx[k + SUM_AHEAD];
+      __builtin_prefetch(slot + (j->hp.hash[c2] & mask));
+      __builtin_prefetch(j->edges ? (const void *)(j->s->vid + c2 - c2 % 3)
+                                  : (const void *)(j->m->pos + (uint64_t)c2 * 3));
+    }
     for (uint64_t h = hc & mask;; h = (h + 1) & mask) {
       const uint32_t e = slot[h];
       if (e == 0) {
@@ -218,12 +229,22 @@ static void number_rest(void *ctx, uint64_t a, uint64_t b) {
 
 /* Partition p's corners in order: their vertex's angle-weighted normal sum, or their edge's sum
  * of face normals and count. */
+
 static void sum_class(void *ctx, int p) {
   tables_job *j = (tables_job *)ctx;
   const float *pos = j->m->pos;
-  for (uint64_t k = j->hp.start[p]; k < j->hp.start[p + 1]; k++) {
+  const uint64_t a = j->hp.start[p], b = j->hp.start[p + 1];
+  for (uint64_t k = a; k < b; k++) {
     const uint64_t c = j->hp.idx[k], t = c / 3;
     const uint64_t e = j->id[c];
+    if (k + SUM_AHEAD < b) { /* the corners' reads are scattered: ask for them ahead */
+      const uint64_t c2 = j->hp.idx[k + SUM_AHEAD], e2 = j->id[c2];
+      __builtin_prefetch(j->edges ? (const void *)(j->s->face_n + c2 / 3 * 3)
+                                  : (const void *)(pos + c2 / 3 * 9));
+      __builtin_prefetch(j->acc + e2 * (j->edges ? 3 : 4), 1);
+      if (j->edges) __builtin_prefetch(j->ecount + e2, 1);
+      if (k + 2 * SUM_AHEAD < b) __builtin_prefetch(j->id + j->hp.idx[k + 2 * SUM_AHEAD]);
+    }
     if (j->edges) {
       j->ecount[e]++;
       for (int i = 0; i < 3; i++) j->acc[e * 3 + i] += j->s->face_n[t * 3 + i];
