@@ -349,6 +349,10 @@ static int ends_with(const char *s, const char *suffix) {
   return 1;
 }
 
+int vx_soup_stream_candidate(const char *path, uint64_t size) {
+  return size >= VX_STREAM_MIN_BYTES && (ends_with(path, ".stl") || ends_with(path, ".ply"));
+}
+
 /* A binary PLY whose data assimp would start at the wrong byte (precheck_util.h): read whole,
  * rewritten, checked again and imported from memory. */
 static vx_status import_rewritten(const char *path, uint64_t size, vx_soup *out, vx_error *err) {
@@ -393,8 +397,7 @@ vx_status vx_soup_import(const char *path, vx_soup *out, vx_error *err) {
     return vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", path);
   /* A large binary STL or PLY of plain triangles is streamed: assimp would hold the file and
    * its scene at once (formats/tri_stream.h); anything it does not stream goes to assimp. */
-  if ((uint64_t)st.st_size >= VX_STREAM_MIN_BYTES && (ends_with(path, ".stl") ||
-                                                      ends_with(path, ".ply"))) {
+  if (vx_soup_stream_candidate(path, (uint64_t)st.st_size)) {
     vx_error e2;
     memset(&e2, 0, sizeof e2);
     const vx_status ss = vx_soup_import_stream(path, out, &e2);

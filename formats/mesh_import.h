@@ -48,6 +48,12 @@ vx_status vx_soup_import_memory(const void *data, size_t size, const char *hint,
 vx_status vx_soup_import_isolated(const char *path, double timeout_s, uint64_t mem_limit,
                                   vx_soup *out, vx_error *err);
 
+/* Whether vx_soup_import reads a file of this name and size with the streaming pass first (a
+ * binary STL or PLY of 64 MiB or more; formats/tri_stream.h, which says VX_ERR_FORMAT for one it
+ * does not take). vx_soup_import_isolated reads such a file in its own process, as that pass
+ * checks every byte itself: the child's copy through a pipe doubled a 10^8-triangle import. */
+int vx_soup_stream_candidate(const char *path, uint64_t size);
+
 VX_EXTERN_C_END
 
 #endif

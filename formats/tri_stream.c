@@ -4,6 +4,7 @@
 #include "formats/tri_stream.h"
 #include "formats/ply_types.h"
 #include "sys/alloc.h"
+#include "sys/system.h"
 
 #include <errno.h>
 #include <string.h>
@@ -263,7 +264,31 @@ vx_status vx_tri_stream_open(FILE *f, uint64_t size, const char *what, vx_tri_st
 }
 
 /* The next face of a PLY into s->poly (its indices checked). */
+/* The common face, read straight from the buffer: the only property a list of a uchar count
+ * and int or uint indices, little-endian, count 3, all 13 bytes in the buffer. 1 when read (the
+ * indices checked as below), 0 when the general reader must take it. */
+static int ply_face_fast(vx_tri_stream *s) {
+  const ts_prop *p = &s->fprop[0];
+  if (s->nfprop != 1 || s->big || p->role != ROLE_INDICES || p->count_type != T_UCHAR ||
+      (p->type != T_INT && p->type != T_UINT) || s->have - s->at < 13 || s->buf[s->at] != 3 ||
+      s->poly_cap < 3)
+    return 0;
+  const unsigned char *b = s->buf + s->at + 1;
+  uint32_t v[3];
+  for (int k = 0; k < 3; k++, b += 4) {
+    v[k] = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    if ((p->type == T_INT && v[k] > INT32_MAX) || v[k] >= s->verts) return 0; /* said there */
+  }
+  memcpy(s->poly, v, sizeof v);
+  s->poly_n = 3;
+  s->poly_at = 0;
+  s->at += 13;
+  s->pos += 13;
+  return 1;
+}
+
 static vx_status ply_face(vx_tri_stream *s, vx_error *err) {
+  if (ply_face_fast(s)) return VX_OK;
   s->poly_n = s->poly_at = 0;
   for (int i = 0; i < s->nfprop; i++) {
     const ts_prop *p = &s->fprop[i];
@@ -344,7 +369,14 @@ void vx_tri_stream_close(vx_tri_stream *s) {
 }
 
 vx_status vx_soup_import_stream(const char *path, vx_soup *out, vx_error *err) {
+  return vx_soup_import_stream_limited(path, 0, 0.0, out, NULL, err);
+}
+
+vx_status vx_soup_import_stream_limited(const char *path, uint64_t mem_limit, double timeout_s,
+                                        vx_soup *out, int *taken, vx_error *err) {
   memset(out, 0, sizeof *out);
+  if (taken) *taken = 0;
+  const double deadline = timeout_s > 0 ? vx_clock_seconds() + timeout_s : 0.0;
   FILE *f = fopen(path, "rb");
   if (!f) return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   struct stat st;
@@ -357,6 +389,16 @@ vx_status vx_soup_import_stream(const char *path, vx_soup *out, vx_error *err) {
   vx_tri_stream *s = NULL;
   uint64_t faces = 0;
   vx_status r = vx_tri_stream_open(f, (uint64_t)st.st_size, what, &s, &faces, err);
+  if (taken) *taken = r != VX_ERR_FORMAT;
+  /* the vertices are held by now; the triangles take at most 36 bytes a face */
+  if (r == VX_OK && mem_limit &&
+      (double)vx_resident_bytes() + 36.0 * (double)faces > (double)mem_limit) {
+    char lim[32];
+    r = vx_error_set(err, VX_ERR_LIMIT, "cannot read '%s': its %llu triangles (%.1f MiB) do not "
+                     "fit under the memory limit (%s)", path, (unsigned long long)faces,
+                     36.0 * (double)faces / 1048576.0,
+                     vx_bytes_text((double)mem_limit, lim, sizeof lim));
+  }
   enum { PIECE = 65536 };
   float *tri = r == VX_OK ? (float *)vx_malloc((size_t)PIECE * 9 * sizeof(float)) : NULL;
   if (r == VX_OK && !tri) r = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
@@ -365,6 +407,9 @@ vx_status vx_soup_import_stream(const char *path, vx_soup *out, vx_error *err) {
     r = vx_tri_stream_read(s, tri, PIECE, &got, err);
     if (r != VX_OK || got == 0) break;
     r = vx_soup_append(out, tri, got, err);
+    if (r == VX_OK && deadline > 0 && vx_clock_seconds() > deadline)
+      r = vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s': the import did not finish within "
+                       "%g s", path, timeout_s);
   }
   if (s) out->skipped_nontriangle = vx_tri_stream_dropped(s);
   vx_free(tri);

@@ -48,6 +48,14 @@ void vx_tri_stream_close(vx_tri_stream *s);
  * triangle left. */
 vx_status vx_soup_import_stream(const char *path, vx_soup *out, vx_error *err);
 
+/* The same within limits, for a caller that reads in its own process (this parser checks every
+ * byte, and the fuzzer runs it): with mem_limit, VX_ERR_LIMIT before the triangles are allocated
+ * when the process's resident bytes and 36 bytes a declared face exceed it; with timeout_s,
+ * VX_ERR_FORMAT once a piece ends past it. *taken (may be NULL): 1 when the file is one this pass
+ * reads (its result, good or bad, is final), 0 when it is left to assimp (VX_ERR_FORMAT). */
+vx_status vx_soup_import_stream_limited(const char *path, uint64_t mem_limit, double timeout_s,
+                                        vx_soup *out, int *taken, vx_error *err);
+
 VX_EXTERN_C_END
 
 #endif

@@ -284,6 +284,49 @@ static void large_file_imported_by_the_stream(void) {
   free(b.p);
 }
 
+/* A large binary PLY ("list uchar int", the layout read straight from the buffer) read by the
+ * isolated import in this process: the triangles assimp gives; refused under a memory limit its
+ * triangles do not fit and past its time limit, before or while reading them. */
+static void large_ply_read_in_process(void) {
+  buf b = {0};
+  const int nv = 1 << 20, faces = (64 << 20) / 13 + 100;
+  char h[512];
+  snprintf(h, sizeof h, "ply\nformat binary_little_endian 1.0\nelement vertex %d\nproperty "
+           "float x\nproperty float y\nproperty float z\nelement face %d\nproperty list uchar "
+           "int vertex_indices\nend_header\n", nv, faces);
+  put_str(&b, h);
+  for (int i = 0; i < nv; i++) {
+    put_f32(&b, (float)(i & 1023), 0);
+    put_f32(&b, (float)(i >> 10), 0);
+    put_f32(&b, (float)((i * 7) % 13), 0);
+  }
+  for (int k = 0; k < faces; k++) {
+    put_num(&b, 3, 1, 0);
+    const uint32_t a = (uint32_t)(k * 3u) % (uint32_t)(nv - 1100);
+    put_num(&b, a, 4, 0);
+    put_num(&b, a + 1, 4, 0);
+    put_num(&b, k % 97 == 5 ? a : a + 1025, 4, 0); /* now and then degenerate */
+  }
+  const char *path = write_file("large.ply", &b);
+  vx_soup a, s;
+  vx_error e;
+  CHECK_MSG(vx_soup_import_isolated(path, 0, 0, &s, &e) == VX_OK, "%s", e.msg);
+  CHECK_MSG(vx_soup_import_memory(b.p, b.n, "ply", &a, &e) == VX_OK, "%s", e.msg);
+  CHECK(a.tri_count == s.tri_count && s.tri_count > 4000000 &&
+        memcmp(a.pos, s.pos, (size_t)a.tri_count * 36) == 0);
+  CHECK(a.skipped_degenerate == s.skipped_degenerate && s.skipped_degenerate > 40000);
+  vx_soup_free(&a);
+  vx_soup_free(&s);
+  /* limits: the triangles' 36 bytes a face over the limit; a time-out */
+  vx_status st = vx_soup_import_isolated(path, 0, (uint64_t)faces * 36 / 2, &s, &e);
+  CHECK_MSG(st == VX_ERR_LIMIT && strstr(e.msg, "do not fit under the memory limit") &&
+                s.pos == NULL, "%d: %s", (int)st, e.msg);
+  CHECK(vx_soup_import_isolated(path, 1e-6, 0, &s, &e) == VX_ERR_FORMAT &&
+        strstr(e.msg, "did not finish") && s.pos == NULL);
+  unlink(path);
+  free(b.p);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/vx_test_stream.XXXXXX");
   if (!mkdtemp(dir)) CHECK_FATAL("cannot make a temporary directory");
@@ -292,6 +335,7 @@ int main(void) {
   RUN(binary_ply_as_assimp_reads_it);
   RUN(other_files_left_to_assimp_and_damage_refused);
   RUN(large_file_imported_by_the_stream);
+  RUN(large_ply_read_in_process);
   CHECK(rmdir(dir) == 0);
   return check_summary();
 }
