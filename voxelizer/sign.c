@@ -74,6 +74,8 @@ void vx_sign_free(vx_sign_data *s) {
   vx_free(s->clean);
   vx_free(s->vclean);
   vx_free(s->eid);
+  vx_free(s->ecount);
+  vx_free(s->eorient);
   memset(s, 0, sizeof *s);
 }
 
@@ -136,6 +138,8 @@ typedef struct tables_job {
   int edges;          /* 0: vertices, 1: edges */
   double *acc;        /* per class: 4 doubles (vertices) or 3 (edges) */
   uint32_t *ecount;   /* per edge: its corners */
+  int32_t *eorient;   /* per edge: +1 per corner running it from the lower vertex id, -1 from the
+                         higher, +2 collapsed (a manifold, consistently wound edge sums to 0) */
   atomic_int failed;
 } tables_job;
 
@@ -247,6 +251,8 @@ static void sum_class(void *ctx, int p) {
     }
     if (j->edges) {
       j->ecount[e]++;
+      const uint32_t va = j->s->vid[c], vb = j->s->vid[c - c % 3 + (c % 3 + 1) % 3];
+      j->eorient[e] += va < vb ? 1 : va > vb ? -1 : 2; /* a collapsed edge never balances */
       for (int i = 0; i < 3; i++) j->acc[e * 3 + i] += j->s->face_n[t * 3 + i];
     } else {
       double n[3];
@@ -345,7 +351,8 @@ vx_status vx_sign_build_threads(const vx_soup *m, int threads, vx_sign_data *s, 
     s->edge_count = (uint64_t)ne;
     j.acc = (double *)vx_calloc((size_t)(ne ? ne : 1) * 3, sizeof(double));
     j.ecount = (uint32_t *)vx_calloc((size_t)(ne ? ne : 1), sizeof(uint32_t));
-    if (!j.acc || !j.ecount) ne = -1;
+    j.eorient = (int32_t *)vx_calloc((size_t)(ne ? ne : 1), sizeof(int32_t));
+    if (!j.acc || !j.ecount || !j.eorient) ne = -1;
   }
   if (ne >= 0) {
     vx_hash_parts_run(threads, sum_class, &j);
@@ -358,14 +365,17 @@ vx_status vx_sign_build_threads(const vx_soup *m, int threads, vx_sign_data *s, 
   vx_hash_parts_free(&j.hp);
   vx_free(j.rep);
   vx_free(j.acc);
-  vx_free(j.ecount);
   if (ne < 0) {
+    vx_free(j.ecount);
+    vx_free(j.eorient);
     vx_free(eid);
     vx_sign_free(s);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
                         (unsigned long long)T);
   }
-  s->eid = eid; /* clean_flags uses it, then frees it */
+  s->eid = eid; /* clean_flags uses these three, then frees them */
+  s->ecount = j.ecount;
+  s->eorient = j.eorient;
   return VX_OK;
 }
 
@@ -428,31 +438,22 @@ static void cpu_cert(vx_sign_data *s, int threads) {
 }
 
 /* Marks the clean triangles (see above); returns 0 on allocation failure. */
-static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) {
-  const double start = vx_clock_seconds();
-  uint64_t T = m->tri_count, n = T * 3, E = s->edge_count;
-  const uint32_t *vid = s->vid, *eid = s->eid;
-  int32_t *orient = (int32_t *)vx_calloc(E ? E : 1, sizeof *orient); /* +1 per a->b with a < b, -1 else */
-  uint32_t *count = (uint32_t *)vx_calloc(E ? E : 1, sizeof *count);
-  s->clean = (uint8_t *)vx_malloc(T);
-  s->vclean = (uint8_t *)vx_malloc(s->vert_count ? s->vert_count : 1);
-  if (!eid || !orient || !count || !s->clean || !s->vclean) {
-    vx_free(orient), vx_free(count);
-    return 0;
-  }
-  for (uint64_t c = 0; c < n; c++) { /* the edges as vx_sign_build welded them */
-    uint64_t t = c / 3, k = c % 3;
-    uint32_t a = vid[c], b = vid[t * 3 + (k + 1) % 3], e = eid[c];
-    count[e]++;
-    orient[e] += a < b ? 1 : a > b ? -1 : 2; /* a collapsed edge never balances */
-  }
-  for (uint64_t t = 0; t < T; t++) {
+typedef struct clean_job {
+  const vx_soup *m;
+  vx_sign_data *s;
+} clean_job;
+
+/* Triangles [a, b): clean as far as their edges and area say (the certificate comes next). */
+static void clean_edges(void *ctx, uint64_t a, uint64_t b) {
+  const clean_job *j = (const clean_job *)ctx;
+  const vx_sign_data *s = j->s;
+  for (uint64_t t = a; t < b; t++) {
     int ok = 1;
     for (int k = 0; k < 3; k++) {
-      uint32_t e = eid[t * 3 + k];
-      ok &= count[e] == 2 && orient[e] == 0;
+      uint32_t e = s->eid[t * 3 + k];
+      ok &= s->ecount[e] == 2 && s->eorient[e] == 0;
     }
-    const float *p = m->pos + t * 9;
+    const float *p = j->m->pos + t * 9;
     double u[3], v[3];
     for (int i = 0; i < 3; i++) {
       u[i] = (double)p[3 + i] - p[i];
@@ -462,9 +463,28 @@ static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) 
            cz = u[0] * v[1] - u[1] * v[0];
     s->clean[t] = (uint8_t)(ok && cx * cx + cy * cy + cz * cz > 0.0);
   }
-  vx_free(orient), vx_free(count);
+}
+
+/* The arrays the tables leave for the clean test (sign_eval.h: during the build only). */
+static void build_only_free(vx_sign_data *s) {
   vx_free(s->eid);
+  vx_free(s->ecount);
+  vx_free(s->eorient);
   s->eid = NULL;
+  s->ecount = NULL;
+  s->eorient = NULL;
+}
+
+static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) {
+  const double start = vx_clock_seconds();
+  uint64_t T = m->tri_count;
+  s->clean = (uint8_t *)vx_malloc(T);
+  s->vclean = (uint8_t *)vx_malloc(s->vert_count ? s->vert_count : 1);
+  if (!s->eid || !s->ecount || !s->eorient || !s->clean || !s->vclean) return 0;
+  /* the edges' corner counts and orientations come from the tables' edge pass */
+  clean_job cj = {m, s};
+  vx_ranges_run(threads, T, clean_edges, &cj);
+  build_only_free(s);
   /* The centroid test, on the GPU when asked and possible, else on the caller's threads (each
    * triangle independent: threads and order change nothing). The tree's triangles are the grid
    * triangles the test takes (vx_grid_tri in the same frame), in the tree's order. */
@@ -472,7 +492,8 @@ static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) 
   s->sec[2] = t0 - start;
   s->cert_gpu = gpu && vx_sign_cert_gpu(&s->wind, s->clean, NULL) == VX_OK;
   if (!s->cert_gpu) cpu_cert(s, threads);
-  s->sec[3] = vx_clock_seconds() - t0;
+  const double t1 = vx_clock_seconds();
+  s->sec[3] = t1 - t0;
   vx_free(s->wind.order); /* the test's only reader */
   s->wind.order = NULL;
   s->clean_count = 0;
@@ -484,6 +505,7 @@ static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) 
       *v = *v == 0xff || *v == s->clean[t] ? s->clean[t] : 0;
     }
   }
+  s->sec[2] += vx_clock_seconds() - t1;
   return 1;
 }
 
@@ -494,7 +516,11 @@ vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule,
 
 vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int rule, int gpu,
                                 int threads, vx_sign_data *s, vx_error *err) {
-  if (rule == VX_SIGN_PSEUDO_NORMAL) return vx_sign_build_threads(m, threads, s, err);
+  if (rule == VX_SIGN_PSEUDO_NORMAL) {
+    vx_status st = vx_sign_build_threads(m, threads, s, err);
+    build_only_free(s); /* the winding rule's clean test is their only reader */
+    return st;
+  }
   memset(s, 0, sizeof *s);
   if (rule != VX_SIGN_WINDING)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "unknown sign rule %d", rule);

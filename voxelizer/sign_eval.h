@@ -36,6 +36,8 @@ typedef struct vx_sign_data {
   uint32_t *eid;       /* during the build only: welded edge id of each triangle edge (3 per
                           triangle), for the winding rule's clean test; NULL afterwards */
   uint64_t edge_count;
+  uint32_t *ecount;    /* during the build only: corners of each welded edge, then NULL */
+  int32_t *eorient;    /* during the build only: each edge's orientation sum (sign.c), then NULL */
   double sec[4];       /* winding rule, seconds: the tables, the tree, the clean flags' passes and
                           the certificate (below) */
   int cert_gpu;        /* the certificate ran on the GPU */
