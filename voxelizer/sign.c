@@ -233,7 +233,6 @@ static void number_rest(void *ctx, uint64_t a, uint64_t b) {
 
 /* Partition p's corners in order: their vertex's angle-weighted normal sum, or their edge's sum
  * of face normals and count. */
-
 static void sum_class(void *ctx, int p) {
   tables_job *j = (tables_job *)ctx;
   const float *pos = j->m->pos;
@@ -437,7 +436,6 @@ static void cpu_cert(vx_sign_data *s, int threads) {
   vx_parallel(vx_thread_count(threads, 64), cert_worker, &j);
 }
 
-/* Marks the clean triangles (see above); returns 0 on allocation failure. */
 typedef struct clean_job {
   const vx_soup *m;
   vx_sign_data *s;
@@ -475,6 +473,7 @@ static void build_only_free(vx_sign_data *s) {
   s->eorient = NULL;
 }
 
+/* Marks the clean triangles (see above); returns 0 on allocation failure. */
 static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) {
   const double start = vx_clock_seconds();
   uint64_t T = m->tri_count;
