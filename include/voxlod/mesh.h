@@ -19,7 +19,9 @@ typedef struct vx_mesh_load_opts {
 /* Reads every mesh of a scene file (OBJ, PLY, STL, glTF/GLB, FBX, DAE, 3DS, OFF, 3MF, ...) with its
  * node transforms, polygons triangulated. Points, lines, zero-area and non-finite triangles are
  * dropped and counted (vx_mesh_info). The importer runs in a child process under the time and
- * memory limits, so a file that makes it loop, crash or balloon costs an error, not the caller.
+ * memory limits, so a file that makes it loop, crash or balloon costs an error, not the caller
+ * (a binary STL or PLY of 64 MiB or more of plain triangles is read by voxlod's own streaming
+ * reader instead, in this process, within the same limits).
  * Errors: VX_ERR_IO (missing, unreadable), VX_ERR_FORMAT (not a mesh assimp reads),
  * VX_ERR_CORRUPT (a header that promises more than the file holds), VX_ERR_EMPTY (no triangle
  * left), VX_ERR_LIMIT (over the memory limit). */

@@ -81,7 +81,8 @@ class Mesh:
 def load_mesh(path: PathArg, timeout: Optional[float] = None,
               mem_limit: Union[None, int, str] = None) -> Mesh:
     """Reads every mesh of a scene file (any format assimp reads), with its colour (textures,
-    vertex or material colours) when it has some. The import runs in a child process: timeout
+    vertex or material colours) when it has some. The import runs in a child process (a large
+    binary STL or PLY of plain triangles: voxlod's own streaming reader, in this process): timeout
     (seconds, default 300) and mem_limit (bytes or '8G', default 80% of memory) bound it.
     Warnings that do not fail the load (a missing or corrupt texture) are in Mesh.notes."""
     t = 0.0
