@@ -263,7 +263,6 @@ vx_status vx_tri_stream_open(FILE *f, uint64_t size, const char *what, vx_tri_st
   return VX_OK;
 }
 
-/* The next face of a PLY into s->poly (its indices checked). */
 /* The common face, read straight from the buffer: the only property a list of a uchar count
  * and int or uint indices, little-endian, count 3, all 13 bytes in the buffer. 1 when read (the
  * indices checked as below), 0 when the general reader must take it. */
@@ -276,7 +275,7 @@ static int ply_face_fast(vx_tri_stream *s) {
   const unsigned char *b = s->buf + s->at + 1;
   uint32_t v[3];
   for (int k = 0; k < 3; k++, b += 4) {
-    v[k] = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    v[k] = (uint32_t)vx_ply_raw(b, T_UINT, 0);
     if ((p->type == T_INT && v[k] > INT32_MAX) || v[k] >= s->verts) return 0; /* said there */
   }
   memcpy(s->poly, v, sizeof v);
@@ -287,6 +286,7 @@ static int ply_face_fast(vx_tri_stream *s) {
   return 1;
 }
 
+/* The next face of a PLY into s->poly (its indices checked). */
 static vx_status ply_face(vx_tri_stream *s, vx_error *err) {
   if (ply_face_fast(s)) return VX_OK;
   s->poly_n = s->poly_at = 0;

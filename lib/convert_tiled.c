@@ -192,7 +192,8 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   uint32_t D = 0;
   float band = 0.0f;
   s = vx_voxelize_setup(m, bo, &xf, &D, &band, err);
-  if (s == VX_OK) s = vx_overlap_check(m, &xf, D, bo->mem_limit, bo->threads, NULL, err); /* once, not per tile */
+  if (s == VX_OK) /* once, not per tile */
+    s = vx_overlap_check(m, &xf, D, bo->mem_limit, bo->threads, NULL, err);
   p->sec_overlap = vx_clock_seconds() - tu;
   const uint32_t T = o->tile_depth;
   if (s == VX_OK && (T >= D || D - T > VX_MAX_DEPTH - 1))

@@ -79,7 +79,6 @@ static uint64_t dd_hash(const void *ctx, uint64_t t) {
 }
 
 /* Partition p's triangles in index order against a table of the first of each class. */
-#define DD_AHEAD 8
 static void dd_lookup(void *ctx, int p) {
   dedup_job *j = (dedup_job *)ctx;
   const uint64_t a = j->hp.start[p], b = j->hp.start[p + 1];
@@ -95,9 +94,7 @@ static void dd_lookup(void *ctx, int p) {
   uint64_t ndrop = 0;
   for (uint64_t k = a; k < b; k++) {
     const uint64_t t = j->hp.idx[k], ht = j->hp.hash[t];
-    /* scattered reads, asked for ahead: a later triangle's hash, then its slot */
-    if (k + 2 * DD_AHEAD < b) __builtin_prefetch(j->hp.hash + j->hp.idx[k + 2 * DD_AHEAD]);
-    if (k + DD_AHEAD < b) __builtin_prefetch(slot + (j->hp.hash[j->hp.idx[k + DD_AHEAD]] & mask));
+    vx_hash_parts_prefetch(&j->hp, k, b, slot, mask);
     for (uint64_t h = ht & mask;; h = (h + 1) & mask) {
       const uint32_t e = slot[h];
       if (e == 0) {

@@ -42,4 +42,17 @@ void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, ui
 
 void vx_hash_parts_free(vx_hash_parts *p);
 
+/* A pass over a partition reads its items' data in hash order, scattered: the passes prefetch
+ * what an item this many places ahead will read (and its hash twice as far ahead). */
+#define VX_HASH_AHEAD 8
+
+/* A lookup pass's prefetch at item k of a partition ending at `end`: the hash of the item
+ * 2 VX_HASH_AHEAD places on, and the table slot (slot[hash & mask]) of the one VX_HASH_AHEAD on. */
+static inline void vx_hash_parts_prefetch(const vx_hash_parts *hp, uint64_t k, uint64_t end,
+                                          const uint32_t *slot, uint64_t mask) {
+  if (k + 2 * VX_HASH_AHEAD < end) __builtin_prefetch(hp->hash + hp->idx[k + 2 * VX_HASH_AHEAD]);
+  if (k + VX_HASH_AHEAD < end)
+    __builtin_prefetch(slot + (hp->hash[hp->idx[k + VX_HASH_AHEAD]] & mask));
+}
+
 #endif

@@ -166,9 +166,6 @@ static int same_class(const tables_job *j, uint64_t c, uint64_t e) {
          float_key(p[2]) == float_key(o[2]);
 }
 
-/* Corners ahead of the one at hand whose scattered reads are prefetched. */
-#define SUM_AHEAD 8
-
 /* Partition p's corners in order: each one's first corner of its class. */
 static void find_firsts(void *ctx, int p) {
   tables_job *j = (tables_job *)ctx;
@@ -185,11 +182,9 @@ static void find_firsts(void *ctx, int p) {
   for (uint64_t k = a; k < b; k++) {
     const uint32_t c = j->hp.idx[k];
     const uint64_t hc = j->hp.hash[c];
-    if (k + 2 * SUM_AHEAD < b) /* scattered reads, asked for ahead: the hash, then its slot */
-      __builtin_prefetch(j->hp.hash + j->hp.idx[k + 2 * SUM_AHEAD]);
-    if (k + SUM_AHEAD < b) {
-      const uint32_t c2 = j->hp.idx[k + SUM_AHEAD];
-      __builtin_prefetch(slot + (j->hp.hash[c2] & mask));
+    vx_hash_parts_prefetch(&j->hp, k, b, slot, mask);
+    if (k + VX_HASH_AHEAD < b) { /* and the position or edge the comparison will read */
+      const uint32_t c2 = j->hp.idx[k + VX_HASH_AHEAD];
       __builtin_prefetch(j->edges ? (const void *)(j->s->vid + c2 - c2 % 3)
                                   : (const void *)(j->m->pos + (uint64_t)c2 * 3));
     }
@@ -240,13 +235,14 @@ static void sum_class(void *ctx, int p) {
   for (uint64_t k = a; k < b; k++) {
     const uint64_t c = j->hp.idx[k], t = c / 3;
     const uint64_t e = j->id[c];
-    if (k + SUM_AHEAD < b) { /* the corners' reads are scattered: ask for them ahead */
-      const uint64_t c2 = j->hp.idx[k + SUM_AHEAD], e2 = j->id[c2];
+    if (k + VX_HASH_AHEAD < b) { /* the corners' reads are scattered: ask for them ahead */
+      const uint64_t c2 = j->hp.idx[k + VX_HASH_AHEAD], e2 = j->id[c2];
       __builtin_prefetch(j->edges ? (const void *)(j->s->face_n + c2 / 3 * 3)
                                   : (const void *)(pos + c2 / 3 * 9));
       __builtin_prefetch(j->acc + e2 * (j->edges ? 3 : 4), 1);
       if (j->edges) __builtin_prefetch(j->ecount + e2, 1);
-      if (k + 2 * SUM_AHEAD < b) __builtin_prefetch(j->id + j->hp.idx[k + 2 * SUM_AHEAD]);
+      if (k + 2 * VX_HASH_AHEAD < b)
+        __builtin_prefetch(j->id + j->hp.idx[k + 2 * VX_HASH_AHEAD]);
     }
     if (j->edges) {
       j->ecount[e]++;
