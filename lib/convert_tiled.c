@@ -160,6 +160,24 @@ void vx_tile_plan_release(vx_tile_plan *p) {
   memset(p, 0, sizeof *p);
 }
 
+/* The plan holds the whole mesh's sign tables and its tile lists (at least one entry a triangle)
+ * while every tile is built: refused before the work when their low estimate (the tables at the
+ * peak of their construction, vx_sign_peak_bytes) does not fit beside what the process holds. */
+static vx_status plan_fits(const vx_soup *m, const vx_convert_opts *o, vx_error *err) {
+  if (!o->mem_limit) return VX_OK;
+  const double held = (double)vx_resident_bytes(),
+               plan = (double)m->tri_count * (vx_sign_peak_bytes(o->sign_rule) + 16.0);
+  if (held + plan <= (double)o->mem_limit) return VX_OK;
+  char a[32], b[32], c[32], d[32];
+  return vx_error_set(err, VX_ERR_LIMIT,
+                      "a tiled build of %llu triangles needs at least about %s before its first "
+                      "tile (%s in use, %s for the whole mesh's sign tables and tile lists), over "
+                      "the memory limit of %s", (unsigned long long)m->tri_count,
+                      vx_bytes_text(held + plan, a, sizeof a), vx_bytes_text(held, b, sizeof b),
+                      vx_bytes_text(plan, c, sizeof c),
+                      vx_bytes_text((double)o->mem_limit, d, sizeof d));
+}
+
 vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
                             const char *tmp_dir, vx_error *err) {
   const double t0 = vx_clock_seconds();
@@ -195,6 +213,7 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   if (s == VX_OK) /* once, not per tile */
     s = vx_overlap_check(m, &xf, D, bo->mem_limit, bo->threads, NULL, err);
   p->sec_overlap = vx_clock_seconds() - tu;
+  if (s == VX_OK) s = plan_fits(m, o, err);
   const uint32_t T = o->tile_depth;
   if (s == VX_OK && (T >= D || D - T > VX_MAX_DEPTH - 1))
     s = vx_error_set(err, VX_ERR_INVALID_ARG, "tiles of %u^3 in a %u^3 grid: a tile is smaller "
@@ -214,6 +233,7 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   const double tp = vx_clock_seconds();
   if (s == VX_OK) s = tile_pairs(m, &xf, D, T, o->mem_limit, o->threads, &p->pairs, &npairs, err);
   p->sec_pairs = vx_clock_seconds() - tp;
+  p->held = vx_resident_bytes();
   if (s != VX_OK) return s;
   /* the tiles: where each one's triangles start */
   uint64_t ntiles = 0;
@@ -619,8 +639,11 @@ vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
       snprintf(parts, sizeof parts, " (welding %.2fs, winding tree %.2fs, clean flags %.2fs, "
                "their certificate %.2fs on the %s)", p.sign.sec[0], p.sign.sec[1], p.sign.sec[2],
                p.sign.sec[3], p.sign.cert_gpu ? "GPU" : "CPU");
+    char held[32];
     vx_notes_add(&b->notes, "plan: duplicates %.2fs, overlaps %.2fs, sign tables %.2fs%s, tile "
-                 "pairs %.2fs", p.sec_unique, p.sec_overlap, p.sec_sign, parts, p.sec_pairs);
+                 "pairs %.2fs; %s held after it (the mesh, its sign tables and tile lists)",
+                 p.sec_unique, p.sec_overlap, p.sec_sign, parts, p.sec_pairs,
+                 vx_bytes_text((double)p.held, held, sizeof held));
   }
   if (s == VX_OK && built)
     vx_notes_add(&b->notes, "tiles by %d worker%s%s: building %.2fs, compressing %.2fs, "

@@ -32,6 +32,7 @@ struct vx_tile_plan {
   int zstd_level, auto_dev;
   char *tmp_dir;
   double sec_unique, sec_overlap, sec_sign, sec_pairs, sec_plan; /* its stages, all of it */
+  uint64_t held;          /* the process's resident bytes once planned */
   pthread_mutex_t mu;     /* the fallback note */
   int fell_back;
   vx_error note;

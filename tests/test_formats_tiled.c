@@ -9,6 +9,7 @@
 #include "tiled_scene.h"
 #include "formats/svo_codec.h"
 #include "formats/svo_tiled.h"
+#include "sys/system.h"
 
 #include <unistd.h>
 
@@ -166,6 +167,28 @@ static void bytes_do_not_depend_on_threads(void) {
   /* the old reader's answer to a tiled file: not one tree */
   vx_octree o;
   CHECK(vx_svo_read(a, NULL, &o, NULL, &e) == VX_ERR_FORMAT && strstr(e.msg, "tiled") != NULL);
+  vx_mesh_free(m);
+}
+
+/* A memory limit that cannot hold the plan (the whole mesh's sign tables and tile lists) is
+ * refused before the plan is made, with the sizes, and leaves no file; one that holds it builds. */
+static void plan_over_the_limit_is_refused_first(void) {
+  vx_mesh *m = tiled_scene();
+  char p[300];
+  snprintf(p, sizeof p, "%s/limit.svo", dir);
+  vx_convert_opts o = tiled_opts(128, 4, VX_DEVICE_CPU, 0, 2);
+  const uint64_t tris = 40 * 20 * 2 + 48 * 16 * 2; /* the scene's triangles */
+  o.mem_limit = vx_resident_bytes() + tris * 100;  /* under 180 B a triangle for the tables */
+  vx_error e;
+  vx_status s = vx_convert_to_file(m, &o, p, NULL, &e);
+  CHECK_MSG(s == VX_ERR_LIMIT && strstr(e.msg, "before its first tile") &&
+                strstr(e.msg, "sign tables and tile lists"),
+            "%d %s", (int)s, e.msg);
+  CHECK(access(p, F_OK) != 0);
+  o.mem_limit = vx_resident_bytes() + (256u << 20);
+  CHECK_MSG(vx_convert_to_file(m, &o, p, NULL, &e) == VX_OK, "%s", e.msg);
+  CHECK(access(p, F_OK) == 0);
+  remove(p);
   vx_mesh_free(m);
 }
 
@@ -450,6 +473,7 @@ int main(void) {
   if (!mkdtemp(dir)) return 1;
   RUN(tiled_equals_untiled);
   RUN(bytes_do_not_depend_on_threads);
+  RUN(plan_over_the_limit_is_refused_first);
   RUN(damage_is_refused);
   RUN(partial_reads_read_a_prefix);
   RUN(forgeries_are_refused);

@@ -241,9 +241,9 @@ static void winding_two_points_in_one_walk(void) {
       for (int i = 0; i < 3; i++) p[1][i] = p[0][i] + 2e-3 * (rnd() - 0.5);
     }
     for (int beta = 1; beta <= 3; beta += 2) {
-      vx_wind_eval2(t.nodes, t.tri, (const double(*)[3])p, beta, &w0, &w1);
-      double s0 = vx_wind_eval(t.nodes, t.tri, p[0], beta),
-             s1 = vx_wind_eval(t.nodes, t.tri, p[1], beta);
+      vx_wind_eval2(&t, (const double(*)[3])p, beta, &w0, &w1);
+      double s0 = vx_wind_eval(&t, p[0], beta),
+             s1 = vx_wind_eval(&t, p[1], beta);
       if (memcmp(&w0, &s0, sizeof w0) || memcmp(&w1, &s1, sizeof w1)) {
         bad++;
         CHECK_MSG(0, "beta %d: two in one walk %.17g %.17g, one walk each %.17g %.17g", beta, w0,
@@ -344,7 +344,7 @@ static void winding_tree_same_on_threads(void) {
       CHECK_MSG(vx_wind_build(meshes[k], NULL, threads[i], &t, &err) == VX_OK, "%s", err.msg);
       CHECK_MSG(t.node_count == ref.node_count && t.tri_count == ref.tri_count &&
                     memcmp(t.nodes, ref.nodes, ref.node_count * sizeof *t.nodes) == 0 &&
-                    memcmp(t.tri, ref.tri, ref.tri_count * 72) == 0,
+                    memcmp(t.tri, ref.tri, ref.tri_count * 9 * sizeof(float)) == 0,
                 "mesh %d, %d threads: %llu nodes against %llu", k, threads[i],
                 (unsigned long long)t.node_count, (unsigned long long)ref.node_count);
       vx_wind_free(&t);

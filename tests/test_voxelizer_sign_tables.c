@@ -95,7 +95,7 @@ static void clean_flags_match(const char *what, const vx_soup *m, const uint32_t
       if (ok && cx * cx + cy * cy + cz * cz > 0.0) {
         double g[9];
         vx_grid_tri(m, &xf, t, g);
-        f = vx_cert_triangle(s.wind.nodes, s.wind.tri, g);
+        f = vx_cert_triangle(&s.wind, g);
       }
       clean[t] = f;
       count += f != 0;

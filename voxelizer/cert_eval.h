@@ -60,7 +60,8 @@ VX_HD int vx_shares_vertex(const double *g, const double *h) {
 }
 
 /* Does triangle g cut through another triangle of the tree (one sharing no vertex with it)? */
-VX_HD int vx_crosses_other(const vx_wind_node *nodes, const double *tri, const double *g) {
+VX_HD int vx_crosses_other(const vx_wind_tree *t, const double *g) {
+  const vx_wind_node *nodes = t->nodes;
   double c[3], r = 0.0, lo[3], hi[3];
   for (int i = 0; i < 3; i++) {
     c[i] = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
@@ -86,7 +87,8 @@ VX_HD int vx_crosses_other(const vx_wind_node *nodes, const double *tri, const d
       continue;
     }
     for (uint32_t k = 0; k < nd->count; k++) {
-      const double *h = tri + ((uint64_t)nd->first + k) * 9;
+      double h[9];
+      vx_wind_leaf_tri(t, (uint64_t)nd->first + k, h);
       int apart = 0; /* bounding boxes apart: no crossing */
       for (int i = 0; i < 3; i++)
         apart |= (h[i] > hi[i] && h[3 + i] > hi[i] && h[6 + i] > hi[i]) ||
@@ -98,11 +100,11 @@ VX_HD int vx_crosses_other(const vx_wind_node *nodes, const double *tri, const d
   return 0;
 }
 
-/* The clean code of grid triangle g (9 doubles) of a mesh whose winding tree is (nodes, tri):
+/* The clean code of grid triangle g (9 doubles) of a mesh whose winding tree is t:
  * 1 clean, 2 clean but inverted, 0 not (it crosses another triangle, or the winding number just
  * behind and in front of its centroid is not that of a face of a closed shell). Call it only for
  * triangles whose edges already passed the manifold test. */
-VX_HD uint8_t vx_cert_triangle(const vx_wind_node *nodes, const double *tri, const double *g) {
+VX_HD uint8_t vx_cert_triangle(const vx_wind_tree *t, const double *g) {
   double n[3], u[3], v[3], io[2][3], wi, wo;
   int i;
   for (i = 0; i < 3; i++) {
@@ -119,8 +121,8 @@ VX_HD uint8_t vx_cert_triangle(const vx_wind_node *nodes, const double *tri, con
     io[0][i] = c - e * n[i]; /* behind */
     io[1][i] = c + e * n[i]; /* in front */
   }
-  if (vx_crosses_other(nodes, tri, g)) return 0;
-  vx_wind_eval2(nodes, tri, (const double(*)[3])io, 1.0, &wi, &wo); /* two walks in one */
+  if (vx_crosses_other(t, g)) return 0;
+  vx_wind_eval2(t, (const double(*)[3])io, 1.0, &wi, &wo); /* two walks in one */
   if (fabs(wi - 1.0) < 0.35 && fabs(wo) < 0.35) return 1; /* beta = 1: errors <= 0.15 */
   if (fabs(wi) < 0.35 && fabs(wo + 1.0) < 0.35) return 2; /* inverted */
   return 0;

@@ -17,7 +17,7 @@ struct device_inputs {
   uint32_t *vid;
   uint8_t *clean, *vclean;
   vx_wind_node *nodes;
-  double *wtri;
+  double *wgrid; /* the winding tree's triangles mapped (vx_wind_tree.grid) */
 };
 
 /* The mesh's grid triangles into in->tg (computed on the host's cores, then copied). */
@@ -29,6 +29,10 @@ vx_status upload_sign(const vx_sign_data *sign, uint64_t ntri, device_inputs *in
                       vx_sign_data *dev, vx_error *err);
 
 void free_inputs(device_inputs *in);
+
+/* The winding tree's triangles on the device, mapped into its frame once (*grid, 9 doubles each:
+ * vx_wind_leaf_tri's bits); cudaFree it. */
+vx_status upload_wind_grid(const vx_wind_tree *w, double **grid, vx_error *err);
 
 /* The copy of m's mesh on the current device, uploaded now when this is the first build there:
  * *in and *dev point into m (valid until vx_gpu_meshes_free). *in NULL: the device has no slot

@@ -14,18 +14,21 @@
 
 #include "voxelizer/internal.h"
 #include "voxelizer/cert_eval.h"
+#include "voxelizer/gpu_mesh.cuh"
 #include "voxelizer/gpu_util.cuh"
 
 namespace {
 
 /* Thread i certifies the tree's triangle i (triangle order[i] of the mesh): the warps walk
  * neighbouring triangles, so their walks share nodes and diverge little. */
-__global__ void k_cert(const vx_wind_node *nodes, const double *wtri, const uint32_t *order,
-                       uint64_t n, uint8_t *clean) {
+__global__ void k_cert(vx_wind_tree w, const uint32_t *order, uint64_t n, uint8_t *clean) {
   uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const uint32_t t = order[i];
-  if (clean[t]) clean[t] = vx_cert_triangle(nodes, wtri, wtri + i * 9);
+  if (!clean[t]) return;
+  double g[9];
+  vx_wind_leaf_tri(&w, i, g);
+  clean[t] = vx_cert_triangle(&w, g);
 }
 
 } /* namespace */
@@ -36,27 +39,32 @@ extern "C" vx_status vx_sign_cert_gpu(const vx_wind_tree *w, uint8_t *clean, vx_
   if (!w->order) return vx_error_set(err, VX_ERR_INVALID_ARG, "the winding tree has no order");
   vx_status u = vx_cuda_usable((const void *)k_cert, err);
   if (u != VX_OK) return u;
-  double *dwt = NULL;
+  double *dwg = NULL;
   uint32_t *dord = NULL;
   vx_wind_node *dn = NULL;
   uint8_t *dc = NULL;
   auto body = [&]() -> vx_status {
-    CK(cudaMalloc((void **)&dwt, T * 9 * sizeof(double)));
+    vx_status g = vxgpu::upload_wind_grid(w, &dwg, err);
+    if (g != VX_OK) return g;
     CK(cudaMalloc((void **)&dord, T * sizeof(uint32_t)));
     CK(cudaMalloc((void **)&dn, w->node_count * sizeof(vx_wind_node)));
     CK(cudaMalloc((void **)&dc, T));
-    CK(cudaMemcpy(dwt, w->tri, T * 9 * sizeof(double), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dord, w->order, T * sizeof(uint32_t), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dn, w->nodes, w->node_count * sizeof(vx_wind_node), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dc, clean, T, cudaMemcpyHostToDevice));
     const unsigned B = 128;
-    k_cert<<<vxgpu::grid_of(T, B), B>>>(dn, dwt, dord, T, dc);
+    vx_wind_tree dw = *w; /* its arrays on the device */
+    dw.nodes = dn;
+    dw.tri = NULL;
+    dw.grid = dwg;
+    dw.order = NULL;
+    k_cert<<<vxgpu::grid_of(T, B), B>>>(dw, dord, T, dc);
     CK(cudaGetLastError());
     CK(cudaMemcpy(clean, dc, T, cudaMemcpyDeviceToHost)); /* waits for the kernel */
     return VX_OK;
   };
   vx_status r = body();
-  cudaFree(dwt);
+  cudaFree(dwg);
   cudaFree(dord);
   cudaFree(dn);
   cudaFree(dc);

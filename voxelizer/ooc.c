@@ -357,8 +357,16 @@ static double thread_bytes(uint32_t B, double vox) {
  * average over directions, at most sqrt 3), and closed triangles also take the voxels they only
  * touch: the bundled bunny has 1.3 to 1.5 times its area from 16^3 to 1024^3. The factor 2
  * leaves a margin for meshes of many small pieces. */
-static double expected_voxels(const vx_soup *m, const vx_transform *xf, uint32_t depth) {
-  double area = vx_soup_grid_area(m, xf);
+/* tris: a tile's triangles (n of them), NULL for every triangle of m. */
+static double expected_voxels(const vx_soup *m, const vx_transform *xf, uint32_t depth,
+                              const uint32_t *tris, uint64_t n) {
+  double area = 0.0;
+  if (!tris) area = vx_soup_grid_area(m, xf);
+  for (uint64_t i = 0; tris && i < n; i++) {
+    double g[9];
+    vx_grid_tri(m, xf, tris[i], g);
+    area += vx_grid_tri_area(g);
+  }
   double grid = ldexp(1.0, 3 * (int)depth), vox = 2.0 * area + 1.0;
   return vox < grid ? vox : grid;
 }
@@ -510,14 +518,17 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
   const uint32_t B = 1u << blog;
   const uint64_t limit = opts->mem_limit;
   /* What the build holds whatever happens, before the expensive steps: the process as it is, the
-   * sign tables at the peak of their construction (vx_sign_peak_bytes), the bins (at least one
-   * entry per triangle), every thread's scratch and the writer. */
-  const double tris = (double)mesh->tri_count;
-  const double sign_bytes = vx_sign_peak_bytes(opts->sign_rule);
+   * sign tables at the peak of their construction (vx_sign_peak_bytes; a tile's are the plan's,
+   * already held), the bins (at least one entry per triangle), every thread's scratch and the
+   * writer. A tile counts its own triangles and the voxels their area can reach. */
+  const double tris = tile ? (double)xo->tile_ntris : (double)mesh->tri_count;
+  const double sign_bytes = tile ? 0.0 : vx_sign_peak_bytes(opts->sign_rule);
   const double base0 = (double)vx_resident_bytes();
   /* no more threads than blocks in the grid, no more voxels in a block than in the model */
   const int nt_max = thread_count(opts, (uint64_t)1 << 3 * (depth - blog));
-  const double vox = limit ? expected_voxels(mesh, &xf, depth) : 0.0;
+  const double vox = !limit ? 0.0
+                     : tile ? expected_voxels(mesh, &xf, depth, xo->tile_tris, xo->tile_ntris)
+                            : expected_voxels(mesh, &xf, depth, NULL, 0);
   const double blk_vox = 0.25 * B * B * B < vox ? 0.25 * B * B * B : vox;
   const double writer = writer_bytes(vox, depth, color_soup != NULL);
   /* the GPU build's surface comes back to host memory whole (codes and corners, 16 B a voxel) */
@@ -549,10 +560,12 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
     color_source_close(&csrc);
     return vx_error_set(err, VX_ERR_LIMIT,
                         "a %u^3 build of this mesh needs at least about %.0f MiB even out of core "
-                        "(%.0f in use, %.0f for sign tables and bins, %.0f for %d threads' "
+                        "(%.0f in use, %.0f for %s, %.0f for %d threads' "
                         "scratch, %.0f for the file writer%s), over the memory limit of %.0f MiB",
                         opts->resolution, (base0 + fixed) * MiB, base0 * MiB,
-                        tris * (sign_bytes + 4.0) * MiB, nt_max * thread_bytes(B, blk_vox) * MiB,
+                        tris * (sign_bytes + 4.0) * MiB,
+                        tile ? "the tile's bins" : "sign tables and bins",
+                        nt_max * thread_bytes(B, blk_vox) * MiB,
                         nt_max, writer * MiB, gpu_note, (double)limit * MiB);
   }
 

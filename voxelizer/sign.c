@@ -368,7 +368,7 @@ vx_status vx_sign_build_threads(const vx_soup *m, int threads, vx_sign_data *s, 
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
                         (unsigned long long)T);
   }
-  s->eid = eid; /* clean_flags uses these three, then frees them */
+  s->eid = eid; /* clean_edge_flags uses these three, then frees them */
   s->ecount = j.ecount;
   s->eorient = j.eorient;
   return VX_OK;
@@ -418,7 +418,10 @@ static void *cert_worker(void *arg) {
     uint64_t hi = lo + chunk < T ? lo + chunk : T;
     for (uint64_t i = lo; i < hi; i++) {
       const uint32_t t = j->t->order[i];
-      if (j->clean[t]) j->clean[t] = vx_cert_triangle(j->t->nodes, j->t->tri, j->t->tri + i * 9);
+      if (!j->clean[t]) continue;
+      double g[9];
+      vx_wind_leaf_tri(j->t, i, g);
+      j->clean[t] = vx_cert_triangle(j->t, g);
     }
   }
   return NULL;
@@ -469,8 +472,9 @@ static void build_only_free(vx_sign_data *s) {
   s->eorient = NULL;
 }
 
-/* Marks the clean triangles (see above); returns 0 on allocation failure. */
-static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) {
+/* The clean flags' edge tests (see above), before the tree: the tables' build-only arrays are
+ * freed before the tree's build allocates its own. Returns 0 on allocation failure. */
+static int clean_edge_flags(const vx_soup *m, vx_sign_data *s, int threads) {
   const double start = vx_clock_seconds();
   uint64_t T = m->tri_count;
   s->clean = (uint8_t *)vx_malloc(T);
@@ -480,11 +484,17 @@ static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) 
   clean_job cj = {m, s};
   vx_ranges_run(threads, T, clean_edges, &cj);
   build_only_free(s);
+  s->sec[2] = vx_clock_seconds() - start;
+  return 1;
+}
+
+/* The clean flags' centroid test against the tree, then the vertices' flags. */
+static void clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) {
+  uint64_t T = m->tri_count;
   /* The centroid test, on the GPU when asked and possible, else on the caller's threads (each
    * triangle independent: threads and order change nothing). The tree's triangles are the grid
    * triangles the test takes (vx_grid_tri in the same frame), in the tree's order. */
   const double t0 = vx_clock_seconds();
-  s->sec[2] = t0 - start;
   s->cert_gpu = gpu && vx_sign_cert_gpu(&s->wind, s->clean, NULL) == VX_OK;
   if (!s->cert_gpu) cpu_cert(s, threads);
   const double t1 = vx_clock_seconds();
@@ -501,7 +511,6 @@ static int clean_flags(const vx_soup *m, vx_sign_data *s, int gpu, int threads) 
     }
   }
   s->sec[2] += vx_clock_seconds() - t1;
-  return 1;
 }
 
 vx_status vx_sign_build_rule(const vx_soup *m, const vx_transform *xf, int rule, vx_sign_data *s,
@@ -524,18 +533,19 @@ vx_status vx_sign_build_rule_ex(const vx_soup *m, const vx_transform *xf, int ru
   vx_status st = vx_sign_build_threads(m, threads, s, err);
   if (st != VX_OK) return st;
   const double t1 = vx_clock_seconds();
+  s->sec[0] = t1 - t0;
+  if (m->tri_count * 3 >= UINT32_MAX || !clean_edge_flags(m, s, threads)) {
+    vx_sign_free(s);
+    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
+                        (unsigned long long)m->tri_count);
+  }
+  const double t2 = vx_clock_seconds();
   st = vx_wind_build(m, xf, threads, &s->wind, err);
   if (st != VX_OK) {
     vx_sign_free(s);
     return st;
   }
-  const double t2 = vx_clock_seconds();
-  s->sec[0] = t1 - t0;
-  s->sec[1] = t2 - t1;
-  if (m->tri_count * 3 >= UINT32_MAX || !clean_flags(m, s, gpu, threads)) {
-    vx_sign_free(s);
-    return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
-                        (unsigned long long)m->tri_count);
-  }
+  s->sec[1] = vx_clock_seconds() - t2;
+  clean_flags(m, s, gpu, threads);
   return VX_OK;
 }

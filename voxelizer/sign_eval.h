@@ -98,8 +98,7 @@ VX_HD int vx_sign_clean(const vx_sign_data *s, uint64_t tri, int feat, double d)
 /* -1 when |w(p)| > 1/2 (inside by the winding number), else +1; *exact: the triangles summed
  * exactly (vx_wind_eval_n). */
 VX_HD double vx_sign_by_winding_n(const vx_sign_data *s, const double p[3], uint64_t *exact) {
-  return fabs(vx_wind_eval_n(s->wind.nodes, s->wind.tri, p, VX_WIND_BETA, exact)) > 0.5 ? -1.0
-                                                                                         : 1.0;
+  return fabs(vx_wind_eval_n(&s->wind, p, VX_WIND_BETA, exact)) > 0.5 ? -1.0 : 1.0;
 }
 
 VX_HD double vx_sign_by_winding(const vx_sign_data *s, const double p[3]) {

@@ -113,12 +113,11 @@ typedef struct builder {
 } builder;
 
 static void leaf_moments(builder *b, uint64_t id, uint64_t lo, uint64_t hi) {
-  const double *tri = b->t->tri;
   double A = 0.0, c[3] = {0, 0, 0}, mean[3] = {0, 0, 0}, mo[12];
   memset(mo, 0, sizeof mo);
   for (uint64_t k = lo; k < hi; k++) {
-    const double *g = tri + k * 9;
-    double u[3], v[3], x[3];
+    double g[9], u[3], v[3], x[3];
+    vx_wind_leaf_tri(b->t, k, g);
     for (int i = 0; i < 3; i++) {
       u[i] = g[3 + i] - g[i];
       v[i] = g[6 + i] - g[i];
@@ -138,8 +137,8 @@ static void leaf_moments(builder *b, uint64_t id, uint64_t lo, uint64_t hi) {
   for (int i = 0; i < 3; i++) c[i] = A > 0.0 ? c[i] / A : mean[i] / (double)(hi - lo);
   double r2 = 0.0;
   for (uint64_t k = lo; k < hi; k++) {
-    const double *g = tri + k * 9;
-    double u[3], v[3], x[3], ct[3];
+    double g[9], u[3], v[3], x[3], ct[3];
+    vx_wind_leaf_tri(b->t, k, g);
     for (int i = 0; i < 3; i++) {
       u[i] = g[3 + i] - g[i];
       v[i] = g[6 + i] - g[i];
@@ -265,7 +264,6 @@ typedef struct subtree {
 typedef struct wind_job {
   const vx_soup *m;
   const vx_transform *xf;
-  double *g;       /* grid triangles, input order */
   keyed *keys;
   double (*box)[6]; /* per chunk: centroid min, max */
   double lo[3], q;
@@ -278,19 +276,24 @@ typedef struct wind_job {
 
 #define CHUNK 16384u
 
+/* Triangle k of the mesh in the tree's frame (vx_wind_leaf_tri's map: vx_grid_tri's bits),
+ * computed where it is needed rather than kept: a copy in input order was 72 B a triangle at
+ * the peak of the plan of a tiled build. */
+static void tree_tri(const wind_job *j, uint64_t k, double g[9]) {
+  vx_wind_frame(j->b->t, j->m->pos + k * 9, g);
+}
+
 static void *wind_worker(void *arg) {
   wind_job *j = (wind_job *)arg;
   const uint64_t n = j->stage < 3 ? j->chunks : j->nsub;
   for (uint64_t c; (c = atomic_fetch_add(&j->next, 1)) < n;) {
     const uint64_t a = c * CHUNK, z = a + CHUNK < j->T ? a + CHUNK : j->T;
-    if (j->stage == 0) { /* triangles in the tree's frame, their centroids' box */
+    if (j->stage == 0) { /* the centroids' box in the tree's frame */
       double *bx = j->box[c];
       for (int i = 0; i < 3; i++) bx[i] = INFINITY, bx[3 + i] = -INFINITY;
       for (uint64_t k = a; k < z; k++) {
-        double *g = j->g + k * 9;
-        if (j->xf) vx_grid_tri(j->m, j->xf, k, g);
-        else
-          for (int i = 0; i < 9; i++) g[i] = j->m->pos[k * 9 + i];
+        double g[9];
+        tree_tri(j, k, g);
         for (int i = 0; i < 3; i++) {
           double ct = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
           if (ct < bx[i]) bx[i] = ct;
@@ -299,7 +302,8 @@ static void *wind_worker(void *arg) {
       }
     } else if (j->stage == 1) { /* Morton codes of the centroids over that box */
       for (uint64_t k = a; k < z; k++) {
-        const double *g = j->g + k * 9;
+        double g[9];
+        tree_tri(j, k, g);
         uint64_t code = 0;
         for (int i = 0; i < 3; i++) {
           double ct = (g[i] + g[3 + i] + g[6 + i]) / 3.0;
@@ -313,7 +317,7 @@ static void *wind_worker(void *arg) {
       }
     } else if (j->stage == 2) { /* the triangles in tree order */
       for (uint64_t k = a; k < z; k++) {
-        memcpy(j->b->t->tri + k * 9, j->g + (uint64_t)j->keys[k].tri * 9, 72);
+        memcpy(j->b->t->tri + k * 9, j->m->pos + (uint64_t)j->keys[k].tri * 9, 9 * sizeof(float));
         j->b->t->order[k] = j->keys[k].tri;
       }
     } else if (j->stage == 3) {
@@ -397,7 +401,6 @@ static vx_status wind_tree(wind_job *j, int threads) {
 
 static int no_memory(wind_job *j, vx_wind_tree *t, vx_error *err) {
   vx_free(j->keys);
-  vx_free(j->g);
   vx_free(j->box);
   vx_free(j->b->area);
   vx_free(j->b->cen);
@@ -427,17 +430,18 @@ vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, int threads, v
   j.b = &b;
   j.chunks = (T + CHUNK - 1) / CHUNK;
   j.keys = (keyed *)vx_malloc(T * sizeof *j.keys);
-  j.g = (double *)vx_malloc(T * 9 * sizeof(double));
   j.box = (double(*)[6])vx_malloc(j.chunks * sizeof *j.box);
-  t->tri = (double *)vx_malloc(T * 9 * sizeof(double));
+  t->tri = (float *)vx_malloc(T * 9 * sizeof(float));
+  for (int i = 0; i < 3; i++) t->origin[i] = xf ? xf->origin[i] : 0.0;
+  t->scale = xf ? xf->scale : 1.0;
   t->order = (uint32_t *)vx_malloc(T * sizeof(uint32_t));
   /* every field of nodes 0 .. used-1 is written; pages past them are never touched */
   t->nodes = (vx_wind_node *)vx_malloc(cap * sizeof(vx_wind_node));
   b.area = (double *)vx_malloc(cap * sizeof(double));
   b.cen = (double *)vx_malloc(cap * 3 * sizeof(double));
-  if (!j.keys || !j.g || !j.box || !t->tri || !t->order || !t->nodes || !b.area || !b.cen)
+  if (!j.keys || !j.box || !t->tri || !t->order || !t->nodes || !b.area || !b.cen)
     return no_memory(&j, t, err);
-  /* Triangles in the tree's frame; Morton codes of their centroids over the centroids' box. */
+  /* Morton codes of the triangles' centroids (in the tree's frame) over the centroids' box. */
   run_stage(&j, 0, threads);
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   for (uint64_t c = 0; c < j.chunks; c++)
@@ -453,8 +457,6 @@ vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, int threads, v
   run_stage(&j, 1, threads);
   vx_sort_parallel(j.keys, (size_t)T, sizeof *j.keys, keyed_cmp, threads);
   run_stage(&j, 2, threads);
-  vx_free(j.g);
-  j.g = NULL;
   t->tri_count = T;
   b.keys = j.keys;
   if (wind_tree(&j, threads) != VX_OK) return no_memory(&j, t, err);
@@ -475,5 +477,5 @@ double vx_wind_at(const vx_wind_tree *t, const double p[3]) {
 }
 
 double vx_wind_at_beta(const vx_wind_tree *t, const double p[3], double beta) {
-  return vx_wind_eval(t->nodes, t->tri, p, beta);
+  return vx_wind_eval(t, p, beta);
 }

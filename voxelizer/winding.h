@@ -37,8 +37,13 @@ typedef struct vx_wind_node {
 typedef struct vx_wind_tree {
   vx_wind_node *nodes; /* nodes[0] is the root */
   uint64_t node_count;
-  double *tri;         /* 9 doubles per triangle, in tree (leaf) order, in the tree's frame */
+  float *tri;          /* 9 floats per triangle, in tree (leaf) order: the mesh's own coordinates,
+                          mapped into the tree's frame as they are read (vx_wind_leaf_tri) */
+  const double *grid;  /* or NULL: the same triangles mapped, 9 doubles each (the GPU's copy, where
+                          memory is plentiful and a double division is slow) */
   uint64_t tri_count;
+  double origin[3];    /* the tree's frame: x -> (x - origin) / scale, vx_grid_tri's map (0 and 1 */
+  double scale;        /* for a tree built without a transform) */
   uint32_t *order;     /* tree position -> the triangle's index in the mesh (vx_free'd and NULL
                           once a caller no longer needs it; queries never read it) */
 } vx_wind_tree;
@@ -88,6 +93,23 @@ VX_HD double vx_wind_solid(const double *a, const double *b, const double *c, co
 }
 
 
+/* A triangle of the mesh (9 floats) in the tree's frame: the bits vx_grid_tri gives it. */
+VX_HD void vx_wind_frame(const vx_wind_tree *t, const float *p, double g[9]) {
+  int v, i;
+  for (v = 0; v < 3; v++)
+    for (i = 0; i < 3; i++) g[v * 3 + i] = ((double)p[v * 3 + i] - t->origin[i]) / t->scale;
+}
+
+/* Tree triangle k (in leaf order) in the tree's frame. The host keeps the mesh's floats, half the
+ * bytes of the doubles, and maps them as they are read; the GPU maps them once (t->grid). */
+VX_HD void vx_wind_leaf_tri(const vx_wind_tree *t, uint64_t k, double g[9]) {
+  int i;
+  if (t->grid)
+    for (i = 0; i < 9; i++) g[i] = t->grid[k * 9 + i];
+  else
+    vx_wind_frame(t, t->tri + k * 9, g);
+}
+
 /* A node's far-field term at a point: (x, y, z) = its centre minus the point, d2 = their
  * squared length. K(c).N + sum_ij dK_i/dx_j(c) M_ij with K(x) = (x - p)/|x - p|^3. */
 VX_HD double vx_wind_far(const vx_wind_node *nd, double x, double y, double z, double d2) {
@@ -102,8 +124,9 @@ VX_HD double vx_wind_far(const vx_wind_node *nd, double x, double y, double z, d
 /* vx_wind_at_beta's body over a node array and the tree-ordered triangles; *exact (not NULL)
  * receives the number of triangles whose solid angle it summed exactly: the query's cost, which
  * the builds charge against the memory limit beyond VX_WIND_EXACT_FREE (internal.h). */
-VX_HD double vx_wind_eval_n(const vx_wind_node *nodes, const double *tri, const double p[3],
-                            double beta, uint64_t *exact) {
+VX_HD double vx_wind_eval_n(const vx_wind_tree *t, const double p[3], double beta,
+                            uint64_t *exact) {
+  const vx_wind_node *nodes = t->nodes;
   uint32_t stack[VX_WIND_STACK];
   int sp = 0;
   double far = 0.0, near = 0.0;
@@ -118,9 +141,12 @@ VX_HD double vx_wind_eval_n(const vx_wind_node *nodes, const double *tri, const 
       far += vx_wind_far(nd, x, y, z, d2);
     } else if (nd->count) {
       /* LEAF near p: exact solid angles */
-      const double *g = tri + (uint64_t)nd->first * 9;
       uint32_t k;
-      for (k = 0; k < nd->count; k++, g += 9) near += vx_wind_solid(g, g + 3, g + 6, p);
+      for (k = 0; k < nd->count; k++) {
+        double g[9];
+        vx_wind_leaf_tri(t, (uint64_t)nd->first + k, g);
+        near += vx_wind_solid(g, g + 3, g + 6, p);
+      }
       n += nd->count;
     } else if (sp + 2 <= VX_WIND_STACK) {
       /* INNER near p: left child first */
@@ -136,8 +162,9 @@ VX_HD double vx_wind_eval_n(const vx_wind_node *nodes, const double *tri, const 
  * is visited once for both while both points descend into it, and each point's terms are summed
  * in its own walk's order, so *w0 and *w1 are bit for bit vx_wind_eval's. Pays where the points
  * are close (the two sides of a face: sign.c's clean test). */
-VX_HD void vx_wind_eval2(const vx_wind_node *nodes, const double *tri, const double p[2][3],
-                         double beta, double *w0, double *w1) {
+VX_HD void vx_wind_eval2(const vx_wind_tree *t, const double p[2][3], double beta, double *w0,
+                         double *w1) {
+  const vx_wind_node *nodes = t->nodes;
   uint32_t stack[VX_WIND_STACK];
   uint8_t active[VX_WIND_STACK]; /* bit k: point k's own walk visits the node */
   int sp = 0, k;
@@ -158,9 +185,12 @@ VX_HD void vx_wind_eval2(const vx_wind_node *nodes, const double *tri, const dou
       if (d2 > b2 * r * r) {
         far[k] += vx_wind_far(nd, x, y, z, d2);
       } else if (nd->count) {
-        const double *g = tri + (uint64_t)nd->first * 9;
         uint32_t i;
-        for (i = 0; i < nd->count; i++, g += 9) near[k] += vx_wind_solid(g, g + 3, g + 6, q);
+        for (i = 0; i < nd->count; i++) {
+          double g[9];
+          vx_wind_leaf_tri(t, (uint64_t)nd->first + i, g);
+          near[k] += vx_wind_solid(g, g + 3, g + 6, q);
+        }
       } else {
         down |= 1u << k;
       }
@@ -177,10 +207,9 @@ VX_HD void vx_wind_eval2(const vx_wind_node *nodes, const double *tri, const dou
 }
 
 /* The same without the count. */
-VX_HD double vx_wind_eval(const vx_wind_node *nodes, const double *tri, const double p[3],
-                          double beta) {
+VX_HD double vx_wind_eval(const vx_wind_tree *t, const double p[3], double beta) {
   uint64_t n;
-  return vx_wind_eval_n(nodes, tri, p, beta, &n);
+  return vx_wind_eval_n(t, p, beta, &n);
 }
 
 #endif
