@@ -7,10 +7,13 @@
 #include "sys/system.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#define TS_BUF ((size_t)1 << 20)     /* bytes read from the file at a time */
+#define TS_BUF ((size_t)1 << 24)     /* bytes read from the file at a time */
+#define TS_BULK 4096u                /* fewer faces or vertices in the buffer: one at a time */
 #define TS_HEAD 65536u               /* a PLY header longer than this is not streamed */
 #define TS_MAX_LIST ((uint64_t)1 << 20) /* indices in one face */
 #define TS_PROPS 32
@@ -59,26 +62,92 @@ static int ts_bytes(vx_tri_stream *s, void *out, size_t n) {
   return 1;
 }
 
-/* A scalar of type t from the file, as a double (integers exactly up to 2^53); 0 at the end. */
-static int ts_value(vx_tri_stream *s, int t, double *v) {
-  unsigned char b[8];
-  if (!ts_bytes(s, b, (size_t)vx_ply_type_size(t))) return 0;
-  const uint64_t u = vx_ply_raw(b, t, s->big);
+/* The scalar of type t at b, as a double (integers exactly up to 2^53). */
+static double ply_scalar(const unsigned char *b, int t, int big) {
+  const uint64_t u = vx_ply_raw(b, t, big);
+  double v;
   switch (t) {
-    case T_CHAR: *v = (double)(int8_t)u; break;
-    case T_SHORT: *v = (double)(int16_t)u; break;
-    case T_INT: *v = (double)(int32_t)u; break;
+    case T_CHAR: return (double)(int8_t)u;
+    case T_SHORT: return (double)(int16_t)u;
+    case T_INT: return (double)(int32_t)u;
     case T_FLOAT: {
       float f;
       uint32_t w = (uint32_t)u;
       memcpy(&f, &w, 4);
-      *v = (double)f;
-      break;
+      return (double)f;
     }
-    case T_DOUBLE: memcpy(v, &u, 8); break;
-    default: *v = (double)u; break;
+    case T_DOUBLE: memcpy(&v, &u, 8); return v;
+    default: return (double)u;
   }
+}
+
+/* A scalar of type t from the file; 0 at the end. */
+static int ts_value(vx_tri_stream *s, int t, double *v) {
+  unsigned char b[8];
+  if (!ts_bytes(s, b, (size_t)vx_ply_type_size(t))) return 0;
+  *v = ply_scalar(b, t, s->big);
   return 1;
+}
+
+/* ---- many records at once, on every core ---------------------------------------------------
+ * Vertices, and faces of the common layout, that lie whole in the buffer are decoded where they
+ * are, by ranges on all cores (vx_ranges_run), into the same floats as one at a time. */
+
+typedef struct bulk_job {
+  const vx_tri_stream *s;
+  const unsigned char *b; /* the first record */
+  float *out;
+  const ts_prop *vp;      /* vertices: their properties, record bytes */
+  int nv;
+  uint64_t rec;
+  atomic_uint_fast64_t bad; /* faces: the first that the fast layout cannot take (or n) */
+} bulk_job;
+
+static void vertex_range(void *ctx, uint64_t a, uint64_t z) {
+  bulk_job *j = (bulk_job *)ctx;
+  for (uint64_t k = a; k < z; k++) {
+    const unsigned char *b = j->b + k * j->rec;
+    for (int i = 0; i < j->nv; i++) {
+      const int t = j->vp[i].type, role = j->vp[i].role;
+      if (role >= ROLE_X && role <= ROLE_Z)
+        j->out[3 * k + (uint64_t)(role - ROLE_X)] = (float)ply_scalar(b, t, j->s->big);
+      b += vx_ply_type_size(t);
+    }
+  }
+}
+
+/* Faces [a, z) of 13 bytes (a count of 3 and three 32-bit indices) into triangles; a face whose
+ * index is out of range stops its range and lowers j->bad to it. */
+static void face_range(void *ctx, uint64_t a, uint64_t z) {
+  bulk_job *j = (bulk_job *)ctx;
+  const vx_tri_stream *s = j->s;
+  const int is_int = s->fprop[0].type == T_INT;
+  for (uint64_t k = a; k < z; k++) {
+    const unsigned char *b = j->b + 13 * k;
+    uint32_t v[3];
+    int ok = 1;
+    for (int i = 0; i < 3 && ok; i++) {
+      v[i] = (uint32_t)vx_ply_raw(b + 1 + 4 * i, T_UINT, 0);
+      ok = !(is_int && v[i] > INT32_MAX) && v[i] < s->verts;
+    }
+    if (!ok) {
+      uint_fast64_t cur = atomic_load(&j->bad);
+      while (k < cur && !atomic_compare_exchange_weak(&j->bad, &cur, k)) {
+      }
+      return;
+    }
+    for (int i = 0; i < 3; i++) memcpy(j->out + 9 * k + 3 * i, s->vert + 3 * (uint64_t)v[i], 12);
+  }
+}
+
+/* STL records [a, z): 50 bytes, the vertices at 12. */
+static void stl_range(void *ctx, uint64_t a, uint64_t z) {
+  bulk_job *j = (bulk_job *)ctx;
+  for (uint64_t k = a; k < z; k++)
+    for (int i = 0; i < 9; i++) {
+      const uint32_t u = (uint32_t)vx_ply_raw(j->b + 50 * k + 12 + 4 * i, T_UINT, 0);
+      memcpy(j->out + 9 * k + i, &u, 4);
+    }
 }
 
 static vx_status unsupported(const vx_tri_stream *s, vx_error *err, const char *why) {
@@ -131,12 +200,23 @@ static vx_status ply_vertices(vx_tri_stream *s, const ts_prop *vp, int nv, vx_er
     return corrupt(s, err, "its vertices need more bytes than the file has");
   s->vert = (float *)vx_malloc((size_t)(s->verts ? s->verts : 1) * 3 * sizeof(float));
   if (!s->vert) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %s's vertices", s->what);
-  for (uint64_t k = 0; k < s->verts; k++)
+  for (uint64_t k = 0; k < s->verts;) {
+    if (!ts_fill(s)) return corrupt(s, err, "it ends within its vertices");
+    uint64_t n = (s->have - s->at) / rec;
+    if (n > s->verts - k) n = s->verts - k;
+    if (n >= TS_BULK) { /* whole records in the buffer */
+      bulk_job j = {.s = s, .b = s->buf + s->at, .out = s->vert + 3 * k, .vp = vp, .nv = nv, .rec = rec};
+      vx_ranges_run(0, n, vertex_range, &j);
+      s->at += (size_t)(n * rec), s->pos += n * rec, k += n;
+      continue;
+    }
     for (int i = 0; i < nv; i++) {
       double v;
       if (!ts_value(s, vp[i].type, &v)) return corrupt(s, err, "it ends within its vertices");
       if (vp[i].role >= ROLE_X && vp[i].role <= ROLE_Z) s->vert[3 * k + vp[i].role - ROLE_X] = (float)v;
     }
+    k++;
+  }
   return VX_OK;
 }
 
@@ -263,14 +343,54 @@ vx_status vx_tri_stream_open(FILE *f, uint64_t size, const char *what, vx_tri_st
   return VX_OK;
 }
 
-/* The common face, read straight from the buffer: the only property a list of a uchar count
- * and int or uint indices, little-endian, count 3, all 13 bytes in the buffer. 1 when read (the
+/* The common face layout: the only property a list of a uchar count and int or uint indices,
+ * little-endian (13 bytes a triangle). */
+static int ply_common_faces(const vx_tri_stream *s) {
+  const ts_prop *p = &s->fprop[0];
+  return s->nfprop == 1 && !s->big && p->role == ROLE_INDICES && p->count_type == T_UCHAR &&
+         (p->type == T_INT || p->type == T_UINT);
+}
+
+/* Up to max triangles of the common layout that lie whole in the buffer, at once; stops before a
+ * face it cannot take (a count other than 3, an index out of range: the general reader takes
+ * it). Returns the triangles made; 0 when there are fewer than TS_BULK such faces. */
+static uint64_t ply_faces_bulk(vx_tri_stream *s, float *tri, uint64_t max) {
+  if (!ply_common_faces(s) || s->poly_at + 2 < s->poly_n) return 0;
+  uint64_t n = (s->have - s->at) / 13;
+  if (n > s->faces - s->face) n = s->faces - s->face;
+  if (n > max) n = max;
+  /* up to the first face that is not a triangle (a line, a polygon): a file with many of those
+   * is read one face at a time, not in bursts of a few */
+  const unsigned char *b = s->buf + s->at;
+  uint64_t k = 0;
+  while (k < n && b[13 * k] == 3) k++;
+  n = k;
+  if (n < TS_BULK) return 0;
+  bulk_job j = {.s = s, .b = b, .out = tri};
+  atomic_init(&j.bad, n);
+  vx_ranges_run(0, n, face_range, &j);
+  n = atomic_load(&j.bad);
+  s->at += (size_t)(13 * n), s->pos += 13 * n, s->face += n;
+  return n;
+}
+
+/* STL records whole in the buffer, up to max, at once; 0 when fewer than TS_BULK. */
+static uint64_t stl_bulk(vx_tri_stream *s, float *tri, uint64_t max) {
+  uint64_t n = (s->have - s->at) / 50;
+  if (n > s->faces - s->face) n = s->faces - s->face;
+  if (n > max) n = max;
+  if (n < TS_BULK) return 0;
+  bulk_job j = {.s = s, .b = s->buf + s->at, .out = tri};
+  vx_ranges_run(0, n, stl_range, &j);
+  s->at += (size_t)(50 * n), s->pos += 50 * n, s->face += n;
+  return n;
+}
+
+/* The common face, read straight from the buffer, all 13 bytes in it, count 3. 1 when read (the
  * indices checked as below), 0 when the general reader must take it. */
 static int ply_face_fast(vx_tri_stream *s) {
   const ts_prop *p = &s->fprop[0];
-  if (s->nfprop != 1 || s->big || p->role != ROLE_INDICES || p->count_type != T_UCHAR ||
-      (p->type != T_INT && p->type != T_UINT) || s->have - s->at < 13 || s->buf[s->at] != 3 ||
-      s->poly_cap < 3)
+  if (!ply_common_faces(s) || s->have - s->at < 13 || s->buf[s->at] != 3 || s->poly_cap < 3)
     return 0;
   const unsigned char *b = s->buf + s->at + 1;
   uint32_t v[3];
@@ -327,6 +447,11 @@ vx_status vx_tri_stream_read(vx_tri_stream *s, float *tri, uint64_t max, uint64_
   *got = 0;
   while (*got < max) {
     float *t = tri + 9 * *got;
+    const uint64_t bulk = s->stl ? stl_bulk(s, t, max - *got) : ply_faces_bulk(s, t, max - *got);
+    if (bulk) {
+      *got += bulk;
+      continue;
+    }
     if (s->stl) {
       if (s->face == s->faces) break;
       unsigned char r[50];
@@ -368,6 +493,61 @@ void vx_tri_stream_close(vx_tri_stream *s) {
   vx_free(s);
 }
 
+/* A piece of the soup, checked as vx_soup_append checks it, by ranges on every core: each range
+ * keeps its usable triangles at its start, counts the others and bounds what it keeps. */
+enum { PIECE = 1 << 20, PIECE_RANGES = PIECE / VX_RANGE_CHUNK };
+
+typedef struct piece_range {
+  uint64_t kept, nonfinite, degenerate;
+  double lo[3], hi[3];
+} piece_range;
+
+typedef struct piece_job {
+  float *tri;             /* the piece's triangles */
+  piece_range r[PIECE_RANGES];
+} piece_job;
+
+static void piece_check(void *ctx, uint64_t a, uint64_t z) {
+  piece_job *j = (piece_job *)ctx;
+  piece_range *r = &j->r[a / VX_RANGE_CHUNK];
+  memset(r, 0, sizeof *r);
+  for (int i = 0; i < 3; i++) r->lo[i] = INFINITY, r->hi[i] = -INFINITY;
+  for (uint64_t t = a; t < z; t++) {
+    const float *p = j->tri + 9 * t;
+    const int why = vx_soup_tri_check(p);
+    r->nonfinite += why == VX_TRI_NONFINITE;
+    r->degenerate += why == VX_TRI_DEGENERATE;
+    if (why != VX_TRI_USABLE) continue;
+    for (int v = 0; v < 3; v++)
+      for (int i = 0; i < 3; i++) {
+        const double x = p[3 * v + i];
+        if (x < r->lo[i]) r->lo[i] = x;
+        if (x > r->hi[i]) r->hi[i] = x;
+      }
+    float *d = j->tri + 9 * (a + r->kept++);
+    if (d != p) memcpy(d, p, 9 * sizeof(float));
+  }
+}
+
+/* Checks the n triangles at out->pos + 9 out->tri_count (read there) and keeps the usable ones,
+ * in order, after those already kept. */
+static void piece_keep(vx_soup *out, uint64_t n, piece_job *j) {
+  j->tri = out->pos + 9 * out->tri_count;
+  vx_ranges_run(0, n, piece_check, j);
+  for (uint64_t k = 0; k * VX_RANGE_CHUNK < n; k++) {
+    const piece_range *r = &j->r[k];
+    float *src = j->tri + 9 * k * VX_RANGE_CHUNK, *dst = out->pos + 9 * out->tri_count;
+    if (dst != src) memmove(dst, src, (size_t)r->kept * 9 * sizeof(float));
+    out->tri_count += r->kept;
+    out->skipped_nonfinite += r->nonfinite;
+    out->skipped_degenerate += r->degenerate;
+    for (int i = 0; i < 3; i++) {
+      if (r->lo[i] < out->bbox_min[i]) out->bbox_min[i] = r->lo[i];
+      if (r->hi[i] > out->bbox_max[i]) out->bbox_max[i] = r->hi[i];
+    }
+  }
+}
+
 vx_status vx_soup_import_stream(const char *path, vx_soup *out, vx_error *err) {
   return vx_soup_import_stream_limited(path, 0, 0.0, out, NULL, err);
 }
@@ -399,20 +579,33 @@ vx_status vx_soup_import_stream_limited(const char *path, uint64_t mem_limit, do
                      36.0 * (double)faces / 1048576.0,
                      vx_bytes_text((double)mem_limit, lim, sizeof lim));
   }
-  enum { PIECE = 65536 };
-  float *tri = r == VX_OK ? (float *)vx_malloc((size_t)PIECE * 9 * sizeof(float)) : NULL;
-  if (r == VX_OK && !tri) r = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  /* The triangles are read straight into the soup, which holds at most one a face (a face of
+   * more than 3 vertices is not streamed), checked a piece at a time. */
+  if (r == VX_OK && faces > (UINT64_C(1) << 32))
+    r = vx_error_set(err, VX_ERR_LIMIT, "cannot read '%s': more than 2^32 triangles", path);
+  piece_job *job = r == VX_OK ? (piece_job *)vx_malloc(sizeof *job) : NULL;
+  if (r == VX_OK) out->pos = (float *)vx_malloc((size_t)(faces ? faces : 1) * 9 * sizeof(float));
+  if (r == VX_OK && (!job || !out->pos))
+    r = vx_error_set(err, VX_ERR_NOMEM, "cannot hold the %llu triangles of '%s' in memory",
+                     (unsigned long long)faces, path);
+  for (int i = 0; i < 3; i++) out->bbox_min[i] = INFINITY, out->bbox_max[i] = -INFINITY;
   while (r == VX_OK) {
-    uint64_t got = 0;
-    r = vx_tri_stream_read(s, tri, PIECE, &got, err);
+    uint64_t got = 0, room = faces - out->tri_count;
+    r = vx_tri_stream_read(s, out->pos + 9 * out->tri_count, room < PIECE ? room : PIECE, &got,
+                           err);
     if (r != VX_OK || got == 0) break;
-    r = vx_soup_append(out, tri, got, err);
-    if (r == VX_OK && deadline > 0 && vx_clock_seconds() > deadline)
+    piece_keep(out, got, job);
+    if (deadline > 0 && vx_clock_seconds() > deadline)
       r = vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s': the import did not finish within "
                        "%g s", path, timeout_s);
   }
   if (s) out->skipped_nontriangle = vx_tri_stream_dropped(s);
-  vx_free(tri);
+  vx_free(job);
+  if (r == VX_OK && out->tri_count < faces) { /* faces dropped: give their room back */
+    float *fit = (float *)vx_realloc(out->pos, (size_t)(out->tri_count ? out->tri_count : 1) * 9 *
+                                                   sizeof(float));
+    if (fit) out->pos = fit;
+  }
   vx_tri_stream_close(s);
   fclose(f);
   if (r == VX_OK && out->tri_count == 0)

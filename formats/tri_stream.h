@@ -13,7 +13,9 @@
  * (colours, texture coordinates, materials, other elements or properties) is VX_ERR_FORMAT:
  * the caller reads such a file through assimp, which knows what they mean.
  *
- * The vertices are held (12 bytes each), the faces read in pieces of the caller's size. Every
+ * The vertices are held (12 bytes each), the faces read in pieces of the caller's size. Runs of
+ * vertices and of triangles of the common layouts that lie whole in the read buffer are decoded
+ * on every core (the same floats as one at a time). Every
  * count, index and length from the file is checked before use: a face index past the vertices,
  * a list count above 2^20, a file that ends early are VX_ERR_CORRUPT; nothing is allocated from
  * a count before the file's size shows it can hold it.

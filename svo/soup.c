@@ -44,9 +44,12 @@ static int tri_degenerate(const float *p) {
   return cx == 0.0 && cy == 0.0 && cz == 0.0;
 }
 
-int vx_soup_tri_usable(const float *pos9) {
-  return tri_finite(pos9) && !tri_degenerate(pos9);
+int vx_soup_tri_check(const float *pos9) {
+  return !tri_finite(pos9) ? VX_TRI_NONFINITE : tri_degenerate(pos9) ? VX_TRI_DEGENERATE
+                                                                    : VX_TRI_USABLE;
 }
+
+int vx_soup_tri_usable(const float *pos9) { return vx_soup_tri_check(pos9) == VX_TRI_USABLE; }
 
 /* Grows the colour arrays of m to hold `need` triangles; creates uv/corner arrays when asked,
  * back-filling the triangles already there (uv 0, corners white). */
@@ -107,12 +110,10 @@ static vx_status append_tris(vx_soup *m, const float *pos9, const uint32_t *mate
   }
   for (uint64_t t = 0; t < tri_count; t++) {
     const float *p = pos9 + t * 9;
-    if (!tri_finite(p)) {
-      m->skipped_nonfinite++;
-      continue;
-    }
-    if (tri_degenerate(p)) {
-      m->skipped_degenerate++;
+    const int why = vx_soup_tri_check(p);
+    if (why != VX_TRI_USABLE) {
+      m->skipped_nonfinite += why == VX_TRI_NONFINITE;
+      m->skipped_degenerate += why == VX_TRI_DEGENERATE;
       continue;
     }
     uint64_t k = m->tri_count;

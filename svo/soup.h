@@ -77,6 +77,11 @@ void vx_soup_free(vx_soup *m);
 
 /* 1 when vx_soup_append keeps the triangle (9 floats: finite, not degenerate), else 0. */
 int vx_soup_tri_usable(const float *pos9);
+/* Why vx_soup_append keeps or drops it: VX_TRI_USABLE, VX_TRI_NONFINITE (a NaN or infinite
+ * coordinate) or VX_TRI_DEGENERATE (zero area, in double). For a reader that fills a soup itself
+ * (several threads checking pieces of it): the same filter, the same counts. */
+enum { VX_TRI_USABLE = 0, VX_TRI_NONFINITE = 1, VX_TRI_DEGENERATE = 2 };
+int vx_soup_tri_check(const float *pos9);
 
 /* Appends triangles from flat float positions; drops degenerate and non-finite ones (counted),
  * grows the bbox. Fails only on allocation (VX_ERR_NOMEM) or count overflow (VX_ERR_LIMIT). */

@@ -4,6 +4,7 @@
 #include "sys/system.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,4 +75,32 @@ int vx_parallel(int threads, void *(*fn)(void *), void *arg) {
   fn(arg);
   for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
   return started + 1;
+}
+
+typedef struct range_job {
+  void (*fn)(void *ctx, uint64_t a, uint64_t b);
+  void *ctx;
+  uint64_t n, tasks;
+  atomic_uint_fast64_t next;
+} range_job;
+
+static void *range_worker(void *arg) {
+  range_job *j = (range_job *)arg;
+  for (uint64_t k; (k = atomic_fetch_add(&j->next, 1)) < j->tasks;) {
+    const uint64_t a = k * VX_RANGE_CHUNK;
+    j->fn(j->ctx, a, a + VX_RANGE_CHUNK < j->n ? a + VX_RANGE_CHUNK : j->n);
+  }
+  return NULL;
+}
+
+void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, uint64_t b),
+                   void *ctx) {
+  range_job j;
+  j.fn = fn;
+  j.ctx = ctx;
+  j.n = n;
+  j.tasks = (n + VX_RANGE_CHUNK - 1) / VX_RANGE_CHUNK;
+  atomic_init(&j.next, 0);
+  vx_parallel(vx_thread_count(threads, j.tasks < 256 ? (int)(j.tasks ? j.tasks : 1) : 256),
+              range_worker, &j);
 }

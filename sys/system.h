@@ -40,6 +40,13 @@ int vx_thread_count(int n, int cap);
  * do its share. Returns the number of threads that ran (>= 1). */
 int vx_parallel(int threads, void *(*fn)(void *), void *arg);
 
+/* fn(ctx, a, b) for consecutive ranges [a, b) covering 0 .. n-1, on `threads` threads (no more
+ * than there are ranges: a small input stays on the calling thread): range k is
+ * [k VX_RANGE_CHUNK, (k + 1) VX_RANGE_CHUNK) cut at n. */
+#define VX_RANGE_CHUNK 65536
+void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, uint64_t b),
+                   void *ctx);
+
 VX_EXTERN_C_END
 
 #endif

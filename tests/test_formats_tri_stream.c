@@ -58,8 +58,9 @@ static const char *write_file(const char *name, const buf *b) {
   return path;
 }
 
-/* V vertices on a bumpy sphere, deterministic */
-#define NV 200
+/* NV vertices, deterministic: more than the stream decodes at once (4096), so that its bulk
+ * decoding on every core is what the PLY cases read */
+#define NV 8192
 static float vx_[NV][3];
 static void vertices(void) {
   uint64_t r = 12345;
@@ -130,9 +131,11 @@ static void binary_stl_as_assimp_reads_it(void) {
   free(b.p);
 }
 
-/* a PLY: coordinates float (8: double), index count type ct and index type it (bytes), extra
- * vertex and face properties, quads every 5th face (quads), a line every 40th */
-static void ply(buf *b, int big, int dbl, int ct, int it, int extra, int quads, int crlf) {
+/* a PLY of nf faces: coordinates float (8: double), index count type ct and index type it
+ * (bytes), extra vertex and face properties, quads every 5th face (quads), a line every 40th
+ * (lines: else every 10000th, from face 1, so that runs longer than the stream's bulk remain) */
+static void ply_n(buf *b, int nf, int lines, int big, int dbl, int ct, int it, int extra,
+                  int quads, int crlf) {
   const char *nl = crlf ? "\r\n" : "\n";
   static const char *ints[] = {"", "uchar", "ushort", "", "uint"};
   char h[1024];
@@ -143,7 +146,7 @@ static void ply(buf *b, int big, int dbl, int ct, int it, int extra, int quads, 
            nl, big ? "binary_big_endian" : "binary_little_endian", nl, nl, NV, nl,
            extra ? "property float nx\nproperty uchar quality\n" : "", dbl ? "double" : "float",
            nl, dbl ? "double" : "float", nl, dbl ? "double" : "float", nl,
-           extra ? "property float confidence\n" : "", NF, nl, ints[ct], ints[it], nl,
+           extra ? "property float confidence\n" : "", nf, nl, ints[ct], ints[it], nl,
            extra ? "property int flags\n" : "", nl);
   b->n = 0;
   put_str(b, h);
@@ -157,12 +160,16 @@ static void ply(buf *b, int big, int dbl, int ct, int it, int extra, int quads, 
     }
     if (extra) put_f32(b, 0.5f, big);
   }
-  for (int k = 0; k < NF; k++) {
-    const int n = k % 40 == 1 ? 2 : (quads && k % 5 == 0 ? 4 : 3);
+  for (int k = 0; k < nf; k++) {
+    const int n = k % (lines ? 40 : 10000) == 1 ? 2 : (quads && k % 5 == 0 ? 4 : 3);
     put_num(b, (uint64_t)n, ct, big);
     for (int c = 0; c < n; c++) put_num(b, (uint64_t)corner(k, k % 50 == 3 ? 0 : c), it, big);
     if (extra) put_num(b, 77, 4, big);
   }
+}
+
+static void ply(buf *b, int big, int dbl, int ct, int it, int extra, int quads, int crlf) {
+  ply_n(b, NF, 1, big, dbl, ct, it, extra, quads, crlf);
 }
 
 static void binary_ply_as_assimp_reads_it(void) {
@@ -186,6 +193,12 @@ static void binary_ply_as_assimp_reads_it(void) {
     }
     same_as_assimp(name, &b, "ply");
   }
+  /* the common layout (uchar count, int indices) in runs longer than the bulk, broken by lines
+   * now and then; and a binary STL of as many faces */
+  ply_n(&b, 30000, 0, 0, 0, 1, 4, 0, 0, 0);
+  same_as_assimp("ply_runs", &b, "ply");
+  stl(&b, 30000);
+  same_as_assimp("stl_runs", &b, "stl");
   free(b.p);
 }
 
@@ -223,6 +236,11 @@ static void other_files_left_to_assimp_and_damage_refused(void) {
   CHECK(stream_status(&b, &e) == VX_ERR_CORRUPT && strstr(e.msg, "vertex the file does not"));
   b.n = whole - 5;
   CHECK(stream_status(&b, &e) == VX_ERR_CORRUPT && strstr(e.msg, "ends within"));
+  /* an index past the vertices in the middle of a run read in bulk: the same error */
+  ply_n(&b, 30000, 0, 0, 0, 1, 4, 0, 0, 0);
+  /* face 15000's first index, its high byte: 14999 triangles and the line at 20001 after it */
+  b.p[b.n - (13 * 14999 + 9) + 4] = 0x7f;
+  CHECK(stream_status(&b, &e) == VX_ERR_CORRUPT && strstr(e.msg, "vertex the file does not"));
   b.n = 0;
   put_str(&b, "ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\n"
               "property float y\nproperty float z\nelement face 4000000000\nproperty list uchar "

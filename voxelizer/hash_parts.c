@@ -93,24 +93,13 @@ void vx_hash_parts_free(vx_hash_parts *p) {
 
 typedef struct run_job {
   void (*part)(void *ctx, int p);
-  void (*range)(void *ctx, uint64_t a, uint64_t b);
   void *ctx;
-  uint64_t tasks, n;
-  atomic_uint_fast64_t next;
+  atomic_int next;
 } run_job;
 
 static void *run_worker(void *arg) {
   run_job *j = (run_job *)arg;
-  for (;;) {
-    const uint64_t k = atomic_fetch_add(&j->next, 1);
-    if (k >= j->tasks) break;
-    if (j->part) {
-      j->part(j->ctx, (int)k);
-    } else {
-      const uint64_t a = k * HP_CHUNK;
-      j->range(j->ctx, a, a + HP_CHUNK < j->n ? a + HP_CHUNK : j->n);
-    }
-  }
+  for (int k; (k = atomic_fetch_add(&j->next, 1)) < VX_HASH_PARTS;) j->part(j->ctx, k);
   return NULL;
 }
 
@@ -120,20 +109,5 @@ void vx_hash_parts_run(int threads, void (*fn)(void *ctx, int p), void *ctx) {
   atomic_init(&j.next, 0);
   j.part = fn;
   j.ctx = ctx;
-  j.tasks = VX_HASH_PARTS;
   vx_parallel(vx_thread_count(threads, 256), run_worker, &j);
-}
-
-void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, uint64_t b),
-                   void *ctx) {
-  run_job j;
-  memset(&j, 0, sizeof j);
-  atomic_init(&j.next, 0);
-  j.range = fn;
-  j.ctx = ctx;
-  j.n = n;
-  j.tasks = (n + HP_CHUNK - 1) / HP_CHUNK;
-  /* no more threads than ranges: a small input stays on the calling thread */
-  vx_parallel(vx_thread_count(threads, j.tasks < 256 ? (int)(j.tasks ? j.tasks : 1) : 256),
-              run_worker, &j);
 }

@@ -34,12 +34,6 @@ vx_status vx_hash_parts_build(uint64_t n, uint64_t (*hash)(const void *ctx, uint
 /* fn(ctx, p) once for each partition p, on `threads` threads. */
 void vx_hash_parts_run(int threads, void (*fn)(void *ctx, int p), void *ctx);
 
-/* fn(ctx, a, b) for consecutive ranges [a, b) covering 0 .. n-1, on `threads` threads: range k
- * is [k VX_RANGE_CHUNK, (k + 1) VX_RANGE_CHUNK) cut at n. */
-#define VX_RANGE_CHUNK 65536
-void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, uint64_t b),
-                   void *ctx);
-
 void vx_hash_parts_free(vx_hash_parts *p);
 
 /* A pass over a partition reads its items' data in hash order, scattered: the passes prefetch
