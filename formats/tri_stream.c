@@ -13,7 +13,11 @@
 #include <sys/stat.h>
 
 #define TS_BUF ((size_t)1 << 24)     /* bytes read from the file at a time */
-#define TS_BULK 4096u                /* fewer faces or vertices in the buffer: one at a time */
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define TS_BULK 4096u /* fewer faces or vertices in the buffer: one at a time */
+#else
+#define TS_BULK 2u /* the fuzzer's small inputs reach the bulk decoders too */
+#endif
 #define TS_HEAD 65536u               /* a PLY header longer than this is not streamed */
 #define TS_MAX_LIST ((uint64_t)1 << 20) /* indices in one face */
 #define TS_PROPS 32
@@ -30,7 +34,7 @@ struct vx_tri_stream {
   FILE *f;
   uint64_t size, pos; /* the file's bytes, and the stream's place in them */
   unsigned char *buf;
-  size_t have, at; /* bytes in buf, the next one */
+  size_t cap, have, at; /* buf's size (smaller for a small file), bytes in it, the next one */
   int stl, big;    /* binary STL; a big-endian PLY */
   uint64_t faces, face; /* declared, read */
   uint64_t lines;       /* faces of fewer than 3 vertices (points, lines): dropped */
@@ -45,7 +49,7 @@ struct vx_tri_stream {
 
 static int ts_fill(vx_tri_stream *s) {
   if (s->at < s->have) return 1;
-  s->have = fread(s->buf, 1, TS_BUF, s->f);
+  s->have = fread(s->buf, 1, s->cap, s->f);
   s->at = 0;
   return s->have > 0;
 }
@@ -116,21 +120,25 @@ static void vertex_range(void *ctx, uint64_t a, uint64_t z) {
   }
 }
 
+/* The three indices of a common-layout face (b: its 13 bytes, the count first) into v; 0 when one
+ * is out of range (the general reader then says so). */
+static int common_face(const vx_tri_stream *s, const unsigned char *b, uint32_t v[3]) {
+  const int is_int = s->fprop[0].type == T_INT;
+  for (int i = 0; i < 3; i++) {
+    v[i] = (uint32_t)vx_ply_raw(b + 1 + 4 * i, T_UINT, 0);
+    if ((is_int && v[i] > INT32_MAX) || v[i] >= s->verts) return 0;
+  }
+  return 1;
+}
+
 /* Faces [a, z) of 13 bytes (a count of 3 and three 32-bit indices) into triangles; a face whose
  * index is out of range stops its range and lowers j->bad to it. */
 static void face_range(void *ctx, uint64_t a, uint64_t z) {
   bulk_job *j = (bulk_job *)ctx;
   const vx_tri_stream *s = j->s;
-  const int is_int = s->fprop[0].type == T_INT;
   for (uint64_t k = a; k < z; k++) {
-    const unsigned char *b = j->b + 13 * k;
     uint32_t v[3];
-    int ok = 1;
-    for (int i = 0; i < 3 && ok; i++) {
-      v[i] = (uint32_t)vx_ply_raw(b + 1 + 4 * i, T_UINT, 0);
-      ok = !(is_int && v[i] > INT32_MAX) && v[i] < s->verts;
-    }
-    if (!ok) {
+    if (!common_face(s, j->b + 13 * k, v)) {
       uint_fast64_t cur = atomic_load(&j->bad);
       while (k < cur && !atomic_compare_exchange_weak(&j->bad, &cur, k)) {
       }
@@ -140,14 +148,18 @@ static void face_range(void *ctx, uint64_t a, uint64_t z) {
   }
 }
 
-/* STL records [a, z): 50 bytes, the vertices at 12. */
+/* The 9 coordinates of a 50-byte STL record (the vertices at 12, little-endian floats). */
+static void stl_record(const unsigned char *r, float t[9]) {
+  for (int i = 0; i < 9; i++) {
+    const uint32_t u = (uint32_t)vx_ply_raw(r + 12 + 4 * i, T_UINT, 0);
+    memcpy(&t[i], &u, 4);
+  }
+}
+
+/* STL records [a, z). */
 static void stl_range(void *ctx, uint64_t a, uint64_t z) {
   bulk_job *j = (bulk_job *)ctx;
-  for (uint64_t k = a; k < z; k++)
-    for (int i = 0; i < 9; i++) {
-      const uint32_t u = (uint32_t)vx_ply_raw(j->b + 50 * k + 12 + 4 * i, T_UINT, 0);
-      memcpy(j->out + 9 * k + i, &u, 4);
-    }
+  for (uint64_t k = a; k < z; k++) stl_record(j->b + 50 * k, j->out + 9 * k);
 }
 
 static vx_status unsupported(const vx_tri_stream *s, vx_error *err, const char *why) {
@@ -315,7 +327,8 @@ vx_status vx_tri_stream_open(FILE *f, uint64_t size, const char *what, vx_tri_st
   s->f = f;
   s->size = size;
   s->what = what ? what : "the mesh";
-  s->buf = (unsigned char *)vx_malloc(TS_BUF);
+  s->cap = size < TS_BUF ? (size < 4096 ? 4096 : (size_t)size) : TS_BUF;
+  s->buf = (unsigned char *)vx_malloc(s->cap);
   vx_status st = VX_OK;
   unsigned char head[84];
   if (!s->buf) {
@@ -389,15 +402,10 @@ static uint64_t stl_bulk(vx_tri_stream *s, float *tri, uint64_t max) {
 /* The common face, read straight from the buffer, all 13 bytes in it, count 3. 1 when read (the
  * indices checked as below), 0 when the general reader must take it. */
 static int ply_face_fast(vx_tri_stream *s) {
-  const ts_prop *p = &s->fprop[0];
   if (!ply_common_faces(s) || s->have - s->at < 13 || s->buf[s->at] != 3 || s->poly_cap < 3)
     return 0;
-  const unsigned char *b = s->buf + s->at + 1;
   uint32_t v[3];
-  for (int k = 0; k < 3; k++, b += 4) {
-    v[k] = (uint32_t)vx_ply_raw(b, T_UINT, 0);
-    if ((p->type == T_INT && v[k] > INT32_MAX) || v[k] >= s->verts) return 0; /* said there */
-  }
+  if (!common_face(s, s->buf + s->at, v)) return 0; /* said there */
   memcpy(s->poly, v, sizeof v);
   s->poly_n = 3;
   s->poly_at = 0;
@@ -456,12 +464,7 @@ vx_status vx_tri_stream_read(vx_tri_stream *s, float *tri, uint64_t max, uint64_
       if (s->face == s->faces) break;
       unsigned char r[50];
       if (!ts_bytes(s, r, 50)) return corrupt(s, err, "it ends within its triangles");
-      for (int k = 0; k < 9; k++) {
-        const unsigned char *b = r + 12 + 4 * k;
-        uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                     (uint32_t)b[3] << 24;
-        memcpy(&t[k], &u, 4);
-      }
+      stl_record(r, t);
       s->face++;
       (*got)++;
       continue;
