@@ -79,32 +79,33 @@ static uint64_t dd_hash(const void *ctx, uint64_t t) {
 }
 
 /* Partition p's triangles in index order against a table of the first of each class. */
-static void dd_lookup(void *ctx, int p) {
+static void dd_lookup(void *ctx, int p, vx_hash_scratch *w) {
   dedup_job *j = (dedup_job *)ctx;
   const uint64_t a = j->hp.start[p], b = j->hp.start[p + 1];
   if (a == b) return;
   uint64_t size = 16;
   while (size < 2 * (b - a)) size <<= 1;
   const uint64_t mask = size - 1;
-  uint32_t *slot = (uint32_t *)vx_calloc((size_t)size, sizeof *slot);
+  uint32_t *slot = (uint32_t *)vx_hash_scratch_get(w, (size_t)size * sizeof *slot);
   if (!slot) {
     atomic_store(&j->failed, 1);
     return;
   }
+  memset(slot, 0, (size_t)size * sizeof *slot);
   uint64_t ndrop = 0;
   for (uint64_t k = a; k < b; k++) {
-    const uint64_t t = j->hp.idx[k], ht = j->hp.hash[t];
+    const uint64_t t = j->hp.idx[k], ht = j->hp.hash[k];
     vx_hash_parts_prefetch(&j->hp, k, b, slot, mask);
     for (uint64_t h = ht & mask;; h = (h + 1) & mask) {
-      const uint32_t e = slot[h];
+      const uint32_t e = slot[h]; /* a place in the partition + 1 */
       if (e == 0) {
-        slot[h] = (uint32_t)(t + 1);
+        slot[h] = (uint32_t)(k + 1);
         break;
       }
       if (j->hp.hash[e - 1] != ht) continue;
       float q[9], qe[9];
       canonical(j->pos + t * 9, q);
-      canonical(j->pos + (uint64_t)(e - 1) * 9, qe);
+      canonical(j->pos + (uint64_t)j->hp.idx[e - 1] * 9, qe);
       if (memcmp(q, qe, sizeof q) == 0) { /* a copy of the lower index e - 1: dropped */
         j->drop[t] = 1;
         ndrop++;
@@ -112,7 +113,6 @@ static void dd_lookup(void *ctx, int p) {
       }
     }
   }
-  vx_free(slot);
   atomic_fetch_add(&j->dropped, ndrop);
 }
 

@@ -27,14 +27,14 @@ static void *hp_worker(void *arg) {
     if (c >= j->chunks) break;
     uint32_t *cnt = j->count + c * VX_HASH_PARTS;
     const uint64_t a = c * HP_CHUNK, b = a + HP_CHUNK < j->n ? a + HP_CHUNK : j->n;
-    uint64_t *h = j->out->hash;
     if (j->stage == 0)
+      for (uint64_t i = a; i < b; i++) cnt[j->hash(j->ctx, i) >> (64 - VX_HASH_BITS)]++;
+    else /* hashed again: cheaper than 8 bytes an item kept in index order between the stages */
       for (uint64_t i = a; i < b; i++) {
-        h[i] = j->hash(j->ctx, i);
-        cnt[h[i] >> (64 - VX_HASH_BITS)]++;
+        const uint64_t h = j->hash(j->ctx, i), k = cnt[h >> (64 - VX_HASH_BITS)]++;
+        j->out->idx[k] = (uint32_t)i;
+        j->out->hash[k] = h;
       }
-    else
-      for (uint64_t i = a; i < b; i++) j->out->idx[cnt[h[i] >> (64 - VX_HASH_BITS)]++] = (uint32_t)i;
   }
   return NULL;
 }
@@ -47,7 +47,11 @@ static void hp_stage(hp_job *j, int stage, int threads) {
 
 vx_status vx_hash_parts_build(uint64_t n, uint64_t (*hash)(const void *ctx, uint64_t i),
                               const void *ctx, int threads, vx_hash_parts *out, vx_error *err) {
-  memset(out, 0, sizeof *out);
+  if (out->cap < n) {
+    vx_hash_parts_free(out);
+  } else {
+    memset(out->start, 0, sizeof out->start);
+  }
   if (n >= UINT32_MAX) return vx_error_set(err, VX_ERR_LIMIT, "%llu items to match (at most "
                                            "2^32 - 2)", (unsigned long long)n);
   hp_job j;
@@ -58,8 +62,11 @@ vx_status vx_hash_parts_build(uint64_t n, uint64_t (*hash)(const void *ctx, uint
   j.n = n;
   j.out = out;
   j.chunks = (n + HP_CHUNK - 1) / HP_CHUNK;
-  out->hash = (uint64_t *)vx_malloc((size_t)(n ? n : 1) * sizeof *out->hash);
-  out->idx = (uint32_t *)vx_malloc((size_t)(n ? n : 1) * sizeof *out->idx);
+  if (!out->hash) {
+    out->hash = (uint64_t *)vx_malloc((size_t)(n ? n : 1) * sizeof *out->hash);
+    out->idx = (uint32_t *)vx_malloc((size_t)(n ? n : 1) * sizeof *out->idx);
+    out->cap = n;
+  }
   j.count = (uint32_t *)vx_calloc((size_t)(j.chunks ? j.chunks : 1) * VX_HASH_PARTS,
                                   sizeof *j.count);
   if (!out->hash || !out->idx || !j.count) {
@@ -91,19 +98,30 @@ void vx_hash_parts_free(vx_hash_parts *p) {
   memset(p, 0, sizeof *p);
 }
 
+void *vx_hash_scratch_get(vx_hash_scratch *w, size_t bytes) {
+  if (bytes <= w->cap) return w->mem;
+  vx_free(w->mem);
+  w->cap = 0;
+  w->mem = vx_malloc(bytes);
+  if (w->mem) w->cap = bytes;
+  return w->mem;
+}
+
 typedef struct run_job {
-  void (*part)(void *ctx, int p);
+  void (*part)(void *ctx, int p, vx_hash_scratch *w);
   void *ctx;
   atomic_int next;
 } run_job;
 
 static void *run_worker(void *arg) {
   run_job *j = (run_job *)arg;
-  for (int k; (k = atomic_fetch_add(&j->next, 1)) < VX_HASH_PARTS;) j->part(j->ctx, k);
+  vx_hash_scratch w = {NULL, 0};
+  for (int k; (k = atomic_fetch_add(&j->next, 1)) < VX_HASH_PARTS;) j->part(j->ctx, k, &w);
+  vx_free(w.mem);
   return NULL;
 }
 
-void vx_hash_parts_run(int threads, void (*fn)(void *ctx, int p), void *ctx) {
+void vx_hash_parts_run(int threads, void (*fn)(void *ctx, int p, vx_hash_scratch *w), void *ctx) {
   run_job j;
   memset(&j, 0, sizeof j);
   atomic_init(&j.next, 0);

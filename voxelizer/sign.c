@@ -124,29 +124,46 @@ static double corner_angle(const float *p, int k) {
  * vertices welded by exact position and edges by their two vertex ids, each numbered in order of
  * first appearance, and every sum over a vertex's or an edge's corners taken in corner order.
  * Corners are split by the hash of their position (then of their edge) into partitions that keep
- * corner order (hash_parts.h); each partition finds the first corner of every class on a thread
- * of its own, the classes are numbered by a scan of those first corners, and the sums run by
- * partition again: each class lies in one partition, its corners in order. */
+ * corner order (hash_parts.h). Each partition, on a thread of its own, finds the classes of its
+ * corners and sums each class as it goes (each class lies in one partition, its corners in
+ * order), in arrays of its own numbered by the partition's classes; a scan of the first corners
+ * numbers the classes; each partition then puts its sums in their places. */
+typedef struct part_classes {
+  uint64_t n;       /* the partition's classes, in order of their first corner */
+  uint32_t *first;  /* per class: its first corner */
+  double *acc;      /* per class: 4 doubles (vertices: the angle-weighted normal sum and the
+                       angles') or 3 (edges: the face normals' sum) */
+  uint32_t *count;  /* edges: per class, its corners */
+  int32_t *orient;  /* edges: per class, +1 per corner running it from the lower vertex id, -1
+                       from the higher, +2 collapsed (a manifold, consistently wound edge sums
+                       to 0) */
+} part_classes;
+
 typedef struct tables_job {
   const vx_soup *m;
   vx_sign_data *s;
-  uint32_t *eid;
   vx_hash_parts hp;
+  part_classes part[VX_HASH_PARTS];
   uint32_t *rep;      /* per corner: the first corner of its class */
   uint32_t *id;       /* per corner: its class's number (vid or eid) */
   uint64_t *first;    /* per chunk of corners: classes first seen before it */
   int edges;          /* 0: vertices, 1: edges */
-  double *acc;        /* per class: 4 doubles (vertices) or 3 (edges) */
-  uint32_t *ecount;   /* per edge: its corners */
-  int32_t *eorient;   /* per edge: +1 per corner running it from the lower vertex id, -1 from the
-                         higher, +2 collapsed (a manifold, consistently wound edge sums to 0) */
+  float *edge_avg;    /* per edge: the mean of its faces' normals */
+  uint32_t *ecount;   /* per edge: part_classes.count by edge id */
+  int32_t *eorient;   /* per edge: part_classes.orient by edge id */
   atomic_int failed;
 } tables_job;
 
+/* Corner c's position as the bits that weld (float_key). */
+static void vertex_key(const vx_soup *m, uint64_t c, uint32_t k[3]) {
+  const float *p = m->pos + c * 3;
+  for (int i = 0; i < 3; i++) k[i] = float_key(p[i]);
+}
+
 static uint64_t vertex_hash(const void *ctx, uint64_t c) {
-  const float *p = ((const vx_soup *)ctx)->pos + c * 3;
-  uint32_t kx = float_key(p[0]), ky = float_key(p[1]), kz = float_key(p[2]);
-  return vx_mix64(((uint64_t)kx << 32 | ky) ^ vx_mix64(kz));
+  uint32_t k[3];
+  vertex_key((const vx_soup *)ctx, c, k);
+  return vx_mix64(((uint64_t)k[0] << 32 | k[1]) ^ vx_mix64(k[2]));
 }
 
 /* Corner c's edge (to the next corner of its triangle) as its two vertex ids, the smaller first. */
@@ -155,53 +172,138 @@ static uint64_t edge_key(const uint32_t *vid, uint64_t c) {
   return a < b ? (uint64_t)a << 32 | b : (uint64_t)b << 32 | a;
 }
 
+/* vx_mix64 is a bijection: two edges with the same hash are the same edge */
 static uint64_t edge_hash(const void *ctx, uint64_t c) {
   return vx_mix64(edge_key((const uint32_t *)ctx, c));
 }
 
-static int same_class(const tables_job *j, uint64_t c, uint64_t e) {
-  if (j->edges) return edge_key(j->s->vid, c) == edge_key(j->s->vid, e);
-  const float *p = j->m->pos + c * 3, *o = j->m->pos + e * 3;
-  return float_key(p[0]) == float_key(o[0]) && float_key(p[1]) == float_key(o[1]) &&
-         float_key(p[2]) == float_key(o[2]);
+static void part_free(part_classes *q) {
+  vx_free(q->first);
+  vx_free(q->acc);
+  vx_free(q->count);
+  vx_free(q->orient);
+  memset(q, 0, sizeof *q);
 }
 
-/* Partition p's corners in order: each one's first corner of its class. */
-static void find_firsts(void *ctx, int p) {
+/* Corner c's share of its class's sums (class lc of the partition's arrays). */
+static void add_corner(const tables_job *j, uint64_t c, uint64_t lc, double *acc, uint32_t *count,
+                       int32_t *orient) {
+  const uint64_t t = c / 3;
+  if (j->edges) {
+    count[lc]++;
+    const uint32_t va = j->s->vid[c], vb = j->s->vid[c - c % 3 + (c % 3 + 1) % 3];
+    orient[lc] += va < vb ? 1 : va > vb ? -1 : 2; /* a collapsed edge never balances */
+    for (int i = 0; i < 3; i++) acc[lc * 3 + i] += j->s->face_n[t * 3 + i];
+  } else {
+    double n[3];
+    const float *tri = j->m->pos + t * 9;
+    face_normal(tri, n);
+    const double ang = corner_angle(tri, (int)(c % 3));
+    for (int i = 0; i < 3; i++) acc[lc * 4 + i] += ang * n[i];
+    acc[lc * 4 + 3] += ang;
+  }
+}
+
+/* Partition p's corners in order: each one's first corner of its class (rep), and each class's
+ * sums (j->part[p]). The partition's hashes are read in order; a table by hash holds each class's
+ * number in the partition, whose hash and (vertices) key are kept by number (an edge's hash is
+ * its key), so a corner reads only its own triangle out of place. */
+static void find_classes(void *ctx, int p, vx_hash_scratch *w) {
   tables_job *j = (tables_job *)ctx;
-  const uint64_t a = j->hp.start[p], b = j->hp.start[p + 1];
-  if (a == b) return;
+  const uint64_t a = j->hp.start[p], b = j->hp.start[p + 1], n = b - a;
+  if (n == 0) return;
   uint64_t size = 16;
-  while (size < 2 * (b - a)) size <<= 1;
-  const uint64_t mask = size - 1;
-  uint32_t *slot = (uint32_t *)vx_calloc((size_t)size, sizeof *slot); /* first corner + 1 */
-  if (!slot) {
+  while (size < 2 * n) size <<= 1;
+  const uint64_t mask = size - 1, nacc = j->edges ? 3 : 4;
+  /* scratch: slots, then per class its hash, sums, first corner and (vertices) key or (edges)
+   * count and orientation */
+  const size_t bytes = (size_t)size * 4 + (size_t)n * (8 + 8 * nacc + 4 + 12);
+  unsigned char *mem = (unsigned char *)vx_hash_scratch_get(w, bytes);
+  if (!mem) {
     atomic_store(&j->failed, 1);
     return;
   }
+  uint32_t *slot = (uint32_t *)mem; /* class number + 1 */
+  uint64_t *chash = (uint64_t *)(mem + (size_t)size * 4);
+  double *acc = (double *)(chash + n);
+  uint32_t *first = (uint32_t *)(acc + n * nacc);
+  uint32_t *key = first + n, *count = key;              /* vertices: 3 a class */
+  int32_t *orient = (int32_t *)(count + n);             /* edges */
+  memset(slot, 0, (size_t)size * 4);
+  uint64_t nc = 0;
   for (uint64_t k = a; k < b; k++) {
     const uint32_t c = j->hp.idx[k];
-    const uint64_t hc = j->hp.hash[c];
+    const uint64_t hc = j->hp.hash[k];
+    uint32_t kc[3] = {0, 0, 0};
     vx_hash_parts_prefetch(&j->hp, k, b, slot, mask);
-    if (k + VX_HASH_AHEAD < b) { /* and the position or edge the comparison will read */
-      const uint32_t c2 = j->hp.idx[k + VX_HASH_AHEAD];
-      __builtin_prefetch(j->edges ? (const void *)(j->s->vid + c2 - c2 % 3)
-                                  : (const void *)(j->m->pos + (uint64_t)c2 * 3));
+    if (k + VX_HASH_AHEAD < b) { /* the triangle a later corner will read */
+      const uint64_t t2 = j->hp.idx[k + VX_HASH_AHEAD] / 3;
+      __builtin_prefetch(j->edges ? (const void *)(j->s->vid + 3 * t2)
+                                  : (const void *)(j->m->pos + 9 * t2));
+      if (j->edges) __builtin_prefetch(j->s->face_n + 3 * t2);
     }
+    if (!j->edges) vertex_key(j->m, c, kc);
+    uint64_t lc = nc;
     for (uint64_t h = hc & mask;; h = (h + 1) & mask) {
       const uint32_t e = slot[h];
-      if (e == 0) {
-        slot[h] = c + 1;
-        j->rep[c] = c;
+      if (e == 0) { /* a new class */
+        slot[h] = (uint32_t)(++nc);
+        chash[lc] = hc;
+        first[lc] = c;
+        for (uint64_t i = 0; i < nacc; i++) acc[lc * nacc + i] = 0.0;
+        if (j->edges)
+          count[lc] = 0, orient[lc] = 0;
+        else
+          memcpy(key + 3 * lc, kc, sizeof kc);
         break;
       }
-      if (j->hp.hash[e - 1] == hc && same_class(j, c, e - 1)) {
-        j->rep[c] = e - 1;
+      if (chash[e - 1] == hc && (j->edges || memcmp(key + 3 * (e - 1), kc, sizeof kc) == 0)) {
+        lc = e - 1;
         break;
       }
     }
+    j->rep[c] = first[lc];
+    add_corner(j, c, lc, acc, count, orient);
   }
-  vx_free(slot);
+  /* the partition's classes, kept to the numbering */
+  part_classes *q = &j->part[p];
+  q->n = nc;
+  q->first = (uint32_t *)vx_malloc((size_t)nc * sizeof *q->first);
+  q->acc = (double *)vx_malloc((size_t)(nc * nacc) * sizeof *q->acc);
+  if (j->edges) {
+    q->count = (uint32_t *)vx_malloc((size_t)nc * sizeof *q->count);
+    q->orient = (int32_t *)vx_malloc((size_t)nc * sizeof *q->orient);
+  }
+  if (!q->first || !q->acc || (j->edges && (!q->count || !q->orient))) {
+    part_free(q);
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  memcpy(q->first, first, (size_t)nc * sizeof *first);
+  memcpy(q->acc, acc, (size_t)(nc * nacc) * sizeof *acc);
+  if (j->edges) {
+    memcpy(q->count, count, (size_t)nc * sizeof *count);
+    memcpy(q->orient, orient, (size_t)nc * sizeof *orient);
+  }
+}
+
+/* Partition p's classes to their numbers: the vertices' normals, the edges' mean normals,
+ * counts and orientations. */
+static void place_classes(void *ctx, int p, vx_hash_scratch *w) {
+  (void)w;
+  tables_job *j = (tables_job *)ctx;
+  part_classes *q = &j->part[p];
+  for (uint64_t lc = 0; lc < q->n; lc++) {
+    const uint64_t id = j->id[q->first[lc]];
+    if (j->edges) {
+      j->ecount[id] = q->count[lc];
+      j->eorient[id] = q->orient[lc];
+      average_to(q->acc + lc * 3, (double)q->count[lc], j->edge_avg + id * 3);
+    } else {
+      average_to(q->acc + lc * 4, q->acc[lc * 4 + 3], j->s->vert_n + id * 3);
+    }
+  }
+  part_free(q);
 }
 
 #define TB_CHUNK VX_RANGE_CHUNK
@@ -226,39 +328,6 @@ static void number_rest(void *ctx, uint64_t a, uint64_t b) {
     if (j->rep[c] != c) j->id[c] = j->id[j->rep[c]];
 }
 
-/* Partition p's corners in order: their vertex's angle-weighted normal sum, or their edge's sum
- * of face normals and count. */
-static void sum_class(void *ctx, int p) {
-  tables_job *j = (tables_job *)ctx;
-  const float *pos = j->m->pos;
-  const uint64_t a = j->hp.start[p], b = j->hp.start[p + 1];
-  for (uint64_t k = a; k < b; k++) {
-    const uint64_t c = j->hp.idx[k], t = c / 3;
-    const uint64_t e = j->id[c];
-    if (k + VX_HASH_AHEAD < b) { /* the corners' reads are scattered: ask for them ahead */
-      const uint64_t c2 = j->hp.idx[k + VX_HASH_AHEAD], e2 = j->id[c2];
-      __builtin_prefetch(j->edges ? (const void *)(j->s->face_n + c2 / 3 * 3)
-                                  : (const void *)(pos + c2 / 3 * 9));
-      __builtin_prefetch(j->acc + e2 * (j->edges ? 3 : 4), 1);
-      if (j->edges) __builtin_prefetch(j->ecount + e2, 1);
-      if (k + 2 * VX_HASH_AHEAD < b)
-        __builtin_prefetch(j->id + j->hp.idx[k + 2 * VX_HASH_AHEAD]);
-    }
-    if (j->edges) {
-      j->ecount[e]++;
-      const uint32_t va = j->s->vid[c], vb = j->s->vid[c - c % 3 + (c % 3 + 1) % 3];
-      j->eorient[e] += va < vb ? 1 : va > vb ? -1 : 2; /* a collapsed edge never balances */
-      for (int i = 0; i < 3; i++) j->acc[e * 3 + i] += j->s->face_n[t * 3 + i];
-    } else {
-      double n[3];
-      face_normal(pos + t * 9, n);
-      const double ang = corner_angle(pos + t * 9, (int)(c % 3));
-      for (int i = 0; i < 3; i++) j->acc[e * 4 + i] += ang * n[i];
-      j->acc[e * 4 + 3] += ang;
-    }
-  }
-}
-
 static void face_normals(void *ctx, uint64_t a, uint64_t b) {
   tables_job *j = (tables_job *)ctx;
   for (uint64_t t = a; t < b; t++) {
@@ -270,11 +339,11 @@ static void face_normals(void *ctx, uint64_t a, uint64_t b) {
 
 static void edge_normals(void *ctx, uint64_t a, uint64_t b) {
   tables_job *j = (tables_job *)ctx;
-  for (uint64_t c = a; c < b; c++)
-    average_to(j->acc + (uint64_t)j->id[c] * 3, (double)j->ecount[j->id[c]], j->s->edge_n + c * 3);
+  for (uint64_t c = a; c < b; c++) memcpy(j->s->edge_n + c * 3, j->edge_avg + (uint64_t)j->id[c] * 3, 12);
 }
 
-/* Classes of the corners (ids into j->id), by j->edges; the class count, or -1 (no memory). */
+/* The classes of the corners by j->edges, numbered into j->id, their sums in j->part; the class
+ * count, or -1 (no memory). */
 static int64_t classes(tables_job *j, int threads) {
   const uint64_t n = j->m->tri_count * 3, chunks = (n + TB_CHUNK - 1) / TB_CHUNK;
   vx_error e;
@@ -282,7 +351,7 @@ static int64_t classes(tables_job *j, int threads) {
                           j->edges ? (const void *)j->s->vid : (const void *)j->m, threads,
                           &j->hp, &e) != VX_OK)
     return -1;
-  vx_hash_parts_run(threads, find_firsts, j);
+  vx_hash_parts_run(threads, find_classes, j);
   int64_t count = -1;
   j->first = (uint64_t *)vx_malloc((size_t)(chunks ? chunks : 1) * sizeof *j->first);
   if (j->first && !atomic_load(&j->failed)) {
@@ -302,6 +371,10 @@ static int64_t classes(tables_job *j, int threads) {
   return count;
 }
 
+static void parts_free(tables_job *j) {
+  for (int p = 0; p < VX_HASH_PARTS; p++) part_free(&j->part[p]);
+}
+
 vx_status vx_sign_build_threads(const vx_soup *m, int threads, vx_sign_data *s, vx_error *err) {
   memset(s, 0, sizeof *s);
   uint64_t T = m->tri_count;
@@ -310,67 +383,66 @@ vx_status vx_sign_build_threads(const vx_soup *m, int threads, vx_sign_data *s, 
     return vx_error_set(err, VX_ERR_LIMIT, "too many triangles for the sign tables (%llu)",
                         (unsigned long long)T);
   const uint64_t n = T * 3;
-  tables_job j;
-  memset(&j, 0, sizeof j);
-  atomic_init(&j.failed, 0);
-  j.m = m;
-  j.s = s;
+  tables_job *j = (tables_job *)vx_calloc(1, sizeof *j); /* (its partitions: 40 KiB) */
+  if (!j) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  atomic_init(&j->failed, 0);
+  j->m = m;
+  j->s = s;
   s->face_n = (float *)vx_malloc(T * 3 * sizeof(float));
   s->edge_n = (float *)vx_malloc(T * 9 * sizeof(float));
   s->vid = (uint32_t *)vx_malloc(n * sizeof(uint32_t));
   uint32_t *eid = (uint32_t *)vx_malloc(n * sizeof(uint32_t));
-  j.rep = (uint32_t *)vx_malloc(n * sizeof(uint32_t));
+  j->rep = (uint32_t *)vx_malloc(n * sizeof(uint32_t));
   int64_t nv = -1, ne = -1;
-  if (s->face_n && s->edge_n && s->vid && eid && j.rep) {
-    vx_ranges_run(threads, T, face_normals, &j);
-    j.id = s->vid; /* vertices */
-    nv = classes(&j, threads);
+  if (s->face_n && s->edge_n && s->vid && eid && j->rep) {
+    vx_ranges_run(threads, T, face_normals, j);
+    j->id = s->vid; /* vertices */
+    nv = classes(j, threads);
   }
   if (nv >= 0) {
     s->vert_count = (uint64_t)nv;
-    j.acc = (double *)vx_calloc((size_t)(nv ? nv : 1) * 4, sizeof(double));
     s->vert_n = (float *)vx_malloc((size_t)(nv ? nv : 1) * 3 * sizeof(float));
-    if (!j.acc || !s->vert_n) nv = -1;
+    if (!s->vert_n) nv = -1;
   }
   if (nv >= 0) {
-    vx_hash_parts_run(threads, sum_class, &j);
-    for (int64_t i = 0; i < nv; i++) average_to(j.acc + i * 4, j.acc[i * 4 + 3], s->vert_n + i * 3);
-    vx_free(j.acc);
-    j.acc = NULL;
-    vx_hash_parts_free(&j.hp);
-    j.edges = 1; /* edges, numbered by their first corner */
-    j.id = eid;
-    ne = classes(&j, threads);
+    vx_hash_parts_run(threads, place_classes, j);
+    j->edges = 1; /* edges, numbered by their first corner (the partitions' arrays reused) */
+    j->id = eid;
+    ne = classes(j, threads);
   }
   if (ne >= 0) {
     s->edge_count = (uint64_t)ne;
-    j.acc = (double *)vx_calloc((size_t)(ne ? ne : 1) * 3, sizeof(double));
-    j.ecount = (uint32_t *)vx_calloc((size_t)(ne ? ne : 1), sizeof(uint32_t));
-    j.eorient = (int32_t *)vx_calloc((size_t)(ne ? ne : 1), sizeof(int32_t));
-    if (!j.acc || !j.ecount || !j.eorient) ne = -1;
+    j->edge_avg = (float *)vx_malloc((size_t)(ne ? ne : 1) * 3 * sizeof(float));
+    j->ecount = (uint32_t *)vx_malloc((size_t)(ne ? ne : 1) * sizeof(uint32_t));
+    j->eorient = (int32_t *)vx_malloc((size_t)(ne ? ne : 1) * sizeof(int32_t));
+    if (!j->edge_avg || !j->ecount || !j->eorient) ne = -1;
   }
   if (ne >= 0) {
-    vx_hash_parts_run(threads, sum_class, &j);
+    vx_hash_parts_run(threads, place_classes, j);
     for (int64_t e = 0; e < ne; e++) {
-      if (j.ecount[e] == 1) s->boundary_edges++;
-      if (j.ecount[e] > 2) s->nonmanifold_edges++;
+      if (j->ecount[e] == 1) s->boundary_edges++;
+      if (j->ecount[e] > 2) s->nonmanifold_edges++;
     }
-    vx_ranges_run(threads, n, edge_normals, &j);
+    vx_ranges_run(threads, n, edge_normals, j);
   }
-  vx_hash_parts_free(&j.hp);
-  vx_free(j.rep);
-  vx_free(j.acc);
+  parts_free(j);
+  vx_hash_parts_free(&j->hp);
+  vx_free(j->rep);
+  vx_free(j->edge_avg);
+  uint32_t *ecount = j->ecount;
+  int32_t *eorient = j->eorient;
+  vx_free(j);
   if (ne < 0) {
-    vx_free(j.ecount);
-    vx_free(j.eorient);
+    vx_free(ecount);
+    vx_free(eorient);
     vx_free(eid);
     vx_sign_free(s);
     return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate the sign tables for %llu triangles",
                         (unsigned long long)T);
   }
   s->eid = eid; /* clean_edge_flags uses these three, then frees them */
-  s->ecount = j.ecount;
-  s->eorient = j.eorient;
+  s->ecount = ecount;
+  s->eorient = eorient;
   return VX_OK;
 }
 
