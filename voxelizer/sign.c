@@ -410,6 +410,9 @@ vx_status vx_sign_build_threads(const vx_soup *m, int threads, vx_sign_data *s, 
     j->id = eid;
     ne = classes(j, threads);
   }
+  vx_hash_parts_free(&j->hp); /* not needed to place the classes: their room first */
+  vx_free(j->rep);
+  j->rep = NULL;
   if (ne >= 0) {
     s->edge_count = (uint64_t)ne;
     j->edge_avg = (float *)vx_malloc((size_t)(ne ? ne : 1) * 3 * sizeof(float));
