@@ -21,7 +21,7 @@ static vx_status upload(T **d, const T *h, uint64_t count, vx_error *err) {
   *d = NULL;
   if (!h || count == 0) return VX_OK;
   CK(cudaMalloc((void **)d, count * sizeof(T)));
-  CK(cudaMemcpy(*d, h, count * sizeof(T), cudaMemcpyHostToDevice));
+  CK(copy_up(*d, h, count * sizeof(T)));
   return VX_OK;
 }
 
@@ -44,36 +44,27 @@ static void *grid_piece_worker(void *arg) {
   return NULL;
 }
 
-/* The grid triangles are made on the host a piece at a time (32 MiB of doubles) and copied into
- * the device's array: the host never holds a second copy of the mesh in doubles (72 B a triangle,
- * 7.2 GB at 10^8 triangles, at the peak of a tiled build's plan). */
+/* The grid triangles are made on the host a chunk at a time, in the pinned buffers of copy_up:
+ * the host never holds a second copy of the mesh in doubles (72 B a triangle, 7.2 GB at 10^8
+ * triangles, at the peak of a tiled build's plan). */
 vx_status upload_grid_tris(const vx_soup *mesh, const vx_transform *xf, device_inputs *in,
                            vx_error *err) {
-  const uint64_t T = mesh->tri_count, piece = 1u << 19; /* triangles */
+  const uint64_t T = mesh->tri_count;
+  const size_t item = 9 * sizeof(double);
   in->tg = NULL;
   if (T == 0) return VX_OK;
-  double *tg = (double *)vx_malloc((size_t)(T < piece ? T : piece) * 9 * sizeof(double));
-  if (!tg)
-    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu triangles",
-                        (unsigned long long)T);
-  auto body = [&]() -> vx_status {
-    CK(cudaMalloc((void **)&in->tg, T * 9 * sizeof(double)));
-    for (uint64_t a = 0; a < T; a += piece) {
-      grid_piece g;
-      g.mesh = mesh;
-      g.xf = xf;
-      g.tg = tg;
-      g.a = a;
-      g.n = T - a < piece ? T - a : piece;
-      g.next = 0;
-      vx_parallel(g.n < 65536 ? 1 : 0, grid_piece_worker, &g);
-      CK(cudaMemcpy(in->tg + a * 9, tg, g.n * 9 * sizeof(double), cudaMemcpyHostToDevice));
-    }
-    return VX_OK;
-  };
-  vx_status r = body();
-  vx_free(tg);
-  return r;
+  CK(cudaMalloc((void **)&in->tg, T * item));
+  CK(copy_up(in->tg, NULL, T * item, item, [&](char *stage, size_t off, size_t len) {
+    grid_piece g;
+    g.mesh = mesh;
+    g.xf = xf;
+    g.tg = (double *)stage;
+    g.a = off / item;
+    g.n = len / item;
+    g.next = 0;
+    vx_parallel(g.n < 65536 ? 1 : 0, grid_piece_worker, &g);
+  }));
+  return VX_OK;
 }
 
 /* Thread i maps tree triangle i (w.tri on the device). */
@@ -91,7 +82,7 @@ vx_status upload_wind_grid(const vx_wind_tree *w, double **grid, vx_error *err) 
   auto body = [&]() -> vx_status {
     CK(cudaMalloc((void **)grid, T * 9 * sizeof(double)));
     CK(cudaMalloc((void **)&tri, T * 9 * sizeof(float)));
-    CK(cudaMemcpy(tri, w->tri, T * 9 * sizeof(float), cudaMemcpyHostToDevice));
+    CK(copy_up(tri, w->tri, T * 9 * sizeof(float)));
     vx_wind_tree d = *w;
     d.nodes = NULL;
     d.tri = tri;

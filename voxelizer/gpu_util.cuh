@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_util.cuh - what the GPU build's two files share (gpu_build.cu, gpu_tree.cu): error
  * checks that turn a CUDA failure into a vx_status (svo/cuda_status.cuh), launch sizes, the wall clock and the fast
- * copy back to fresh host memory. C++ (CUDA) only. */
+ * copies between pageable host memory and the device. C++ (CUDA) only. */
 #ifndef VOXLOD_VOXELIZER_GPU_UTIL_CUH
 #define VOXLOD_VOXELIZER_GPU_UTIL_CUH
 
@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "sys/alloc.h"
 #include "sys/system.h"
 #include "svo/svo.h"
 #include "svo/cuda_status.cuh"
@@ -85,6 +86,65 @@ inline cudaError_t copy_back(void *dst, const void *src, size_t bytes) {
   if (st) cudaStreamDestroy(st);
   if (stage) cudaFreeHost(stage);
   return e;
+}
+
+/* Host -> device, fast: copy_back's mirror. Chunks of whole items (`item` bytes) go through two
+ * pinned 64 MiB buffers, fill(stage, off, len) writing bytes [off, off + len) of what goes up
+ * into one (on every core: an array's copy, or values computed there) while the other's DMA
+ * runs (a plain cudaMemcpy from pageable memory is staged by the driver on one thread). Small
+ * copies, or pinned memory refused: src when given goes up by cudaMemcpy, else the chunks are
+ * filled into a pageable buffer. Synchronous. */
+template <typename Fill>
+inline cudaError_t copy_up(void *dst, const void *src, size_t bytes, size_t item, Fill fill) {
+  const size_t CH = (((size_t)64 << 20) / item) * item;
+  char *stage = NULL;
+  cudaStream_t st = NULL;
+  cudaEvent_t ev[2] = {NULL, NULL};
+  cudaError_t e = bytes < 2 * CH ? cudaErrorMemoryAllocation
+                                 : cudaMallocHost((void **)&stage, 2 * CH);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev[0], cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev[1], cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    if (bytes >= 2 * CH) cudaGetLastError();
+    if (src) {
+      e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+    } else {
+      const size_t cap = bytes < CH ? bytes : CH;
+      char *buf = (char *)vx_malloc(cap ? cap : 1);
+      e = buf ? cudaSuccess : cudaErrorMemoryAllocation;
+      for (size_t off = 0; off < bytes && e == cudaSuccess; off += CH) {
+        const size_t len = off + CH < bytes ? CH : bytes - off;
+        fill(buf, off, len);
+        e = cudaMemcpy((char *)dst + off, buf, len, cudaMemcpyHostToDevice);
+      }
+      vx_free(buf);
+    }
+  } else {
+    for (size_t i = 0, off = 0; off < bytes && e == cudaSuccess; i++, off += CH) {
+      const size_t len = off + CH < bytes ? CH : bytes - off;
+      char *b = stage + (i & 1) * CH;
+      if (i >= 2) e = cudaEventSynchronize(ev[i & 1]); /* its DMA two rounds ago is done */
+      if (e != cudaSuccess) break;
+      fill(b, off, len);
+      e = cudaMemcpyAsync((char *)dst + off, b, len, cudaMemcpyHostToDevice, st);
+      if (e == cudaSuccess) e = cudaEventRecord(ev[i & 1], st);
+    }
+    cudaError_t w = cudaStreamSynchronize(st);
+    if (e == cudaSuccess) e = w;
+  }
+  if (ev[0]) cudaEventDestroy(ev[0]);
+  if (ev[1]) cudaEventDestroy(ev[1]);
+  if (st) cudaStreamDestroy(st);
+  if (stage) cudaFreeHost(stage);
+  return e;
+}
+
+/* An array up (copy_up, the chunks copied on every core). */
+inline cudaError_t copy_up(void *dst, const void *src, size_t bytes) {
+  return copy_up(dst, src, bytes, 1, [=](char *stage, size_t off, size_t len) {
+    parallel_copy(stage, (const char *)src + off, len);
+  });
 }
 
 } /* namespace vxgpu */
