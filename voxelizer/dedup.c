@@ -106,7 +106,7 @@ static void dd_lookup(void *ctx, int p, vx_hash_scratch *w) {
       float q[9], qe[9];
       canonical(j->pos + t * 9, q);
       canonical(j->pos + (uint64_t)j->hp.idx[e - 1] * 9, qe);
-      if (memcmp(q, qe, sizeof q) == 0) { /* a copy of the lower index e - 1: dropped */
+      if (memcmp(q, qe, sizeof q) == 0) { /* a copy of an earlier triangle: dropped */
         j->drop[t] = 1;
         ndrop++;
         break;

@@ -146,7 +146,7 @@ typedef struct tables_job {
   part_classes part[VX_HASH_PARTS];
   uint32_t *rep;      /* per corner: the first corner of its class */
   uint32_t *id;       /* per corner: its class's number (vid or eid) */
-  uint64_t *first;    /* per chunk of corners: classes first seen before it */
+  uint64_t *before;   /* per chunk of corners: classes first seen before it */
   int edges;          /* 0: vertices, 1: edges */
   float *edge_avg;    /* per edge: the mean of its faces' normals */
   uint32_t *ecount;   /* per edge: part_classes.count by edge id */
@@ -312,12 +312,12 @@ static void count_firsts(void *ctx, uint64_t a, uint64_t b) {
   tables_job *j = (tables_job *)ctx;
   uint64_t n = 0;
   for (uint64_t c = a; c < b; c++) n += j->rep[c] == c;
-  j->first[a / TB_CHUNK] = n;
+  j->before[a / TB_CHUNK] = n;
 }
 
 static void number_firsts(void *ctx, uint64_t a, uint64_t b) {
   tables_job *j = (tables_job *)ctx;
-  uint64_t n = j->first[a / TB_CHUNK];
+  uint64_t n = j->before[a / TB_CHUNK];
   for (uint64_t c = a; c < b; c++)
     if (j->rep[c] == c) j->id[c] = (uint32_t)n++;
 }
@@ -353,21 +353,21 @@ static int64_t classes(tables_job *j, int threads) {
     return -1;
   vx_hash_parts_run(threads, find_classes, j);
   int64_t count = -1;
-  j->first = (uint64_t *)vx_malloc((size_t)(chunks ? chunks : 1) * sizeof *j->first);
-  if (j->first && !atomic_load(&j->failed)) {
+  j->before = (uint64_t *)vx_malloc((size_t)(chunks ? chunks : 1) * sizeof *j->before);
+  if (j->before && !atomic_load(&j->failed)) {
     vx_ranges_run(threads, n, count_firsts, j);
     uint64_t at = 0;
     for (uint64_t k = 0; k < chunks; k++) {
-      const uint64_t f = j->first[k];
-      j->first[k] = at;
+      const uint64_t f = j->before[k];
+      j->before[k] = at;
       at += f;
     }
     vx_ranges_run(threads, n, number_firsts, j);
     vx_ranges_run(threads, n, number_rest, j);
     count = (int64_t)at;
   }
-  vx_free(j->first);
-  j->first = NULL;
+  vx_free(j->before);
+  j->before = NULL;
   return count;
 }
 
