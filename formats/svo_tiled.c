@@ -81,17 +81,19 @@ static uint64_t tree_nodes(const vx_octree *t) {
 }
 
 uint64_t vx_tiled_build_id(const void *positions, size_t n, uint32_t depth, uint32_t tile_depth,
-                           float band, int sign_rule) {
+                           float band, int sign_rule, float prune_error) {
   ZSTD_CCtx *cc = vx_zstd_cctx();
   uint32_t a = 0, b = 0;
-  uint8_t rec[16];
+  uint8_t rec[20];
   vx_put_u32(rec, depth);
   vx_put_u32(rec + 4, tile_depth);
   vx_put_f32(rec + 8, band);
   vx_put_u32(rec + 12, (uint32_t)sign_rule);
+  vx_put_f32(rec + 16, prune_error);
   if (cc) {
     (void)vx_svo_bytes_check(cc, (const uint8_t *)positions, n, &a);
-    (void)vx_svo_bytes_check(cc, rec, sizeof rec, &b);
+    /* an unpruned build's id is that of the fields before pruning existed */
+    (void)vx_svo_bytes_check(cc, rec, prune_error > 0.0f ? 20 : 16, &b);
   }
   ZSTD_freeCCtx(cc);
   return (uint64_t)a << 32 | b;
@@ -620,7 +622,8 @@ static vx_status parse_directory(vx_tiled *t, const uint8_t *raw, uint64_t hoff,
                        "the tiles before it end", name, (unsigned long long)i,
                        (unsigned long long)e->length, (unsigned long long)e->offset);
     else if (e->voxels > (UINT64_C(1) << 3 * t->h.tile_depth) || e->nodes > (UINT64_C(1) << 32) ||
-             e->voxels == 0 || e->nodes == 0)
+             /* a pruned tile may have no voxels left (its root or nodes above them stand in) */
+             (e->voxels == 0 && !(t->h.prune_error > 0.0f)) || e->nodes == 0)
       s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu claims %llu voxels and %llu nodes", name,
                        (unsigned long long)i, (unsigned long long)e->voxels,
                        (unsigned long long)e->nodes);

@@ -67,7 +67,7 @@ void vx_tile_transform(const vx_tiled_header *h, uint64_t code, vx_transform *ou
 /* The identity of a build: a 64-bit hash of its triangles (n bytes of positions) and of the
  * options that change its bytes. */
 uint64_t vx_tiled_build_id(const void *positions, size_t n, uint32_t depth, uint32_t tile_depth,
-                           float band, int sign_rule);
+                           float band, int sign_rule, float prune_error);
 
 /* ---- writing ---- */
 

@@ -119,7 +119,7 @@ vx_status vx_tile_part_decode(const uint8_t in[VX_TILE_PART_BYTES], vx_tile_part
   if (!ok || !(r->fit.m.n >= 0.0) || !(r->fit.bound >= 0.0))
     return vx_error_set(err, VX_ERR_CORRUPT, "tile record: a value is not finite or negative");
   if (r->empty ? (r->voxels || r->nodes || r->length || r->check)
-               : (!r->voxels || !r->nodes || r->length < 64))
+               : ((!r->voxels && !(r->h.prune_error > 0.0f)) || !r->nodes || r->length < 64))
     return vx_error_set(err, VX_ERR_CORRUPT, "tile record: %llu voxels, %llu nodes and %llu "
                         "bytes do not make a%s tile", (unsigned long long)r->voxels,
                         (unsigned long long)r->nodes, (unsigned long long)r->length,

@@ -12,7 +12,10 @@
  *    restricted to its cell (vx_voxelize_tile: the surface on the GPU or in blocks on all cores,
  *    the octree in blocks, spilling under the memory limit); the same bits every way, in the
  *    grid's own
- *    coordinates, so a tile is bit for bit the subtree of the untiled build below its cell. Each
+ *    coordinates, so a tile is bit for bit the subtree of the untiled build below its cell. With
+ *    a max error, each tile is pruned (vx_octree_prune on the GPU's tree, vx_stream_prune on the
+ *    stream, the same bits) and nothing above the tiles' roots is: a tile stays a tree of its own
+ *    in the file, written before the nodes above it are known. Each
  *    finished tile is encoded (in memory, or through a temporary file when it spilled) and
  *    appended to the output; only its root's node and fit are kept.
  * 4. The writer fits the top tree over the roots and commits the file.
@@ -183,9 +186,6 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   const double t0 = vx_clock_seconds();
   memset(p, 0, sizeof *p);
   pthread_mutex_init(&p->mu, NULL);
-  if (o->max_error > 0.0f)
-    return vx_error_set(err, VX_ERR_INVALID_ARG, "pruning (max error %g) is not available for "
-                        "tiled trees yet", (double)o->max_error);
   vx_voxelize_opts *bo = &p->bo;
   bo->resolution = o->resolution;
   bo->band = o->band;
@@ -256,26 +256,28 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   h->depth = D;
   h->tile_depth = T;
   h->band = band;
-  h->prune_error = 0.0f;
+  h->prune_error = o->max_error > 0.0f ? o->max_error : 0.0f; /* each tile pruned by it */
   h->xf = xf;
   h->build_id = vx_tiled_build_id(m->pos, (size_t)m->tri_count * 9 * sizeof(float), D, T, band,
-                                  o->sign_rule);
+                                  o->sign_rule, h->prune_error);
   p->sec_plan = vx_clock_seconds() - t0;
   return VX_OK;
 }
 
 /* The tree's arrays back into the worker's spare ones (pre), the larger kept: the next tile's
- * tree reuses pages already touched instead of faulting in fresh ones. */
-static void keep_arrays(vx_octree *t, vx_octree_prealloc *pre) {
+ * tree reuses pages already touched instead of faulting in fresh ones. built: the counts the
+ * arrays were made for (a pruned tree's arrays keep their size). */
+static void keep_arrays(vx_octree *t, vx_octree_prealloc *pre, uint64_t built_nodes,
+                        uint64_t built_voxels) {
   if (!t->nodes || !t->voxels || !pre) return;
   if (!pre->nodes) { /* the tree took the spare arrays (pre keeps their sizes), or had none */
-    if (pre->node_cap < t->node_count) pre->node_cap = t->node_count;
-    if (pre->voxel_cap < t->voxel_count) pre->voxel_cap = t->voxel_count;
+    if (pre->node_cap < built_nodes) pre->node_cap = built_nodes;
+    if (pre->voxel_cap < built_voxels) pre->voxel_cap = built_voxels;
   } else { /* the spare ones were too small: the tree's own replace them */
     vx_free(pre->nodes);
     vx_free(pre->voxels);
-    pre->node_cap = t->node_count;
-    pre->voxel_cap = t->voxel_count;
+    pre->node_cap = built_nodes;
+    pre->voxel_cap = built_voxels;
   }
   pre->nodes = t->nodes;
   pre->voxels = t->voxels;
@@ -344,6 +346,15 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
   if (bo->gpu) { /* the whole tile on the GPU when its tree fits in memory */
     vx_octree t;
     s = vx_voxelize_tile_gpu(p->m, bo, &xo, &t, &bs, err);
+    const uint64_t built_nodes = s == VX_OK ? t.node_count : 0,
+                   built_voxels = s == VX_OK ? t.voxel_count : 0;
+    if (s == VX_OK && p->h.prune_error > 0.0f) { /* in place: the arrays are kept for reuse */
+      s = vx_octree_prune_in_place(&t, p->h.prune_error, err);
+      if (s != VX_OK) {
+        vx_octree_free(&t);
+        return s;
+      }
+    }
     if (s == VX_OK) {
       r->voxels = t.voxel_count;
       r->nodes = inner_nodes(t.level_count, t.depth);
@@ -355,7 +366,7 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
       r->sec_build = t1 - t0;
       s = put_tree(p, &t, out_path, r, err);
       r->sec_encode = vx_clock_seconds() - t1;
-      keep_arrays(&t, pre);
+      keep_arrays(&t, pre, built_nodes, built_voxels);
       vx_octree_free(&t);
       return s;
     }
@@ -377,6 +388,12 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
   if (s == VX_ERR_EMPTY) { /* triangles only in its halo */
     r->empty = 1;
     return VX_OK;
+  }
+  if (s == VX_OK && p->h.prune_error > 0.0f) { /* pruned as the tree in memory would be */
+    vx_stream pruned;
+    s = vx_stream_prune(&st, p->h.prune_error, &pruned, err);
+    vx_stream_free(&st);
+    if (s == VX_OK) st = pruned;
   }
   if (s != VX_OK) return s;
   r->voxels = st.level_count[st.depth];

@@ -5,7 +5,9 @@
  *
  * The cut at level L comes from the top tree alone when L is at or above the tiles' roots (level
  * K = D - T), else from each tile's levels 0 .. L - K (a partial read: the sections it decodes,
- * nothing more), tiles in index order, which is the Morton order of their cells. So its cells
+ * nothing more), tiles in index order, which is the Morton order of their cells: several at once
+ * where the tiles' headers say where each one's cells go, one after the other in a pruned file
+ * (a pruned leaf's plane gives cells no header counts). So its cells
  * are those vx_cut_build gives on the joined tree, bit for bit, at any depth up to 2^20, and
  * only one tile is decoded at a time.
  *
@@ -112,6 +114,24 @@ vx_status vx_tiled_cut(vx_tiled_file *f, uint32_t level, uint64_t mem_limit,
     top.levels_loaded = K + 1;
     const uint32_t root[3] = {0, 0, 0};
     s = vx_cut_add(out, &top, 0, root, limit, progress, user, err);
+    if (s == VX_OK) s = vx_cut_end(out, err);
+    if (s != VX_OK) vx_cut_free(out);
+    return s;
+  }
+  if (h->prune_error > 0.0f) { /* a pruned leaf's plane gives cells no header counts */
+    const vx_svo_read_opts part = {level == D ? -1 : (int)(level - K), limit, 0};
+    const uint64_t n = vx_tiled_tile_count(t);
+    for (uint64_t i = 0; i < n && s == VX_OK; i++) {
+      vx_octree tile;
+      s = vx_tiled_read_tile(t, i, &part, &tile, err);
+      if (s != VX_OK) break;
+      uint32_t root[3];
+      vx_morton_decode(vx_tiled_tile(t, i)->code, &root[0], &root[1], &root[2]);
+      s = vx_cut_add(out, &tile, K, root, limit, NULL, NULL, err);
+      vx_octree_free(&tile);
+      if (s == VX_OK && progress && progress(user, "field", (double)(i + 1) / (double)n))
+        s = vx_error_set(err, VX_ERR_INTERRUPTED, "interrupted");
+    }
     if (s == VX_OK) s = vx_cut_end(out, err);
     if (s != VX_OK) vx_cut_free(out);
     return s;

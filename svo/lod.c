@@ -268,7 +268,8 @@ static int prunable(uint32_t info, float max_error) {
          vx_err_decode(code) <= max_error;
 }
 
-vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
+/* vx_octree_prune; shrink: the arrays cut to what is kept (else they keep their size). */
+static vx_status prune_tree(vx_octree *t, float max_error, int shrink_arrays, vx_error *err) {
   if (!(max_error > 0.0f)) return VX_OK;
   if (!t || !t->nodes || t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "pruning needs a built tree");
@@ -323,11 +324,13 @@ vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
   count[D] = vw;
   vx_free(keep);
   vx_free(next);
-  if (w != t->node_count) t->nodes = (vx_node *)shrink(t->nodes, (size_t)w, sizeof(vx_node));
-  if (vw != t->voxel_count) t->voxels = (vx_voxel *)shrink(t->voxels, (size_t)vw, sizeof(vx_voxel));
-  if (t->node_color && w != t->node_count)
+  if (shrink_arrays && w != t->node_count)
+    t->nodes = (vx_node *)shrink(t->nodes, (size_t)w, sizeof(vx_node));
+  if (shrink_arrays && vw != t->voxel_count)
+    t->voxels = (vx_voxel *)shrink(t->voxels, (size_t)vw, sizeof(vx_voxel));
+  if (shrink_arrays && t->node_color && w != t->node_count)
     t->node_color = (uint32_t *)shrink(t->node_color, (size_t)w, sizeof(uint32_t));
-  if (t->voxel_color && vw != t->voxel_count) {
+  if (shrink_arrays && t->voxel_color && vw != t->voxel_count) {
     t->voxel_color = (uint32_t *)shrink(t->voxel_color, (size_t)vw, sizeof(uint32_t));
     if (!t->voxel_color) t->voxel_color = (uint32_t *)vx_malloc(sizeof(uint32_t)); /* none left */
   }
@@ -339,6 +342,14 @@ vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
   t->voxel_count = vw;
   if (max_error > t->prune_error) t->prune_error = max_error;
   return vx_octree_link(t, err);
+}
+
+vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
+  return prune_tree(t, max_error, 1, err);
+}
+
+vx_status vx_octree_prune_in_place(vx_octree *t, float max_error, vx_error *err) {
+  return prune_tree(t, max_error, 0, err);
 }
 
 /* The same rule on a stream, level by level: a bit per record says whether it is kept (reached

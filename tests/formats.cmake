@@ -28,6 +28,9 @@ vx_add_test(test_formats_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_
 # bit, up to 16384^3; past it (32768^3) against the exact distance to the mesh.
 vx_add_test(test_tiled_levels SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tiled_levels.c
             LIBS vx_lib Threads::Threads)
+# Pruned tiled trees: the untiled tree pruned below the tiles' roots, tile by tile as joined.
+vx_add_test(test_tiled_pruned SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tiled_pruned.c
+            LIBS vx_lib Threads::Threads)
 # The tiled build as tasks (plans, tiles by index, records, the merge) against the whole build.
 vx_add_test(test_tile_tasks SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tile_tasks.c
             LIBS vx_lib Threads::Threads)

@@ -74,10 +74,43 @@ static void gpu_tiles_are_cpu_tiles(void) {
   case_(1024, 8); /* 4^3 tiles */
 }
 
+/* Pruned tiles: each GPU tile's tree pruned in memory, each CPU tile's stream pruned; the same
+ * bytes (on every GPU too). */
+static void pruned_gpu_tiles_are_cpu_tiles(void) {
+  vx_mesh *m = tiled_scene();
+  const float E[2] = {0.5f, 3.0f};
+  for (int i = 0; i < 2 && !skipped; i++) {
+    char c[300], g[300];
+    snprintf(c, sizeof c, "%s/pc.svo", dir);
+    snprintf(g, sizeof g, "%s/pg.svo", dir);
+    vx_error e;
+    vx_convert_opts o = tiled_opts(512, 5, VX_DEVICE_GPU, vx_gpu_device_count() >= 2 ? -1 : 0, 0);
+    o.max_error = E[i];
+    vx_status s = vx_convert_to_file(m, &o, g, NULL, &e);
+    if (s == VX_ERR_NO_GPU) {
+      skipped = 1;
+      break;
+    }
+    CHECK_MSG(s == VX_OK, "%s", e.msg);
+    o.device = VX_DEVICE_CPU;
+    o.gpus = 0;
+    CHECK_MSG(vx_convert_to_file(m, &o, c, NULL, &e) == VX_OK, "%s", e.msg);
+    size_t cn = 0, gn = 0;
+    uint8_t *cb = tiled_slurp(c, &cn), *gb = tiled_slurp(g, &gn);
+    CHECK(cn == gn && cn > 0 && memcmp(cb, gb, cn) == 0);
+    printf("512^3 in tiles of 32^3, pruned at %g: GPU tiles = CPU tiles (%zu bytes)\n",
+           (double)E[i], cn);
+    free(cb);
+    free(gb);
+  }
+  vx_mesh_free(m);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/voxlod-gtiled-XXXXXX");
   if (!mkdtemp(dir)) return 1;
   RUN(gpu_tiles_are_cpu_tiles);
+  RUN(pruned_gpu_tiles_are_cpu_tiles);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) return 1;

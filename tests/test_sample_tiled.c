@@ -119,10 +119,7 @@ static void joined_equal_mesh(vx_mesh *m, uint32_t res, uint32_t T, int closed,
       o.device = VX_DEVICE_GPU;
       CHECK_MSG(vx_tiled_file_sample(f, &o, &to, p, n, d1, g1, f1, NULL, &e) == VX_OK, "%s",
                 e.msg);
-      uint64_t gdiff = 0;
-      for (uint64_t i = 0; i < n; i++)
-        gdiff += memcmp(d0 + i, d1 + i, 4) != 0 || memcmp(g0 + 3 * i, g1 + 3 * i, 12) != 0 ||
-                 f0[i] != f1[i];
+      const uint64_t gdiff = tiled_samples_differ(n, d0, g0, f0, d1, g1, f1);
       CHECK_MSG(gdiff == 0, "GPU, level %d: %llu of %llu points differ", level,
                 (unsigned long long)gdiff, (unsigned long long)n);
     }

@@ -41,15 +41,6 @@ static void *run_tasks(void *arg) {
   return NULL;
 }
 
-static int same_file(const char *a, const char *b) {
-  size_t na = 0, nb = 0;
-  uint8_t *x = tiled_slurp(a, &na), *y = tiled_slurp(b, &nb);
-  const int same = x && y && na == nb && na > 0 && memcmp(x, y, na) == 0;
-  free(x);
-  free(y);
-  return same;
-}
-
 /* Plans in two "processes" (two plans of the same mesh), tiles on two threads each. */
 static void tasks_equal_convert(const vx_mesh *m, uint32_t res, uint32_t T) {
   vx_error e;
@@ -100,7 +91,7 @@ static void tasks_equal_convert(const vx_mesh *m, uint32_t res, uint32_t T) {
   CHECK(vx_tile_merge(got, rr, pp, n, &c, &e) == VX_OK);
   CHECK(c != NULL);
   vx_conversion_free(c);
-  CHECK(same_file(want, got));
+  CHECK(tiled_same_file(want, got));
   printf("  %u^3 in %u^3 tiles: %llu tasks (%llu empty), merged = converted\n", res, 1u << T,
          (unsigned long long)n, (unsigned long long)empty);
 
@@ -177,7 +168,7 @@ static void pool_equal_convert(const vx_mesh *m, uint32_t res, uint32_t T) {
     const char *notes = vx_conversion_notes(b);
     /* with hold 1 some tile waited (three workers, largest first) and went to a file */
     CHECK_MSG((strstr(notes, "in a temporary file") != NULL) == hold, "hold %d: %s", hold, notes);
-    CHECK(same_file(want, got));
+    CHECK(tiled_same_file(want, got));
     CHECK(files_named("voxlod-tile-") == 0);
     vx_conversion_free(b);
     unlink(got);

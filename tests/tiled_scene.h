@@ -102,4 +102,25 @@ static inline uint8_t *tiled_slurp(const char *path, size_t *n) {
   return b;
 }
 
+/* 1 when the files at a and b hold the same bytes (and some). */
+static inline int tiled_same_file(const char *a, const char *b) {
+  size_t na = 0, nb = 0;
+  uint8_t *x = tiled_slurp(a, &na), *y = tiled_slurp(b, &nb);
+  const int same = x && y && na == nb && na > 0 && memcmp(x, y, na) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
+/* Of n samples (distances d, gradients g, flags f), how many differ between the two sets. */
+static inline uint64_t tiled_samples_differ(uint64_t n, const float *d0, const float *g0,
+                                            const uint8_t *f0, const float *d1, const float *g1,
+                                            const uint8_t *f1) {
+  uint64_t diff = 0;
+  for (uint64_t i = 0; i < n; i++)
+    diff += memcmp(d0 + i, d1 + i, 4) != 0 || memcmp(g0 + 3 * i, g1 + 3 * i, 12) != 0 ||
+            f0[i] != f1[i];
+  return diff;
+}
+
 #endif

@@ -12,7 +12,7 @@
 
 /* tiled_scene() at res^3 into dir/t.svo (tiles of 2^T, built on the CPU) and dir/u.svo (one
  * tree); *f: the tiled file opened, *u: the untiled tree loaded. */
-static void tv_files(const char *dir, uint32_t res, uint32_t T, char tp[128], char up[128],
+static inline void tv_files(const char *dir, uint32_t res, uint32_t T, char tp[128], char up[128],
                      vx_tiled_file **f, vx_tree **u) {
   vx_mesh *m = tiled_scene();
   snprintf(tp, 128, "%s/t.svo", dir);

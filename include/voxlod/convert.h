@@ -44,7 +44,8 @@ typedef struct vx_convert_opts {
   uint32_t tile_depth;     /* 0: one tree (resolution up to 16384), or tiles of 16384^3 above
                               that; T in 1..14: a tiled file (vx_convert_to_file only) of tiles of
                               2^T voxels per axis under at most 13 top levels, resolution up to
-                              2^20. Tiled trees are grey and unpruned so far */
+                              2^20. Tiled trees are grey so far; max_error prunes inside each
+                              tile, never above the tiles' roots */
   int gpus;                /* a tiled build on the GPU (device GPU or AUTO): 0 the current device,
                               -1 every GPU of the machine, N the first N; each builds tiles of its
                               own (one tile stream per GPU), the same bytes whichever builds one */

@@ -25,7 +25,8 @@ struct TilePlan {
 };
 
 TilePlan *plan_create(const Mesh &mesh, uint32_t res, float band, int device, uint64_t mem_limit,
-                      int threads, int sign_rule, uint32_t tile_depth, int zstd_level) {
+                      int threads, int sign_rule, uint32_t tile_depth, int zstd_level,
+                      float max_error) {
   vx_convert_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -38,6 +39,7 @@ TilePlan *plan_create(const Mesh &mesh, uint32_t res, float band, int device, ui
   o.color = VX_COLOR_OFF;
   o.tile_depth = tile_depth;
   o.zstd_level = zstd_level;
+  o.max_error = max_error;
   vx_error e = no_error();
   vx_tile_plan *p = nullptr;
   vx_status s;
@@ -150,7 +152,7 @@ nb::dict merge(const nb::bytes &out, const std::vector<nb::bytes> &recs,
 void bind_tile_tasks(nb::module_ &m) {
   nb::class_<TilePlan>(m, "_TilePlan")
       .def_static("create", &plan_create, "mesh"_a, "resolution"_a, "band"_a, "device"_a,
-                  "mem_limit"_a, "threads"_a, "sign_rule"_a, "tile_depth"_a, "zstd_level"_a = 0,
+                  "mem_limit"_a, "threads"_a, "sign_rule"_a, "tile_depth"_a, "zstd_level"_a = 0, "max_error"_a = 0.0f,
                   nb::rv_policy::take_ownership, nb::keep_alive<0, 1>())
       .def("info", &plan_info)
       .def("build", &plan_build, "k"_a, "path"_a)

@@ -184,3 +184,20 @@ def test_tiled_level_tree(tmp_path):
     assert np.all(np.abs(got / lt.scale - 1.5) < 1.0)
     with pytest.raises(ValueError):
         big.level_tree(15)
+
+
+def test_pruned_tiles(tmp_path):
+    """error= with tiles prunes inside each tile, never above the tiles' roots: the joined tree
+    is the full tree's, pruned that way (fewer nodes, every pruned leaf at or below the tiles'
+    level), and samples of it are the tiled file's read tile by tile."""
+    full, t = tmp_path / "full.svo", tmp_path / "t.svo"
+    voxlod.convert(BUNNY, res=128, out=full, tile_depth=4, color="off", progress=False)
+    voxlod.convert(BUNNY, res=128, out=t, tile_depth=4, error=1.0, color="off", progress=False)
+    a, b = voxlod.load(full), voxlod.load(t)
+    assert b.info["prune_error"] == 1.0 and b.info["node_count"] < a.info["node_count"]
+    assert b.info["voxel_count"] < a.info["voxel_count"]
+    assert t.stat().st_size < full.stat().st_size
+    f = voxlod.TiledFile(t)
+    lo = np.array(b.origin, dtype=np.float64)
+    p = (lo + np.random.default_rng(1).random((5000, 3)) * 128 * b.scale).astype(np.float32)
+    assert np.array_equal(b.sample(p), f.sample(p))

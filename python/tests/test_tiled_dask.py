@@ -36,6 +36,19 @@ def test_cluster_build_is_the_local_build(tmp_path, monkeypatch):
         assert p.returncode == 0, p.stderr
         assert "tiled tree" in p.stdout and cluster.scheduler_address in p.stdout
         assert cli.read_bytes() == local.read_bytes()
+        # pruned inside the tiles: the same bytes on the cluster (through the command line)
+        pl, pc = tmp_path / "plocal.svo", tmp_path / "pcli.svo"
+        voxlod.convert(BUNNY, res=256, tile_depth=5, error=1.0, out=pl, color="off",
+                       progress=False)
+        p = subprocess.run([sys.executable, "-m", "voxlod", "convert", str(BUNNY), str(pc),
+                            "--res", "256", "--tile-depth", "5", "--error", "1", "--no-progress",
+                            "--scheduler", cluster.scheduler_address],
+                           env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        assert pc.read_bytes() == pl.read_bytes()
+        assert pl.stat().st_size < local.stat().st_size
+        pl.unlink()
+        pc.unlink()
         with pytest.raises(ValueError, match="tile_depth"):
             voxlod.convert(BUNNY, res=256, out=tmp_path / "x.svo", client=client)
         with pytest.raises(TypeError, match="path"):

@@ -52,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="tiles of 2^T cells per axis (0: one tree up to 16384, tiles of 16384 "
                    "above)")
     c.add_argument("--band", type=float, default=None, help="field truncation in voxels (2)")
+    c.add_argument("--error", type=float, default=0.0, metavar="E",
+                   help="prune every subtree whose plane is within E finest voxels (0: the full "
+                   "tree; in a tiled tree nothing above the tiles' roots is pruned)")
     c.add_argument("--device", choices=("cpu", "gpu"), default=None)
     c.add_argument("--sign", choices=("winding", "pseudo-normal"), default="winding")
     c.add_argument("--threads", type=int, default=None)
@@ -87,7 +90,7 @@ def _convert(a: argparse.Namespace) -> int:
         return 2
     t0 = time.perf_counter()
     try:
-        convert(a.mesh, res=a.res, out=a.out, tile_depth=a.tile_depth, band=a.band,
+        convert(a.mesh, res=a.res, out=a.out, tile_depth=a.tile_depth, band=a.band, error=a.error,
                 gpu=None if a.device is None else a.device == "gpu", sign=a.sign,
                 threads=a.threads, mem_limit=a.mem_limit, progress=not a.no_progress,
                 client=client)

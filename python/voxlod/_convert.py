@@ -44,7 +44,8 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
     out: a .svo path to write the tree to (atomically) instead of returning it (None comes
     back): the only way for trees that do not fit in memory, and for tiled trees. tile_depth: 0
     (one tree; res up to 16384, tiles of 16384^3 above) or T in 1..14: a tiled .svo of tiles of
-    2^T cells per axis (res up to 2^20; grey, unpruned), read back with load() up to 16384^3
+    2^T cells per axis (res up to 2^20; grey; error= prunes inside the tiles, never above
+    their roots), read back with load() up to 16384^3
     and with TiledFile at any size. gpus: for a tiled build on the GPU, "all" or a count: one
     tile stream per GPU, the same bytes.
 
@@ -93,12 +94,10 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
             raise TypeError("with client=, mesh must be a path the workers can read")
         if g:
             raise ValueError("gpus= is for one machine: with client=, each worker uses its GPU")
-        if error:
-            raise ValueError("pruning (error=) is not available for tiled trees yet")
         from ._tiles import convert_on_cluster
         spec = dict(res=int(res), band=b, device=device, mem_limit=limit,
                     threads=int(threads or 0), sign_rule=0 if sign == "winding" else 1,
-                    tile_depth=int(tile_depth), zstd_level=0)
+                    tile_depth=int(tile_depth), zstd_level=0, max_error=float(error))
         convert_on_cluster(client, _path(mesh, "mesh"), _path(out, "out"), spec,
                            progress=bool(progress))
         return None

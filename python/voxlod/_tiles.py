@@ -34,7 +34,7 @@ def _plan_key(spec: dict) -> Tuple[Any, ...]:
     st = os.stat(spec["mesh"])
     return (spec["mesh"], st.st_size, st.st_mtime_ns, spec["res"], spec["band"],
             spec["device"], spec["mem_limit"], spec["threads"], spec["sign_rule"],
-            spec["tile_depth"], spec["zstd_level"])
+            spec["tile_depth"], spec["zstd_level"], spec["max_error"])
 
 
 def _plan(spec: dict) -> Any:
@@ -46,7 +46,7 @@ def _plan(spec: dict) -> Any:
             mesh = _voxlod._Mesh.load(spec["mesh"])
             p = _voxlod._TilePlan.create(mesh, spec["res"], spec["band"], spec["device"],
                                          spec["mem_limit"], spec["threads"], spec["sign_rule"],
-                                         spec["tile_depth"], spec["zstd_level"])
+                                         spec["tile_depth"], spec["zstd_level"], spec["max_error"])
             _plans[key] = p
         return p
 
