@@ -13,8 +13,8 @@
  *    the octree in blocks, spilling under the memory limit); the same bits every way, in the
  *    grid's own
  *    coordinates, so a tile is bit for bit the subtree of the untiled build below its cell. With
- *    a max error, each tile is pruned (vx_octree_prune on the GPU's tree, vx_stream_prune on the
- *    stream, the same bits) and nothing above the tiles' roots is: a tile stays a tree of its own
+ *    a max error, each tile is pruned (on the GPU before its tree comes back, vx_stream_prune on
+ *    the stream, the same bits) and nothing above the tiles' roots is: a tile stays a tree of its own
  *    in the file, written before the nodes above it are known. Each
  *    finished tile is encoded (in memory, or through a temporary file when it spilled) and
  *    appended to the output; only its root's node and fit are kept.
@@ -193,6 +193,7 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   bo->mem_limit = o->mem_limit;
   bo->sign_rule = o->sign_rule;
   bo->tile_depth = o->tile_depth;
+  bo->max_error = o->max_error > 0.0f ? o->max_error : 0.0f; /* a GPU tile is pruned there */
   bo->gpu = o->device != VX_DEVICE_CPU; /* auto: the GPU while it works, then the CPU */
   p->auto_dev = o->device == VX_DEVICE_AUTO;
   /* tiles are compressed at zstd level 3 unless asked otherwise: the levels the one-tree writer
@@ -265,19 +266,17 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
 }
 
 /* The tree's arrays back into the worker's spare ones (pre), the larger kept: the next tile's
- * tree reuses pages already touched instead of faulting in fresh ones. built: the counts the
- * arrays were made for (a pruned tree's arrays keep their size). */
-static void keep_arrays(vx_octree *t, vx_octree_prealloc *pre, uint64_t built_nodes,
-                        uint64_t built_voxels) {
+ * tree reuses pages already touched instead of faulting in fresh ones. */
+static void keep_arrays(vx_octree *t, vx_octree_prealloc *pre) {
   if (!t->nodes || !t->voxels || !pre) return;
   if (!pre->nodes) { /* the tree took the spare arrays (pre keeps their sizes), or had none */
-    if (pre->node_cap < built_nodes) pre->node_cap = built_nodes;
-    if (pre->voxel_cap < built_voxels) pre->voxel_cap = built_voxels;
+    if (pre->node_cap < t->node_count) pre->node_cap = t->node_count;
+    if (pre->voxel_cap < t->voxel_count) pre->voxel_cap = t->voxel_count;
   } else { /* the spare ones were too small: the tree's own replace them */
     vx_free(pre->nodes);
     vx_free(pre->voxels);
-    pre->node_cap = built_nodes;
-    pre->voxel_cap = built_voxels;
+    pre->node_cap = t->node_count;
+    pre->voxel_cap = t->voxel_count;
   }
   pre->nodes = t->nodes;
   pre->voxels = t->voxels;
@@ -345,16 +344,7 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
   const double t0 = vx_clock_seconds();
   if (bo->gpu) { /* the whole tile on the GPU when its tree fits in memory */
     vx_octree t;
-    s = vx_voxelize_tile_gpu(p->m, bo, &xo, &t, &bs, err);
-    const uint64_t built_nodes = s == VX_OK ? t.node_count : 0,
-                   built_voxels = s == VX_OK ? t.voxel_count : 0;
-    if (s == VX_OK && p->h.prune_error > 0.0f) { /* in place: the arrays are kept for reuse */
-      s = vx_octree_prune_in_place(&t, p->h.prune_error, err);
-      if (s != VX_OK) {
-        vx_octree_free(&t);
-        return s;
-      }
-    }
+    s = vx_voxelize_tile_gpu(p->m, bo, &xo, &t, &bs, err); /* pruned there (bo->max_error) */
     if (s == VX_OK) {
       r->voxels = t.voxel_count;
       r->nodes = inner_nodes(t.level_count, t.depth);
@@ -366,7 +356,7 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
       r->sec_build = t1 - t0;
       s = put_tree(p, &t, out_path, r, err);
       r->sec_encode = vx_clock_seconds() - t1;
-      keep_arrays(&t, pre, built_nodes, built_voxels);
+      keep_arrays(&t, pre);
       vx_octree_free(&t);
       return s;
     }

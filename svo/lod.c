@@ -261,15 +261,7 @@ static void *shrink(void *old, size_t n, size_t size) {
   return p;
 }
 
-/* A node whose plane stands for its subtree within max_error (the prune rule). */
-static int prunable(uint32_t info, float max_error) {
-  uint32_t code = vx_node_errmax_code(info);
-  return vx_node_mask(info) && (vx_node_flags(info) & VX_NODE_PLANE_OK) && code < 255 &&
-         vx_err_decode(code) <= max_error;
-}
-
-/* vx_octree_prune; shrink: the arrays cut to what is kept (else they keep their size). */
-static vx_status prune_tree(vx_octree *t, float max_error, int shrink_arrays, vx_error *err) {
+vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
   if (!(max_error > 0.0f)) return VX_OK;
   if (!t || !t->nodes || t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "pruning needs a built tree");
@@ -297,16 +289,11 @@ static vx_status prune_tree(vx_octree *t, float max_error, int shrink_arrays, vx
     for (uint64_t k = 0; k < t->level_count[l]; k++) {
       vx_node nd = t->nodes[base + k]; /* read before any write can reach index base + k */
       uint32_t col = t->node_color ? t->node_color[base + k] : 0;
-      uint32_t info = nd.info, mask = vx_node_mask(info), flags = vx_node_flags(info);
-      uint32_t code = vx_node_errmax_code(info);
-      int kept = keep[k];
-      int leaf = kept && prunable(info, max_error);
+      const uint32_t mask = vx_node_mask(nd.info);
+      const int kept = keep[k], leaf = kept && vx_node_prunable(nd.info, max_error);
       for (uint32_t j = vx_popcount8(mask); j > 0; j--) next[nn++] = (uint8_t)(kept && !leaf);
       if (!kept) continue;
-      if (leaf) {
-        nd.info = vx_node_info(0, code, vx_node_errrms_code(info), flags | VX_NODE_PRUNED);
-        nd.child = 0;
-      }
+      if (leaf) vx_node_make_pruned(&nd);
       if (t->node_color) t->node_color[w] = col; /* a pruned leaf keeps its subtree's colour */
       t->nodes[w++] = nd;
     }
@@ -324,13 +311,11 @@ static vx_status prune_tree(vx_octree *t, float max_error, int shrink_arrays, vx
   count[D] = vw;
   vx_free(keep);
   vx_free(next);
-  if (shrink_arrays && w != t->node_count)
-    t->nodes = (vx_node *)shrink(t->nodes, (size_t)w, sizeof(vx_node));
-  if (shrink_arrays && vw != t->voxel_count)
-    t->voxels = (vx_voxel *)shrink(t->voxels, (size_t)vw, sizeof(vx_voxel));
-  if (shrink_arrays && t->node_color && w != t->node_count)
+  if (w != t->node_count) t->nodes = (vx_node *)shrink(t->nodes, (size_t)w, sizeof(vx_node));
+  if (vw != t->voxel_count) t->voxels = (vx_voxel *)shrink(t->voxels, (size_t)vw, sizeof(vx_voxel));
+  if (t->node_color && w != t->node_count)
     t->node_color = (uint32_t *)shrink(t->node_color, (size_t)w, sizeof(uint32_t));
-  if (shrink_arrays && t->voxel_color && vw != t->voxel_count) {
+  if (t->voxel_color && vw != t->voxel_count) {
     t->voxel_color = (uint32_t *)shrink(t->voxel_color, (size_t)vw, sizeof(uint32_t));
     if (!t->voxel_color) t->voxel_color = (uint32_t *)vx_malloc(sizeof(uint32_t)); /* none left */
   }
@@ -344,13 +329,6 @@ static vx_status prune_tree(vx_octree *t, float max_error, int shrink_arrays, vx
   return vx_octree_link(t, err);
 }
 
-vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
-  return prune_tree(t, max_error, 1, err);
-}
-
-vx_status vx_octree_prune_in_place(vx_octree *t, float max_error, vx_error *err) {
-  return prune_tree(t, max_error, 0, err);
-}
 
 /* The same rule on a stream, level by level: a bit per record says whether it is kept (reached
  * from the root through no leaf); each level is read in batches and its kept records appended to
@@ -403,15 +381,11 @@ vx_status vx_stream_prune(vx_stream *in, float max_error, vx_stream *out, vx_err
         for (uint64_t i = 0; i < n; i++) {
           vx_node nd = buf[i];
           uint32_t info = nd.info, mask = vx_node_mask(info);
-          int kept = bit_get(keep, at + i), leaf = kept && prunable(info, max_error);
+          int kept = bit_get(keep, at + i), leaf = kept && vx_node_prunable(info, max_error);
           for (uint32_t c = vx_popcount8(mask); c > 0; c--, nn++)
             if (kept && !leaf) next[nn >> 3] |= (uint8_t)(1u << (nn & 7));
           if (!kept) continue;
-          if (leaf) {
-            nd.info = vx_node_info(0, vx_node_errmax_code(info), vx_node_errrms_code(info),
-                                   vx_node_flags(info) | VX_NODE_PRUNED);
-            nd.child = 0;
-          }
+          if (leaf) vx_node_make_pruned(&nd);
           buf[w++] = nd;
         }
       }

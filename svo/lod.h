@@ -79,8 +79,6 @@ vx_status vx_octree_top_build(const uint64_t *codes, const vx_node *roots,
  * pruned leaf keeps its own colour, the mean of the subtree it replaces). max_error <= 0 changes
  * nothing. */
 vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err);
-/* The same, the arrays keeping their size (and their pages): for a caller that reuses them. */
-vx_status vx_octree_prune_in_place(vx_octree *t, float max_error, vx_error *err);
 
 /* vx_octree_prune's rule applied to a stream (svo/stream.h) level by level, into a new stream *out
  * (split 0: every level appended) that spills to files when `in` had spilled; memory: two bits

@@ -183,6 +183,19 @@ VX_HD float vx_err_decode(uint32_t code) {
   };
   return t[code & 0xffu];
 }
+/* The prune rule (svo/lod.c on the host, voxelizer/gpu_tree.cu on the GPU): a node with children
+ * whose plane is valid and whose max error bound is at most max_error stands for its subtree. */
+VX_HD int vx_node_prunable(uint32_t info, float max_error) {
+  const uint32_t code = vx_node_errmax_code(info);
+  return vx_node_mask(info) && (vx_node_flags(info) & VX_NODE_PLANE_OK) && code < 255 &&
+         vx_err_decode(code) <= max_error;
+}
+/* A node made a pruned leaf: no children, flag VX_NODE_PRUNED, its plane and errors kept. */
+VX_HD void vx_node_make_pruned(vx_node *nd) {
+  nd->info = vx_node_info(0, vx_node_errmax_code(nd->info), vx_node_errrms_code(nd->info),
+                          vx_node_flags(nd->info) | VX_NODE_PRUNED);
+  nd->child = 0;
+}
 VX_HD uint32_t vx_err_encode(double e) {
   uint32_t lo = 1, hi = 255; /* the answer lies in [lo, hi] */
   if (!(e > 0.0)) return 0;

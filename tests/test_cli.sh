@@ -85,7 +85,16 @@ done
 # Tiled trees: written with --tile-depth, read back whole by every command (up to 16384^3)
 expect_fail "tile depth 15 rejected" "1..14" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/x.svo" --res 64 --tile-depth 15
 expect_fail "tiles as large as the grid rejected" "smaller than the grid" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/x.svo" --res 16 --tile-depth 4 -q
-expect_fail "pruned tiles not yet" "not available for tiled" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/x.svo" --res 64 --tile-depth 4 --error 0.5 -q
+# pruned tiles: the stats say so, and the file is smaller than the unpruned one
+if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/tp.svo" --res 128 --tile-depth 4 --error 0.5 -q --no-color &&
+   "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/tf.svo" --res 128 --tile-depth 4 -q --no-color &&
+   "$VOXLOD" stats "$T/tp.svo" >"$T/tp.txt" && grep -q "pruned at max error 0.5" "$T/tp.txt" &&
+   grep -q "tiled: .* tiles of 16^3" "$T/tp.txt" &&
+   [ "$(stat -c %s "$T/tp.svo")" -lt "$(stat -c %s "$T/tf.svo")" ]; then
+  ok "tiled and pruned: 128^3 in 16^3 tiles at --error 0.5"
+else
+  bad "tiled and pruned: 128^3 in 16^3 tiles at --error 0.5"; cat "$T/tp.txt"
+fi
 if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/tu.svo" --res 64 -q --no-color &&
    "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/tt.svo" --res 64 --tile-depth 3 -q --no-color &&
    "$VOXLOD" stats "$T/tt.svo" >"$T/tt.txt" && "$VOXLOD" stats "$T/tu.svo" >"$T/tu.txt" &&

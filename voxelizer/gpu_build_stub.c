@@ -32,10 +32,11 @@ void vx_gpu_warmup_join(void *h) { (void)h; }
 
 void vx_gpu_surface_free(vx_surface *s) { memset(s, 0, sizeof *s); }
 
-vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
-                            vx_octree_prealloc *pre, vx_octree *out, double sec[3],
-                            vx_fit_root *root, vx_error *err) {
+vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band, float max_error,
+                              vx_octree_prealloc *pre, vx_octree *out, double sec[3],
+                              vx_fit_root *root, vx_error *err) {
   (void)root;
+  (void)max_error;
   memset(out, 0, sizeof *out);
   return vx_error_set(err, VX_ERR_NO_GPU, "this voxlod was built without CUDA");
 }

@@ -75,6 +75,41 @@ __global__ void k_fit_nodes(vx_node *all, uint64_t first, uint64_t n, uint64_t b
   res[i] = r;
 }
 
+/* Pruning, top-down, one level: keep[] says per node (then per voxel, from keep + voxel_at)
+ * whether it is reached from the root through no pruned leaf; a kept node that the prune rule
+ * takes becomes a pruned leaf, and its children are dropped with those of dropped nodes. */
+__global__ void k_prune_level(vx_node *all, uint64_t first, uint64_t n, uint64_t child_at,
+                              float max_error, uint8_t *keep) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  vx_node nd = all[first + i];
+  const int kept = keep[first + i], leaf = kept && vx_node_prunable(nd.info, max_error);
+  for (uint32_t c = 0, k = vx_popcount8(vx_node_mask(nd.info)); c < k; c++)
+    keep[child_at + nd.child + c] = (uint8_t)(kept && !leaf);
+  if (leaf) {
+    vx_node_make_pruned(&nd);
+    all[first + i] = nd;
+  }
+}
+
+/* In place: the items of data[0 .. n) whose flag is set, in their order; how many into *kept (on
+ * the device). *tmp (*tmp_bytes) is CUB's scratch, grown when needed. */
+template <typename T>
+cudaError_t compact(T *data, const uint8_t *flags, int64_t *kept, uint64_t n, void **tmp,
+                    size_t *tmp_bytes, cudaStream_t st) {
+  size_t tb = 0;
+  cudaError_t e = cub::DeviceSelect::Flagged(NULL, tb, data, flags, kept, (int64_t)n, st);
+  if (e == cudaSuccess && tb > *tmp_bytes) {
+    if (*tmp) cudaFreeAsync(*tmp, st);
+    *tmp = NULL;
+    *tmp_bytes = 0;
+    e = cudaMallocAsync(tmp, tb, st);
+    if (e == cudaSuccess) *tmp_bytes = tb;
+  }
+  if (e == cudaSuccess) e = cub::DeviceSelect::Flagged(*tmp, tb, data, flags, kept, (int64_t)n, st);
+  return e;
+}
+
 struct level_arrays {
   uint64_t *code[VX_MAX_DEPTH + 1]; /* level codes (level D: the surface's) */
   uint32_t *first[VX_MAX_DEPTH + 1], *count[VX_MAX_DEPTH + 1];
@@ -83,8 +118,8 @@ struct level_arrays {
 } /* namespace */
 
 extern "C" vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
-                                       vx_octree_prealloc *pre, vx_octree *out, double sec[3],
-                                       vx_fit_root *root, vx_error *err) {
+                                       float max_error, vx_octree_prealloc *pre, vx_octree *out,
+                                       double sec[3], vx_fit_root *root, vx_error *err) {
   memset(out, 0, sizeof *out);
   if (dev->count == 0) return vx_error_set(err, VX_ERR_EMPTY, "no surface voxels");
   if (dev->count >= (1ull << 31))
@@ -99,6 +134,8 @@ extern "C" vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, 
   void *tmp = NULL;
   size_t tmp_bytes = 0;
   int *dnum = NULL;
+  uint8_t *keep = NULL;
+  int64_t *dkept = NULL;
   vx_status r = VX_OK;
   cudaStream_t st = NULL;
   auto body = [&]() -> vx_status {
@@ -193,9 +230,39 @@ extern "C" vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, 
     CK(cudaStreamSynchronize(st));
     if (sec) sec[1] = now_s() - t;
     t = now_s();
+    /* pruned here: what is kept, top-down, then each level compacted where it lies */
+    uint64_t at[VX_MAX_DEPTH + 1]; /* where each level's kept nodes lie on the device */
+    for (uint32_t l = 0; l < depth; l++) at[l] = out->level_first[l];
+    if (max_error > 0.0f) {
+      CK(cudaMallocAsync((void **)&keep, nodes + dev->count, st));
+      CK(cudaMallocAsync((void **)&dkept, (depth + 1) * sizeof(int64_t), st));
+      CK(cudaMemsetAsync(keep, 1, 1, st)); /* the root */
+      for (uint32_t l = 0; l < depth; l++) {
+        const uint64_t n = out->level_count[l];
+        k_prune_level<<<grid_of(n, TB), TB, 0, st>>>(dnodes, at[l], n, l + 1 < depth ? 0 : nodes,
+                                                     max_error, keep);
+        CK(cudaGetLastError());
+      }
+      for (uint32_t l = 0; l < depth; l++)
+        CK(compact(dnodes + at[l], keep + at[l], dkept + l, out->level_count[l], &tmp, &tmp_bytes,
+                   st));
+      CK(compact(dev->field, keep + nodes, dkept + depth, dev->count, &tmp, &tmp_bytes, st));
+      int64_t kept[VX_MAX_DEPTH + 1];
+      CK(cudaMemcpyAsync(kept, dkept, (depth + 1) * sizeof(int64_t), cudaMemcpyDeviceToHost, st));
+      CK(cudaStreamSynchronize(st));
+      uint64_t w = 0;
+      for (uint32_t l = 0; l <= depth; l++) {
+        out->level_count[l] = (uint64_t)kept[l];
+        if (l < depth) out->level_first[l] = w;
+        if (l < depth) w += (uint64_t)kept[l];
+      }
+      out->node_count = w;
+      out->voxel_count = (uint64_t)kept[depth];
+      out->prune_error = max_error;
+    }
     /* to the host */
-    if (pre && pre->nodes && pre->voxels && pre->node_cap >= nodes &&
-        pre->voxel_cap >= dev->count) { /* memory the caller prepared (level_first is set) */
+    if (pre && pre->nodes && pre->voxels && pre->node_cap >= out->node_count &&
+        pre->voxel_cap >= out->voxel_count) { /* memory the caller prepared (level_first set) */
       out->nodes = pre->nodes;
       out->voxels = pre->voxels;
       pre->nodes = NULL;
@@ -204,8 +271,18 @@ extern "C" vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, 
       vx_status s = vx_octree_alloc(out, err);
       if (s != VX_OK) return s;
     }
-    CK(vxgpu::copy_back(out->nodes, dnodes, nodes * sizeof(vx_node)));
-    CK(vxgpu::copy_back(out->voxels, dev->field, dev->count * sizeof(vx_voxel)));
+    if (max_error > 0.0f) { /* level by level, then linked as the host's pruning links */
+      for (uint32_t l = 0; l < depth; l++)
+        CK(vxgpu::copy_back(out->nodes + out->level_first[l], dnodes + at[l],
+                            out->level_count[l] * sizeof(vx_node)));
+    } else {
+      CK(vxgpu::copy_back(out->nodes, dnodes, nodes * sizeof(vx_node)));
+    }
+    CK(vxgpu::copy_back(out->voxels, dev->field, out->voxel_count * sizeof(vx_voxel)));
+    if (max_error > 0.0f) {
+      vx_status s = vx_octree_link(out, err);
+      if (s != VX_OK) return s;
+    }
     if (sec) sec[2] = now_s() - t;
     return VX_OK;
   };
@@ -221,6 +298,8 @@ extern "C" vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, 
   cudaFree(res[1]);
   cudaFree(tmp);
   cudaFree(dnum);
+  cudaFree(keep);
+  cudaFree(dkept);
   if (st) cudaStreamDestroy(st);
   if (r != VX_OK) vx_octree_free(out);
   return r;

@@ -336,13 +336,14 @@ void vx_gpu_surface_free(vx_surface *s);
 
 /* vx_octree_build + vx_octree_fit_planes on the GPU (gpu_tree.cu), bit for bit: from a surface in GPU
  * memory (vx_gpu_build_opts.device_out) to a host tree with every level, child index and plane
- * (xf, band and prune_error are left to the caller). The codes may carry a common prefix above
- * `depth` levels (a tile's, in the whole grid): the tree is the one below it. sec (may be NULL)
- * receives the seconds of the levels, the fit and the copy to the host; root (may be NULL) the
- * root's fit (vx_octree_fit_subtree's). */
-vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band,
-                            vx_octree_prealloc *pre, vx_octree *out, double sec[3],
-                            vx_fit_root *root, vx_error *err);
+ * (xf and band are left to the caller). The codes may carry a common prefix above `depth`
+ * levels (a tile's, in the whole grid): the tree is the one below it. max_error > 0: the tree is
+ * pruned there before the copy (vx_octree_prune's tree, prune_error set). sec (may be NULL)
+ * receives the seconds of the levels, the fit and the copy to the host (pruning included);
+ * root (may be NULL) the root's fit (vx_octree_fit_subtree's, of the whole tree). */
+vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, float band, float max_error,
+                              vx_octree_prealloc *pre, vx_octree *out, double sec[3],
+                              vx_fit_root *root, vx_error *err);
 
 /* Creates the CUDA context on a background thread (call before CPU work that precedes
  * vx_surface_build_gpu, join before it); NULL and a no-op without CUDA. */

@@ -301,24 +301,15 @@ static vx_status voxelize_gpu_unique(const vx_soup *mesh, const vx_voxelize_opts
   double t2 = vx_clock_seconds(), tsec[3] = {0, 0, 0};
   if (st == VX_OK) {
     prefault_end(&pf);
-    st = vx_octree_build_gpu(&dev, depth, band, &pf.pre, out, tsec, NULL, err);
+    st = vx_octree_build_gpu(&dev, depth, band, opts->max_error, &pf.pre, out, tsec, NULL, err);
   }
   vx_gpu_surface_free(&dev);
   prefault_end(&pf);
   vx_free(pf.pre.nodes); /* what the tree did not take */
   vx_free(pf.pre.voxels);
   if (st != VX_OK) return st;
-  out->xf = xf;
+  out->xf = xf; /* pruned on the GPU (opts->max_error) */
   out->band = band;
-  out->prune_error = 0.0f;
-  if (opts->max_error > 0.0f) {
-    st = vx_octree_prune(out, opts->max_error, err);
-    out->prune_error = opts->max_error;
-    if (st != VX_OK) {
-      vx_octree_free(out);
-      return st;
-    }
-  }
   if (stats) {
     *stats = gs;
     stats->nodes = out->node_count;
@@ -373,12 +364,12 @@ vx_status vx_voxelize_tile_gpu(const vx_soup *mesh, const vx_voxelize_opts *opts
   }
   const double t1 = vx_clock_seconds();
   double tsec[3] = {0, 0, 0};
-  st = vx_octree_build_gpu(&dev, T, band, xo->tile_pre, out, tsec, xo->tile_root, err);
+  st = vx_octree_build_gpu(&dev, T, band, opts->max_error, xo->tile_pre, out, tsec, xo->tile_root,
+                           err);
   vx_gpu_surface_free(&dev);
   if (st != VX_OK) return st;
   vx_transform_cell(&xf, opts->tile_code, T, &out->xf);
-  out->band = band;
-  out->prune_error = 0.0f;
+  out->band = band; /* pruned on the GPU (opts->max_error) */
   if (stats) {
     *stats = gs;
     stats->nodes = out->node_count;
