@@ -75,9 +75,10 @@ __global__ void k_fit_nodes(vx_node *all, uint64_t first, uint64_t n, uint64_t b
   res[i] = r;
 }
 
-/* Pruning, top-down, one level: keep[] says per node (then per voxel, from keep + voxel_at)
+/* Pruning, top-down, one level: keep[] says per node (then per voxel, from the nodes' count on)
  * whether it is reached from the root through no pruned leaf; a kept node that the prune rule
- * takes becomes a pruned leaf, and its children are dropped with those of dropped nodes. */
+ * takes becomes a pruned leaf, and its children are dropped with those of dropped nodes. A
+ * node's children lie at keep[child_at + child ..]: child_at 0 above the voxels' level. */
 __global__ void k_prune_level(vx_node *all, uint64_t first, uint64_t n, uint64_t child_at,
                               float max_error, uint8_t *keep) {
   uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -251,11 +252,12 @@ extern "C" vx_status vx_octree_build_gpu(const vx_surface *dev, uint32_t depth, 
       CK(cudaMemcpyAsync(kept, dkept, (depth + 1) * sizeof(int64_t), cudaMemcpyDeviceToHost, st));
       CK(cudaStreamSynchronize(st));
       uint64_t w = 0;
-      for (uint32_t l = 0; l <= depth; l++) {
+      for (uint32_t l = 0; l < depth; l++) {
         out->level_count[l] = (uint64_t)kept[l];
-        if (l < depth) out->level_first[l] = w;
-        if (l < depth) w += (uint64_t)kept[l];
+        out->level_first[l] = w;
+        w += (uint64_t)kept[l];
       }
+      out->level_count[depth] = (uint64_t)kept[depth];
       out->node_count = w;
       out->voxel_count = (uint64_t)kept[depth];
       out->prune_error = max_error;
