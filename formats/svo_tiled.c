@@ -877,6 +877,7 @@ vx_status vx_tiled_stitch(vx_tiled *t, const vx_svo_read_opts *opts, vx_octree *
       if (at[K + l] + c > out->level_count[K + l]) {
         s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu changed while read",
                          t->name, (unsigned long long)i);
+      } else if (c == 0) { /* a pruned tile's levels may be empty */
       } else if (l < T) {
         memcpy(out->nodes + out->level_first[K + l] + at[K + l], tile.nodes + tile.level_first[l],
                (size_t)c * sizeof(vx_node));

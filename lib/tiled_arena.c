@@ -250,6 +250,8 @@ static vx_status build_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, 
       uint64_t at = 0;
       for (size_t i = 0; i < n; i++) {
         const uint64_t cnt = tl[i]->level_count[l];
+        if (cnt == 0) /* a pruned tile's levels may be empty */
+          continue;
         if (l < T)
           memcpy(o->nodes + o->level_first[K + l] + at, tl[i]->nodes + tl[i]->level_first[l],
                  (size_t)cnt * sizeof(vx_node));
@@ -449,6 +451,8 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
     for (uint32_t slot = 0; slot < 8; slot++) {
       if (!(mask >> slot & 1u)) continue;
       const uint64_t cnt = hi[slot][wl] - lo[slot][wl];
+      if (cnt == 0) /* a pruned tile's levels may be empty */
+        continue;
       if (wl < W)
         memcpy(o->nodes + o->level_first[wl] + at, src[slot]->nodes + lo[slot][wl],
                (size_t)cnt * sizeof(vx_node));

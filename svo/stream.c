@@ -293,8 +293,9 @@ vx_status vx_stream_take_tree(vx_stream *s, vx_octree *out, vx_error *err) {
   vx_free(s->top);
   s->top = NULL;
   for (uint32_t l = s->split; l < D; l++) { /* one level at a time, freeing as we go */
-    memcpy(out->nodes + out->level_first[l], s->lv[l].mem,
-           (size_t)s->level_count[l] * sizeof(vx_node));
+    if (s->level_count[l]) /* a pruned tree's levels may be empty */
+      memcpy(out->nodes + out->level_first[l], s->lv[l].mem,
+             (size_t)s->level_count[l] * sizeof(vx_node));
     vx_free(s->lv[l].mem);
     s->lv[l].mem = NULL;
   }
@@ -320,8 +321,9 @@ vx_status vx_stream_take_tree(vx_stream *s, vx_octree *out, vx_error *err) {
     }
     if (top) memcpy(out->node_color, s->top_color, (size_t)top * sizeof(uint32_t));
     for (uint32_t l = s->split; l < D; l++) {
-      memcpy(out->node_color + out->level_first[l], s->clv[l].mem,
-             (size_t)s->level_count[l] * sizeof(uint32_t));
+      if (s->level_count[l])
+        memcpy(out->node_color + out->level_first[l], s->clv[l].mem,
+               (size_t)s->level_count[l] * sizeof(uint32_t));
       vx_free(s->clv[l].mem);
       s->clv[l].mem = NULL;
     }
