@@ -11,11 +11,10 @@
  *    (vx_voxelize_tile_gpu: surface, octree and planes there), else by the streaming build
  *    restricted to its cell (vx_voxelize_tile: the surface on the GPU or in blocks on all cores,
  *    the octree in blocks, spilling under the memory limit); the same bits every way, in the
- *    grid's own
- *    coordinates, so a tile is bit for bit the subtree of the untiled build below its cell. With
- *    a max error, each tile is pruned (on the GPU before its tree comes back, vx_stream_prune on
- *    the stream, the same bits) and nothing above the tiles' roots is: a tile stays a tree of its own
- *    in the file, written before the nodes above it are known. Each
+ *    grid's own coordinates, so a tile is bit for bit the subtree of the untiled build below its
+ *    cell. With a max error, each tile is pruned (on the GPU before its tree comes back,
+ *    vx_stream_prune on the stream, the same bits) and nothing above the tiles' roots is: a tile
+ *    stays a tree of its own in the file, written before the nodes above it are known. Each
  *    finished tile is encoded (in memory, or through a temporary file when it spilled) and
  *    appended to the output; only its root's node and fit are kept.
  * 4. The writer fits the top tree over the roots and commits the file.
@@ -257,7 +256,7 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   h->depth = D;
   h->tile_depth = T;
   h->band = band;
-  h->prune_error = o->max_error > 0.0f ? o->max_error : 0.0f; /* each tile pruned by it */
+  h->prune_error = bo->max_error; /* each tile pruned by it */
   h->xf = xf;
   h->build_id = vx_tiled_build_id(m->pos, (size_t)m->tri_count * 9 * sizeof(float), D, T, band,
                                   o->sign_rule, h->prune_error);

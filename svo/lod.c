@@ -329,7 +329,6 @@ vx_status vx_octree_prune(vx_octree *t, float max_error, vx_error *err) {
   return vx_octree_link(t, err);
 }
 
-
 /* The same rule on a stream, level by level: a bit per record says whether it is kept (reached
  * from the root through no leaf); each level is read in batches and its kept records appended to
  * the output stream, whose files hold the result when the input was spilled. */

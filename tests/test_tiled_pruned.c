@@ -220,7 +220,8 @@ static void tile_by_tile_is_joined(const char *path, const vx_soup *s) {
                 (unsigned long long)px, (unsigned long long)hit, (unsigned long long)hits);
     }
   }
-  printf("  frames on the %s, tile by tile: the joined tree's\n", dev == VX_DEVICE_GPU ? "GPU" : "CPU");
+  printf("  frames on the %s, tile by tile: the joined tree's\n",
+         dev == VX_DEVICE_GPU ? "GPU" : "CPU");
   vx_renderer_free(ru);
   vx_renderer_free(rt);
   vx_tree_free(j);
@@ -236,7 +237,8 @@ static void tasks_are_convert(const vx_mesh *m, uint32_t res, uint32_t T, float 
   vx_convert_opts o = tiled_opts(res, T, VX_DEVICE_CPU, 0, 0);
   o.max_error = E;
   vx_tile_plan *p[2] = {NULL, NULL};
-  for (int i = 0; i < 2; i++) CHECK_MSG(vx_tile_plan_create(m, &o, &p[i], &e) == VX_OK, "%s", e.msg);
+  for (int i = 0; i < 2; i++)
+    CHECK_MSG(vx_tile_plan_create(m, &o, &p[i], &e) == VX_OK, "%s", e.msg);
   vx_tile_plan_info in;
   memset(&in, 0, sizeof in);
   in.struct_size = sizeof in;
