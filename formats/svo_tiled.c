@@ -80,9 +80,26 @@ static uint64_t tree_nodes(const vx_octree *t) {
   return n;
 }
 
-uint64_t vx_tiled_build_id(const void *positions, size_t n, uint32_t depth, uint32_t tile_depth,
-                           float band, int sign_rule, float prune_error) {
-  ZSTD_CCtx *cc = vx_zstd_cctx();
+struct vx_tiled_id {
+  vx_svo_checker c;
+  int ok;
+};
+
+vx_tiled_id *vx_tiled_id_begin(void) {
+  vx_tiled_id *h = (vx_tiled_id *)vx_malloc(sizeof *h);
+  if (!h) return NULL;
+  h->c.cc = vx_zstd_cctx();
+  h->ok = h->c.cc && vx_svo_check_begin(&h->c);
+  return h;
+}
+
+int vx_tiled_id_feed(vx_tiled_id *h, const void *positions, size_t n) {
+  if (h && h->ok) h->ok = vx_svo_check_feed(&h->c, positions, n, ZSTD_e_continue);
+  return h && h->ok;
+}
+
+uint64_t vx_tiled_id_end(vx_tiled_id *h, uint32_t depth, uint32_t tile_depth, float band,
+                         int sign_rule, float prune_error) {
   uint32_t a = 0, b = 0;
   uint8_t rec[20];
   vx_put_u32(rec, depth);
@@ -90,13 +107,21 @@ uint64_t vx_tiled_build_id(const void *positions, size_t n, uint32_t depth, uint
   vx_put_f32(rec + 8, band);
   vx_put_u32(rec + 12, (uint32_t)sign_rule);
   vx_put_f32(rec + 16, prune_error);
-  if (cc) {
-    (void)vx_svo_bytes_check(cc, (const uint8_t *)positions, n, &a);
+  if (h && h->ok && vx_svo_check_feed(&h->c, NULL, 0, ZSTD_e_end)) {
+    a = vx_svo_check_value(&h->c);
     /* an unpruned build's id is that of the fields before pruning existed */
-    (void)vx_svo_bytes_check(cc, rec, prune_error > 0.0f ? 20 : 16, &b);
+    (void)vx_svo_bytes_check(h->c.cc, rec, prune_error > 0.0f ? 20 : 16, &b);
   }
-  ZSTD_freeCCtx(cc);
+  if (h) ZSTD_freeCCtx(h->c.cc);
+  vx_free(h);
   return (uint64_t)a << 32 | b;
+}
+
+uint64_t vx_tiled_build_id(const void *positions, size_t n, uint32_t depth, uint32_t tile_depth,
+                           float band, int sign_rule, float prune_error) {
+  vx_tiled_id *h = vx_tiled_id_begin();
+  vx_tiled_id_feed(h, positions, n);
+  return vx_tiled_id_end(h, depth, tile_depth, band, sign_rule, prune_error);
 }
 
 /* ---- writing ---------------------------------------------------------------------------------- */

@@ -68,6 +68,13 @@ void vx_tile_transform(const vx_tiled_header *h, uint64_t code, vx_transform *ou
  * options that change its bytes. */
 uint64_t vx_tiled_build_id(const void *positions, size_t n, uint32_t depth, uint32_t tile_depth,
                            float band, int sign_rule, float prune_error);
+/* The same over positions given in pieces, in order (a mesh never held whole): begin (NULL when
+ * out of memory), feed each piece, then end (which frees it; NULL gives 0, as a failed hash). */
+typedef struct vx_tiled_id vx_tiled_id;
+vx_tiled_id *vx_tiled_id_begin(void);
+int vx_tiled_id_feed(vx_tiled_id *h, const void *positions, size_t n);
+uint64_t vx_tiled_id_end(vx_tiled_id *h, uint32_t depth, uint32_t tile_depth, float band,
+                         int sign_rule, float prune_error);
 
 /* ---- writing ---- */
 

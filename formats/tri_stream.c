@@ -551,6 +551,79 @@ static void piece_keep(vx_soup *out, uint64_t n, piece_job *j) {
   }
 }
 
+struct vx_tri_pieces {
+  FILE *f;
+  vx_tri_stream *s;
+  float *buf;
+  piece_job job;
+};
+
+void vx_tri_pieces_close(vx_tri_pieces *p) {
+  if (!p) return;
+  vx_tri_stream_close(p->s);
+  if (p->f) fclose(p->f);
+  vx_free(p->buf);
+  vx_free(p);
+}
+
+vx_status vx_tri_pieces_open(const char *path, vx_tri_pieces **out, uint64_t *faces,
+                             vx_error *err) {
+  *out = NULL;
+  vx_tri_pieces *p = (vx_tri_pieces *)vx_calloc(1, sizeof *p);
+  if (!p) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  p->f = fopen(path, "rb");
+  if (!p->f) {
+    vx_free(p);
+    return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  }
+  struct stat st;
+  char what[600];
+  snprintf(what, sizeof what, "'%s'", path);
+  vx_status r = fstat(fileno(p->f), &st) == 0 && S_ISREG(st.st_mode)
+                    ? vx_tri_stream_open(p->f, (uint64_t)st.st_size, what, &p->s, faces, err)
+                    : vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", path);
+  if (r == VX_OK && *faces > (UINT64_C(1) << 32))
+    r = vx_error_set(err, VX_ERR_LIMIT, "cannot read '%s': more than 2^32 triangles", path);
+  if (r == VX_OK) {
+    p->buf = (float *)vx_malloc((size_t)PIECE * 9 * sizeof(float));
+    if (!p->buf) r = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  if (r != VX_OK) {
+    vx_tri_pieces_close(p);
+    return r;
+  }
+  *out = p;
+  return VX_OK;
+}
+
+vx_status vx_tri_pieces_next(vx_tri_pieces *p, vx_soup *tally, const float **tri, uint64_t *n,
+                             vx_error *err) {
+  *tri = p->buf;
+  *n = 0;
+  for (;;) { /* a piece whose triangles were all dropped is not the end */
+    uint64_t got = 0;
+    vx_status r = vx_tri_stream_read(p->s, p->buf, PIECE, &got, err);
+    tally->skipped_nontriangle = vx_tri_stream_dropped(p->s);
+    if (r != VX_OK || got == 0) return r;
+    vx_soup piece;
+    memset(&piece, 0, sizeof piece);
+    piece.pos = p->buf;
+    for (int i = 0; i < 3; i++) piece.bbox_min[i] = INFINITY, piece.bbox_max[i] = -INFINITY;
+    piece_keep(&piece, got, &p->job);
+    tally->tri_count += piece.tri_count;
+    tally->skipped_nonfinite += piece.skipped_nonfinite;
+    tally->skipped_degenerate += piece.skipped_degenerate;
+    for (int i = 0; i < 3; i++) {
+      if (piece.bbox_min[i] < tally->bbox_min[i]) tally->bbox_min[i] = piece.bbox_min[i];
+      if (piece.bbox_max[i] > tally->bbox_max[i]) tally->bbox_max[i] = piece.bbox_max[i];
+    }
+    if (piece.tri_count) {
+      *n = piece.tri_count;
+      return VX_OK;
+    }
+  }
+}
+
 vx_status vx_soup_import_stream(const char *path, vx_soup *out, vx_error *err) {
   return vx_soup_import_stream_limited(path, 0, 0.0, out, NULL, err);
 }

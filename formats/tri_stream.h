@@ -58,6 +58,18 @@ vx_status vx_soup_import_stream(const char *path, vx_soup *out, vx_error *err);
 vx_status vx_soup_import_stream_limited(const char *path, uint64_t mem_limit, double timeout_s,
                                         vx_soup *out, int *taken, vx_error *err);
 
+/* The usable triangles of a file this pass reads (vx_soup_import_stream's, in order), a piece
+ * at a time, without holding them: for a caller that reads the file more than once (a mesh split
+ * by tile). Open: VX_ERR_FORMAT when the file is left to assimp. Next: *tri and *n the piece
+ * (valid until the next call; *n 0 at the end); tally (bbox set to +-infinity, counts to 0 by the
+ * caller) accumulates the kept triangles' count and bounds and what was dropped. */
+typedef struct vx_tri_pieces vx_tri_pieces;
+vx_status vx_tri_pieces_open(const char *path, vx_tri_pieces **out, uint64_t *faces,
+                             vx_error *err);
+vx_status vx_tri_pieces_next(vx_tri_pieces *p, vx_soup *tally, const float **tri, uint64_t *n,
+                             vx_error *err);
+void vx_tri_pieces_close(vx_tri_pieces *p);
+
 VX_EXTERN_C_END
 
 #endif

@@ -23,6 +23,7 @@
  * 6. The .svo file through the one writer (svo_write.c), from the tree or the spilled stream.
  */
 #include "lib/internal.h"
+#include "lib/convert_split.h"
 #include "lib/convert_tiled.h"
 #include "svo/lod.h"
 #include "svo/stream.h"
@@ -454,6 +455,55 @@ vx_status vx_convert_to_file(const vx_mesh *mesh, const vx_convert_opts *opts, c
   if (out) *out = NULL;
   if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty output path");
   return convert_mesh(mesh, opts, path, 0, out, err);
+}
+
+/* The split conversion of mesh_path when it applies: VX_ERR_FORMAT when the file is assimp's. */
+static vx_status convert_split(const char *mesh_path, const vx_convert_opts *o, const char *path,
+                               vx_mesh_info *info, vx_conversion **out, vx_error *err) {
+  char *out_dir = NULL;
+  vx_status s = vx_output_check(path, &mesh_path, 1, &out_dir, err);
+  if (s != VX_OK) return s;
+  char *tmp_dir = vx_convert_spill_dir(o, out_dir);
+  vx_conversion *b = (vx_conversion *)vx_calloc(1, sizeof *b);
+  if (!tmp_dir || !b) {
+    vx_free(tmp_dir);
+    vx_free(b);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  vx_mesh_info mi;
+  memset(&mi, 0, sizeof mi);
+  mi.struct_size = sizeof mi;
+  s = vx_convert_split(mesh_path, o, path, tmp_dir, &mi, b, err);
+  vx_free(tmp_dir);
+  if (s == VX_ERR_FORMAT) {
+    vx_conversion_free(b);
+    return s;
+  }
+  if (info) VX_STATS_OUT(info, mi);
+  vx_octree none;
+  memset(&none, 0, sizeof none);
+  return vx_conversion_finish(s, b, &none, path, 0, out, err);
+}
+
+vx_status vx_convert_file(const char *mesh_path, const vx_mesh_load_opts *load_opts,
+                          const vx_convert_opts *opts, const char *path, vx_mesh_info *info,
+                          vx_conversion **out, vx_error *err) {
+  if (out) *out = NULL;
+  if (!mesh_path || !*mesh_path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty mesh path");
+  if (!path || !*path) return vx_error_set(err, VX_ERR_INVALID_ARG, "empty output path");
+  vx_convert_opts o;
+  vx_status s = vx_convert_opts_ready(opts, &o, err);
+  if (s != VX_OK) return s;
+  if (vx_split_applies(&o)) {
+    s = convert_split(mesh_path, &o, path, info, out, err);
+    if (s != VX_ERR_FORMAT) return s;
+  }
+  vx_mesh *mesh = NULL;
+  s = vx_mesh_load(mesh_path, load_opts, &mesh, err);
+  if (s == VX_OK && info) s = vx_mesh_get_info(mesh, info);
+  if (s == VX_OK) s = vx_convert_to_file(mesh, opts, path, out, err);
+  vx_mesh_free(mesh);
+  return s;
 }
 
 vx_status vx_conversion_finish(vx_status s, vx_conversion *b, vx_octree *tree,

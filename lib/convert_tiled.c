@@ -182,7 +182,11 @@ static vx_status plan_fits(const vx_soup *m, const vx_convert_opts *o, vx_error 
 
 vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
                             const char *tmp_dir, vx_error *err) {
-  const double t0 = vx_clock_seconds();
+  return vx_tile_plan_init_fixed(p, soup, o, tmp_dir, NULL, err);
+}
+
+vx_status vx_tile_plan_shell(vx_tile_plan *p, const vx_convert_opts *o, const char *tmp_dir,
+                             vx_error *err) {
   memset(p, 0, sizeof *p);
   pthread_mutex_init(&p->mu, NULL);
   vx_voxelize_opts *bo = &p->bo;
@@ -201,7 +205,22 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   p->zstd_level = o->zstd_level ? o->zstd_level : 3;
   p->tmp_dir = vx_strdup(tmp_dir);
   if (!p->tmp_dir) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  vx_status s = vx_voxelize_unique(soup, bo, &p->store, &p->m, &p->dropped, err);
+  return VX_OK;
+}
+
+uint64_t vx_tile_plan_code(const vx_tile_plan *p, uint64_t k) { return p->pairs[p->start[k]].code; }
+
+vx_status vx_tile_plan_init_fixed(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
+                                  const char *tmp_dir, const vx_tile_fixed *fx, vx_error *err) {
+  const double t0 = vx_clock_seconds();
+  vx_status s = vx_tile_plan_shell(p, o, tmp_dir, err);
+  if (s != VX_OK) return s;
+  vx_voxelize_opts *bo = &p->bo;
+  if (fx) { /* the part of a mesh split by tile: the whole mesh's grid */
+    p->grid = fx->xf;
+    bo->grid = &p->grid;
+  }
+  s = vx_voxelize_unique(soup, bo, &p->store, &p->m, &p->dropped, err);
   if (s != VX_OK) return s;
   const double tu = vx_clock_seconds();
   p->sec_unique = tu - t0;
@@ -258,8 +277,9 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
   h->band = band;
   h->prune_error = bo->max_error; /* each tile pruned by it */
   h->xf = xf;
-  h->build_id = vx_tiled_build_id(m->pos, (size_t)m->tri_count * 9 * sizeof(float), D, T, band,
-                                  o->sign_rule, h->prune_error);
+  h->build_id = fx ? fx->build_id
+                   : vx_tiled_build_id(m->pos, (size_t)m->tri_count * 9 * sizeof(float), D, T,
+                                       band, o->sign_rule, h->prune_error);
   p->sec_plan = vx_clock_seconds() - t0;
   return VX_OK;
 }
@@ -415,6 +435,7 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
  * every ready successor, so the file is written as tiles finish. */
 typedef struct tiles_job {
   vx_tile_plan *p;
+  const vx_tile_source *src; /* or NULL: the tiles of plan p */
   vx_voxelize_opts bo;
   int ngpu;
   vx_tiled_writer *w;
@@ -514,6 +535,7 @@ static void *tile_worker(void *arg) {
   vx_voxelize_opts bo = j->bo;
   vx_error e;
   memset(&e, 0, sizeof e);
+  /* the tile lists' room (a source's tiles bring their own) */
   uint32_t *tris = (uint32_t *)vx_malloc((size_t)(j->p->max_tris ? j->p->max_tris : 1) * 4);
   vx_octree_prealloc pre; /* the last tile's tree arrays, for the next one */
   memset(&pre, 0, sizeof pre);
@@ -527,7 +549,8 @@ static void *tile_worker(void *arg) {
     j->next_claim++;
     pthread_mutex_unlock(&j->mu);
     vx_tile_out r;
-    st = vx_tile_plan_run(j->p, &bo, k, tris, &pre, NULL, &r, &e);
+    st = j->src ? j->src->run(j->src->ctx, &bo, k, &pre, &r, &e)
+                : vx_tile_plan_run(j->p, &bo, k, tris, &pre, NULL, &r, &e);
     pthread_mutex_lock(&j->mu);
     if (st == VX_OK) st = park_tile(j, k, &r, &e);
     if (st != VX_OK) {
@@ -596,49 +619,6 @@ vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
     vx_notes_add(&b->notes, "tiled trees are grey so far: the mesh's colours are not kept");
   vx_tile_plan p;
   vx_status s = vx_tile_plan_init(&p, soup, o, tmp_dir, err);
-  const double tp = vx_clock_seconds();
-  int ngpu = 0;
-  if (s == VX_OK) s = gpu_count(o, p.bo.gpu, &ngpu, err);
-  /* On the GPU two workers share each GPU: one builds a tile while the other compresses the
-   * one it built (the device would otherwise wait for the host's zstd) */
-  const int per_gpu = p.bo.gpu ? 2 : 1;
-  const int workers = po && po->workers > 0 ? po->workers : (ngpu > 1 ? ngpu : 1) * per_gpu;
-  tiles_job j;
-  memset(&j, 0, sizeof j);
-  j.p = &p;
-  j.bo = p.bo;
-  if (workers > 1) { /* the cores shared between the tiles built side by side */
-    const int cores = o->threads ? o->threads : vx_cpu_count();
-    j.bo.threads = cores / workers > 1 ? cores / workers : 1;
-  }
-  if (s == VX_OK) s = vx_tiled_writer_open(out_path, &p.h, &j.w, err);
-  j.ngpu = ngpu;
-  /* finished tiles waiting for their turn: an eighth of the memory limit, then files */
-  j.hold = po && po->hold ? po->hold : (o->mem_limit ? o->mem_limit : vx_default_mem_limit()) / 8;
-  j.progress = o->progress;
-  j.user = o->user;
-  j.status = VX_OK;
-  if (s == VX_OK && p.ntiles) {
-    j.slot = (vx_tile_out *)vx_calloc((size_t)p.ntiles, sizeof(vx_tile_out));
-    /* one worker builds in file order; several take the largest tiles first */
-    j.order = workers > 1 ? claim_order(&p) : NULL;
-    if (!j.slot || (workers > 1 && !j.order)) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  }
-  if (s == VX_OK && p.ntiles) {
-    pthread_mutex_init(&j.mu, NULL);
-    vx_parallel(workers, tile_worker, &j);
-    pthread_mutex_destroy(&j.mu);
-    if (j.status != VX_OK) {
-      s = j.status;
-      if (err) *err = j.err;
-    }
-  }
-  for (uint64_t i = 0; j.slot && i < p.ntiles; i++) vx_tile_out_free(&j.slot[i]);
-  vx_free(j.slot);
-  vx_free(j.order);
-  if (p.fell_back)
-    vx_notes_add(&b->notes, "GPU build unavailable (%s): tiles built on the CPU", p.note.msg);
-  const uint64_t built = j.built;
   if (s == VX_OK) {
     char parts[160] = ""; /* the winding rule's parts */
     if (o->sign_rule == VX_SIGN_WINDING)
@@ -650,11 +630,63 @@ vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
                  "pairs %.2fs; %s held after it (the mesh, its sign tables and tile lists)",
                  p.sec_unique, p.sec_overlap, p.sec_sign, parts, p.sec_pairs,
                  vx_bytes_text((double)p.held, held, sizeof held));
+    s = vx_tile_pool_run(&p, NULL, o, out_path, po, soup->tri_count - p.dropped, t0, b, err);
   }
+  vx_tile_plan_release(&p);
+  return s;
+}
+
+vx_status vx_tile_pool_run(vx_tile_plan *p, const vx_tile_source *src, const vx_convert_opts *o,
+                           const char *out_path, const vx_tile_pool_opts *po, uint64_t triangles,
+                           double t0, vx_conversion *b, vx_error *err) {
+  const double tp = vx_clock_seconds();
+  int ngpu = 0;
+  vx_status s = gpu_count(o, p->bo.gpu, &ngpu, err);
+  /* On the GPU two workers share each GPU: one builds a tile while the other compresses the
+   * one it built (the device would otherwise wait for the host's zstd) */
+  const int per_gpu = p->bo.gpu ? 2 : 1;
+  const int workers = po && po->workers > 0 ? po->workers : (ngpu > 1 ? ngpu : 1) * per_gpu;
+  tiles_job j;
+  memset(&j, 0, sizeof j);
+  j.p = p;
+  j.bo = p->bo;
+  if (workers > 1) { /* the cores shared between the tiles built side by side */
+    const int cores = o->threads ? o->threads : vx_cpu_count();
+    j.bo.threads = cores / workers > 1 ? cores / workers : 1;
+  }
+  if (s == VX_OK) s = vx_tiled_writer_open(out_path, &p->h, &j.w, err);
+  j.ngpu = ngpu;
+  j.src = src;
+  /* finished tiles waiting for their turn: an eighth of the memory limit, then files */
+  j.hold = po && po->hold ? po->hold : (o->mem_limit ? o->mem_limit : vx_default_mem_limit()) / 8;
+  j.progress = o->progress;
+  j.user = o->user;
+  j.status = VX_OK;
+  if (s == VX_OK && p->ntiles) {
+    j.slot = (vx_tile_out *)vx_calloc((size_t)p->ntiles, sizeof(vx_tile_out));
+    /* one worker builds in file order; several take the largest tiles first */
+    j.order = workers > 1 ? claim_order(p) : NULL;
+    if (!j.slot || (workers > 1 && !j.order)) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  if (s == VX_OK && p->ntiles) {
+    pthread_mutex_init(&j.mu, NULL);
+    vx_parallel(workers, tile_worker, &j);
+    pthread_mutex_destroy(&j.mu);
+    if (j.status != VX_OK) {
+      s = j.status;
+      if (err) *err = j.err;
+    }
+  }
+  for (uint64_t i = 0; j.slot && i < p->ntiles; i++) vx_tile_out_free(&j.slot[i]);
+  vx_free(j.slot);
+  vx_free(j.order);
+  if (p->fell_back)
+    vx_notes_add(&b->notes, "GPU build unavailable (%s): tiles built on the CPU", p->note.msg);
+  const uint64_t built = j.built;
   if (s == VX_OK && built)
     vx_notes_add(&b->notes, "tiles by %d worker%s%s: building %.2fs, compressing %.2fs, "
                  "appending %.2fs (summed over the tiles)", workers, workers > 1 ? "s" : "",
-                 per_gpu > 1 && !p.fell_back ? " (two per GPU)" : "", j.sec_build, j.sec_encode,
+                 per_gpu > 1 && !p->fell_back ? " (two per GPU)" : "", j.sec_build, j.sec_encode,
                  j.sec_append);
   if (s == VX_OK && j.spilled)
     vx_notes_add(&b->notes, "%llu finished tile%s waited for %s turn in a temporary file",
@@ -662,7 +694,7 @@ vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
                  j.spilled == 1 ? "its" : "their");
   int uploads = 0;
   double sec_up = 0.0;
-  if (p.resident) vx_gpu_meshes_stats(p.resident, &uploads, &sec_up);
+  if (p->resident) vx_gpu_meshes_stats(p->resident, &uploads, &sec_up);
   if (s == VX_OK && uploads)
     vx_notes_add(&b->notes, "the mesh and sign tables uploaded once to each of %d GPU%s: %.2fs "
                  "(in the building above)", uploads, uploads == 1 ? "" : "s", sec_up);
@@ -674,32 +706,31 @@ vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
   }
   vx_tiled_writer_abort(j.w);
   if (s == VX_OK) {
-    if (p.dropped)
+    if (p->dropped)
       vx_notes_add(&b->notes, "%llu exact duplicate triangle%s dropped",
-                   (unsigned long long)p.dropped, p.dropped == 1 ? "" : "s");
+                   (unsigned long long)p->dropped, p->dropped == 1 ? "" : "s");
     vx_notes_add(&b->notes, "tiled: %llu tiles of %u^3 (of %llu reached by triangles) under %u "
-                 "top levels", (unsigned long long)built, 1u << p.h.tile_depth,
-                 (unsigned long long)p.ntiles, p.h.depth - p.h.tile_depth);
+                 "top levels", (unsigned long long)built, 1u << p->h.tile_depth,
+                 (unsigned long long)p->ntiles, p->h.depth - p->h.tile_depth);
     vx_conversion_stats *st = &b->stats;
     st->struct_size = sizeof *st;
     st->resolution = o->resolution;
-    st->triangles = soup->tri_count - p.dropped;
+    st->triangles = triangles;
     st->surface_voxels = j.voxels;
     st->nodes = nodes;
     st->corners = j.corners;
     st->file_bytes = bytes;
-    st->used_gpu = p.bo.gpu && !p.fell_back;
+    st->used_gpu = p->bo.gpu && !p->fell_back;
     st->gpu_tree = j.gpu_tiles == built && built > 0; /* every tile's octree on the GPU */
     st->sec_tree = 0.0;
     for (int k = 0; k < 5; k++) st->sec_gpu[k] = j.sec_gpu[k];
     for (int k = 0; k < 3; k++) st->sec_gpu_tree[k] = j.sec_gpu_tree[k];
-    st->sec_sign = p.sec_sign;
+    st->sec_sign = p->sec_sign;
     st->sec_voxels = tb - tp;
     st->sec_build = tb - t0;
     st->sec_write = vx_clock_seconds() - tb;
     st->sec_total = vx_clock_seconds() - t0;
   }
-  vx_tile_plan_release(&p);
   return s;
 }
 

@@ -33,6 +33,7 @@ struct vx_tile_plan {
   char *tmp_dir;
   double sec_unique, sec_overlap, sec_sign, sec_pairs, sec_plan; /* its stages, all of it */
   uint64_t held;          /* the process's resident bytes once planned */
+  vx_transform grid;      /* a part of a mesh split by tile: the whole mesh's grid (bo.grid) */
   pthread_mutex_t mu;     /* the fallback note */
   int fell_back;
   vx_error note;
@@ -59,6 +60,21 @@ vx_status vx_tile_plan_init(vx_tile_plan *p, const vx_soup *soup, const vx_conve
                             const char *tmp_dir, vx_error *err);
 void vx_tile_plan_release(vx_tile_plan *p);
 
+/* The plan of a part of a mesh split by tile (convert_split.c: the triangles near one tile): the
+ * whole mesh's grid and build id instead of those the part's own bounds and triangles give. */
+typedef struct vx_tile_fixed {
+  vx_transform xf;
+  uint64_t build_id;
+} vx_tile_fixed;
+vx_status vx_tile_plan_init_fixed(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
+                                  const char *tmp_dir, const vx_tile_fixed *fx, vx_error *err);
+/* A plan without a mesh: the options of o, its spill folder; tiles, work and header are the
+ * caller's to fill (a pool over tiles from a vx_tile_source). Released by vx_tile_plan_release. */
+vx_status vx_tile_plan_shell(vx_tile_plan *p, const vx_convert_opts *o, const char *tmp_dir,
+                             vx_error *err);
+/* Tile k's cell (Morton code). */
+uint64_t vx_tile_plan_code(const vx_tile_plan *p, uint64_t k);
+
 /* Builds tile k (0 .. ntiles - 1) with options bo (a copy of p->bo: its threads and GPU may
  * differ, the bytes do not). tris: room for max_tris indices; pre: the worker's spare tree arrays
  * (may be NULL). out_path NULL: the tile stays in memory (or a temporary file); else it is
@@ -81,5 +97,21 @@ typedef struct vx_tile_pool_opts {
 vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
                                 const char *out_path, const char *tmp_dir,
                                 const vx_tile_pool_opts *po, vx_conversion *b, vx_error *err);
+
+/* Where tile k of a pool comes from when it is not a plan of the whole mesh (a mesh split by
+ * tile): run builds it as vx_tile_plan_run would, with the worker's options bo (a GPU build that
+ * falls back to the CPU clears bo->gpu and notes why in the pool's plan). */
+typedef struct vx_tile_source {
+  vx_status (*run)(void *ctx, vx_voxelize_opts *bo, uint64_t k, vx_octree_prealloc *pre,
+                   vx_tile_out *r, vx_error *err);
+  void *ctx;
+} vx_tile_source;
+
+/* The pool over plan p's tiles (p->ntiles, their work, p->h for the file's header): each built
+ * by vx_tile_plan_run, or by src when given; the file at out_path, statistics and notes into b
+ * (triangles: the mesh's, t0: when the conversion began). */
+vx_status vx_tile_pool_run(vx_tile_plan *p, const vx_tile_source *src, const vx_convert_opts *o,
+                           const char *out_path, const vx_tile_pool_opts *po, uint64_t triangles,
+                           double t0, vx_conversion *b, vx_error *err);
 
 #endif

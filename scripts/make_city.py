@@ -10,7 +10,9 @@ Each copy is one of the input meshes (in turn), turned about the vertical axis b
 and scaled by a random factor in [0.8, 1.25], standing in its own cell of a square grid (cells
 1.15 times the largest scaled mesh's size, a street every 8 cells). The same arguments give the
 same file. Inputs are read with voxlod.load_mesh (any format it reads); the default inputs are the
-Stanford bunny and dragon of ../shared/data/meshes (a .gz input is unpacked first).
+Stanford bunny and dragon of ../shared/data/meshes (a .gz input is unpacked first). --save-npz
+writes the prepared inputs (welded, centred) to one .npz that --meshes takes instead, for a
+machine without the voxlod package.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ SHARED = os.path.join(HERE, "..", "..", "shared", "data", "meshes")
 def _load(path: str):
     """A mesh's welded vertices (float64, centred, largest side 1, standing on y = 0) and faces;
     a .gz file is unpacked first."""
+    if path.endswith(".npz"):  # meshes prepared by --save-npz
+        return path
     import gzip
     import shutil
     import tempfile
@@ -62,8 +66,20 @@ def main(argv=None) -> int:
         os.path.join(SHARED, "stanford_bunny", "bun_zipper.ply"),
         os.path.join(SHARED, "stanford_dragon", "dragon_871k.ply.gz")])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--save-npz", help="write the prepared meshes here and stop")
     a = ap.parse_args(argv)
-    meshes = [_load(p) for p in a.meshes]
+    meshes = []
+    for p in a.meshes:
+        m = _load(p)
+        if isinstance(m, str):
+            with np.load(m) as z:
+                meshes += [(z[f"v{k}"], z[f"f{k}"]) for k in range(len(z.files) // 2)]
+        else:
+            meshes.append(m)
+    if a.save_npz:
+        np.savez_compressed(a.save_npz, **{f"{c}{k}": m[i] for k, m in enumerate(meshes)
+                                           for i, c in enumerate("vf")})
+        return 0
     rng = np.random.default_rng(a.seed)
     plan = []  # (mesh index, angle, scale) per copy
     tris = 0

@@ -31,6 +31,9 @@ vx_add_test(test_tiled_levels SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tiled_lev
 # Pruned tiled trees: the untiled tree pruned below the tiles' roots, tile by tile as joined.
 vx_add_test(test_tiled_pruned SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tiled_pruned.c
             LIBS vx_lib Threads::Threads)
+# A binary STL/PLY split by tile without holding it, against the mesh loaded and converted.
+vx_add_test(test_convert_split SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_convert_split.c
+            LIBS vx_lib Threads::Threads)
 # The tiled build as tasks (plans, tiles by index, records, the merge) against the whole build.
 vx_add_test(test_tile_tasks SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tile_tasks.c
             LIBS vx_lib Threads::Threads)

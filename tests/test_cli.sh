@@ -181,6 +181,33 @@ fi
 expect_fail "bench --tiles on an untiled file refused" "applies to a tiled file" "$VOXLOD" bench "$T/b.svo" --sample 10 --tiles
 expect_fail "bench --cache without tiles refused" "applies to a tiled file" "$VOXLOD" bench "$T/tt.svo" --sample 10 --cache 1M
 expect_fail "bench --band-cache tile by tile refused" "not for a tiled file" "$VOXLOD" bench "$T/n32.svo" --sample 10 --band-cache
+# A binary STL split by tile without holding it (a tiled tree, --sign pseudo-normal): the bytes
+# of the mesh loaded whole (--no-split)
+python3 - "$T/sp.stl" <<'PY'
+import math, struct, sys
+t = []
+def sphere(c, r, nu=40, nv=20):
+    p = lambda j, i: tuple(c[k] + r * x for k, x in enumerate((math.sin(math.pi * j / nv) * math.cos(2 * math.pi * i / nu), math.sin(math.pi * j / nv) * math.sin(2 * math.pi * i / nu), math.cos(math.pi * j / nv))))
+    for j in range(nv):
+        for i in range(nu):
+            if j > 0: t.append((p(j, i), p(j + 1, i), p(j, i + 1)))
+            if j < nv - 1: t.append((p(j + 1, i), p(j + 1, i + 1), p(j, i + 1)))
+sphere((0.3, 0.3, 0.3), 0.25); sphere((0.7, 0.6, 0.65), 0.3); t.append(t[5])
+with open(sys.argv[1], "wb") as o:
+    o.write(b"\0" * 80 + struct.pack("<I", len(t)))
+    for a in t: o.write(struct.pack("<12fH", 0, 0, 0, *a[0], *a[1], *a[2], 0))
+PY
+if "$VOXLOD" convert "$T/sp.stl" "$T/sp1.svo" --res 256 --tile-depth 5 --sign pseudo-normal 2>"$T/sp.txt" &&
+   grep -q "split by tile without holding the mesh" "$T/sp.txt" &&
+   grep -q "1 exact duplicate triangle dropped" "$T/sp.txt" &&
+   "$VOXLOD" convert "$T/sp.stl" "$T/sp2.svo" --res 256 --tile-depth 5 --sign pseudo-normal --no-split -q &&
+   cmp -s "$T/sp1.svo" "$T/sp2.svo"; then
+  ok "a binary STL split by tile: the bytes of the mesh loaded whole"
+else
+  bad "a binary STL split by tile: the bytes of the mesh loaded whole"; cat "$T/sp.txt"
+fi
+expect_fail "--no-split without tiles refused" "applies to a tiled tree" "$VOXLOD" convert "$T/sp.stl" "$T/x.svo" --res 64 --sign pseudo-normal --no-split
+expect_fail "--no-split with the winding rule refused" "applies to a tiled tree" "$VOXLOD" convert "$T/sp.stl" "$T/x.svo" --res 64 --tile-depth 4 --no-split
 expect_fail "unwritable output" "cannot|permission|no such|denied|write" "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/no/such/dir/x.svo" --res 16 -q
 expect_fail "missing svo" "cannot open|no such" "$VOXLOD" render "$T/nope.svo" "$T/x.png"
 cp "$T/b.svo" "$T/keep.svo"

@@ -106,11 +106,52 @@ static void pruned_gpu_tiles_are_cpu_tiles(void) {
   vx_mesh_free(m);
 }
 
+/* A binary STL split by tile without holding it (vx_convert_file), its tiles on the GPU (every
+ * GPU where there are several): the bytes of the mesh loaded and built on the CPU. */
+static void split_gpu_tiles_are_loaded_cpu_tiles(void) {
+  vx_soup sc;
+  memset(&sc, 0, sizeof sc);
+  meshgen_sphere(&sc, 0.2, 0.1, 0.0, 0.6, 40, 20);
+  meshgen_torus(&sc, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
+  char stl[300], c[300], g[300];
+  snprintf(stl, sizeof stl, "%s/scene.stl", dir);
+  snprintf(c, sizeof c, "%s/sc.svo", dir);
+  snprintf(g, sizeof g, "%s/sg.svo", dir);
+  tiled_write_stl(stl, sc.pos, sc.tri_count);
+  vx_soup_free(&sc);
+  vx_convert_opts o = tiled_opts(512, 5, VX_DEVICE_GPU, vx_gpu_device_count() >= 2 ? -1 : 0, 0);
+  o.sign_rule = VX_SIGN_PSEUDO_NORMAL;
+  vx_error e;
+  vx_conversion *b = NULL;
+  vx_status s = vx_convert_file(stl, NULL, &o, g, NULL, &b, &e);
+  if (s == VX_ERR_NO_GPU) {
+    skipped = 1;
+    return;
+  }
+  CHECK_MSG(s == VX_OK, "%s", e.msg);
+  CHECK(s != VX_OK || strstr(vx_conversion_notes(b), "split by tile") != NULL);
+  vx_conversion_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  vx_conversion_get_stats(b, &st);
+  CHECK_MSG(st.used_gpu, "the split tiles were not built on the GPU");
+  vx_conversion_free(b);
+  vx_mesh *m = NULL;
+  CHECK(vx_mesh_load(stl, NULL, &m, &e) == VX_OK);
+  o.device = VX_DEVICE_CPU;
+  o.gpus = 0;
+  CHECK_MSG(vx_convert_to_file(m, &o, c, NULL, &e) == VX_OK, "%s", e.msg);
+  vx_mesh_free(m);
+  CHECK_MSG(tiled_same_file(c, g), "split GPU tiles differ from the loaded mesh's CPU tiles");
+  printf("512^3 in tiles of 32^3 split from an STL, GPU tiles = loaded CPU tiles\n");
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/voxlod-gtiled-XXXXXX");
   if (!mkdtemp(dir)) return 1;
   RUN(gpu_tiles_are_cpu_tiles);
   RUN(pruned_gpu_tiles_are_cpu_tiles);
+  RUN(split_gpu_tiles_are_loaded_cpu_tiles);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) return 1;

@@ -12,7 +12,7 @@
 #include "voxlod.h" /* after lib/internal.h where a test includes both */
 
 /* A generated soup as a mesh (the soup kept). */
-static vx_mesh *tiled_mesh_of(const vx_soup *s) {
+static inline vx_mesh *tiled_mesh_of(const vx_soup *s) {
   float *v = (float *)malloc(s->tri_count * 9 * sizeof(float));
   uint32_t *ix = (uint32_t *)malloc(s->tri_count * 3 * sizeof(uint32_t));
   memcpy(v, s->pos, s->tri_count * 9 * sizeof(float));
@@ -24,7 +24,7 @@ static vx_mesh *tiled_mesh_of(const vx_soup *s) {
   return m;
 }
 
-static vx_mesh *tiled_scene(void) {
+static inline vx_mesh *tiled_scene(void) {
   vx_soup s;
   memset(&s, 0, sizeof s);
   meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
@@ -49,8 +49,8 @@ static inline uint64_t tiled_corner_sphere(vx_soup *s) {
 }
 
 /* The options of a grey build at res^3 in tiles of 2^tile_depth (0: one tree). */
-static vx_convert_opts tiled_opts(uint32_t res, uint32_t tile_depth, vx_device dev, int gpus,
-                                  int threads) {
+static inline vx_convert_opts tiled_opts(uint32_t res, uint32_t tile_depth, vx_device dev,
+                                         int gpus, int threads) {
   vx_convert_opts o;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -64,8 +64,9 @@ static vx_convert_opts tiled_opts(uint32_t res, uint32_t tile_depth, vx_device d
 }
 
 /* mesh -> path with tiled_opts. */
-static vx_status tiled_convert(const vx_mesh *m, uint32_t res, uint32_t tile_depth, vx_device dev,
-                               int gpus, int threads, const char *path, vx_error *err) {
+static inline vx_status tiled_convert(const vx_mesh *m, uint32_t res, uint32_t tile_depth,
+                                      vx_device dev, int gpus, int threads, const char *path,
+                                      vx_error *err) {
   vx_convert_opts o = tiled_opts(res, tile_depth, dev, gpus, threads);
   return vx_convert_to_file(m, &o, path, NULL, err);
 }
@@ -110,6 +111,23 @@ static inline int tiled_same_file(const char *a, const char *b) {
   free(x);
   free(y);
   return same;
+}
+
+/* n triangles (9 floats each) as a binary STL at path (a little-endian host's). */
+static inline void tiled_write_stl(const char *path, const float *t, uint64_t n) {
+  FILE *f = fopen(path, "wb");
+  CHECK_MSG(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  uint8_t head[84] = {0};
+  const uint32_t c = (uint32_t)n;
+  memcpy(head + 80, &c, 4);
+  fwrite(head, 1, 84, f);
+  for (uint64_t i = 0; i < n; i++) {
+    uint8_t r[50] = {0};
+    memcpy(r + 12, t + 9 * i, 36);
+    fwrite(r, 1, 50, f);
+  }
+  fclose(f);
 }
 
 /* Of n samples (distances d, gradients g, flags f), how many differ between the two sets. */

@@ -73,7 +73,11 @@ static const char *convert_help =
     "                   import runs in a child process, so an importer that loops or crashes on\n"
     "                   a damaged file gives an error instead of a hang\n"
     "  --sign RULE      inside/outside rule: winding (generalized winding number, default) or\n"
-    "                   pseudo-normal (faster; exact on closed manifold meshes); meshes only\n"
+    "                   pseudo-normal (faster; exact on closed manifold meshes); meshes only.\n"
+    "                   A tiled tree with pseudo-normal from a binary STL or PLY of plain\n"
+    "                   triangles never holds the mesh: it is split by tile into a temporary\n"
+    "                   file in streaming passes and each tile built from its own part\n"
+    "  --no-split       load the whole mesh even then (the same file)\n"
     "  --zstd-level L   compression level 1..22 (default by decoded size: 19 under 8 MiB, 9 under\n"
     "                   64 MiB, 3 above)\n"
     "  --color-filter F how a coloured mesh (textures, vertex or material colours) colours a\n"
@@ -112,10 +116,10 @@ int vx_cmd_convert(int argc, char **argv) {
   memset(&co, 0, sizeof co);
   co.struct_size = sizeof co;
   int gpu = 0, cpu = 0, have_res = 0, sign = 0, have_sign = 0;
-  int color_filter = 0, have_filter = 0, no_color = 0;
+  int color_filter = 0, have_filter = 0, no_color = 0, no_split = 0;
   const char *grid = NULL;
   double timeout = 300.0;
-  vx_opt o[22];
+  vx_opt o[23];
   const char *gpus_arg = NULL;
   int have_gpus = 0;
   int n = 0;
@@ -134,6 +138,7 @@ int vx_cmd_convert(int argc, char **argv) {
   o[n] = vx_cli_opt("--sign", VX_OPT_CHOICE, &sign, 0, 0, "winding or pseudo-normal");
   o[n].choices = "winding|pseudo-normal";
   o[n++].seen = &have_sign;
+  o[n++] = vx_cli_opt("--no-split", VX_OPT_FLAG, &no_split, 0, 0, NULL);
   o[n++] = vx_cli_opt("--zstd-level", VX_OPT_INT, &co.zstd_level, 1, 22, "a zstd level");
   o[n] = vx_cli_opt("--color-filter", VX_OPT_CHOICE, &color_filter, 0, 0, "mean or dominant");
   o[n].choices = "mean|dominant";
@@ -174,6 +179,9 @@ int vx_cmd_convert(int argc, char **argv) {
   if (gpu && cpu) return vx_cli_usage_error("convert", "--gpu and --cpu exclude each other");
   if (no_color && have_filter)
     return vx_cli_usage_error("convert", "--color-filter and --no-color exclude each other");
+  if (no_split && (!sign || (!co.tile_depth && co.resolution <= 16384)))
+    return vx_cli_usage_error("convert", "--no-split applies to a tiled tree (--tile-depth, or "
+                              "--res above 16384) with --sign pseudo-normal, the one split");
   const char *in = pos[0], *out = pos[1];
   co.color = no_color ? VX_COLOR_OFF : VX_COLOR_AUTO;
   co.color_filter = color_filter ? VX_COLOR_FILTER_DOMINANT : VX_COLOR_FILTER_MEAN;
@@ -192,13 +200,23 @@ int vx_cmd_convert(int argc, char **argv) {
   lo.struct_size = sizeof lo;
   lo.timeout_s = timeout > 0 ? timeout : -1.0;
   lo.mem_limit = co.mem_limit;
-  vx_mesh *mesh = NULL;
-  if (vx_mesh_load(in, &lo, &mesh, &e) != VX_OK) return vx_cli_fail("convert", &e);
+  /* loaded, or split by tile without holding it (vx_convert_file says when) */
   vx_mesh_info mi;
   memset(&mi, 0, sizeof mi);
   mi.struct_size = sizeof mi;
-  vx_mesh_get_info(mesh, &mi);
-  if (!vx_cli_quiet) {
+  vx_conversion *b = NULL;
+  vx_status s;
+  if (no_split) {
+    vx_mesh *mesh = NULL;
+    s = vx_mesh_load(in, &lo, &mesh, &e);
+    if (s == VX_OK) s = vx_mesh_get_info(mesh, &mi);
+    if (s == VX_OK) s = vx_convert_to_file(mesh, &co, out, &b, &e);
+    vx_mesh_free(mesh);
+  } else {
+    s = vx_convert_file(in, &lo, &co, out, &mi, &b, &e);
+  }
+  if (s == VX_OK && !vx_cli_quiet) {
+    vx_cli_progress_done();
     fprintf(stderr, "%s: %llu triangles from %u mesh(es) in %.2fs", in,
             (unsigned long long)mi.triangles, mi.meshes, mi.load_seconds);
     if (mi.skipped_degenerate || mi.skipped_nonfinite || mi.skipped_nontriangle)
@@ -208,9 +226,6 @@ int vx_cmd_convert(int argc, char **argv) {
               (unsigned long long)mi.skipped_nontriangle);
     fputc('\n', stderr);
   }
-  vx_conversion *b = NULL;
-  vx_status s = vx_convert_to_file(mesh, &co, out, &b, &e);
-  vx_mesh_free(mesh);
   vx_conversion_stats st;
   if ((r = vx_cli_finish_build("convert", out, s, b, &e, &st)) != 0) return r;
   if (vx_cli_quiet) return 0;

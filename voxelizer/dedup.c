@@ -116,6 +116,31 @@ static void dd_lookup(void *ctx, int p, vx_hash_scratch *w) {
   atomic_fetch_add(&j->dropped, ndrop);
 }
 
+vx_status vx_soup_dedup_marks(const vx_soup *in, int threads, uint8_t *drop, uint64_t *dropped,
+                              vx_error *err) {
+  const uint64_t n = in->tri_count;
+  *dropped = 0;
+  memset(drop, 0, (size_t)n);
+  if (n < 2) return VX_OK;
+  if (n >= UINT32_MAX)
+    return vx_error_set(err, VX_ERR_LIMIT, "%llu triangles: more than a duplicate check takes",
+                        (unsigned long long)n);
+  dedup_job j;
+  memset(&j, 0, sizeof j);
+  atomic_init(&j.dropped, 0);
+  atomic_init(&j.failed, 0);
+  j.pos = in->pos;
+  j.drop = drop;
+  if (vx_hash_parts_build(n, dd_hash, in->pos, threads, &j.hp, err) != VX_OK)
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking triangles for duplicates");
+  vx_hash_parts_run(threads, dd_lookup, &j);
+  vx_hash_parts_free(&j.hp);
+  if (atomic_load(&j.failed))
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking triangles for duplicates");
+  *dropped = atomic_load(&j.dropped);
+  return VX_OK;
+}
+
 vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, int threads, vx_soup *out,
                         uint64_t *dropped, vx_error *err) {
   memset(out, 0, sizeof *out);
@@ -127,25 +152,14 @@ vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, int threads, vx_s
   if (mem_limit && (double)vx_resident_bytes() + vx_dedup_bytes(n) > (double)mem_limit)
     return VX_OK;
   if (n >= UINT32_MAX) return VX_OK; /* more than the slots index (and any build takes) */
-  dedup_job j;
-  memset(&j, 0, sizeof j);
-  atomic_init(&j.dropped, 0);
-  atomic_init(&j.failed, 0);
-  j.pos = in->pos;
-  j.drop = (uint8_t *)vx_calloc((size_t)n, 1);
-  vx_status s = j.drop ? vx_hash_parts_build(n, dd_hash, in->pos, threads, &j.hp, err)
-                       : VX_ERR_NOMEM;
+  uint8_t *drop = (uint8_t *)vx_malloc((size_t)n);
+  if (!drop)
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking triangles for duplicates");
+  uint64_t ndrop = 0;
+  vx_status s = vx_soup_dedup_marks(in, threads, drop, &ndrop, err);
   if (s != VX_OK) {
-    vx_free(j.drop);
-    return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking triangles for duplicates");
-  }
-  vx_hash_parts_run(threads, dd_lookup, &j);
-  vx_hash_parts_free(&j.hp);
-  uint8_t *drop = j.drop;
-  const uint64_t ndrop = atomic_load(&j.dropped);
-  if (atomic_load(&j.failed)) {
     vx_free(drop);
-    return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking triangles for duplicates");
+    return s;
   }
   if (ndrop == 0) {
     vx_free(drop);

@@ -70,6 +70,10 @@ vx_status vx_voxelize_unique(const vx_soup *mesh, const vx_voxelize_opts *opts, 
  * threads: as vx_thread_count's (0: all cores); the result does not depend on it. */
 vx_status vx_soup_dedup(const vx_soup *in, uint64_t mem_limit, int threads, vx_soup *out,
                         uint64_t *dropped, vx_error *err);
+/* The same marks alone: drop[t] (tri_count bytes, the caller's) 1 for each copy of an earlier
+ * triangle, *dropped their number. */
+vx_status vx_soup_dedup_marks(const vx_soup *in, int threads, uint8_t *drop, uint64_t *dropped,
+                              vx_error *err);
 /* Bytes vx_soup_dedup may hold for n triangles. */
 double vx_dedup_bytes(uint64_t tri_count);
 

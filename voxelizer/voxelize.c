@@ -101,6 +101,7 @@ vx_status vx_voxelize_setup(const vx_soup *mesh, const vx_voxelize_opts *opts, v
                         "tiles", opts->resolution, 1u << VX_MAX_DEPTH);
   vx_status st = vx_voxelize_transform(mesh, opts->resolution, xf, err);
   if (st != VX_OK) return st;
+  if (opts->grid) *xf = *opts->grid; /* the whole mesh's, of which `mesh` is a part */
   *depth = 0;
   while ((1u << *depth) < opts->resolution) (*depth)++;
   *band = opts->band > 0.0f ? opts->band : VX_DEFAULT_BAND;

@@ -61,6 +61,9 @@ typedef struct vx_voxelize_opts {
    * 2^VX_MAX_DEPTH). */
   uint32_t tile_depth;
   uint64_t tile_code;
+  /* A mesh split by tile (the triangles near one tile, not the whole mesh): the whole mesh's grid,
+   * used instead of the one the given triangles' bounding box would give. */
+  const vx_transform *grid;
 } vx_voxelize_opts;
 
 typedef struct vx_voxelize_stats {

@@ -4,6 +4,7 @@
  *
  *   vx_convert               mesh  -> tree in memory (vx_conversion_tree)
  *   vx_convert_to_file       mesh  -> .svo file (out of core when the tree does not fit memory)
+ *   vx_convert_file          mesh file -> .svo file (a tiled tree's mesh split by tile on disk)
  *   vx_convert_grid          .vdb  -> tree in memory
  *   vx_convert_grid_to_file  .vdb  -> .svo file
  *
@@ -65,6 +66,18 @@ VX_API vx_status vx_convert(const vx_mesh *mesh, const vx_convert_opts *opts, vx
  * and statistics (vx_conversion_tree gives NULL). On failure *out is NULL. */
 VX_API vx_status vx_convert_to_file(const vx_mesh *mesh, const vx_convert_opts *opts,
                                     const char *path, vx_conversion **out, vx_error *err);
+
+/* vx_mesh_load(mesh_path, load_opts) then vx_convert_to_file, the same bytes, except that the
+ * mesh is never held whole where it need not be: a tiled tree (tile_depth set, or a resolution
+ * above 16384) with VX_SIGN_PSEUDO_NORMAL from a binary STL or PLY of plain triangles (the files
+ * vx_mesh_load reads with its own streaming reader, of any size here) is read in streaming passes
+ * and split by tile into a temporary file, each tile built from the triangles near it: memory
+ * holds a few tiles' triangles, not the mesh's. (The winding number's sign, VX_SIGN_WINDING,
+ * needs every triangle at every corner: such a conversion loads the mesh.) info may be NULL, else
+ * it receives what vx_mesh_get_info would give for the mesh (struct_size set by the caller). */
+VX_API vx_status vx_convert_file(const char *mesh_path, const vx_mesh_load_opts *load_opts,
+                                 const vx_convert_opts *opts, const char *path,
+                                 vx_mesh_info *info, vx_conversion **out, vx_error *err);
 
 typedef struct vx_grid_opts {
   uint32_t struct_size; /* sizeof(vx_grid_opts), or 0 */

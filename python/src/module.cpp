@@ -386,12 +386,18 @@ std::string merged_notes(const char *mesh_notes, const char *conv_notes) {
 }
 
 // The conversion, in memory (path None: the tree comes back) or to a .svo file (path bytes: a
-// tiled one with tile_depth, on `gpus` GPUs; None comes back, the file holds the tree).
-Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int device,
+// tiled one with tile_depth, on `gpus` GPUs; None comes back, the file holds the tree). mesh: a
+// _Mesh, or to a file the mesh file's path (bytes): vx_convert_file reads it, split by tile
+// without holding it where it can be.
+Tree *convert(nb::object mesh_obj, uint32_t res, float max_error, float band, int device,
               uint64_t mem_limit, int threads, int sign_rule, nb::object progress, int color,
               int color_filter, nb::object path_obj, uint32_t tile_depth, int gpus) {
   const bool to_file = !path_obj.is_none();
   const std::string path = to_file ? path_of(nb::cast<nb::bytes>(path_obj)) : std::string();
+  const bool from_file = nb::isinstance<nb::bytes>(mesh_obj);
+  if (from_file && !to_file) throw nb::value_error("a mesh file is converted to a file");
+  const std::string mesh_path = from_file ? path_of(nb::cast<nb::bytes>(mesh_obj)) : std::string();
+  const Mesh *mesh = from_file ? nullptr : nb::cast<const Mesh *>(mesh_obj);
   vx_convert_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -414,8 +420,10 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
   vx_status s = VX_OK;
   bool interrupted = false;
   std::thread worker([&] {
-    vx_status r = to_file ? vx_convert_to_file(mesh.m, &o, path.c_str(), &b, &e)
-                          : vx_convert(mesh.m, &o, &b, &e);
+    vx_status r = from_file ? vx_convert_file(mesh_path.c_str(), nullptr, &o, path.c_str(),
+                                              nullptr, &b, &e)
+                  : to_file ? vx_convert_to_file(mesh->m, &o, path.c_str(), &b, &e)
+                            : vx_convert(mesh->m, &o, &b, &e);
     std::lock_guard<std::mutex> g(pr.m);
     s = r;
     pr.done = true;
@@ -470,7 +478,7 @@ Tree *convert(const Mesh &mesh, uint32_t res, float max_error, float band, int d
     return nullptr;
   }
   Tree *r = new Tree();
-  r->notes = merged_notes(vx_mesh_notes(mesh.m), vx_conversion_notes(b));
+  r->notes = merged_notes(vx_mesh_notes(mesh->m), vx_conversion_notes(b));
   r->t = vx_conversion_take_tree(b);
   vx_conversion_free(b);
   return r;

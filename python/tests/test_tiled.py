@@ -201,3 +201,23 @@ def test_pruned_tiles(tmp_path):
     lo = np.array(b.origin, dtype=np.float64)
     p = (lo + np.random.default_rng(1).random((5000, 3)) * 128 * b.scale).astype(np.float32)
     assert np.array_equal(b.sample(p), f.sample(p))
+
+
+def test_split_file(tmp_path):
+    """A binary STL converted file to file, tiled with sign="pseudo-normal", is split by tile
+    without being held whole: the bytes of the mesh loaded and converted."""
+    m = voxlod.load_mesh(BUNNY)
+    v, f = m.vertices, m.faces
+    tri = np.ascontiguousarray(v[f].reshape(-1, 9), dtype="<f4")
+    rec = np.zeros(len(tri), dtype=[("n", "<f4", 3), ("p", "<f4", 9), ("a", "<u2")])
+    rec["p"] = tri
+    stl = tmp_path / "bunny.stl"
+    stl.write_bytes(b"\0" * 80 + np.uint32(len(tri)).tobytes() + rec.tobytes())
+    a, b = tmp_path / "a.svo", tmp_path / "b.svo"
+    opts = dict(res=256, tile_depth=5, sign="pseudo-normal", color="off", progress=False)
+    voxlod.convert(voxlod.load_mesh(stl), out=a, **opts)
+    voxlod.convert(stl, out=b, **opts)
+    assert a.read_bytes() == b.read_bytes()
+    voxlod.convert(str(stl), out=b, **dict(opts, sign="winding"))  # loaded: not split
+    voxlod.convert(voxlod.load_mesh(stl), out=a, **dict(opts, sign="winding"))
+    assert a.read_bytes() == b.read_bytes()

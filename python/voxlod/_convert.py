@@ -47,7 +47,9 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
     2^T cells per axis (res up to 2^20; grey; error= prunes inside the tiles, never above
     their roots), read back with load() up to 16384^3
     and with TiledFile at any size. gpus: for a tiled build on the GPU, "all" or a count: one
-    tile stream per GPU, the same bytes.
+    tile stream per GPU, the same bytes. A path converted to out= is read by the library: a
+    tiled build with sign="pseudo-normal" from a binary STL or PLY is split by tile without
+    holding the mesh, the same bytes.
 
     client: a dask.distributed.Client: the tiled build as tasks on its cluster (needs out= and a
     tiled build; mesh a path the workers can read, the output's folder shared with them): each
@@ -103,7 +105,9 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
         return None
     cb = _progress(progress)  # before the mesh is read: a wrong progress= costs nothing
     try:
-        m = _mesh_handle(mesh)
+        # a file to a file: the library reads it (split by tile without holding it, where it can)
+        direct = out is not None and isinstance(mesh, (str, bytes, os.PathLike))
+        m = _path(mesh, "mesh") if direct else _mesh_handle(mesh)
         t = _voxlod.convert(m, int(res), float(error), b, device, limit, int(threads or 0),
                             0 if sign == "winding" else 1, cb, cmode, cfilter,
                             None if out is None else _path(out, "out"), int(tile_depth), g)

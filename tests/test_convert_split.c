@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_convert_split.c - a binary STL or PLY converted to a tiled tree without holding the mesh
+ * (vx_convert_file: split by tile on disk, each tile built from its part), against the mesh
+ * loaded whole and converted (vx_mesh_load + vx_convert_to_file), byte for byte:
+ * - the bunny with exact copies (the same and rotated corners), reversed copies (kept), a
+ *   degenerate and a non-finite triangle, as binary STL and as big-endian binary PLY; tiles of
+ *   several sizes, a wider band, pruning, one thread and two;
+ * - the split really ran (its note), and the mesh's figures are vx_mesh_get_info's;
+ * - what is not split is loaded: the winding rule, an ASCII file (the same bytes as loading);
+ * - a face index past the vertices: an error, nothing written; cancelled while splitting: an
+ *   error, nothing written, nothing left in the temporary folder.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "tiled_scene.h"
+
+/* Ends the test when cond fails: nothing after it can run. */
+#define REQUIRE(cond, ...)                                                                       \
+  do {                                                                                           \
+    if (!(cond)) CHECK_FATAL(__VA_ARGS__);                                                       \
+  } while (0)
+
+static char dir[64];
+
+/* The bunny's triangles with the copies and broken triangles above: n triangles, 9 floats each. */
+static float *test_triangles(uint64_t *n) {
+  char path[512];
+  vx_mesh *m = NULL;
+  vx_error e;
+  REQUIRE(vx_mesh_load(check_data_mesh("bunny.ply", path, sizeof path), NULL, &m, &e) == VX_OK,
+              "%s", e.msg);
+  uint64_t nv = 0;
+  const float *v = vx_mesh_vertices(m, &nv);
+  const uint64_t nb = nv / 3, extra = 200 + 100 + 50 + 2;
+  float *t = (float *)malloc((nb + extra) * 9 * sizeof(float));
+  uint64_t k = 0;
+  for (uint64_t i = 0; i < nb; i++) {
+    memcpy(t + 9 * k++, v + 9 * i, 36);
+    if (i == nb / 2) { /* the broken ones in the middle */
+      memcpy(t + 9 * k, v + 9 * i, 36);
+      memcpy(t + 9 * k + 3, t + 9 * k, 12); /* two corners the same: degenerate */
+      k++;
+      memcpy(t + 9 * k, v + 9 * i, 36);
+      t[9 * k + 4] = NAN;
+      k++;
+    }
+  }
+  for (uint64_t i = 0; i < 200; i++) memcpy(t + 9 * k++, v + 9 * (i * 97 % nb), 36);
+  for (uint64_t i = 0; i < 100; i++, k++) { /* rotated: the same triangle */
+    const float *s = v + 9 * (i * 31 % nb);
+    memcpy(t + 9 * k, s + 3, 24);
+    memcpy(t + 9 * k + 6, s, 12);
+  }
+  for (uint64_t i = 0; i < 50; i++, k++) { /* reversed: another triangle */
+    const float *s = v + 9 * (i * 53 % nb);
+    memcpy(t + 9 * k, s, 12);
+    memcpy(t + 9 * k + 3, s + 6, 12);
+    memcpy(t + 9 * k + 6, s + 3, 12);
+  }
+  vx_mesh_free(m);
+  *n = k;
+  return t;
+}
+
+static void put_be32(FILE *f, const void *p) {
+  uint8_t b[4];
+  memcpy(b, p, 4);
+  const uint8_t r[4] = {b[3], b[2], b[1], b[0]};
+  fwrite(r, 1, 4, f);
+}
+
+/* Big-endian binary PLY, three vertices a face; bad_index: one face points past the vertices. */
+static void write_ply(const char *path, const float *t, uint64_t n, int bad_index) {
+  FILE *f = fopen(path, "wb");
+  REQUIRE(f != NULL, "cannot write %s", path);
+  fprintf(f, "ply\nformat binary_big_endian 1.0\nelement vertex %llu\nproperty float x\n"
+          "property float y\nproperty float z\nelement face %llu\n"
+          "property list uchar int vertex_indices\nend_header\n",
+          (unsigned long long)(3 * n), (unsigned long long)n);
+  for (uint64_t i = 0; i < 9 * n; i++) put_be32(f, t + i);
+  for (uint64_t i = 0; i < n; i++) {
+    fputc(3, f);
+    for (int c = 0; c < 3; c++) {
+      int32_t ix = (int32_t)(3 * i + (uint64_t)c);
+      if (bad_index && i == n - 7) ix = (int32_t)(3 * n + 5);
+      put_be32(f, &ix);
+    }
+  }
+  fclose(f);
+}
+
+static vx_convert_opts opts(uint32_t res, uint32_t T, int threads) {
+  vx_convert_opts o = tiled_opts(res, T, VX_DEVICE_CPU, 0, threads);
+  o.sign_rule = VX_SIGN_PSEUDO_NORMAL;
+  return o;
+}
+
+/* The mesh loaded whole and converted with o into ref. */
+static void convert_loaded(const char *in, const vx_convert_opts *o, const char *ref) {
+  vx_mesh *m = NULL;
+  vx_error e;
+  REQUIRE(vx_mesh_load(in, NULL, &m, &e) == VX_OK, "%s: %s", in, e.msg);
+  CHECK_MSG(vx_convert_to_file(m, o, ref, NULL, &e) == VX_OK, "%s", e.msg);
+  vx_mesh_free(m);
+}
+
+/* vx_convert_file with o into out; 1 when its notes say it was split. */
+static int convert_file(const char *in, const vx_convert_opts *o, const char *out,
+                        vx_mesh_info *info) {
+  vx_conversion *c = NULL;
+  vx_error e;
+  const vx_status s = vx_convert_file(in, NULL, o, out, info, &c, &e);
+  CHECK_MSG(s == VX_OK, "%s: %s", in, e.msg);
+  const int split = s == VX_OK && strstr(vx_conversion_notes(c), "split by tile") != NULL;
+  vx_conversion_free(c);
+  return split;
+}
+
+static void check_same(const char *in, const vx_convert_opts *o, const char *what) {
+  char ref[128], out[128];
+  snprintf(ref, sizeof ref, "%s/ref.svo", dir);
+  snprintf(out, sizeof out, "%s/split.svo", dir);
+  convert_loaded(in, o, ref);
+  CHECK_MSG(convert_file(in, o, out, NULL), "%s: not split", what);
+  CHECK_MSG(tiled_same_file(ref, out), "%s: the split file differs from the loaded mesh's", what);
+}
+
+static void test_split_is_loaded(void) {
+  uint64_t n = 0;
+  float *t = test_triangles(&n);
+  char stl[128], ply[128];
+  snprintf(stl, sizeof stl, "%s/bunny.stl", dir);
+  snprintf(ply, sizeof ply, "%s/bunny.ply", dir);
+  tiled_write_stl(stl, t, n);
+  write_ply(ply, t, n, 0);
+  free(t);
+  vx_convert_opts o = opts(256, 6, 0);
+  check_same(stl, &o, "STL, 256^3 in 64^3");
+  check_same(ply, &o, "PLY, 256^3 in 64^3");
+  o = opts(256, 5, 0);
+  o.band = 3.0f;
+  check_same(stl, &o, "STL, 256^3 in 32^3, band 3");
+  o = opts(256, 6, 2);
+  o.max_error = 0.5f;
+  check_same(stl, &o, "STL, 256^3 in 64^3, pruned at 0.5, two threads");
+  o = opts(512, 5, 1);
+  check_same(stl, &o, "STL, 512^3 in 32^3, one thread");
+
+  /* the mesh's figures, as loading gives them */
+  vx_mesh *m = NULL;
+  vx_error e;
+  REQUIRE(vx_mesh_load(stl, NULL, &m, &e) == VX_OK, "%s", e.msg);
+  vx_mesh_info a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.struct_size = b.struct_size = sizeof a;
+  vx_mesh_get_info(m, &a);
+  vx_mesh_free(m);
+  char out[128];
+  snprintf(out, sizeof out, "%s/split.svo", dir);
+  o = opts(256, 6, 0);
+  CHECK(convert_file(stl, &o, out, &b));
+  CHECK_MSG(a.triangles == b.triangles && a.skipped_degenerate == b.skipped_degenerate &&
+            a.skipped_nonfinite == b.skipped_nonfinite && a.meshes == b.meshes,
+            "info: %llu/%llu triangles, %llu/%llu degenerate, %llu/%llu non-finite",
+            (unsigned long long)a.triangles, (unsigned long long)b.triangles,
+            (unsigned long long)a.skipped_degenerate, (unsigned long long)b.skipped_degenerate,
+            (unsigned long long)a.skipped_nonfinite, (unsigned long long)b.skipped_nonfinite);
+  CHECK(a.skipped_degenerate == 1 && a.skipped_nonfinite == 1);
+  for (int i = 0; i < 3; i++)
+    CHECK(a.bbox_min[i] == b.bbox_min[i] && a.bbox_max[i] == b.bbox_max[i]);
+}
+
+/* The winding rule and files the streaming reader does not take are loaded, the same bytes. */
+static void test_not_split(void) {
+  char stl[128], ascii[512], ref[128], out[128];
+  snprintf(stl, sizeof stl, "%s/bunny.stl", dir);
+  snprintf(ref, sizeof ref, "%s/ref.svo", dir);
+  snprintf(out, sizeof out, "%s/split.svo", dir);
+  vx_convert_opts o = opts(256, 6, 0);
+  o.sign_rule = VX_SIGN_WINDING;
+  convert_loaded(stl, &o, ref);
+  CHECK_MSG(!convert_file(stl, &o, out, NULL), "the winding rule was split");
+  CHECK(tiled_same_file(ref, out));
+  check_data_mesh("bunny.ply", ascii, sizeof ascii); /* ASCII PLY: assimp's */
+  o = opts(256, 6, 0);
+  convert_loaded(ascii, &o, ref);
+  CHECK_MSG(!convert_file(ascii, &o, out, NULL), "an ASCII PLY was split");
+  CHECK(tiled_same_file(ref, out));
+}
+
+static int cancel_split(void *user, const char *stage, double frac) {
+  (void)frac;
+  return strcmp(stage, "splitting") == 0 ? ++*(int *)user > 0 : 0;
+}
+
+static int folder_entries(const char *path) {
+  DIR *d = opendir(path);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.' || strlen(e->d_name) > 2;
+  if (d) closedir(d);
+  return n;
+}
+
+static void test_errors(void) {
+  uint64_t n = 0;
+  float *t = test_triangles(&n);
+  char bad[128], out[128], tmp[128];
+  snprintf(bad, sizeof bad, "%s/bad.ply", dir);
+  snprintf(out, sizeof out, "%s/bad.svo", dir);
+  snprintf(tmp, sizeof tmp, "%s/tmp", dir);
+  write_ply(bad, t, n, 1);
+  free(t);
+  CHECK(mkdir(tmp, 0700) == 0);
+  vx_convert_opts o = opts(256, 6, 0);
+  o.temp_dir = tmp;
+  vx_error e;
+  vx_conversion *c = NULL;
+  CHECK_MSG(vx_convert_file(bad, NULL, &o, out, NULL, &c, &e) == VX_ERR_CORRUPT, "%s", e.msg);
+  CHECK(c == NULL && access(out, F_OK) != 0);
+  char stl[128];
+  snprintf(stl, sizeof stl, "%s/bunny.stl", dir);
+  int calls = 0;
+  o.progress = cancel_split;
+  o.user = &calls;
+  CHECK(vx_convert_file(stl, NULL, &o, out, NULL, &c, &e) == VX_ERR_INTERRUPTED);
+  CHECK(calls > 0 && c == NULL && access(out, F_OK) != 0);
+  CHECK_MSG(folder_entries(tmp) == 0, "%d files left in the temporary folder", folder_entries(tmp));
+  rmdir(tmp);
+  unlink(bad);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/voxlod-split-XXXXXX");
+  REQUIRE(mkdtemp(dir) != NULL, "mkdtemp");
+  RUN(test_split_is_loaded);
+  RUN(test_not_split);
+  RUN(test_errors);
+  const char *names[] = {"bunny.stl", "bunny.ply", "ref.svo", "split.svo"};
+  for (int i = 0; i < 4; i++) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  return check_summary();
+}
