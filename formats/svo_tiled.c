@@ -150,6 +150,10 @@ void vx_tiled_writer_abort(vx_tiled_writer *w) {
   vx_free(w);
 }
 
+void vx_tiled_writer_set_build_id(vx_tiled_writer *w, uint64_t build_id) {
+  w->h.build_id = build_id;
+}
+
 vx_status vx_tiled_writer_open(const char *path, const vx_tiled_header *h, vx_tiled_writer **out,
                                vx_error *err) {
   *out = NULL;

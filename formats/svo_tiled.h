@@ -108,6 +108,10 @@ vx_status vx_tiled_writer_finish(vx_tiled_writer *w, uint64_t *bytes, uint64_t *
                                  vx_error *err);
 /* Drops everything written (no file) and frees w; NULL is a no-op. */
 void vx_tiled_writer_abort(vx_tiled_writer *w);
+/* The build's id known only once its tiles are in (a mesh split by tile: the duplicates found
+ * tile by tile): the header's from here on, tiles added before carried the provisional one. The
+ * header is written by vx_tiled_writer_finish. */
+void vx_tiled_writer_set_build_id(vx_tiled_writer *w, uint64_t build_id);
 
 /* ---- reading ---- */
 

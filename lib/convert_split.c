@@ -6,16 +6,18 @@
  * 1. Bounds: the usable triangles (formats/tri_stream.c's, the ones vx_mesh_load gives) counted
  *    and bounded: the grid, as vx_voxelize_transform makes it from the loaded mesh's box.
  * 2. Split: each triangle goes to every tile whose cell, grown by SPLIT_GROW voxels, its voxel
- *    range reaches, as a record (its index in the mesh, its 9 floats). Records gather in a buffer;
- *    a full buffer is sorted by (tile, index) and written as one run a tile, so a tile's runs in
- *    file order hold its triangles in the mesh's order.
- * 3. Duplicates: a copy of a triangle reaches the tiles it reaches, so each part's duplicate marks
- *    (vx_soup_dedup_marks, the first copy kept) are the whole mesh's for its triangles: one bit a
- *    triangle, set part by part.
- * 4. The build id: the kept triangles hashed in order in a third pass (vx_tiled_id_*), as
- *    vx_tiled_build_id hashes the deduplicated mesh.
- * 5. Tiles: the pool's workers (convert_tiled.c) each read a part, plan it with the whole mesh's
- *    grid and id (vx_tile_plan_init_fixed) and build its tile.
+ *    range reaches, as a record (its index in the mesh, its 9 floats), counted and written on
+ *    every core a piece at a time. Records gather in a buffer; a full buffer is sorted by (tile,
+ *    index) and written as one run a tile, so a tile's runs in file order hold its triangles in
+ *    the mesh's order.
+ * 3. Tiles: the pool's workers (convert_tiled.c) each read a part, drop its exact copies, plan it
+ *    with the whole mesh's grid (vx_tile_plan_init_fixed) and build its tile. A copy of a
+ *    triangle reaches the tiles its original reaches, so each part's duplicate marks
+ *    (vx_soup_dedup_marks, the first copy kept) are the whole mesh's for its triangles: they are
+ *    set in one bit a triangle as the parts are read.
+ * 4. The build id, once every tile is in (the tiled writer writes its header last): the kept
+ *    triangles hashed in order in a third pass (vx_tiled_id_*), as vx_tiled_build_id hashes the
+ *    deduplicated mesh.
  *
  * Why a part gives its tile's bytes, with the pseudo-normal rule: the tile's list (the triangles
  * reaching its cell grown by the one-voxel halo, tri_pairs' test) is in the part, in the same
@@ -35,6 +37,7 @@
 #include "voxelizer/overlap.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,11 +73,11 @@ typedef struct vx_split {
   uint64_t nruns, cap;
   uint64_t *first;        /* tile k's runs: runs[first[k] .. first[k + 1]) */
   uint64_t records, max_part;
-  uint8_t *dup;           /* a bit a triangle: a copy of an earlier one */
+  atomic_uchar *dup;      /* a bit a triangle: a copy of an earlier one (set by the tiles) */
   uint64_t dropped;
   vx_tile_plan shell;     /* the pool's plan: options, tiles, header; no mesh */
   vx_tile_fixed fx;
-  double sec[4];          /* bounds, split, duplicates, id */
+  double sec[3];          /* bounds, split, id */
 } vx_split;
 
 static int cmp_rec(const void *a, const void *b) {
@@ -199,63 +202,158 @@ static vx_status flush(vx_split *sp, split_rec *buf, uint64_t n, uint8_t *out, v
   return VX_OK;
 }
 
+/* The tiles triangle t of a piece reaches, grown by SPLIT_GROW: the box a..b of cells; 0 when
+ * none (outside the grid). */
+static int tri_cells(const vx_split *sp, const vx_soup *piece, uint64_t t, int64_t a[3],
+                     int64_t b[3]) {
+  const int64_t R = (int64_t)1 << sp->D, nt = (int64_t)1 << (sp->D - sp->T);
+  double g[9];
+  int64_t lo[3], hi[3];
+  vx_grid_tri(piece, &sp->xf, t, g);
+  if (!vx_tri_voxel_range(g, R, lo, hi)) return 0;
+  for (int i = 0; i < 3; i++) {
+    a[i] = lo[i] - SPLIT_GROW < 0 ? 0 : (lo[i] - SPLIT_GROW) >> sp->T;
+    b[i] = (hi[i] + SPLIT_GROW) >> sp->T;
+    if (b[i] > nt - 1) b[i] = nt - 1;
+  }
+  return 1;
+}
+
+/* Triangle t's records into out (NULL: counted only); their number. */
+static uint64_t tri_records(const vx_split *sp, const vx_soup *piece, uint64_t t, uint32_t index,
+                            split_rec *out) {
+  int64_t a[3], b[3];
+  if (!tri_cells(sp, piece, t, a, b)) return 0;
+  if (!out) return (uint64_t)(b[0] - a[0] + 1) * (uint64_t)(b[1] - a[1] + 1) *
+                   (uint64_t)(b[2] - a[2] + 1);
+  uint64_t k = 0;
+  for (int64_t z = a[2]; z <= b[2]; z++)
+    for (int64_t y = a[1]; y <= b[1]; y++)
+      for (int64_t x = a[0]; x <= b[0]; x++, k++) {
+        out[k].code = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
+        out[k].tri = index;
+        memcpy(out[k].p, piece->pos + 9 * t, sizeof out[k].p);
+      }
+  return k;
+}
+
+/* A piece's records on every core: counted by ranges of triangles, then the ranges that fit
+ * the buffer written where each starts. */
+typedef struct split_job {
+  const vx_split *sp;
+  const vx_soup *piece;
+  uint64_t base;          /* the piece's first triangle in the mesh */
+  uint64_t first;         /* fill: the first triangle of the ranges filled */
+  uint64_t *count, *at;   /* per range: its records; where they start in out */
+  split_rec *out;
+} split_job;
+
+static void count_range(void *ctx, uint64_t a, uint64_t b) {
+  split_job *j = (split_job *)ctx;
+  uint64_t n = 0;
+  for (uint64_t t = a; t < b; t++) n += tri_records(j->sp, j->piece, t, 0, NULL);
+  j->count[a / VX_RANGE_CHUNK] = n;
+}
+
+static void fill_range(void *ctx, uint64_t a, uint64_t b) {
+  split_job *j = (split_job *)ctx;
+  a += j->first;
+  b += j->first;
+  split_rec *o = j->out + j->at[a / VX_RANGE_CHUNK];
+  for (uint64_t t = a; t < b; t++) o += tri_records(j->sp, j->piece, t, (uint32_t)(j->base + t), o);
+}
+
 /* Pass 2: every triangle to the parts of the tiles it reaches. */
 static vx_status pass_split(vx_split *sp, vx_error *err) {
+  const uint64_t most = (UINT64_C(512) << 20) / sizeof(split_rec);
   uint64_t cap = sp->o.mem_limit / 8 / sizeof(split_rec);
-  if (cap > (UINT64_C(512) << 20) / sizeof(split_rec)) cap = (UINT64_C(512) << 20) / sizeof(split_rec);
+  if (cap > most) cap = most;
   if (cap < 65536) cap = 65536;
   split_rec *buf = (split_rec *)vx_malloc((size_t)cap * sizeof *buf);
   uint8_t *out = (uint8_t *)vx_malloc((size_t)(1u << 16) * SPLIT_REC);
+  const uint64_t nr = (UINT64_C(1) << 20) / VX_RANGE_CHUNK + 1; /* ranges of a piece, at most */
+  uint64_t *count = (uint64_t *)vx_malloc((size_t)nr * sizeof *count);
+  uint64_t *at = (uint64_t *)vx_malloc((size_t)nr * sizeof *at);
   vx_tri_pieces *tp = NULL;
   uint64_t faces = 0;
-  vx_status s = buf && out ? vx_tri_pieces_open(sp->path, &tp, &faces, err)
-                           : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status s = buf && out && count && at ? vx_tri_pieces_open(sp->path, &tp, &faces, err)
+                                          : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   vx_soup tally, piece;
   memset(&tally, 0, sizeof tally);
   memset(&piece, 0, sizeof piece);
   for (int i = 0; i < 3; i++) tally.bbox_min[i] = INFINITY, tally.bbox_max[i] = -INFINITY;
-  const int64_t R = (int64_t)1 << sp->D, nt = (int64_t)1 << (sp->D - sp->T);
-  uint64_t n = 0, at = 0, base = 0;
+  split_job j = {sp, &piece, 0, 0, count, at, buf};
+  uint64_t n = 0, records = 0, base = 0;
   const float *tri = NULL;
   for (uint64_t got = 1; s == VX_OK && got;) {
     s = vx_tri_pieces_next(tp, &tally, &tri, &got, err);
+    if (s != VX_OK || !got) break;
+    if (got > (UINT64_C(1) << 20)) { /* the reader's pieces are smaller */
+      s = vx_error_set(err, VX_ERR_INVALID_ARG, "a piece of %llu triangles",
+                       (unsigned long long)got);
+      break;
+    }
     piece.pos = (float *)tri;
     piece.tri_count = got;
-    for (uint64_t t = 0; s == VX_OK && t < got; t++) {
-      double g[9];
-      int64_t lo[3], hi[3], a[3], b[3];
-      vx_grid_tri(&piece, &sp->xf, t, g);
-      if (!vx_tri_voxel_range(g, R, lo, hi)) continue;
-      for (int i = 0; i < 3; i++) {
-        a[i] = lo[i] - SPLIT_GROW < 0 ? 0 : (lo[i] - SPLIT_GROW) >> sp->T;
-        b[i] = (hi[i] + SPLIT_GROW) >> sp->T;
-        if (b[i] > nt - 1) b[i] = nt - 1;
+    j.base = base;
+    const uint64_t ranges = (got + VX_RANGE_CHUNK - 1) / VX_RANGE_CHUNK;
+    vx_ranges_run(sp->o.threads, got, count_range, &j);
+    for (uint64_t r = 0; s == VX_OK && r < ranges;) {
+      uint64_t e = r; /* ranges r..e-1 fit the buffer */
+      while (e < ranges && n + count[e] <= cap) {
+        at[e] = n;
+        n += count[e++];
       }
-      for (int64_t z = a[2]; s == VX_OK && z <= b[2]; z++)
-        for (int64_t y = a[1]; s == VX_OK && y <= b[1]; y++)
-          for (int64_t x = a[0]; s == VX_OK && x <= b[0]; x++) {
-            if (n == cap) {
-              s = flush(sp, buf, n, out, err);
-              n = 0;
-            }
-            split_rec *r = &buf[n++];
-            r->code = vx_morton_encode((uint32_t)x, (uint32_t)y, (uint32_t)z);
-            r->tri = (uint32_t)(base + t);
-            memcpy(r->p, tri + 9 * t, sizeof r->p);
-            at++;
+      if (e > r) { /* filled on every core */
+        const uint64_t t0 = r * VX_RANGE_CHUNK;
+        const uint64_t t1 = e * VX_RANGE_CHUNK < got ? e * VX_RANGE_CHUNK : got;
+        j.first = t0;
+        vx_ranges_run(sp->o.threads, t1 - t0, fill_range, &j);
+        r = e;
+        continue;
+      }
+      if (n) { /* the next range does not fit: flush, then try it again */
+        records += n;
+        s = flush(sp, buf, n, out, err);
+        n = 0;
+        continue;
+      }
+      /* one range's records alone exceed the buffer (triangles over very many tiles): one
+       * triangle at a time, flushing as the buffer fills */
+      const uint64_t t1 = (r + 1) * VX_RANGE_CHUNK < got ? (r + 1) * VX_RANGE_CHUNK : got;
+      for (uint64_t t = r * VX_RANGE_CHUNK; s == VX_OK && t < t1; t++) {
+        const uint64_t k = tri_records(sp, &piece, t, 0, NULL);
+        if (k > cap) {
+          s = vx_error_set(err, VX_ERR_LIMIT, "a triangle reaches %llu tiles: more than the "
+                           "memory limit's buffer holds (use larger tiles)",
+                           (unsigned long long)k);
+        } else {
+          if (n + k > cap) {
+            records += n;
+            s = flush(sp, buf, n, out, err);
+            n = 0;
           }
+          if (s == VX_OK) n += tri_records(sp, &piece, t, (uint32_t)(base + t), buf + n);
+        }
+      }
+      r++;
     }
     base += got;
     if (s == VX_OK && faces) s = cancelled(sp, "splitting", (double)base / (double)faces, err);
   }
-  if (s == VX_OK && n) s = flush(sp, buf, n, out, err);
+  if (s == VX_OK && n) {
+    records += n;
+    s = flush(sp, buf, n, out, err);
+  }
   vx_tri_pieces_close(tp);
   vx_free(buf);
   vx_free(out);
+  vx_free(count);
+  vx_free(at);
   if (s == VX_OK && base != sp->tally.tri_count)
     s = vx_error_set(err, VX_ERR_IO, "'%s' changed while it was read", sp->path);
   if (s != VX_OK) return s;
-  sp->records = at;
+  sp->records = records;
   qsort(sp->runs, (size_t)sp->nruns, sizeof *sp->runs, cmp_run);
   uint64_t ntiles = 0;
   for (uint64_t i = 0; i < sp->nruns; i++)
@@ -315,33 +413,15 @@ static vx_status read_part(const vx_split *sp, uint64_t k, vx_soup *part, uint32
   return VX_OK;
 }
 
-/* Pass 3: the duplicates, part by part. */
-static vx_status pass_dups(vx_split *sp, vx_error *err) {
-  sp->dup = (uint8_t *)vx_calloc((size_t)(sp->tally.tri_count / 8 + 1), 1);
-  if (!sp->dup) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  vx_status s = VX_OK;
-  for (uint64_t k = 0; s == VX_OK && k < sp->shell.ntiles; k++) {
-    vx_soup part;
-    uint32_t *idx = NULL;
-    s = read_part(sp, k, &part, &idx, err);
-    uint8_t *drop = s == VX_OK ? (uint8_t *)vx_malloc((size_t)part.tri_count + 1) : NULL;
-    uint64_t nd = 0;
-    if (s == VX_OK)
-      s = drop ? vx_soup_dedup_marks(&part, sp->o.threads, drop, &nd, err)
-               : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-    for (uint64_t t = 0; s == VX_OK && nd && t < part.tri_count; t++)
-      if (drop[t]) sp->dup[idx[t] >> 3] |= (uint8_t)(1u << (idx[t] & 7));
-    vx_free(drop);
-    vx_free(idx);
-    vx_soup_free(&part);
-  }
-  for (uint64_t i = 0; s == VX_OK && i <= sp->tally.tri_count / 8; i++)
-    sp->dropped += (uint64_t)__builtin_popcount(sp->dup[i]);
-  return s;
-}
-
-/* Pass 4: the build id over the kept triangles, in order. */
-static vx_status pass_id(vx_split *sp, vx_error *err) {
+/* Pass 3, once every tile is built (the pool's source): the build id over the kept triangles,
+ * in order. */
+static vx_status pass_id(void *ctx, uint64_t *id, vx_error *err) {
+  vx_split *sp = (vx_split *)ctx;
+  const double t0 = vx_clock_seconds();
+  sp->dropped = 0;
+  for (uint64_t i = 0; i <= sp->tally.tri_count / 8; i++)
+    sp->dropped += (uint64_t)__builtin_popcount(atomic_load(&sp->dup[i]));
+  sp->shell.dropped = sp->dropped;
   vx_tri_pieces *tp = NULL;
   uint64_t faces = 0;
   vx_status s = vx_tri_pieces_open(sp->path, &tp, &faces, err);
@@ -356,7 +436,7 @@ static vx_status pass_id(vx_split *sp, vx_error *err) {
     s = vx_tri_pieces_next(tp, &tally, &tri, &got, err);
     for (uint64_t a = 0; s == VX_OK && a < got;) { /* runs of kept triangles */
       uint64_t b = a;
-      while (b < got && !(sp->dup[(base + b) >> 3] >> ((base + b) & 7) & 1)) b++;
+      while (b < got && !(atomic_load(&sp->dup[(base + b) >> 3]) >> ((base + b) & 7) & 1)) b++;
       if (b > a && !vx_tiled_id_feed(h, tri + 9 * a, (size_t)(b - a) * 9 * sizeof(float)))
         s = vx_error_set(err, VX_ERR_NOMEM, "out of memory hashing the triangles");
       a = b + 1;
@@ -367,8 +447,30 @@ static vx_status pass_id(vx_split *sp, vx_error *err) {
   vx_tri_pieces_close(tp);
   if (s == VX_OK && base != sp->tally.tri_count)
     s = vx_error_set(err, VX_ERR_IO, "'%s' changed while it was read", sp->path);
-  sp->fx.build_id = vx_tiled_id_end(h, sp->D, sp->T, sp->band, sp->o.sign_rule,
-                                    sp->o.max_error > 0.0f ? sp->o.max_error : 0.0f);
+  *id = vx_tiled_id_end(h, sp->D, sp->T, sp->band, sp->o.sign_rule,
+                        sp->o.max_error > 0.0f ? sp->o.max_error : 0.0f);
+  sp->sec[2] = vx_clock_seconds() - t0;
+  return s;
+}
+
+/* The part's exact copies: marked in the mesh's bits (a copy reaches the tiles its original
+ * reaches, so each part's marks are the whole mesh's for its triangles) and dropped. */
+static vx_status drop_copies(vx_split *sp, vx_soup *part, const uint32_t *idx, vx_error *err) {
+  uint8_t *drop = (uint8_t *)vx_malloc((size_t)part->tri_count + 1);
+  uint64_t nd = 0;
+  vx_status s = drop ? vx_soup_dedup_marks(part, sp->o.threads, drop, &nd, err)
+                     : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  uint64_t w = 0;
+  for (uint64_t t = 0; s == VX_OK && nd && t < part->tri_count; t++) {
+    if (drop[t]) {
+      atomic_fetch_or(&sp->dup[idx[t] >> 3], (unsigned char)(1u << (idx[t] & 7)));
+      continue;
+    }
+    if (w != t) memmove(part->pos + 9 * w, part->pos + 9 * t, 9 * sizeof(float));
+    w++;
+  }
+  if (s == VX_OK && nd) part->tri_count = w; /* the same bounds: the same vertices */
+  vx_free(drop);
   return s;
 }
 
@@ -379,13 +481,19 @@ static vx_status build_part(void *ctx, vx_voxelize_opts *bo, uint64_t k, vx_octr
   const uint64_t code = sp->runs[sp->first[k]].code;
   memset(r, 0, sizeof *r);
   vx_soup part;
-  vx_status s = read_part(sp, k, &part, NULL, err);
-  if (s != VX_OK) return s;
+  uint32_t *idx = NULL;
+  vx_status s = read_part(sp, k, &part, &idx, err);
+  if (s == VX_OK) s = drop_copies(sp, &part, idx, err);
+  vx_free(idx);
+  if (s != VX_OK) {
+    vx_soup_free(&part);
+    return s;
+  }
   vx_convert_opts o = sp->o;
   o.threads = bo->threads;
   if (!bo->gpu) o.device = VX_DEVICE_CPU; /* this worker fell back */
   vx_tile_plan q;
-  s = vx_tile_plan_init_fixed(&q, &part, &o, sp->tmp_dir, &sp->fx, err);
+  s = vx_tile_plan_init_fixed(&q, &part, &o, sp->tmp_dir, &sp->fx, err); /* fx.unique */
   uint64_t lo = 0, hi = q.ntiles; /* the tile's place among the part's */
   while (s == VX_OK && lo < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
@@ -458,34 +566,35 @@ vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, cons
       unlink(name); /* nameless: closing it (or dying) frees its blocks */
   }
   if (s == VX_OK) s = pass_split(sp, err);
-  const double t2 = vx_clock_seconds();
-  sp->sec[1] = t2 - t1;
-  if (s == VX_OK) s = pass_dups(sp, err);
-  const double t3 = vx_clock_seconds();
-  sp->sec[2] = t3 - t2;
-  if (s == VX_OK) s = pass_id(sp, err);
-  sp->sec[3] = vx_clock_seconds() - t3;
+  sp->sec[1] = vx_clock_seconds() - t1;
+  if (s == VX_OK) {
+    sp->dup = (atomic_uchar *)vx_calloc((size_t)(sp->tally.tri_count / 8 + 1), 1);
+    if (!sp->dup) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
   if (s == VX_OK) {
     sp->fx.xf = sp->xf;
+    sp->fx.unique = 1; /* each part's copies are dropped as it is read */
     vx_tiled_header *h = &sp->shell.h;
     h->depth = sp->D;
     h->tile_depth = sp->T;
     h->band = sp->band;
     h->prune_error = sp->shell.bo.max_error;
     h->xf = sp->xf;
-    h->build_id = sp->fx.build_id;
-    sp->shell.dropped = sp->dropped;
+    h->build_id = 0; /* provisional: pass_id's once the tiles are in */
     char bytes[32];
     vx_notes_add(&b->notes, "split by tile without holding the mesh: read %.2fs, split %.2fs "
                  "(%llu records in %llu parts, %s in a temporary file; the largest part %llu "
-                 "triangles), duplicates %.2fs, build id %.2fs",
-                 sp->sec[0], sp->sec[1], (unsigned long long)sp->records,
+                 "triangles)", sp->sec[0], sp->sec[1], (unsigned long long)sp->records,
                  (unsigned long long)sp->shell.ntiles,
                  vx_bytes_text((double)sp->bytes, bytes, sizeof bytes),
-                 (unsigned long long)sp->max_part, sp->sec[2], sp->sec[3]);
-    vx_tile_source src = {build_part, sp};
-    s = vx_tile_pool_run(&sp->shell, &src, o, out_path, NULL, sp->tally.tri_count - sp->dropped,
-                         t0, b, err);
+                 (unsigned long long)sp->max_part);
+    vx_tile_source src = {build_part, pass_id, sp};
+    s = vx_tile_pool_run(&sp->shell, &src, o, out_path, NULL, sp->tally.tri_count, t0, b, err);
+  }
+  if (s == VX_OK) {
+    b->stats.triangles -= sp->dropped;
+    vx_notes_add(&b->notes, "split: the build id over the kept triangles %.2fs (a third pass, "
+                 "after the tiles)", sp->sec[2]);
   }
   if (s == VX_ERR_FORMAT && read_once)
     s = vx_error_set(err, VX_ERR_IO, "'%s' changed while it was read", mesh_path);

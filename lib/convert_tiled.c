@@ -220,7 +220,10 @@ vx_status vx_tile_plan_init_fixed(vx_tile_plan *p, const vx_soup *soup, const vx
     p->grid = fx->xf;
     bo->grid = &p->grid;
   }
-  s = vx_voxelize_unique(soup, bo, &p->store, &p->m, &p->dropped, err);
+  if (fx && fx->unique) /* its duplicates already dropped */
+    p->m = soup;
+  else
+    s = vx_voxelize_unique(soup, bo, &p->store, &p->m, &p->dropped, err);
   if (s != VX_OK) return s;
   const double tu = vx_clock_seconds();
   p->sec_unique = tu - t0;
@@ -700,6 +703,10 @@ vx_status vx_tile_pool_run(vx_tile_plan *p, const vx_tile_source *src, const vx_
                  "(in the building above)", uploads, uploads == 1 ? "" : "s", sec_up);
   const double tb = vx_clock_seconds();
   uint64_t bytes = 0, nodes = 0;
+  if (s == VX_OK && src && src->build_id) { /* known once the tiles are in */
+    s = src->build_id(src->ctx, &p->h.build_id, err);
+    if (s == VX_OK) vx_tiled_writer_set_build_id(j.w, p->h.build_id);
+  }
   if (s == VX_OK) {
     s = vx_tiled_writer_finish(j.w, &bytes, &nodes, err);
     j.w = NULL;

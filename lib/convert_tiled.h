@@ -65,6 +65,7 @@ void vx_tile_plan_release(vx_tile_plan *p);
 typedef struct vx_tile_fixed {
   vx_transform xf;
   uint64_t build_id;
+  int unique;             /* the soup has no exact duplicates (they were dropped): not checked */
 } vx_tile_fixed;
 vx_status vx_tile_plan_init_fixed(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
                                   const char *tmp_dir, const vx_tile_fixed *fx, vx_error *err);
@@ -104,6 +105,9 @@ vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
 typedef struct vx_tile_source {
   vx_status (*run)(void *ctx, vx_voxelize_opts *bo, uint64_t k, vx_octree_prealloc *pre,
                    vx_tile_out *r, vx_error *err);
+  /* may be NULL: once every tile is in, before the file is finished, the build's id (the tiles
+   * were added with the plan's provisional one) */
+  vx_status (*build_id)(void *ctx, uint64_t *id, vx_error *err);
   void *ctx;
 } vx_tile_source;
 

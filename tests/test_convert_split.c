@@ -4,7 +4,8 @@
  * loaded whole and converted (vx_mesh_load + vx_convert_to_file), byte for byte:
  * - the bunny with exact copies (the same and rotated corners), reversed copies (kept), a
  *   degenerate and a non-finite triangle, as binary STL and as big-endian binary PLY; tiles of
- *   several sizes, a wider band, pruning, one thread and two;
+ *   several sizes, a wider band, pruning, one thread and two, a memory limit whose buffer takes
+ *   fewer records than a range of triangles gives;
  * - the split really ran (its note), and the mesh's figures are vx_mesh_get_info's;
  * - what is not split is loaded: the winding rule, an ASCII file (the same bytes as loading);
  * - a face index past the vertices: an error, nothing written; cancelled while splitting: an
@@ -149,6 +150,9 @@ static void test_split_is_loaded(void) {
   check_same(stl, &o, "STL, 256^3 in 64^3, pruned at 0.5, two threads");
   o = opts(512, 5, 1);
   check_same(stl, &o, "STL, 512^3 in 32^3, one thread");
+  o = opts(128, 3, 0); /* a range of triangles' records past the small limit's buffer */
+  o.mem_limit = 160u << 20;
+  check_same(stl, &o, "STL, 128^3 in 8^3 under 160 MiB");
 
   /* the mesh's figures, as loading gives them */
   vx_mesh *m = NULL;
