@@ -11,9 +11,10 @@
 int vx_split_applies(const vx_convert_opts *o);
 
 /* The binary STL or PLY at mesh_path to a tiled .svo at out_path (checked options o; parts and
- * spills in tmp_dir): VX_ERR_FORMAT, before any work, when the streaming reader leaves the file
- * to assimp (the caller then loads it). info (may be NULL) receives the mesh's figures as
- * vx_mesh_get_info would give them; statistics and notes into b. */
+ * spills in tmp_dir): VX_ERR_FORMAT, within the first pass, when the streaming reader leaves the
+ * file to assimp (the caller then loads it; later a changed file is VX_ERR_IO). info (may be
+ * NULL) receives the mesh's figures as vx_mesh_get_info would give them; statistics and notes
+ * into b. */
 vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, const char *out_path,
                            const char *tmp_dir, vx_mesh_info *info, vx_conversion *b,
                            vx_error *err);

@@ -187,7 +187,10 @@ python3 - "$T/sp.stl" <<'PY'
 import math, struct, sys
 t = []
 def sphere(c, r, nu=40, nv=20):
-    p = lambda j, i: tuple(c[k] + r * x for k, x in enumerate((math.sin(math.pi * j / nv) * math.cos(2 * math.pi * i / nu), math.sin(math.pi * j / nv) * math.sin(2 * math.pi * i / nu), math.cos(math.pi * j / nv))))
+    def p(j, i):
+        t, f = math.pi * j / nv, 2 * math.pi * i / nu
+        d = (math.sin(t) * math.cos(f), math.sin(t) * math.sin(f), math.cos(t))
+        return tuple(c[k] + r * d[k] for k in range(3))
     for j in range(nv):
         for i in range(nu):
             if j > 0: t.append((p(j, i), p(j + 1, i), p(j, i + 1)))
