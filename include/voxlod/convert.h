@@ -73,8 +73,10 @@ VX_API vx_status vx_convert_to_file(const vx_mesh *mesh, const vx_convert_opts *
  * vx_mesh_load reads with its own streaming reader, of any size here) is read in streaming passes
  * and split by tile into a temporary file, each tile built from the triangles near it: memory
  * holds a few tiles' triangles, not the mesh's. (The winding number's sign, VX_SIGN_WINDING,
- * needs every triangle at every corner: such a conversion loads the mesh.) info may be NULL, else
- * it receives what vx_mesh_get_info would give for the mesh (struct_size set by the caller). */
+ * needs every triangle at every corner: such a conversion loads the mesh.) load_opts apply where
+ * the mesh is loaded (the split's passes read the file in this process, as vx_mesh_load's
+ * streaming reader does, each a linear pass that checks every byte). info may be NULL, else it
+ * receives what vx_mesh_get_info would give for the mesh (struct_size set by the caller). */
 VX_API vx_status vx_convert_file(const char *mesh_path, const vx_mesh_load_opts *load_opts,
                                  const vx_convert_opts *opts, const char *path,
                                  vx_mesh_info *info, vx_conversion **out, vx_error *err);
