@@ -554,6 +554,7 @@ static void piece_keep(vx_soup *out, uint64_t n, piece_job *j) {
 struct vx_tri_pieces {
   FILE *f;
   vx_tri_stream *s;
+  char what[600];         /* the file's name in messages (the stream keeps a pointer to it) */
   float *buf;
   piece_job job;
 };
@@ -577,10 +578,9 @@ vx_status vx_tri_pieces_open(const char *path, vx_tri_pieces **out, uint64_t *fa
     return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   }
   struct stat st;
-  char what[600];
-  snprintf(what, sizeof what, "'%s'", path);
+  snprintf(p->what, sizeof p->what, "'%s'", path);
   vx_status r = fstat(fileno(p->f), &st) == 0 && S_ISREG(st.st_mode)
-                    ? vx_tri_stream_open(p->f, (uint64_t)st.st_size, what, &p->s, faces, err)
+                    ? vx_tri_stream_open(p->f, (uint64_t)st.st_size, p->what, &p->s, faces, err)
                     : vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", path);
   if (r == VX_OK && *faces > (UINT64_C(1) << 32))
     r = vx_error_set(err, VX_ERR_LIMIT, "cannot read '%s': more than 2^32 triangles", path);

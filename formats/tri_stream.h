@@ -32,7 +32,8 @@ VX_EXTERN_C_BEGIN
 typedef struct vx_tri_stream vx_tri_stream;
 
 /* Opens f (size bytes, positioned at its start; borrowed: the caller closes it after
- * vx_tri_stream_close). *faces: the faces the file declares (its triangles for STL). */
+ * vx_tri_stream_close). what: the file's name in messages, kept (not copied) until the close.
+ * *faces: the faces the file declares (its triangles for STL). */
 vx_status vx_tri_stream_open(FILE *f, uint64_t size, const char *what, vx_tri_stream **out,
                              uint64_t *faces, vx_error *err);
 

@@ -263,12 +263,17 @@ static void fill_range(void *ctx, uint64_t a, uint64_t b) {
   for (uint64_t t = a; t < b; t++) o += tri_records(j->sp, j->piece, t, (uint32_t)(j->base + t), o);
 }
 
+static _Atomic uint64_t test_buffer; /* vx_split_test_buffer's */
+
+void vx_split_test_buffer(uint64_t records) { atomic_store(&test_buffer, records); }
+
 /* Pass 2: every triangle to the parts of the tiles it reaches. */
 static vx_status pass_split(vx_split *sp, vx_error *err) {
   const uint64_t most = (UINT64_C(512) << 20) / sizeof(split_rec);
   uint64_t cap = sp->o.mem_limit / 8 / sizeof(split_rec);
   if (cap > most) cap = most;
   if (cap < 65536) cap = 65536;
+  if (atomic_load(&test_buffer)) cap = atomic_load(&test_buffer);
   split_rec *buf = (split_rec *)vx_malloc((size_t)cap * sizeof *buf);
   uint8_t *out = (uint8_t *)vx_malloc((size_t)(1u << 16) * SPLIT_REC);
   const uint64_t nr = (UINT64_C(1) << 20) / VX_RANGE_CHUNK + 1; /* ranges of a piece, at most */

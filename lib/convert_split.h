@@ -19,4 +19,9 @@ vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, cons
                            const char *tmp_dir, vx_mesh_info *info, vx_conversion *b,
                            vx_error *err);
 
+/* Tests: the split's record buffer holds `records` (0: what the memory limit gives, an eighth
+ * of it up to 512 MiB), so that small meshes take the paths of large ones (full buffers, ranges of
+ * triangles whose records alone exceed it). */
+void vx_split_test_buffer(uint64_t records);
+
 #endif

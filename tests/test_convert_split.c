@@ -4,8 +4,8 @@
  * loaded whole and converted (vx_mesh_load + vx_convert_to_file), byte for byte:
  * - the bunny with exact copies (the same and rotated corners), reversed copies (kept), a
  *   degenerate and a non-finite triangle, as binary STL and as big-endian binary PLY; tiles of
- *   several sizes, a wider band, pruning, one thread and two, a memory limit whose buffer takes
- *   fewer records than a range of triangles gives;
+ *   several sizes, a wider band, pruning, one thread and two, record buffers that fill before a
+ *   range of triangles and that take fewer records than one range gives;
  * - the split really ran (its note), and the mesh's figures are vx_mesh_get_info's;
  * - what is not split is loaded: the winding rule, an ASCII file (the same bytes as loading);
  * - a face index past the vertices: an error, nothing written; cancelled while splitting: an
@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "lib/convert_split.h"
 #include "tiled_scene.h"
 
 /* Ends the test when cond fails: nothing after it can run. */
@@ -150,9 +151,15 @@ static void test_split_is_loaded(void) {
   check_same(stl, &o, "STL, 256^3 in 64^3, pruned at 0.5, two threads");
   o = opts(512, 5, 1);
   check_same(stl, &o, "STL, 512^3 in 32^3, one thread");
-  o = opts(128, 3, 0); /* a range of triangles' records past the small limit's buffer */
-  o.mem_limit = 160u << 20;
-  check_same(stl, &o, "STL, 128^3 in 8^3 under 160 MiB");
+  /* the paths of a large mesh: the buffer full before a range of triangles (written, then the
+   * range again), a range whose records alone exceed it (one triangle at a time) */
+  vx_split_test_buffer(120000);
+  o = opts(256, 6, 0);
+  check_same(stl, &o, "STL, 256^3 in 64^3, a buffer of 120000 records");
+  vx_split_test_buffer(20000);
+  o = opts(128, 3, 0);
+  check_same(stl, &o, "STL, 128^3 in 8^3, a buffer of 20000 records");
+  vx_split_test_buffer(0);
 
   /* the mesh's figures, as loading gives them */
   vx_mesh *m = NULL;
