@@ -474,7 +474,11 @@ static vx_status section_whole(writer *w, ZSTD_CCtx *cc, uint8_t *rawbuf, uint32
   else if ((st = pack_level(q, l, rawbuf, w->scratch, children, err)) != VX_OK)
     return st;
   if (w->mem) {
-    size_t z = ZSTD_compress2(cc, w->mem + w->slot[l], w->mem_cap - w->slot[l], src, (size_t)raw);
+    /* its own slot only: zstd may write past the frame it returns within the capacity it is
+     * given (literals tried compressed, then stored raw), which would land in the next slots,
+     * the voxels' frame among them, compressed first and being checked meanwhile */
+    size_t z = ZSTD_compress2(cc, w->mem + w->slot[l], ZSTD_compressBound((size_t)raw), src,
+                              (size_t)raw);
     if (ZSTD_isError(z)) return vx_svo_zstd_fail(err, "compressing a level", z);
     w->zsize[l] = z;
     check_job *j = &w->cj[l];

@@ -129,6 +129,10 @@ static void check_same(const char *in, const vx_convert_opts *o, const char *wha
   convert_loaded(in, o, ref);
   CHECK_MSG(convert_file(in, o, out, NULL), "%s: not split", what);
   CHECK_MSG(tiled_same_file(ref, out), "%s: the split file differs from the loaded mesh's", what);
+  vx_tree *t = NULL; /* and reads back: every section's frame and check */
+  vx_error e;
+  CHECK_MSG(vx_tree_load(out, NULL, &t, &e) == VX_OK, "%s: %s", what, e.msg);
+  vx_tree_free(t);
 }
 
 static void test_split_is_loaded(void) {
