@@ -129,20 +129,41 @@ static vx_status cancelled(const vx_split *sp, const char *stage, double frac, v
   return VX_OK;
 }
 
-/* Pass 1: the usable triangles' count and bounds; the grid. */
-static vx_status pass_bounds(vx_split *sp, vx_error *err) {
+/* What a pass does with each piece of the file's usable triangles: n of them, the first being
+ * triangle `base` of the mesh. */
+typedef vx_status (*piece_fn)(void *ctx, const vx_soup *piece, uint64_t base, vx_error *err);
+
+/* One streaming pass over the file, a piece at a time to fn (NULL: none), its progress under
+ * `stage`. tally (NULL: the pass's own) receives the count, bounds and drops; a later pass (tally
+ * NULL) must see the first pass's count, or the file changed. */
+static vx_status read_pieces(const vx_split *sp, const char *stage, vx_soup *tally, piece_fn fn,
+                             void *ctx, vx_error *err) {
+  vx_soup own, piece;
+  vx_soup *t = tally ? tally : &own;
+  memset(t, 0, sizeof *t);
+  memset(&piece, 0, sizeof piece);
+  for (int i = 0; i < 3; i++) t->bbox_min[i] = INFINITY, t->bbox_max[i] = -INFINITY;
   vx_tri_pieces *tp = NULL;
-  uint64_t faces = 0;
+  uint64_t faces = 0, base = 0;
   vx_status s = vx_tri_pieces_open(sp->path, &tp, &faces, err);
-  for (int i = 0; i < 3; i++) sp->tally.bbox_min[i] = INFINITY, sp->tally.bbox_max[i] = -INFINITY;
-  const float *tri;
-  uint64_t n = 1;
-  while (s == VX_OK && n) {
-    s = vx_tri_pieces_next(tp, &sp->tally, &tri, &n, err);
-    if (s == VX_OK && faces)
-      s = cancelled(sp, "reading", (double)sp->tally.tri_count / (double)faces, err);
+  for (uint64_t got = 1; s == VX_OK && got;) {
+    const float *tri = NULL;
+    s = vx_tri_pieces_next(tp, t, &tri, &got, err);
+    piece.pos = (float *)tri;
+    piece.tri_count = got;
+    if (s == VX_OK && got && fn) s = fn(ctx, &piece, base, err);
+    base += got;
+    if (s == VX_OK && faces) s = cancelled(sp, stage, (double)base / (double)faces, err);
   }
   vx_tri_pieces_close(tp);
+  if (s == VX_OK && !tally && base != sp->tally.tri_count)
+    s = vx_error_set(err, VX_ERR_IO, "'%s' changed while it was read", sp->path);
+  return s;
+}
+
+/* Pass 1: the usable triangles' count and bounds; the grid. */
+static vx_status pass_bounds(vx_split *sp, vx_error *err) {
+  vx_status s = read_pieces(sp, "reading", &sp->tally, NULL, NULL, err);
   if (s != VX_OK) return s;
   sp->tally.mesh_count = 1;
   if (sp->tally.tri_count == 0)
@@ -267,97 +288,91 @@ static _Atomic uint64_t test_buffer; /* vx_split_test_buffer's */
 
 void vx_split_test_buffer(uint64_t records) { atomic_store(&test_buffer, records); }
 
-/* Pass 2: every triangle to the parts of the tiles it reaches. */
-static vx_status pass_split(vx_split *sp, vx_error *err) {
-  const uint64_t most = (UINT64_C(512) << 20) / sizeof(split_rec);
-  uint64_t cap = sp->o.mem_limit / 8 / sizeof(split_rec);
-  if (cap > most) cap = most;
-  if (cap < 65536) cap = 65536;
-  if (atomic_load(&test_buffer)) cap = atomic_load(&test_buffer);
-  split_rec *buf = (split_rec *)vx_malloc((size_t)cap * sizeof *buf);
-  uint8_t *out = (uint8_t *)vx_malloc((size_t)(1u << 16) * SPLIT_REC);
-  const uint64_t nr = (UINT64_C(1) << 20) / VX_RANGE_CHUNK + 1; /* ranges of a piece, at most */
-  uint64_t *count = (uint64_t *)vx_malloc((size_t)nr * sizeof *count);
-  uint64_t *at = (uint64_t *)vx_malloc((size_t)nr * sizeof *at);
-  vx_tri_pieces *tp = NULL;
-  uint64_t faces = 0;
-  vx_status s = buf && out && count && at ? vx_tri_pieces_open(sp->path, &tp, &faces, err)
-                                          : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  vx_soup tally, piece;
-  memset(&tally, 0, sizeof tally);
-  memset(&piece, 0, sizeof piece);
-  for (int i = 0; i < 3; i++) tally.bbox_min[i] = INFINITY, tally.bbox_max[i] = -INFINITY;
-  split_job j = {sp, &piece, 0, 0, count, at, buf};
-  uint64_t n = 0, records = 0, base = 0;
-  const float *tri = NULL;
-  for (uint64_t got = 1; s == VX_OK && got;) {
-    s = vx_tri_pieces_next(tp, &tally, &tri, &got, err);
-    if (s != VX_OK || !got) break;
-    if (got > (UINT64_C(1) << 20)) { /* the reader's pieces are smaller */
-      s = vx_error_set(err, VX_ERR_INVALID_ARG, "a piece of %llu triangles",
-                       (unsigned long long)got);
-      break;
+/* Pass 2's state: the record buffer, the ranges of the piece at hand. */
+typedef struct split_pass {
+  vx_split *sp;
+  split_rec *buf;
+  uint64_t cap, n, records; /* the buffer's room, what it holds, what was written */
+  uint8_t *out;             /* packing for the file */
+  uint64_t *count, *at;
+} split_pass;
+
+static vx_status flush_pass(split_pass *q, vx_error *err) {
+  q->records += q->n;
+  vx_status s = q->n ? flush(q->sp, q->buf, q->n, q->out, err) : VX_OK;
+  q->n = 0;
+  return s;
+}
+
+/* A piece's records: ranges of triangles counted and written on every core while they fit the
+ * buffer, which is written out when the next range does not fit. */
+static vx_status split_piece(void *ctx, const vx_soup *piece, uint64_t base, vx_error *err) {
+  split_pass *q = (split_pass *)ctx;
+  const vx_split *sp = q->sp;
+  const uint64_t got = piece->tri_count;
+  if (got > (UINT64_C(1) << 20)) /* the reader's pieces are smaller */
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "a piece of %llu triangles",
+                        (unsigned long long)got);
+  split_job j = {sp, piece, base, 0, q->count, q->at, q->buf};
+  const uint64_t ranges = (got + VX_RANGE_CHUNK - 1) / VX_RANGE_CHUNK;
+  vx_ranges_run(sp->o.threads, got, count_range, &j);
+  vx_status s = VX_OK;
+  for (uint64_t r = 0; s == VX_OK && r < ranges;) {
+    uint64_t e = r; /* ranges r..e-1 fit the buffer */
+    while (e < ranges && q->n + q->count[e] <= q->cap) {
+      q->at[e] = q->n;
+      q->n += q->count[e++];
     }
-    piece.pos = (float *)tri;
-    piece.tri_count = got;
-    j.base = base;
-    const uint64_t ranges = (got + VX_RANGE_CHUNK - 1) / VX_RANGE_CHUNK;
-    vx_ranges_run(sp->o.threads, got, count_range, &j);
-    for (uint64_t r = 0; s == VX_OK && r < ranges;) {
-      uint64_t e = r; /* ranges r..e-1 fit the buffer */
-      while (e < ranges && n + count[e] <= cap) {
-        at[e] = n;
-        n += count[e++];
-      }
-      if (e > r) { /* filled on every core */
-        const uint64_t t0 = r * VX_RANGE_CHUNK;
-        const uint64_t t1 = e * VX_RANGE_CHUNK < got ? e * VX_RANGE_CHUNK : got;
-        j.first = t0;
-        vx_ranges_run(sp->o.threads, t1 - t0, fill_range, &j);
-        r = e;
-        continue;
-      }
-      if (n) { /* the next range does not fit: flush, then try it again */
-        records += n;
-        s = flush(sp, buf, n, out, err);
-        n = 0;
-        continue;
-      }
-      /* one range's records alone exceed the buffer (triangles over very many tiles): one
-       * triangle at a time, flushing as the buffer fills */
+    if (e > r) { /* filled on every core */
+      j.first = r * VX_RANGE_CHUNK;
+      const uint64_t t1 = e * VX_RANGE_CHUNK < got ? e * VX_RANGE_CHUNK : got;
+      vx_ranges_run(sp->o.threads, t1 - j.first, fill_range, &j);
+      r = e;
+    } else if (q->n) { /* the next range does not fit: write the buffer, then try it again */
+      s = flush_pass(q, err);
+    } else { /* one range's records alone exceed the buffer (triangles over very many tiles):
+              * one triangle at a time, writing the buffer as it fills */
       const uint64_t t1 = (r + 1) * VX_RANGE_CHUNK < got ? (r + 1) * VX_RANGE_CHUNK : got;
       for (uint64_t t = r * VX_RANGE_CHUNK; s == VX_OK && t < t1; t++) {
-        const uint64_t k = tri_records(sp, &piece, t, 0, NULL);
-        if (k > cap) {
+        const uint64_t k = tri_records(sp, piece, t, 0, NULL);
+        if (k > q->cap)
           s = vx_error_set(err, VX_ERR_LIMIT, "a triangle reaches %llu tiles: more than the "
                            "memory limit's buffer holds (use larger tiles)",
                            (unsigned long long)k);
-        } else {
-          if (n + k > cap) {
-            records += n;
-            s = flush(sp, buf, n, out, err);
-            n = 0;
-          }
-          if (s == VX_OK) n += tri_records(sp, &piece, t, (uint32_t)(base + t), buf + n);
-        }
+        if (s == VX_OK && q->n + k > q->cap) s = flush_pass(q, err);
+        if (s == VX_OK) q->n += tri_records(sp, piece, t, (uint32_t)(base + t), q->buf + q->n);
       }
       r++;
     }
-    base += got;
-    if (s == VX_OK && faces) s = cancelled(sp, "splitting", (double)base / (double)faces, err);
   }
-  if (s == VX_OK && n) {
-    records += n;
-    s = flush(sp, buf, n, out, err);
-  }
-  vx_tri_pieces_close(tp);
-  vx_free(buf);
-  vx_free(out);
-  vx_free(count);
-  vx_free(at);
-  if (s == VX_OK && base != sp->tally.tri_count)
-    s = vx_error_set(err, VX_ERR_IO, "'%s' changed while it was read", sp->path);
+  return s;
+}
+
+/* Pass 2: every triangle to the parts of the tiles it reaches. */
+static vx_status pass_split(vx_split *sp, vx_error *err) {
+  const uint64_t most = (UINT64_C(512) << 20) / sizeof(split_rec);
+  split_pass q;
+  memset(&q, 0, sizeof q);
+  q.sp = sp;
+  q.cap = sp->o.mem_limit / 8 / sizeof(split_rec);
+  if (q.cap > most) q.cap = most;
+  if (q.cap < 65536) q.cap = 65536;
+  if (atomic_load(&test_buffer)) q.cap = atomic_load(&test_buffer);
+  const uint64_t nr = (UINT64_C(1) << 20) / VX_RANGE_CHUNK + 1; /* ranges of a piece, at most */
+  q.buf = (split_rec *)vx_malloc((size_t)q.cap * sizeof *q.buf);
+  q.out = (uint8_t *)vx_malloc((size_t)(1u << 16) * SPLIT_REC);
+  q.count = (uint64_t *)vx_malloc((size_t)nr * sizeof *q.count);
+  q.at = (uint64_t *)vx_malloc((size_t)nr * sizeof *q.at);
+  vx_status s = q.buf && q.out && q.count && q.at
+                    ? read_pieces(sp, "splitting", NULL, split_piece, &q, err)
+                    : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  if (s == VX_OK) s = flush_pass(&q, err);
+  vx_free(q.buf);
+  vx_free(q.out);
+  vx_free(q.count);
+  vx_free(q.at);
   if (s != VX_OK) return s;
+  const uint64_t records = q.records;
   sp->records = records;
   qsort(sp->runs, (size_t)sp->nruns, sizeof *sp->runs, cmp_run);
   uint64_t ntiles = 0;
@@ -418,6 +433,26 @@ static vx_status read_part(const vx_split *sp, uint64_t k, vx_soup *part, uint32
   return VX_OK;
 }
 
+typedef struct id_pass {
+  const vx_split *sp;
+  vx_tiled_id *h;
+} id_pass;
+
+/* A piece's kept triangles into the id, a run of them at a time. */
+static vx_status hash_piece(void *ctx, const vx_soup *piece, uint64_t base, vx_error *err) {
+  const id_pass *q = (const id_pass *)ctx;
+  for (uint64_t a = 0; a < piece->tri_count;) {
+    uint64_t b = a;
+    while (b < piece->tri_count &&
+           !(atomic_load(&q->sp->dup[(base + b) >> 3]) >> ((base + b) & 7) & 1))
+      b++;
+    if (b > a && !vx_tiled_id_feed(q->h, piece->pos + 9 * a, (size_t)(b - a) * 9 * sizeof(float)))
+      return vx_error_set(err, VX_ERR_NOMEM, "out of memory hashing the triangles");
+    a = b + 1;
+  }
+  return VX_OK;
+}
+
 /* Pass 3, once every tile is built (the pool's source): the build id over the kept triangles,
  * in order. */
 static vx_status pass_id(void *ctx, uint64_t *id, vx_error *err) {
@@ -427,32 +462,10 @@ static vx_status pass_id(void *ctx, uint64_t *id, vx_error *err) {
   for (uint64_t i = 0; i <= sp->tally.tri_count / 8; i++)
     sp->dropped += (uint64_t)__builtin_popcount(atomic_load(&sp->dup[i]));
   sp->shell.dropped = sp->dropped;
-  vx_tri_pieces *tp = NULL;
-  uint64_t faces = 0;
-  vx_status s = vx_tri_pieces_open(sp->path, &tp, &faces, err);
-  vx_tiled_id *h = s == VX_OK ? vx_tiled_id_begin() : NULL;
-  if (s == VX_OK && !h) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  vx_soup tally;
-  memset(&tally, 0, sizeof tally);
-  for (int i = 0; i < 3; i++) tally.bbox_min[i] = INFINITY, tally.bbox_max[i] = -INFINITY;
-  uint64_t base = 0;
-  const float *tri = NULL;
-  for (uint64_t got = 1; s == VX_OK && got;) {
-    s = vx_tri_pieces_next(tp, &tally, &tri, &got, err);
-    for (uint64_t a = 0; s == VX_OK && a < got;) { /* runs of kept triangles */
-      uint64_t b = a;
-      while (b < got && !(atomic_load(&sp->dup[(base + b) >> 3]) >> ((base + b) & 7) & 1)) b++;
-      if (b > a && !vx_tiled_id_feed(h, tri + 9 * a, (size_t)(b - a) * 9 * sizeof(float)))
-        s = vx_error_set(err, VX_ERR_NOMEM, "out of memory hashing the triangles");
-      a = b + 1;
-    }
-    base += got;
-    if (s == VX_OK && faces) s = cancelled(sp, "hashing", (double)base / (double)faces, err);
-  }
-  vx_tri_pieces_close(tp);
-  if (s == VX_OK && base != sp->tally.tri_count)
-    s = vx_error_set(err, VX_ERR_IO, "'%s' changed while it was read", sp->path);
-  *id = vx_tiled_id_end(h, sp->D, sp->T, sp->band, sp->o.sign_rule,
+  id_pass q = {sp, vx_tiled_id_begin()};
+  vx_status s = q.h ? read_pieces(sp, "hashing", NULL, hash_piece, &q, err)
+                    : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  *id = vx_tiled_id_end(q.h, sp->D, sp->T, sp->band, sp->o.sign_rule,
                         sp->o.max_error > 0.0f ? sp->o.max_error : 0.0f);
   sp->sec[2] = vx_clock_seconds() - t0;
   return s;
