@@ -67,11 +67,17 @@ vx_status vx_svo_write_stream(const char *path, vx_stream *s, int zstd_level,
 vx_status vx_svo_encode(const vx_octree *t, int zstd_level, uint8_t **out, size_t *out_size,
                         vx_error *err);
 
-/* Reads a file (a regular file: a FIFO, device or directory is refused without blocking).
- * opts and info may be NULL. */
 /* The check32 of an encoded tree's bytes as a whole (what a tiled file's index keeps of a tile). */
 vx_status vx_svo_encoded_check(const uint8_t *data, size_t size, uint32_t *check, vx_error *err);
+/* The same check32 over bytes that come in pieces: begin, feed each piece in order, end (which
+ * frees c and gives 0 when something failed: out of memory). */
+typedef struct vx_check32_stream vx_check32_stream;
+vx_check32_stream *vx_check32_begin(void);
+int vx_check32_feed(vx_check32_stream *c, const void *p, size_t n);
+int vx_check32_end(vx_check32_stream *c, uint32_t *check);
 
+/* Reads a file (a regular file: a FIFO, device or directory is refused without blocking).
+ * opts and info may be NULL. */
 vx_status vx_svo_read(const char *path, const vx_svo_read_opts *opts, vx_octree *out,
                       vx_svo_file_info *info, vx_error *err);
 

@@ -54,6 +54,33 @@ vx_status vx_svo_encoded_check(const uint8_t *data, size_t size, uint32_t *check
                                    size);
 }
 
+struct vx_check32_stream {
+  vx_svo_checker c;
+  int ok;
+};
+
+vx_check32_stream *vx_check32_begin(void) {
+  vx_check32_stream *c = (vx_check32_stream *)vx_malloc(sizeof *c);
+  if (!c) return NULL;
+  c->c.cc = vx_zstd_cctx();
+  c->ok = c->c.cc && vx_svo_check_begin(&c->c);
+  return c;
+}
+
+int vx_check32_feed(vx_check32_stream *c, const void *p, size_t n) {
+  if (c && c->ok) c->ok = vx_svo_check_feed(&c->c, p, n, ZSTD_e_continue);
+  return c && c->ok;
+}
+
+int vx_check32_end(vx_check32_stream *c, uint32_t *check) {
+  if (!c) return 0;
+  const int ok = c->ok && vx_svo_check_feed(&c->c, NULL, 0, ZSTD_e_end);
+  if (ok) *check = vx_svo_check_value(&c->c);
+  ZSTD_freeCCtx(c->c.cc);
+  vx_free(c);
+  return ok;
+}
+
 void vx_svo_unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
   const uint8_t *rec = raw + count;
   for (uint64_t i = 0; i < count; i++, rec += 11) {

@@ -81,21 +81,17 @@ static uint64_t tree_nodes(const vx_octree *t) {
 }
 
 struct vx_tiled_id {
-  vx_svo_checker c;
-  int ok;
+  vx_check32_stream *c;
 };
 
 vx_tiled_id *vx_tiled_id_begin(void) {
   vx_tiled_id *h = (vx_tiled_id *)vx_malloc(sizeof *h);
-  if (!h) return NULL;
-  h->c.cc = vx_zstd_cctx();
-  h->ok = h->c.cc && vx_svo_check_begin(&h->c);
+  if (h) h->c = vx_check32_begin();
   return h;
 }
 
 int vx_tiled_id_feed(vx_tiled_id *h, const void *positions, size_t n) {
-  if (h && h->ok) h->ok = vx_svo_check_feed(&h->c, positions, n, ZSTD_e_continue);
-  return h && h->ok;
+  return h && vx_check32_feed(h->c, positions, n);
 }
 
 uint64_t vx_tiled_id_end(vx_tiled_id *h, uint32_t depth, uint32_t tile_depth, float band,
@@ -107,12 +103,10 @@ uint64_t vx_tiled_id_end(vx_tiled_id *h, uint32_t depth, uint32_t tile_depth, fl
   vx_put_f32(rec + 8, band);
   vx_put_u32(rec + 12, (uint32_t)sign_rule);
   vx_put_f32(rec + 16, prune_error);
-  if (h && h->ok && vx_svo_check_feed(&h->c, NULL, 0, ZSTD_e_end)) {
-    a = vx_svo_check_value(&h->c);
-    /* an unpruned build's id is that of the fields before pruning existed */
-    (void)vx_svo_bytes_check(h->c.cc, rec, prune_error > 0.0f ? 20 : 16, &b);
-  }
-  if (h) ZSTD_freeCCtx(h->c.cc);
+  /* an unpruned build's id is that of the fields before pruning existed */
+  if (h && vx_check32_end(h->c, &a) &&
+      vx_svo_encoded_check(rec, prune_error > 0.0f ? 20 : 16, &b, NULL) != VX_OK)
+    a = 0;
   vx_free(h);
   return (uint64_t)a << 32 | b;
 }

@@ -30,34 +30,33 @@
 #define _POSIX_C_SOURCE 200809L
 #include "lib/convert_split.h"
 #include "formats/svo_tiled.h"
+#include "formats/tile_split.h"
 #include "formats/tri_stream.h"
 #include "lib/convert_tiled.h"
+#include "sys/atomic_file.h"
 #include "sys/sort.h"
 #include "sys/system.h"
 #include "voxelizer/overlap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Voxels a tile's cell grows by for its part: the one-voxel halo, 2 for the closest features'
  * triangles, 1 to spare. */
 #define SPLIT_GROW 4
-#define SPLIT_REC 40 /* bytes of a record in the file: the triangle's index, its 9 floats */
 
 typedef struct split_rec { /* a record in the buffer */
   uint64_t code;
   uint32_t tri;
   float p[9];
 } split_rec;
-
-typedef struct split_run {
-  uint64_t code, at, n; /* the tile, the run's byte offset, its records */
-} split_run;
 
 typedef struct vx_split {
   const char *path;
@@ -69,13 +68,18 @@ typedef struct vx_split {
   vx_transform xf;
   uint32_t D, T;
   float band;
-  split_run *runs;        /* by (tile, offset) once split */
+  vx_split_run *runs;        /* by (tile, offset) once split */
   uint64_t nruns, cap;
   uint64_t *first;        /* tile k's runs: runs[first[k] .. first[k + 1]) */
   uint64_t records, max_part;
   atomic_uchar *dup;      /* a bit a triangle: a copy of an earlier one (set by the tiles) */
   uint64_t dropped;
-  vx_tile_plan shell;     /* the pool's plan: options, tiles, header; no mesh */
+  vx_tile_plan own, *pl;  /* the pool's plan (options, tiles, header; no mesh): own, or the
+                             public plan of a parts file */
+  int named;              /* the parts are a file for other processes (vx_tile_split): runs
+                             checked as they are written and read */
+  const char *name;       /* the parts file's, for messages */
+  vx_split_head head;     /* what the records need checked against: the mesh's triangles */
   vx_tile_fixed fx;
   double sec[3];          /* bounds, split, id */
 } vx_split;
@@ -87,7 +91,7 @@ static int cmp_rec(const void *a, const void *b) {
 }
 
 static int cmp_run(const void *a, const void *b) {
-  const split_run *x = (const split_run *)a, *y = (const split_run *)b;
+  const vx_split_run *x = (const vx_split_run *)a, *y = (const vx_split_run *)b;
   if (x->code != y->code) return x->code < y->code ? -1 : 1;
   return x->at < y->at ? -1 : x->at > y->at;
 }
@@ -189,15 +193,16 @@ static vx_status pass_bounds(vx_split *sp, vx_error *err) {
 static vx_status add_run(vx_split *sp, uint64_t code, uint64_t at, uint64_t n, vx_error *err) {
   if (sp->nruns == sp->cap) {
     const uint64_t cap = sp->cap ? 2 * sp->cap : 1024;
-    split_run *r = (split_run *)vx_realloc(sp->runs, (size_t)cap * sizeof *r);
+    vx_split_run *r = (vx_split_run *)vx_realloc(sp->runs, (size_t)cap * sizeof *r);
     if (!r) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
     sp->runs = r;
     sp->cap = cap;
   }
-  split_run *r = &sp->runs[sp->nruns++];
+  vx_split_run *r = &sp->runs[sp->nruns++];
   r->code = code;
   r->at = at;
   r->n = n;
+  r->check = 0;
   return VX_OK;
 }
 
@@ -208,15 +213,19 @@ static vx_status flush(vx_split *sp, split_rec *buf, uint64_t n, uint8_t *out, v
     uint64_t b = a;
     while (b < n && buf[b].code == buf[a].code) b++;
     vx_status s = add_run(sp, buf[a].code, sp->bytes, b - a, err);
+    vx_check32_stream *c = sp->named && s == VX_OK ? vx_check32_begin() : NULL;
     for (uint64_t i = a; s == VX_OK && i < b;) { /* packed a slice at a time */
       const uint64_t k = b - i < (1u << 16) ? b - i : (1u << 16);
-      for (uint64_t q = 0; q < k; q++) {
-        memcpy(out + q * SPLIT_REC, &buf[i + q].tri, 4);
-        memcpy(out + q * SPLIT_REC + 4, buf[i + q].p, 36);
-      }
-      s = put(sp, out, k * SPLIT_REC, err);
+      for (uint64_t q = 0; q < k; q++)
+        vx_split_record_put(out + q * VX_SPLIT_RECORD, buf[i + q].tri, buf[i + q].p);
+      s = put(sp, out, k * VX_SPLIT_RECORD, err);
+      if (c) vx_check32_feed(c, out, (size_t)(k * VX_SPLIT_RECORD));
       i += k;
     }
+    if (c && !vx_check32_end(c, &sp->runs[sp->nruns - 1].check) && s == VX_OK)
+      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory checking the parts");
+    if (sp->named && !c && s == VX_OK)
+      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory checking the parts");
     if (s != VX_OK) return s;
     a = b;
   }
@@ -360,7 +369,7 @@ static vx_status pass_split(vx_split *sp, vx_error *err) {
   if (atomic_load(&test_buffer)) q.cap = atomic_load(&test_buffer);
   const uint64_t nr = (UINT64_C(1) << 20) / VX_RANGE_CHUNK + 1; /* ranges of a piece, at most */
   q.buf = (split_rec *)vx_malloc((size_t)q.cap * sizeof *q.buf);
-  q.out = (uint8_t *)vx_malloc((size_t)(1u << 16) * SPLIT_REC);
+  q.out = (uint8_t *)vx_malloc((size_t)(1u << 16) * VX_SPLIT_RECORD);
   q.count = (uint64_t *)vx_malloc((size_t)nr * sizeof *q.count);
   q.at = (uint64_t *)vx_malloc((size_t)nr * sizeof *q.at);
   vx_status s = q.buf && q.out && q.count && q.at
@@ -379,43 +388,48 @@ static vx_status pass_split(vx_split *sp, vx_error *err) {
   for (uint64_t i = 0; i < sp->nruns; i++)
     ntiles += i == 0 || sp->runs[i].code != sp->runs[i - 1].code;
   sp->first = (uint64_t *)vx_malloc((size_t)(ntiles + 1) * sizeof *sp->first);
-  sp->shell.work = (double *)vx_calloc((size_t)(ntiles ? ntiles : 1), sizeof(double));
-  if (!sp->first || !sp->shell.work) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  sp->pl->work = (double *)vx_calloc((size_t)(ntiles ? ntiles : 1), sizeof(double));
+  if (!sp->first || !sp->pl->work) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   for (uint64_t i = 0, k = 0; i <= sp->nruns; i++) {
     if (i == sp->nruns || i == 0 || sp->runs[i].code != sp->runs[i - 1].code) sp->first[k++] = i;
-    if (i < sp->nruns) sp->shell.work[k - 1] += (double)sp->runs[i].n;
+    if (i < sp->nruns) sp->pl->work[k - 1] += (double)sp->runs[i].n;
   }
   for (uint64_t k = 0; k < ntiles; k++)
-    if (sp->shell.work[k] > (double)sp->max_part) sp->max_part = (uint64_t)sp->shell.work[k];
-  sp->shell.ntiles = ntiles;
+    if (sp->pl->work[k] > (double)sp->max_part) sp->max_part = (uint64_t)sp->pl->work[k];
+  sp->pl->ntiles = ntiles;
   return VX_OK;
 }
 
-/* Tile k's part: its triangles in the mesh's order (a soup, bounds set), and their indices in
- * the mesh when idx is not NULL (vx_free'd by the caller). */
+/* Tile k's part: its triangles in the mesh's order (a soup, bounds set), each checked
+ * (vx_split_run_decode), and their indices in the mesh when idx is not NULL (vx_free'd by the
+ * caller). */
 static vx_status read_part(const vx_split *sp, uint64_t k, vx_soup *part, uint32_t **idx,
                            vx_error *err) {
   memset(part, 0, sizeof *part);
-  uint64_t n = 0;
-  for (uint64_t i = sp->first[k]; i < sp->first[k + 1]; i++) n += sp->runs[i].n;
-  uint8_t *raw = (uint8_t *)vx_malloc((size_t)n * SPLIT_REC);
+  uint64_t n = 0, most = 0;
+  for (uint64_t i = sp->first[k]; i < sp->first[k + 1]; i++) {
+    n += sp->runs[i].n;
+    if (sp->runs[i].n > most) most = sp->runs[i].n;
+  }
+  uint8_t *raw = (uint8_t *)vx_malloc((size_t)most * VX_SPLIT_RECORD);
   float *pos = (float *)vx_malloc((size_t)n * 9 * sizeof(float));
-  uint32_t *ix = idx ? (uint32_t *)vx_malloc((size_t)n * 4) : NULL;
-  vx_status s = raw && pos && (ix || !idx)
+  uint32_t *ix = (uint32_t *)vx_malloc((size_t)n * 4);
+  vx_status s = raw && pos && ix
                     ? VX_OK
                     : vx_error_set(err, VX_ERR_NOMEM, "out of memory for a part of %llu triangles",
                                    (unsigned long long)n);
+  int64_t last = -1;
   for (uint64_t i = sp->first[k], m = 0; s == VX_OK && i < sp->first[k + 1]; i++) {
-    s = get(sp, sp->runs[i].at, raw + m * SPLIT_REC, sp->runs[i].n * SPLIT_REC, err);
-    m += sp->runs[i].n;
-  }
-  for (uint64_t t = 0; s == VX_OK && t < n; t++) {
-    if (ix) memcpy(ix + t, raw + t * SPLIT_REC, 4);
-    memcpy(pos + 9 * t, raw + t * SPLIT_REC + 4, 36);
+    const vx_split_run *r = &sp->runs[i];
+    s = get(sp, r->at, raw, r->n * VX_SPLIT_RECORD, err);
+    if (s == VX_OK)
+      s = vx_split_run_decode(raw, r, &sp->head, sp->name, sp->named, &last, ix + m,
+                              pos + 9 * m, err);
+    m += r->n;
   }
   vx_free(raw);
+  if (s != VX_OK || !idx) vx_free(ix);
   if (s != VX_OK) {
-    vx_free(ix);
     vx_free(pos);
     return s;
   }
@@ -461,7 +475,7 @@ static vx_status pass_id(void *ctx, uint64_t *id, vx_error *err) {
   sp->dropped = 0;
   for (uint64_t i = 0; i <= sp->tally.tri_count / 8; i++)
     sp->dropped += (uint64_t)__builtin_popcount(atomic_load(&sp->dup[i]));
-  sp->shell.dropped = sp->dropped;
+  sp->pl->dropped = sp->dropped;
   id_pass q = {sp, vx_tiled_id_begin()};
   vx_status s = q.h ? read_pieces(sp, "hashing", NULL, hash_piece, &q, err)
                     : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
@@ -471,7 +485,7 @@ static vx_status pass_id(void *ctx, uint64_t *id, vx_error *err) {
   return s;
 }
 
-/* The part's exact copies: marked in the mesh's bits (a copy reaches the tiles its original
+/* The part's exact copies: marked in the mesh's bits when it keeps them (a copy reaches the tiles its original
  * reaches, so each part's marks are the whole mesh's for its triangles) and dropped. */
 static vx_status drop_copies(vx_split *sp, vx_soup *part, const uint32_t *idx, vx_error *err) {
   uint8_t *drop = (uint8_t *)vx_malloc((size_t)part->tri_count + 1);
@@ -481,7 +495,7 @@ static vx_status drop_copies(vx_split *sp, vx_soup *part, const uint32_t *idx, v
   uint64_t w = 0;
   for (uint64_t t = 0; s == VX_OK && nd && t < part->tri_count; t++) {
     if (drop[t]) {
-      atomic_fetch_or(&sp->dup[idx[t] >> 3], (unsigned char)(1u << (idx[t] & 7)));
+      if (sp->dup) atomic_fetch_or(&sp->dup[idx[t] >> 3], (unsigned char)(1u << (idx[t] & 7)));
       continue;
     }
     if (w != t) memmove(part->pos + 9 * w, part->pos + 9 * t, 9 * sizeof(float));
@@ -494,7 +508,7 @@ static vx_status drop_copies(vx_split *sp, vx_soup *part, const uint32_t *idx, v
 
 /* The pool's source: tile k built from its part. */
 static vx_status build_part(void *ctx, vx_voxelize_opts *bo, uint64_t k, vx_octree_prealloc *pre,
-                           vx_tile_out *r, vx_error *err) {
+                            const char *out_path, vx_tile_out *r, vx_error *err) {
   vx_split *sp = (vx_split *)ctx;
   const uint64_t code = sp->runs[sp->first[k]].code;
   memset(r, 0, sizeof *r);
@@ -525,15 +539,15 @@ static vx_status build_part(void *ctx, vx_voxelize_opts *bo, uint64_t k, vx_octr
     uint32_t *tris = (uint32_t *)vx_malloc((size_t)(q.max_tris ? q.max_tris : 1) * 4);
     vx_voxelize_opts qbo = q.bo;
     qbo.threads = bo->threads;
-    s = tris ? vx_tile_plan_run(&q, &qbo, lo, tris, pre, NULL, r, err)
+    s = tris ? vx_tile_plan_run(&q, &qbo, lo, tris, pre, out_path, r, err)
              : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
     vx_free(tris);
     if (q.fell_back) { /* the same bytes on the CPU; noted once */
       bo->gpu = 0;
-      pthread_mutex_lock(&sp->shell.mu);
-      if (!sp->shell.fell_back) sp->shell.note = q.note;
-      sp->shell.fell_back = 1;
-      pthread_mutex_unlock(&sp->shell.mu);
+      pthread_mutex_lock(&sp->pl->mu);
+      if (!sp->pl->fell_back) sp->pl->note = q.note;
+      sp->pl->fell_back = 1;
+      pthread_mutex_unlock(&sp->pl->mu);
     }
   }
   vx_tile_plan_release(&q);
@@ -545,21 +559,81 @@ int vx_split_applies(const vx_convert_opts *o) {
   return o->tile_depth > 0 && o->sign_rule == VX_SIGN_PSEUDO_NORMAL;
 }
 
+static vx_split *split_new(const char *mesh_path, const vx_convert_opts *o, const char *tmp_dir) {
+  vx_split *sp = (vx_split *)vx_calloc(1, sizeof *sp);
+  if (!sp) return NULL;
+  sp->path = mesh_path;
+  sp->o = *o;
+  sp->fd = -1;
+  sp->pl = &sp->own;
+  sp->name = "the split's temporary file";
+  sp->tmp_dir = vx_strdup(tmp_dir);
+  if (!sp->tmp_dir) {
+    vx_free(sp);
+    return NULL;
+  }
+  return sp;
+}
+
+static void split_free(void *ctx) {
+  vx_split *sp = (vx_split *)ctx;
+  if (!sp) return;
+  if (sp->fd >= 0) close(sp->fd);
+  if (sp->pl == &sp->own) vx_tile_plan_release(&sp->own);
+  vx_free(sp->runs);
+  vx_free(sp->first);
+  vx_free(sp->dup);
+  vx_free(sp->tmp_dir);
+  vx_free(sp);
+}
+
+/* Passes 1 and 2 into sp->fd from sp->bytes on; the header of the pool's plan. *read_once: the
+ * first pass went through (from there VX_ERR_FORMAT is not "assimp's file"). */
+static vx_status split_mesh(vx_split *sp, int *read_once, vx_error *err) {
+  const double t0 = vx_clock_seconds();
+  vx_status s = pass_bounds(sp, err);
+  const double t1 = vx_clock_seconds();
+  sp->sec[0] = t1 - t0;
+  *read_once = s == VX_OK;
+  sp->head.triangles = sp->tally.tri_count;
+  if (s == VX_OK) s = vx_tile_plan_shell(sp->pl, &sp->o, sp->tmp_dir, err);
+  if (s == VX_OK) s = pass_split(sp, err);
+  sp->sec[1] = vx_clock_seconds() - t1;
+  if (s == VX_OK) {
+    sp->dup = (atomic_uchar *)vx_calloc((size_t)(sp->tally.tri_count / 8 + 1), 1);
+    if (!sp->dup) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
+  if (s != VX_OK) return s;
+  sp->fx.xf = sp->xf;
+  sp->fx.unique = 1; /* each part's copies are dropped as it is read */
+  vx_tiled_header *h = &sp->pl->h;
+  h->depth = sp->D;
+  h->tile_depth = sp->T;
+  h->band = sp->band;
+  h->prune_error = sp->pl->bo.max_error;
+  h->xf = sp->xf;
+  h->build_id = 0; /* provisional: pass_id's once the copies are known */
+  return VX_OK;
+}
+
 vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, const char *out_path,
                            const char *tmp_dir, vx_mesh_info *info, vx_conversion *b,
                            vx_error *err) {
   const double t0 = vx_clock_seconds();
-  vx_split *sp = (vx_split *)vx_calloc(1, sizeof *sp);
+  vx_split *sp = split_new(mesh_path, o, tmp_dir);
   if (!sp) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  sp->path = mesh_path;
-  sp->o = *o;
-  sp->fd = -1;
-  sp->tmp_dir = vx_strdup(tmp_dir);
-  vx_status s = sp->tmp_dir ? VX_OK : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  if (s == VX_OK) s = pass_bounds(sp, err);
-  const double t1 = vx_clock_seconds();
-  sp->sec[0] = t1 - t0;
-  if (info) {
+  char name[4200];
+  snprintf(name, sizeof name, "%s/.voxlod-parts-XXXXXX", tmp_dir);
+  sp->fd = mkstemp(name);
+  vx_status s = VX_OK;
+  if (sp->fd < 0)
+    s = vx_error_set(err, VX_ERR_IO, "cannot create a temporary file in '%s': %s", tmp_dir,
+                     strerror(errno));
+  else
+    unlink(name); /* nameless: closing it (or dying) frees its blocks */
+  int read_once = 0;
+  if (s == VX_OK) s = split_mesh(sp, &read_once, err);
+  if (info && read_once) {
     info->triangles = sp->tally.tri_count;
     info->meshes = 1;
     for (int i = 0; i < 3; i++) {
@@ -571,43 +645,16 @@ vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, cons
     info->skipped_nontriangle = sp->tally.skipped_nontriangle;
     info->load_seconds = sp->sec[0];
   }
-  const int read_once = s == VX_OK; /* from here VX_ERR_FORMAT is not "assimp's file" */
-  if (s == VX_OK) s = vx_tile_plan_shell(&sp->shell, o, tmp_dir, err);
   if (s == VX_OK) {
-    char name[4200];
-    snprintf(name, sizeof name, "%s/.voxlod-parts-XXXXXX", tmp_dir);
-    sp->fd = mkstemp(name);
-    if (sp->fd < 0)
-      s = vx_error_set(err, VX_ERR_IO, "cannot create a temporary file in '%s': %s", tmp_dir,
-                       strerror(errno));
-    else
-      unlink(name); /* nameless: closing it (or dying) frees its blocks */
-  }
-  if (s == VX_OK) s = pass_split(sp, err);
-  sp->sec[1] = vx_clock_seconds() - t1;
-  if (s == VX_OK) {
-    sp->dup = (atomic_uchar *)vx_calloc((size_t)(sp->tally.tri_count / 8 + 1), 1);
-    if (!sp->dup) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  }
-  if (s == VX_OK) {
-    sp->fx.xf = sp->xf;
-    sp->fx.unique = 1; /* each part's copies are dropped as it is read */
-    vx_tiled_header *h = &sp->shell.h;
-    h->depth = sp->D;
-    h->tile_depth = sp->T;
-    h->band = sp->band;
-    h->prune_error = sp->shell.bo.max_error;
-    h->xf = sp->xf;
-    h->build_id = 0; /* provisional: pass_id's once the tiles are in */
     char bytes[32];
     vx_notes_add(&b->notes, "split by tile without holding the mesh: read %.2fs, split %.2fs "
                  "(%llu records in %llu parts, %s in a temporary file; the largest part %llu "
                  "triangles)", sp->sec[0], sp->sec[1], (unsigned long long)sp->records,
-                 (unsigned long long)sp->shell.ntiles,
+                 (unsigned long long)sp->pl->ntiles,
                  vx_bytes_text((double)sp->bytes, bytes, sizeof bytes),
                  (unsigned long long)sp->max_part);
     vx_tile_source src = {build_part, pass_id, sp};
-    s = vx_tile_pool_run(&sp->shell, &src, o, out_path, NULL, sp->tally.tri_count, t0, b, err);
+    s = vx_tile_pool_run(sp->pl, &src, o, out_path, NULL, sp->tally.tri_count, t0, b, err);
   }
   if (s == VX_OK) {
     b->stats.triangles -= sp->dropped;
@@ -616,12 +663,216 @@ vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, cons
   }
   if (s == VX_ERR_FORMAT && read_once)
     s = vx_error_set(err, VX_ERR_IO, "'%s' changed while it was read", mesh_path);
-  if (sp->fd >= 0) close(sp->fd);
-  vx_tile_plan_release(&sp->shell);
-  vx_free(sp->runs);
-  vx_free(sp->first);
-  vx_free(sp->dup);
-  vx_free(sp->tmp_dir);
-  vx_free(sp);
+  split_free(sp);
   return s;
+}
+
+/* ---- the parts as a file for tasks ------------------------------------------------------------ */
+
+/* Every part's copies marked (the bits pass_id reads), before any tile is built. */
+static vx_status mark_copies(vx_split *sp, vx_error *err) {
+  vx_status s = VX_OK;
+  for (uint64_t k = 0; s == VX_OK && k < sp->pl->ntiles; k++) {
+    vx_soup part;
+    uint32_t *idx = NULL;
+    s = read_part(sp, k, &part, &idx, err);
+    if (s == VX_OK) s = drop_copies(sp, &part, idx, err);
+    if (s == VX_OK) s = cancelled(sp, "marking copies", (double)(k + 1) / (double)sp->pl->ntiles,
+                                  err);
+    vx_free(idx);
+    vx_soup_free(&part);
+  }
+  return s;
+}
+
+/* The index and header after the records, then the file committed. */
+static vx_status write_index(vx_split *sp, vx_atomic_file *af, vx_error *err) {
+  vx_split_head *hd = &sp->head;
+  hd->h = sp->pl->h;
+  hd->sign_rule = (uint32_t)sp->o.sign_rule;
+  hd->copies = sp->dropped;
+  hd->records = sp->records;
+  hd->runs = sp->nruns;
+  hd->tiles = sp->pl->ntiles;
+  hd->max_part = sp->max_part;
+  hd->index_at = sp->bytes;
+  uint8_t *ix = (uint8_t *)vx_malloc((size_t)sp->nruns * VX_SPLIT_RUN);
+  if (!ix) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_split_runs_encode(sp->runs, sp->nruns, ix);
+  vx_status s = vx_svo_encoded_check(ix, (size_t)sp->nruns * VX_SPLIT_RUN, &hd->index_check, err);
+  if (s == VX_OK) s = put(sp, ix, sp->nruns * VX_SPLIT_RUN, err);
+  vx_free(ix);
+  uint8_t head[VX_SPLIT_HEADER];
+  vx_split_head_encode(hd, head);
+  if (s == VX_OK) {
+    sp->bytes = 0;
+    s = put(sp, head, sizeof head, err);
+  }
+  sp->fd = -1; /* the atomic file's, closed by it */
+  if (s == VX_OK) return vx_atomic_commit(af, err);
+  vx_atomic_abort(af);
+  return s;
+}
+
+vx_status vx_tile_split(const char *mesh_path, const vx_convert_opts *opts, const char *parts_path,
+                        vx_tile_plan_info *info, vx_error *err) {
+  const double t0 = vx_clock_seconds();
+  if (!mesh_path || !*mesh_path || !parts_path || !*parts_path)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "no mesh or parts path");
+  vx_convert_opts o;
+  vx_status s = vx_convert_opts_ready(opts, &o, err);
+  if (s != VX_OK) return s;
+  if (!vx_split_applies(&o))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "only a tiled build with the pseudo-normal sign "
+                        "rule is split by tile: the winding number's sign needs the whole mesh "
+                        "at every corner");
+  s = vx_output_check(parts_path, &mesh_path, 1, NULL, err);
+  if (s != VX_OK) return s;
+  char *tmp = vx_convert_spill_dir(&o, NULL);
+  vx_split *sp = tmp ? split_new(mesh_path, &o, tmp) : NULL;
+  vx_free(tmp);
+  if (!sp) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_atomic_file af;
+  s = vx_atomic_open(&af, parts_path, err);
+  if (s == VX_OK && af.direct) {
+    vx_atomic_abort(&af);
+    s = vx_error_set(err, VX_ERR_INVALID_ARG, "'%s': the parts are written to a regular file",
+                     parts_path);
+  }
+  if (s != VX_OK) {
+    split_free(sp);
+    return s;
+  }
+  sp->fd = af.fd;
+  sp->named = 1;
+  sp->name = parts_path;
+  sp->bytes = VX_SPLIT_HEADER;
+  int read_once = 0;
+  s = split_mesh(sp, &read_once, err);
+  if (s == VX_OK) s = mark_copies(sp, err);
+  uint64_t id = 0;
+  if (s == VX_OK) s = pass_id(sp, &id, err);
+  sp->pl->h.build_id = id;
+  if (s == VX_OK) {
+    s = write_index(sp, &af, err);
+  } else {
+    sp->fd = -1;
+    vx_atomic_abort(&af);
+  }
+  if (s == VX_ERR_FORMAT && read_once)
+    s = vx_error_set(err, VX_ERR_IO, "'%s' changed while it was read", mesh_path);
+  if (s == VX_OK && info) {
+    vx_tile_plan_info i;
+    memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    i.depth = sp->D;
+    i.tile_depth = sp->T;
+    i.tiles = sp->pl->ntiles;
+    i.build_id = id;
+    i.triangles = sp->tally.tri_count - sp->dropped;
+    i.sec_plan = vx_clock_seconds() - t0;
+    VX_STATS_OUT(info, i);
+  }
+  split_free(sp);
+  return s;
+}
+
+/* The options' grid and build fields against those the parts were split with. */
+static vx_status parts_match(const vx_split_head *hd, const vx_convert_opts *o, const char *name,
+                             vx_error *err) {
+  uint32_t D = 0;
+  while ((1u << D) < o->resolution) D++;
+  const float prune = o->max_error > 0.0f ? o->max_error : 0.0f;
+  if (hd->h.depth != D || hd->h.tile_depth != o->tile_depth || hd->h.band != o->band ||
+      hd->sign_rule != (uint32_t)o->sign_rule || hd->h.prune_error != prune)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "'%s' was split for another build (%u^3 in "
+                        "tiles of %u^3, band %g, error %g, sign rule %u; asked: %u^3 in tiles of "
+                        "%u^3, band %g, error %g, sign rule %d)", name, 1u << hd->h.depth,
+                        1u << hd->h.tile_depth, (double)hd->h.band, (double)hd->h.prune_error,
+                        hd->sign_rule, 1u << D, 1u << o->tile_depth, (double)o->band,
+                        (double)prune, (int)o->sign_rule);
+  return VX_OK;
+}
+
+/* The parts file's header and index into sp (its fd open on it). */
+static vx_status read_index(vx_split *sp, vx_error *err) {
+  struct stat st;
+  if (fstat(sp->fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", sp->name);
+  uint8_t head[VX_SPLIT_HEADER];
+  const uint64_t size = (uint64_t)st.st_size;
+  vx_status s = size < VX_SPLIT_HEADER
+                    ? vx_error_set(err, VX_ERR_CORRUPT, "'%s': %llu bytes, too short for a parts "
+                                   "file", sp->name, (unsigned long long)size)
+                    : get(sp, 0, head, sizeof head, err);
+  if (s == VX_OK) s = vx_split_head_decode(head, size, sp->name, &sp->head, err);
+  if (s == VX_OK) s = parts_match(&sp->head, &sp->o, sp->name, err);
+  if (s != VX_OK) return s;
+  const vx_split_head *hd = &sp->head;
+  uint8_t *ix = (uint8_t *)vx_malloc((size_t)hd->runs * VX_SPLIT_RUN);
+  sp->runs = (vx_split_run *)vx_malloc((size_t)hd->runs * sizeof *sp->runs);
+  sp->first = (uint64_t *)vx_malloc((size_t)(hd->tiles + 1) * sizeof *sp->first);
+  s = ix && sp->runs && sp->first ? get(sp, hd->index_at, ix, hd->runs * VX_SPLIT_RUN, err)
+                                  : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  if (s == VX_OK) s = vx_split_runs_decode(ix, hd, sp->name, sp->runs, err);
+  vx_free(ix);
+  if (s != VX_OK) return s;
+  sp->nruns = hd->runs;
+  for (uint64_t i = 0, k = 0; i <= sp->nruns; i++)
+    if (i == sp->nruns || i == 0 || sp->runs[i].code != sp->runs[i - 1].code) sp->first[k++] = i;
+  sp->D = hd->h.depth;
+  sp->T = hd->h.tile_depth;
+  sp->band = hd->h.band;
+  sp->xf = hd->h.xf;
+  sp->fx.xf = hd->h.xf;
+  sp->fx.build_id = hd->h.build_id;
+  sp->fx.unique = 1;
+  sp->tally.tri_count = hd->triangles;
+  sp->max_part = hd->max_part;
+  return VX_OK;
+}
+
+vx_status vx_tile_plan_open_parts(const char *parts_path, const vx_convert_opts *opts,
+                                  vx_tile_plan **out, vx_error *err) {
+  const double t0 = vx_clock_seconds();
+  if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the plan");
+  *out = NULL;
+  if (!parts_path || !*parts_path) return vx_error_set(err, VX_ERR_INVALID_ARG, "no parts path");
+  vx_convert_opts o;
+  vx_status s = vx_convert_opts_ready(opts, &o, err);
+  if (s != VX_OK) return s;
+  if (!vx_split_applies(&o))
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "a plan on parts needs a tiled build with the "
+                        "pseudo-normal sign rule");
+  char *tmp = vx_convert_spill_dir(&o, NULL);
+  vx_split *sp = tmp ? split_new(parts_path, &o, tmp) : NULL;
+  vx_tile_plan *p = (vx_tile_plan *)vx_calloc(1, sizeof *p);
+  s = sp && p ? VX_OK : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  if (s == VX_OK) {
+    sp->name = parts_path;
+    sp->named = 1;
+    sp->fd = open(parts_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (sp->fd < 0)
+      s = vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", parts_path, strerror(errno));
+  }
+  if (s == VX_OK) s = read_index(sp, err);
+  if (s == VX_OK) s = vx_tile_plan_shell(p, &o, tmp, err);
+  vx_free(tmp);
+  if (s != VX_OK) {
+    if (p) vx_tile_plan_release(p);
+    vx_free(p);
+    split_free(sp);
+    return s;
+  }
+  sp->pl = p;
+  p->ntiles = sp->head.tiles;
+  p->h = sp->head.h;
+  p->kept = sp->head.triangles - sp->head.copies;
+  p->dropped = sp->head.copies;
+  p->source.run = build_part;
+  p->source.ctx = sp;
+  p->source_free = split_free;
+  p->sec_plan = vx_clock_seconds() - t0;
+  *out = p;
+  return VX_OK;
 }

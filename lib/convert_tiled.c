@@ -151,6 +151,7 @@ void vx_tile_out_free(vx_tile_out *r) {
 
 void vx_tile_plan_release(vx_tile_plan *p) {
   if (!p) return;
+  if (p->source_free) p->source_free(p->source.ctx);
   vx_free(p->pairs);
   vx_free(p->start);
   vx_free(p->work);
@@ -552,7 +553,7 @@ static void *tile_worker(void *arg) {
     j->next_claim++;
     pthread_mutex_unlock(&j->mu);
     vx_tile_out r;
-    st = j->src ? j->src->run(j->src->ctx, &bo, k, &pre, &r, &e)
+    st = j->src ? j->src->run(j->src->ctx, &bo, k, &pre, NULL, &r, &e)
                 : vx_tile_plan_run(j->p, &bo, k, tris, &pre, NULL, &r, &e);
     pthread_mutex_lock(&j->mu);
     if (st == VX_OK) st = park_tile(j, k, &r, &e);

@@ -15,6 +15,34 @@
 
 typedef struct vx_tile_tri vx_tile_tri;
 
+/* A finished tile: encoded in memory, or in a file (out_path when given, else a temporary one
+ * when its levels spilled). */
+typedef struct vx_tile_out {
+  int ready, empty;
+  uint8_t *bytes;
+  size_t n;
+  uint32_t check;         /* the bytes' check32 (computed by the worker that encoded them) */
+  char *path;             /* a temporary file, removed by vx_tile_out_free */
+  vx_fit_root fit;
+  uint64_t code, voxels, nodes, corners;
+  int gpu_tree;           /* built whole on the GPU */
+  double sec_build, sec_encode;
+  double sec_gpu[5], sec_gpu_tree[3];
+} vx_tile_out;
+
+/* Where tile k of a pool comes from when it is not a plan of the whole mesh (a mesh split by
+ * tile): run builds it as vx_tile_plan_run would, with the worker's options bo (a GPU build that
+ * falls back to the CPU clears bo->gpu and notes why in the pool's plan). */
+typedef struct vx_tile_source {
+  vx_status (*run)(void *ctx, vx_voxelize_opts *bo, uint64_t k, vx_octree_prealloc *pre,
+                   const char *out_path, vx_tile_out *r, vx_error *err);
+  /* may be NULL: once every tile is in, before the file is finished, the build's id (the tiles
+   * were added with the plan's provisional one) */
+  vx_status (*build_id)(void *ctx, uint64_t *id, vx_error *err);
+  void *ctx;
+} vx_tile_source;
+
+
 /* Everything a tile's build needs, shared (read only) by every tile. */
 struct vx_tile_plan {
   vx_soup store;          /* the mesh without exact duplicates, when some were dropped */
@@ -34,25 +62,14 @@ struct vx_tile_plan {
   double sec_unique, sec_overlap, sec_sign, sec_pairs, sec_plan; /* its stages, all of it */
   uint64_t held;          /* the process's resident bytes once planned */
   vx_transform grid;      /* a part of a mesh split by tile: the whole mesh's grid (bo.grid) */
+  vx_tile_source source;  /* a plan opened on a parts file (vx_tile_plan_open_parts): its tiles
+                             come from there, not from a mesh */
+  void (*source_free)(void *ctx);
+  uint64_t kept;          /* such a plan's triangles, exact copies dropped */
   pthread_mutex_t mu;     /* the fallback note */
   int fell_back;
   vx_error note;
 };
-
-/* A finished tile: encoded in memory, or in a file (out_path when given, else a temporary one
- * when its levels spilled). */
-typedef struct vx_tile_out {
-  int ready, empty;
-  uint8_t *bytes;
-  size_t n;
-  uint32_t check;         /* the bytes' check32 (computed by the worker that encoded them) */
-  char *path;             /* a temporary file, removed by vx_tile_out_free */
-  vx_fit_root fit;
-  uint64_t code, voxels, nodes, corners;
-  int gpu_tree;           /* built whole on the GPU */
-  double sec_build, sec_encode;
-  double sec_gpu[5], sec_gpu_tree[3];
-} vx_tile_out;
 
 /* The plan of soup's tiled build with the checked options o (tile_depth set); spill files in
  * tmp_dir. */
@@ -98,18 +115,6 @@ typedef struct vx_tile_pool_opts {
 vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
                                 const char *out_path, const char *tmp_dir,
                                 const vx_tile_pool_opts *po, vx_conversion *b, vx_error *err);
-
-/* Where tile k of a pool comes from when it is not a plan of the whole mesh (a mesh split by
- * tile): run builds it as vx_tile_plan_run would, with the worker's options bo (a GPU build that
- * falls back to the CPU clears bo->gpu and notes why in the pool's plan). */
-typedef struct vx_tile_source {
-  vx_status (*run)(void *ctx, vx_voxelize_opts *bo, uint64_t k, vx_octree_prealloc *pre,
-                   vx_tile_out *r, vx_error *err);
-  /* may be NULL: once every tile is in, before the file is finished, the build's id (the tiles
-   * were added with the plan's provisional one) */
-  vx_status (*build_id)(void *ctx, uint64_t *id, vx_error *err);
-  void *ctx;
-} vx_tile_source;
 
 /* The pool over plan p's tiles (p->ntiles, their work, p->h for the file's header): each built
  * by vx_tile_plan_run, or by src when given; the file at out_path, statistics and notes into b

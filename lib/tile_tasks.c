@@ -55,7 +55,7 @@ vx_status vx_tile_plan_get_info(const vx_tile_plan *p, vx_tile_plan_info *info) 
   i.tile_depth = p->h.tile_depth;
   i.tiles = p->ntiles;
   i.build_id = p->h.build_id;
-  i.triangles = p->m->tri_count;
+  i.triangles = p->m ? p->m->tri_count : p->kept;
   i.sec_plan = p->sec_plan;
   VX_STATS_OUT(info, i);
   return VX_OK;
@@ -85,7 +85,8 @@ vx_status vx_tile_plan_build(vx_tile_plan *p, uint64_t k, const char *path, vx_t
   if (p->fell_back) bo.gpu = 0; /* a GPU that failed once is not tried again */
   pthread_mutex_unlock(&p->mu);
   vx_tile_out r;
-  s = vx_tile_plan_run(p, &bo, k, tris, NULL, path, &r, err);
+  s = p->source.run ? p->source.run(p->source.ctx, &bo, k, NULL, path, &r, err)
+                    : vx_tile_plan_run(p, &bo, k, tris, NULL, path, &r, err);
   vx_free(tris);
   vx_tile_part_rec pr;
   memset(&pr, 0, sizeof pr);

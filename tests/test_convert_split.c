@@ -9,7 +9,11 @@
  * - the split really ran (its note), and the mesh's figures are vx_mesh_get_info's;
  * - what is not split is loaded: the winding rule, an ASCII file (the same bytes as loading);
  * - a face index past the vertices: an error, nothing written; cancelled while splitting: an
- *   error, nothing written, nothing left in the temporary folder.
+ *   error, nothing written, nothing left in the temporary folder;
+ * - the split as a parts file for tasks (vx_tile_split, vx_tile_plan_open_parts): tiles built by
+ *   index from it, in another order and with other threads, merged, are the same bytes; a parts
+ *   file damaged in its header, index or records, truncated, forged with a consistent check, or
+ *   opened with other options is refused with a clear error.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -17,6 +21,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/tile_split.h"
 #include "lib/convert_split.h"
 #include "tiled_scene.h"
 
@@ -249,12 +254,160 @@ static void test_errors(void) {
   unlink(bad);
 }
 
+/* The tiles of the parts file at parts built as tasks (by index, last first, on one thread) and
+ * merged into out. */
+static void build_tasks(const char *parts, const vx_convert_opts *o, const vx_tile_plan_info *want,
+                        const char *out) {
+  vx_convert_opts w = *o;
+  w.threads = 1;
+  vx_tile_plan *p = NULL;
+  vx_error e;
+  REQUIRE(vx_tile_plan_open_parts(parts, &w, &p, &e) == VX_OK, "%s", e.msg);
+  vx_tile_plan_info i;
+  memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  CHECK(vx_tile_plan_get_info(p, &i) == VX_OK);
+  CHECK(i.tiles == want->tiles && i.build_id == want->build_id &&
+        i.triangles == want->triangles && i.depth == want->depth);
+  const uint64_t n = i.tiles;
+  vx_tile_record *recs = (vx_tile_record *)calloc(n, sizeof *recs);
+  char **paths = (char **)calloc(n, sizeof *paths);
+  for (uint64_t k = n; k-- > 0;) {
+    paths[k] = (char *)malloc(128);
+    snprintf(paths[k], 128, "%s/tile-%llu.svo", dir, (unsigned long long)k);
+    CHECK_MSG(vx_tile_plan_build(p, k, paths[k], &recs[k], &e) == VX_OK, "tile %llu: %s",
+              (unsigned long long)k, e.msg);
+  }
+  vx_tile_plan_free(p);
+  CHECK_MSG(vx_tile_merge(out, recs, (const char *const *)paths, n, NULL, &e) == VX_OK, "%s",
+            e.msg);
+  for (uint64_t k = 0; k < n; k++) {
+    unlink(paths[k]);
+    free(paths[k]);
+  }
+  free(paths);
+  free(recs);
+}
+
+static void test_parts_tasks(void) {
+  char stl[128], ref[128], out[128], parts[128];
+  snprintf(stl, sizeof stl, "%s/bunny.stl", dir);
+  snprintf(ref, sizeof ref, "%s/ref.svo", dir);
+  snprintf(out, sizeof out, "%s/split.svo", dir);
+  snprintf(parts, sizeof parts, "%s/parts", dir);
+  const vx_convert_opts os[2] = {opts(256, 5, 0), opts(512, 6, 2)};
+  for (int c = 0; c < 2; c++) {
+    vx_convert_opts o = os[c];
+    if (c) o.max_error = 0.5f;
+    CHECK(convert_file(stl, &o, ref, NULL));
+    vx_tile_plan_info i;
+    memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    vx_error e;
+    REQUIRE(vx_tile_split(stl, &o, parts, &i, &e) == VX_OK, "%s", e.msg);
+    CHECK(i.tiles > 8 && i.build_id != 0);
+    build_tasks(parts, &o, &i, out);
+    CHECK_MSG(tiled_same_file(ref, out), "case %d: the tasks' file differs from vx_convert_file's",
+              c);
+  }
+}
+
+/* The parts file at `parts` with one byte changed (at, xor x; or cut to `at` bytes when x is 0)
+ * into bad; then opened: the status, and the first tile's build when it opens. */
+static vx_status open_damaged(const uint8_t *b, size_t n, size_t at, uint8_t x, const char *bad,
+                              const vx_convert_opts *o, vx_error *e) {
+  FILE *f = fopen(bad, "wb");
+  REQUIRE(f != NULL, "%s", bad);
+  if (x) {
+    fwrite(b, 1, at, f);
+    const uint8_t v = b[at] ^ x;
+    fwrite(&v, 1, 1, f);
+    fwrite(b + at + 1, 1, n - at - 1, f);
+  } else {
+    fwrite(b, 1, at, f);
+  }
+  fclose(f);
+  vx_tile_plan *p = NULL;
+  vx_status s = vx_tile_plan_open_parts(bad, o, &p, e);
+  if (s == VX_OK) {
+    char tile[128];
+    snprintf(tile, sizeof tile, "%s/tile.svo", dir);
+    vx_tile_record r;
+    s = vx_tile_plan_build(p, 0, tile, &r, e);
+    unlink(tile);
+  }
+  vx_tile_plan_free(p);
+  return s;
+}
+
+static void test_parts_errors(void) {
+  char stl[128], parts[128], bad[128], ascii[512];
+  snprintf(stl, sizeof stl, "%s/bunny.stl", dir);
+  snprintf(parts, sizeof parts, "%s/parts", dir);
+  snprintf(bad, sizeof bad, "%s/bad-parts", dir);
+  vx_convert_opts o = opts(256, 5, 0);
+  vx_error e;
+  /* what is not split: no parts file */
+  vx_convert_opts w = o;
+  w.sign_rule = VX_SIGN_WINDING;
+  CHECK(vx_tile_split(stl, &w, bad, NULL, &e) == VX_ERR_INVALID_ARG && access(bad, F_OK) != 0);
+  check_data_mesh("bunny.ply", ascii, sizeof ascii);
+  CHECK(vx_tile_split(ascii, &o, bad, NULL, &e) == VX_ERR_FORMAT && access(bad, F_OK) != 0);
+  REQUIRE(vx_tile_split(stl, &o, parts, NULL, &e) == VX_OK, "%s", e.msg);
+  /* other options than the split's */
+  vx_tile_plan *p = NULL;
+  w = opts(256, 6, 0);
+  CHECK(vx_tile_plan_open_parts(parts, &w, &p, &e) == VX_ERR_INVALID_ARG && p == NULL);
+  CHECK_MSG(strstr(e.msg, "split for another build") != NULL, "%s", e.msg);
+  w = o;
+  w.band = 3.0f;
+  CHECK(vx_tile_plan_open_parts(parts, &w, &p, &e) == VX_ERR_INVALID_ARG && p == NULL);
+  CHECK(vx_tile_plan_open_parts(bad, &o, &p, &e) == VX_ERR_IO && p == NULL);
+  /* damaged: header fields, its check, the index, a record of the first tile, truncated */
+  size_t n = 0;
+  uint8_t *b = tiled_slurp(parts, &n);
+  REQUIRE(b != NULL && n > VX_SPLIT_HEADER + VX_SPLIT_RUN, "%s", parts);
+  vx_split_head h;
+  REQUIRE(vx_split_head_decode(b, n, "parts", &h, &e) == VX_OK, "%s", e.msg);
+  const struct {
+    size_t at;
+    uint8_t x;
+    const char *what;
+  } cases[] = {{0, 1, "magic"},         {20, 1, "tile depth"},     {80, 4, "copies"},
+               {252, 1, "header check"}, {140, 1, "reserved"},     {h.index_at + 3, 1, "index"},
+               {n - 1, 0x80, "last run"}, {VX_SPLIT_HEADER + 5, 1, "a record"},
+               {n - 1, 0, "truncated"},  {h.index_at, 0, "no index"}, {100, 0, "no header"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const vx_status s = open_damaged(b, n, cases[i].at, cases[i].x, bad, &o, &e);
+    CHECK_MSG(s == VX_ERR_CORRUPT, "%s: status %d (%s)", cases[i].what, (int)s, e.msg);
+  }
+  /* forged with consistent checks: more runs than the file holds, a part past the mesh */
+  vx_split_head f = h;
+  f.runs = UINT64_C(1) << 60;
+  uint8_t *g = (uint8_t *)malloc(n);
+  memcpy(g, b, n);
+  vx_split_head_encode(&f, g);
+  CHECK(open_damaged(g, n, n, 0, bad, &o, &e) == VX_ERR_CORRUPT);
+  f = h;
+  f.triangles = h.max_part; /* fewer than the first part's indices reach */
+  f.copies = 0;
+  vx_split_head_encode(&f, g);
+  CHECK(open_damaged(g, n, n, 0, bad, &o, &e) == VX_ERR_CORRUPT);
+  CHECK_MSG(strstr(e.msg, "past the mesh") != NULL, "%s", e.msg);
+  free(g);
+  free(b);
+  unlink(bad);
+  unlink(parts);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/voxlod-split-XXXXXX");
   REQUIRE(mkdtemp(dir) != NULL, "mkdtemp");
   RUN(test_split_is_loaded);
   RUN(test_not_split);
   RUN(test_errors);
+  RUN(test_parts_tasks);
+  RUN(test_parts_errors);
   const char *names[] = {"bunny.stl", "bunny.ply", "ref.svo", "split.svo"};
   for (int i = 0; i < 4; i++) {
     char p[128];

@@ -152,6 +152,22 @@ VX_API vx_status vx_tile_plan_build(vx_tile_plan *p, uint64_t k, const char *pat
 /* GPU fallbacks of the builds so far ("" when none). Owned by p; valid until the next build. */
 VX_API const char *vx_tile_plan_notes(vx_tile_plan *p);
 
+/* The same tasks without any process holding the mesh, where vx_convert_file would split it (a
+ * tiled build with the pseudo-normal rule from a binary STL or PLY): one process splits the mesh
+ * file by tile into a parts file (vx_tile_split: every tile's triangles, and the build id), and
+ * each process opens a plan on that file (vx_tile_plan_open_parts) whose tasks read only their
+ * own tile's part. The file is the one vx_convert_file writes, byte for byte.
+ * vx_tile_split writes parts_path atomically (a regular file the other processes can read;
+ * about 40 bytes a triangle and tile it reaches); info (may be NULL) receives the plan's summary.
+ * VX_ERR_FORMAT when the streaming reader leaves the file to assimp (then load it and use
+ * vx_tile_plan_create), VX_ERR_INVALID_ARG for options that are not split (the winding rule). */
+VX_API vx_status vx_tile_split(const char *mesh_path, const vx_convert_opts *opts,
+                               const char *parts_path, vx_tile_plan_info *info, vx_error *err);
+/* A plan on the parts file (opts: those it was split with; device, threads, memory limit and
+ * temporary folder may differ). Every byte read from it is checked (VX_ERR_CORRUPT). */
+VX_API vx_status vx_tile_plan_open_parts(const char *parts_path, const vx_convert_opts *opts,
+                                         vx_tile_plan **out, vx_error *err);
+
 typedef struct vx_tile_record_info {
   uint32_t struct_size;  /* sizeof(vx_tile_record_info), or 0 */
   int empty;             /* 1: no surface, no file */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// tile_tasks.cpp - the tiled build as tasks (voxlod/convert.h: vx_tile_plan_*, vx_tile_merge)
-// for voxlod._tiles, which runs them on a Dask cluster: a plan per worker process, tiles built by
-// index into files (a record of 320 bytes back to the client), the merge on the client. Long
+// tile_tasks.cpp - the tiled build as tasks (voxlod/convert.h: vx_tile_plan_*, vx_tile_split,
+// vx_tile_merge) for voxlod._tiles, which runs them on a Dask cluster: a plan per worker process
+// (of the mesh, or on the parts file one task split it into), tiles built by index into files (a
+// record of 320 bytes back to the client), the merge on the client. Long
 // calls release the GIL, so the threads of a worker build tiles side by side.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
@@ -24,9 +25,8 @@ struct TilePlan {
   ~TilePlan() { vx_tile_plan_free(p); }
 };
 
-TilePlan *plan_create(const Mesh &mesh, uint32_t res, float band, int device, uint64_t mem_limit,
-                      int threads, int sign_rule, uint32_t tile_depth, int zstd_level,
-                      float max_error) {
+vx_convert_opts opts_of(uint32_t res, float band, int device, uint64_t mem_limit, int threads,
+                        int sign_rule, uint32_t tile_depth, int zstd_level, float max_error) {
   vx_convert_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -40,6 +40,14 @@ TilePlan *plan_create(const Mesh &mesh, uint32_t res, float band, int device, ui
   o.tile_depth = tile_depth;
   o.zstd_level = zstd_level;
   o.max_error = max_error;
+  return o;
+}
+
+TilePlan *plan_create(const Mesh &mesh, uint32_t res, float band, int device, uint64_t mem_limit,
+                      int threads, int sign_rule, uint32_t tile_depth, int zstd_level,
+                      float max_error) {
+  const vx_convert_opts o = opts_of(res, band, device, mem_limit, threads, sign_rule, tile_depth,
+                                    zstd_level, max_error);
   vx_error e = no_error();
   vx_tile_plan *p = nullptr;
   vx_status s;
@@ -53,11 +61,27 @@ TilePlan *plan_create(const Mesh &mesh, uint32_t res, float band, int device, ui
   return r;
 }
 
-nb::dict plan_info(const TilePlan &t) {
-  vx_tile_plan_info i;
-  std::memset(&i, 0, sizeof i);
-  i.struct_size = sizeof i;
-  vx_tile_plan_get_info(t.p, &i);
+// A plan on a parts file (vx_tile_plan_open_parts): no mesh in this process.
+TilePlan *plan_open_parts(const nb::bytes &parts, uint32_t res, float band, int device,
+                          uint64_t mem_limit, int threads, int sign_rule, uint32_t tile_depth,
+                          int zstd_level, float max_error) {
+  const vx_convert_opts o = opts_of(res, band, device, mem_limit, threads, sign_rule, tile_depth,
+                                    zstd_level, max_error);
+  const std::string path = path_of(parts);
+  vx_error e = no_error();
+  vx_tile_plan *p = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tile_plan_open_parts(path.c_str(), &o, &p, &e);
+  }
+  check(s, e);
+  TilePlan *r = new TilePlan();
+  r->p = p;
+  return r;
+}
+
+nb::dict info_dict(const vx_tile_plan_info &i) {
   nb::dict d;
   d["depth"] = i.depth;
   d["tile_depth"] = i.tile_depth;
@@ -66,6 +90,34 @@ nb::dict plan_info(const TilePlan &t) {
   d["triangles"] = i.triangles;
   d["sec_plan"] = i.sec_plan;
   return d;
+}
+
+// The mesh file split by tile into a parts file (vx_tile_split); the plan's summary.
+nb::dict tile_split(const nb::bytes &mesh, const nb::bytes &parts, uint32_t res, float band,
+                    int device, uint64_t mem_limit, int threads, int sign_rule,
+                    uint32_t tile_depth, int zstd_level, float max_error) {
+  const vx_convert_opts o = opts_of(res, band, device, mem_limit, threads, sign_rule, tile_depth,
+                                    zstd_level, max_error);
+  const std::string m = path_of(mesh), p = path_of(parts);
+  vx_tile_plan_info i;
+  std::memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  vx_error e = no_error();
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_tile_split(m.c_str(), &o, p.c_str(), &i, &e);
+  }
+  check(s, e);
+  return info_dict(i);
+}
+
+nb::dict plan_info(const TilePlan &t) {
+  vx_tile_plan_info i;
+  std::memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  vx_tile_plan_get_info(t.p, &i);
+  return info_dict(i);
 }
 
 nb::bytes plan_build(TilePlan &t, uint64_t k, const nb::bytes &path) {
@@ -154,9 +206,15 @@ void bind_tile_tasks(nb::module_ &m) {
       .def_static("create", &plan_create, "mesh"_a, "resolution"_a, "band"_a, "device"_a,
                   "mem_limit"_a, "threads"_a, "sign_rule"_a, "tile_depth"_a, "zstd_level"_a = 0, "max_error"_a = 0.0f,
                   nb::rv_policy::take_ownership, nb::keep_alive<0, 1>())
+      .def_static("open_parts", &plan_open_parts, "parts"_a, "resolution"_a, "band"_a,
+                  "device"_a, "mem_limit"_a, "threads"_a, "sign_rule"_a, "tile_depth"_a,
+                  "zstd_level"_a = 0, "max_error"_a = 0.0f, nb::rv_policy::take_ownership)
       .def("info", &plan_info)
       .def("build", &plan_build, "k"_a, "path"_a)
       .def("notes", [](TilePlan &t) { return text_of(vx_tile_plan_notes(t.p)); });
+  m.def("tile_split", &tile_split, "mesh"_a, "parts"_a, "resolution"_a, "band"_a, "device"_a,
+        "mem_limit"_a, "threads"_a, "sign_rule"_a, "tile_depth"_a, "zstd_level"_a = 0,
+        "max_error"_a = 0.0f);
   m.def("tile_record_info", &record_info, "record"_a);
   m.def("tile_merge", &merge, "out"_a, "records"_a, "paths"_a);
 }

@@ -67,6 +67,15 @@ def rng(seed=0):
     return np.random.default_rng(seed)
 
 
+def write_stl(path, mesh):
+    """mesh's triangles as a binary STL at path (what the library splits by tile)."""
+    tri = np.ascontiguousarray(mesh.vertices[mesh.faces].reshape(-1, 9), dtype="<f4")
+    rec = np.zeros(len(tri), dtype=[("n", "<f4", 3), ("p", "<f4", 9), ("a", "<u2")])
+    rec["p"] = tri
+    path.write_bytes(b"\0" * 80 + np.uint32(len(tri)).tobytes() + rec.tobytes())
+    return path
+
+
 def rss_bytes():
     """The process's resident memory (Linux)."""
     with open("/proc/self/statm") as fh:

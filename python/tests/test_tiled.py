@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import voxlod
-from conftest import BUNNY
+from conftest import BUNNY, write_stl
 
 
 def test_tiled_file_is_the_untiled_tree(tmp_path):
@@ -206,13 +206,7 @@ def test_pruned_tiles(tmp_path):
 def test_split_file(tmp_path):
     """A binary STL converted file to file, tiled with sign="pseudo-normal", is split by tile
     without being held whole: the bytes of the mesh loaded and converted."""
-    m = voxlod.load_mesh(BUNNY)
-    v, f = m.vertices, m.faces
-    tri = np.ascontiguousarray(v[f].reshape(-1, 9), dtype="<f4")
-    rec = np.zeros(len(tri), dtype=[("n", "<f4", 3), ("p", "<f4", 9), ("a", "<u2")])
-    rec["p"] = tri
-    stl = tmp_path / "bunny.stl"
-    stl.write_bytes(b"\0" * 80 + np.uint32(len(tri)).tobytes() + rec.tobytes())
+    stl = write_stl(tmp_path / "bunny.stl", voxlod.load_mesh(BUNNY))
     a, b = tmp_path / "a.svo", tmp_path / "b.svo"
     opts = dict(res=256, tile_depth=5, sign="pseudo-normal", color="off", progress=False)
     voxlod.convert(voxlod.load_mesh(stl), out=a, **opts)

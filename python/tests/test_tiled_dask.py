@@ -10,7 +10,7 @@ import pytest
 
 import voxlod
 from voxlod import _voxlod
-from conftest import BUNNY
+from conftest import BUNNY, write_stl
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -58,6 +58,64 @@ def test_cluster_build_is_the_local_build(tmp_path, monkeypatch):
     assert f.depth == 8 and f.tile_depth == 5
     # the tiles' files are gone; nothing else was left beside the output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cli.svo", "dask.svo", "local.svo"]
+
+
+def test_cluster_split_build(tmp_path):
+    """sign="pseudo-normal" from a binary STL: a first task splits the mesh by tile into a parts
+    file beside the output, each worker's plan reads only its tiles' parts (no worker loads the
+    mesh): the one-machine bytes; the parts file and the workers' plans on it are gone after."""
+    from voxlod import _tiles
+
+    stl = write_stl(tmp_path / "bunny.stl", voxlod.load_mesh(BUNNY))
+    local, remote = tmp_path / "local.svo", tmp_path / "dask.svo"
+    for error in (0.0, 1.0):
+        voxlod.convert(stl, res=256, tile_depth=5, sign="pseudo-normal", error=error, out=local,
+                       progress=False)
+        with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=2,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            spec = dict(res=256, band=0.0, device=1, mem_limit=0, threads=0, sign_rule=1,
+                        tile_depth=5, zstd_level=0, max_error=error)
+            summary = _tiles.convert_on_cluster(client, os.fsencode(stl), os.fsencode(remote),
+                                                spec, progress=False)
+            assert summary["split"] and summary["tiles"] > 8
+            assert remote.read_bytes() == local.read_bytes()
+            plans = client.run(lambda: len(_tiles._plans))
+            assert set(plans.values()) == {0}, plans
+            # an ASCII PLY is not split: each worker loads it, the same bytes as one machine
+            voxlod.convert(BUNNY, res=256, tile_depth=5, sign="pseudo-normal", error=error,
+                           out=local, color="off", progress=False)
+            summary = _tiles.convert_on_cluster(client, os.fsencode(BUNNY), os.fsencode(remote),
+                                                spec, progress=False)
+            assert not summary["split"]
+            assert remote.read_bytes() == local.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bunny.stl", "dask.svo", "local.svo"]
+
+
+def test_parts_file_refused(tmp_path):
+    """A parts file opened with other options, damaged or cut short: clear errors."""
+    stl = write_stl(tmp_path / "bunny.stl", voxlod.load_mesh(BUNNY))
+    parts = os.fsencode(tmp_path / "parts")
+    opts = [64, 0.0, 1, 0, 0, 1, 3]
+    info = _voxlod.tile_split(os.fsencode(stl), parts, *opts)
+    assert info["tiles"] > 1 and info["depth"] == 6
+    p = _voxlod._TilePlan.open_parts(parts, *opts)
+    assert p.info()["build_id"] == info["build_id"]
+    del p
+    with pytest.raises(voxlod.InvalidArgumentError, match="split for another build"):
+        _voxlod._TilePlan.open_parts(parts, 64, 0.0, 1, 0, 0, 1, 4)
+    with pytest.raises(voxlod.InvalidArgumentError, match="pseudo-normal"):
+        _voxlod.tile_split(os.fsencode(stl), parts, 64, 0.0, 1, 0, 0, 0, 3)
+    b = bytearray(open(parts, "rb").read())
+    b[300] ^= 1
+    open(parts, "wb").write(bytes(b))
+    p = _voxlod._TilePlan.open_parts(parts, *opts)
+    with pytest.raises(voxlod.CorruptError, match="damaged"):
+        for k in range(p.info()["tiles"]):
+            p.build(k, os.fsencode(tmp_path / "t.svo"))
+    open(parts, "wb").write(bytes(b[:-5]))
+    with pytest.raises(voxlod.CorruptError, match="parts file"):
+        _voxlod._TilePlan.open_parts(parts, *opts)
 
 
 def test_merge_refuses_what_does_not_belong(tmp_path):
