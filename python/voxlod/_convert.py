@@ -55,7 +55,9 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
     tiled build; mesh a path the workers can read, the output's folder shared with them): each
     worker process plans the build once, tasks build tiles into files beside out, this process
     merges them. The same bytes as without a client; gpu= applies to each worker (one GPU per
-    worker process: CUDA_VISIBLE_DEVICES), gpus= does not."""
+    worker process: CUDA_VISIBLE_DEVICES), gpus= does not. Where the mesh is split by tile
+    (sign="pseudo-normal", a binary STL or PLY), no worker loads it: a first task splits it into
+    a parts file beside out, and each task reads only its tile's triangles from there."""
     tiled = out is not None and (tile_depth or (_is_int(res) and res > 16384))
     top = 1 << 20 if tiled else 16384
     if not _is_int(res) or res < 2 or res > top or res & (res - 1):

@@ -111,7 +111,10 @@ def convert_on_cluster(client: Any, mesh: bytes, out: bytes, spec: dict,
         return _tiles_and_merge(client, out, spec, info, run, parts, t0, progress)
     finally:
         if spec.get("parts"):  # the workers' plans on it close it: its blocks are freed
-            client.run(_forget_plan, split)
+            try:
+                client.run(_forget_plan, split)
+            except Exception:  # a lost worker holds nothing; the file goes below either way
+                pass
         try:
             os.unlink(split)
         except FileNotFoundError:
