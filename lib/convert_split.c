@@ -84,12 +84,6 @@ typedef struct vx_split {
   double sec[3];          /* bounds, split, id */
 } vx_split;
 
-static int cmp_rec(const void *a, const void *b) {
-  const split_rec *x = (const split_rec *)a, *y = (const split_rec *)b;
-  if (x->code != y->code) return x->code < y->code ? -1 : 1;
-  return x->tri < y->tri ? -1 : x->tri > y->tri;
-}
-
 static int cmp_run(const void *a, const void *b) {
   const vx_split_run *x = (const vx_split_run *)a, *y = (const vx_split_run *)b;
   if (x->code != y->code) return x->code < y->code ? -1 : 1;
@@ -206,30 +200,68 @@ static vx_status add_run(vx_split *sp, uint64_t code, uint64_t at, uint64_t n, v
   return VX_OK;
 }
 
-/* The buffer's records sorted and written, one run a tile. */
-static vx_status flush(vx_split *sp, split_rec *buf, uint64_t n, uint8_t *out, vx_error *err) {
-  vx_sort_parallel(buf, (size_t)n, sizeof *buf, cmp_rec, sp->o.threads);
-  for (uint64_t a = 0; a < n;) {
+/* A flush's records packed for the file and its new runs checked, on every core. */
+typedef struct flush_job {
+  const split_rec *r;
+  uint8_t *packed;
+  vx_split_run *runs; /* the flush's runs, `at` relative to the buffer */
+  uint64_t nruns;
+  atomic_uint_fast64_t next;
+  atomic_int failed;
+} flush_job;
+
+static void pack_range(void *ctx, uint64_t a, uint64_t b) {
+  const flush_job *j = (const flush_job *)ctx;
+  for (uint64_t i = a; i < b; i++)
+    vx_split_record_put(j->packed + i * VX_SPLIT_RECORD, j->r[i].tri, j->r[i].p);
+}
+
+static void *check_worker(void *arg) {
+  flush_job *j = (flush_job *)arg;
+  for (uint64_t k; (k = atomic_fetch_add(&j->next, 1)) < j->nruns;) {
+    vx_split_run *u = &j->runs[k];
+    vx_error e;
+    if (vx_svo_encoded_check(j->packed + u->at * VX_SPLIT_RECORD, (size_t)u->n * VX_SPLIT_RECORD,
+                             &u->check, &e) != VX_OK)
+      atomic_store(&j->failed, 1);
+  }
+  return NULL;
+}
+
+/* The buffer's n records grouped by tile in their order (a stable sort on the tile's code: the
+ * order (code, triangle)), packed into the other buffer, each tile's a run (checked for a named
+ * file), and written. */
+static vx_status flush(vx_split *sp, split_rec *buf, split_rec *tmp, uint64_t n, vx_error *err) {
+  const split_rec *r = (const split_rec *)vx_radix_sort(buf, tmp, (size_t)n, sizeof *buf,
+                                                        offsetof(split_rec, code),
+                                                        3 * (sp->D - sp->T), sp->o.threads);
+  if (!r) return vx_error_set(err, VX_ERR_NOMEM, "out of memory sorting the parts");
+  flush_job j;
+  memset(&j, 0, sizeof j);
+  j.r = r;
+  j.packed = (uint8_t *)(r == buf ? tmp : buf); /* n x 48 bytes hold n x VX_SPLIT_RECORD */
+  const uint64_t first = sp->nruns, at = sp->bytes;
+  vx_status s = VX_OK;
+  for (uint64_t a = 0; s == VX_OK && a < n;) {
     uint64_t b = a;
-    while (b < n && buf[b].code == buf[a].code) b++;
-    vx_status s = add_run(sp, buf[a].code, sp->bytes, b - a, err);
-    vx_check32_stream *c = sp->named && s == VX_OK ? vx_check32_begin() : NULL;
-    for (uint64_t i = a; s == VX_OK && i < b;) { /* packed a slice at a time */
-      const uint64_t k = b - i < (1u << 16) ? b - i : (1u << 16);
-      for (uint64_t q = 0; q < k; q++)
-        vx_split_record_put(out + q * VX_SPLIT_RECORD, buf[i + q].tri, buf[i + q].p);
-      s = put(sp, out, k * VX_SPLIT_RECORD, err);
-      if (c) vx_check32_feed(c, out, (size_t)(k * VX_SPLIT_RECORD));
-      i += k;
-    }
-    if (c && !vx_check32_end(c, &sp->runs[sp->nruns - 1].check) && s == VX_OK)
-      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory checking the parts");
-    if (sp->named && !c && s == VX_OK)
-      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory checking the parts");
-    if (s != VX_OK) return s;
+    while (b < n && r[b].code == r[a].code) b++;
+    s = add_run(sp, r[a].code, a, b - a, err);
     a = b;
   }
-  return VX_OK;
+  if (s != VX_OK) return s;
+  vx_ranges_run(sp->o.threads, n, pack_range, &j);
+  j.runs = sp->runs + first;
+  j.nruns = sp->nruns - first;
+  if (sp->named) {
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed, 0);
+    const uint64_t most = j.nruns < 64 ? j.nruns : 64;
+    vx_parallel(vx_thread_count(sp->o.threads, (int)most), check_worker, &j);
+    if (atomic_load(&j.failed))
+      return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking the parts");
+  }
+  for (uint64_t k = 0; k < j.nruns; k++) j.runs[k].at = at + j.runs[k].at * VX_SPLIT_RECORD;
+  return put(sp, j.packed, n * VX_SPLIT_RECORD, err);
 }
 
 /* The tiles triangle t of a piece reaches, grown by SPLIT_GROW: the box a..b of cells; 0 when
@@ -300,15 +332,14 @@ void vx_split_test_buffer(uint64_t records) { atomic_store(&test_buffer, records
 /* Pass 2's state: the record buffer, the ranges of the piece at hand. */
 typedef struct split_pass {
   vx_split *sp;
-  split_rec *buf;
+  split_rec *buf, *tmp; /* the records; the sort's and the packing's room */
   uint64_t cap, n, records; /* the buffer's room, what it holds, what was written */
-  uint8_t *out;             /* packing for the file */
   uint64_t *count, *at;
 } split_pass;
 
 static vx_status flush_pass(split_pass *q, vx_error *err) {
   q->records += q->n;
-  vx_status s = q->n ? flush(q->sp, q->buf, q->n, q->out, err) : VX_OK;
+  vx_status s = q->n ? flush(q->sp, q->buf, q->tmp, q->n, err) : VX_OK;
   q->n = 0;
   return s;
 }
@@ -369,15 +400,15 @@ static vx_status pass_split(vx_split *sp, vx_error *err) {
   if (atomic_load(&test_buffer)) q.cap = atomic_load(&test_buffer);
   const uint64_t nr = (UINT64_C(1) << 20) / VX_RANGE_CHUNK + 1; /* ranges of a piece, at most */
   q.buf = (split_rec *)vx_malloc((size_t)q.cap * sizeof *q.buf);
-  q.out = (uint8_t *)vx_malloc((size_t)(1u << 16) * VX_SPLIT_RECORD);
+  q.tmp = (split_rec *)vx_malloc((size_t)q.cap * sizeof *q.tmp);
   q.count = (uint64_t *)vx_malloc((size_t)nr * sizeof *q.count);
   q.at = (uint64_t *)vx_malloc((size_t)nr * sizeof *q.at);
-  vx_status s = q.buf && q.out && q.count && q.at
+  vx_status s = q.buf && q.tmp && q.count && q.at
                     ? read_pieces(sp, "splitting", NULL, split_piece, &q, err)
                     : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   if (s == VX_OK) s = flush_pass(&q, err);
   vx_free(q.buf);
-  vx_free(q.out);
+  vx_free(q.tmp);
   vx_free(q.count);
   vx_free(q.at);
   if (s != VX_OK) return s;

@@ -22,6 +22,7 @@
 #include "sampler/sampler.h"
 #include "sampler/sample_span.h"
 #include "sys/alloc.h"
+#include "sys/sort.h"
 #include "sys/system.h"
 
 #include <math.h>
@@ -84,37 +85,6 @@ static void put(const ts_ctx *c, uint64_t i, float d, const float g[3], uint32_t
 typedef struct ts_key {
   uint64_t key, i;
 } ts_key;
-
-/* Sorts n records of `size` bytes by the uint64_t at offset `off` (below 2^bits), keeping the order
- * of equal keys (LSD radix, 11 bits a pass); tmp holds n records. Returns the sorted array (a or
- * tmp). */
-static void *radix_sort(void *a, void *tmp, uint64_t n, size_t size, size_t off, uint32_t bits) {
-  uint8_t *src = (uint8_t *)a, *dst = (uint8_t *)tmp;
-  uint64_t count[2048];
-  for (uint32_t sh = 0; sh < bits; sh += 11) {
-    memset(count, 0, sizeof count);
-    for (uint64_t i = 0; i < n; i++) {
-      uint64_t k;
-      memcpy(&k, src + i * size + off, sizeof k);
-      count[k >> sh & 2047u]++;
-    }
-    uint64_t at = 0;
-    for (int d = 0; d < 2048; d++) {
-      const uint64_t c = count[d];
-      count[d] = at;
-      at += c;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-      uint64_t k;
-      memcpy(&k, src + i * size + off, sizeof k);
-      memcpy(dst + count[k >> sh & 2047u]++ * size, src + i * size, size);
-    }
-    uint8_t *t = src;
-    src = dst;
-    dst = t;
-  }
-  return src;
-}
 
 /* Bits that hold every value up to m. */
 static uint32_t bits_of(uint64_t m) {
@@ -571,8 +541,8 @@ static vx_status walk_rounds(const ts_ctx *c, ts_queue *q, vx_error *err) {
       vx_free(cur.w);
       return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the sign walks");
     }
-    ts_walk *sorted = (ts_walk *)radix_sort(cur.w, tmp, cur.n, sizeof *tmp,
-                                            offsetof(ts_walk, need), bits_of(top));
+    ts_walk *sorted = (ts_walk *)vx_radix_sort(cur.w, tmp, cur.n, sizeof *tmp,
+                                               offsetof(ts_walk, need), bits_of(top), 1);
     vx_free(sorted == tmp ? cur.w : tmp);
     cur.w = sorted;
     for (size_t g0 = 0; g0 < cur.n && st == VX_OK;) {
@@ -733,8 +703,8 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
       } else {
         uint64_t top = 0;
         for (uint64_t k = 0; k < m; k++) top = keys[k].key > top ? keys[k].key : top;
-        sorted = (ts_key *)radix_sort(keys, tmp, m, sizeof *keys, offsetof(ts_key, key),
-                                      bits_of(top));
+        sorted = (ts_key *)vx_radix_sort(keys, tmp, m, sizeof *keys, offsetof(ts_key, key),
+                                         bits_of(top), 1);
       }
     }
     ts_queue q;

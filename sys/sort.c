@@ -115,3 +115,149 @@ void vx_sort_parallel(void *base, size_t n, size_t size, int (*cmp)(const void *
   if (j.src != (char *)base) memcpy(base, j.src, n * size);
   vx_free(tmp);
 }
+
+/* ---- radix ------------------------------------------------------------------------------------
+ * Few records, or one thread: LSD passes of at most 11 bits, the order of equal keys kept by each
+ * counting pass. Otherwise the top digit (at most 8 bits) splits the records into buckets: RADIX
+ * ranges count their digits on every core, then scatter into tmp, each range at its own slots per
+ * bucket (so equal keys keep their order); each bucket then sorts its low bits by LSD passes on
+ * its own, an odd number of them, from tmp back into a. */
+
+#define RADIX_RANGES 64u
+#define RADIX_SERIAL 65536u
+
+typedef struct radix_job {
+  char *a, *tmp;
+  size_t n, size, off;
+  uint32_t low;     /* bits below the top digit */
+  size_t buckets;   /* of the top digit */
+  size_t *hist;     /* RADIX_RANGES x buckets: counts, then each range's next slot per bucket */
+  size_t *start;    /* buckets + 1 */
+  atomic_size_t next;
+  int phase;        /* 0 count, 1 scatter, 2 buckets */
+} radix_job;
+
+static inline uint64_t key_at(const char *rec, size_t off) {
+  uint64_t k;
+  memcpy(&k, rec + off, sizeof k);
+  return k;
+}
+
+/* One record copied; the common sizes with a constant length, so the copy is inlined. */
+static inline void rec_copy(char *d, const char *s, size_t z) {
+  switch (z) {
+  case 16: memcpy(d, s, 16); return;
+  case 32: memcpy(d, s, 32); return;
+  case 48: memcpy(d, s, 48); return;
+  default: memcpy(d, s, z);
+  }
+}
+
+/* LSD passes over n records from src, digits of dbits from bit `shift` up to `bits`; returns
+ * where the result is (src or dst). */
+static char *lsd(char *src, char *dst, size_t n, size_t z, size_t off, uint32_t shift,
+                 uint32_t bits, uint32_t dbits) {
+  size_t hist[2048];
+  const uint64_t mask = ((uint64_t)1 << dbits) - 1;
+  for (; shift < bits; shift += dbits) {
+    memset(hist, 0, sizeof(size_t) << dbits);
+    for (size_t i = 0; i < n; i++) hist[key_at(src + i * z, off) >> shift & mask]++;
+    size_t at = 0;
+    for (size_t d = 0; d <= mask; d++) {
+      const size_t c = hist[d];
+      hist[d] = at;
+      at += c;
+    }
+    for (size_t i = 0; i < n; i++)
+      rec_copy(dst + hist[key_at(src + i * z, off) >> shift & mask]++ * z, src + i * z, z);
+    char *t = src;
+    src = dst;
+    dst = t;
+  }
+  return src;
+}
+
+static void radix_range(const radix_job *j, size_t p, size_t *a, size_t *b) {
+  *a = j->n * p / RADIX_RANGES;
+  *b = j->n * (p + 1) / RADIX_RANGES;
+}
+
+static void radix_item(radix_job *j, size_t item) {
+  const size_t z = j->size;
+  if (j->phase < 2) {
+    size_t a, b, *h = j->hist + item * j->buckets;
+    radix_range(j, item, &a, &b);
+    for (size_t i = a; i < b; i++) {
+      const char *r = j->a + i * z;
+      const size_t d = (size_t)(key_at(r, j->off) >> j->low) & (j->buckets - 1);
+      if (j->phase == 0) h[d]++;
+      else rec_copy(j->tmp + h[d]++ * z, r, z);
+    }
+    return;
+  }
+  const size_t s = j->start[item], n = j->start[item + 1] - s;
+  char *dst = j->a + s * z, *r = j->tmp + s * z;
+  if (n > 1 && j->low) {
+    const uint32_t passes = ((j->low + 10) / 11) | 1; /* odd: the result lands in a */
+    r = lsd(r, dst, n, z, j->off, 0, j->low, (j->low + passes - 1) / passes);
+  }
+  if (r != dst) memcpy(dst, r, n * z);
+}
+
+static void *radix_worker(void *arg) {
+  radix_job *j = (radix_job *)arg;
+  const size_t items = j->phase < 2 ? RADIX_RANGES : j->buckets;
+  for (size_t t; (t = atomic_fetch_add(&j->next, 1)) < items;) radix_item(j, t);
+  return NULL;
+}
+
+static void radix_phase(radix_job *j, int threads, int phase) {
+  j->phase = phase;
+  atomic_store(&j->next, 0);
+  vx_parallel(threads, radix_worker, j);
+}
+
+void *vx_radix_sort(void *a, void *tmp, size_t n, size_t size, size_t off, uint32_t bits,
+                    int threads) {
+  if (bits > 64) bits = 64;
+  if (n < 2 || bits == 0) return a;
+  threads = vx_thread_count(threads, 64);
+  if (threads <= 1 || n < RADIX_SERIAL) {
+    const uint32_t passes = (bits + 10) / 11, dbits = (bits + passes - 1) / passes;
+    return lsd((char *)a, (char *)tmp, n, size, off, 0, bits, dbits);
+  }
+  radix_job j;
+  memset(&j, 0, sizeof j);
+  j.a = (char *)a;
+  j.tmp = (char *)tmp;
+  j.n = n;
+  j.size = size;
+  j.off = off;
+  const uint32_t top = bits < 8 ? bits : 8;
+  j.low = bits - top;
+  j.buckets = (size_t)1 << top;
+  j.hist = (size_t *)vx_calloc(RADIX_RANGES * j.buckets, sizeof(size_t));
+  j.start = (size_t *)vx_calloc(j.buckets + 1, sizeof(size_t));
+  if (!j.hist || !j.start) {
+    vx_free(j.hist);
+    vx_free(j.start);
+    return NULL;
+  }
+  atomic_init(&j.next, 0);
+  radix_phase(&j, threads, 0);
+  size_t at = 0;
+  for (size_t b = 0; b < j.buckets; b++) {
+    j.start[b] = at;
+    for (size_t p = 0; p < RADIX_RANGES; p++) {
+      const size_t c = j.hist[p * j.buckets + b];
+      j.hist[p * j.buckets + b] = at;
+      at += c;
+    }
+  }
+  j.start[j.buckets] = at;
+  radix_phase(&j, threads, 1);
+  radix_phase(&j, threads, 2);
+  vx_free(j.hist);
+  vx_free(j.start);
+  return a;
+}

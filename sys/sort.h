@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sort.h - qsort on every core: pieces sorted by the C library's qsort on their own threads, then
- * merged, each merge cut into pieces that run in parallel (sort.c).
+ * merged, each merge cut into pieces that run in parallel (sort.c); and a stable radix sort of
+ * records by an unsigned 64-bit key, on every core.
  */
 #ifndef VOXLOD_SYS_SORT_H
 #define VOXLOD_SYS_SORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "voxlod/base.h"
 
 VX_EXTERN_C_BEGIN
@@ -17,6 +19,14 @@ VX_EXTERN_C_BEGIN
  * be allocated, or n is small, the calling thread sorts with qsort. */
 void vx_sort_parallel(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *),
                       int threads);
+
+/* Sorts n records of `size` bytes at a by the uint64_t at byte offset `off` of each (its value
+ * below 2^bits), keeping the order of equal keys: the result does not depend on `threads` (<= 0:
+ * all cores). tmp holds n records. Returns the sorted array, a or tmp (with threads != 1 and many
+ * records always a; fewer than 2 records: a as it is); NULL only when the histograms cannot be
+ * allocated (a and tmp unchanged). */
+void *vx_radix_sort(void *a, void *tmp, size_t n, size_t size, size_t off, uint32_t bits,
+                    int threads);
 
 VX_EXTERN_C_END
 

@@ -3,10 +3,8 @@
  * the whole pass). Every step runs on all threads, and none depends on how many run: work is cut
  * into a fixed number of ranges, each reduced in order by one thread.
  *
- * Sort: the top (up to 8) bits of the code spread the records into buckets (a histogram per fixed
- * input range, then a stable scatter in range order), then each bucket is sorted on the rest of
- * the code by an LSD radix sort of an odd number of passes, so the result lands back in place.
- * Both steps are stable, so records made in triangle order end in (code, triangle) order.
+ * Sort: a stable radix sort on the code (vx_radix_sort), so records made in triangle order end in
+ * (code, triangle) order.
  * Reduce: the sorted input is cut into ranges at changes of the key (code, or code >> 3 a level
  * up), each range's keys counted, the output allocated to the exact count, then each range
  * summed into place.
@@ -15,12 +13,13 @@
  */
 #include "voxelizer/color_internal.h"
 #include "svo/color.h"
+#include "sys/sort.h"
 #include "sys/system.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
-#define SORT_PARTS 64
 #define REDUCE_PARTS 64
 #define WALK_CHUNK 4096
 
@@ -60,97 +59,11 @@ void color_parallel(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t 
 
 /* ---- sort -------------------------------------------------------------------------------- */
 
-typedef struct sort_job {
-  crec *r, *tmp;
-  uint64_t n, nbt;   /* records; buckets of the top digit */
-  uint32_t low_bits; /* bits below the top digit */
-  uint64_t *hist;    /* SORT_PARTS x nbt: counts, then each range's next slot per bucket */
-  uint64_t *start;   /* nbt + 1: each bucket's first record */
-} sort_job;
-
-static void range_of(uint64_t n, uint64_t parts, uint64_t p, uint64_t *a, uint64_t *b) {
-  *a = (uint64_t)((unsigned __int128)n * p / parts);
-  *b = (uint64_t)((unsigned __int128)n * (p + 1) / parts);
-}
-
-static void sort_hist(void *ctx, uint64_t p) {
-  sort_job *j = (sort_job *)ctx;
-  uint64_t a, b, *h = j->hist + p * j->nbt;
-  range_of(j->n, SORT_PARTS, p, &a, &b);
-  for (uint64_t i = a; i < b; i++) h[j->r[i].code >> j->low_bits]++;
-}
-
-static void sort_scatter(void *ctx, uint64_t p) {
-  sort_job *j = (sort_job *)ctx;
-  uint64_t a, b, *h = j->hist + p * j->nbt;
-  range_of(j->n, SORT_PARTS, p, &a, &b);
-  for (uint64_t i = a; i < b; i++) j->tmp[h[j->r[i].code >> j->low_bits]++] = j->r[i];
-}
-
-static void sort_bucket(void *ctx, uint64_t bucket) {
-  sort_job *j = (sort_job *)ctx;
-  const uint64_t s = j->start[bucket], n = j->start[bucket + 1] - s;
-  if (n == 0) return;
-  if (j->low_bits == 0 || n == 1) {
-    memcpy(j->r + s, j->tmp + s, (size_t)n * sizeof(crec));
-    return;
-  }
-  const uint32_t passes = j->low_bits <= 12 ? 1 : 3;
-  const uint32_t dbits = (j->low_bits + passes - 1) / passes;
-  const uint64_t nb = (uint64_t)1 << dbits, mask = nb - 1;
-  uint64_t hist[4096];
-  crec *src = j->tmp + s, *dst = j->r + s;
-  for (uint32_t p = 0; p < passes; p++) {
-    const uint32_t shift = p * dbits;
-    memset(hist, 0, (size_t)nb * sizeof(uint64_t));
-    for (uint64_t i = 0; i < n; i++) hist[src[i].code >> shift & mask]++;
-    uint64_t at = 0;
-    for (uint64_t b = 0; b < nb; b++) {
-      uint64_t c = hist[b];
-      hist[b] = at;
-      at += c;
-    }
-    for (uint64_t i = 0; i < n; i++) dst[hist[src[i].code >> shift & mask]++] = src[i];
-    crec *x = src;
-    src = dst;
-    dst = x;
-  }
-  /* an odd number of passes: the result is in r */
-}
-
 int color_sort(crec *r, crec *tmp, uint64_t n, uint32_t bits, int threads) {
-  if (n < 2) return 1;
-  sort_job j;
-  memset(&j, 0, sizeof j);
-  j.r = r;
-  j.tmp = tmp;
-  j.n = n;
-  const uint32_t top = bits < 8 ? bits : 8;
-  j.low_bits = bits - top;
-  j.nbt = (uint64_t)1 << top;
-  j.hist = (uint64_t *)vx_calloc((size_t)(SORT_PARTS * j.nbt), sizeof(uint64_t));
-  j.start = (uint64_t *)vx_calloc((size_t)(j.nbt + 1), sizeof(uint64_t));
-  if (!j.hist || !j.start) {
-    vx_free(j.hist);
-    vx_free(j.start);
-    return 0;
-  }
-  color_parallel(threads, SORT_PARTS, sort_hist, &j);
-  uint64_t at = 0;
-  for (uint64_t b = 0; b < j.nbt; b++) {
-    j.start[b] = at;
-    for (uint64_t p = 0; p < SORT_PARTS; p++) {
-      uint64_t c = j.hist[p * j.nbt + b];
-      j.hist[p * j.nbt + b] = at;
-      at += c;
-    }
-  }
-  j.start[j.nbt] = at;
-  color_parallel(threads, SORT_PARTS, sort_scatter, &j);
-  color_parallel(threads, j.nbt, sort_bucket, &j);
-  vx_free(j.hist);
-  vx_free(j.start);
-  return 1;
+  if (n < 2) return 1; /* r may be NULL */
+  crec *s = (crec *)vx_radix_sort(r, tmp, (size_t)n, sizeof *r, offsetof(crec, code), bits, threads);
+  if (s && s != r) memcpy(r, s, (size_t)n * sizeof *r);
+  return s != NULL;
 }
 
 /* ---- reduce ------------------------------------------------------------------------------ */
