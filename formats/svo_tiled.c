@@ -15,10 +15,13 @@
 #include "sys/system.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define TL_PROLOGUE 32u
 #define TL_TRAILER 32u
@@ -251,61 +254,94 @@ vx_status vx_tiled_writer_add(vx_tiled_writer *w, uint64_t code, uint64_t build_
   return s;
 }
 
-/* vx_tiled_writer_add_file; want (may be NULL): the file's expected length and check. */
-static vx_status add_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
-                          const char *svo_path, const vx_fit_root *fit, const vx_tile_entry *want,
-                          vx_error *err) {
+vx_status vx_tile_file_check(const char *path, const uint64_t *length, const uint32_t *check,
+                             vx_tile_file *f, vx_error *err) {
+  memset(f, 0, sizeof *f);
+  f->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (f->fd < 0) return vx_error_set(err, VX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  struct stat st;
+  vx_status s = fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode)
+                    ? VX_OK
+                    : vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", path);
+  f->length = (uint64_t)st.st_size;
+  f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   vx_svo_read_opts ro = {0, 0, 1}; /* the root, every other section checked */
-  vx_svo_file_info fi;
-  vx_octree t;
-  vx_status s = vx_svo_read(svo_path, &ro, &t, &fi, err);
-  if (s == VX_OK) s = add_begin(w, code, build_id, &t, &fi, err);
-  FILE *f = NULL;
-  uint64_t size = 0;
-  if (s == VX_OK) s = vx_svo_open_regular(svo_path, &f, &size, err);
-  uint8_t *buf = s == VX_OK ? (uint8_t *)vx_malloc(TL_COPY) : NULL;
-  if (s == VX_OK && !buf) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  if (s == VX_OK) s = vx_svo_read(path, &ro, &f->root, &f->fi, err);
+  f->have_root = s == VX_OK;
   vx_svo_checker ck;
-  ck.cc = w->cc;
-  if (s == VX_OK && !vx_svo_check_begin(&ck)) s = vx_svo_zstd_fail(err, "checksumming a tile", 0);
-  for (uint64_t done = 0; s == VX_OK && done < size;) {
-    size_t k = size - done < TL_COPY ? (size_t)(size - done) : TL_COPY;
-    if (fread(buf, 1, k, f) != k)
-      s = vx_error_set(err, VX_ERR_IO, "cannot read '%s': %s", svo_path,
-                       ferror(f) ? strerror(errno) : "it shrank");
-    else if (!vx_svo_check_feed(&ck, buf, k, ZSTD_e_continue))
+  ck.cc = s == VX_OK ? vx_zstd_cctx() : NULL;
+  uint8_t *buf = ck.cc ? (uint8_t *)vx_malloc(TL_COPY) : NULL;
+  if (s == VX_OK && (!buf || !vx_svo_check_begin(&ck)))
+    s = vx_error_set(err, VX_ERR_NOMEM, "out of memory checksumming '%s'", path);
+  for (uint64_t done = 0; s == VX_OK && done < f->length;) { /* the whole file's check32 */
+    const size_t k = f->length - done < TL_COPY ? (size_t)(f->length - done) : TL_COPY;
+    const ssize_t r = pread(f->fd, buf, k, (off_t)done);
+    if (r <= 0 && !(r < 0 && errno == EINTR))
+      s = vx_error_set(err, VX_ERR_IO, "cannot read '%s': %s", path, r ? strerror(errno) :
+                       "it shrank");
+    else if (r > 0 && !vx_svo_check_feed(&ck, buf, (size_t)r, ZSTD_e_continue))
       s = vx_svo_zstd_fail(err, "checksumming a tile", 0);
-    else
-      s = vx_atomic_write(&w->af, buf, k, err);
-    done += k;
+    done += r > 0 ? (uint64_t)r : 0;
   }
   if (s == VX_OK && !vx_svo_check_feed(&ck, NULL, 0, ZSTD_e_end))
     s = vx_svo_zstd_fail(err, "checksumming a tile", 0);
-  if (s == VX_OK && want && (want->length != size || want->check != vx_svo_check_value(&ck)))
-    s = vx_error_set(err, VX_ERR_CORRUPT, "tile %llu: '%s' is not the file its builder wrote "
-                     "(%llu bytes, check %08x; built: %llu bytes, check %08x)",
-                     (unsigned long long)code, svo_path, (unsigned long long)size,
-                     vx_svo_check_value(&ck), (unsigned long long)want->length, want->check);
-  if (s == VX_OK) add_end(w, code, &t, size, vx_svo_check_value(&ck), fit);
+  f->check = s == VX_OK ? vx_svo_check_value(&ck) : 0;
   vx_free(buf);
-  if (f) fclose(f);
-  vx_octree_free(&t);
+  ZSTD_freeCCtx(ck.cc);
+  if (s == VX_OK && ((length && *length != f->length) || (check && *check != f->check)))
+    s = vx_error_set(err, VX_ERR_CORRUPT, "'%s' is not the file its builder wrote (%llu bytes, "
+                     "check %08x; built: %llu bytes, check %08x)", path,
+                     (unsigned long long)f->length, f->check,
+                     (unsigned long long)(length ? *length : f->length), check ? *check : f->check);
+  if (s != VX_OK) vx_tile_file_close(f);
+  return s;
+}
+
+void vx_tile_file_close(vx_tile_file *f) {
+  if (f->fd >= 0) close(f->fd);
+  if (f->have_root) vx_octree_free(&f->root);
+  memset(f, 0, sizeof *f);
+  f->fd = -1;
+}
+
+vx_status vx_tiled_writer_add_checked_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
+                                           const char *path, vx_tile_file *f,
+                                           const vx_fit_root *fit, vx_error *err) {
+  vx_status s = add_begin(w, code, build_id, &f->root, &f->fi, err);
+  struct stat st;
+  if (s == VX_OK && (fstat(f->fd, &st) != 0 || (uint64_t)st.st_size != f->length ||
+                     (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != f->mtime_ns))
+    s = vx_error_set(err, VX_ERR_IO, "'%s' changed after it was checked", path);
+  if (s == VX_OK) s = vx_atomic_write_from(&w->af, f->fd, 0, f->length, path, err);
+  if (s == VX_OK) add_end(w, code, &f->root, f->length, f->check, fit);
+  return s;
+}
+
+/* vx_tiled_writer_add_file; length and check (may be NULL): what the builder wrote. */
+static vx_status add_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
+                          const char *svo_path, const vx_fit_root *fit, const uint64_t *length,
+                          const uint32_t *check, vx_error *err) {
+  vx_tile_file f;
+  vx_status s = vx_tile_file_check(svo_path, length, check, &f, err);
+  if (s == VX_OK) s = vx_tiled_writer_add_checked_file(w, code, build_id, svo_path, &f, fit, err);
+  if (s == VX_ERR_CORRUPT && length) {
+    char pre[48];
+    snprintf(pre, sizeof pre, "tile %llu: ", (unsigned long long)code);
+    vx_error_prefix(err, pre);
+  }
+  vx_tile_file_close(&f);
   return s;
 }
 
 vx_status vx_tiled_writer_add_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
                                    const char *svo_path, const vx_fit_root *fit, vx_error *err) {
-  return add_file(w, code, build_id, svo_path, fit, NULL, err);
+  return add_file(w, code, build_id, svo_path, fit, NULL, NULL, err);
 }
 
 vx_status vx_tiled_writer_add_checked(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
                                       const char *svo_path, const vx_fit_root *fit,
                                       uint64_t length, uint32_t check, vx_error *err) {
-  vx_tile_entry want;
-  memset(&want, 0, sizeof want);
-  want.length = length;
-  want.check = check;
-  return add_file(w, code, build_id, svo_path, fit, &want, err);
+  return add_file(w, code, build_id, svo_path, fit, &length, &check, err);
 }
 
 /* One zstd frame (level 19, content size and checksum) of raw bytes; *z from vx_malloc. */

@@ -101,6 +101,27 @@ vx_status vx_tiled_writer_add_file(vx_tiled_writer *w, uint64_t code, uint64_t b
 vx_status vx_tiled_writer_add_checked(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
                                       const char *svo_path, const vx_fit_root *fit,
                                       uint64_t length, uint32_t check, vx_error *err);
+/* A tile file checked, on any thread, before vx_tiled_writer_add_checked_file appends it: its
+ * root decoded, every other section against its check32, the whole file's length and check32
+ * (against the builder's when length / check are given, else VX_ERR_CORRUPT); it stays open, so
+ * that the bytes appended are those checked. On failure f needs no close (and is closed: fd -1,
+ * so that closing it again does nothing). */
+typedef struct vx_tile_file {
+  int fd;
+  int have_root;
+  vx_octree root;
+  vx_svo_file_info fi;
+  uint64_t length;
+  uint32_t check;
+  int64_t mtime_ns; /* when checked: a change since is refused */
+} vx_tile_file;
+vx_status vx_tile_file_check(const char *path, const uint64_t *length, const uint32_t *check,
+                             vx_tile_file *f, vx_error *err);
+void vx_tile_file_close(vx_tile_file *f);
+/* Appends a checked tile file (path: for messages), copied in the kernel where it can be. */
+vx_status vx_tiled_writer_add_checked_file(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
+                                           const char *path, vx_tile_file *f,
+                                           const vx_fit_root *fit, vx_error *err);
 /* The top tree, the directory and the trailer; commits the file and frees w (also on failure,
  * which leaves no file). *bytes and *nodes (may be NULL): the file's size, the nodes of the whole
  * tree (top and tiles). */

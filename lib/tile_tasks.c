@@ -9,6 +9,8 @@
 #include "sys/atomic_file.h"
 #include "sys/system.h"
 
+#include <stdatomic.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -144,6 +146,40 @@ static int cmp_part(const void *a, const void *b) {
   return x->code < y->code ? -1 : x->code > y->code;
 }
 
+/* The merge checks a window of tile files at once, on every core (each read twice: its sections,
+ * then the whole file against its record), then appends them in order; a window bounds the files
+ * held open. */
+#define MERGE_WINDOW 64u
+
+typedef struct merge_job {
+  const vx_tile_part_rec *r;
+  const part_ref *ord;
+  const char *const *paths;
+  uint64_t q0, q1; /* the window: ord[q0 .. q1) */
+  vx_tile_file f[MERGE_WINDOW];
+  vx_status st[MERGE_WINDOW];
+  vx_error e[MERGE_WINDOW];
+  atomic_uint_fast64_t next;
+} merge_job;
+
+static void *merge_check(void *arg) {
+  merge_job *j = (merge_job *)arg;
+  for (uint64_t k; (k = atomic_fetch_add(&j->next, 1)) < j->q1 - j->q0;) {
+    const uint64_t i = j->ord[j->q0 + k].i;
+    const vx_tile_part_rec *t = &j->r[i];
+    j->f[k].fd = -1;
+    j->st[k] = VX_OK;
+    if (t->empty) continue;
+    j->st[k] = vx_tile_file_check(j->paths[i], &t->length, &t->check, &j->f[k], &j->e[k]);
+    if (j->st[k] != VX_OK) {
+      char pre[48];
+      snprintf(pre, sizeof pre, "tile %llu: ", (unsigned long long)t->code);
+      vx_error_prefix(&j->e[k], pre);
+    }
+  }
+  return NULL;
+}
+
 vx_status vx_tile_merge(const char *out_path, const vx_tile_record *recs,
                         const char *const *paths, uint64_t n, vx_conversion **out,
                         vx_error *err) {
@@ -189,18 +225,37 @@ vx_status vx_tile_merge(const char *out_path, const vx_tile_record *recs,
   if (s == VX_OK) s = vx_tiled_writer_open(out_path, &r[0].h, &w, err);
   uint64_t built = 0, voxels = 0, corners = 0, gpu = 0;
   double sec_build = 0.0, sec_encode = 0.0;
-  for (uint64_t q = 0; s == VX_OK && q < n; q++) {
-    const vx_tile_part_rec *t = &r[ord[q].i];
-    if (t->empty) continue;
-    s = vx_tiled_writer_add_checked(w, t->code, t->h.build_id, paths[ord[q].i], &t->fit,
-                                    t->length, t->check, err);
-    built++;
-    voxels += t->voxels;
-    corners += t->corners;
-    gpu += t->gpu != 0;
-    sec_build += t->sec_build;
-    sec_encode += t->sec_encode;
+  merge_job *j = s == VX_OK ? (merge_job *)vx_calloc(1, sizeof *j) : NULL;
+  if (s == VX_OK && !j) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  for (uint64_t q0 = 0; s == VX_OK && q0 < n; q0 += MERGE_WINDOW) {
+    j->r = r;
+    j->ord = ord;
+    j->paths = paths;
+    j->q0 = q0;
+    j->q1 = n - q0 < MERGE_WINDOW ? n : q0 + MERGE_WINDOW;
+    atomic_init(&j->next, 0);
+    vx_parallel(vx_thread_count(0, (int)(j->q1 - q0 < 8 ? j->q1 - q0 : 8)), merge_check, j);
+    for (uint64_t q = q0; q < j->q1; q++) {
+      const uint64_t k = q - q0;
+      const vx_tile_part_rec *t = &r[ord[q].i];
+      if (s == VX_OK && j->st[k] != VX_OK) {
+        s = j->st[k];
+        if (err) *err = j->e[k];
+      }
+      if (s == VX_OK && !t->empty) {
+        s = vx_tiled_writer_add_checked_file(w, t->code, t->h.build_id, paths[ord[q].i], &j->f[k],
+                                             &t->fit, err);
+        built++;
+        voxels += t->voxels;
+        corners += t->corners;
+        gpu += t->gpu != 0;
+        sec_build += t->sec_build;
+        sec_encode += t->sec_encode;
+      }
+      vx_tile_file_close(&j->f[k]);
+    }
   }
+  vx_free(j);
   uint64_t bytes = 0, nodes = 0;
   if (s == VX_OK) {
     s = vx_tiled_writer_finish(w, &bytes, &nodes, err);

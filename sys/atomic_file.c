@@ -4,7 +4,7 @@
  * devices and FIFOs, and the checks that keep an output from destroying what it must not.
  * atomic_file.h has the contract.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* copy_file_range */
 #include "sys/atomic_file.h"
 
 #include <errno.h>
@@ -332,6 +332,40 @@ vx_status vx_atomic_write(vx_atomic_file *af, const void *data, size_t n, vx_err
       return vx_error_set(err, VX_ERR_IO, "cannot write '%s': no space written", af->path);
     p += w;
     n -= (size_t)w;
+  }
+  return VX_OK;
+}
+
+vx_status vx_atomic_write_from(vx_atomic_file *af, int fd, uint64_t at, uint64_t n,
+                               const char *name, vx_error *err) {
+  if (af->fd < 0) return vx_error_set(err, VX_ERR_INVALID_ARG, "file is not open");
+  loff_t in = (loff_t)at;
+  int kernel = 1; /* copy_file_range until it is refused (another file system, a pipe) */
+  while (n > 0) {
+    const size_t chunk = n > ((uint64_t)1 << 30) ? ((size_t)1 << 30) : (size_t)n;
+    ssize_t w = -1;
+    if (kernel) {
+      w = copy_file_range(fd, &in, af->fd, NULL, chunk, 0);
+      if (w < 0 && errno != EINTR && errno != EIO && errno != ENOSPC && errno != EFBIG) {
+        kernel = 0;
+        continue;
+      }
+    } else {
+      unsigned char buf[1 << 16];
+      ssize_t r = pread(fd, buf, chunk < sizeof buf ? chunk : sizeof buf, (off_t)in);
+      if (r > 0) {
+        vx_status s = vx_atomic_write(af, buf, (size_t)r, err);
+        if (s != VX_OK) return s;
+        in += r;
+      }
+      w = r;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0)
+      return vx_error_set(err, VX_ERR_IO, "cannot copy '%s' into '%s': %s", name, af->path,
+                          strerror(errno));
+    if (w == 0) return vx_error_set(err, VX_ERR_IO, "cannot copy '%s': it shrank", name);
+    n -= (uint64_t)w;
   }
   return VX_OK;
 }

@@ -68,6 +68,11 @@ vx_status vx_atomic_open(vx_atomic_file *af, const char *path, vx_error *err);
 /* Appends n bytes. On failure the caller must still call vx_atomic_abort(). */
 vx_status vx_atomic_write(vx_atomic_file *af, const void *data, size_t n, vx_error *err);
 
+/* Appends n bytes of the open file fd from offset `at` (name: for messages), in the kernel where
+ * the file systems allow (copy_file_range), else through a buffer. fd's own offset is not used. */
+vx_status vx_atomic_write_from(vx_atomic_file *af, int fd, uint64_t at, uint64_t n,
+                               const char *name, vx_error *err);
+
 /* Completes the file: fsync, close, rename over the target (or just close a direct target). On
  * failure the temporary is removed. af is closed either way. */
 vx_status vx_atomic_commit(vx_atomic_file *af, vx_error *err);

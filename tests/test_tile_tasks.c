@@ -108,8 +108,14 @@ static void tasks_equal_convert(const vx_mesh *m, uint32_t res, uint32_t T) {
   rr[1] = rec[n - 2];
   const char *keep = pp[n - 1 - a]; /* tile a's file swapped for tile b's */
   pp[n - 1 - a] = path[b];
-  CHECK(vx_tile_merge(got, rr, pp, n, NULL, &e) != VX_OK);
+  CHECK(vx_tile_merge(got, rr, pp, n, NULL, &e) == VX_ERR_CORRUPT &&
+        strstr(e.msg, "not the file its builder wrote") != NULL);
+  char gone[160]; /* tile a's file missing */
+  snprintf(gone, sizeof gone, "%s.gone", path[a]);
+  pp[n - 1 - a] = gone;
+  CHECK(vx_tile_merge(got, rr, pp, n, NULL, &e) == VX_ERR_IO && strstr(e.msg, gone) != NULL);
   pp[n - 1 - a] = keep;
+  CHECK(access(got, F_OK) != 0);
   vx_tile_record bad = rr[3]; /* a damaged record */
   for (int i = 0; i < VX_TILE_RECORD_BYTES; i += 7) {
     rr[3].bytes[i] ^= 0x10;
