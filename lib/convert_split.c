@@ -518,10 +518,11 @@ static vx_status pass_id(void *ctx, uint64_t *id, vx_error *err) {
 
 /* The part's exact copies: marked in the mesh's bits when it keeps them (a copy reaches the tiles its original
  * reaches, so each part's marks are the whole mesh's for its triangles) and dropped. */
-static vx_status drop_copies(vx_split *sp, vx_soup *part, const uint32_t *idx, vx_error *err) {
+static vx_status drop_copies(vx_split *sp, vx_soup *part, const uint32_t *idx, int threads,
+                             vx_error *err) {
   uint8_t *drop = (uint8_t *)vx_malloc((size_t)part->tri_count + 1);
   uint64_t nd = 0;
-  vx_status s = drop ? vx_soup_dedup_marks(part, sp->o.threads, drop, &nd, err)
+  vx_status s = drop ? vx_soup_dedup_marks(part, threads, drop, &nd, err)
                      : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   uint64_t w = 0;
   for (uint64_t t = 0; s == VX_OK && nd && t < part->tri_count; t++) {
@@ -546,7 +547,7 @@ static vx_status build_part(void *ctx, vx_voxelize_opts *bo, uint64_t k, vx_octr
   vx_soup part;
   uint32_t *idx = NULL;
   vx_status s = read_part(sp, k, &part, &idx, err);
-  if (s == VX_OK) s = drop_copies(sp, &part, idx, err);
+  if (s == VX_OK) s = drop_copies(sp, &part, idx, sp->o.threads, err);
   vx_free(idx);
   if (s != VX_OK) {
     vx_soup_free(&part);
@@ -700,19 +701,61 @@ vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, cons
 
 /* ---- the parts as a file for tasks ------------------------------------------------------------ */
 
-/* Every part's copies marked (the bits pass_id reads), before any tile is built. */
-static vx_status mark_copies(vx_split *sp, vx_error *err) {
-  vx_status s = VX_OK;
-  for (uint64_t k = 0; s == VX_OK && k < sp->pl->ntiles; k++) {
+/* Every part's copies marked (the bits pass_id reads), before any tile is built: rounds of parts
+ * side by side, as many as the threads and half the memory limit allow (each part's triangles,
+ * indices and the duplicate search's tables, about MARK_BYTES a triangle), each part's search on
+ * its share of the threads; progress and cancelling between rounds. */
+#define MARK_BYTES 96u
+
+typedef struct mark_job {
+  vx_split *sp;
+  uint64_t k0, k1; /* the round's parts */
+  int threads;     /* each part's */
+  atomic_uint_fast64_t next;
+  vx_status *st;
+  vx_error *e;
+} mark_job;
+
+static void *mark_worker(void *arg) {
+  mark_job *j = (mark_job *)arg;
+  for (uint64_t i; (i = atomic_fetch_add(&j->next, 1)) < j->k1 - j->k0;) {
     vx_soup part;
     uint32_t *idx = NULL;
-    s = read_part(sp, k, &part, &idx, err);
-    if (s == VX_OK) s = drop_copies(sp, &part, idx, err);
-    if (s == VX_OK) s = cancelled(sp, "marking copies", (double)(k + 1) / (double)sp->pl->ntiles,
-                                  err);
+    j->st[i] = read_part(j->sp, j->k0 + i, &part, &idx, &j->e[i]);
+    if (j->st[i] == VX_OK) {
+      j->st[i] = drop_copies(j->sp, &part, idx, j->threads, &j->e[i]);
+      vx_soup_free(&part);
+    }
     vx_free(idx);
-    vx_soup_free(&part);
   }
+  return NULL;
+}
+
+static vx_status mark_copies(vx_split *sp, vx_error *err) {
+  const uint64_t n = sp->pl->ntiles, per = (sp->max_part + 1) * MARK_BYTES;
+  const int threads = vx_thread_count(sp->o.threads, 256);
+  uint64_t side = sp->o.mem_limit / 2 / per;
+  if (side > (uint64_t)threads) side = (uint64_t)threads;
+  if (side > n) side = n;
+  if (side < 1) side = 1;
+  mark_job j;
+  memset(&j, 0, sizeof j);
+  j.sp = sp;
+  j.threads = threads / (int)side > 1 ? threads / (int)side : 1;
+  j.st = (vx_status *)vx_calloc((size_t)side, sizeof *j.st);
+  j.e = (vx_error *)vx_calloc((size_t)side, sizeof *j.e);
+  vx_status s = j.st && j.e ? VX_OK : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  for (uint64_t k0 = 0; s == VX_OK && k0 < n; k0 += side) {
+    j.k0 = k0;
+    j.k1 = n - k0 < side ? n : k0 + side;
+    atomic_init(&j.next, 0);
+    vx_parallel((int)(j.k1 - k0), mark_worker, &j);
+    for (uint64_t i = 0; s == VX_OK && i < j.k1 - k0; i++)
+      if ((s = j.st[i]) != VX_OK && err) *err = j.e[i];
+    if (s == VX_OK) s = cancelled(sp, "marking copies", (double)j.k1 / (double)n, err);
+  }
+  vx_free(j.st);
+  vx_free(j.e);
   return s;
 }
 
