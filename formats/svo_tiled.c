@@ -263,8 +263,10 @@ vx_status vx_tile_file_check(const char *path, const uint64_t *length, const uin
   vx_status s = fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode)
                     ? VX_OK
                     : vx_error_set(err, VX_ERR_IO, "'%s' is not a regular file", path);
-  f->length = (uint64_t)st.st_size;
-  f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  if (s == VX_OK) {
+    f->length = (uint64_t)st.st_size;
+    f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  }
   vx_svo_read_opts ro = {0, 0, 1}; /* the root, every other section checked */
   if (s == VX_OK) s = vx_svo_read(path, &ro, &f->root, &f->fi, err);
   f->have_root = s == VX_OK;
