@@ -205,8 +205,6 @@ typedef struct flush_job {
   const split_rec *r;
   uint8_t *packed;
   vx_split_run *runs; /* the flush's runs, `at` relative to the buffer */
-  uint64_t nruns;
-  atomic_uint_fast64_t next;
   atomic_int failed;
 } flush_job;
 
@@ -216,16 +214,13 @@ static void pack_range(void *ctx, uint64_t a, uint64_t b) {
     vx_split_record_put(j->packed + i * VX_SPLIT_RECORD, j->r[i].tri, j->r[i].p);
 }
 
-static void *check_worker(void *arg) {
-  flush_job *j = (flush_job *)arg;
-  for (uint64_t k; (k = atomic_fetch_add(&j->next, 1)) < j->nruns;) {
-    vx_split_run *u = &j->runs[k];
-    vx_error e;
-    if (vx_svo_encoded_check(j->packed + u->at * VX_SPLIT_RECORD, (size_t)u->n * VX_SPLIT_RECORD,
-                             &u->check, &e) != VX_OK)
-      atomic_store(&j->failed, 1);
-  }
-  return NULL;
+static void check_run(void *ctx, uint64_t k) {
+  flush_job *j = (flush_job *)ctx;
+  vx_split_run *u = &j->runs[k];
+  vx_error e;
+  if (vx_svo_encoded_check(j->packed + u->at * VX_SPLIT_RECORD, (size_t)u->n * VX_SPLIT_RECORD,
+                           &u->check, &e) != VX_OK)
+    atomic_store(&j->failed, 1);
 }
 
 /* The buffer's n records grouped by tile in their order (a stable sort on the tile's code: the
@@ -251,16 +246,14 @@ static vx_status flush(vx_split *sp, split_rec *buf, split_rec *tmp, uint64_t n,
   if (s != VX_OK) return s;
   vx_ranges_run(sp->o.threads, n, pack_range, &j);
   j.runs = sp->runs + first;
-  j.nruns = sp->nruns - first;
+  const uint64_t nruns = sp->nruns - first;
   if (sp->named) {
-    atomic_init(&j.next, 0);
     atomic_init(&j.failed, 0);
-    const uint64_t most = j.nruns < 64 ? j.nruns : 64;
-    vx_parallel(vx_thread_count(sp->o.threads, (int)most), check_worker, &j);
+    vx_items_run(sp->o.threads, nruns, check_run, &j);
     if (atomic_load(&j.failed))
       return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking the parts");
   }
-  for (uint64_t k = 0; k < j.nruns; k++) j.runs[k].at = at + j.runs[k].at * VX_SPLIT_RECORD;
+  for (uint64_t k = 0; k < nruns; k++) j.runs[k].at = at + j.runs[k].at * VX_SPLIT_RECORD;
   return put(sp, j.packed, n * VX_SPLIT_RECORD, err);
 }
 
@@ -709,26 +702,22 @@ vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, cons
 
 typedef struct mark_job {
   vx_split *sp;
-  uint64_t k0, k1; /* the round's parts */
-  int threads;     /* each part's */
-  atomic_uint_fast64_t next;
+  uint64_t k0;  /* the round's first part */
+  int threads;  /* each part's */
   vx_status *st;
   vx_error *e;
 } mark_job;
 
-static void *mark_worker(void *arg) {
-  mark_job *j = (mark_job *)arg;
-  for (uint64_t i; (i = atomic_fetch_add(&j->next, 1)) < j->k1 - j->k0;) {
-    vx_soup part;
-    uint32_t *idx = NULL;
-    j->st[i] = read_part(j->sp, j->k0 + i, &part, &idx, &j->e[i]);
-    if (j->st[i] == VX_OK) {
-      j->st[i] = drop_copies(j->sp, &part, idx, j->threads, &j->e[i]);
-      vx_soup_free(&part);
-    }
-    vx_free(idx);
+static void mark_part(void *ctx, uint64_t i) {
+  mark_job *j = (mark_job *)ctx;
+  vx_soup part;
+  uint32_t *idx = NULL;
+  j->st[i] = read_part(j->sp, j->k0 + i, &part, &idx, &j->e[i]);
+  if (j->st[i] == VX_OK) {
+    j->st[i] = drop_copies(j->sp, &part, idx, j->threads, &j->e[i]);
+    vx_soup_free(&part);
   }
-  return NULL;
+  vx_free(idx);
 }
 
 static vx_status mark_copies(vx_split *sp, vx_error *err) {
@@ -746,13 +735,12 @@ static vx_status mark_copies(vx_split *sp, vx_error *err) {
   j.e = (vx_error *)vx_calloc((size_t)side, sizeof *j.e);
   vx_status s = j.st && j.e ? VX_OK : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   for (uint64_t k0 = 0; s == VX_OK && k0 < n; k0 += side) {
+    const uint64_t k1 = n - k0 < side ? n : k0 + side;
     j.k0 = k0;
-    j.k1 = n - k0 < side ? n : k0 + side;
-    atomic_init(&j.next, 0);
-    vx_parallel((int)(j.k1 - k0), mark_worker, &j);
-    for (uint64_t i = 0; s == VX_OK && i < j.k1 - k0; i++)
+    vx_items_run((int)side, k1 - k0, mark_part, &j);
+    for (uint64_t i = 0; s == VX_OK && i < k1 - k0; i++)
       if ((s = j.st[i]) != VX_OK && err) *err = j.e[i];
-    if (s == VX_OK) s = cancelled(sp, "marking copies", (double)j.k1 / (double)n, err);
+    if (s == VX_OK) s = cancelled(sp, "marking copies", (double)k1 / (double)n, err);
   }
   vx_free(j.st);
   vx_free(j.e);

@@ -9,8 +9,6 @@
 #include "sys/atomic_file.h"
 #include "sys/system.h"
 
-#include <stdatomic.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -146,10 +144,11 @@ static int cmp_part(const void *a, const void *b) {
   return x->code < y->code ? -1 : x->code > y->code;
 }
 
-/* The merge checks a window of tile files at once, on every core (each read twice: its sections,
- * then the whole file against its record), then appends them in order; a window bounds the files
- * held open. */
+/* The merge checks a window of tile files at once, on up to MERGE_THREADS cores (each read twice:
+ * its sections, then the whole file against its record), then appends them in order; a window
+ * bounds the files held open. */
 #define MERGE_WINDOW 64u
+#define MERGE_THREADS 8
 
 typedef struct merge_job {
   const vx_tile_part_rec *r;
@@ -159,25 +158,21 @@ typedef struct merge_job {
   vx_tile_file f[MERGE_WINDOW];
   vx_status st[MERGE_WINDOW];
   vx_error e[MERGE_WINDOW];
-  atomic_uint_fast64_t next;
 } merge_job;
 
-static void *merge_check(void *arg) {
-  merge_job *j = (merge_job *)arg;
-  for (uint64_t k; (k = atomic_fetch_add(&j->next, 1)) < j->q1 - j->q0;) {
-    const uint64_t i = j->ord[j->q0 + k].i;
-    const vx_tile_part_rec *t = &j->r[i];
-    j->f[k].fd = -1;
-    j->st[k] = VX_OK;
-    if (t->empty) continue;
-    j->st[k] = vx_tile_file_check(j->paths[i], &t->length, &t->check, &j->f[k], &j->e[k]);
-    if (j->st[k] != VX_OK) {
-      char pre[48];
-      snprintf(pre, sizeof pre, "tile %llu: ", (unsigned long long)t->code);
-      vx_error_prefix(&j->e[k], pre);
-    }
+static void merge_check(void *ctx, uint64_t k) {
+  merge_job *j = (merge_job *)ctx;
+  const uint64_t i = j->ord[j->q0 + k].i;
+  const vx_tile_part_rec *t = &j->r[i];
+  j->f[k].fd = -1;
+  j->st[k] = VX_OK;
+  if (t->empty) return;
+  j->st[k] = vx_tile_file_check(j->paths[i], &t->length, &t->check, &j->f[k], &j->e[k]);
+  if (j->st[k] != VX_OK) {
+    char pre[48];
+    snprintf(pre, sizeof pre, "tile %llu: ", (unsigned long long)t->code);
+    vx_error_prefix(&j->e[k], pre);
   }
-  return NULL;
 }
 
 vx_status vx_tile_merge(const char *out_path, const vx_tile_record *recs,
@@ -233,8 +228,7 @@ vx_status vx_tile_merge(const char *out_path, const vx_tile_record *recs,
     j->paths = paths;
     j->q0 = q0;
     j->q1 = n - q0 < MERGE_WINDOW ? n : q0 + MERGE_WINDOW;
-    atomic_init(&j->next, 0);
-    vx_parallel(vx_thread_count(0, (int)(j->q1 - q0 < 8 ? j->q1 - q0 : 8)), merge_check, j);
+    vx_items_run(MERGE_THREADS, j->q1 - q0, merge_check, j);
     for (uint64_t q = q0; q < j->q1; q++) {
       const uint64_t k = q - q0;
       const vx_tile_part_rec *t = &r[ord[q].i];

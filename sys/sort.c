@@ -133,7 +133,6 @@ typedef struct radix_job {
   size_t buckets;   /* of the top digit */
   size_t *hist;     /* RADIX_RANGES x buckets: counts, then each range's next slot per bucket */
   size_t *start;    /* buckets + 1 */
-  atomic_size_t next;
   int phase;        /* 0 count, 1 scatter, 2 buckets */
 } radix_job;
 
@@ -182,7 +181,8 @@ static void radix_range(const radix_job *j, size_t p, size_t *a, size_t *b) {
   *b = j->n * (p + 1) / RADIX_RANGES;
 }
 
-static void radix_item(radix_job *j, size_t item) {
+static void radix_item(void *ctx, uint64_t item) {
+  radix_job *j = (radix_job *)ctx;
   const size_t z = j->size;
   if (j->phase < 2) {
     size_t a, b, *h = j->hist + item * j->buckets;
@@ -204,17 +204,9 @@ static void radix_item(radix_job *j, size_t item) {
   if (r != dst) memcpy(dst, r, n * z);
 }
 
-static void *radix_worker(void *arg) {
-  radix_job *j = (radix_job *)arg;
-  const size_t items = j->phase < 2 ? RADIX_RANGES : j->buckets;
-  for (size_t t; (t = atomic_fetch_add(&j->next, 1)) < items;) radix_item(j, t);
-  return NULL;
-}
-
 static void radix_phase(radix_job *j, int threads, int phase) {
   j->phase = phase;
-  atomic_store(&j->next, 0);
-  vx_parallel(threads, radix_worker, j);
+  vx_items_run(threads, phase < 2 ? RADIX_RANGES : j->buckets, radix_item, j);
 }
 
 void *vx_radix_sort(void *a, void *tmp, size_t n, size_t size, size_t off, uint32_t bits,
@@ -243,7 +235,6 @@ void *vx_radix_sort(void *a, void *tmp, size_t n, size_t size, size_t off, uint3
     vx_free(j.start);
     return NULL;
   }
-  atomic_init(&j.next, 0);
   radix_phase(&j, threads, 0);
   size_t at = 0;
   for (size_t b = 0; b < j.buckets; b++) {

@@ -104,3 +104,26 @@ void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, ui
   vx_parallel(vx_thread_count(threads, j.tasks < 256 ? (int)(j.tasks ? j.tasks : 1) : 256),
               range_worker, &j);
 }
+
+typedef struct item_job {
+  void (*fn)(void *ctx, uint64_t item);
+  void *ctx;
+  uint64_t items;
+  atomic_uint_fast64_t next;
+} item_job;
+
+static void *item_worker(void *arg) {
+  item_job *j = (item_job *)arg;
+  for (uint64_t i; (i = atomic_fetch_add(&j->next, 1)) < j->items;) j->fn(j->ctx, i);
+  return NULL;
+}
+
+void vx_items_run(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx) {
+  if (items == 0) return;
+  item_job j;
+  j.fn = fn;
+  j.ctx = ctx;
+  j.items = items;
+  atomic_init(&j.next, 0);
+  vx_parallel(vx_thread_count(threads, items < 256 ? (int)items : 256), item_worker, &j);
+}

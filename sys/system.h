@@ -47,6 +47,10 @@ int vx_parallel(int threads, void *(*fn)(void *), void *arg);
 void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, uint64_t b),
                    void *ctx);
 
+/* fn(ctx, i) for every i < items, each once, on up to `threads` threads (<= 0: all cores; no more
+ * than items, at most 256), taken in increasing order as threads become free. */
+void vx_items_run(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx);
+
 VX_EXTERN_C_END
 
 #endif

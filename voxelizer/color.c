@@ -310,7 +310,7 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
   }
   if (!gpu_done) {
     /* the records, chunk by chunk, then gathered in chunk order */
-    color_parallel(threads, j.chunks, run_chunk, &j);
+    vx_items_run(threads, j.chunks, run_chunk, &j);
     for (uint64_t c = 0; c < j.chunks; c++) {
       uint64_t n = j.count[c];
       j.count[c] = nrec;
@@ -332,7 +332,7 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
                         (unsigned long long)nrec);
       goto done;
     }
-    color_parallel(threads, j.chunks, gather_chunk, &j);
+    vx_items_run(threads, j.chunks, gather_chunk, &j);
   }
   if (!(gpu_done && gpu_sorted)) {
     crec *scratch = (crec *)vx_malloc((size_t)(nrec ? nrec : 1) * sizeof(crec));

@@ -71,9 +71,6 @@ vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_
                             const cpart_src *src, uint64_t max_recs, crec **recs, uint64_t *n,
                             int *sorted, double sec[3], vx_error *err);
 
-/* fn(ctx, i) for every i < items, on up to `threads` threads (0: all cores). */
-void color_parallel(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx);
-
 /* Sorts n records made in triangle order by (code, triangle): a stable radix sort on the code
  * (bits wide); tmp holds n records. Returns 0 when out of memory. */
 int color_sort(crec *r, crec *tmp, uint64_t n, uint32_t bits, int threads);

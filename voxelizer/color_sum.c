@@ -23,42 +23,6 @@
 #define REDUCE_PARTS 64
 #define WALK_CHUNK 4096
 
-/* ---- the thread pool's work queue --------------------------------------------------------- */
-
-typedef struct par_job {
-  void (*fn)(void *ctx, uint64_t item);
-  void *ctx;
-  uint64_t items;
-  atomic_uint_fast64_t next;
-} par_job;
-
-static void *par_worker(void *arg) {
-  par_job *j = (par_job *)arg;
-  for (;;) {
-    uint64_t i = atomic_fetch_add(&j->next, 1);
-    if (i >= j->items) break;
-    j->fn(j->ctx, i);
-  }
-  return NULL;
-}
-
-void color_parallel(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx) {
-  if (items == 0) return;
-  int nt = vx_thread_count(threads, items < 256 ? (int)items : 256);
-  if (nt <= 1) {
-    for (uint64_t i = 0; i < items; i++) fn(ctx, i);
-    return;
-  }
-  par_job j;
-  j.fn = fn;
-  j.ctx = ctx;
-  j.items = items;
-  atomic_init(&j.next, 0);
-  vx_parallel(nt, par_worker, &j);
-}
-
-/* ---- sort -------------------------------------------------------------------------------- */
-
 int color_sort(crec *r, crec *tmp, uint64_t n, uint32_t bits, int threads) {
   if (n < 2) return 1; /* r may be NULL */
   crec *s = (crec *)vx_radix_sort(r, tmp, (size_t)n, sizeof *r, offsetof(crec, code), bits, threads);
@@ -135,7 +99,7 @@ static csum *reduce(red_job *j, int threads, uint64_t max_bytes, uint64_t *count
   }
   j->lo[REDUCE_PARTS] = j->n;
   j->write = 0;
-  color_parallel(threads, REDUCE_PARTS, red_range, j);
+  vx_items_run(threads, REDUCE_PARTS, red_range, j);
   uint64_t total = 0;
   for (uint64_t p = 0; p < REDUCE_PARTS; p++) {
     uint64_t c = j->at[p];
@@ -148,7 +112,7 @@ static csum *reduce(red_job *j, int threads, uint64_t max_bytes, uint64_t *count
   j->out = (csum *)vx_malloc((size_t)(total ? total : 1) * sizeof(csum));
   if (!j->out) return NULL;
   j->write = 1;
-  color_parallel(threads, REDUCE_PARTS, red_range, j);
+  vx_items_run(threads, REDUCE_PARTS, red_range, j);
   return j->out;
 }
 
@@ -254,7 +218,7 @@ vx_status color_walk(const vx_octree *t, csum *const *sums, const uint64_t *nsum
     j.codes = codes;
     j.next = next_codes;
     j.level = l;
-    color_parallel(threads, (t->level_count[l] + WALK_CHUNK - 1) / WALK_CHUNK, walk_range, &j);
+    vx_items_run(threads, (t->level_count[l] + WALK_CHUNK - 1) / WALK_CHUNK, walk_range, &j);
     if (atomic_load(&j.bad))
       return vx_error_set(err, VX_ERR_CORRUPT, "colour pass: a child index out of range");
     uint64_t *x = codes;
