@@ -50,10 +50,11 @@ vx_status tl_tile_matches(const vx_tiled_header *h, uint64_t code, const vx_octr
                               const vx_svo_file_info *fi, const char *name, vx_error *err) {
   vx_transform want;
   vx_tile_transform(h, code, &want);
-  if (fi->version != VX_SVO_VERSION || fi->flags != 0)
+  const uint32_t flags = h->color ? VX_SVO_FLAG_COLOR : 0u;
+  if (fi->version != VX_SVO_VERSION || fi->flags != flags)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu is a version-%u file with flags 0x%x, "
-                        "not a grey version-%u tree", name, (unsigned long long)code, fi->version,
-                        fi->flags, VX_SVO_VERSION);
+                        "not a %s version-%u tree", name, (unsigned long long)code, fi->version,
+                        fi->flags, h->color ? "coloured" : "grey", VX_SVO_VERSION);
   if (t->depth != h->tile_depth || !tl_same_f32(t->band, h->band) ||
       !tl_same_f32(t->prune_error, h->prune_error))
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu (depth %u, band %g) disagrees with the "
@@ -122,8 +123,11 @@ struct vx_tiled_writer {
   vx_node *root;
   vx_fit_root *fit;
   uint64_t *code;
+  uint32_t *rootc; /* a coloured file: each tile root's colour */
   uint64_t voxels, nodes;
   ZSTD_CCtx *cc;
+  vx_tiled_color_fn color;
+  void *color_ctx;
 };
 
 void vx_tiled_writer_abort(vx_tiled_writer *w) {
@@ -133,8 +137,14 @@ void vx_tiled_writer_abort(vx_tiled_writer *w) {
   vx_free(w->root);
   vx_free(w->fit);
   vx_free(w->code);
+  vx_free(w->rootc);
   ZSTD_freeCCtx(w->cc);
   vx_free(w);
+}
+
+void vx_tiled_writer_set_color(vx_tiled_writer *w, vx_tiled_color_fn fn, void *ctx) {
+  w->color = fn;
+  w->color_ctx = ctx;
 }
 
 void vx_tiled_writer_set_build_id(vx_tiled_writer *w, uint64_t build_id) {
@@ -169,6 +179,7 @@ vx_status vx_tiled_writer_open(const char *path, const vx_tiled_header *h, vx_ti
   memset(p, 0, sizeof p);
   memcpy(p, VX_SVO_MAGIC, 8);
   vx_put_u32(p + 8, VX_SVO_TILED_VERSION);
+  vx_put_u32(p + 12, h->color ? TL_FLAG_COLOR : 0u);
   s = vx_atomic_write(&w->af, p, sizeof p, err);
   if (s != VX_OK) {
     vx_tiled_writer_abort(w);
@@ -202,7 +213,9 @@ static vx_status add_begin(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
     if (f) w->fit = f;
     uint64_t *k = (uint64_t *)vx_realloc(w->code, (size_t)c * sizeof *k);
     if (k) w->code = k;
-    if (!e || !r || !f || !k) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    uint32_t *rc = (uint32_t *)vx_realloc(w->rootc, (size_t)c * sizeof *rc);
+    if (rc) w->rootc = rc;
+    if (!e || !r || !f || !k || !rc) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
     w->cap = c;
   }
   return VX_OK;
@@ -221,6 +234,7 @@ static void add_end(vx_tiled_writer *w, uint64_t code, const vx_octree *t, uint6
   w->root[w->n].child = 0;
   w->fit[w->n] = *fit;
   w->code[w->n] = code;
+  w->rootc[w->n] = t->node_color ? t->node_color[0] : 0u;
   w->voxels += e->voxels;
   w->nodes += e->nodes;
   w->at += length;
@@ -362,6 +376,28 @@ vx_status tl_link_top(vx_octree *top, uint32_t K, uint64_t n, vx_error *err) {
   return s == VX_OK ? vx_octree_validate(top, err) : s;
 }
 
+/* A coloured file's top tree colours, from the writer's callback, each tile root's alpha checked
+ * against its tile's. */
+static vx_status top_colors(vx_tiled_writer *w, vx_octree *top, uint32_t K,
+                           uint32_t **out, vx_error *err) {
+  *out = NULL;
+  if (!w->color)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "a coloured tiled file needs its top tree's "
+                        "colours (vx_tiled_writer_set_color)");
+  uint32_t *c = (uint32_t *)vx_malloc((size_t)top->node_count * sizeof *c);
+  if (!c) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status s = w->color(w->color_ctx, top, K, c, err);
+  const uint32_t *kc = c + top->level_first[K];
+  for (uint64_t i = 0; s == VX_OK && i < w->n; i++)
+    if (kc[i] >> 24 != w->rootc[i] >> 24)
+      s = vx_error_set(err, VX_ERR_INVALID_ARG, "tile %llu's root has alpha %u, the top tree's "
+                       "colour for it %u", (unsigned long long)w->code[i], w->rootc[i] >> 24,
+                       kc[i] >> 24);
+  if (s != VX_OK) vx_free(c);
+  else *out = c;
+  return s;
+}
+
 vx_status vx_tiled_writer_finish(vx_tiled_writer *w, uint64_t *bytes, uint64_t *nodes,
                                  vx_error *err) {
   const vx_tiled_header *h = &w->h;
@@ -380,9 +416,11 @@ vx_status vx_tiled_writer_finish(vx_tiled_writer *w, uint64_t *bytes, uint64_t *
   if (s == VX_OK && (s = tl_link_top(&top, K, w->n, err)) != VX_OK)
     s = vx_error_set(err, VX_ERR_INVALID_ARG, "the tiles' root fits give a top tree no reader "
                      "takes: %s", err ? err->msg : "invalid");
-  const uint64_t rawn = top.node_count * VX_SVO_NODE_RECORD + w->n * TL_INDEX_RECORD;
+  const uint64_t rawn = tl_directory_size(top.node_count, w->n, (int)h->color);
   if (s == VX_OK && !(raw = (uint8_t *)vx_malloc((size_t)rawn)))
     s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  uint32_t *colors = NULL;
+  if (s == VX_OK && h->color) s = top_colors(w, &top, K, &colors, err);
   if (s == VX_OK) {
     uint8_t *p = raw;
     for (uint32_t l = 0; l <= K; l++) {
@@ -399,6 +437,12 @@ vx_status vx_tiled_writer_finish(vx_tiled_writer *w, uint64_t *bytes, uint64_t *
       vx_put_u64(p + 32, e->nodes);
       vx_put_u32(p + 40, e->check);
       vx_put_u32(p + 44, 0);
+    }
+    for (uint32_t l = 0; colors && l <= K; l++) { /* as a version-2 file's colour sections */
+      const uint64_t f = top.level_first[l], c = top.level_count[l];
+      const uint64_t uf = l ? top.level_first[l - 1] : 0, un = l ? top.level_count[l - 1] : 0;
+      vx_svo_pack_colors(colors + f, c, l ? top.nodes + uf : NULL, colors + uf, un, p);
+      p += 4 * c;
     }
     s = frame(w->cc, raw, (size_t)rawn, &dz, &dzn, &dcheck, err);
   }
@@ -440,6 +484,7 @@ vx_status vx_tiled_writer_finish(vx_tiled_writer *w, uint64_t *bytes, uint64_t *
   vx_free(raw);
   vx_free(dz);
   vx_free(hz);
+  vx_free(colors);
   vx_octree_free(&top);
   vx_tiled_writer_abort(w); /* a committed file is closed: this frees the rest */
   return s;
@@ -465,6 +510,7 @@ void vx_tiled_header_get(const uint8_t *p, vx_tiled_header *h) {
   for (int i = 0; i < 3; i++) h->xf.origin[i] = vx_get_f64(p + 16 + 8 * i);
   h->xf.scale = vx_get_f64(p + 40);
   h->build_id = vx_get_u64(p + 48);
+  h->color = 0;
 }
 
 vx_status vx_tiled_header_check(const vx_tiled_header *h, const char *name, vx_error *err) {

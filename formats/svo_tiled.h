@@ -33,11 +33,13 @@ typedef struct vx_tiled_header {
   vx_transform xf;     /* the whole grid's */
   uint64_t build_id;   /* the inputs of the build (mesh and options): tiles of another build are
                           refused when merged */
+  uint32_t color;      /* 1: coloured (the prologue's flag): every tile a coloured version-2
+                          tree, the top tree's colours in the directory */
 } vx_tiled_header;
 
 /* The header's fields as the header record holds them (56 bytes: depth, tile depth, band, prune
- * error, origin, scale, build id; SVO_FORMAT.md), written and read; the record of a tile built
- * elsewhere (tile_part.h) holds them the same way. */
+ * error, origin, scale, build id; SVO_FORMAT.md), written and read (color is not among them: get
+ * leaves it 0); the record of a tile built elsewhere (tile_part.h) holds them the same way. */
 #define VX_TILED_HEADER_FIELDS 56u
 void vx_tiled_header_put(uint8_t *p, const vx_tiled_header *h);
 void vx_tiled_header_get(const uint8_t *p, vx_tiled_header *h);
@@ -83,8 +85,8 @@ typedef struct vx_tiled_writer vx_tiled_writer;
 /* Opens path for writing (atomically: nothing appears until vx_tiled_writer_finish). */
 vx_status vx_tiled_writer_open(const char *path, const vx_tiled_header *h, vx_tiled_writer **out,
                                vx_error *err);
-/* Appends a tile: its cell, the build it belongs to, its .svo bytes (a version-2 grey file of
- * tile_depth levels, as vx_svo_encode/vx_svo_write give them, the transform of its cell) and its
+/* Appends a tile: its cell, the build it belongs to, its .svo bytes (a version-2 file of
+ * tile_depth levels, coloured exactly when the header is, as vx_svo_encode/vx_svo_write give them, the transform of its cell) and its
  * root's fit (vx_voxelize_tile). Cells must come in ascending order; a tile of another build,
  * depth, band or transform is refused. The bytes are this process's (vx_svo_encode's): their
  * root is decoded, their other sections are not checked (files from elsewhere are, by
@@ -127,6 +129,13 @@ vx_status vx_tiled_writer_add_checked_file(vx_tiled_writer *w, uint64_t code, ui
  * tree (top and tiles). */
 vx_status vx_tiled_writer_finish(vx_tiled_writer *w, uint64_t *bytes, uint64_t *nodes,
                                  vx_error *err);
+/* A coloured file's top tree colours (h->color; required before vx_tiled_writer_finish): fn
+ * fills colors[i] for every node i of top (levels 0 .. K = D - T, linked; level K the tiles'
+ * roots in file order) with its packed RGBA. Each tile root's alpha must be the one its tile
+ * holds; its rgb is the one a reader gives the tile (docs/SVO_FORMAT.md). */
+typedef vx_status (*vx_tiled_color_fn)(void *ctx, vx_octree *top, uint32_t K, uint32_t *colors,
+                                       vx_error *err);
+void vx_tiled_writer_set_color(vx_tiled_writer *w, vx_tiled_color_fn fn, void *ctx);
 /* Drops everything written (no file) and frees w; NULL is a no-op. */
 void vx_tiled_writer_abort(vx_tiled_writer *w);
 /* The build's id known only once its tiles are in (a mesh split by tile: the duplicates found
@@ -150,7 +159,8 @@ const vx_tiled_header *vx_tiled_get_header(const vx_tiled *t);
 uint64_t vx_tiled_tile_count(const vx_tiled *t);
 const vx_tile_entry *vx_tiled_tile(const vx_tiled *t, uint64_t i);
 /* The top tree: levels 0 .. K as nodes (out->depth = levels_loaded = K + 1, the storage only:
- * its planes are those of a D-level tree), level K's nodes the tiles' roots, in index order. */
+ * its planes are those of a D-level tree), level K's nodes the tiles' roots, in index order;
+ * node_color set in a coloured file. */
 const vx_octree *vx_tiled_top(const vx_tiled *t);
 /* Totals over the whole tree: nodes of every level (top and tiles) and surface voxels; the
  * file's size. */
@@ -163,7 +173,9 @@ vx_status vx_tiled_tile_header(vx_tiled *t, uint64_t i, vx_octree *out, vx_svo_f
                                vx_error *err);
 
 /* Tile i as a tree of tile_depth levels in its own index space (transform of its cell); opts as
- * for vx_svo_read (max_level: partial). */
+ * for vx_svo_read (max_level: partial). A coloured tile's colours take their rgb from the top
+ * tree's colour of its root: a tile whose surface has no opaque part takes it from the levels
+ * above the tile, which the tile's own file cannot know (its root holds a stand-in there). */
 vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *opts,
                              vx_octree *out, vx_error *err);
 /* The whole tree as one (depth <= VX_MAX_DEPTH only): the top levels, then each level of the

@@ -25,6 +25,7 @@ struct vx_tiled {
   uint64_t n;
   vx_tile_entry *e;
   uint64_t nodes, voxels;
+  uint32_t color; /* the prologue's colour flag */
   ZSTD_CCtx *ck;
   ZSTD_DCtx *dc;
 };
@@ -90,6 +91,7 @@ static vx_status parse_header(vx_tiled *t, const uint8_t *hdr, uint32_t hraw, ui
   vx_tiled_header *h = &t->h;
   const char *name = t->name;
   vx_tiled_header_get(hdr, h);
+  h->color = t->color;
   t->n = vx_get_u64(hdr + 56);
   *dz = vx_get_u64(hdr + 64);
   *draw = vx_get_u64(hdr + 72);
@@ -118,14 +120,14 @@ static vx_status parse_header(vx_tiled *t, const uint8_t *hdr, uint32_t hraw, ui
     t->top.level_count[l] = c;
     top_nodes += c;
   }
-  if (*draw != top_nodes * VX_SVO_NODE_RECORD + t->n * TL_INDEX_RECORD)
+  if (*draw != tl_directory_size(top_nodes, t->n, (int)h->color))
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: the directory declares %llu bytes for %llu "
                         "nodes and %llu tiles", name, (unsigned long long)*draw,
                         (unsigned long long)top_nodes, (unsigned long long)t->n);
   if (*dz > t->size || hoff + hzn + *dz + TL_TRAILER != t->size)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: file has %llu bytes but its trailer and header "
                         "describe another size", name, (unsigned long long)t->size);
-  const double need = (double)*draw + 16.0 * (double)top_nodes +
+  const double need = (double)*draw + (h->color ? 20.0 : 16.0) * (double)top_nodes +
                       (double)t->n * sizeof(vx_tile_entry);
   if (need > (double)t->mem_limit)
     return vx_error_set(err, VX_ERR_LIMIT, "%s: its directory needs %.1f MiB, over the memory "
@@ -226,6 +228,18 @@ static vx_status parse_directory(vx_tiled *t, const uint8_t *raw, uint64_t hoff,
                      "header says %llu and %llu", name, (unsigned long long)nodes,
                      (unsigned long long)voxels, (unsigned long long)t->nodes,
                      (unsigned long long)t->voxels);
+  if (s == VX_OK && t->h.color) { /* the top tree's colours, as a version-2 file's */
+    vx_octree *top = &t->top;
+    top->node_color = (uint32_t *)vx_malloc((size_t)top->node_count * sizeof(uint32_t));
+    if (!top->node_color) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    for (uint32_t l = 0; l <= K; l++) {
+      const uint64_t f = top->level_first[l], c = top->level_count[l];
+      const uint64_t uf = l ? top->level_first[l - 1] : 0, un = l ? top->level_count[l - 1] : 0;
+      vx_svo_unpack_colors(p, c, l ? top->nodes + uf : NULL, top->node_color + uf, un,
+                           top->node_color + f);
+      p += 4 * c;
+    }
+  }
   return s;
 }
 
@@ -244,12 +258,13 @@ static vx_status open_common(vx_tiled *t, vx_error *err) {
   else if (vx_get_u32(p + 8) != VX_SVO_TILED_VERSION)
     s = vx_error_set(err, VX_ERR_FORMAT, "%s: a version-%u .svo, not a tiled one", name,
                      vx_get_u32(p + 8));
-  else if (vx_get_u32(p + 12) != 0)
+  else if ((vx_get_u32(p + 12) & ~TL_FLAG_COLOR) != 0)
     s = vx_error_set(err, VX_ERR_VERSION, "%s: uses features this reader does not know (flags "
                      "0x%x): made by a newer voxlod", name, vx_get_u32(p + 12));
   else
     for (int i = 16; i < (int)TL_PROLOGUE && s == VX_OK; i++)
       if (p[i] != 0) s = vx_error_set(err, VX_ERR_CORRUPT, "%s: reserved prologue bytes", name);
+  if (s == VX_OK) t->color = vx_get_u32(p + 12) & TL_FLAG_COLOR;
   vx_free(buf);
   if (s != VX_OK) return s;
   if ((s = get(t, t->size - TL_TRAILER, TL_TRAILER, &p, &buf, err)) != VX_OK) return s;
@@ -363,6 +378,31 @@ vx_status vx_tiled_tile_header(vx_tiled *t, uint64_t i, vx_octree *out, vx_svo_f
   return s;
 }
 
+/* A coloured tile's rgb from the top tree's colour of its root: every colour of the tile moved by
+ * the difference, byte by byte (colours are stored as differences from their parents', so this
+ * is the tile decoded from the top's root colour). The alpha is the tile's own and must agree. */
+static vx_status tile_colors(const vx_tiled *t, uint64_t i, vx_octree *out, vx_error *err) {
+  const uint32_t K = t->h.depth - t->h.tile_depth;
+  const uint32_t want = t->top.node_color[t->top.level_first[K] + i];
+  if (!out->node_color || want >> 24 != out->node_color[0] >> 24)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu's root colour disagrees with the top "
+                        "tree", t->name, (unsigned long long)i);
+  uint32_t d = 0;
+  for (int b = 0; b < 3; b++)
+    d |= (uint32_t)(uint8_t)((want >> 8 * b) - (out->node_color[0] >> 8 * b)) << 8 * b;
+  if (d == 0) return VX_OK;
+  uint32_t *arr[2] = {out->node_color, out->voxel_color};
+  const uint64_t n[2] = {out->node_count, out->voxel_color ? out->voxel_count : 0};
+  for (int a = 0; a < 2; a++)
+    for (uint64_t k = 0; k < n[a]; k++) {
+      uint32_t c = arr[a][k], v = c & 0xff000000u;
+      for (int b = 0; b < 3; b++)
+        v |= (uint32_t)(uint8_t)((c >> 8 * b) + (d >> 8 * b)) << 8 * b;
+      arr[a][k] = v;
+    }
+  return VX_OK;
+}
+
 vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *opts,
                              vx_octree *out, vx_error *err) {
   memset(out, 0, sizeof *out);
@@ -397,6 +437,7 @@ vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *op
                      !tl_same_f32(out->nodes[0].d, r->d)))
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu's root disagrees with the top tree",
                      t->name, (unsigned long long)i);
+  if (s == VX_OK && t->h.color) s = tile_colors(t, i, out, err);
   if (s != VX_OK) vx_octree_free(out);
   return s;
 }
@@ -433,16 +474,26 @@ vx_status vx_tiled_stitch(vx_tiled *t, const vx_svo_read_opts *opts, vx_octree *
     out->level_count[L + 1] = t->top.level_count[L + 1];
   }
   if (s == VX_OK) s = vx_octree_layout(out, err);
-  const double need = 16.0 * (double)out->node_count + 8.0 * (double)out->voxel_count;
+  const int color = t->h.color != 0;
+  const double need = (color ? 20.0 : 16.0) * (double)out->node_count +
+                      (color && L == D ? 12.0 : 8.0) * (double)out->voxel_count;
   if (s == VX_OK && need > (double)limit)
     s = vx_error_set(err, VX_ERR_LIMIT, "%s: levels 0..%u need %.1f MiB, over the memory limit "
                      "of %.1f MiB", t->name, L, need / 1048576.0, (double)limit / 1048576.0);
   if (s == VX_OK) s = vx_octree_alloc(out, err);
+  if (s == VX_OK && color) {
+    out->node_color = (uint32_t *)vx_malloc((size_t)(out->node_count ? out->node_count : 1) * 4);
+    if (L == D)
+      out->voxel_color = (uint32_t *)vx_malloc((size_t)(out->voxel_count ? out->voxel_count : 1) * 4);
+    if (!out->node_color || (L == D && !out->voxel_color))
+      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory for the colours");
+  }
   if (s == VX_OK) {
     const uint32_t top_levels = L < K ? L + 1 : K;
-    memcpy(out->nodes, t->top.nodes,
-           (size_t)(t->top.level_first[top_levels - 1] + t->top.level_count[top_levels - 1]) *
-               sizeof(vx_node));
+    const size_t top_n = (size_t)(t->top.level_first[top_levels - 1] +
+                                  t->top.level_count[top_levels - 1]);
+    memcpy(out->nodes, t->top.nodes, top_n * sizeof(vx_node));
+    if (color) memcpy(out->node_color, t->top.node_color, top_n * sizeof(uint32_t));
   }
   uint64_t at[VX_MAX_DEPTH + 1];
   for (uint32_t l = 0; l <= D; l++) at[l] = 0;
@@ -457,10 +508,12 @@ vx_status vx_tiled_stitch(vx_tiled *t, const vx_svo_read_opts *opts, vx_octree *
                          t->name, (unsigned long long)i);
       } else if (c == 0) { /* a pruned tile's levels may be empty */
       } else if (l < T) {
-        memcpy(out->nodes + out->level_first[K + l] + at[K + l], tile.nodes + tile.level_first[l],
-               (size_t)c * sizeof(vx_node));
+        const uint64_t o = out->level_first[K + l] + at[K + l];
+        memcpy(out->nodes + o, tile.nodes + tile.level_first[l], (size_t)c * sizeof(vx_node));
+        if (color) memcpy(out->node_color + o, tile.node_color + tile.level_first[l], (size_t)c * 4);
       } else {
         memcpy(out->voxels + at[D], tile.voxels, (size_t)c * sizeof(vx_voxel));
+        if (color) memcpy(out->voxel_color + at[D], tile.voxel_color, (size_t)c * 4);
       }
       at[K + l] += c;
     }

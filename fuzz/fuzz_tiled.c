@@ -51,6 +51,7 @@ static void draw(const vx_tiled *t, const vx_tile_ref *refs, int lod) {
     ts.tiles = refs;
     ts.cells = cells;
     ts.top.nodes = shape.nodes;
+    ts.top.node_color = shape.node_color;
     if (vx_render_cpu_tiled(&ts, &img, 1, NULL) != VX_OK) abort();
     vx_march_image_free(&img);
   }
@@ -138,6 +139,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (vx_octree_validate(&part[i], &e) != VX_OK) abort();
       refs[i].nodes = part[i].nodes;
       refs[i].voxels = part[i].levels_loaded > part[i].depth ? part[i].voxels : NULL;
+      refs[i].node_color = part[i].node_color;
+      refs[i].voxel_color = refs[i].voxels ? part[i].voxel_color : NULL;
+      refs[i].holes = part[i].node_color != NULL;
       refs[i].levels = part[i].levels_loaded;
     }
   }

@@ -30,6 +30,7 @@
 #include "sys/atomic_file.h"
 #include "sys/sort.h"
 #include "sys/system.h"
+#include "voxelizer/color_block.h"
 #include "voxelizer/hash_parts.h"
 #include "voxelizer/overlap.h"
 
@@ -153,6 +154,9 @@ void vx_tile_plan_release(vx_tile_plan *p) {
   if (!p) return;
   if (p->source_free) p->source_free(p->source.ctx);
   vx_free(p->pairs);
+  vx_free(p->cpairs);
+  if (p->color) color_source_close(p->color);
+  vx_free(p->color);
   vx_free(p->start);
   vx_free(p->work);
   vx_gpu_meshes_free(p->resident);
@@ -288,6 +292,59 @@ vx_status vx_tile_plan_init_fixed(vx_tile_plan *p, const vx_soup *soup, const vx
   return VX_OK;
 }
 
+vx_status vx_tile_plan_color(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
+                             vx_error *err) {
+  if (!soup->color || o->color == VX_COLOR_OFF || soup->tri_count == 0) return VX_OK;
+  if (soup->tri_count > UINT32_MAX)
+    return vx_error_set(err, VX_ERR_LIMIT, "colour: more than 2^32 triangles");
+  const double t0 = vx_clock_seconds();
+  p->color = (color_source *)vx_calloc(1, sizeof *p->color);
+  if (!p->color) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  vx_status s = color_source_open(p->color, soup, o->color_filter, err);
+  if (s != VX_OK) {
+    vx_free(p->color);
+    p->color = NULL;
+    return s;
+  }
+  /* the pyramids and the pairs (16 B each, at least one a triangle) beside what is held */
+  const double need = (double)vx_resident_bytes() + (double)p->color->mip_bytes +
+                      16.0 * (double)soup->tri_count;
+  if (o->mem_limit && need > (double)o->mem_limit) {
+    char a[32], b[32];
+    return vx_error_set(err, VX_ERR_LIMIT, "the colours of a tiled build need at least about %s "
+                        "beside the plan, over the memory limit of %s",
+                        vx_bytes_text(need, a, sizeof a),
+                        vx_bytes_text((double)o->mem_limit, b, sizeof b));
+  }
+  color_source_start(p->color);
+  p->color_soup = soup;
+  s = tile_pairs(soup, &p->h.xf, p->h.depth, p->h.tile_depth, o->mem_limit, o->threads,
+                 &p->cpairs, &p->ncpairs, err);
+  if (s != VX_OK) return s;
+  p->h.color = 1;
+  /* a coloured build's bytes differ from the grey one's: so does its id */
+  const uint8_t tag[8] = {'c', 'o', 'l', 'o', 'r', (uint8_t)o->color_filter, 0, 0};
+  uint32_t c = 0;
+  if (vx_svo_encoded_check(tag, sizeof tag, &c, err) != VX_OK) return VX_ERR_NOMEM;
+  p->h.build_id ^= (uint64_t)c << 16 | 0xc01u;
+  p->sec_plan += vx_clock_seconds() - t0;
+  return VX_OK;
+}
+
+/* Tile `code`'s triangles of the coloured soup: the span of p->cpairs (*n of them). */
+static const tile_tri *color_span(const vx_tile_plan *p, uint64_t code, uint64_t *n) {
+  uint64_t lo = 0, hi = p->ncpairs;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (p->cpairs[mid].code < code) lo = mid + 1;
+    else hi = mid;
+  }
+  uint64_t e = lo;
+  while (e < p->ncpairs && p->cpairs[e].code == code) e++;
+  *n = e - lo;
+  return p->cpairs + lo;
+}
+
 /* The tree's arrays back into the worker's spare ones (pre), the larger kept: the next tile's
  * tree reuses pages already touched instead of faulting in fresh ones. */
 static void keep_arrays(vx_octree *t, vx_octree_prealloc *pre) {
@@ -345,6 +402,10 @@ static vx_status temp_tile(const vx_tile_plan *p, vx_tile_out *r, vx_error *err)
   return VX_OK;
 }
 
+static vx_status tile_build(vx_tile_plan *p, vx_voxelize_opts *bo,
+                            const vx_stream_build_opts *xo, const char *out_path, vx_tile_out *r,
+                            vx_error *err);
+
 vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, uint32_t *tris,
                            vx_octree_prealloc *pre, const char *out_path, vx_tile_out *r,
                            vx_error *err) {
@@ -361,13 +422,36 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
   xo.tile_pre = pre;
   xo.gpu.resident = p->resident;
   bo->tile_code = r->code;
+  uint32_t *ctris = NULL;
+  if (p->color) { /* coloured: the streaming build, which colours block by block */
+    uint64_t nc = 0;
+    const tile_tri *cs = color_span(p, r->code, &nc);
+    ctris = (uint32_t *)vx_malloc((size_t)(nc ? nc : 1) * sizeof *ctris);
+    if (!ctris) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    for (uint64_t i = 0; i < nc; i++) ctris[i] = cs[i].tri;
+    xo.tile_color = p->color;
+    xo.tile_color_tris = ctris;
+    xo.tile_color_ntris = nc;
+    xo.tile_color_root = &r->color_root;
+    xo.tile_color_has = &r->color_has;
+  }
+  vx_status s = tile_build(p, bo, &xo, out_path, r, err);
+  vx_free(ctris);
+  return s;
+}
+
+/* vx_tile_plan_run once the tile's triangles are in xo. */
+static vx_status tile_build(vx_tile_plan *p, vx_voxelize_opts *bo,
+                            const vx_stream_build_opts *xo, const char *out_path, vx_tile_out *r,
+                            vx_error *err) {
+  vx_octree_prealloc *pre = xo->tile_pre;
   vx_stream st;
   vx_voxelize_stats bs;
   vx_status s = VX_ERR_LIMIT;
   const double t0 = vx_clock_seconds();
-  if (bo->gpu) { /* the whole tile on the GPU when its tree fits in memory */
+  if (bo->gpu && !p->color) { /* the whole tile on the GPU when its tree fits in memory */
     vx_octree t;
-    s = vx_voxelize_tile_gpu(p->m, bo, &xo, &t, &bs, err); /* pruned there (bo->max_error) */
+    s = vx_voxelize_tile_gpu(p->m, bo, xo, &t, &bs, err); /* pruned there (bo->max_error) */
     if (s == VX_OK) {
       r->voxels = t.voxel_count;
       r->nodes = inner_nodes(t.level_count, t.depth);
@@ -389,14 +473,14 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
     }
   }
   if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) /* out of core, the surface from the GPU or CPU */
-    s = vx_voxelize_tile(p->m, bo, p->tmp_dir, &xo, &st, &bs, err);
+    s = vx_voxelize_tile(p->m, bo, p->tmp_dir, xo, &st, &bs, err);
   if ((s == VX_ERR_NO_GPU || s == VX_ERR_CUDA) && bo->gpu && p->auto_dev) {
     pthread_mutex_lock(&p->mu);
     if (!p->fell_back) p->note = *err;
     p->fell_back = 1;
     pthread_mutex_unlock(&p->mu);
     bo->gpu = 0; /* the same bytes */
-    s = vx_voxelize_tile(p->m, bo, p->tmp_dir, &xo, &st, &bs, err);
+    s = vx_voxelize_tile(p->m, bo, p->tmp_dir, xo, &st, &bs, err);
   }
   if (s == VX_ERR_EMPTY) { /* triangles only in its halo */
     r->empty = 1;
@@ -452,6 +536,8 @@ typedef struct tiles_job {
   vx_status status;
   vx_error err;
   uint64_t built, voxels, corners, gpu_tiles, spilled;
+  csum *sums;             /* a coloured build: the tiles' roots' colour sums, in file order */
+  uint64_t nsums;
   double sec_build, sec_encode, sec_append; /* summed over the tiles (and so the workers) */
   double sec_gpu[5], sec_gpu_tree[3];
   vx_progress_fn progress;
@@ -466,6 +552,10 @@ static vx_status append_tile(tiles_job *j, vx_tile_out *r, vx_error *err) {
                         : vx_tiled_writer_add(j->w, r->code, id, r->bytes, r->n, &r->check,
                                               &r->fit, err);
   if (s == VX_OK) { /* only the emitting worker is here */
+    if (j->sums && r->color_has) {
+      j->sums[j->nsums] = r->color_root;
+      j->sums[j->nsums++].code = r->code;
+    }
     j->built++;
     j->voxels += r->voxels;
     j->corners += r->corners;
@@ -571,6 +661,19 @@ static void *tile_worker(void *arg) {
   return NULL;
 }
 
+/* The top tree's colours from the tiles' roots' sums, as the untiled build colours the levels
+ * above its blocks (color_top): the writer's vx_tiled_color_fn. */
+static vx_status pool_colors(void *ctx, vx_octree *top, uint32_t K, uint32_t *colors,
+                             vx_error *err) {
+  tiles_job *j = (tiles_job *)ctx;
+  uint32_t *above = NULL;
+  vx_status s = color_top(top, K, j->sums, j->nsums, j->p->color->filter, &above,
+                          colors + top->level_first[K], NULL, err);
+  if (s == VX_OK) memcpy(colors, above, (size_t)top->level_first[K] * sizeof *colors);
+  vx_free(above);
+  return s;
+}
+
 /* The claims' order: the tiles by estimated work, largest first (ties: Morton order). */
 typedef struct tile_rank {
   double work;
@@ -619,10 +722,9 @@ vx_status vx_convert_tiled_pool(const vx_soup *soup, const vx_convert_opts *o,
                                 const char *out_path, const char *tmp_dir,
                                 const vx_tile_pool_opts *po, vx_conversion *b, vx_error *err) {
   const double t0 = vx_clock_seconds();
-  if (soup->color && o->color != VX_COLOR_OFF)
-    vx_notes_add(&b->notes, "tiled trees are grey so far: the mesh's colours are not kept");
   vx_tile_plan p;
   vx_status s = vx_tile_plan_init(&p, soup, o, tmp_dir, err);
+  if (s == VX_OK) s = vx_tile_plan_color(&p, soup, o, err);
   if (s == VX_OK) {
     char parts[160] = ""; /* the winding rule's parts */
     if (o->sign_rule == VX_SIGN_WINDING)
@@ -659,6 +761,11 @@ vx_status vx_tile_pool_run(vx_tile_plan *p, const vx_tile_source *src, const vx_
     j.bo.threads = cores / workers > 1 ? cores / workers : 1;
   }
   if (s == VX_OK) s = vx_tiled_writer_open(out_path, &p->h, &j.w, err);
+  if (s == VX_OK && p->color) {
+    j.sums = (csum *)vx_malloc((size_t)(p->ntiles ? p->ntiles : 1) * sizeof *j.sums);
+    if (!j.sums) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    vx_tiled_writer_set_color(j.w, pool_colors, &j);
+  }
   j.ngpu = ngpu;
   j.src = src;
   /* finished tiles waiting for their turn: an eighth of the memory limit, then files */
@@ -713,6 +820,7 @@ vx_status vx_tile_pool_run(vx_tile_plan *p, const vx_tile_source *src, const vx_
     j.w = NULL;
   }
   vx_tiled_writer_abort(j.w);
+  vx_free(j.sums);
   if (s == VX_OK) {
     if (p->dropped)
       vx_notes_add(&b->notes, "%llu exact duplicate triangle%s dropped",

@@ -9,6 +9,7 @@
 
 #include "lib/internal.h"
 #include "formats/svo_tiled.h"
+#include "voxelizer/color_internal.h"
 #include "voxelizer/internal.h"
 
 #include <pthread.h>
@@ -24,6 +25,8 @@ typedef struct vx_tile_out {
   uint32_t check;         /* the bytes' check32 (computed by the worker that encoded them) */
   char *path;             /* a temporary file, removed by vx_tile_out_free */
   vx_fit_root fit;
+  csum color_root;        /* a coloured build: the root's colour sums (color_has: it has some) */
+  int color_has;
   uint64_t code, voxels, nodes, corners;
   int gpu_tree;           /* built whole on the GPU */
   double sec_build, sec_encode;
@@ -52,6 +55,11 @@ struct vx_tile_plan {
   vx_sign_data sign;      /* of the whole mesh */
   vx_gpu_meshes *resident; /* the mesh and sign tables on each GPU a tile is built on */
   vx_tile_tri *pairs;     /* (tile, triangle), sorted */
+  color_source *color;    /* a coloured build: the coloured mesh's colour source (started), its
+                             (tile, triangle) pairs (duplicates included), sorted; else NULL */
+  const vx_soup *color_soup;
+  vx_tile_tri *cpairs;
+  uint64_t ncpairs;
   uint64_t *start;        /* tile k's triangles: pairs[start[k] .. start[k + 1]) */
   double *work;           /* tile k's estimated work (its triangles' area in it): the order of a
                              pool's claims, largest first; the bytes do not depend on it */
@@ -68,6 +76,7 @@ struct vx_tile_plan {
   uint64_t kept;          /* such a plan's triangles, exact copies dropped */
   pthread_mutex_t mu;     /* the fallback note */
   int fell_back;
+  int grey_note;          /* a plan for tasks of a coloured mesh: its tiles are grey */
   vx_error note;
 };
 
@@ -89,6 +98,10 @@ vx_status vx_tile_plan_init_fixed(vx_tile_plan *p, const vx_soup *soup, const vx
 /* A plan without a mesh: the options of o, its spill folder; tiles, work and header are the
  * caller's to fill (a pool over tiles from a vx_tile_source). Released by vx_tile_plan_release. */
 vx_status vx_tile_plan_shell(vx_tile_plan *p, const vx_convert_opts *o, const char *tmp_dir,
+                             vx_error *err);
+/* Makes p's build coloured when soup has colour and o allows it (vx_convert_tiled_pool; the
+ * tiles built as tasks stay grey: their records do not carry the roots' colour sums). */
+vx_status vx_tile_plan_color(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
                              vx_error *err);
 /* Tile k's cell (Morton code). */
 uint64_t vx_tile_plan_code(const vx_tile_plan *p, uint64_t k);

@@ -32,6 +32,7 @@ vx_status vx_tile_plan_create(const vx_mesh *mesh, const vx_convert_opts *opts,
   }
   s = vx_tile_plan_init(p, &mesh->soup, &o, tmp, err);
   vx_free(tmp);
+  p->grey_note = mesh->soup.color && o.color != VX_COLOR_OFF;
   if (s != VX_OK) {
     vx_tile_plan_free(p);
     return s;
@@ -64,7 +65,10 @@ vx_status vx_tile_plan_get_info(const vx_tile_plan *p, vx_tile_plan_info *info) 
 const char *vx_tile_plan_notes(vx_tile_plan *p) {
   if (!p) return "";
   pthread_mutex_lock(&p->mu);
-  const char *r = p->fell_back ? p->note.msg : "";
+  const char *r = p->fell_back ? p->note.msg
+                 : p->grey_note ? "tiles built as tasks are grey: the mesh's colours are kept "
+                                  "only by a conversion in one process"
+                                : "";
   pthread_mutex_unlock(&p->mu);
   return r;
 }

@@ -15,6 +15,7 @@ struct vx_tiled_file {
   int scanned;                               /* the tiles' headers summed */
   uint64_t count[VX_MAX_TILED_DEPTH + 1];    /* cells per level of the whole tree */
   uint64_t disk[VX_MAX_TILED_DEPTH + 1];     /* compressed bytes per level (tile levels) */
+  uint64_t cdisk[VX_MAX_TILED_DEPTH + 1];    /* ... of their colours */
   vx_rs_store *rs; /* the re-signed voxels found while sampling (lib/tiled_arena.h) */
 };
 
@@ -68,6 +69,8 @@ vx_status vx_tiled_file_get_info(const vx_tiled_file *f, vx_tree_info *info) {
   i.band = h->band;
   i.prune_error = h->prune_error;
   i.memory_bytes = i.node_count * sizeof(vx_node) + i.voxel_count * sizeof(vx_voxel);
+  i.has_color = h->color != 0;
+  i.color_bytes = i.has_color ? (i.node_count + i.voxel_count) * sizeof(uint32_t) : 0;
   i.file_version = VX_SVO_TILED_VERSION;
   i.tile_depth = h->tile_depth;
   i.tile_count = vx_tiled_tile_count(f->t);
@@ -82,6 +85,7 @@ static vx_status scan(vx_tiled_file *f, vx_error *err) {
   const uint32_t K = h->depth - h->tile_depth;
   memset(f->count, 0, sizeof f->count);
   memset(f->disk, 0, sizeof f->disk);
+  memset(f->cdisk, 0, sizeof f->cdisk);
   const vx_octree *top = vx_tiled_top(f->t);
   for (uint32_t l = 0; l < K; l++) f->count[l] = top->level_count[l];
   for (uint64_t i = 0; i < vx_tiled_tile_count(f->t); i++) {
@@ -92,6 +96,7 @@ static vx_status scan(vx_tiled_file *f, vx_error *err) {
     for (uint32_t l = 0; l <= h->tile_depth; l++) {
       f->count[K + l] += t.level_count[l];
       f->disk[K + l] += fi.level_disk_bytes[l];
+      f->cdisk[K + l] += fi.level_color_disk_bytes[l];
     }
   }
   f->scanned = 1;
@@ -119,6 +124,8 @@ vx_status vx_tiled_file_get_level(vx_tiled_file *f, uint32_t level, vx_level_sta
     r.field_bytes = r.cells * sizeof(vx_voxel);
   }
   r.disk_bytes = f->disk[level];
+  if (h->color) r.color_bytes = r.cells * sizeof(uint32_t);
+  r.color_disk_bytes = f->cdisk[level];
   uint64_t plain_nodes = 0;
   for (uint32_t l = 0; l <= level; l++) {
     r.render_bytes += l < D ? f->count[l] * sizeof(vx_node) : f->count[l] * sizeof(vx_voxel);

@@ -61,6 +61,7 @@ static void *cut_tiles(void *arg) {
       vx_cut mine = *j->c; /* this tile's cells, at their place */
       mine.codes = j->c->codes + j->first[i];
       mine.field = j->c->field + j->first[i];
+      mine.rgba = j->c->rgba ? j->c->rgba + j->first[i] : NULL;
       mine.count = 0;
       mine.cap = j->first[i + 1] - j->first[i];
       mine.plane_cells = 0;
@@ -149,7 +150,8 @@ vx_status vx_tiled_cut(vx_tiled_file *f, uint32_t level, uint64_t mem_limit,
     first[i + 1] = first[i] + (s == VX_OK ? hd.level_count[level - K] : 0);
   }
   const uint64_t cells = s == VX_OK ? first[n] : 0;
-  const double need = (double)vx_resident_bytes() + (double)cells * (sizeof(uint64_t) + 32.0);
+  const double need = (double)vx_resident_bytes() +
+                      (double)cells * (sizeof(uint64_t) + 32.0 + (h->color ? 4.0 : 0.0));
   if (s == VX_OK && need > (double)limit) {
     char a[32], b[32];
     s = vx_error_set(err, VX_ERR_LIMIT, "the level-%u field of %llu cells needs about %s, over "
@@ -159,7 +161,9 @@ vx_status vx_tiled_cut(vx_tiled_file *f, uint32_t level, uint64_t mem_limit,
   if (s == VX_OK) {
     out->codes = (uint64_t *)vx_malloc((size_t)(cells ? cells : 1) * sizeof *out->codes);
     out->field = (float(*)[8])vx_malloc((size_t)(cells ? cells : 1) * sizeof *out->field);
-    if (!out->codes || !out->field)
+    if (h->color) /* a coloured file's tiles give each cell its colour */
+      out->rgba = (uint32_t *)vx_malloc((size_t)(cells ? cells : 1) * sizeof *out->rgba);
+    if (!out->codes || !out->field || (h->color && !out->rgba))
       s = vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu cells",
                        (unsigned long long)cells);
   }

@@ -78,10 +78,12 @@ struct vx_tiled_render {
   char device[256];
 };
 
-static uint64_t tile_bytes(const vx_octree *h, uint32_t T, int L) {
+/* Bytes of a tile's levels 0..L (with their colours in a coloured file). */
+static uint64_t tile_bytes(const vx_octree *h, uint32_t T, int L, int color) {
+  const uint64_t c = color ? sizeof(uint32_t) : 0;
   uint64_t b = 0;
-  for (int l = 0; l <= L && l < (int)T; l++) b += h->level_count[l] * sizeof(vx_node);
-  if (L >= (int)T) b += h->level_count[T] * sizeof(vx_voxel);
+  for (int l = 0; l <= L && l < (int)T; l++) b += h->level_count[l] * (sizeof(vx_node) + c);
+  if (L >= (int)T) b += h->level_count[T] * (sizeof(vx_voxel) + c);
   return b;
 }
 
@@ -239,7 +241,8 @@ static vx_status scan_tiles(vx_tiled_render *tr, vx_error *err) {
     vx_svo_file_info fi;
     vx_status s = vx_tiled_tile_header(tr->t, i, &h, &fi, err);
     if (s != VX_OK) return s;
-    for (uint32_t L = 0; L <= tr->T; L++) tl->bytes[L] = tile_bytes(&h, tr->T, (int)L);
+    const int color = vx_tiled_get_header(tr->t)->color != 0;
+    for (uint32_t L = 0; L <= tr->T; L++) tl->bytes[L] = tile_bytes(&h, tr->T, (int)L, color);
     vx_morton_decode(vx_tiled_tile(tr->t, i)->code, &tl->cell[0], &tl->cell[1], &tl->cell[2]);
     tr->cells[tl->cell[0] + G * (tl->cell[1] + (size_t)G * tl->cell[2])] = (int32_t)i;
   }
@@ -288,7 +291,8 @@ vx_status vx_tiled_render_create(vx_tiled_file *f, int gpu, int threads, uint64_
   tr->stream = stream;
   tr->budget = budget;
   vx_tiled_file_shape(f, &tr->shape);
-  tr->top_bytes = tr->shape.node_count * sizeof(vx_node);
+  tr->top_bytes = tr->shape.node_count *
+                  (sizeof(vx_node) + (tr->shape.node_color ? sizeof(uint32_t) : 0));
   vx_status s = VX_OK;
   if (tr->K > VX_TILED_MAX_GRID_BITS)
     s = vx_error_set(err, VX_ERR_LIMIT,
@@ -492,10 +496,17 @@ static vx_status update(vx_tiled_render *tr, vx_error *err) {
       vx_gpu_resident_tree(c->dev, &g);
       r->nodes = g.nodes;
       r->voxels = g.voxels;
+      r->node_color = g.node_color;
+      r->voxel_color = g.voxel_color;
+      r->holes = g.holes;
       r->levels = g.levels;
     } else {
+      const int full = c->host.levels_loaded > tr->T;
       r->nodes = c->host.nodes;
-      r->voxels = c->host.levels_loaded > tr->T ? c->host.voxels : NULL;
+      r->voxels = full ? c->host.voxels : NULL;
+      r->node_color = c->host.node_color;
+      r->voxel_color = full ? c->host.voxel_color : NULL;
+      r->holes = c->host.node_color != NULL;
       r->levels = c->host.levels_loaded;
     }
   }
@@ -521,6 +532,7 @@ vx_status vx_tiled_render_frame(vx_tiled_render *tr, const vx_march_opts *m, uin
   ts.tiles = tr->refs;
   ts.cells = tr->cells;
   ts.top.nodes = tr->shape.nodes;
+  ts.top.node_color = tr->shape.node_color;
   vx_march_image img = vx_march_image_of(m->width, m->height, rgb, depth);
   double t0 = vx_clock_seconds();
   s = vx_render_cpu_tiled(&ts, &img, tr->threads, err);

@@ -456,6 +456,8 @@ extern "C" vx_status vx_gpu_view_draw_tiled(vx_gpu_view *c, const vx_tiled_scene
   s.tiles = c->tiles;
   s.cells = c->cells;
   s.top.nodes = c->tree.nodes;
+  s.top.node_color = c->tree.node_color;
+  s.top.holes = c->tree.holes;
   s.top.levels_loaded = c->tree.levels;
   return draw_frame(c, &s, NULL, ts->tile.width, ts->tile.height, rgb, depth, NULL, times, err);
 }

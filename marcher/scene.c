@@ -173,8 +173,8 @@ vx_status vx_tiled_scene_init(vx_tiled_scene *ts, const vx_octree *top, uint32_t
   ts->top.voxels = NULL;
   ts->tile.nodes = NULL;
   ts->tile.voxels = NULL;
-  ts->tile.node_color = ts->tile.voxel_color = ts->top.node_color = ts->top.voxel_color = NULL;
-  ts->tile.holes = ts->top.holes = 0;
+  ts->tile.node_color = ts->tile.voxel_color = ts->top.voxel_color = NULL; /* each tile's own */
+  ts->tile.holes = 0;
   /* culling's round-off: coordinates as large as the whole grid's (the eye is in it) */
   ts->tile.cull_eps = ts->top.cull_eps;
   ts->grid_bits = K;

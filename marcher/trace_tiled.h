@@ -14,13 +14,14 @@
  *    parameter t), down to the levels of the tile that are loaded, and the first tile that is hit
  *    ends the ray. A tile with only its coarse levels loaded is drawn as the tree cut there: its
  *    nodes' planes (trace.h step 3).
- * 3. The pixel is shaded as trace.h's (vx_shade_hit).
+ * 3. The pixel is shaded as trace.h's (vx_shade_hit), with the colours of the tile it hit (or the
+ *    top tree's, step 1) where the tree is coloured.
  * Inside a tile the voxels, their fields and the walk are those of the whole tree, so at the
  * finest level the image is the whole tree's up to float rounding of the moved origin. The crack
  * rule (trace.h step 3) carries across a tile's face (vx_trace_ray_cs), except after a culled
  * node whose cells' values were unknown (settled in the joined tree by a descent in the tile just
  * left); with the pixel-cone rule nothing coarser than a tile's root is drawn.
- * Tiled trees are grey (no colour arrays) so far. */
+ */
 #ifndef VOXLOD_MARCHER_TRACE_TILED_H
 #define VOXLOD_MARCHER_TRACE_TILED_H
 
@@ -30,8 +31,9 @@
 typedef struct vx_tile_ref {
   const vx_node *nodes;   /* levels 0 .. levels-1 (those < T) */
   const vx_voxel *voxels; /* NULL unless levels == T + 1 */
+  const uint32_t *node_color, *voxel_color; /* parallel to them; NULL: grey */
   uint32_t levels;
-  uint32_t pad;
+  int holes;              /* some colour is a hole (alpha 0): the walk skips those cells */
 } vx_tile_ref;
 
 /* The largest tile grid drawn: 2^7 tiles per axis (a dense cell table of 2^21 entries). */
@@ -52,9 +54,22 @@ VX_HD int vx_tiled_cell_of(float x, int G) {
   return c < 0 ? 0 : (c >= G ? G - 1 : c);
 }
 
-/* Traces a ray (origin o in the whole grid, unit direction d) through the tiles: step 2. */
+/* The scene of tile r within ts: its arrays in the tile scene's camera and cut. */
+VX_HD vx_trace_scene vx_tiled_tile_scene(const vx_tiled_scene *ts, const vx_tile_ref *r) {
+  vx_trace_scene ls = ts->tile;
+  ls.nodes = r->nodes;
+  ls.voxels = r->levels > ls.depth ? r->voxels : (const vx_voxel *)0;
+  ls.node_color = r->node_color;
+  ls.voxel_color = r->levels > ls.depth ? r->voxel_color : (const uint32_t *)0;
+  ls.holes = r->holes;
+  ls.levels_loaded = r->levels;
+  return ls;
+}
+
+/* Traces a ray (origin o in the whole grid, unit direction d) through the tiles: step 2. *tile:
+ * the index of the tile hit. */
 VX_HD int vx_trace_tiled_ray(const vx_tiled_scene *ts, const float o[3], const float d[3],
-                             vx_trace_hit *h) {
+                             vx_trace_hit *h, int32_t *tile) {
   const int G = 1 << ts->grid_bits;
   const float C = (float)(1u << ts->tile.depth); /* a tile's edge in voxels */
   const float W = C * (float)G;
@@ -92,10 +107,7 @@ VX_HD int vx_trace_tiled_ray(const vx_tiled_scene *ts, const float o[3], const f
     if (k >= 0) {
       vx_tile_ref r = ts->tiles[k];
       if (r.levels > 0) {
-        vx_trace_scene ls = ts->tile;
-        ls.nodes = r.nodes;
-        ls.voxels = r.levels > ls.depth ? r.voxels : (const vx_voxel *)0;
-        ls.levels_loaded = r.levels;
+        vx_trace_scene ls = vx_tiled_tile_scene(ts, &r);
         float ol[3];
         VX_UNROLL
         for (int i = 0; i < 3; i++) ol[i] = o[i] - (float)cell[i] * C;
@@ -106,6 +118,7 @@ VX_HD int vx_trace_tiled_ray(const vx_tiled_scene *ts, const float o[3], const f
         visits += h->visits;
         if (hit) {
           h->visits = visits;
+          *tile = k;
           return 1;
         }
       }
@@ -129,11 +142,17 @@ VX_HD void vx_render_pixel_tiled(const vx_tiled_scene *ts, uint32_t px, uint32_t
   float d[3];
   vx_pixel_ray(s, px, py, d);
   vx_trace_hit h;
+  int32_t k = -1;
   if (ts->use_top)
     vx_trace_ray(&ts->top, ts->top.eye, d, &h);
   else
-    vx_trace_tiled_ray(ts, ts->tile.eye, d, &h);
-  vx_shade_hit(s, d, &h, out);
+    vx_trace_tiled_ray(ts, ts->tile.eye, d, &h, &k);
+  if (k < 0 || !ts->tiles[k].node_color) {
+    vx_shade_hit(s, d, &h, out);
+  } else { /* the hit tile's colours */
+    const vx_trace_scene ls = vx_tiled_tile_scene(ts, &ts->tiles[k]);
+    vx_shade_hit(&ls, d, &h, out);
+  }
 }
 
 #endif

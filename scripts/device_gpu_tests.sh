@@ -10,7 +10,7 @@
 #
 #   bash scripts/device_gpu_tests.sh [STEP ...]
 #   steps: tests sass bunny dragon dragon4k color gpubuild zoom perf variants trees versus big lib ncu
-#   viewer tiledrender
+#   viewer tiledrender colortiles
 #   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU
 #   build; `zoom` repeats the dragons filling the frame; `perf` times every model framed and zoomed
 #   with the kernel variants, 50 frames; `variants` does the same against a base build, with the
@@ -291,6 +291,36 @@ for s in $steps; do
       --res 8192 --gpu -q 2>&1 | tail -n 2
     timeout 200 python3 bench/viewer_bench.py $B/voxlod /tmp/vx/dragon8192.svo --gpu --frames 300 \
       --warmup 30 --label "dragon 8192^3" | tee -a "$OUT/viewer_bench.md"
+    ;;
+  colortiles)
+    # Coloured tiled trees: tiles built with their surface on the GPU against the CPU's (the same
+    # file), the time colour adds to a tiled convert --gpu (against --no-color, median of 3, with
+    # the peak RSS), and the tiled file drawn unlit on the GPU within a budget.
+    stamp "coloured tiles"
+    C=$D/color
+    tv=""
+    [ -x /usr/bin/time ] && tv="/usr/bin/time -f peak_rss_kb=%M"
+    for m in "$C/duck/duck.dae" "$C/spider/spider.obj" "$C/2cylinder_engine/2CylinderEngine.glb"; do
+      n=$(basename "$m" | cut -d. -f1)
+      echo "-- $n 2048^3 in tiles of 256^3: GPU against CPU"
+      timeout 280 $B/voxlod convert "$m" /tmp/vx/${n}_tg.svo --res 2048 --tile-depth 8 --gpu -q 2>&1 | tail -n 1
+      timeout 280 $B/voxlod convert "$m" /tmp/vx/${n}_tc.svo --res 2048 --tile-depth 8 --cpu -q 2>&1 | tail -n 1
+      cmp /tmp/vx/${n}_tg.svo /tmp/vx/${n}_tc.svo && echo "SAME FILE $n 2048 tiled (GPU and CPU)"
+      for r in ${VX_CT_RES:-4096}; do
+        for c in "" --no-color; do
+          echo "-- $n ${r}^3 in tiles of 1024^3 ${c:-(colour)}, 3 runs"
+          for k in 1 2 3; do
+            timeout 280 $tv $B/voxlod convert "$m" /tmp/vx/${n}_t.svo --res "$r" --tile-depth 10 --gpu \
+              ${c} 2>&1 | tr '\r' '\n' | grep -E "on disk|peak_rss|tiles by" | tail -n 3
+          done
+        done
+        timeout 60 $B/voxlod convert "$m" /tmp/vx/${n}_t.svo --res "$r" --tile-depth 10 --gpu -q 2>&1 | tail -n 1
+        timeout 60 $B/voxlod stats /tmp/vx/${n}_t.svo 2>&1 | grep -E "colour|tiled"
+        timeout 120 $B/voxlod render /tmp/vx/${n}_t.svo "$OUT/${n}_${r}_tiled_albedo.png" --gpu \
+          --shade albedo --budget 256M --size 960x720 2>&1 | tail -n 1
+      done
+      rm -f /tmp/vx/${n}_t*.svo
+    done
     ;;
   tiledrender)
     # A tree past 16384^3 drawn within a GPU memory budget: the dragon at 32768^3 (8 tiles of

@@ -24,6 +24,9 @@ vx_add_test(test_formats_tri_stream
 # Tiled trees: built, joined and compared with the untiled build; damaged and forged directories.
 vx_add_test(test_formats_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_tiled.c
             LIBS vx_lib PkgConfig::ZSTD Threads::Threads)
+# Coloured tiled trees: joined, the untiled coloured build; colours from above; damage.
+vx_add_test(test_tiled_color SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tiled_color.c
+            LIBS vx_lib PkgConfig::ZSTD Threads::Threads)
 # One level of a tiled tree tile by tile (cut, export, level tree): the joined tree's, bit for
 # bit, up to 16384^3; past it (32768^3) against the exact distance to the mesh.
 vx_add_test(test_tiled_levels SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tiled_levels.c

@@ -133,11 +133,85 @@ static void gpu_draws_tiles(void) {
   unlink(up);
 }
 
+/* A coloured tiled tree on the GPU, lit and unlit: the CPU's tiled images and the GPU joined
+ * tree's, also within a budget that forces eviction (the colours count in it). */
+static void gpu_draws_colored_tiles(void) {
+  char tp[128], up[128];
+  vx_tiled_file *f;
+  vx_tree *u;
+  tv_files_ex(dir, 512, 6, 1, tp, up, &f, &u);
+  vx_error e;
+  vx_renderer_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.device = VX_DEVICE_GPU;
+  vx_renderer *probe = NULL;
+  if (vx_renderer_create_tiled(f, &ro, &probe, &e) == VX_ERR_NO_GPU) {
+    vx_tiled_file_close(f);
+    vx_tree_free(u);
+    CHECK_SKIP("%s", e.msg);
+  }
+  vx_renderer_free(probe);
+  vx_tree_info ti;
+  memset(&ti, 0, sizeof ti);
+  ti.struct_size = sizeof ti;
+  vx_tiled_file_get_info(f, &ti);
+  CHECK(ti.has_color == 1);
+  const uint32_t mib = (uint32_t)(ti.memory_bytes / 4 >> 20) + 1;
+  vx_renderer *g = tv_renderer(f, NULL, VX_DEVICE_GPU, 0, 0);
+  vx_renderer *c = tv_renderer(f, NULL, VX_DEVICE_CPU, 0, 0);
+  vx_renderer *gu = tv_renderer(NULL, u, VX_DEVICE_GPU, 0, 0);
+  vx_renderer *gb = tv_renderer(f, NULL, VX_DEVICE_GPU, mib, 0);
+  vx_renderer *cb = tv_renderer(f, NULL, VX_DEVICE_CPU, mib, 0);
+  vx_camera cams[2];
+  tv_camera(&cams[0], 2.6, 1.5, 2.2, 0.0, 0.0, 0.1);
+  tv_camera(&cams[1], 0.9, 0.5, 0.9, 0.5, 0.1, 0.2);
+  static image a, b, j;
+  const vx_shade shades[2] = {VX_SHADE_SMOOTH, VX_SHADE_ALBEDO};
+  for (int sh = 0; sh < 2; sh++) {
+    tv_shade = shades[sh];
+    for (int v = 0; v < 2; v++) {
+      render(g, &cams[v], VX_LOD_FINEST, 0, &a, NULL);
+      render(c, &cams[v], VX_LOD_FINEST, 0, &b, NULL);
+      render(gu, &cams[v], VX_LOD_FINEST, 0, &j, NULL);
+      agree(&a, &b, "coloured: GPU vs CPU tiles", 9);
+      agree(&a, &j, "coloured: GPU tiles vs GPU joined", 9);
+      if (shades[sh] == VX_SHADE_ALBEDO)
+        CHECK(tv_colored_share(a.rgb, a.depth, W * H) > 0.5);
+      render(g, &cams[v], VX_LOD_LEVEL, 2, &a, NULL);
+      render(gu, &cams[v], VX_LOD_LEVEL, 2, &j, NULL);
+      agree(&a, &j, "coloured: GPU top tree vs GPU joined", 2);
+      render(gb, &cams[v], VX_LOD_FINEST, 0, &a, NULL);
+      render(cb, &cams[v], VX_LOD_FINEST, 0, &b, NULL);
+      agree(&a, &b, "coloured: GPU vs CPU within a budget", 9);
+    }
+  }
+  tv_shade = VX_SHADE_SMOOTH;
+  vx_renderer_info ig;
+  memset(&ig, 0, sizeof ig);
+  ig.struct_size = sizeof ig;
+  vx_renderer_get_info(gb, &ig);
+  CHECK(ig.resident_bytes <= ig.budget_bytes && ig.tiles_detailed < ig.tiles);
+  fprintf(stderr, "  coloured 512^3 in tiles of 64^3: GPU = CPU = joined, lit and unlit; budget "
+          "%u MiB: %llu of %llu tiles detailed\n", mib, (unsigned long long)ig.tiles_detailed,
+          (unsigned long long)ig.tiles);
+  vx_renderer_free(g);
+  vx_renderer_free(c);
+  vx_renderer_free(gu);
+  vx_renderer_free(gb);
+  vx_renderer_free(cb);
+  vx_tiled_file_close(f);
+  vx_tree_free(u);
+  unlink(tp);
+  unlink(up);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/vx_gpu_rtiled_XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
   (void)tiled_slurp;
   RUN(gpu_draws_tiles);
+  RUN(gpu_draws_colored_tiles);
   rmdir(dir);
   return check_summary();
 }

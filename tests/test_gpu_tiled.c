@@ -6,6 +6,7 @@
 #include "check.h"
 #include "lib/internal.h"
 #include "tiled_scene.h"
+#include "formats/svo_tiled.h"
 #include "svo/gpu_tree.h"
 
 #include <unistd.h>
@@ -146,12 +147,47 @@ static void split_gpu_tiles_are_loaded_cpu_tiles(void) {
   printf("512^3 in tiles of 32^3 split from an STL, GPU tiles = loaded CPU tiles\n");
 }
 
+/* A coloured mesh's tiles built with their surface on the GPU (their colours on the CPU): the
+ * CPU's coloured tiles, byte for byte, on one GPU and on every GPU. */
+static void colored_gpu_tiles_are_cpu_tiles(void) {
+  vx_mesh *m = tiled_colored_scene();
+  char c[300], g[300], mg[300];
+  snprintf(c, sizeof c, "%s/cc.svo", dir);
+  snprintf(g, sizeof g, "%s/cg.svo", dir);
+  snprintf(mg, sizeof mg, "%s/cmg.svo", dir);
+  vx_error e;
+  vx_convert_opts o = tiled_opts(256, 5, VX_DEVICE_GPU, 0, 0);
+  o.color = VX_COLOR_AUTO;
+  vx_status s = vx_convert_to_file(m, &o, g, NULL, &e);
+  if (s == VX_ERR_NO_GPU) {
+    skipped = 1;
+    vx_mesh_free(m);
+    return;
+  }
+  CHECK_MSG(s == VX_OK, "%s", e.msg);
+  o.device = VX_DEVICE_CPU;
+  CHECK(vx_convert_to_file(m, &o, c, NULL, &e) == VX_OK);
+  CHECK_MSG(tiled_same_file(c, g), "coloured GPU tiles differ from the CPU's");
+  if (vx_gpu_device_count() >= 2) {
+    o.device = VX_DEVICE_GPU;
+    o.gpus = -1;
+    CHECK(vx_convert_to_file(m, &o, mg, NULL, &e) == VX_OK);
+    CHECK_MSG(tiled_same_file(c, mg), "coloured tiles on every GPU differ from the CPU's");
+  }
+  vx_tiled *t = NULL;
+  CHECK(vx_tiled_open(g, NULL, &t, &e) == VX_OK && vx_tiled_get_header(t)->color == 1);
+  vx_tiled_close(t);
+  printf("256^3 in tiles of 32^3, coloured: GPU tiles = CPU tiles\n");
+  vx_mesh_free(m);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/voxlod-gtiled-XXXXXX");
   if (!mkdtemp(dir)) return 1;
   RUN(gpu_tiles_are_cpu_tiles);
   RUN(pruned_gpu_tiles_are_cpu_tiles);
   RUN(split_gpu_tiles_are_loaded_cpu_tiles);
+  RUN(colored_gpu_tiles_are_cpu_tiles);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) return 1;

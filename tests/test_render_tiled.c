@@ -187,6 +187,56 @@ static void against_joined(void) {
   unlink(up);
 }
 
+/* A coloured tiled tree (256^3 in tiles of 64^3): the joined coloured tree's images, lit and
+ * unlit (albedo), at the finest level within the seams' rule and bit for bit at the cuts the top
+ * tree draws; the unlit surface is in colour. */
+static void colored_against_joined(void) {
+  char tp[128], up[128];
+  vx_tiled_file *f;
+  vx_tree *u;
+  tv_files_ex(dir, 256, 6, 1, tp, up, &f, &u);
+  vx_renderer *ru = tv_renderer(NULL, u, VX_DEVICE_CPU, 0, 0);
+  vx_renderer *rt = tv_renderer(f, NULL, VX_DEVICE_CPU, 0, 0);
+  vx_camera cams[2];
+  tv_camera(&cams[0], 2.6, 1.5, 2.2, 0.0, 0.0, 0.1);
+  tv_camera(&cams[1], 0.9, 0.5, 0.9, 0.5, 0.1, 0.2);
+  static image a, b;
+  const vx_shade shades[2] = {VX_SHADE_SMOOTH, VX_SHADE_ALBEDO};
+  for (int sh = 0; sh < 2; sh++) {
+    tv_shade = shades[sh];
+    for (int c = 0; c < 2; c++) {
+      double pd, hd;
+      render(ru, &cams[c], VX_LOD_FINEST, 0, &a, NULL);
+      render(rt, &cams[c], VX_LOD_FINEST, 0, &b, NULL);
+      compare(&a, &b, &pd, &hd);
+      const double share = tv_colored_share(b.rgb, b.depth, W * H);
+      fprintf(stderr, "  coloured, shade %d, camera %d: %.4f%% of pixels differ, %.4f%% hit/miss, "
+              "%.1f%% of the surface in colour\n", (int)shades[sh], c, 100 * pd, 100 * hd, 100 * share);
+      CHECK(pd <= 0.002 && hd <= 0.001);
+      CHECK(hits(&a) > 0.05);
+      if (shades[sh] == VX_SHADE_ALBEDO) CHECK(share > 0.5); /* grey would be r = g = b */
+      for (int level = 0; level <= 2; level++) {
+        render(ru, &cams[c], VX_LOD_LEVEL, level, &a, NULL);
+        render(rt, &cams[c], VX_LOD_LEVEL, level, &b, NULL);
+        CHECK(memcmp(a.rgb, b.rgb, sizeof a.rgb) == 0);
+      }
+      for (int level = 3; level <= 7; level += 2) {
+        render(ru, &cams[c], VX_LOD_LEVEL, level, &a, NULL);
+        render(rt, &cams[c], VX_LOD_LEVEL, level, &b, NULL);
+        compare(&a, &b, &pd, &hd);
+        CHECK_MSG(pd <= 0.002 && hd <= 0.001, "camera %d level %d: %.4f / %.4f", c, level, pd, hd);
+      }
+    }
+  }
+  tv_shade = VX_SHADE_SMOOTH;
+  vx_renderer_free(ru);
+  vx_renderer_free(rt);
+  vx_tiled_file_close(f);
+  vx_tree_free(u);
+  unlink(tp);
+  unlink(up);
+}
+
 /* The first hit of ray o + t d on the triangles of s (Moller-Trumbore in double), INFINITY on none. */
 static double brute_hit(const vx_soup *s, const double o[3], const double d[3]) {
   double best = INFINITY;
@@ -297,6 +347,7 @@ int main(void) {
   CHECK(mkdtemp(dir) != NULL);
   (void)tiled_slurp;
   RUN(against_joined);
+  RUN(colored_against_joined);
   RUN(finer_than_one_tree);
   rmdir(dir);
   return check_summary();

@@ -4,6 +4,7 @@
 #ifndef VOXLOD_TESTS_TILED_SCENE_H
 #define VOXLOD_TESTS_TILED_SCENE_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,31 @@ static inline vx_mesh *tiled_scene(void) {
   meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
   meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
   vx_mesh *m = tiled_mesh_of(&s);
+  vx_soup_free(&s);
+  return m;
+}
+
+/* The tiled scene with a colour at every vertex from its position (a smooth field of hues, one
+ * band of the torus half transparent, the sphere's top cap wholly so: the tiles that only it
+ * reaches have no opaque surface, so their colour comes from above). */
+static inline vx_mesh *tiled_colored_scene(void) {
+  vx_soup s;
+  memset(&s, 0, sizeof s);
+  meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
+  meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
+  vx_mesh *m = tiled_mesh_of(&s);
+  const uint64_t nv = s.tri_count * 3;
+  uint8_t *c = (uint8_t *)malloc(nv * 4);
+  for (uint64_t i = 0; i < nv; i++) {
+    const float *p = s.pos + 3 * i;
+    c[4 * i + 0] = (uint8_t)(127.5 + 127.0 * sin(3.0 * p[0]));
+    c[4 * i + 1] = (uint8_t)(127.5 + 127.0 * cos(5.0 * p[1]));
+    c[4 * i + 2] = (uint8_t)(127.5 + 127.0 * sin(4.0 * p[2] + p[0]));
+    c[4 * i + 3] = p[2] > 0.4f ? 0 : p[0] > 0.8f ? 96 : 255; /* the sphere's cap: a hole */
+  }
+  vx_error e;
+  CHECK_MSG(m && vx_mesh_set_vertex_colors(m, c, nv, 4, &e) == VX_OK, "%s", e.msg);
+  free(c);
   vx_soup_free(&s);
   return m;
 }

@@ -4,27 +4,49 @@
 #ifndef VOXLOD_TESTS_TILED_VIEW_H
 #define VOXLOD_TESTS_TILED_VIEW_H
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "check.h"
 #include "tiled_scene.h"
 #include "voxlod.h"
 
-/* tiled_scene() at res^3 into dir/t.svo (tiles of 2^T, built on the CPU) and dir/u.svo (one
- * tree); *f: the tiled file opened, *u: the untiled tree loaded. */
-static inline void tv_files(const char *dir, uint32_t res, uint32_t T, char tp[128], char up[128],
-                     vx_tiled_file **f, vx_tree **u) {
-  vx_mesh *m = tiled_scene();
+/* tiled_scene() (color: tiled_colored_scene(), coloured) at res^3 into dir/t.svo (tiles of 2^T,
+ * built on the CPU) and dir/u.svo (one tree); *f: the tiled file opened, *u: the untiled tree
+ * loaded. */
+static inline void tv_files_ex(const char *dir, uint32_t res, uint32_t T, int color, char tp[128],
+                               char up[128], vx_tiled_file **f, vx_tree **u) {
+  vx_mesh *m = color ? tiled_colored_scene() : tiled_scene();
   snprintf(tp, 128, "%s/t.svo", dir);
   snprintf(up, 128, "%s/u.svo", dir);
   vx_error e;
-  CHECK_MSG(tiled_convert(m, res, T, VX_DEVICE_CPU, 0, 2, tp, &e) == VX_OK, "%s", e.msg);
-  CHECK_MSG(tiled_convert(m, res, 0, VX_DEVICE_CPU, 0, 2, up, &e) == VX_OK, "%s", e.msg);
+  vx_convert_opts o = tiled_opts(res, T, VX_DEVICE_CPU, 0, 2);
+  if (color) o.color = VX_COLOR_AUTO;
+  CHECK_MSG(vx_convert_to_file(m, &o, tp, NULL, &e) == VX_OK, "%s", e.msg);
+  o.tile_depth = 0;
+  CHECK_MSG(vx_convert_to_file(m, &o, up, NULL, &e) == VX_OK, "%s", e.msg);
   vx_mesh_free(m);
   *u = NULL;
   *f = NULL;
   CHECK_MSG(vx_tree_load(up, NULL, u, &e) == VX_OK, "%s", e.msg);
   CHECK_MSG(vx_tiled_file_open(tp, NULL, f, &e) == VX_OK, "%s", e.msg);
+}
+
+static inline void tv_files(const char *dir, uint32_t res, uint32_t T, char tp[128], char up[128],
+                            vx_tiled_file **f, vx_tree **u) {
+  tv_files_ex(dir, res, T, 0, tp, up, f, u);
+}
+
+/* Of the n pixels of an image that hit the surface (finite depth), the share that is not grey
+ * (r, g, b not all equal). */
+static inline double tv_colored_share(const uint8_t *rgb, const float *depth, int n) {
+  int c = 0, hit = 0;
+  for (int i = 0; i < n; i++)
+    if (depth[i] < INFINITY) {
+      hit++;
+      c += rgb[3 * i] != rgb[3 * i + 1] || rgb[3 * i + 1] != rgb[3 * i + 2];
+    }
+  return hit ? (double)c / hit : 0.0;
 }
 
 static void tv_camera(vx_camera *c, double ex, double ey, double ez, double tx, double ty,
@@ -57,12 +79,16 @@ static vx_renderer *tv_renderer(vx_tiled_file *f, vx_tree *t, vx_device dev, uin
   return r;
 }
 
+/* The shading of the frames tv_render draws (0: the default). */
+static vx_shade tv_shade;
+
 /* One w x h frame at cut (lod, level) into rgb and depth; its stats into fs (may be NULL). */
 static void tv_render(vx_renderer *r, const vx_camera *cam, vx_lod_mode lod, int level, uint32_t w,
                       uint32_t h, uint8_t *rgb, float *depth, vx_frame_stats *fs) {
   vx_render_opts o;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
+  o.shade = tv_shade;
   o.width = w;
   o.height = h;
   o.lod = lod;

@@ -68,7 +68,7 @@ static vx_status tiled_rows(vx_tiled_file *f, rows *rs, vx_tree_info *ti, vx_err
   ti->struct_size = sizeof *ti;
   vx_tiled_file_get_info(f, ti);
   rs->depth = ti->depth;
-  rs->color = 0;
+  rs->color = ti->has_color != 0;
   for (uint32_t l = 0; l <= ti->depth; l++) {
     memset(&rs->r[l], 0, sizeof rs->r[l]);
     rs->r[l].struct_size = sizeof rs->r[l];
@@ -334,15 +334,16 @@ int vx_cmd_stats(int argc, char **argv) {
       rc = vx_cli_fail("stats", &e);
     if (rc == 0 && json) {
       printf("{\"file\": \"%s\", \"depth\": %u, \"file_bytes\": %llu, \"prune_error\": %g, "
-             "\"color\": false, \"tile_depth\": %u, \"tile_count\": %llu,\n  \"levels\": ", in,
-             ti.depth, (unsigned long long)ti.file_bytes, ti.prune_error, ti.tile_depth,
+             "\"color\": %s, \"tile_depth\": %u, \"tile_count\": %llu,\n  \"levels\": ", in,
+             ti.depth, (unsigned long long)ti.file_bytes, ti.prune_error,
+             ti.has_color ? "true" : "false", ti.tile_depth,
              (unsigned long long)ti.tile_count);
       print_json_levels(&trs);
       if (tiles) print_tiles(tf, ti.tile_count, 1);
       printf("\n}\n");
     } else if (rc == 0) {
-      printf("%s: depth %u (%u^3), field band +-%g voxels (step %.4f voxel), colour: no\n", in,
-             ti.depth, 1u << ti.depth, ti.band, ti.band / 127.0);
+      printf("%s: depth %u (%u^3), field band +-%g voxels (step %.4f voxel), colour: %s\n", in,
+             ti.depth, 1u << ti.depth, ti.band, ti.band / 127.0, ti.has_color ? "yes" : "no");
       print_table(&ti, &trs);
       if (tiles) print_tiles(tf, ti.tile_count, 0);
     }

@@ -196,8 +196,9 @@ done:
 
 vx_status color_top(vx_octree *t, uint32_t split, const csum *roots, uint64_t nroots,
                     vx_color_filter f, uint32_t **top_color, uint32_t *root_color,
-                    vx_error *err) {
+                    csum *top_sum, vx_error *err) {
   *top_color = NULL;
+  if (top_sum) memset(top_sum, 0, sizeof *top_sum);
   const uint32_t S = split;
   csum *sums[VX_MAX_DEPTH + 1];
   uint64_t nsum[VX_MAX_DEPTH + 1];
@@ -237,6 +238,7 @@ vx_status color_top(vx_octree *t, uint32_t split, const csum *roots, uint64_t nr
   if (st == VX_OK) {
     *top_color = ncol;
     ncol = NULL;
+    if (top_sum && nsum[0]) *top_sum = sums[0][0];
   }
 done:
   for (uint32_t l = 0; l <= S; l++) vx_free(sums[l]);

@@ -41,10 +41,11 @@ void color_block_scratch_free(color_block_scratch *s);
 /* The colours of the levels above the blocks: t holds levels 0 .. split (split >= 1) linked, its
  * level split the blocks' roots (t->depth is the whole tree's); roots[0 .. nroots) the sums of
  * every block with parts, in code order. *top_color: a colour per node of t (levels < split
- * meaningful, vx_malloc'd), root_color: one per node of level split, its final colour. */
+ * meaningful, vx_malloc'd), root_color: one per node of level split, its final colour.
+ * top_sum (may be NULL): the sums of t's root (area 0 when no part reached it). */
 vx_status color_top(vx_octree *t, uint32_t split, const csum *roots, uint64_t nroots,
                     vx_color_filter f, uint32_t **top_color, uint32_t *root_color,
-                    vx_error *err);
+                    csum *top_sum, vx_error *err);
 
 VX_EXTERN_C_END
 

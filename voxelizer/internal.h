@@ -380,6 +380,14 @@ typedef struct vx_stream_build_opts {
   /* vx_voxelize_tile_gpu: host arrays for the tile's tree, used when large enough (the tree
    * takes them), so that a worker building tile after tile reuses pages already touched */
   vx_octree_prealloc *tile_pre;
+  /* A coloured tile: the colour source of the whole coloured mesh (color_source_open and
+   * color_source_start, shared by the tiles; NULL: a grey tile), the triangles of its soup that
+   * may reach the tile (ascending) and where the tile root's colour sums go. */
+  const struct color_source *tile_color;
+  const uint32_t *tile_color_tris;
+  uint64_t tile_color_ntris;
+  struct csum *tile_color_root;
+  int *tile_color_has;       /* 1: some part reached the tile (its root has sums), else 0 */
 } vx_stream_build_opts;
 
 vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opts,
@@ -388,7 +396,7 @@ vx_status vx_voxelize_stream_ex(const vx_soup *mesh, const vx_voxelize_opts *opt
 
 /* One tile of a tiled build (opts->tile_depth, opts->tile_code; xo->sign and xo->tile_root
  * required): the streaming build of the tile's cell alone, from `mesh` already without its exact
- * duplicates (vx_voxelize_unique), on the CPU and grey. *out is a stream of tile_depth levels,
+ * duplicates (vx_voxelize_unique), coloured when xo->tile_color is given. *out is a stream of tile_depth levels,
  * rooted at the tile's cell, its transform that of the tile (the grid's, moved to the cell's
  * corner); its levels are bit for bit the subtree below that cell of the whole grid's build.
  * VX_ERR_EMPTY when the tile has no surface voxels. */

@@ -104,6 +104,10 @@ typedef struct ooc_job {
   col_patch *patch;
   uint64_t npatch, patch_cap;
   uint32_t *root_color;       /* final colour of each root (build_top) */
+  uint32_t cdepth;            /* the colour pass's grid: the whole grid's depth, and a tile's */
+  uint64_t cbase;             /* first block code in it (blocks' codes are the tile's own) */
+  csum *tile_sum;             /* a coloured tile: its root's sums, and whether it has any */
+  int *tile_has;
   vx_fit_root *tile_root;     /* a tile's build: where its root's fit goes (else NULL) */
   double color_sec;           /* the threads' seconds in color_block */
 } ooc_job;
@@ -116,9 +120,11 @@ static vx_status color_of_block(ooc_job *j, uint64_t k, blk_result *r, color_blo
   if (bc >= cb->nblocks) return vx_error_set(err, VX_ERR_INVALID_ARG, "block %llu out of range",
                                             (unsigned long long)bc);
   const double t0 = vx_clock_seconds();
-  vx_status st = color_block(j->cs, j->xf, j->depth, j->blog, bc, cb->tris + cb->off[bc],
-                             cb->off[bc + 1] - cb->off[bc], r->sub.nodes ? &r->sub : NULL, cs,
-                             &r->col, err);
+  /* in the whole grid's coordinates, so that a tile's parts are the untiled build's bit for bit */
+  vx_status st = color_block(j->cs, j->xf, j->cdepth, j->blog, j->cbase | bc,
+                             cb->tris + cb->off[bc], cb->off[bc + 1] - cb->off[bc],
+                             r->sub.nodes ? &r->sub : NULL, cs, &r->col, err);
+  if (st == VX_OK) r->col.root.code = bc;
   cs->sec += vx_clock_seconds() - t0;
   return st;
 }
@@ -312,6 +318,11 @@ static vx_status build_top(ooc_job *j, vx_error *err) {
       return vx_error_set(err, VX_ERR_INVALID_ARG, "%llu roots for a one-block grid",
                           (unsigned long long)j->nroots);
     if (j->tile_root) *j->tile_root = j->root_fit[0];
+    if (j->tile_sum && j->nroot_sum) {
+      *j->tile_sum = j->root_sum[0];
+      j->tile_sum->code = 0;
+      *j->tile_has = 1;
+    }
     return vx_stream_set_top(j->out, NULL, counts, err); /* its colours are final */
   }
   vx_octree t;
@@ -322,8 +333,9 @@ static vx_status build_top(ooc_job *j, vx_error *err) {
   if (st == VX_OK && j->color) { /* the top's colours and the roots' final ones */
     j->root_color = (uint32_t *)vx_malloc((size_t)(j->nroots ? j->nroots : 1) * 4);
     st = j->root_color ? color_top(&t, S, j->root_sum, j->nroot_sum, j->cfilter, &top_color,
-                                   j->root_color, err)
+                                   j->root_color, j->tile_sum, err)
                        : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    if (st == VX_OK && j->tile_has) *j->tile_has = j->nroot_sum > 0;
   }
   if (st == VX_OK) {
     for (uint32_t l = 0; l < S; l++) counts[l] = t.level_count[l];
@@ -504,16 +516,18 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
   float band;
   vx_status st = vx_voxelize_setup(mesh, opts, &xf, &gdepth, &band, err);
   if (st != VX_OK) return st;
-  /* a tile: its cell's levels only, on the CPU, grey, with the sign tables given */
+  /* a tile: its cell's levels only, with the sign tables given, coloured from the colour
+   * source given (already started, shared by the tiles) */
   const int tile = opts->tile_depth != 0;
   depth = tile ? opts->tile_depth : gdepth;
   if (tile && (depth > VX_MAX_DEPTH || depth > gdepth || !xo || !xo->sign || !xo->tile_root ||
-               color_soup ||
+               (color_soup && (!xo->tile_color || !xo->tile_color_root || !xo->tile_color_has)) ||
                (gdepth - depth < 21 && opts->tile_code >> 3 * (gdepth - depth) != 0)))
     return vx_error_set(err, VX_ERR_INVALID_ARG,
-                        "tile %llu of depth %u in a %u^3 grid: not a grey build of one cell with "
-                        "the sign tables given", (unsigned long long)opts->tile_code,
-                        opts->tile_depth, opts->resolution);
+                        "tile %llu of depth %u in a %u^3 grid: not a build of one cell with "
+                        "the sign tables (and colour source) given",
+                        (unsigned long long)opts->tile_code, opts->tile_depth, opts->resolution);
+  const color_source *shared_cs = tile && color_soup ? xo->tile_color : NULL;
   const uint32_t blog = vx_block_log2(depth, xo ? xo->block_log2 : 0);
   const uint32_t B = 1u << blog;
   const uint64_t limit = opts->mem_limit;
@@ -536,16 +550,18 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
   /* colour: the mip pyramids, a second set of bins when the build's cannot serve (its triangles
    * deduplicated, or none on the GPU), each thread's parts (about 2 a voxel, 32 B, twice while
    * sorted), sums (48 B) and colours; the colours of the levels count with them (the budget) */
-  color_source csrc;
+  color_source csrc; /* a tile's is shared (its pyramids already held): this one stays empty */
   memset(&csrc, 0, sizeof csrc);
-  if (color_soup) {
+  if (color_soup && !shared_cs) {
     st = color_source_open(&csrc, color_soup, opts->color_filter, err);
     if (st != VX_OK) return st;
   }
   const int own_cbins = color_soup && (opts->gpu || color_soup != mesh);
+  const double ctris = !color_soup ? 0.0
+                      : tile      ? (double)xo->tile_color_ntris
+                                  : (double)color_soup->tri_count;
   const double color_fixed =
-      color_soup ? (double)csrc.mip_bytes + (own_cbins ? (double)color_soup->tri_count * 4.0 : 0.0)
-                 : 0.0;
+      color_soup ? (double)csrc.mip_bytes + (own_cbins ? ctris * 4.0 : 0.0) : 0.0;
   const double color_thread = color_soup ? blk_vox * (2.0 * 64.0 + 2.0 * 48.0 + 4.0) : 0.0;
   double fixed = tris * sign_bytes + tris * 4.0 +
                  (double)nt_max * (thread_bytes(B, blk_vox) + color_thread) + writer +
@@ -611,7 +627,10 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
                               &bins, err);
   }
   if (st == VX_OK && own_cbins) /* the coloured soup's triangles, duplicates included */
-    st = vx_bins_build(color_soup, &xf, depth, blog, limit, &cbins, err);
+    st = tile ? vx_bins_build_region(color_soup, &xf, gdepth, depth, opts->tile_code,
+                                     xo->tile_color_tris, xo->tile_color_ntris, blog, limit,
+                                     &cbins, err)
+              : vx_bins_build(color_soup, &xf, depth, blog, limit, &cbins, err);
   if (st == VX_OK && opts->gpu && color_soup) st = gpu_merge_bins(&gi, &cbins, err);
   if (st != VX_OK) {
     vx_sign_free(&sign);
@@ -670,8 +689,14 @@ static vx_status stream_unique(const vx_soup *mesh, const vx_soup *color_soup,
   }
   if (color_soup) {
     vx_stream_init_color(out);
-    color_source_start(&csrc);
-    j.cs = &csrc;
+    if (!shared_cs) color_source_start(&csrc);
+    j.cs = shared_cs ? shared_cs : &csrc;
+    j.cdepth = gdepth;
+    j.cbase = tile ? opts->tile_code << 3 * (depth - blog) : 0;
+    j.tile_sum = tile ? xo->tile_color_root : NULL;
+    j.tile_has = tile ? xo->tile_color_has : NULL;
+    if (j.tile_sum) memset(j.tile_sum, 0, sizeof *j.tile_sum);
+    if (j.tile_has) *j.tile_has = 0;
     j.color = 1;
     j.cfilter = opts->color_filter;
     j.cbins = own_cbins ? &cbins : &bins;
@@ -792,5 +817,6 @@ vx_status vx_voxelize_tile(const vx_soup *mesh, const vx_voxelize_opts *opts, co
   if (stats) memset(stats, 0, sizeof *stats);
   if (!opts || opts->tile_depth == 0)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "a tile build needs opts->tile_depth");
-  return stream_unique(mesh, NULL, opts, tmp_dir, xo, out, stats, err);
+  return stream_unique(mesh, xo && xo->tile_color ? xo->tile_color->soup : NULL, opts, tmp_dir,
+                       xo, out, stats, err);
 }

@@ -45,7 +45,8 @@ typedef struct vx_convert_opts {
   uint32_t tile_depth;     /* 0: one tree (resolution up to 16384), or tiles of 16384^3 above
                               that; T in 1..14: a tiled file (vx_convert_to_file only) of tiles of
                               2^T voxels per axis under at most 13 top levels, resolution up to
-                              2^20. Tiled trees are grey so far; max_error prunes inside each
+                              2^20. A coloured mesh gives coloured tiles (the untiled tree's
+                              colours; built as tasks, grey); max_error prunes inside each
                               tile, never above the tiles' roots */
   int gpus;                /* a tiled build on the GPU (device GPU or AUTO): 0 the current device,
                               -1 every GPU of the machine, N the first N; each builds tiles of its
@@ -149,7 +150,8 @@ VX_API vx_status vx_tile_plan_get_info(const vx_tile_plan *p, vx_tile_plan_info 
  * (freed by vx_tile_plan_free). */
 VX_API vx_status vx_tile_plan_build(vx_tile_plan *p, uint64_t k, const char *path,
                                     vx_tile_record *rec, vx_error *err);
-/* GPU fallbacks of the builds so far ("" when none). Owned by p; valid until the next build. */
+/* GPU fallbacks of the builds so far, or that a coloured mesh's tiles are built grey (tasks do
+ * not carry colour) ("" when neither). Owned by p; valid until the next build. */
 VX_API const char *vx_tile_plan_notes(vx_tile_plan *p);
 
 /* The same tasks without any process holding the mesh, where vx_convert_file would split it (a

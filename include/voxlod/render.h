@@ -45,7 +45,8 @@ VX_API void vx_renderer_free(vx_renderer *r);
  * planes). A cut at or above the tiles' roots is drawn from the top tree. The budget, what is
  * resident and the coarse level are in vx_renderer_get_info; each frame's loads in its stats.
  * VX_ERR_LIMIT when the budget cannot hold the tiles' roots, or when the file has more than 2^7
- * tiles per axis. Tiled trees are grey. */
+ * tiles per axis. A coloured tiled tree is drawn in colour (each tile's colours, the top tree's
+ * above them). */
 VX_API vx_status vx_renderer_create_tiled(vx_tiled_file *f, const vx_renderer_opts *opts,
                                           vx_renderer **out, vx_error *err);
 /* vx_camera_orbit for a tiled tree. */

@@ -215,3 +215,27 @@ def test_split_file(tmp_path):
     voxlod.convert(str(stl), out=b, **dict(opts, sign="winding"))  # loaded: not split
     voxlod.convert(voxlod.load_mesh(stl), out=a, **dict(opts, sign="winding"))
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_coloured_tiles(tmp_path):
+    """A coloured mesh converted in tiles: load() joins it into the untiled coloured tree (its
+    colours and bytes), TiledFile reports the colour, a tile loaded alone is coloured and the
+    tiled renderer draws the unlit colours of the joined tree."""
+    from test_color import coloured_sphere
+    v, f, rgba = coloured_sphere()
+    u, t = tmp_path / "u.svo", tmp_path / "t.svo"
+    voxlod.convert((v, f, rgba), res=128, out=u, progress=False, gpu=False)
+    voxlod.convert((v, f, rgba), res=128, out=t, tile_depth=5, progress=False, gpu=False)
+    a, b = voxlod.load(u), voxlod.load(t)
+    assert a.has_color and b.has_color
+    assert np.array_equal(a.node_colors, b.node_colors)
+    assert np.array_equal(a.voxel_colors, b.voxel_colors)
+    assert a.to_bytes() == b.to_bytes()
+    tf = voxlod.TiledFile(t)
+    assert tf.info["has_color"] and tf.info["color_bytes"] == a.info["color_bytes"]
+    assert tf.load_tile(0).has_color
+    cam = dict(eye=(2.0, 1.2, 1.6), target=(0.0, 0.0, 0.0))
+    x = a.render(160, 120, shade="albedo", device="cpu", **cam)
+    y = tf.render(160, 120, shade="albedo", device="cpu", **cam)
+    assert (x != y).any(axis=2).mean() <= 0.002
+    assert (y[..., 0] != y[..., 1]).mean() > 0.1  # in colour, not grey

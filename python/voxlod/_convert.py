@@ -44,8 +44,8 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
     out: a .svo path to write the tree to (atomically) instead of returning it (None comes
     back): the only way for trees that do not fit in memory, and for tiled trees. tile_depth: 0
     (one tree; res up to 16384, tiles of 16384^3 above) or T in 1..14: a tiled .svo of tiles of
-    2^T cells per axis (res up to 2^20; grey; error= prunes inside the tiles, never above
-    their roots), read back with load() up to 16384^3
+    2^T cells per axis (res up to 2^20; coloured as the untiled tree; error= prunes inside
+    the tiles, never above their roots), read back with load() up to 16384^3
     and with TiledFile at any size. gpus: for a tiled build on the GPU, "all" or a count: one
     tile stream per GPU, the same bytes. A path converted to out= is read by the library: a
     tiled build with sign="pseudo-normal" from a binary STL or PLY is split by tile without
