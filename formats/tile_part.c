@@ -1,20 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tile_part.c - the record of a tile built apart (tile_part.h), little-endian:
- *   0 "VXPART1\n"   8 flags u32 (1 empty, 2 built on the GPU)   12 reserved u32 (0)
+ *   0 "VXPART2\n"   8 flags u32 (1 empty, 2 built on the GPU, 4 coloured build, 8 its filter
+ *     is dominant, 16 the root has colour sums)   12 reserved u32 (0)
  *  16 the build's header fields as the tiled header record holds them (56 bytes: depth, tile
  *     depth, band, prune error, origin, scale, build id; vx_tiled_header_put)
  *  72 code u64  80 voxels u64  88 nodes u64  96 corners u64
  * 104 file length u64  112 file check32 u32  116 reserved u32 (0)
  * 120 fit: n, s[3], ss[6], f, fs[3], ff, bound, lo[3], hi[3] (22 x f64)
- * 296 seconds building f64  304 seconds compressing f64  312 reserved u32 (0)
- * 316 check32 of bytes 0 .. 315 */
+ * 296 seconds building f64  304 seconds compressing f64
+ * 312 the root's colour sums: area, opaque area, r, g, b (5 x f64; 0 without flag 16)
+ * 352 reserved u32 (0)  356 check32 of bytes 0 .. 355 */
 #include "formats/tile_part.h"
 #include "formats/svo_codec.h"
 
 #include <errno.h>
 #include <stdio.h>
 
-static const char part_magic[8] = {'V', 'X', 'P', 'A', 'R', 'T', '1', '\n'};
+static const char part_magic[8] = {'V', 'X', 'P', 'A', 'R', 'T', '2', '\n'};
+
+#define F_EMPTY 1u
+#define F_GPU 2u
+#define F_COLOR 4u
+#define F_DOMINANT 8u
+#define F_SUMS 16u
 
 #define FIT_DOUBLES 22
 
@@ -56,7 +64,9 @@ vx_status vx_tile_part_encode(const vx_tile_part_rec *r, uint8_t out[VX_TILE_PAR
                               vx_error *err) {
   memset(out, 0, VX_TILE_PART_BYTES);
   memcpy(out, part_magic, 8);
-  vx_put_u32(out + 8, (r->empty ? 1u : 0u) | (r->gpu ? 2u : 0u));
+  vx_put_u32(out + 8, (r->empty ? F_EMPTY : 0u) | (r->gpu ? F_GPU : 0u) |
+                         (r->h.color ? F_COLOR : 0u) | (r->dominant ? F_DOMINANT : 0u) |
+                         (r->color_has ? F_SUMS : 0u));
   vx_tiled_header_put(out + 16, &r->h);
   vx_put_u64(out + 72, r->code);
   vx_put_u64(out + 80, r->voxels);
@@ -69,13 +79,14 @@ vx_status vx_tile_part_encode(const vx_tile_part_rec *r, uint8_t out[VX_TILE_PAR
   for (int i = 0; i < FIT_DOUBLES; i++) vx_put_f64(out + 120 + 8 * i, d[i]);
   vx_put_f64(out + 296, r->sec_build);
   vx_put_f64(out + 304, r->sec_encode);
+  for (int i = 0; r->color_has && i < 5; i++) vx_put_f64(out + 312 + 8 * i, r->color_sum[i]);
   return vx_tile_part_seal(out, err);
 }
 
 vx_status vx_tile_part_seal(uint8_t rec[VX_TILE_PART_BYTES], vx_error *err) {
   uint32_t check = 0;
   vx_status s = record_check(rec, &check, err);
-  vx_put_u32(rec + 316, check);
+  vx_put_u32(rec + VX_TILE_PART_BYTES - 4, check);
   return s;
 }
 
@@ -90,14 +101,20 @@ vx_status vx_tile_part_decode(const uint8_t in[VX_TILE_PART_BYTES], vx_tile_part
   uint32_t check = 0;
   vx_status s = record_check(in, &check, err);
   if (s != VX_OK) return s;
-  if (check != vx_get_u32(in + 316))
+  if (check != vx_get_u32(in + VX_TILE_PART_BYTES - 4))
     return vx_error_set(err, VX_ERR_CORRUPT, "tile record: its check does not match its bytes");
   const uint32_t flags = vx_get_u32(in + 8);
-  if ((flags & ~3u) || vx_get_u32(in + 12) || vx_get_u32(in + 116) || vx_get_u32(in + 312))
+  if ((flags & ~31u) || vx_get_u32(in + 12) || vx_get_u32(in + 116) || vx_get_u32(in + 352) ||
+      ((flags & (F_DOMINANT | F_SUMS)) && !(flags & F_COLOR)) ||
+      ((flags & F_SUMS) && (flags & F_EMPTY)))
     return vx_error_set(err, VX_ERR_CORRUPT, "tile record: unknown flags or reserved fields set");
-  r->empty = (flags & 1u) != 0;
-  r->gpu = (flags & 2u) != 0;
+  r->empty = (flags & F_EMPTY) != 0;
+  r->gpu = (flags & F_GPU) != 0;
+  r->dominant = (flags & F_DOMINANT) != 0;
+  r->color_has = (flags & F_SUMS) != 0;
+  for (int i = 0; i < 5; i++) r->color_sum[i] = vx_get_f64(in + 312 + 8 * i);
   vx_tiled_header_get(in + 16, &r->h);
+  r->h.color = (flags & F_COLOR) != 0;
   r->code = vx_get_u64(in + 72);
   r->voxels = vx_get_u64(in + 80);
   r->nodes = vx_get_u64(in + 88);
@@ -116,6 +133,9 @@ vx_status vx_tile_part_decode(const uint8_t in[VX_TILE_PART_BYTES], vx_tile_part
                         "tiles", (unsigned long long)r->code);
   int ok = is_finite(r->sec_build) && is_finite(r->sec_encode);
   for (int i = 0; i < FIT_DOUBLES; i++) ok = ok && is_finite(d[i]);
+  for (int i = 0; i < 5; i++) /* sums: finite, areas not negative, all 0 without them */
+    ok = ok && is_finite(r->color_sum[i]) && !(i < 2 && r->color_sum[i] < 0.0) &&
+         (r->color_has || r->color_sum[i] == 0.0);
   if (!ok || !(r->fit.m.n >= 0.0) || !(r->fit.bound >= 0.0))
     return vx_error_set(err, VX_ERR_CORRUPT, "tile record: a value is not finite or negative");
   if (r->empty ? (r->voxels || r->nodes || r->length || r->check)

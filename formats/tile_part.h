@@ -12,7 +12,7 @@
 
 VX_EXTERN_C_BEGIN
 
-#define VX_TILE_PART_BYTES 320u
+#define VX_TILE_PART_BYTES 360u
 
 typedef struct vx_tile_part_rec {
   vx_tiled_header h;   /* the build's */
@@ -24,6 +24,10 @@ typedef struct vx_tile_part_rec {
   uint32_t check;      /* check32 of that file */
   vx_fit_root fit;     /* its root's */
   double sec_build, sec_encode;
+  /* a coloured build (h.color): its filter, and the tile root's colour sums when it has some
+   * (area, opaque area, rgb: as the top tree's colours are made from them) */
+  int dominant, color_has;
+  double color_sum[5];
 } vx_tile_part_rec;
 
 vx_status vx_tile_part_encode(const vx_tile_part_rec *r, uint8_t out[VX_TILE_PART_BYTES],

@@ -536,8 +536,7 @@ typedef struct tiles_job {
   vx_status status;
   vx_error err;
   uint64_t built, voxels, corners, gpu_tiles, spilled;
-  csum *sums;             /* a coloured build: the tiles' roots' colour sums, in file order */
-  uint64_t nsums;
+  vx_tile_sums sums;      /* a coloured build: the tiles' roots' colour sums, in file order */
   double sec_build, sec_encode, sec_append; /* summed over the tiles (and so the workers) */
   double sec_gpu[5], sec_gpu_tree[3];
   vx_progress_fn progress;
@@ -552,9 +551,9 @@ static vx_status append_tile(tiles_job *j, vx_tile_out *r, vx_error *err) {
                         : vx_tiled_writer_add(j->w, r->code, id, r->bytes, r->n, &r->check,
                                               &r->fit, err);
   if (s == VX_OK) { /* only the emitting worker is here */
-    if (j->sums && r->color_has) {
-      j->sums[j->nsums] = r->color_root;
-      j->sums[j->nsums++].code = r->code;
+    if (j->sums.s && r->color_has) {
+      j->sums.s[j->sums.n] = r->color_root;
+      j->sums.s[j->sums.n++].code = r->code;
     }
     j->built++;
     j->voxels += r->voxels;
@@ -662,13 +661,13 @@ static void *tile_worker(void *arg) {
 }
 
 /* The top tree's colours from the tiles' roots' sums, as the untiled build colours the levels
- * above its blocks (color_top): the writer's vx_tiled_color_fn. */
-static vx_status pool_colors(void *ctx, vx_octree *top, uint32_t K, uint32_t *colors,
-                             vx_error *err) {
-  tiles_job *j = (tiles_job *)ctx;
+ * above its blocks (color_top). */
+vx_status vx_tile_sums_colors(void *ctx, vx_octree *top, uint32_t K, uint32_t *colors,
+                              vx_error *err) {
+  const vx_tile_sums *t = (const vx_tile_sums *)ctx;
   uint32_t *above = NULL;
-  vx_status s = color_top(top, K, j->sums, j->nsums, j->p->color->filter, &above,
-                          colors + top->level_first[K], NULL, err);
+  vx_status s = color_top(top, K, t->s, t->n, t->filter, &above, colors + top->level_first[K],
+                          NULL, err);
   if (s == VX_OK) memcpy(colors, above, (size_t)top->level_first[K] * sizeof *colors);
   vx_free(above);
   return s;
@@ -762,9 +761,10 @@ vx_status vx_tile_pool_run(vx_tile_plan *p, const vx_tile_source *src, const vx_
   }
   if (s == VX_OK) s = vx_tiled_writer_open(out_path, &p->h, &j.w, err);
   if (s == VX_OK && p->color) {
-    j.sums = (csum *)vx_malloc((size_t)(p->ntiles ? p->ntiles : 1) * sizeof *j.sums);
-    if (!j.sums) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-    vx_tiled_writer_set_color(j.w, pool_colors, &j);
+    j.sums.s = (csum *)vx_malloc((size_t)(p->ntiles ? p->ntiles : 1) * sizeof *j.sums.s);
+    j.sums.filter = p->color->filter;
+    if (!j.sums.s) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    vx_tiled_writer_set_color(j.w, vx_tile_sums_colors, &j.sums);
   }
   j.ngpu = ngpu;
   j.src = src;
@@ -820,7 +820,7 @@ vx_status vx_tile_pool_run(vx_tile_plan *p, const vx_tile_source *src, const vx_
     j.w = NULL;
   }
   vx_tiled_writer_abort(j.w);
-  vx_free(j.sums);
+  vx_free(j.sums.s);
   if (s == VX_OK) {
     if (p->dropped)
       vx_notes_add(&b->notes, "%llu exact duplicate triangle%s dropped",

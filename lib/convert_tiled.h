@@ -76,7 +76,6 @@ struct vx_tile_plan {
   uint64_t kept;          /* such a plan's triangles, exact copies dropped */
   pthread_mutex_t mu;     /* the fallback note */
   int fell_back;
-  int grey_note;          /* a plan for tasks of a coloured mesh: its tiles are grey */
   vx_error note;
 };
 
@@ -99,10 +98,19 @@ vx_status vx_tile_plan_init_fixed(vx_tile_plan *p, const vx_soup *soup, const vx
  * caller's to fill (a pool over tiles from a vx_tile_source). Released by vx_tile_plan_release. */
 vx_status vx_tile_plan_shell(vx_tile_plan *p, const vx_convert_opts *o, const char *tmp_dir,
                              vx_error *err);
-/* Makes p's build coloured when soup has colour and o allows it (vx_convert_tiled_pool; the
- * tiles built as tasks stay grey: their records do not carry the roots' colour sums). */
+/* Makes p's build coloured when soup has colour and o allows it. */
 vx_status vx_tile_plan_color(vx_tile_plan *p, const vx_soup *soup, const vx_convert_opts *o,
                              vx_error *err);
+/* The roots' colour sums of a coloured build's tiles, in file order (codes at level K, only
+ * the tiles that have some), and the filter: vx_tile_sums_colors, a vx_tiled_color_fn over them,
+ * gives the top tree's colours. */
+typedef struct vx_tile_sums {
+  csum *s;
+  uint64_t n;
+  vx_color_filter filter;
+} vx_tile_sums;
+vx_status vx_tile_sums_colors(void *ctx, vx_octree *top, uint32_t K, uint32_t *colors,
+                              vx_error *err);
 /* Tile k's cell (Morton code). */
 uint64_t vx_tile_plan_code(const vx_tile_plan *p, uint64_t k);
 

@@ -32,7 +32,7 @@ vx_status vx_tile_plan_create(const vx_mesh *mesh, const vx_convert_opts *opts,
   }
   s = vx_tile_plan_init(p, &mesh->soup, &o, tmp, err);
   vx_free(tmp);
-  p->grey_note = mesh->soup.color && o.color != VX_COLOR_OFF;
+  if (s == VX_OK) s = vx_tile_plan_color(p, &mesh->soup, &o, err);
   if (s != VX_OK) {
     vx_tile_plan_free(p);
     return s;
@@ -65,10 +65,7 @@ vx_status vx_tile_plan_get_info(const vx_tile_plan *p, vx_tile_plan_info *info) 
 const char *vx_tile_plan_notes(vx_tile_plan *p) {
   if (!p) return "";
   pthread_mutex_lock(&p->mu);
-  const char *r = p->fell_back ? p->note.msg
-                 : p->grey_note ? "tiles built as tasks are grey: the mesh's colours are kept "
-                                  "only by a conversion in one process"
-                                : "";
+  const char *r = p->fell_back ? p->note.msg : "";
   pthread_mutex_unlock(&p->mu);
   return r;
 }
@@ -104,6 +101,13 @@ vx_status vx_tile_plan_build(vx_tile_plan *p, uint64_t k, const char *path, vx_t
   pr.fit = r.fit;
   pr.sec_build = r.sec_build;
   pr.sec_encode = r.sec_encode;
+  pr.dominant = p->color && p->color->filter == VX_COLOR_FILTER_DOMINANT;
+  pr.color_has = !r.empty && r.color_has;
+  if (pr.color_has) {
+    pr.color_sum[0] = r.color_root.area;
+    pr.color_sum[1] = r.color_root.a;
+    for (int c = 0; c < 3; c++) pr.color_sum[2 + c] = r.color_root.rgb[c];
+  }
   if (s == VX_OK && !r.empty) s = vx_svo_file_check(path, &pr.length, &pr.check, err);
   if (s == VX_OK && r.empty) pr.voxels = pr.nodes = pr.corners = 0;
   if (s == VX_OK) s = vx_tile_part_encode(&pr, rec->bytes, err);
@@ -132,8 +136,10 @@ vx_status vx_tile_record_get_info(const vx_tile_record *rec, vx_tile_record_info
   return VX_OK;
 }
 
-static int same_header(const vx_tiled_header *a, const vx_tiled_header *b) {
+static int same_build(const vx_tile_part_rec *x, const vx_tile_part_rec *y) {
+  const vx_tiled_header *a = &x->h, *b = &y->h;
   return a->build_id == b->build_id && a->depth == b->depth && a->tile_depth == b->tile_depth &&
+         a->color == b->color && x->dominant == y->dominant &&
          memcmp(&a->band, &b->band, sizeof a->band) == 0 &&
          memcmp(&a->prune_error, &b->prune_error, sizeof a->prune_error) == 0 &&
          memcmp(&a->xf, &b->xf, sizeof a->xf) == 0;
@@ -204,7 +210,7 @@ vx_status vx_tile_merge(const char *out_path, const vx_tile_record *recs,
       vx_error_prefix(err, pre);
       break;
     }
-    if (!same_header(&r[i].h, &r[0].h))
+    if (!same_build(&r[i], &r[0]))
       s = vx_error_set(err, VX_ERR_INVALID_ARG, "record %llu comes from another build than record "
                        "0 (ids %016llx and %016llx, or another grid)", (unsigned long long)i,
                        (unsigned long long)r[i].h.build_id, (unsigned long long)r[0].h.build_id);
@@ -222,6 +228,13 @@ vx_status vx_tile_merge(const char *out_path, const vx_tile_record *recs,
                        (unsigned long long)ord[i].i);
   vx_tiled_writer *w = NULL;
   if (s == VX_OK) s = vx_tiled_writer_open(out_path, &r[0].h, &w, err);
+  vx_tile_sums sums = {NULL, 0, VX_COLOR_FILTER_MEAN}; /* a coloured build's, in file order */
+  if (s == VX_OK && r[0].h.color) {
+    sums.s = (csum *)vx_malloc((size_t)n * sizeof *sums.s);
+    sums.filter = r[0].dominant ? VX_COLOR_FILTER_DOMINANT : VX_COLOR_FILTER_MEAN;
+    if (!sums.s) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    vx_tiled_writer_set_color(w, vx_tile_sums_colors, &sums);
+  }
   uint64_t built = 0, voxels = 0, corners = 0, gpu = 0;
   double sec_build = 0.0, sec_encode = 0.0;
   merge_job *j = s == VX_OK ? (merge_job *)vx_calloc(1, sizeof *j) : NULL;
@@ -243,6 +256,13 @@ vx_status vx_tile_merge(const char *out_path, const vx_tile_record *recs,
       if (s == VX_OK && !t->empty) {
         s = vx_tiled_writer_add_checked_file(w, t->code, t->h.build_id, paths[ord[q].i], &j->f[k],
                                              &t->fit, err);
+        if (t->color_has) {
+          csum *c = &sums.s[sums.n++];
+          c->code = t->code;
+          c->area = t->color_sum[0];
+          c->a = t->color_sum[1];
+          for (int q2 = 0; q2 < 3; q2++) c->rgb[q2] = t->color_sum[2 + q2];
+        }
         built++;
         voxels += t->voxels;
         corners += t->corners;
@@ -260,6 +280,7 @@ vx_status vx_tile_merge(const char *out_path, const vx_tile_record *recs,
     w = NULL;
   }
   vx_tiled_writer_abort(w);
+  vx_free(sums.s);
   if (s == VX_OK) {
     const vx_tiled_header *h = &r[0].h;
     vx_notes_add(&b->notes, "tiles built elsewhere: building %.2fs, compressing %.2fs (summed "

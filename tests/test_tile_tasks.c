@@ -2,7 +2,8 @@
 /* test_tile_tasks.c - the tiled build as tasks (vx_tile_plan_*, vx_tile_merge): tiles built by
  * separate plans in any order, on several threads, merged from records in any order, give the
  * file vx_convert_to_file writes, byte for byte; records and files that do not belong together
- * (another build, a tile twice, a file swapped or changed, a damaged record) are refused. The
+ * (another build, a tile twice, a file swapped or changed, a damaged record) are refused; a
+ * coloured mesh's tasks give the coloured file. The
  * local pool with several workers (largest tiles first, finished tiles waiting in memory or in
  * temporary files) writes the same bytes. */
 #include <dirent.h>
@@ -184,6 +185,65 @@ static void pool_equal_convert(const vx_mesh *m, uint32_t res, uint32_t T) {
   unlink(want);
 }
 
+/* A coloured mesh as tasks (tiles built backwards, records merged in reverse): the coloured file
+ * vx_convert_to_file writes, byte for byte, with either filter; a record of the grey build of the
+ * same mesh is another build. */
+static void colored_tasks_equal_convert(uint32_t res, uint32_t T, vx_color_filter f) {
+  vx_mesh *m = tiled_colored_scene();
+  vx_error e;
+  char want[128], got[128], grey[128];
+  snprintf(want, sizeof want, "%s/cwant.svo", dir);
+  snprintf(got, sizeof got, "%s/cgot.svo", dir);
+  snprintf(grey, sizeof grey, "%s/cgrey.svo", dir);
+  vx_convert_opts o = opts_of(res, T, 0.0f);
+  o.color = VX_COLOR_AUTO;
+  o.color_filter = f;
+  CHECK_MSG(vx_convert_to_file(m, &o, want, NULL, &e) == VX_OK, "%s", e.msg);
+  vx_tile_plan *p = NULL;
+  CHECK(vx_tile_plan_create(m, &o, &p, &e) == VX_OK);
+  vx_tile_plan_info in;
+  memset(&in, 0, sizeof in);
+  in.struct_size = sizeof in;
+  CHECK(p && vx_tile_plan_get_info(p, &in) == VX_OK);
+  const uint64_t n = in.tiles;
+  vx_tile_record *rec = (vx_tile_record *)calloc(n ? n : 1, sizeof *rec);
+  const char **pp = (const char **)calloc(n ? n : 1, sizeof *pp);
+  char(*path)[128] = (char(*)[128])calloc(n ? n : 1, 128);
+  for (uint64_t k = 0; p && k < n; k++) {
+    const uint64_t at = n - 1 - k;
+    snprintf(path[at], 128, "%s/ctile-%llu.svo", dir, (unsigned long long)at);
+    CHECK_MSG(vx_tile_plan_build(p, at, path[at], &rec[k], &e) == VX_OK, "%s", e.msg);
+    pp[k] = path[at];
+  }
+  CHECK_MSG(vx_tile_merge(got, rec, pp, n, NULL, &e) == VX_OK, "%s", e.msg);
+  CHECK(tiled_same_file(want, got));
+  vx_convert_opts og = o; /* the grey build's record among them */
+  og.color = VX_COLOR_OFF;
+  vx_tile_plan *q = NULL;
+  CHECK(vx_tile_plan_create(m, &og, &q, &e) == VX_OK);
+  vx_tile_record keep = rec[0];
+  const char *kp = pp[0];
+  CHECK(q && vx_tile_plan_build(q, n - 1, grey, &rec[0], &e) == VX_OK);
+  pp[0] = grey;
+  unlink(got);
+  CHECK(vx_tile_merge(got, rec, pp, n, NULL, &e) == VX_ERR_INVALID_ARG &&
+        strstr(e.msg, "another build") != NULL && access(got, F_OK) != 0);
+  rec[0] = keep;
+  pp[0] = kp;
+  printf("  coloured (%s), %u^3 in %u^3 tiles: %llu tasks merged = converted\n",
+         f == VX_COLOR_FILTER_MEAN ? "mean" : "dominant", res, 1u << T, (unsigned long long)n);
+  vx_tile_plan_free(q);
+  vx_tile_plan_free(p);
+  for (uint64_t k = 0; k < n; k++) unlink(path[k]);
+  unlink(want);
+  unlink(got);
+  unlink(grey);
+  free(rec);
+  free(pp);
+  free(path);
+  vx_mesh_free(m);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/voxlod-tasks-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
@@ -191,6 +251,8 @@ int main(void) {
   tasks_equal_convert(m, 64, 3);
   tasks_equal_convert(m, 256, 5);
   pool_equal_convert(m, 256, 5);
+  colored_tasks_equal_convert(64, 3, VX_COLOR_FILTER_MEAN);
+  colored_tasks_equal_convert(128, 4, VX_COLOR_FILTER_DOMINANT);
   vx_error e;
   vx_convert_opts o = opts_of(64, 0, 0.0f);
   vx_tile_plan *p = NULL;

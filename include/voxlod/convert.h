@@ -46,7 +46,7 @@ typedef struct vx_convert_opts {
                               that; T in 1..14: a tiled file (vx_convert_to_file only) of tiles of
                               2^T voxels per axis under at most 13 top levels, resolution up to
                               2^20. A coloured mesh gives coloured tiles (the untiled tree's
-                              colours; built as tasks, grey); max_error prunes inside each
+                              colours); max_error prunes inside each
                               tile, never above the tiles' roots */
   int gpus;                /* a tiled build on the GPU (device GPU or AUTO): 0 the current device,
                               -1 every GPU of the machine, N the first N; each builds tiles of its
@@ -118,9 +118,10 @@ VX_API vx_status vx_convert_grid_to_file(const char *vdb_path, const vx_grid_opt
  * vx_convert_to_file writes with the same mesh and options, wherever each tile was built. */
 typedef struct vx_tile_plan vx_tile_plan;
 
-#define VX_TILE_RECORD_BYTES 320
+#define VX_TILE_RECORD_BYTES 360
 /* What a task hands back with its tile's file (send it as bytes; the merge checks each byte): the
- * build it belongs to, the tile's cell, the length and check of its file, its root's fit. */
+ * build it belongs to, the tile's cell, the length and check of its file, its root's fit and,
+ * in a coloured build, its root's colour sums. */
 typedef struct vx_tile_record {
   uint8_t bytes[VX_TILE_RECORD_BYTES];
 } vx_tile_record;
@@ -150,8 +151,7 @@ VX_API vx_status vx_tile_plan_get_info(const vx_tile_plan *p, vx_tile_plan_info 
  * (freed by vx_tile_plan_free). */
 VX_API vx_status vx_tile_plan_build(vx_tile_plan *p, uint64_t k, const char *path,
                                     vx_tile_record *rec, vx_error *err);
-/* GPU fallbacks of the builds so far, or that a coloured mesh's tiles are built grey (tasks do
- * not carry colour) ("" when neither). Owned by p; valid until the next build. */
+/* GPU fallbacks of the builds so far ("" when none). Owned by p; valid until the next build. */
 VX_API const char *vx_tile_plan_notes(vx_tile_plan *p);
 
 /* The same tasks without any process holding the mesh, where vx_convert_file would split it (a

@@ -2,7 +2,7 @@
 // tile_tasks.cpp - the tiled build as tasks (voxlod/convert.h: vx_tile_plan_*, vx_tile_split,
 // vx_tile_merge) for voxlod._tiles, which runs them on a Dask cluster: a plan per worker process
 // (of the mesh, or on the parts file one task split it into), tiles built by index into files (a
-// record of 320 bytes back to the client), the merge on the client. Long
+// record of 360 bytes back to the client), the merge on the client. Long
 // calls release the GIL, so the threads of a worker build tiles side by side.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
@@ -26,7 +26,11 @@ struct TilePlan {
 };
 
 vx_convert_opts opts_of(uint32_t res, float band, int device, uint64_t mem_limit, int threads,
-                        int sign_rule, uint32_t tile_depth, int zstd_level, float max_error) {
+                        int sign_rule, uint32_t tile_depth, int zstd_level, float max_error,
+                        int color, int color_filter) {
+  if ((color != VX_COLOR_AUTO && color != VX_COLOR_OFF) ||
+      (color_filter != VX_COLOR_FILTER_MEAN && color_filter != VX_COLOR_FILTER_DOMINANT))
+    throw nb::value_error("unknown colour mode or filter");
   vx_convert_opts o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -36,7 +40,8 @@ vx_convert_opts opts_of(uint32_t res, float band, int device, uint64_t mem_limit
   o.mem_limit = mem_limit;
   o.threads = threads;
   o.sign_rule = (vx_sign_rule)sign_rule;
-  o.color = VX_COLOR_OFF;
+  o.color = (vx_color_mode)color;
+  o.color_filter = (vx_color_filter)color_filter;
   o.tile_depth = tile_depth;
   o.zstd_level = zstd_level;
   o.max_error = max_error;
@@ -60,9 +65,9 @@ template <class F> TilePlan *plan_of(F make) {
 
 TilePlan *plan_create(const Mesh &mesh, uint32_t res, float band, int device, uint64_t mem_limit,
                       int threads, int sign_rule, uint32_t tile_depth, int zstd_level,
-                      float max_error) {
+                      float max_error, int color, int color_filter) {
   const vx_convert_opts o = opts_of(res, band, device, mem_limit, threads, sign_rule, tile_depth,
-                                    zstd_level, max_error);
+                                    zstd_level, max_error, color, color_filter);
   return plan_of([&](vx_tile_plan **p, vx_error *e) {
     return vx_tile_plan_create(mesh.m, &o, p, e);
   });
@@ -71,9 +76,9 @@ TilePlan *plan_create(const Mesh &mesh, uint32_t res, float band, int device, ui
 // A plan on a parts file (vx_tile_plan_open_parts): no mesh in this process.
 TilePlan *plan_open_parts(const nb::bytes &parts, uint32_t res, float band, int device,
                           uint64_t mem_limit, int threads, int sign_rule, uint32_t tile_depth,
-                          int zstd_level, float max_error) {
+                          int zstd_level, float max_error, int color, int color_filter) {
   const vx_convert_opts o = opts_of(res, band, device, mem_limit, threads, sign_rule, tile_depth,
-                                    zstd_level, max_error);
+                                    zstd_level, max_error, color, color_filter);
   const std::string path = path_of(parts);
   return plan_of([&](vx_tile_plan **p, vx_error *e) {
     return vx_tile_plan_open_parts(path.c_str(), &o, p, e);
@@ -94,9 +99,10 @@ nb::dict info_dict(const vx_tile_plan_info &i) {
 // The mesh file split by tile into a parts file (vx_tile_split); the plan's summary.
 nb::dict tile_split(const nb::bytes &mesh, const nb::bytes &parts, uint32_t res, float band,
                     int device, uint64_t mem_limit, int threads, int sign_rule,
-                    uint32_t tile_depth, int zstd_level, float max_error) {
+                    uint32_t tile_depth, int zstd_level, float max_error, int color,
+                    int color_filter) {
   const vx_convert_opts o = opts_of(res, band, device, mem_limit, threads, sign_rule, tile_depth,
-                                    zstd_level, max_error);
+                                    zstd_level, max_error, color, color_filter);
   const std::string m = path_of(mesh), p = path_of(parts);
   vx_tile_plan_info i;
   std::memset(&i, 0, sizeof i);
@@ -204,16 +210,18 @@ void bind_tile_tasks(nb::module_ &m) {
   nb::class_<TilePlan>(m, "_TilePlan")
       .def_static("create", &plan_create, "mesh"_a, "resolution"_a, "band"_a, "device"_a,
                   "mem_limit"_a, "threads"_a, "sign_rule"_a, "tile_depth"_a, "zstd_level"_a = 0, "max_error"_a = 0.0f,
-                  nb::rv_policy::take_ownership, nb::keep_alive<0, 1>())
+                  "color"_a = 0, "color_filter"_a = 0, nb::rv_policy::take_ownership,
+                  nb::keep_alive<0, 1>())
       .def_static("open_parts", &plan_open_parts, "parts"_a, "resolution"_a, "band"_a,
                   "device"_a, "mem_limit"_a, "threads"_a, "sign_rule"_a, "tile_depth"_a,
-                  "zstd_level"_a = 0, "max_error"_a = 0.0f, nb::rv_policy::take_ownership)
+                  "zstd_level"_a = 0, "max_error"_a = 0.0f, "color"_a = 0, "color_filter"_a = 0,
+                  nb::rv_policy::take_ownership)
       .def("info", &plan_info)
       .def("build", &plan_build, "k"_a, "path"_a)
       .def("notes", [](TilePlan &t) { return text_of(vx_tile_plan_notes(t.p)); });
   m.def("tile_split", &tile_split, "mesh"_a, "parts"_a, "resolution"_a, "band"_a, "device"_a,
         "mem_limit"_a, "threads"_a, "sign_rule"_a, "tile_depth"_a, "zstd_level"_a = 0,
-        "max_error"_a = 0.0f);
+        "max_error"_a = 0.0f, "color"_a = 0, "color_filter"_a = 0);
   m.def("tile_record_info", &record_info, "record"_a);
   m.def("tile_merge", &merge, "out"_a, "records"_a, "paths"_a);
 }

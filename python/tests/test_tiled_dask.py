@@ -10,7 +10,7 @@ import pytest
 
 import voxlod
 from voxlod import _voxlod
-from conftest import BUNNY, write_stl
+from conftest import BUNNY, ROOT, write_stl
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -49,6 +49,15 @@ def test_cluster_build_is_the_local_build(tmp_path, monkeypatch):
         assert pl.stat().st_size < local.stat().st_size
         pl.unlink()
         pc.unlink()
+        # a coloured mesh (materials' colours): the coloured file of one process
+        scene = ROOT / "tests" / "data" / "meshes" / "scene.obj"
+        cl, cd = tmp_path / "clocal.svo", tmp_path / "cdask.svo"
+        voxlod.convert(scene, res=64, tile_depth=3, out=cl, progress=False)
+        voxlod.convert(scene, res=64, tile_depth=3, out=cd, client=client, progress=False)
+        assert voxlod.TiledFile(cd).info["has_color"]
+        assert cd.read_bytes() == cl.read_bytes()
+        cl.unlink()
+        cd.unlink()
         with pytest.raises(ValueError, match="tile_depth"):
             voxlod.convert(BUNNY, res=256, out=tmp_path / "x.svo", client=client)
         with pytest.raises(TypeError, match="path"):
@@ -75,7 +84,7 @@ def test_cluster_split_build(tmp_path):
                                       dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as client:
             spec = dict(res=256, band=0.0, device=1, mem_limit=0, threads=0, sign_rule=1,
-                        tile_depth=5, zstd_level=0, max_error=error)
+                        tile_depth=5, zstd_level=0, max_error=error, color=0, color_filter=0)
             summary = _tiles.convert_on_cluster(client, os.fsencode(stl), os.fsencode(remote),
                                                 spec, progress=False)
             assert summary["split"] and summary["tiles"] > 8
@@ -149,7 +158,7 @@ def test_merge_refuses_what_does_not_belong(tmp_path):
     bad[30] ^= 1
     with pytest.raises(voxlod.CorruptError):
         _voxlod.tile_merge(out, recs[:i] + [bytes(bad)] + recs[i + 1:], paths)
-    with pytest.raises(ValueError, match="320"):
+    with pytest.raises(ValueError, match="360"):
         _voxlod.tile_merge(out, [recs[i][:100]], [paths[i]])
     assert not os.path.exists(out)
     s = _voxlod.tile_merge(out, recs, paths)

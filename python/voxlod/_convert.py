@@ -101,7 +101,8 @@ def convert(mesh: MeshArg, res: int = 256, error: float = 0.0, gpu: Optional[boo
         from ._tiles import convert_on_cluster
         spec = dict(res=int(res), band=b, device=device, mem_limit=limit,
                     threads=int(threads or 0), sign_rule=0 if sign == "winding" else 1,
-                    tile_depth=int(tile_depth), zstd_level=0, max_error=float(error))
+                    tile_depth=int(tile_depth), zstd_level=0, max_error=float(error),
+                    color=cmode, color_filter=cfilter)
         convert_on_cluster(client, _path(mesh, "mesh"), _path(out, "out"), spec,
                            progress=bool(progress))
         return None

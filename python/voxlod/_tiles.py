@@ -5,7 +5,7 @@ The library cuts a tiled build into tasks (include/voxlod/convert.h, "a tiled co
 tasks"): each worker process makes the plan of the build once (the mesh, its grid, the sign
 tables of the whole mesh, each tile's triangles; on a GPU, the mesh and tables uploaded there by
 its first tile) and keeps it for the tasks that follow; a task
-builds one tile by its index into a file beside the output and hands back a 320-byte record;
+builds one tile by its index into a file beside the output and hands back a 360-byte record;
 the client merges the files, checked against their records, into the tiled file and removes
 them. Where the library splits the mesh by tile (sign="pseudo-normal" from a binary STL or PLY),
 no process holds the mesh: a first task splits it into a parts file beside the output
@@ -34,15 +34,13 @@ _plans: Dict[Tuple[Any, ...], Any] = {}
 
 
 _OPTS = ("res", "band", "device", "mem_limit", "threads", "sign_rule", "tile_depth",
-         "zstd_level", "max_error")
+         "zstd_level", "max_error", "color", "color_filter")
 
 
 def _plan_key(spec: dict) -> Tuple[Any, ...]:
     src = spec.get("parts") or spec["mesh"]
     st = os.stat(src)
-    return (src, st.st_size, st.st_mtime_ns, spec["res"], spec["band"],
-            spec["device"], spec["mem_limit"], spec["threads"], spec["sign_rule"],
-            spec["tile_depth"], spec["zstd_level"], spec["max_error"])
+    return (src, st.st_size, st.st_mtime_ns) + tuple(spec[k] for k in _OPTS)
 
 
 def _plan(spec: dict) -> Any:
