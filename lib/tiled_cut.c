@@ -15,11 +15,13 @@
  * voxels (vx_octree_build, vx_octree_fit_planes): at the finest level of a file of up to
  * 16384^3 that is the joined tree itself; at a coarser level from the nodes' planes, made
  * single-valued and closed (below), quantized at a band of 2 cells (or the tree's band in
- * cells, when wider).
+ * cells, when wider). A coloured file's level tree is coloured: its cells the file's colours
+ * there, its nodes the means of their children (level_colors).
  */
 #include "lib/tiled_cut.h"
 #include "lib/tiled_arena.h"
 #include "formats/grid_closed.h"
+#include "svo/color.h"
 #include "svo/lod.h"
 #include "sys/system.h"
 
@@ -193,6 +195,58 @@ vx_status vx_tiled_cut(vx_tiled_file *f, uint32_t level, uint64_t mem_limit,
   return s;
 }
 
+/* A cell of the level's closure (not in the cut): the colour of the first of its 26 neighbours
+ * the cut holds, else an opaque grey. */
+static uint32_t closure_color(const vx_cut *c, uint64_t code) {
+  uint32_t x, y, z;
+  vx_morton_decode(code, &x, &y, &z);
+  const int64_t R = (int64_t)c->res;
+  for (int dz = -1; dz <= 1; dz++)
+    for (int dy = -1; dy <= 1; dy++)
+      for (int dx = -1; dx <= 1; dx++) {
+        const int64_t a = (int64_t)x + dx, b = (int64_t)y + dy, d = (int64_t)z + dz;
+        if ((dx | dy | dz) == 0 || a < 0 || b < 0 || d < 0 || a >= R || b >= R || d >= R) continue;
+        const uint64_t k = vx_cut_find(c, vx_morton_encode((uint32_t)a, (uint32_t)b, (uint32_t)d));
+        if (k != UINT64_MAX) return c->rgba[k];
+      }
+  return 0xff808080u;
+}
+
+/* The colours of a level tree t built from cut c's coloured cells (codes: its voxels' codes):
+ * each voxel the colour of its cell (a cell the closure added, its neighbour's), each node the
+ * mean of its children in linear light, weighted by their alpha (a hole adds no rgb). The
+ * nodes' colours are so an approximation of the file's (which come from the surface's sums). */
+static vx_status level_colors(const vx_cut *c, const uint64_t *codes, vx_octree *t,
+                              vx_error *err) {
+  t->node_color = (uint32_t *)vx_malloc((size_t)(t->node_count ? t->node_count : 1) * 4);
+  t->voxel_color = (uint32_t *)vx_malloc((size_t)(t->voxel_count ? t->voxel_count : 1) * 4);
+  if (!t->node_color || !t->voxel_color)
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the level tree's colours");
+  for (uint64_t i = 0; i < t->voxel_count; i++) {
+    const uint64_t k = vx_cut_find(c, codes[i]);
+    t->voxel_color[i] = k != UINT64_MAX ? c->rgba[k] : closure_color(c, codes[i]);
+  }
+  for (uint32_t l = t->depth; l-- > 0;) {
+    const uint32_t *below = l + 1 == t->depth ? t->voxel_color : t->node_color;
+    for (uint64_t k = 0; k < t->level_count[l]; k++) {
+      const vx_node *nd = &t->nodes[t->level_first[l] + k];
+      const uint32_t m = vx_popcount8(vx_node_mask(nd->info));
+      float s[4] = {0, 0, 0, 0}, w = 0.0f;
+      for (uint32_t q = 0; q < m; q++) {
+        float f[4];
+        vx_rgba_unpack_linear(below[nd->child + q], f);
+        const float a = f[3] + 1e-6f;
+        for (int r = 0; r < 3; r++) s[r] += a * f[r];
+        s[3] += f[3];
+        w += a;
+      }
+      t->node_color[t->level_first[l] + k] =
+          m ? vx_rgba_pack_linear(s[0] / w, s[1] / w, s[2] / w, s[3] / (float)m) : 0xff808080u;
+    }
+  }
+  return VX_OK;
+}
+
 /* The band of the level tree: the tree's band in cells of the level, at least 2 (the corners of
  * a cell its plane crosses lie within sqrt(3) cells of it); at the finest level the tree's own. */
 static float level_band(float band, uint32_t D, uint32_t L) {
@@ -244,6 +298,7 @@ vx_status vx_tiled_file_level_tree(vx_tiled_file *f, uint32_t level, const vx_re
       for (int k = 0; k < 8; k++) vox[i].c[k] = vx_corner_quantize(c.field[i][k], band);
   }
   if (s == VX_OK) s = vx_octree_build(level, codes ? codes : c.codes, vox, n, &tr->oct, err);
+  if (s == VX_OK && c.rgba) s = level_colors(&c, codes ? codes : c.codes, &tr->oct, err);
   vx_free(vox);
   vx_free(codes);
   if (s == VX_OK) {

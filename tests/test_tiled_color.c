@@ -12,6 +12,7 @@
 #include "check.h"
 #include "lib/internal.h"
 #include "tiled_scene.h"
+#include "formats/grid_cut.h"
 #include "formats/svo_codec.h"
 #include "formats/svo_tiled.h"
 #include "sys/system.h"
@@ -208,6 +209,57 @@ static void colored_export_matches_joined(void) {
   vx_tree_free(j);
 }
 
+/* The tree of one level of a coloured tiled file (what `mesh` takes past 16384^3): its cells'
+ * colours are the joined tree's at that level (the finest: the voxels'; coarser: the nodes'),
+ * the closure's cells a neighbour's; its mesh has vertex colours. */
+static void level_tree_colors(void) {
+  vx_mesh *m = tiled_colored_scene();
+  char t[300];
+  snprintf(t, sizeof t, "%s/l.svo", dir);
+  vx_error e;
+  CHECK(convert(m, 64, 3, 0, VX_COLOR_FILTER_MEAN, t, &e) == VX_OK);
+  vx_mesh_free(m);
+  vx_tree *j = NULL;
+  vx_tiled_file *f = NULL;
+  CHECK(vx_tree_load(t, NULL, &j, &e) == VX_OK && vx_tiled_file_open(t, NULL, &f, &e) == VX_OK);
+  for (uint32_t L = 6; j && f && L >= 4; L -= 2) {
+    vx_tree *lt = NULL;
+    CHECK_MSG(vx_tiled_file_level_tree(f, L, NULL, &lt, &e) == VX_OK, "%s", e.msg);
+    if (!lt) continue;
+    const vx_octree *x = &j->oct, *y = &lt->oct;
+    CHECK(y->node_color && y->voxel_color);
+    vx_cut cj, cl; /* the level's cells of both, with their colours */
+    CHECK(vx_cut_build(x, L, 0, NULL, NULL, &cj, &e) == VX_OK);
+    CHECK(vx_cut_build(y, L, 0, NULL, NULL, &cl, &e) == VX_OK);
+    uint64_t same = 0, differ = 0, missing = 0;
+    for (uint64_t i = 0; cj.rgba && cl.rgba && i < cj.count; i++) {
+      const uint64_t k = vx_cut_find(&cl, cj.codes[i]);
+      if (k == UINT64_MAX) missing++;
+      else if (cl.rgba[k] == cj.rgba[i]) same++;
+      else differ++;
+    }
+    CHECK_MSG(cj.rgba && cl.rgba && differ == 0 && missing == 0 && same == cj.count,
+              "level %u: %llu cells the same colour, %llu not, %llu missing", L,
+              (unsigned long long)same, (unsigned long long)differ,
+              (unsigned long long)missing);
+    printf("level tree %u: %llu cells, the joined tree's colours (%llu added by the closure)\n", L,
+           (unsigned long long)same, (unsigned long long)(cl.count - cj.count));
+    vx_cut_free(&cj);
+    vx_cut_free(&cl);
+    vx_mesher_opts mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    vx_mesh *mm = NULL;
+    CHECK(vx_mesher_extract(lt, &mo, &mm, &e) == VX_OK);
+    uint64_t nc = 0;
+    CHECK(mm && vx_mesh_colors(mm, &nc) != NULL && nc > 0);
+    vx_mesh_free(mm);
+    vx_tree_free(lt);
+  }
+  vx_tiled_file_close(f);
+  vx_tree_free(j);
+}
+
 static vx_status open_all(const uint8_t *d, size_t n, vx_error *e) {
   vx_tiled *t = NULL;
   vx_svo_read_opts ro = {-1, 64u << 20, 0};
@@ -258,6 +310,7 @@ int main(void) {
   RUN(colored_tiled_equals_untiled);
   RUN(grey_and_colored_ids_differ);
   RUN(colored_export_matches_joined);
+  RUN(level_tree_colors);
   RUN(colored_damage_is_refused);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
