@@ -9,6 +9,7 @@
 #include "tiled_scene.h"
 #include "formats/svo_codec.h"
 #include "formats/svo_tiled.h"
+#include "tiled_damage.h"
 #include "sys/system.h"
 
 #include <unistd.h>
@@ -202,33 +203,13 @@ static uint8_t *small_file(size_t *n) {
   return tiled_slurp(p, n);
 }
 
-static vx_status open_all(const uint8_t *d, size_t n, vx_error *e) {
-  vx_tiled *t = NULL;
-  vx_svo_read_opts ro = {-1, 64u << 20, 0};
-  vx_status s = vx_tiled_open_memory(d, n, &ro, &t, e);
-  vx_octree o;
-  if (s == VX_OK) s = vx_tiled_stitch(t, &ro, &o, e);
-  if (s == VX_OK) vx_octree_free(&o);
-  vx_tiled_close(t);
-  return s;
-}
-
 /* Every single-byte change and every truncation is refused. */
 static void damage_is_refused(void) {
   size_t n = 0;
   uint8_t *d = small_file(&n);
   vx_error e;
-  CHECK(d && open_all(d, n, &e) == VX_OK);
-  uint64_t missed = 0;
-  for (size_t i = 0; d && i < n; i++) {
-    const uint8_t keep = d[i];
-    d[i] ^= 0x21;
-    missed += open_all(d, n, &e) == VX_OK;
-    d[i] = keep;
-  }
-  CHECK(missed == 0);
-  for (size_t k = 0; d && k < n; k++) missed += open_all(d, k, &e) == VX_OK;
-  CHECK(missed == 0);
+  CHECK(d && tiled_open_all(d, n, &e) == VX_OK);
+  CHECK(d && tiled_damage_missed(d, n) == 0);
   printf("%zu bytes: every byte changed and every truncation refused\n", n);
   free(d);
 }
@@ -398,7 +379,7 @@ static void forgeries_are_refused(void) {
     uint8_t *f = reframe(d, n, cases[c].f, &m);
     vx_error e;
     memset(&e, 0, sizeof e);
-    vx_status s = open_all(f, m, &e);
+    vx_status s = tiled_open_all(f, m, &e);
     if (s != cases[c].want || !strstr(e.msg, cases[c].words))
       fprintf(stderr, "case %zu: status %d: %s\n", c, (int)s, e.msg);
     CHECK(s == cases[c].want && strstr(e.msg, cases[c].words) != NULL);

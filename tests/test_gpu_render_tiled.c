@@ -43,18 +43,10 @@ static void gpu_draws_tiles(void) {
   vx_tree *u;
   tv_files(dir, 1024, 7, tp, up, &f, &u);
   vx_error e;
-  vx_renderer_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.device = VX_DEVICE_GPU;
-  vx_renderer *probe = NULL;
-  vx_status s = vx_renderer_create_tiled(f, &ro, &probe, &e);
-  if (s == VX_ERR_NO_GPU) {
-    vx_tiled_file_close(f);
-    vx_tree_free(u);
+  if (!tv_gpu_usable(f, &e)) {
+    tv_done(NULL, NULL, f, u, tp, up);
     CHECK_SKIP("%s", e.msg);
   }
-  vx_renderer_free(probe);
   vx_renderer *g = tv_renderer(f, NULL, VX_DEVICE_GPU, 0, 0);
   vx_renderer *c = tv_renderer(f, NULL, VX_DEVICE_CPU, 0, 0);
   vx_renderer *gu = tv_renderer(NULL, u, VX_DEVICE_GPU, 0, 0);
@@ -141,17 +133,10 @@ static void gpu_draws_colored_tiles(void) {
   vx_tree *u;
   tv_files_ex(dir, 512, 6, 1, tp, up, &f, &u);
   vx_error e;
-  vx_renderer_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.struct_size = sizeof ro;
-  ro.device = VX_DEVICE_GPU;
-  vx_renderer *probe = NULL;
-  if (vx_renderer_create_tiled(f, &ro, &probe, &e) == VX_ERR_NO_GPU) {
-    vx_tiled_file_close(f);
-    vx_tree_free(u);
+  if (!tv_gpu_usable(f, &e)) {
+    tv_done(NULL, NULL, f, u, tp, up);
     CHECK_SKIP("%s", e.msg);
   }
-  vx_renderer_free(probe);
   vx_tree_info ti;
   memset(&ti, 0, sizeof ti);
   ti.struct_size = sizeof ti;
@@ -198,12 +183,7 @@ static void gpu_draws_colored_tiles(void) {
   vx_renderer_free(g);
   vx_renderer_free(c);
   vx_renderer_free(gu);
-  vx_renderer_free(gb);
-  vx_renderer_free(cb);
-  vx_tiled_file_close(f);
-  vx_tree_free(u);
-  unlink(tp);
-  unlink(up);
+  tv_done(gb, cb, f, u, tp, up);
 }
 
 int main(void) {

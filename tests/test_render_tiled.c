@@ -179,12 +179,7 @@ static void against_joined(void) {
   o.level = 9;
   CHECK(vx_render(rt, &o, a.rgb, NULL, NULL, &e) == VX_ERR_INVALID_ARG);
 
-  vx_renderer_free(ru);
-  vx_renderer_free(rt);
-  vx_tiled_file_close(f);
-  vx_tree_free(u);
-  unlink(tp);
-  unlink(up);
+  tv_done(ru, rt, f, u, tp, up);
 }
 
 /* A coloured tiled tree (256^3 in tiles of 64^3): the joined coloured tree's images, lit and
@@ -229,12 +224,7 @@ static void colored_against_joined(void) {
     }
   }
   tv_shade = VX_SHADE_SMOOTH;
-  vx_renderer_free(ru);
-  vx_renderer_free(rt);
-  vx_tiled_file_close(f);
-  vx_tree_free(u);
-  unlink(tp);
-  unlink(up);
+  tv_done(ru, rt, f, u, tp, up);
 }
 
 /* The first hit of ray o + t d on the triangles of s (Moller-Trumbore in double), INFINITY on none. */

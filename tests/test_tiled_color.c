@@ -15,6 +15,7 @@
 #include "formats/grid_cut.h"
 #include "formats/svo_codec.h"
 #include "formats/svo_tiled.h"
+#include "tiled_damage.h"
 #include "sys/system.h"
 
 #include <unistd.h>
@@ -170,18 +171,27 @@ static void grey_and_colored_ids_differ(void) {
   vx_mesh_free(m);
 }
 
-/* A coloured tiled file exported tile by tile (PLY points with colours, MagicaVoxel with its
- * palette) above, at and below the tiles' roots: the joined tree's export, byte for byte. */
-static void colored_export_matches_joined(void) {
+/* tiled_colored_scene() at 64^3 in tiles of 8^3 into dir/name, loaded joined (*j) and opened
+ * tile by tile (*f). */
+static void colored_file(const char *name, vx_tree **j, vx_tiled_file **f) {
   vx_mesh *m = tiled_colored_scene();
   char t[300];
-  snprintf(t, sizeof t, "%s/x.svo", dir);
+  snprintf(t, sizeof t, "%s/%s", dir, name);
   vx_error e;
   CHECK(convert(m, 64, 3, 0, VX_COLOR_FILTER_MEAN, t, &e) == VX_OK);
   vx_mesh_free(m);
-  vx_tree *j = NULL;
-  vx_tiled_file *f = NULL;
-  CHECK(vx_tree_load(t, NULL, &j, &e) == VX_OK && vx_tiled_file_open(t, NULL, &f, &e) == VX_OK);
+  *j = NULL;
+  *f = NULL;
+  CHECK(vx_tree_load(t, NULL, j, &e) == VX_OK && vx_tiled_file_open(t, NULL, f, &e) == VX_OK);
+}
+
+/* A coloured tiled file exported tile by tile (PLY points with colours, MagicaVoxel with its
+ * palette) above, at and below the tiles' roots: the joined tree's export, byte for byte. */
+static void colored_export_matches_joined(void) {
+  vx_tree *j;
+  vx_tiled_file *f;
+  colored_file("x.svo", &j, &f);
+  vx_error e;
   const vx_export_format fmts[2] = {VX_EXPORT_PLY, VX_EXPORT_VOX};
   const char *ext[2] = {"ply", "vox"};
   const uint32_t levels[3] = {7, 5, 3}; /* levels 6 (voxels), 4 (in the tiles), 2 (above) */
@@ -213,15 +223,10 @@ static void colored_export_matches_joined(void) {
  * colours are the joined tree's at that level (the finest: the voxels'; coarser: the nodes'),
  * the closure's cells a neighbour's; its mesh has vertex colours. */
 static void level_tree_colors(void) {
-  vx_mesh *m = tiled_colored_scene();
-  char t[300];
-  snprintf(t, sizeof t, "%s/l.svo", dir);
+  vx_tree *j;
+  vx_tiled_file *f;
+  colored_file("l.svo", &j, &f);
   vx_error e;
-  CHECK(convert(m, 64, 3, 0, VX_COLOR_FILTER_MEAN, t, &e) == VX_OK);
-  vx_mesh_free(m);
-  vx_tree *j = NULL;
-  vx_tiled_file *f = NULL;
-  CHECK(vx_tree_load(t, NULL, &j, &e) == VX_OK && vx_tiled_file_open(t, NULL, &f, &e) == VX_OK);
   for (uint32_t L = 6; j && f && L >= 4; L -= 2) {
     vx_tree *lt = NULL;
     CHECK_MSG(vx_tiled_file_level_tree(f, L, NULL, &lt, &e) == VX_OK, "%s", e.msg);
@@ -260,17 +265,6 @@ static void level_tree_colors(void) {
   vx_tree_free(j);
 }
 
-static vx_status open_all(const uint8_t *d, size_t n, vx_error *e) {
-  vx_tiled *t = NULL;
-  vx_svo_read_opts ro = {-1, 64u << 20, 0};
-  vx_status s = vx_tiled_open_memory(d, n, &ro, &t, e);
-  vx_octree o;
-  if (s == VX_OK) s = vx_tiled_stitch(t, &ro, &o, e);
-  if (s == VX_OK) vx_octree_free(&o);
-  vx_tiled_close(t);
-  return s;
-}
-
 /* Every single-byte change and every truncation of a coloured tiled file is refused; a colour
  * flag this reader does not know is a newer writer's file. */
 static void colored_damage_is_refused(void) {
@@ -282,22 +276,13 @@ static void colored_damage_is_refused(void) {
   vx_mesh_free(m);
   size_t n = 0;
   uint8_t *d = tiled_slurp(p, &n);
-  CHECK(d && n > 0 && open_all(d, n, &e) == VX_OK);
-  uint64_t missed = 0;
-  for (size_t i = 0; d && i < n; i++) {
-    const uint8_t keep = d[i];
-    d[i] ^= 0x21;
-    missed += open_all(d, n, &e) == VX_OK;
-    d[i] = keep;
-  }
-  CHECK(missed == 0);
-  for (size_t k = 0; d && k < n; k++) missed += open_all(d, k, &e) == VX_OK;
-  CHECK(missed == 0);
+  CHECK(d && n > 0 && tiled_open_all(d, n, &e) == VX_OK);
+  CHECK(d && tiled_damage_missed(d, n) == 0);
   if (d) {
     d[12] |= 2; /* a flag of a newer writer */
-    CHECK(open_all(d, n, &e) == VX_ERR_VERSION);
+    CHECK(tiled_open_all(d, n, &e) == VX_ERR_VERSION);
     d[12] &= (uint8_t)~3u; /* the colour flag dropped: the directory is the wrong size */
-    CHECK(open_all(d, n, &e) == VX_ERR_CORRUPT);
+    CHECK(tiled_open_all(d, n, &e) == VX_ERR_CORRUPT);
   }
   printf("%zu bytes of a coloured tiled file: every byte changed and every truncation refused\n",
          n);

@@ -25,11 +25,16 @@ static inline vx_mesh *tiled_mesh_of(const vx_soup *s) {
   return m;
 }
 
+/* The scene's triangles into s (emptied first): a torus around a sphere, off centre. */
+static inline void tiled_scene_soup(vx_soup *s) {
+  memset(s, 0, sizeof *s);
+  meshgen_sphere(s, 0.2, 0.1, 0.0, 0.6, 40, 20);
+  meshgen_torus(s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
+}
+
 static inline vx_mesh *tiled_scene(void) {
   vx_soup s;
-  memset(&s, 0, sizeof s);
-  meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
-  meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
+  tiled_scene_soup(&s);
   vx_mesh *m = tiled_mesh_of(&s);
   vx_soup_free(&s);
   return m;
@@ -40,9 +45,7 @@ static inline vx_mesh *tiled_scene(void) {
  * reaches have no opaque surface, so their colour comes from above). */
 static inline vx_mesh *tiled_colored_scene(void) {
   vx_soup s;
-  memset(&s, 0, sizeof s);
-  meshgen_sphere(&s, 0.2, 0.1, 0.0, 0.6, 40, 20);
-  meshgen_torus(&s, 0.0, 0.0, 0.1, 1.0, 0.25, 48, 16);
+  tiled_scene_soup(&s);
   vx_mesh *m = tiled_mesh_of(&s);
   const uint64_t nv = s.tri_count * 3;
   uint8_t *c = (uint8_t *)malloc(nv * 4);

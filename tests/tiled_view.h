@@ -79,6 +79,29 @@ static vx_renderer *tv_renderer(vx_tiled_file *f, vx_tree *t, vx_device dev, uin
   return r;
 }
 
+/* 1 when a renderer of f can be made on the GPU; else 0 with the reason in e. */
+static inline int tv_gpu_usable(vx_tiled_file *f, vx_error *e) {
+  vx_renderer_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.device = VX_DEVICE_GPU;
+  vx_renderer *probe = NULL;
+  const vx_status s = vx_renderer_create_tiled(f, &ro, &probe, e);
+  vx_renderer_free(probe);
+  return s != VX_ERR_NO_GPU;
+}
+
+/* Frees two renderers, the tiled file and the tree, and removes the files tv_files wrote. */
+static inline void tv_done(vx_renderer *a, vx_renderer *b, vx_tiled_file *f, vx_tree *u,
+                           const char *tp, const char *up) {
+  vx_renderer_free(a);
+  vx_renderer_free(b);
+  vx_tiled_file_close(f);
+  vx_tree_free(u);
+  remove(tp);
+  remove(up);
+}
+
 /* The shading of the frames tv_render draws (0: the default). */
 static vx_shade tv_shade;
 
