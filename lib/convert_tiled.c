@@ -317,7 +317,6 @@ vx_status vx_tile_plan_color(vx_tile_plan *p, const vx_soup *soup, const vx_conv
                         vx_bytes_text((double)o->mem_limit, b, sizeof b));
   }
   color_source_start(p->color);
-  p->color_soup = soup;
   s = tile_pairs(soup, &p->h.xf, p->h.depth, p->h.tile_depth, o->mem_limit, o->threads,
                  &p->cpairs, &p->ncpairs, err);
   if (s != VX_OK) return s;

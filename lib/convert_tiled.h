@@ -57,7 +57,6 @@ struct vx_tile_plan {
   vx_tile_tri *pairs;     /* (tile, triangle), sorted */
   color_source *color;    /* a coloured build: the coloured mesh's colour source (started), its
                              (tile, triangle) pairs (duplicates included), sorted; else NULL */
-  const vx_soup *color_soup;
   vx_tile_tri *cpairs;
   uint64_t ncpairs;
   uint64_t *start;        /* tile k's triangles: pairs[start[k] .. start[k + 1]) */
