@@ -791,7 +791,9 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
     o.st = st;
     /* [0]: corners computed, [1]: the winding work's excess (k_wound) */
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&dcorners, 2 * sizeof *dcorners);
-    if (ce == cudaSuccess) ce = cudaMemset(dcorners, 0, 2 * sizeof *dcorners);
+    /* on the stream the kernels run on: a non-blocking stream does not wait for the default
+     * stream, so a cudaMemset there could land after the first atomicAdd */
+    if (ce == cudaSuccess) ce = cudaMemsetAsync(dcorners, 0, 2 * sizeof *dcorners, st);
     if (ce != cudaSuccess) r = VX_CUDA_ERROR(err, ce, "stream set-up");
   }
   sec[0] = now_s() - t_up;
@@ -849,7 +851,8 @@ extern "C" vx_status vx_surface_build_gpu(const vx_soup *mesh, const vx_transfor
   }
   unsigned long long corners = 0;
   if (dcorners && r == VX_OK) {
-    ce = cudaMemcpy(&corners, dcorners, sizeof corners, cudaMemcpyDeviceToHost);
+    ce = cudaMemcpyAsync(&corners, dcorners, sizeof corners, cudaMemcpyDeviceToHost, st);
+    if (ce == cudaSuccess) ce = cudaStreamSynchronize(st);
     if (ce != cudaSuccess) r = VX_CUDA_ERROR(err, ce, "cudaMemcpy");
   }
   scratch_free(&s, st);
