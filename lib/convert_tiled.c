@@ -14,7 +14,10 @@
  *    grid's own coordinates, so a tile is bit for bit the subtree of the untiled build below its
  *    cell. With a max error, each tile is pruned (on the GPU before its tree comes back,
  *    vx_stream_prune on the stream, the same bits) and nothing above the tiles' roots is: a tile
- *    stays a tree of its own in the file, written before the nodes above it are known. Each
+ *    stays a tree of its own in the file, written before the nodes above it are known. A
+ *    coloured build's tile is coloured in the grid's coordinates from the triangles that reach
+ *    its cell: block by block in the streaming build, or, built whole on the GPU, with its
+ *    triangle parts made there and summed over its tree (color_tile_gpu), the same bytes. Each
  *    finished tile is encoded (in memory, or through a temporary file when it spilled) and
  *    appended to the output; only its root's node and fit are kept.
  * 4. The writer fits the top tree over the roots and commits the file.
@@ -422,7 +425,7 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
   xo.gpu.resident = p->resident;
   bo->tile_code = r->code;
   uint32_t *ctris = NULL;
-  if (p->color) { /* coloured: the streaming build, which colours block by block */
+  if (p->color) { /* coloured: the triangles whose parts colour the tile */
     uint64_t nc = 0;
     const tile_tri *cs = color_span(p, r->code, &nc);
     ctris = (uint32_t *)vx_malloc((size_t)(nc ? nc : 1) * sizeof *ctris);
@@ -439,6 +442,33 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
   return s;
 }
 
+/* The colours of tile r->code built whole in t, its triangle parts made on the GPU (the bytes
+ * of the streaming build's blocks). When the GPU cannot (or the parts pass an eighth of the
+ * memory limit), t is freed and VX_ERR_LIMIT sends the tile to the streaming build. */
+static vx_status color_gpu_tile(vx_tile_plan *p, const vx_voxelize_opts *bo,
+                                const vx_stream_build_opts *xo, vx_octree *t, vx_tile_out *r,
+                                vx_error *err) {
+  const double t0 = vx_clock_seconds();
+  const uint64_t max_recs = bo->mem_limit ? bo->mem_limit / 8 / (2 * sizeof(crec)) : UINT64_MAX;
+  vx_error ce;
+  memset(&ce, 0, sizeof ce);
+  vx_status s = color_tile_gpu(p->color, &p->h.xf, p->h.depth, p->h.tile_depth, r->code,
+                               xo->tile_color_tris, xo->tile_color_ntris, t, bo->threads,
+                               max_recs, xo->tile_color_root, xo->tile_color_has,
+                               r->sec_color_parts, &ce);
+  if (s == VX_OK) {
+    r->color_gpu = 1;
+    r->sec_color = vx_clock_seconds() - t0;
+    return VX_OK;
+  }
+  if (s != VX_ERR_NO_GPU && s != VX_ERR_CUDA && s != VX_ERR_NOMEM && s != VX_ERR_LIMIT) {
+    if (err) *err = ce;
+    return s;
+  }
+  vx_octree_free(t);
+  return vx_error_set(err, VX_ERR_LIMIT, "its colour on the GPU: %s", ce.msg);
+}
+
 /* vx_tile_plan_run once the tile's triangles are in xo. */
 static vx_status tile_build(vx_tile_plan *p, vx_voxelize_opts *bo,
                             const vx_stream_build_opts *xo, const char *out_path, vx_tile_out *r,
@@ -448,9 +478,10 @@ static vx_status tile_build(vx_tile_plan *p, vx_voxelize_opts *bo,
   vx_voxelize_stats bs;
   vx_status s = VX_ERR_LIMIT;
   const double t0 = vx_clock_seconds();
-  if (bo->gpu && !p->color) { /* the whole tile on the GPU when its tree fits in memory */
+  if (bo->gpu) { /* the whole tile on the GPU when its tree fits in memory */
     vx_octree t;
     s = vx_voxelize_tile_gpu(p->m, bo, xo, &t, &bs, err); /* pruned there (bo->max_error) */
+    if (s == VX_OK && p->color) s = color_gpu_tile(p, bo, xo, &t, r, err);
     if (s == VX_OK) {
       r->voxels = t.voxel_count;
       r->nodes = inner_nodes(t.level_count, t.depth);
@@ -469,6 +500,11 @@ static vx_status tile_build(vx_tile_plan *p, vx_voxelize_opts *bo,
     if (s == VX_ERR_EMPTY) {
       r->empty = 1;
       return VX_OK;
+    }
+    if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) { /* why, for the notes */
+      pthread_mutex_lock(&p->mu);
+      if (!p->streamed++ && err) p->stream_note = *err;
+      pthread_mutex_unlock(&p->mu);
     }
   }
   if (s == VX_ERR_LIMIT || s == VX_ERR_NOMEM) /* out of core, the surface from the GPU or CPU */
@@ -534,7 +570,8 @@ typedef struct tiles_job {
   int emitting, stop, next_worker;
   vx_status status;
   vx_error err;
-  uint64_t built, voxels, corners, gpu_tiles, spilled;
+  uint64_t built, voxels, corners, gpu_tiles, color_gpu_tiles, spilled;
+  double sec_color, sec_color_parts[4];
   vx_tile_sums sums;      /* a coloured build: the tiles' roots' colour sums, in file order */
   double sec_build, sec_encode, sec_append; /* summed over the tiles (and so the workers) */
   double sec_gpu[5], sec_gpu_tree[3];
@@ -558,6 +595,9 @@ static vx_status append_tile(tiles_job *j, vx_tile_out *r, vx_error *err) {
     j->voxels += r->voxels;
     j->corners += r->corners;
     j->gpu_tiles += r->gpu_tree;
+    j->color_gpu_tiles += r->color_gpu;
+    j->sec_color += r->sec_color;
+    for (int q = 0; q < 4; q++) j->sec_color_parts[q] += r->sec_color_parts[q];
     j->sec_build += r->sec_build;
     j->sec_encode += r->sec_encode;
     j->sec_append += vx_clock_seconds() - t0;
@@ -794,14 +834,27 @@ vx_status vx_tile_pool_run(vx_tile_plan *p, const vx_tile_source *src, const vx_
     vx_notes_add(&b->notes, "GPU build unavailable (%s): tiles built on the CPU", p->note.msg);
   const uint64_t built = j.built;
   if (s == VX_OK && built)
-    vx_notes_add(&b->notes, "tiles by %d worker%s%s: building %.2fs, compressing %.2fs, "
-                 "appending %.2fs (summed over the tiles)", workers, workers > 1 ? "s" : "",
-                 per_gpu > 1 && !p->fell_back ? " (two per GPU)" : "", j.sec_build, j.sec_encode,
+    vx_notes_add(&b->notes, "tiles by %d worker%s%s: building %.2fs (%llu of %llu tiles whole "
+                 "on the GPU), compressing %.2fs, appending %.2fs (summed over the tiles)",
+                 workers, workers > 1 ? "s" : "",
+                 per_gpu > 1 && !p->fell_back ? " (two per GPU)" : "", j.sec_build,
+                 (unsigned long long)j.gpu_tiles, (unsigned long long)built, j.sec_encode,
                  j.sec_append);
   if (s == VX_OK && j.spilled)
     vx_notes_add(&b->notes, "%llu finished tile%s waited for %s turn in a temporary file",
                  (unsigned long long)j.spilled, j.spilled == 1 ? "" : "s",
                  j.spilled == 1 ? "its" : "their");
+  if (s == VX_OK && j.color_gpu_tiles)
+    vx_notes_add(&b->notes, "colour of %llu tile%s: %.2fs, triangle parts on the GPU (counting "
+                 "%.2fs, making and sorting %.2fs, copying back %.2fs), sums and colours on the "
+                 "CPU %.2fs (summed over the tiles, in the building)",
+                 (unsigned long long)j.color_gpu_tiles, j.color_gpu_tiles == 1 ? "" : "s",
+                 j.sec_color, j.sec_color_parts[0], j.sec_color_parts[1], j.sec_color_parts[2],
+                 j.sec_color_parts[3]);
+  if (s == VX_OK && p->streamed)
+    vx_notes_add(&b->notes, "%llu tile%s built by the streaming build instead of whole on the "
+                 "GPU (the first: %s)", (unsigned long long)p->streamed,
+                 p->streamed == 1 ? "" : "s", p->stream_note.msg);
   int uploads = 0;
   double sec_up = 0.0;
   if (p->resident) vx_gpu_meshes_stats(p->resident, &uploads, &sec_up);

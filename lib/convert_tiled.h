@@ -29,6 +29,9 @@ typedef struct vx_tile_out {
   int color_has;
   uint64_t code, voxels, nodes, corners;
   int gpu_tree;           /* built whole on the GPU */
+  int color_gpu;          /* coloured there too (its triangle parts; sec_color: the colour's
+                             seconds, in sec_build; sec_color_parts: color_tile_gpu's) */
+  double sec_color, sec_color_parts[4];
   double sec_build, sec_encode;
   double sec_gpu[5], sec_gpu_tree[3];
 } vx_tile_out;
@@ -73,9 +76,13 @@ struct vx_tile_plan {
                              come from there, not from a mesh */
   void (*source_free)(void *ctx);
   uint64_t kept;          /* such a plan's triangles, exact copies dropped */
-  pthread_mutex_t mu;     /* the fallback note */
+  pthread_mutex_t mu;     /* the fallback notes */
   int fell_back;
   vx_error note;
+  uint64_t streamed;      /* tiles meant to be built whole on the GPU that the streaming build
+                             made instead (out of memory, or their colour could not be made
+                             there), and the first one's reason */
+  vx_error stream_note;
 };
 
 /* The plan of soup's tiled build with the checked options o (tile_depth set); spill files in

@@ -8,6 +8,8 @@
 #include "tiled_scene.h"
 #include "formats/svo_tiled.h"
 #include "svo/gpu_tree.h"
+#include "lib/convert_tiled.h"
+#include "color_soup.h"
 
 #include <unistd.h>
 
@@ -147,8 +149,8 @@ static void split_gpu_tiles_are_loaded_cpu_tiles(void) {
   printf("512^3 in tiles of 32^3 split from an STL, GPU tiles = loaded CPU tiles\n");
 }
 
-/* A coloured mesh's tiles built with their surface on the GPU (their colours on the CPU): the
- * CPU's coloured tiles, byte for byte, on one GPU and on every GPU. */
+/* A coloured mesh's tiles built and coloured on the GPU: the CPU's coloured tiles, byte for byte,
+ * on one GPU and on every GPU. */
 static void colored_gpu_tiles_are_cpu_tiles(void) {
   vx_mesh *m = tiled_colored_scene();
   char c[300], g[300], mg[300];
@@ -181,6 +183,51 @@ static void colored_gpu_tiles_are_cpu_tiles(void) {
   vx_mesh_free(m);
 }
 
+/* A textured soup (opaque, cut-out and blended textures, vertex and flat colours, duplicates,
+ * triangles on tile planes) in tiles built whole on the GPU and coloured there (their triangle
+ * parts made on the device, in the grid's coordinates, only those in the tile): the CPU's tiles
+ * (coloured block by block), byte for byte, for both filters, pruned or not, and every tile's
+ * tree made on the GPU (none sent to the streaming build instead). */
+static void textured_gpu_tiles_are_cpu_tiles(void) {
+  vx_soup m;
+  make_soup(&m, 0);
+  const vx_color_filter F[2] = {VX_COLOR_FILTER_MEAN, VX_COLOR_FILTER_DOMINANT};
+  for (int fi = 0; fi < 2 && !skipped; fi++)
+    for (int pi = 0; pi < 2 && !skipped; pi++) {
+      char c[300], g[300];
+      snprintf(c, sizeof c, "%s/tc.svo", dir);
+      snprintf(g, sizeof g, "%s/tg.svo", dir);
+      vx_convert_opts in = tiled_opts(128, 4, VX_DEVICE_GPU, 0, 0), o;
+      in.color = VX_COLOR_AUTO;
+      in.color_filter = F[fi];
+      in.max_error = pi ? 0.25f : 0.0f;
+      vx_error e;
+      CHECK_MSG(vx_convert_opts_ready(&in, &o, &e) == VX_OK, "%s", e.msg);
+      vx_conversion b;
+      memset(&b, 0, sizeof b);
+      vx_status s = vx_convert_tiled(&m, &o, g, dir, &b, &e);
+      if (s == VX_ERR_NO_GPU) {
+        skipped = 1;
+        break;
+      }
+      CHECK_MSG(s == VX_OK, "%s", e.msg);
+      CHECK_MSG(b.stats.gpu_tree && strstr(b.notes.text, "triangle parts on the GPU"),
+                "tiles not coloured on the GPU: %s", b.notes.text);
+      in.device = VX_DEVICE_CPU;
+      CHECK(vx_convert_opts_ready(&in, &o, &e) == VX_OK);
+      memset(&b, 0, sizeof b);
+      CHECK_MSG(vx_convert_tiled(&m, &o, c, dir, &b, &e) == VX_OK, "%s", e.msg);
+      CHECK_MSG(tiled_same_file(c, g), "%s filter, max error %g: textured GPU tiles differ from "
+                "the CPU's", fi ? "dominant" : "mean", (double)in.max_error);
+      vx_tiled *t = NULL;
+      CHECK(vx_tiled_open(g, NULL, &t, &e) == VX_OK && vx_tiled_get_header(t)->color == 1);
+      vx_tiled_close(t);
+      printf("128^3 in tiles of 16^3, textured, %s filter, max error %g: GPU-coloured tiles = "
+             "CPU tiles\n", fi ? "dominant" : "mean", (double)in.max_error);
+    }
+  vx_soup_free(&m);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/voxlod-gtiled-XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -188,6 +235,7 @@ int main(void) {
   RUN(pruned_gpu_tiles_are_cpu_tiles);
   RUN(split_gpu_tiles_are_loaded_cpu_tiles);
   RUN(colored_gpu_tiles_are_cpu_tiles);
+  RUN(textured_gpu_tiles_are_cpu_tiles);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) return 1;

@@ -152,46 +152,58 @@ vx_status color_block(const color_source *cs, const vx_transform *xf, uint32_t d
   }
   if (!color_sort(s->recs, s->tmp, n, 3 * blog, 1))
     return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory to sort parts");
-  const vx_color_filter f = cs->filter;
-  csum *sums[VX_MAX_DEPTH + 1];
-  uint64_t nsum[VX_MAX_DEPTH + 1];
-  memset(sums, 0, sizeof sums);
-  memset(nsum, 0, sizeof nsum);
-  uint64_t *codes = NULL, *next = NULL;
-  vx_status st = VX_OK;
-  int over = 0;
-  sums[blog] = color_reduce_voxels(s->recs, n, f, 1, 0, &nsum[blog], &over);
-  for (uint32_t l = blog; l > 0 && sums[l]; l--)
-    sums[l - 1] = color_reduce_up(sums[l], nsum[l], f, 1, 0, &nsum[l - 1], &over);
-  if (!sums[0]) {
-    st = vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory");
-    goto done;
-  }
-  if (nsum[0]) { /* the root's sums, under the block's code at level S */
-    out->has_root = 1;
-    out->root = sums[0][0];
-    out->root.code = bcode;
-  }
+  vx_status st = color_cell_finish(s->recs, n, blog, cs->filter, 1, sub, &out->root,
+                                   &out->has_root, &out->ncol, &out->vcol, err);
+  out->root.code = bcode; /* the root's sums under the block's code at level S */
   out->self = out->has_root && out->root.area > 0.0 && out->root.a > 0.0;
-  if (sub && sub->nodes) {
-    uint64_t widest = 1;
-    for (uint32_t l = 0; l <= sub->depth; l++)
-      if (sub->level_count[l] > widest) widest = sub->level_count[l];
-    out->ncol = (uint32_t *)vx_malloc((size_t)(sub->node_count ? sub->node_count : 1) * 4);
-    out->vcol = (uint32_t *)vx_malloc((size_t)(sub->voxel_count ? sub->voxel_count : 1) * 4);
-    codes = (uint64_t *)vx_malloc((size_t)widest * sizeof(uint64_t));
-    next = (uint64_t *)vx_malloc((size_t)widest * sizeof(uint64_t));
-    if (!out->ncol || !out->vcol || !codes || !next)
-      st = vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory");
-    else
-      st = color_walk(sub, sums, nsum, f, out->ncol, out->vcol, codes, next, 1, err);
-  }
-done:
-  for (uint32_t l = 0; l <= blog; l++) vx_free(sums[l]);
-  vx_free(codes);
-  vx_free(next);
   if (st != VX_OK) color_block_free(out);
   return st;
+}
+
+vx_status color_tile_gpu(const color_source *cs, const vx_transform *xf, uint32_t depth,
+                         uint32_t blog, uint64_t bcode, const uint32_t *tris, uint64_t ntris,
+                         vx_octree *sub, int threads, uint64_t max_recs, csum *root,
+                         int *has_root, double sec[4], vx_error *err) {
+  memset(root, 0, sizeof *root);
+  *has_root = 0;
+  /* the device samples every level of the pyramids */
+  for (uint32_t i = 0; i < cs->soup->color->texture_count; i++)
+    if (cs->used[i] && !ctex_mips(&cs->tex[i], cs->lut))
+      return vx_error_set(err, VX_ERR_NOMEM, "no memory for the textures' mip levels");
+  if (sec) sec[0] = sec[1] = sec[2] = sec[3] = 0.0;
+  color_region reg;
+  reg.tris = tris;
+  reg.ntris = ntris;
+  reg.blog = blog;
+  reg.bcode = bcode;
+  crec *recs = NULL;
+  uint64_t n = 0;
+  int sorted = 0;
+  vx_status st = color_records_gpu(cs->soup, xf, 1u << depth, &cs->src, &reg, max_recs, &recs, &n,
+                                   &sorted, sec, err);
+  if (st != VX_OK) return st;
+  if (!sorted) {
+    crec *tmp = (crec *)vx_malloc((size_t)(n ? n : 1) * sizeof(crec));
+    const int ok = tmp && color_sort(recs, tmp, n, 3 * blog, threads);
+    vx_free(tmp);
+    if (!ok) {
+      vx_free(recs);
+      return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory to sort %llu parts",
+                          (unsigned long long)n);
+    }
+  }
+  uint32_t *ncol = NULL, *vcol = NULL;
+  const double t0 = vx_clock_seconds();
+  st = color_cell_finish(recs, n, blog, cs->filter, threads, sub, root, has_root, &ncol, &vcol,
+                         err);
+  if (sec) sec[3] = vx_clock_seconds() - t0;
+  vx_free(recs);
+  if (st != VX_OK) return st;
+  vx_free(sub->node_color);
+  vx_free(sub->voxel_color);
+  sub->node_color = ncol;
+  sub->voxel_color = vcol;
+  return VX_OK;
 }
 
 vx_status color_top(vx_octree *t, uint32_t split, const csum *roots, uint64_t nroots,

@@ -59,7 +59,18 @@ vx_status color_source_open(color_source *cs, const vx_soup *soup, vx_color_filt
 void color_source_start(color_source *cs);
 void color_source_close(color_source *cs);
 
-/* color_gpu.cu: the records of every part of the soup's triangles (grid of xf, R cells a side),
+/* A cell of the grid whose parts alone are wanted: the cell of code bcode at level depth - blog
+ * (B = 2^blog voxels a side), its records' codes within the cell (code mod 8^blog), from the
+ * soup's triangles tris[0 .. ntris) (ascending: those that reach the cell). */
+typedef struct color_region {
+  const uint32_t *tris;
+  uint64_t ntris;
+  uint32_t blog;
+  uint64_t bcode;
+} color_region;
+
+/* color_gpu.cu: the records of every part of the soup's triangles (grid of xf, R cells a side;
+ * reg: only those of the region's triangles in its cell, NULL: all of them, whole grid),
  * in the order the CPU makes them (triangle by triangle), made on the GPU into fresh host memory
  * (*recs, vx_malloc'd, *n of them); *sorted = 1 when they come back already in color_sort's
  * order (sorted on the GPU, when all of them fit it at once), else 0. src's arrays are host
@@ -68,8 +79,8 @@ void color_source_close(color_source *cs);
  * *n set, nothing allocated. VX_ERR_NO_GPU without a usable device (or CUDA); VX_ERR_NOMEM when
  * the device cannot hold what it needs. */
 vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_t R,
-                            const cpart_src *src, uint64_t max_recs, crec **recs, uint64_t *n,
-                            int *sorted, double sec[3], vx_error *err);
+                            const cpart_src *src, const color_region *reg, uint64_t max_recs,
+                            crec **recs, uint64_t *n, int *sorted, double sec[3], vx_error *err);
 
 /* Sorts n records made in triangle order by (code, triangle): a stable radix sort on the code
  * (bits wide); tmp holds n records. Returns 0 when out of memory. */
@@ -94,6 +105,14 @@ uint32_t color_cell(const csum *s, vx_color_filter f, uint32_t parent);
 vx_status color_walk(const vx_octree *t, csum *const *sums, const uint64_t *nsum,
                      vx_color_filter f, uint32_t *ncol, uint32_t *vcol, uint64_t *codes,
                      uint64_t *next_codes, int threads, vx_error *err);
+
+/* Sorted records of one cell (codes within it, 3 * blog bits) -> the sums of its levels and its
+ * root's (*root, code 0; *has_root: some part lies in it) and, given its subtree sub (depth blog,
+ * may be NULL or without nodes), the subtree's colours (*ncol: node_count, *vcol: voxel_count,
+ * vx_malloc'd; NULL without sub). The tree walked from the cell's root as from the tree's. */
+vx_status color_cell_finish(const crec *r, uint64_t n, uint32_t blog, vx_color_filter f,
+                            int threads, const vx_octree *sub, csum *root, int *has_root,
+                            uint32_t **ncol, uint32_t **vcol, vx_error *err);
 
 VX_EXTERN_C_END
 

@@ -227,3 +227,55 @@ vx_status color_walk(const vx_octree *t, csum *const *sums, const uint64_t *nsum
   }
   return VX_OK;
 }
+
+vx_status color_cell_finish(const crec *r, uint64_t n, uint32_t blog, vx_color_filter f,
+                            int threads, const vx_octree *sub, csum *root, int *has_root,
+                            uint32_t **ncol, uint32_t **vcol, vx_error *err) {
+  memset(root, 0, sizeof *root);
+  *has_root = 0;
+  *ncol = *vcol = NULL;
+  csum *sums[VX_MAX_DEPTH + 1];
+  uint64_t nsum[VX_MAX_DEPTH + 1];
+  memset(sums, 0, sizeof sums);
+  memset(nsum, 0, sizeof nsum);
+  uint64_t *codes = NULL, *next = NULL;
+  uint32_t *nc = NULL, *vc = NULL;
+  vx_status st = VX_OK;
+  int over = 0;
+  sums[blog] = color_reduce_voxels(r, n, f, threads, 0, &nsum[blog], &over);
+  for (uint32_t l = blog; l > 0 && sums[l]; l--)
+    sums[l - 1] = color_reduce_up(sums[l], nsum[l], f, threads, 0, &nsum[l - 1], &over);
+  if (!sums[0]) {
+    st = vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory");
+    goto done;
+  }
+  if (nsum[0]) {
+    *root = sums[0][0];
+    *has_root = 1;
+  }
+  if (sub && sub->nodes) {
+    uint64_t widest = 1;
+    for (uint32_t l = 0; l <= sub->depth; l++)
+      if (sub->level_count[l] > widest) widest = sub->level_count[l];
+    nc = (uint32_t *)vx_malloc((size_t)(sub->node_count ? sub->node_count : 1) * 4);
+    vc = (uint32_t *)vx_malloc((size_t)(sub->voxel_count ? sub->voxel_count : 1) * 4);
+    codes = (uint64_t *)vx_malloc((size_t)widest * sizeof(uint64_t));
+    next = (uint64_t *)vx_malloc((size_t)widest * sizeof(uint64_t));
+    if (!nc || !vc || !codes || !next)
+      st = vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory");
+    else
+      st = color_walk(sub, sums, nsum, f, nc, vc, codes, next, threads, err);
+    if (st == VX_OK) {
+      *ncol = nc;
+      *vcol = vc;
+      nc = vc = NULL;
+    }
+  }
+done:
+  for (uint32_t l = 0; l <= blog; l++) vx_free(sums[l]);
+  vx_free(codes);
+  vx_free(next);
+  vx_free(nc);
+  vx_free(vc);
+  return st;
+}

@@ -46,8 +46,8 @@ vx_status vx_sign_cert_gpu(const vx_wind_tree *w, uint8_t *clean, vx_error *err)
 }
 
 vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_t R,
-                            const cpart_src *src, uint64_t max_recs, crec **recs, uint64_t *n,
-                            int *sorted, double sec[3], vx_error *err) {
+                            const cpart_src *src, const color_region *reg, uint64_t max_recs,
+                            crec **recs, uint64_t *n, int *sorted, double sec[3], vx_error *err) {
   *recs = NULL;
   *n = 0;
   *sorted = 0;
