@@ -293,7 +293,7 @@ for s in $steps; do
       --warmup 30 --label "dragon 8192^3" | tee -a "$OUT/viewer_bench.md"
     ;;
   colortiles)
-    # Coloured tiled trees: tiles built with their surface on the GPU against the CPU's (the same
+    # Coloured tiled trees: tiles built and coloured on the GPU against the CPU's (the same
     # file), the time colour adds to a tiled convert --gpu (against --no-color, median of 3, with
     # the peak RSS), and the tiled file drawn unlit on the GPU within a budget.
     stamp "coloured tiles"
