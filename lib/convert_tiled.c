@@ -443,8 +443,8 @@ vx_status vx_tile_plan_run(vx_tile_plan *p, vx_voxelize_opts *bo, uint64_t k, ui
 }
 
 /* The colours of tile r->code built whole in t, its triangle parts made on the GPU (the bytes
- * of the streaming build's blocks). When the GPU cannot (or the parts pass an eighth of the
- * memory limit), t is freed and VX_ERR_LIMIT sends the tile to the streaming build. */
+ * of the streaming build's blocks). On failure t is freed; when the GPU cannot (or the parts
+ * pass an eighth of the memory limit), VX_ERR_LIMIT sends the tile to the streaming build. */
 static vx_status color_gpu_tile(vx_tile_plan *p, const vx_voxelize_opts *bo,
                                 const vx_stream_build_opts *xo, vx_octree *t, vx_tile_out *r,
                                 vx_error *err) {
@@ -461,11 +461,11 @@ static vx_status color_gpu_tile(vx_tile_plan *p, const vx_voxelize_opts *bo,
     r->sec_color = vx_clock_seconds() - t0;
     return VX_OK;
   }
+  vx_octree_free(t);
   if (s != VX_ERR_NO_GPU && s != VX_ERR_CUDA && s != VX_ERR_NOMEM && s != VX_ERR_LIMIT) {
     if (err) *err = ce;
     return s;
   }
-  vx_octree_free(t);
   return vx_error_set(err, VX_ERR_LIMIT, "its colour on the GPU: %s", ce.msg);
 }
 
