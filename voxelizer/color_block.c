@@ -76,10 +76,7 @@ static void blk_part(void *vctx, const clip_poly *P, double area, uint32_t x, ui
   crec r[2];
   int k = cpart_records(e->lut, e->ti, P, area, x, y, z, e->plane, e->tri, r);
   for (int i = 0; i < k; i++)
-    if (r[i].code >> e->sh == e->bcode) {
-      r[i].code &= e->mask;
-      s->recs[s->n++] = r[i];
-    }
+    if (cpart_in_cell(r[i].code, e->sh, e->bcode, e->mask, &r[i].code)) s->recs[s->n++] = r[i];
 }
 
 void color_block_scratch_free(color_block_scratch *s) {

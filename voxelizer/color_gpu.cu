@@ -58,8 +58,7 @@ __device__ void walk_box(const cargs &a, int plane, int64_t x, int64_t lo[3], in
 
 /* Whether record code `code` belongs to the region; *local: its code within it. */
 __device__ bool in_region(const cargs &a, uint64_t code, uint64_t *local) {
-  *local = code & a.mask;
-  return (code >> a.sh) == a.bcode;
+  return cpart_in_cell(code, a.sh, a.bcode, a.mask, local);
 }
 
 struct count_ctx {
@@ -74,13 +73,9 @@ __device__ void count_part(void *vctx, const clip_poly *P, double area, uint32_t
   (void)P;
   (void)area;
   count_ctx *c = (count_ctx *)vctx;
-  uint32_t xyz[3] = {x, y, z};
-  const int copies = c->plane >= 0 ? 2 : 1;
-  for (int i = 0; i < copies; i++) {
-    if (c->plane >= 0) xyz[c->plane] = (c->plane == 0 ? x : c->plane == 1 ? y : z) - 1 + (uint32_t)i;
-    uint64_t local;
-    if (in_region(*c->a, vx_morton_encode(xyz[0], xyz[1], xyz[2]), &local)) c->n++;
-  }
+  uint64_t code[2], local;
+  const int copies = cpart_codes(x, y, z, c->plane, code);
+  for (int i = 0; i < copies; i++) c->n += in_region(*c->a, code[i], &local);
 }
 
 __device__ void tri_grid(const cargs &a, uint64_t t, double g[9], double *min_area, int *plane) {

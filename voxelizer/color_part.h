@@ -220,22 +220,43 @@ VX_HD void cpart_color(const float *lut, const ctri *ti, const clip_poly *P, dou
   for (int k = 0; k < 3; k++) out[k] = out[3] * (double)pt[k];
 }
 
-/* The record(s) of part P of triangle `tri` in voxel (x, y, z), area `area`: one, or two halves
- * when the triangle lies on the inner grid plane of axis `plane` (>= 0), one in the voxel on each
- * side. Returns how many were written to r. */
-VX_HD int cpart_records(const float *lut, const ctri *ti, const clip_poly *P, double area,
-                        uint32_t x, uint32_t y, uint32_t z, int plane, uint32_t tri, crec r[2]) {
-  double c[4];
-  cpart_color(lut, ti, P, c);
+/* The voxel code(s) a part in voxel (x, y, z) gives: its own, or, when its triangle lies on the
+ * inner grid plane of axis `plane` (>= 0), the voxels on each side (below first). Returns how
+ * many. */
+VX_HD int cpart_codes(uint32_t x, uint32_t y, uint32_t z, int plane, uint64_t code[2]) {
   uint32_t xyz[3];
   xyz[0] = x;
   xyz[1] = y;
   xyz[2] = z;
   const int copies = plane >= 0 ? 2 : 1;
-  const double A = area / copies;
   for (int i = 0; i < copies; i++) {
     if (plane >= 0) xyz[plane] = (plane == 0 ? x : plane == 1 ? y : z) - 1 + (uint32_t)i;
-    r[i].code = vx_morton_encode(xyz[0], xyz[1], xyz[2]);
+    code[i] = vx_morton_encode(xyz[0], xyz[1], xyz[2]);
+  }
+  return copies;
+}
+
+/* Whether voxel code `code` lies in the cell of code `cell` at `sh` / 3 levels above the voxels;
+ * *local: its code within that cell (mask: 8^(sh / 3) - 1). The colour of a block or a tile keeps
+ * only its own records, so coded. */
+VX_HD int cpart_in_cell(uint64_t code, uint32_t sh, uint64_t cell, uint64_t mask,
+                        uint64_t *local) {
+  *local = code & mask;
+  return (code >> sh) == cell;
+}
+
+/* The record(s) of part P of triangle `tri` in voxel (x, y, z), area `area`: one, or two halves
+ * when the triangle lies on the inner grid plane of axis `plane` (>= 0), one in the voxel on each
+ * side (cpart_codes). Returns how many were written to r. */
+VX_HD int cpart_records(const float *lut, const ctri *ti, const clip_poly *P, double area,
+                        uint32_t x, uint32_t y, uint32_t z, int plane, uint32_t tri, crec r[2]) {
+  double c[4];
+  cpart_color(lut, ti, P, c);
+  uint64_t code[2];
+  const int copies = cpart_codes(x, y, z, plane, code);
+  const double A = area / copies;
+  for (int i = 0; i < copies; i++) {
+    r[i].code = code[i];
     r[i].tri = tri;
     r[i].area = (float)A;
     for (int k = 0; k < 3; k++) r[i].rgb[k] = (float)(A * c[k]);
