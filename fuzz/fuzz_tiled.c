@@ -5,13 +5,17 @@
  * drawn tile by tile (marcher/trace_tiled.h) at a cut and at full detail; then the cut of one
  * level made tile by tile into arrays sized by the tiles' headers (formats/grid_cut.h, as
  * lib/tiled_cut.c makes it) and, above the finest level, its closed field (grid_closed.h) built
- * into a tree. Any input must be refused or give trees that validate, within a small memory
- * limit; ASan/UBSan catch the rest.
+ * into a tree; then, in a coloured file, the colour at points searched over the top tree and the
+ * tiles (svo/color_query.h split at the tiles, as vx_tiled_file_colors searches), which must
+ * give the joined tree's bytes. Any input must be refused or give trees that validate, within a
+ * small memory limit; ASan/UBSan catch the rest.
  * Seeds: tests/corpus/tiled (small tiled files). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "formats/grid_closed.h"
+#include "svo/color_query.h"
 #include "svo/lod.h"
 #include "formats/svo_tiled.h"
 #include "marcher/scene.h"
@@ -117,6 +121,57 @@ static void cut(vx_tiled *t, uint32_t level) {
   vx_cut_free(&c);
 }
 
+typedef struct split_tiles {
+  const vx_tiled *t;
+  const vx_octree *tiles; /* per tile of the file, depth 0 where it could not be read */
+} split_tiles;
+
+static const vx_octree *split_subtree(void *ctx, const uint32_t cell[3]) {
+  const split_tiles *s = (const split_tiles *)ctx;
+  const uint64_t code = vx_morton_encode(cell[0], cell[1], cell[2]);
+  for (uint64_t i = 0; i < vx_tiled_tile_count(s->t) && i < MAX_TILES; i++)
+    if (vx_tiled_tile(s->t, i)->code == code) return s->tiles[i].depth ? &s->tiles[i] : NULL;
+  return NULL;
+}
+
+/* The colour at 64 points at every level, tile by tile against the joined tree `all` (NULL: not
+ * joined; then only run). The points come from a generator seeded by the input (a file's bytes
+ * are held by its checksums): in and around the box, and a few NaN, infinite or huge ones. */
+static void colors(const vx_tiled *t, const vx_octree *tiles, const vx_octree *all,
+                   const uint8_t *data, size_t size) {
+  const vx_tiled_header *h = vx_tiled_get_header(t);
+  if (!h->color || h->band > 16.0f || vx_tiled_tile_count(t) > MAX_TILES) return;
+  const uint32_t K = h->depth - h->tile_depth;
+  vx_octree shape = *vx_tiled_top(t);
+  shape.depth = h->depth;
+  shape.xf = h->xf;
+  shape.band = h->band;
+  shape.levels_loaded = K + 1;
+  enum { N = 64 };
+  float p[3 * N];
+  uint64_t seed = 0x9e3779b97f4a7c15ull ^ size;
+  for (size_t i = 0; i < size; i++) seed = (seed ^ data[i]) * 0x100000001b3ull;
+  const double edge = h->xf.scale * ldexp(1.0, (int)h->depth);
+  for (size_t i = 0; i < 3 * N; i++) {
+    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    p[i] = (float)(h->xf.origin[i % 3] + edge * ((double)(z >> 11) * 0x1.0p-53 * 1.5 - 0.25));
+  }
+  const float odd[4] = {NAN, INFINITY, -3e38f, 1e30f};
+  for (int i = 0; i < 4; i++) p[3 * i + (unsigned)i % 3] = odd[i];
+  const split_tiles st = {t, tiles};
+  const vx_color_split sp = {K, split_subtree, (void *)&st};
+  uint8_t got[4 * N], want[4 * N];
+  for (uint32_t L = 0; L <= h->depth; L++) {
+    vx_octree_colors_split(&shape, &sp, L, p, N, got);
+    if (!all) continue;
+    vx_octree_colors(all, L, p, N, want);
+    if (memcmp(got, want, sizeof got) != 0) abort();
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vx_svo_read_opts o = {-1, (uint64_t)64 << 20, 0};
   vx_tiled *t = NULL;
@@ -129,11 +184,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(refs, 0, sizeof refs);
   vx_svo_read_opts po = o;
   po.max_level = data[size - 1] % 4; /* a partial read: the first sections alone */
+  static vx_octree whole[MAX_TILES];
+  int every = n <= MAX_TILES;
   for (uint64_t i = 0; i < n && i < MAX_TILES; i++) {
-    vx_octree tile;
-    if (vx_tiled_read_tile(t, i, &o, &tile, &e) == VX_OK) {
-      if (vx_octree_validate(&tile, &e) != VX_OK) abort();
-      vx_octree_free(&tile);
+    memset(&whole[i], 0, sizeof whole[i]);
+    if (vx_tiled_read_tile(t, i, &o, &whole[i], &e) == VX_OK) {
+      if (vx_octree_validate(&whole[i], &e) != VX_OK) abort();
+    } else {
+      memset(&whole[i], 0, sizeof whole[i]);
+      every = 0;
     }
     if (vx_tiled_read_tile(t, i, &po, &part[i], &e) == VX_OK) {
       if (vx_octree_validate(&part[i], &e) != VX_OK) abort();
@@ -153,8 +212,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vx_octree all;
   if (vx_tiled_stitch(t, &o, &all, &e) == VX_OK) {
     if (vx_octree_validate(&all, &e) != VX_OK) abort();
+    colors(t, whole, every ? &all : NULL, data, size);
     vx_octree_free(&all);
+  } else {
+    colors(t, whole, NULL, data, size);
   }
+  for (uint64_t i = 0; i < n && i < MAX_TILES; i++) vx_octree_free(&whole[i]);
   o.max_level = data[size - 1] % 6; /* a partial read: the top tree alone, or some tile levels */
   if (vx_tiled_stitch(t, &o, &all, &e) == VX_OK) {
     if (vx_octree_validate(&all, &e) != VX_OK) abort();

@@ -95,6 +95,8 @@ void vx_tile_cache_free(vx_tile_cache *c) {
   vx_free(c);
 }
 
+void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget) { c->budget = budget; }
+
 static int cmp_used(const void *a, const void *b) {
   const cache_entry *x = *(const cache_entry *const *)a, *y = *(const cache_entry *const *)b;
   return x->used < y->used ? -1 : x->used > y->used;
@@ -152,7 +154,9 @@ static vx_status cache_get(vx_tile_cache *c, uint64_t i, const vx_octree **out, 
   vx_status s = vx_tiled_read_tile(c->t, i, &c->ro, &e->oct, err);
   if (s != VX_OK) return s;
   e->tile = i;
-  e->bytes = e->oct.node_count * sizeof(vx_node) + e->oct.voxel_count * sizeof(vx_voxel);
+  e->bytes = e->oct.node_count * sizeof(vx_node) + e->oct.voxel_count * sizeof(vx_voxel) +
+             (e->oct.node_color ? e->oct.node_count * sizeof(uint32_t) : 0) +
+             (e->oct.voxel_color ? e->oct.voxel_count * sizeof(uint32_t) : 0);
   e->used = ++c->clock;
   e->gen = c->gen;
   c->slot[i] = (uint32_t)++c->n;
@@ -160,6 +164,16 @@ static vx_status cache_get(vx_tile_cache *c, uint64_t i, const vx_octree **out, 
   cache_trim(c); /* moves entries: i's slot says where it went */
   *out = &c->e[c->slot[i] - 1u].oct;
   return VX_OK;
+}
+
+vx_status vx_tile_cache_hold(vx_tile_cache *c, const uint64_t *tiles, size_t n,
+                             const vx_octree **out, vx_error *err) {
+  c->gen++;
+  vx_status s = VX_OK;
+  for (size_t i = 0; i < n && s == VX_OK; i++) s = cache_get(c, tiles[i], &out[i], err);
+  /* later loads may have moved earlier entries: look them up again */
+  for (size_t i = 0; i < n && s == VX_OK; i++) s = cache_get(c, tiles[i], &out[i], err);
+  return s;
 }
 
 uint64_t vx_tiled_find_tile(const vx_tiled *t, uint32_t x, uint32_t y, uint32_t z) {
@@ -220,11 +234,7 @@ static vx_status build_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, 
   const vx_octree *top = vx_tiled_top(c->t);
   const vx_octree **tl = (const vx_octree **)vx_calloc(n ? n : 1, sizeof *tl);
   if (!tl) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  c->gen++;
-  vx_status s = VX_OK;
-  for (size_t i = 0; i < n && s == VX_OK; i++) s = cache_get(c, tiles[i], &tl[i], err);
-  /* later loads may have moved earlier entries: look them up again */
-  for (size_t i = 0; i < n && s == VX_OK; i++) s = cache_get(c, tiles[i], &tl[i], err);
+  vx_status s = vx_tile_cache_hold(c, tiles, n, tl, err);
   vx_octree *o = &a->oct;
   o->depth = D;
   o->levels_loaded = D + 1;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tiled_arena.h - parts of a tiled tree joined in memory, for sampling it tile by tile
- * (lib/tiled_sample.c).
+ * (lib/tiled_sample.c); the tile cache also serves its colour queries (lib/tiled_color.c).
  *
  * A tile cache keeps decoded tiles (least recently used first out) within a byte budget. An arena
  * is an ordinary tree made of some of them, in one of two shapes:
@@ -40,11 +40,27 @@ vx_status vx_tiled_file_store(vx_tiled_file *f, vx_rs_store **out, vx_error *err
 
 typedef struct vx_tile_cache vx_tile_cache;
 
+/* The handle's cache for colour queries (lib/tiled_color.c), made on the first call with
+ * `budget`, kept until the handle is closed; a later call sets its budget again. */
+vx_status vx_tiled_file_color_cache(vx_tiled_file *f, uint64_t budget, vx_tile_cache **out,
+                                    vx_error *err);
+
+/* The cache's budget when the caller gives none (vx_tiled_sample_opts.cache_bytes 0). */
+#define VX_TILE_CACHE_DEFAULT ((uint64_t)1 << 30)
+
 /* A cache over reader t keeping at most `budget` bytes of decoded tiles (those an arena needs at
- * once are kept whatever their size); the re-signed voxels its arenas find go to rs. */
+ * once are kept whatever their size); the re-signed voxels its arenas find go to rs (NULL: a
+ * cache that makes no arenas). */
 vx_status vx_tile_cache_new(vx_tiled *t, const vx_svo_read_opts *ro, uint64_t budget,
                             vx_rs_store *rs, vx_tile_cache **out, vx_error *err);
 void vx_tile_cache_free(vx_tile_cache *c);
+/* A new budget: tiles past it go when the next tile is read (least recently used first). */
+void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget);
+
+/* Tiles tiles[0 .. n-1] decoded (read, or from the cache) and held together: out[i] stays valid
+ * until the next call on c (tiles of one call are never dropped by it, whatever the budget). */
+vx_status vx_tile_cache_hold(vx_tile_cache *c, const uint64_t *tiles, size_t n,
+                             const vx_octree **out, vx_error *err);
 
 /* The index of the tile at cell (x, y, z) of the grid of tiles, or UINT64_MAX: none there. */
 uint64_t vx_tiled_find_tile(const vx_tiled *t, uint32_t x, uint32_t y, uint32_t z);

@@ -32,7 +32,6 @@
 
 #define TS_CHUNK 4096   /* points or walks a thread takes at a time, at most */
 #define TS_CHUNK_MIN 64 /* ... and at least */
-#define TS_DEFAULT_CACHE ((uint64_t)1 << 30)
 
 /* A walk of step 5 waiting for its arena. */
 typedef struct ts_walk {
@@ -670,12 +669,12 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
   } else if (n) {
     ts_windows windows;
     memset(&windows, 0, sizeof windows);
-    windows.budget = to.cache_bytes ? to.cache_bytes : TS_DEFAULT_CACHE;
+    windows.budget = to.cache_bytes ? to.cache_bytes : VX_TILE_CACHE_DEFAULT;
     c.windows = &windows;
     vx_rs_store *rs = NULL;
     st = vx_tiled_file_store(f, &rs, err);
     if (st == VX_OK)
-      st = vx_tile_cache_new(c.t, &ro, to.cache_bytes ? to.cache_bytes : TS_DEFAULT_CACHE, rs,
+      st = vx_tile_cache_new(c.t, &ro, to.cache_bytes ? to.cache_bytes : VX_TILE_CACHE_DEFAULT, rs,
                              &c.cache, err);
     ts_key *keys = st == VX_OK ? (ts_key *)vx_malloc((size_t)n * sizeof *keys) : NULL;
     if (st == VX_OK && !keys) st = vx_error_set(err, VX_ERR_NOMEM, "out of memory for the "

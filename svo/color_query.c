@@ -14,6 +14,11 @@
  * nearest level-L cell is the point's cell clamped into the box (unique: the distance is minimal
  * per axis), and that cell takes the leaf's colour.
  *
+ * A split tree (a tiled file's top tree, whose cells of one level are the roots of subtrees read
+ * on their own) is searched the same way: at that level the search goes on in the cell's
+ * subtree, its cells still in the whole tree's coordinates, so the cells offered and their order
+ * are those of the tree joined from the same parts.
+ *
  * Points are independent: large batches run on the cores in chunks (the result does not depend
  * on how many threads run).
  */
@@ -28,7 +33,8 @@
 #define CHUNK 4096u /* points a thread takes at a time */
 
 typedef struct search {
-  const vx_octree *o;
+  const vx_octree *o;        /* the tree searched from its root (the top tree of a split one) */
+  const vx_color_split *sp;  /* NULL: o is whole */
   uint32_t L;                /* the level searched */
   int64_t c[3];              /* the point's cell at level L (may lie outside the grid) */
   int64_t r;                 /* Chebyshev radius in level-L cells */
@@ -60,9 +66,10 @@ static void offer(search *s, const int64_t q[3], uint32_t color) {
   }
 }
 
-/* Node `idx` of level k (nodes[] for k < D, voxels[] for k == D) at cell p (level-k coords). */
-static void visit(search *s, uint64_t idx, uint32_t k, const uint32_t p[3]) {
-  const vx_octree *o = s->o;
+/* Node `idx` of tree o, whose root is a cell of level k0 of the whole tree: the node of level k
+ * (nodes[] above o's depth, voxels[] at it) at cell p (level-k coordinates of the whole tree). */
+static void visit(search *s, const vx_octree *o, uint32_t k0, uint64_t idx, uint32_t k,
+                  const uint32_t p[3]) {
   const uint32_t shift = s->L - k;
   int64_t lo[3], hi[3], gap2 = 0, cheb = 0;
   for (int a = 0; a < 3; a++) {
@@ -75,7 +82,7 @@ static void visit(search *s, uint64_t idx, uint32_t k, const uint32_t p[3]) {
   if (cheb > s->r || (s->found && (uint64_t)gap2 > s->best_d2)) return;
   if (k == s->L) {
     int64_t q[3] = {lo[0], lo[1], lo[2]};
-    offer(s, q, k < o->depth ? o->node_color[idx] : o->voxel_color[idx]);
+    offer(s, q, k - k0 < o->depth ? o->node_color[idx] : o->voxel_color[idx]);
     return;
   }
   const vx_node *nd = &o->nodes[idx];
@@ -84,6 +91,11 @@ static void visit(search *s, uint64_t idx, uint32_t k, const uint32_t p[3]) {
     int64_t q[3];
     for (int a = 0; a < 3; a++) q[a] = clamp64(s->c[a], lo[a], hi[a]);
     offer(s, q, o->node_color[idx]);
+    return;
+  }
+  if (s->sp && k0 == 0 && k == s->sp->level) { /* a subtree's root: on in the subtree */
+    const vx_octree *sub = s->sp->subtree(s->sp->ctx, p);
+    if (sub) visit(s, sub, k, 0, k, p);
     return;
   }
   /* Children nearest first (by their box's distance), so that the bound tightens early. */
@@ -113,7 +125,7 @@ static void visit(search *s, uint64_t idx, uint32_t k, const uint32_t p[3]) {
     uint32_t slot = order[i];
     uint32_t q[3] = {2 * p[0] + (slot & 1u), 2 * p[1] + (slot >> 1 & 1u), 2 * p[2] + (slot >> 2 & 1u)};
     uint64_t child = (uint64_t)nd->child + vx_popcount8(mask & ((1u << slot) - 1u));
-    visit(s, child, k + 1, q);
+    visit(s, o, k0, child, k + 1, q);
   }
 }
 
@@ -133,7 +145,7 @@ static void colors_of(search s, const float *points, uint64_t lo, uint64_t hi, u
     if (ok) {
       s.found = 0;
       const uint32_t root[3] = {0, 0, 0};
-      visit(&s, 0, 0, root);
+      visit(&s, o, 0, 0, 0, root);
       if (s.found) color = s.best_color;
     }
     for (int b = 0; b < 4; b++) rgba[4 * i + (uint64_t)b] = (uint8_t)(color >> (8 * b));
@@ -160,11 +172,12 @@ static void *color_worker(void *arg) {
   }
 }
 
-void vx_octree_colors(const vx_octree *t, uint32_t level, const float *points, uint64_t n,
-                      uint8_t *rgba) {
+void vx_octree_colors_split(const vx_octree *t, const vx_color_split *split, uint32_t level,
+                            const float *points, uint64_t n, uint8_t *rgba) {
   color_job j;
   memset(&j, 0, sizeof j);
   j.s.o = t;
+  j.s.sp = split && split->level < level ? split : NULL;
   j.s.L = level;
   j.s.r = (int64_t)ceil((double)t->band / (double)((uint64_t)1 << (t->depth - level)));
   j.points = points;
@@ -177,4 +190,9 @@ void vx_octree_colors(const vx_octree *t, uint32_t level, const float *points, u
   pthread_mutex_init(&j.mu, NULL);
   vx_parallel(vx_thread_count(0, 64), color_worker, &j);
   pthread_mutex_destroy(&j.mu);
+}
+
+void vx_octree_colors(const vx_octree *t, uint32_t level, const float *points, uint64_t n,
+                      uint8_t *rgba) {
+  vx_octree_colors_split(t, NULL, level, points, n, rgba);
 }

@@ -19,3 +19,7 @@ vx_add_test(test_sample_agree SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sample_ag
 # points at the tiles' faces, any cache size), and against the exact distance at 32768^3.
 vx_add_test(test_sample_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sample_tiled.c
             LIBS vx_lib)
+# Colours at points on tiled files, tile by tile: byte for byte the joined tree's vx_tree_colors up
+# to 16384^3 (every level, pruned and not, any cache size), a brute force over every cell at 32768^3.
+vx_add_test(test_tiled_colors_at SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tiled_colors_at.c
+            LIBS vx_lib PkgConfig::ZSTD)

@@ -17,50 +17,7 @@
 static char dir[64];
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double rnd(void) { /* splitmix64, [0, 1) */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
-}
-
-/* Points of a tree of res^3 with tiles of 2^T (world = origin + grid * scale): near the tiles'
- * faces, edges and corners, anywhere in and around the box, near the surface, and non-finite. */
-static float *make_points(const vx_tree_info *ti, const vx_tree *joined, uint32_t T, uint64_t *n) {
-  const uint64_t faces = 12000, rand_n = 6000, surf = 6000, bad = 6;
-  *n = faces + rand_n + surf + bad;
-  float *p = (float *)malloc(*n * 3 * sizeof(float));
-  const double R = ti->resolution, tile = (double)(1u << T);
-  uint64_t k = 0;
-  for (uint64_t i = 0; i < faces; i++, k++) {
-    double g[3];
-    for (int a = 0; a < 3; a++) g[a] = rnd() * R;
-    /* one, two or three coordinates on a tile face, within 3 band widths of it */
-    const int on = 1 + (int)(rnd() * 3.0);
-    for (int a = 0; a < on; a++) {
-      const int ax = (int)(rnd() * 3.0);
-      const double f = floor(rnd() * (R / tile + 1.0)) * tile;
-      g[ax] = f + (rnd() * 2.0 - 1.0) * 3.0 * ti->band;
-    }
-    for (int a = 0; a < 3; a++) p[3 * k + a] = (float)(ti->origin[a] + g[a] * ti->scale);
-  }
-  for (uint64_t i = 0; i < rand_n; i++, k++)
-    for (int a = 0; a < 3; a++)
-      p[3 * k + a] = (float)(ti->origin[a] + (rnd() * 1.2 - 0.1) * R * ti->scale);
-  vx_surface_points_opts so;
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.spread = 2.0f * ti->band;
-  so.seed = 3;
-  CHECK(vx_tree_surface_points(joined, &so, surf, p + 3 * k, NULL) == VX_OK);
-  k += surf;
-  const float inf = INFINITY, nan = NAN;
-  const float odd[6][3] = {{nan, 0, 0}, {0, inf, 0}, {0, 0, -inf}, {1e30f, 0, 0},
-                           {-3e38f, 3e38f, 0}, {0, 0, 1e38f}};
-  for (uint64_t i = 0; i < bad; i++, k++)
-    for (int a = 0; a < 3; a++) p[3 * k + a] = odd[i][a];
-  return p;
-}
+static double rnd(void) { return tiled_rnd(&rng_state); }
 
 /* Mesh m at res^3 in tiles of 2^T against its joined tree: every cut, bit for bit (m freed). */
 static void joined_equal_mesh(vx_mesh *m, uint32_t res, uint32_t T, int closed,
@@ -80,7 +37,7 @@ static void joined_equal_mesh(vx_mesh *m, uint32_t res, uint32_t T, int closed,
   ti.struct_size = sizeof ti;
   vx_tree_get_info(t, &ti);
   uint64_t n = 0;
-  float *p = make_points(&ti, t, T, &n);
+  float *p = tiled_points(&ti, t, T, 12000, 6000, 6000, 2.0f, &rng_state, &n);
   if (slab) { /* the first points in the box slab[0 .. 5] instead (lo, hi) */
     for (uint64_t i = 0; i < 6000; i++)
       for (int a = 0; a < 3; a++) p[3 * i + a] = (float)(slab[a] + rnd() * (slab[3 + a] - slab[a]));
@@ -276,16 +233,8 @@ static void finer_than_one_tree(void) {
    * decides), and some anywhere in and around the box */
   const uint64_t n = 4000, nr = 1000;
   float *p = (float *)malloc((n + nr) * 3 * sizeof(float));
-  for (uint64_t i = 0; i < n; i++) {
-    const uint64_t t = (uint64_t)(rnd() * (double)sphere_tris);
-    double a = rnd(), b = rnd();
-    if (a + b > 1.0) a = 1.0 - a, b = 1.0 - b;
-    const float *P = s.pos + 9 * t;
-    for (int k = 0; k < 3; k++) {
-      const double on = P[k] + a * (P[3 + k] - P[k]) + b * (P[6 + k] - P[k]);
-      p[3 * i + k] = (float)(on + (rnd() * 2.0 - 1.0) * 2.0 * ti.band * ti.scale);
-    }
-  }
+  for (uint64_t i = 0; i < n; i++)
+    tiled_point_near(&s, sphere_tris, 2.0 * ti.band * ti.scale, &rng_state, p + 3 * i);
   for (uint64_t i = n; i < n + nr; i++) /* half anywhere, half inside the small sphere */
     for (int k = 0; k < 3; k++)
       p[3 * i + k] = i % 2 ? (float)(ti.origin[k] + (rnd() * 1.2 - 0.1) * 32768.0 * ti.scale)

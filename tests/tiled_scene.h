@@ -12,6 +12,69 @@
 #include "meshgen.h"
 #include "voxlod.h" /* after lib/internal.h where a test includes both */
 
+/* splitmix64: the next number in [0, 1) of the sequence in *state. */
+static inline double tiled_rnd(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+/* Points of a tree (ti, joined) in tiles of 2^T: `faces` near the tiles' faces, edges and corners
+ * (within 3 band widths), `anywhere` in and around the box, `surf` within spread x band of the
+ * surface (vx_tree_surface_points), then 6 non-finite or huge ones; *n their count. */
+static inline float *tiled_points(const vx_tree_info *ti, const vx_tree *joined, uint32_t T,
+                                  uint64_t faces, uint64_t anywhere, uint64_t surf, float spread,
+                                  uint64_t *state, uint64_t *n) {
+  const uint64_t bad = 6;
+  *n = faces + anywhere + surf + bad;
+  float *p = (float *)malloc(*n * 3 * sizeof(float));
+  const double R = ti->resolution, tile = (double)(1u << T);
+  uint64_t k = 0;
+  for (uint64_t i = 0; i < faces; i++, k++) {
+    double g[3];
+    for (int a = 0; a < 3; a++) g[a] = tiled_rnd(state) * R;
+    /* one, two or three coordinates on a tile face, within 3 band widths of it */
+    const int on = 1 + (int)(tiled_rnd(state) * 3.0);
+    for (int a = 0; a < on; a++) {
+      const int ax = (int)(tiled_rnd(state) * 3.0);
+      const double f = floor(tiled_rnd(state) * (R / tile + 1.0)) * tile;
+      g[ax] = f + (tiled_rnd(state) * 2.0 - 1.0) * 3.0 * ti->band;
+    }
+    for (int a = 0; a < 3; a++) p[3 * k + a] = (float)(ti->origin[a] + g[a] * ti->scale);
+  }
+  for (uint64_t i = 0; i < anywhere; i++, k++)
+    for (int a = 0; a < 3; a++)
+      p[3 * k + a] = (float)(ti->origin[a] + (tiled_rnd(state) * 1.2 - 0.1) * R * ti->scale);
+  vx_surface_points_opts so;
+  memset(&so, 0, sizeof so);
+  so.struct_size = sizeof so;
+  so.spread = spread * ti->band;
+  so.seed = 3;
+  CHECK(vx_tree_surface_points(joined, &so, surf, p + 3 * k, NULL) == VX_OK);
+  k += surf;
+  const float inf = INFINITY, nan = NAN;
+  const float odd[6][3] = {{nan, 0, 0}, {0, inf, 0}, {0, 0, -inf}, {1e30f, 0, 0},
+                           {-3e38f, 3e38f, 0}, {0, 0, 1e38f}};
+  for (uint64_t i = 0; i < bad; i++, k++)
+    for (int a = 0; a < 3; a++) p[3 * k + a] = odd[i][a];
+  return p;
+}
+
+/* A point on one of the first `tris` triangles of s (uniform on it), moved by up to `off` world
+ * units per axis, into out. */
+static inline void tiled_point_near(const vx_soup *s, uint64_t tris, double off, uint64_t *state,
+                                    float out[3]) {
+  const uint64_t t = (uint64_t)(tiled_rnd(state) * (double)tris);
+  double a = tiled_rnd(state), b = tiled_rnd(state);
+  if (a + b > 1.0) a = 1.0 - a, b = 1.0 - b;
+  const float *P = s->pos + 9 * t;
+  for (int k = 0; k < 3; k++) {
+    const double on = P[k] + a * (P[3 + k] - P[k]) + b * (P[6 + k] - P[k]);
+    out[k] = (float)(on + (tiled_rnd(state) * 2.0 - 1.0) * off);
+  }
+}
+
 /* A generated soup as a mesh (the soup kept). */
 static inline vx_mesh *tiled_mesh_of(const vx_soup *s) {
   float *v = (float *)malloc(s->tri_count * 9 * sizeof(float));
@@ -40,25 +103,31 @@ static inline vx_mesh *tiled_scene(void) {
   return m;
 }
 
-/* The tiled scene with a colour at every vertex from its position (a smooth field of hues, one
- * band of the torus half transparent, the sphere's top cap wholly so: the tiles that only it
- * reaches have no opaque surface, so their colour comes from above). */
-static inline vx_mesh *tiled_colored_scene(void) {
-  vx_soup s;
-  tiled_scene_soup(&s);
-  vx_mesh *m = tiled_mesh_of(&s);
-  const uint64_t nv = s.tri_count * 3;
+/* A colour at every vertex of m (the soup s's) from its position: a smooth field of hues with
+ * spatial frequency k; with `holes`, one band of the torus half transparent, the sphere's top cap
+ * wholly so (else alpha 255). */
+static inline void tiled_color_by_position(vx_mesh *m, const vx_soup *s, double k, int holes) {
+  const uint64_t nv = s->tri_count * 3;
   uint8_t *c = (uint8_t *)malloc(nv * 4);
   for (uint64_t i = 0; i < nv; i++) {
-    const float *p = s.pos + 3 * i;
-    c[4 * i + 0] = (uint8_t)(127.5 + 127.0 * sin(3.0 * p[0]));
-    c[4 * i + 1] = (uint8_t)(127.5 + 127.0 * cos(5.0 * p[1]));
-    c[4 * i + 2] = (uint8_t)(127.5 + 127.0 * sin(4.0 * p[2] + p[0]));
-    c[4 * i + 3] = p[2] > 0.4f ? 0 : p[0] > 0.8f ? 96 : 255; /* the sphere's cap: a hole */
+    const float *p = s->pos + 3 * i;
+    c[4 * i + 0] = (uint8_t)(127.5 + 127.0 * sin(3.0 * k * p[0]));
+    c[4 * i + 1] = (uint8_t)(127.5 + 127.0 * cos(5.0 * k * p[1]));
+    c[4 * i + 2] = (uint8_t)(127.5 + 127.0 * sin(4.0 * k * p[2] + p[0]));
+    c[4 * i + 3] = !holes ? 255 : p[2] > 0.4f ? 0 : p[0] > 0.8f ? 96 : 255;
   }
   vx_error e;
   CHECK_MSG(m && vx_mesh_set_vertex_colors(m, c, nv, 4, &e) == VX_OK, "%s", e.msg);
   free(c);
+}
+
+/* The tiled scene coloured by tiled_color_by_position with holes (the tiles that only the
+ * sphere's cap reaches have no opaque surface, so their colour comes from above). */
+static inline vx_mesh *tiled_colored_scene(void) {
+  vx_soup s;
+  tiled_scene_soup(&s);
+  vx_mesh *m = tiled_mesh_of(&s);
+  tiled_color_by_position(m, &s, 1.0, 1);
   vx_soup_free(&s);
   return m;
 }

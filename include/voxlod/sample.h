@@ -229,6 +229,22 @@ VX_API vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *op
                                       uint64_t n, float *dist, float *grad, uint8_t *flags,
                                       vx_sample_stats *stats, vx_error *err);
 
+/* vx_tree_colors (tree.h) on a coloured tiled file of any depth, without joining it: RGBA8 at n
+ * world points from the cells of `level` (0 .. depth; -1: the finest). At a level at or above
+ * the tiles' roots the top tree alone answers; below it the points are grouped by the tile they
+ * lie in, and each group is searched with the tiles within the band of it (a tile and its 26
+ * neighbours while the band is narrower than a tile) decoded as needed and kept with the handle
+ * between calls, within tiles->cache_bytes of the latest call (0: 1 GiB; the tiles of one group
+ * are held whatever it says; vx_tiled_file_close frees them). The bytes are
+ * vx_tree_colors' on the tree vx_tree_load joins from the same file (depth <= 14), and past
+ * 16384^3 those of the same rule on the whole tree (the nearest cell and its Morton order in the
+ * whole grid). A grey file gives VX_ERR_INVALID_ARG ("the tree has no colour"). Memory: 32 bytes
+ * a point and 16 per point of a batch (at most 2^20), the cache. tiles may be NULL; host arrays;
+ * one handle is used by one thread at a time. */
+VX_API vx_status vx_tiled_file_colors(vx_tiled_file *f, const vx_tiled_sample_opts *tiles,
+                                      const float *points, uint64_t n, int level, uint8_t *rgba,
+                                      vx_error *err);
+
 /* ---- points near the surface ------------------------------------------------------------------ */
 
 typedef struct vx_surface_points_opts {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // tiled_sample.cpp - voxlod._voxlod._TiledSampler: vx_tiled_file_sample (voxlod/sample.h, TILED
-// SAMPLING) for voxlod.TiledFile.sample. It holds a handle of its own on the file (the tiles'
+// SAMPLING) for voxlod.TiledFile.sample, and vx_tiled_file_colors for TiledFile.colors. It holds a handle of its own on the file (the tiles'
 // re-signed voxels, found while sampling, stay with it between calls); calls on one sampler are
 // serialised, the GIL released while they run. Arrays are checked in voxlod/_sampling.py first
 // (shape, dtype, contiguity); the types below refuse anything else again.
@@ -28,6 +28,14 @@ using Points = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::c
 using Dist = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using Grad = nb::ndarray<float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Flags = nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+vx_tiled_sample_opts tile_opts(uint64_t cache_bytes) {
+  vx_tiled_sample_opts to;
+  std::memset(&to, 0, sizeof to);
+  to.struct_size = sizeof to;
+  to.cache_bytes = cache_bytes;
+  return to;
+}
 
 struct TiledSampler {
   vx_tiled_file *f = nullptr;
@@ -57,10 +65,7 @@ void sampler_sample(TiledSampler &t, Points points, Dist dist, std::optional<Gra
   o.nonfinite = fail_nonfinite ? VX_NONFINITE_FAIL : VX_NONFINITE_NAN;
   o.threads = threads;
   o.device = device_of(device);
-  vx_tiled_sample_opts to;
-  std::memset(&to, 0, sizeof to);
-  to.struct_size = sizeof to;
-  to.cache_bytes = cache_bytes;
+  const vx_tiled_sample_opts to = tile_opts(cache_bytes);
   vx_error e = no_error();
   vx_status s;
   {
@@ -69,6 +74,24 @@ void sampler_sample(TiledSampler &t, Points points, Dist dist, std::optional<Gra
     s = vx_tiled_file_sample(t.f, &o, &to, points.data(), n, dist.data(),
                              grad ? grad->data() : nullptr, flags ? flags->data() : nullptr,
                              nullptr, &e);
+  }
+  check(s, e);
+}
+
+using Rgba = nb::ndarray<uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+// RGBA8 at world points from the cells of `level` (-1: the finest): vx_tiled_file_colors.
+void sampler_colors(TiledSampler &t, Points points, Rgba out, int level, uint64_t cache_bytes) {
+  const uint64_t n = points.shape(0);
+  if (points.shape(1) != 3 || out.shape(0) != n || out.shape(1) != 4)
+    throw nb::value_error("points (N, 3), colours (N, 4)");
+  const vx_tiled_sample_opts to = tile_opts(cache_bytes);
+  vx_error e = no_error();
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    std::lock_guard<std::mutex> g(t.mu);
+    s = vx_tiled_file_colors(t.f, &to, points.data(), n, level, out.data(), &e);
   }
   check(s, e);
 }
@@ -91,5 +114,7 @@ void bind_tiled_sample(nb::module_ &m) {
       .def("identity", &sampler_identity)
       .def("sample", &sampler_sample, "points"_a.noconvert(), "dist"_a.noconvert(),
            "grad"_a.noconvert().none(), "flags"_a.noconvert().none(), "level"_a,
-           "fail_nonfinite"_a, "device"_a, "threads"_a, "cache_bytes"_a);
+           "fail_nonfinite"_a, "device"_a, "threads"_a, "cache_bytes"_a)
+      .def("colors", &sampler_colors, "points"_a.noconvert(), "out"_a.noconvert(), "level"_a,
+           "cache_bytes"_a);
 }

@@ -53,20 +53,25 @@ def test_tiled_arguments(tmp_path):
         voxlod.TiledFile(u)
 
 
+def _points(whole, seed, spread):
+    """Points of a 64^3 tree in tiles of 8^3: 3000 in and around the box, 3000 within spread
+    band widths of the surface, 2000 near the tiles' faces."""
+    rng = np.random.default_rng(seed)
+    lo, edge = np.asarray(whole.origin), whole.scale * 64
+    far = (lo + (rng.random((3000, 3)) * 1.2 - 0.1) * edge).astype(np.float32)
+    near = whole.surface_points(3000, spread=spread * whole.band)
+    faces = lo + np.floor(rng.random((2000, 3)) * 9) * 8 * whole.scale
+    faces = (faces + (rng.random((2000, 3)) - 0.5) * 4 * whole.scale).astype(np.float32)
+    return np.concatenate([far, near, faces])
+
+
 def test_tiled_file_sample(tmp_path):
     """TiledFile.sample: load(path).sample's results bit for bit (up to 16384^3), tile by tile,
     at full detail and at a cut, with gradients and flags, whatever the cache holds."""
     t = tmp_path / "t.svo"
     voxlod.convert(BUNNY, res=64, out=t, tile_depth=3, color="off", progress=False)
     whole, f = voxlod.load(t), voxlod.TiledFile(t)
-    rng = np.random.default_rng(5)
-    lo, edge = np.asarray(whole.origin), whole.scale * 64
-    far = (lo + (rng.random((3000, 3)) * 1.2 - 0.1) * edge).astype(np.float32)
-    near = whole.surface_points(3000, spread=2 * whole.band)
-    # on the tiles' faces (every 8 voxels)
-    faces = lo + np.floor(rng.random((2000, 3)) * 9) * 8 * whole.scale
-    faces = (faces + (rng.random((2000, 3)) - 0.5) * 4 * whole.scale).astype(np.float32)
-    p = np.concatenate([far, near, faces])
+    p = _points(whole, 5, 2.0)
     for lod in (None, 2, 3, 5):
         d0, g0, f0 = whole.sample(p, gradient=True, flags=True, lod=lod)
         d1, g1, f1 = f.sample(p, gradient=True, flags=True, lod=lod, cache_bytes="1K")
@@ -239,3 +244,35 @@ def test_coloured_tiles(tmp_path):
     y = tf.render(160, 120, shade="albedo", device="cpu", **cam)
     assert (x != y).any(axis=2).mean() <= 0.002
     assert (y[..., 0] != y[..., 1]).mean() > 0.1  # in colour, not grey
+
+
+def test_tiled_file_colors(tmp_path):
+    """TiledFile.colors: load(path).colors' bytes (up to 16384^3), tile by tile, at every
+    level, whatever the cache holds; the same refusals."""
+    from reference import uv_sphere
+    v, f = uv_sphere(1.0, 64, 32)
+    rgba = np.concatenate([np.floor((0.5 + 0.45 * v) * 255).astype(np.uint8),
+                           np.full((len(v), 1), 255, np.uint8)], axis=1)
+    t = tmp_path / "c.svo"
+    voxlod.convert((v, f, rgba), res=64, out=t, tile_depth=3, progress=False, gpu=False)
+    whole, tf = voxlod.load(t), voxlod.TiledFile(t)
+    assert tf.has_color and whole.has_color
+    p = _points(whole, 9, 1.5)
+    near = p[3000:6000]
+    for lod in (None, 0, 2, 3, 4, 6):
+        a = whole.colors(p, lod=lod)
+        b = tf.colors(p, lod=lod, cache_bytes="1K")
+        assert b.dtype == np.uint8 and b.shape == (len(p), 4)
+        assert np.array_equal(a, b)
+    assert (tf.colors(near)[:, 3] > 0).mean() > 0.9  # near the surface: coloured
+    assert np.array_equal(tf.colors(p[:10].astype(np.float64)), whole.colors(p[:10]))
+    with pytest.raises(ValueError, match="NaN"):
+        tf.colors(np.array([[np.nan, 0, 0]], dtype=np.float32))
+    with pytest.raises(ValueError, match="lod"):
+        tf.colors(p[:1], lod=7)
+    with pytest.raises(ValueError, match="shape"):
+        tf.colors(np.zeros((4, 2), dtype=np.float32))
+    grey = tmp_path / "g.svo"
+    voxlod.convert(BUNNY, res=32, out=grey, tile_depth=3, color="off", progress=False)
+    with pytest.raises(ValueError, match="no colour"):
+        voxlod.TiledFile(grey).colors(p[:1])

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Colour: per-vertex colours given with a mesh (checked and turned into uint8 RGB(A)), and
-Tree.colors, the colour of the tree at points (a Tree method: _tree.py binds it).
+Tree.colors and TiledFile.colors, the colour of the tree at points (methods: _tree.py binds
+them).
 
 Colours are sRGB-encoded r, g, b and a linear alpha (the opaque share of the surface a cell
 stands for; 0: a hole). The library averages them in linear light."""
@@ -14,10 +15,10 @@ import numpy as np
 
 from ._cuda import _cuda_layout
 from ._errors import InvalidArgumentError
-from ._util import _float32_rows, _host_array, _is_int
+from ._util import _bytes, _float32_rows, _host_array, _is_int
 
 if TYPE_CHECKING:
-    from ._tree import Tree
+    from ._tree import TiledFile, Tree
 
 COLOR_MODES = {"auto": 0, "off": 1}
 COLOR_FILTERS = {"mean": 0, "dominant": 1}
@@ -83,7 +84,25 @@ def colors(self: Tree, points: Any, lod: Optional[int] = None) -> Any:
     NaN or infinite points raise ValueError (naming the first), and so does a tree without
     colour (after the arguments are checked). The rule is vx_tree_colors' (include/voxlod/
     tree.h)."""
-    loaded = self._info["levels_loaded"]
+    level, p, wrap = _color_args(self, points, lod, self._info["levels_loaded"], "Tree")
+    return _color_call(lambda out: self._t.colors(p, out, level), p, wrap)
+
+
+def tiled_colors(self: TiledFile, points: Any, lod: Optional[int] = None,
+                 cache_bytes: Any = None) -> Any:
+    """Tree.colors on a tiled file of any depth, tile by tile (TiledFile.colors): the same
+    arguments and rule. Up to 16384^3 the bytes are load(path).colors(...)'s; past it those of
+    the same rule on the whole tree. The tiles are decoded as the points need them and kept
+    with the file between calls, within cache_bytes of the latest call (None: 1 GiB; an int or
+    a string such as "256M"); one group's tiles (a tile and its 26 neighbours) are held
+    whatever it says."""
+    level, p, wrap = _color_args(self, points, lod, self.depth + 1, "TiledFile")
+    cache = _bytes(cache_bytes, "cache_bytes")
+    return _color_call(lambda out: self._sampler().colors(p, out, level, cache), p, wrap)
+
+
+def _color_args(self: Any, points: Any, lod: Optional[int], loaded: int, what: str):
+    """colors' arguments checked: (level, float32 points, the wrapper of the result)."""
     if lod is None:
         level = -1
     elif _is_int(lod) and 0 <= lod <= self.depth:
@@ -94,7 +113,7 @@ def colors(self: Tree, points: Any, lod: Optional[int] = None) -> Any:
     else:
         raise ValueError(f"lod must be None or a level in 0..{self.depth}, not {lod!r}")
     if _cuda_layout(points) is not None:
-        raise TypeError("Tree.colors takes host arrays: copy CUDA points to the host first "
+        raise TypeError(f"{what}.colors takes host arrays: copy CUDA points to the host first "
                         "(.cpu() in torch, .get() in cupy)")
     points, wrap = _host_array(points, "points")
     p = _float32_rows(points, "points")
@@ -106,9 +125,13 @@ def colors(self: Tree, points: Any, lod: Optional[int] = None) -> Any:
     if not self.has_color:
         raise ValueError("this tree has no colour (its mesh had none, or it was converted with "
                          "color='off')")
+    return level, p, wrap
+
+
+def _color_call(call: Any, p: np.ndarray, wrap: Any) -> Any:
     out = np.zeros((p.shape[0], 4), dtype=np.uint8)
     try:
-        self._t.colors(p, out, level)
+        call(out)
     except InvalidArgumentError as e:
         if "no colour" in str(e):
             raise ValueError(f"this tree has no colour ({e})") from None

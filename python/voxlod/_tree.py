@@ -271,7 +271,8 @@ class TiledFile:
     """A tiled .svo file (convert(..., out=, tile_depth=), or finer than 16384^3) read tile by
     tile: its header, top tree and tile index at open, a tile's header or the whole tile when
     asked. load() joins one of up to 16384^3 into one Tree; this reads any of them, up to 2^20.
-    sample() gives signed distances from any of them, tile by tile.
+    sample() gives signed distances from any of them, tile by tile, colors() the colour at
+    points of a coloured one.
     """
 
     __slots__ = ("_f", "_info", "_open", "_s", "_r", "__weakref__")
@@ -283,8 +284,10 @@ class TiledFile:
         self._s = None
         self._r = None
 
-    # ---- sample (_sampling.py): a handle of its own on the file, made on the first call
+    # ---- sample (_sampling.py) and colors (_color.py): a handle of their own on the file, made
+    # on the first call
     sample = _sampling.tiled_sample
+    colors = _color.tiled_colors
 
     def _sampler(self):
         if self._s is None:
@@ -301,6 +304,11 @@ class TiledFile:
     def depth(self) -> int:
         """D: the finest level of the whole tree (2^D cells per axis)."""
         return self._info["depth"]
+
+    @property
+    def has_color(self) -> bool:
+        """True when the tiles carry colours (TiledFile.colors)."""
+        return self._info["has_color"]
 
     @property
     def tile_depth(self) -> int:
