@@ -20,17 +20,29 @@
  * are those of the tree joined from the same parts.
  *
  * Points are independent: large batches run on the cores in chunks (the result does not depend
- * on how many threads run).
+ * on how many threads run), in Morton order of their cells so that neighbouring points search
+ * the same nodes one after the other (it does not depend on the order either).
  */
 #include "svo/color_query.h"
+#include "sys/alloc.h"
+#include "sys/sort.h"
 #include "sys/system.h"
 
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #define CHUNK 4096u /* points a thread takes at a time */
+#define ORDER_MIN 16384u           /* from this many points on, they run in the order of their cells */
+#define ORDER_WINDOW (1u << 22)    /* ... sorted that many at a time */
+#define ORDER_LEVEL 8u             /* ... the cells of this level (or L, when coarser) */
+
+typedef struct order_key { /* a point's place in the order */
+  uint64_t key;            /* Morton code of its cell */
+  uint64_t i;              /* the point */
+} order_key;
 
 typedef struct search {
   const vx_octree *o;        /* the tree searched from its root (the top tree of a split one) */
@@ -129,12 +141,14 @@ static void visit(search *s, const vx_octree *o, uint32_t k0, uint64_t idx, uint
   }
 }
 
-/* The colours of points [lo, hi). */
-static void colors_of(search s, const float *points, uint64_t lo, uint64_t hi, uint8_t *rgba) {
+/* The colours of points [lo, hi) (order: of order[lo .. hi)'s points, NULL: of those points). */
+static void colors_of(search s, const float *points, const order_key *order, uint64_t lo,
+                      uint64_t hi, uint8_t *rgba) {
   const vx_octree *o = s.o;
   const double cell = o->xf.scale * (double)((uint64_t)1 << (o->depth - s.L)); /* world units */
   const double cells = (double)((uint64_t)1 << s.L);
-  for (uint64_t i = lo; i < hi; i++) {
+  for (uint64_t k = lo; k < hi; k++) {
+    const uint64_t i = order ? order[k].i : k;
     uint32_t color = 0;
     int ok = 1;
     for (int a = 0; a < 3 && ok; a++) {
@@ -155,6 +169,7 @@ static void colors_of(search s, const float *points, uint64_t lo, uint64_t hi, u
 typedef struct color_job {
   search s;
   const float *points;
+  const order_key *order; /* NULL: the points' own order */
   uint8_t *rgba;
   uint64_t n, next;
   pthread_mutex_t mu;
@@ -168,8 +183,61 @@ static void *color_worker(void *arg) {
     j->next = lo + CHUNK < j->n ? lo + CHUNK : j->n;
     pthread_mutex_unlock(&j->mu);
     if (lo >= j->n) return NULL;
-    colors_of(j->s, j->points, lo, lo + CHUNK < j->n ? lo + CHUNK : j->n, j->rgba);
+    colors_of(j->s, j->points, j->order, lo, lo + CHUNK < j->n ? lo + CHUNK : j->n, j->rgba);
   }
+}
+
+typedef struct order_job {
+  const vx_octree *o;
+  uint32_t c;
+  const float *points;
+  uint64_t n;
+  order_key *keys;
+} order_job;
+
+#define ORDER_PARTS 64u
+
+/* The keys of part p of the points. */
+static void order_part(void *ctx, uint64_t p) {
+  const order_job *j = (const order_job *)ctx;
+  const vx_octree *o = j->o;
+  const double inv = 1.0 / (o->xf.scale * ldexp(1.0, (int)(o->depth - j->c)));
+  const double top = ldexp(1.0, (int)j->c) - 1.0;
+  const uint64_t lo = j->n * p / ORDER_PARTS, hi = j->n * (p + 1) / ORDER_PARTS;
+  for (uint64_t i = lo; i < hi; i++) {
+    uint32_t q[3] = {0, 0, 0};
+    for (int a = 0; a < 3; a++) {
+      const double g = ((double)j->points[3 * i + a] - o->xf.origin[a]) * inv;
+      q[a] = g > 0.0 ? (g < top ? (uint32_t)g : (uint32_t)top) : 0u; /* NaN: 0 */
+    }
+    j->keys[i].key = vx_morton_encode(q[0], q[1], q[2]);
+    j->keys[i].i = i;
+  }
+}
+
+/* Points [0, n) in Morton order of their cells of level c (those outside the grid clamped into
+ * it, non-finite ones to cell 0) into keys (tmp: scratch of n); the sorted array, or NULL when
+ * the sort's memory cannot be had. Any order gives the same results: the cells need not be
+ * exact. */
+static order_key *order_points(const vx_octree *o, uint32_t c, const float *points, uint64_t n,
+                               order_key *keys, order_key *tmp) {
+  order_job j = {o, c, points, n, keys};
+  vx_items_run(0, ORDER_PARTS, order_part, &j);
+  return (order_key *)vx_radix_sort(keys, tmp, (size_t)n, sizeof *keys,
+                                    offsetof(order_key, key), 3 * c, 0);
+}
+
+/* The job's points on every core (order: the order they run in, NULL: their own). */
+static void run_job(color_job *j, const order_key *order) {
+  j->order = order;
+  j->next = 0;
+  if (j->n <= CHUNK) {
+    colors_of(j->s, j->points, order, 0, j->n, j->rgba);
+    return;
+  }
+  pthread_mutex_init(&j->mu, NULL);
+  vx_parallel(vx_thread_count(0, 64), color_worker, j);
+  pthread_mutex_destroy(&j->mu);
 }
 
 void vx_octree_colors_split(const vx_octree *t, const vx_color_split *split, uint32_t level,
@@ -180,16 +248,21 @@ void vx_octree_colors_split(const vx_octree *t, const vx_color_split *split, uin
   j.s.sp = split && split->level < level ? split : NULL;
   j.s.L = level;
   j.s.r = (int64_t)ceil((double)t->band / (double)((uint64_t)1 << (t->depth - level)));
-  j.points = points;
-  j.rgba = rgba;
-  j.n = n;
-  if (n <= CHUNK) {
-    colors_of(j.s, points, 0, n, rgba);
-    return;
+  /* Many points run in Morton order of their cells, a window at a time, so that neighbours
+   * search the same nodes one after the other (the results do not depend on the order). */
+  const uint64_t w = n < ORDER_WINDOW ? n : ORDER_WINDOW;
+  order_key *keys = n >= ORDER_MIN ? (order_key *)vx_malloc((size_t)w * sizeof *keys) : NULL;
+  order_key *tmp = keys ? (order_key *)vx_malloc((size_t)w * sizeof *tmp) : NULL;
+  for (uint64_t at = 0; at < n; at += w) {
+    j.points = points + 3 * at;
+    j.rgba = rgba + 4 * at;
+    j.n = n - at < w ? n - at : w;
+    run_job(&j, tmp ? order_points(t, level < ORDER_LEVEL ? level : ORDER_LEVEL, j.points, j.n,
+                                   keys, tmp)
+                    : NULL);
   }
-  pthread_mutex_init(&j.mu, NULL);
-  vx_parallel(vx_thread_count(0, 64), color_worker, &j);
-  pthread_mutex_destroy(&j.mu);
+  vx_free(keys);
+  vx_free(tmp);
 }
 
 void vx_octree_colors(const vx_octree *t, uint32_t level, const float *points, uint64_t n,

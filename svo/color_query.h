@@ -6,7 +6,8 @@
  * are any), t passed vx_octree_validate, level < t->levels_loaded, and points / rgba hold 3n
  * floats / 4n bytes; the caller (lib/tree_color.c) checks these. rgba gets, per point, r g b a
  * (svo/color.h's packed RGBA8 as bytes), 0 0 0 0 where no cell is near or the point is not
- * finite. Large n runs on all cores; any thread count gives the same bytes. */
+ * finite. Large n runs on all cores, in Morton order of the points' cells; any thread count and
+ * any order give the same bytes. */
 #ifndef VOXLOD_SVO_COLOR_QUERY_H
 #define VOXLOD_SVO_COLOR_QUERY_H
 

@@ -336,11 +336,20 @@ static void api_color_queries_against_brute_force(void) {
     const int big = 30000;
     float *many = (float *)malloc((size_t)big * 3 * sizeof(float));
     for (int k = 0; k < big; k++) memcpy(many + 3 * k, pts + 3 * (k % 600), 3 * sizeof(float));
+    /* and three points with no colour among them (non-finite, far) */
+    const int odd[3] = {7, 20011, big - 1};
+    many[3 * odd[0]] = NAN;
+    many[3 * odd[1] + 1] = INFINITY;
+    many[3 * odd[2] + 2] = -1e30f;
     uint8_t *a = (uint8_t *)malloc((size_t)big * 4), *b = (uint8_t *)malloc(600 * 4);
     CHECK(vx_tree_colors(t, many, (uint64_t)big, -1, a, &e) == VX_OK);
     CHECK(vx_tree_colors(t, pts, 600, -1, b, &e) == VX_OK);
     int diff = 0;
-    for (int k = 0; k < big; k++) diff += memcmp(a + 4 * k, b + 4 * (k % 600), 4) != 0;
+    for (int k = 0; k < big; k++) {
+      const int none = k == odd[0] || k == odd[1] || k == odd[2];
+      const uint8_t zero[4] = {0, 0, 0, 0};
+      diff += memcmp(a + 4 * k, none ? zero : b + 4 * (k % 600), 4) != 0;
+    }
     CHECK_MSG(diff == 0, "%d of %d differ in a large batch", diff, big);
     free(many);
     free(a);

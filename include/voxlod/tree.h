@@ -120,7 +120,9 @@ VX_API const uint32_t *vx_tree_voxel_colors(const vx_tree *t, uint64_t *count);
  * distance from the point's cell up to ceil(band / cell size) cells of that level: ceil(band) at
  * the finest; nearest by the distance between cell centres, ties to the smaller Morton code),
  * else 0 0 0 0 (also for non-finite points). A grey tree gives VX_ERR_INVALID_ARG ("the tree has
- * no colour"); so does a level that is not loaded. Large n runs on all cores. */
+ * no colour"); so does a level that is not loaded. Large n runs on all cores, the points in
+ * Morton order of their cells (sorted 2^22 at a time: 32 bytes a point, up to 128 MiB), which
+ * does not change the result. */
 VX_API vx_status vx_tree_colors(const vx_tree *t, const float *points, uint64_t n, int level,
                                 uint8_t *rgba, vx_error *err);
 
