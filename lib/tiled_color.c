@@ -119,7 +119,7 @@ static vx_status batch_flush(const vx_tiled *t, vx_tile_cache *c, const vx_octre
                              uint32_t L, tc_batch *b, int keep, const tc_key *sorted,
                              const float *points, float *pts, uint8_t *out, uint8_t *rgba,
                              vx_error *err) {
-  qsort(b->tiles, b->n, sizeof *b->tiles, cmp_u64);
+  if (b->n > 1) qsort(b->tiles, b->n, sizeof *b->tiles, cmp_u64);
   size_t m = 0;
   for (size_t k = 0; k < b->n; k++)
     if (m == 0 || b->tiles[k] != b->tiles[m - 1]) b->tiles[m++] = b->tiles[k];
