@@ -40,3 +40,6 @@ vx_add_test(test_convert_split SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_convert_
 # The tiled build as tasks (plans, tiles by index, records, the merge) against the whole build.
 vx_add_test(test_tile_tasks SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tile_tasks.c
             LIBS vx_lib Threads::Threads)
+# The point files of `voxlod sample`: .npy assembled byte by byte, text, refusals, values out.
+vx_add_test(test_formats_point_file
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_point_file.c LIBS vx_formats)

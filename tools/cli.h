@@ -147,6 +147,7 @@ int vx_cmd_compare(int argc, char **argv);
  * checks; vx_cli_is_vdb tells the input apart by its .vdb extension). */
 int vx_cmd_export(int argc, char **argv);
 int vx_cmd_mesh(int argc, char **argv); /* mesh.c: `voxlod mesh` */
+int vx_cmd_sample(int argc, char **argv); /* sample.c: `voxlod sample` */
 int vx_cli_is_vdb(const char *path);
 int vx_cmd_convert_grid(const char *in, const char *out, vx_convert_opts *co, const char *grid,
                         double timeout);

@@ -27,6 +27,7 @@ static const char *main_help =
     "  compare FULL.svo OTHER.svo     image error of OTHER against FULL (PSNR, depth)\n"
     "  export IN.svo OUT.{nvdb,vdb,binvox,vox,ply}  the field as a grid, voxels or points\n"
     "  mesh IN.svo OUT.{obj,ply,stl,glb}  a triangle mesh at any level of detail (--lod, --error)\n"
+    "  sample IN.svo POINTS OUT       signed distances (or colours) at the points of a file\n"
 #ifdef VOXLOD_HAVE_VIEWER
     "  view IN.svo                    a web page that flies through the tree (frames drawn here)\n"
 #else
@@ -384,6 +385,7 @@ int main(int argc, char **argv) {
   if (strcmp(c, "compare") == 0) return vx_cmd_compare(argc, argv);
   if (strcmp(c, "export") == 0) return vx_cmd_export(argc, argv);
   if (strcmp(c, "mesh") == 0) return vx_cmd_mesh(argc, argv);
+  if (strcmp(c, "sample") == 0) return vx_cmd_sample(argc, argv);
 #ifdef VOXLOD_HAVE_VIEWER
   if (strcmp(c, "view") == 0) return vx_cmd_view(argc, argv);
 #else

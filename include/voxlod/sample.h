@@ -245,6 +245,29 @@ VX_API vx_status vx_tiled_file_colors(vx_tiled_file *f, const vx_tiled_sample_op
                                       const float *points, uint64_t n, int level, uint8_t *rgba,
                                       vx_error *err);
 
+/* ---- point files --------------------------------------------------------------------------------
+ * The files of `voxlod sample`, for any front end. Points are read from numpy's .npy (versions 1
+ * to 3: float32 or float64, either byte order, shape (N, 3), C or Fortran order) or from text
+ * (told apart by the bytes, not the name): one point per line, three or more numbers separated by
+ * spaces, tabs, commas or semicolons, the first three its x y z, every line with the same count;
+ * blank lines and lines starting with '#' skipped. Anything else is refused naming its line or
+ * header field. */
+
+/* Reads the points of path ("-": standard input) into *points (3 * *n floats; free it with
+ * vx_buffer_free; NULL when the file holds none). max_bytes bounds the file (0: 80 % of the
+ * machine's memory); the points take 12 bytes each, a text file's bytes are held while it is
+ * parsed. */
+VX_API vx_status vx_points_read(const char *path, uint64_t max_bytes, float **points, uint64_t *n,
+                                vx_error *err);
+
+/* Writes n rows of `columns` (1 to 16) values, float32 (f32) or uint8 (u8): exactly one of them
+ * given, row after row. A path ending in ".npy" gets numpy's format (shape (n,) for one column,
+ * else (n, columns)), any other text: a row per line, columns separated by a space, floats with 9
+ * significant digits (they read back to the same float32; NaN as "nan"). Written by files.h's
+ * rules ("-": standard output). */
+VX_API vx_status vx_values_write(const char *path, const float *f32, const uint8_t *u8,
+                                 uint64_t n, uint32_t columns, vx_error *err);
+
 /* ---- points near the surface ------------------------------------------------------------------ */
 
 typedef struct vx_surface_points_opts {

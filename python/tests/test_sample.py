@@ -231,3 +231,78 @@ def test_torch_cpu_tensors(sphere_tree):
     assert np.array_equal(d.numpy(), sphere_tree.sample(pts)) and tuple(g.shape) == (500, 3)
     with pytest.raises(TypeError, match="DLPack"):
         sphere_tree.sample(torch.from_numpy(pts).requires_grad_())
+
+
+def test_cli_sample_writes_what_the_library_gives(cli, tmp_path):
+    """`voxlod sample`: points from .npy (float32/float64, C/Fortran order) and text (comments,
+    CSV, extra columns, standard input), values out as .npy and text, read back by numpy: the
+    library's distances, gradients, cuts and colours, on a tree and on a tiled file (joined and
+    tile by tile). Bad inputs give an exit status and a message, and no output."""
+    import subprocess
+
+    def run(*args, stdin=None):
+        return subprocess.run([cli, "sample", *map(str, args)], input=stdin,
+                              capture_output=True, timeout=120)
+
+    v, f = uv_sphere(1.0, 48, 24)
+    rgba = np.concatenate([np.floor((0.5 + 0.45 * v) * 255).astype(np.uint8),
+                           np.full((len(v), 1), 255, np.uint8)], axis=1)
+    svo, tiled = tmp_path / "s.svo", tmp_path / "t.svo"
+    voxlod.convert((v, f, rgba), res=64, out=svo, progress=False, gpu=False)
+    t = voxlod.load(svo)
+    voxlod.convert((v, f, rgba), res=64, out=tiled, tile_depth=3, progress=False, gpu=False)
+    p = np.concatenate([t.surface_points(3000, seed=5),
+                        np.random.default_rng(4).uniform(-1.6, 1.6, (1000, 3))]).astype(np.float32)
+    p[7] = [np.nan, 0.0, 0.0]
+    np.save(tmp_path / "p.npy", p)
+    np.save(tmp_path / "p64f.npy", np.asfortranarray(p.astype(np.float64)))
+    np.savetxt(tmp_path / "p.csv", np.hstack([p, p[:, :1]]), fmt="%.9g", delimiter=",",
+               header="x,y,z,w")
+    d = t.sample(p, nonfinite="nan")
+    d3, g3 = t.sample(p, lod=3, gradient=True, nonfinite="nan")
+    ok = np.isfinite(p).all(axis=1)
+    c, c4 = np.zeros((len(p), 4), np.uint8), np.zeros((len(p), 4), np.uint8)
+    c[ok], c4[ok] = t.colors(p[ok]), t.colors(p[ok], lod=4)
+    for src in ("p.npy", "p64f.npy", "p.csv"):
+        for tree, extra in ((svo, ()), (tiled, ()), (tiled, ("--tiles", "--cache", "1K"))):
+            r = run(tree, tmp_path / src, tmp_path / "d.npy", "--cpu", *extra)
+            assert r.returncode == 0, r.stderr
+            assert b"distances at 4000 points" in r.stderr
+            assert np.array_equal(np.load(tmp_path / "d.npy"), d, equal_nan=True)
+    r = run(svo, tmp_path / "p.npy", tmp_path / "g.txt", "--lod", "3", "--gradient", "-q")
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    g = np.loadtxt(tmp_path / "g.txt", dtype=np.float32)  # 9 digits: the same float32
+    assert g.shape == (4000, 4)
+    assert np.array_equal(g[:, 0], d3, equal_nan=True)
+    assert np.array_equal(g[:, 1:], g3, equal_nan=True)
+    for tree, extra in ((svo, ()), (tiled, ("--tiles",))):
+        r = run(tree, tmp_path / "p.npy", tmp_path / "c.npy", "--color", *extra)
+        assert r.returncode == 0, r.stderr
+        cc = np.load(tmp_path / "c.npy")
+        assert cc.dtype == np.uint8 and np.array_equal(cc, c)
+        r = run(tree, tmp_path / "p.npy", tmp_path / "c4.txt", "--color", "--lod", "4", *extra)
+        assert r.returncode == 0, r.stderr
+        assert np.array_equal(np.loadtxt(tmp_path / "c4.txt", dtype=np.uint8), c4)
+    # standard input and output, text both ways
+    text = "".join(f"{x!r} {y!r} {z!r}\n" for x, y, z in p[:5].astype(np.float64).tolist())
+    r = run(svo, "-", "-", "--cpu", "-q", stdin=("# points\n" + text).encode())
+    assert r.returncode == 0, r.stderr
+    assert np.array_equal(np.loadtxt(r.stdout.decode().splitlines(), dtype=np.float32), d[:5])
+    # refusals: a message naming the fault, exit status 1 or 2, no output written
+    (tmp_path / "bad.txt").write_text("1 2 3\n4 5\n")
+    np.save(tmp_path / "bad.npy", np.zeros((3, 2), np.float32))
+    out = tmp_path / "never.npy"
+    for args, says in (((svo, tmp_path / "bad.txt", out), b"line 2"),
+                       ((svo, tmp_path / "bad.npy", out), b"shape (3, 2)"),
+                       ((svo, tmp_path / "none.npy", out), b"cannot open"),
+                       ((svo, tmp_path / "p.npy", out, "--lod", "9"), b"beyond"),
+                       ((svo, tmp_path / "p.npy", out, "--color", "--gradient"), b"--color"),
+                       ((svo, tmp_path / "p.npy", svo), b"input"),
+                       ((svo, tmp_path / "p.npy", out, "--tiles"), b"--tiles")):
+        r = run(*args)
+        assert r.returncode in (1, 2) and says in r.stderr, (args, r.stderr)
+        assert not out.exists()
+    grey = tmp_path / "grey.svo"
+    voxlod.convert((v, f), res=32, out=grey, progress=False, gpu=False)
+    r = run(grey, tmp_path / "p.npy", out, "--color")
+    assert r.returncode == 1 and b"no colour" in r.stderr and not out.exists()
