@@ -49,13 +49,6 @@ static const vx_octree *group_subtree(void *ctx, const uint32_t cell[3]) {
   return NULL;
 }
 
-/* Bits that hold every value up to m. */
-static uint32_t bits_of(uint64_t m) {
-  uint32_t b = 1;
-  while (b < 64 && (m >> b) != 0) b++;
-  return b;
-}
-
 /* A batch of groups searched at once: the tiles within reach of any of them, held together. */
 typedef struct tc_batch {
   uint64_t *tiles; /* with repeats until flushed */
@@ -201,7 +194,7 @@ vx_status vx_tiled_file_colors(vx_tiled_file *f, const vx_tiled_sample_opts *til
   }
   tc_key *tmp = (tc_key *)vx_malloc((size_t)(m ? m : 1) * sizeof *tmp);
   tc_key *sorted = tmp ? (tc_key *)vx_radix_sort(keys, tmp, (size_t)m, sizeof *keys,
-                                                 offsetof(tc_key, key), bits_of(top), 0)
+                                                 offsetof(tc_key, key), vx_radix_bits(top), 0)
                        : NULL;
   if (!sorted) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory for the order of %llu points",
                                 (unsigned long long)n);

@@ -85,13 +85,6 @@ typedef struct ts_key {
   uint64_t key, i;
 } ts_key;
 
-/* Bits that hold every value up to m. */
-static uint32_t bits_of(uint64_t m) {
-  uint32_t b = 1;
-  while (b < 64 && m >> b) b++;
-  return b;
-}
-
 /* The window (per axis index) whose middle half holds voxel coordinate v. */
 static uint32_t window_of(const ts_ctx *c, double v) {
   const double half = (double)(1u << (c->W - 1));
@@ -541,7 +534,7 @@ static vx_status walk_rounds(const ts_ctx *c, ts_queue *q, vx_error *err) {
       return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the sign walks");
     }
     ts_walk *sorted = (ts_walk *)vx_radix_sort(cur.w, tmp, cur.n, sizeof *tmp,
-                                               offsetof(ts_walk, need), bits_of(top), 1);
+                                               offsetof(ts_walk, need), vx_radix_bits(top), 1);
     vx_free(sorted == tmp ? cur.w : tmp);
     cur.w = sorted;
     for (size_t g0 = 0; g0 < cur.n && st == VX_OK;) {
@@ -703,7 +696,7 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
         uint64_t top = 0;
         for (uint64_t k = 0; k < m; k++) top = keys[k].key > top ? keys[k].key : top;
         sorted = (ts_key *)vx_radix_sort(keys, tmp, m, sizeof *keys, offsetof(ts_key, key),
-                                         bits_of(top), 1);
+                                         vx_radix_bits(top), 1);
       }
     }
     ts_queue q;

@@ -10,7 +10,7 @@
 #
 #   bash scripts/device_gpu_tests.sh [STEP ...]
 #   steps: tests sass bunny dragon dragon4k color gpubuild zoom perf variants trees versus big lib ncu
-#   viewer tiledrender colortiles
+#   viewer tiledrender colortiles samplecli
 #   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU
 #   build; `zoom` repeats the dragons filling the frame; `perf` times every model framed and zoomed
 #   with the kernel variants, 50 frames; `variants` does the same against a base build, with the
@@ -269,6 +269,29 @@ for s in $steps; do
     done
     timeout 120 $B/voxlod bench /tmp/vx/dragon4096.svo --sample 2e8 --reps 10 --gpu --level 9
     timeout 120 $B/voxlod bench /tmp/vx/dragon4096.svo --sample 2e7 --reps 3 --cpu
+    ;;
+  samplecli)
+    # voxlod sample on the GPU against the CPU, on a tree and a tiled file read tile by tile: the
+    # same bytes (sample.h's rule is one header). Points: devdata/bunny_points.npy (made beside
+    # the bundle from the CPU build of the same tree).
+    stamp "voxlod sample --gpu"
+    timeout 120 $B/voxlod convert data/bunny.ply /tmp/vx/b512.svo --res 512 --gpu -q
+    timeout 120 $B/voxlod convert data/bunny.ply /tmp/vx/b512t.svo --res 512 --tile-depth 6 --gpu -q
+    P=$D/bunny_points.npy
+    for run in "b512.svo g --gpu" "b512.svo c --cpu" "b512t.svo tg --gpu --tiles" "b512t.svo tc --cpu --tiles"; do
+      set -- $run
+      f=$1 o=$2
+      shift 2
+      timeout 120 $B/voxlod sample /tmp/vx/$f $P /tmp/vx/s_$o.npy --gradient "$@"
+      timeout 120 $B/voxlod sample /tmp/vx/$f $P /tmp/vx/s5_$o.npy --lod 5 "$@" -q
+    done
+    for p in "g c" "tg tc" "tc c"; do
+      set -- $p
+      for l in s s5; do
+        cmp -s /tmp/vx/${l}_$1.npy /tmp/vx/${l}_$2.npy && echo "$l: $1 = $2 (same bytes)" ||
+          echo "$l: $1 and $2 DIFFER"
+      done
+    done
     ;;
   python)
     # the Python package (a cp312 wheel built here, carried as .whl) on the device's Python, with

@@ -28,6 +28,13 @@ void vx_sort_parallel(void *base, size_t n, size_t size, int (*cmp)(const void *
 void *vx_radix_sort(void *a, void *tmp, size_t n, size_t size, size_t off, uint32_t bits,
                     int threads);
 
+/* The `bits` of vx_radix_sort for keys up to max: its significant bits, at least 1. */
+static inline uint32_t vx_radix_bits(uint64_t max) {
+  uint32_t b = 1;
+  while (b < 64 && (max >> b) != 0) b++;
+  return b;
+}
+
 VX_EXTERN_C_END
 
 #endif
