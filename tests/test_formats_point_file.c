@@ -10,6 +10,7 @@
 #include "check.h"
 
 #include <stdint.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -248,7 +249,7 @@ static void values_written_as_npy_and_text(void) {
   CHECK(vx_value_file_write(path, d, NULL, 1, 1, &e) == VX_ERR_IO);
 }
 
-static void files_read_whole_within_their_limit(void) {
+static void files_read_within_their_limit(void) {
   char path[512];
   vx_error e;
   snprintf(path, sizeof path, "%s/p.txt", tmpdir);
@@ -270,6 +271,79 @@ static void files_read_whole_within_their_limit(void) {
         strstr(e.msg, "missing.npy"));
 }
 
+/* Points from standard input fed by a child through a pipe: the bytes arrive in pieces. */
+static vx_status from_pipe(const uint8_t *bytes, size_t n, uint64_t max_bytes, float **xyz,
+                           uint64_t *count, vx_error *e) {
+  int fds[2];
+  if (pipe(fds) != 0) CHECK_FATAL("pipe failed");
+  fflush(NULL);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    for (size_t at = 0; at < n;) { /* odd pieces, so that values straddle the reads */
+      const size_t k = n - at < 7777 ? n - at : 7777;
+      const ssize_t w = write(fds[1], bytes + at, k);
+      if (w <= 0) _exit(1);
+      at += (size_t)w;
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  const int saved = dup(0);
+  dup2(fds[0], 0);
+  close(fds[0]);
+  vx_status s = vx_point_file_read("-", max_bytes, 1u << 30, xyz, count, e);
+  dup2(saved, 0);
+  close(saved);
+  int status;
+  waitpid(pid, &status, 0);
+  return s;
+}
+
+static void files_stream_through_the_buffer(void) {
+  /* 300,000 float64 points in Fortran order (7.2 MB), through a pipe and from a file */
+  const uint64_t np = 300000;
+  double *cols = (double *)malloc(np * 3 * sizeof(double));
+  uint8_t *bytes = (uint8_t *)malloc(np * 24 + 256);
+  for (uint64_t i = 0; i < np; i++)
+    for (int k = 0; k < 3; k++) cols[(uint64_t)k * np + i] = (double)i * (k + 1) - 0.5 * k;
+  size_t len = npy(bytes, 1, "{'descr': '<f8', 'fortran_order': True, 'shape': (300000, 3), }",
+                   cols, np * 24);
+  float *xyz;
+  uint64_t n;
+  vx_error e;
+  CHECK_MSG(from_pipe(bytes, len, 1u << 30, &xyz, &n, &e) == VX_OK, "%s", e.msg);
+  int same = n == np;
+  for (uint64_t i = 0; same && i < np; i++)
+    for (int k = 0; k < 3; k++) same &= xyz[i * 3 + (uint64_t)k] == (float)cols[(uint64_t)k * np + i];
+  CHECK(same);
+  vx_free(xyz);
+  /* the same bytes cut short, or with one more, through the pipe */
+  CHECK(from_pipe(bytes, len - 5, 1u << 30, &xyz, &n, &e) == VX_ERR_CORRUPT &&
+        strstr(e.msg, "holds 7199995") && !xyz);
+  bytes[len] = 0;
+  CHECK(from_pipe(bytes, len + 1, 1u << 30, &xyz, &n, &e) == VX_ERR_CORRUPT &&
+        strstr(e.msg, "holds 7200001"));
+  /* a shape beyond the limit is refused before anything is allocated for it */
+  CHECK(from_pipe(bytes, len, 1u << 20, &xyz, &n, &e) == VX_ERR_LIMIT && strstr(e.msg, "needs"));
+  /* 100,000 text lines (1.6 MB: lines straddle the buffer's refills) through the pipe */
+  char *text = (char *)bytes;
+  size_t tl = 0;
+  for (int i = 0; i < 100000; i++) tl += (size_t)sprintf(text + tl, "%d,%d.25,-%d\n", i, i, i);
+  CHECK_MSG(from_pipe(bytes, tl, 1u << 30, &xyz, &n, &e) == VX_OK, "%s", e.msg);
+  CHECK(n == 100000 && xyz[3 * 99999] == 99999.0f && xyz[3 * 99999 + 1] == 99999.25f &&
+        xyz[3 * 99999 + 2] == -99999.0f);
+  vx_free(xyz);
+  /* a line longer than 1 MiB; a file larger than its limit */
+  memset(bytes, ' ', (size_t)1 << 21);
+  CHECK(from_pipe(bytes, (size_t)1 << 21, 1u << 30, &xyz, &n, &e) == VX_ERR_FORMAT &&
+        strstr(e.msg, "line 1: longer than 1 MiB"));
+  CHECK(from_pipe(bytes, (size_t)1 << 21, 1u << 19, &xyz, &n, &e) == VX_ERR_LIMIT &&
+        strstr(e.msg, "larger than"));
+  free(cols);
+  free(bytes);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/vx_point_file_XXXXXX");
   if (!mkdtemp(tmpdir)) CHECK_FATAL("mkdtemp failed");
@@ -277,7 +351,8 @@ int main(void) {
   RUN(npy_refusals_name_the_fault);
   RUN(text_lines_read_and_refusals_name_the_line);
   RUN(values_written_as_npy_and_text);
-  RUN(files_read_whole_within_their_limit);
+  RUN(files_read_within_their_limit);
+  RUN(files_stream_through_the_buffer);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

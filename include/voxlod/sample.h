@@ -255,8 +255,8 @@ VX_API vx_status vx_tiled_file_colors(vx_tiled_file *f, const vx_tiled_sample_op
 
 /* Reads the points of path ("-": standard input) into *points (3 * *n floats; free it with
  * vx_buffer_free; NULL when the file holds none). max_bytes bounds the file (0: 80 % of the
- * machine's memory); the points take 12 bytes each, a text file's bytes are held while it is
- * parsed. */
+ * machine's memory). The file is read in pieces of 1 MiB (a text line or an .npy header may not
+ * be longer): only the points are held, 12 bytes each. */
 VX_API vx_status vx_points_read(const char *path, uint64_t max_bytes, float **points, uint64_t *n,
                                 vx_error *err);
 
