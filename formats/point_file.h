@@ -2,8 +2,8 @@
 /* point_file.h - points in, values out: the files of `voxlod sample`.
  *
  * Points (read; the format is told by the bytes, not the name):
- *   .npy  numpy's format (versions 1 to 3): float32 or float64 of either byte order, shape (N, 3), C or
- *         Fortran order, nothing after the data.
+ *   .npy  numpy's format (versions 1 to 3): float32 or float64 of either byte order, shape
+ *         (N, 3), C or Fortran order, nothing after the data.
  *   text  one point per line: three or more numbers (strtod's syntax, so nan and inf too)
  *         separated by spaces, tabs, commas or semicolons, the first three the point's x y z;
  *         every line with the same count (.xyz files with normals, CSV with more columns). Blank
