@@ -90,7 +90,8 @@ static vx_status room(float **out, uint64_t *cap, uint64_t n, uint64_t most, vx_
   if (c > most) c = most;
   float *grown = c <= SIZE_MAX / 12 ? (float *)vx_realloc(*out, (size_t)c * 12) : NULL;
   if (!grown)
-    return vx_error_set(err, VX_ERR_NOMEM, "out of memory after %llu points", (unsigned long long)n);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory after %llu points",
+                        (unsigned long long)n);
   *out = grown;
   *cap = c;
   return VX_OK;
@@ -324,7 +325,9 @@ static vx_status npy_read(reader *r, uint64_t max_points, float **out, uint64_t 
 
 /* ---- text ------------------------------------------------------------------------------------ */
 
-static int separator(char ch) { return ch == ' ' || ch == '\t' || ch == ',' || ch == ';' || ch == '\r'; }
+static int separator(char ch) {
+  return ch == ' ' || ch == '\t' || ch == ',' || ch == ';' || ch == '\r';
+}
 
 /* The numbers of the line [p, e): up to 3 into v; returns their count, -1 for a token that is not
  * a number (its start in *bad). */
@@ -370,7 +373,8 @@ static vx_status text_line(text_state *t, const char *p, const char *e, vx_error
     cut[len] = 0;
     return k < 0 ? vx_error_set(err, VX_ERR_FORMAT, "line %llu: '%s' is not a number (a line "
                                 "holds x y z; comments start with '#')",
-                                (unsigned long long)t->line, vx_text_escape(shown, sizeof shown, cut))
+                                (unsigned long long)t->line,
+                                vx_text_escape(shown, sizeof shown, cut))
                  : vx_error_set(err, VX_ERR_FORMAT, "line %llu: %d number(s), a point needs 3",
                                 (unsigned long long)t->line, k);
   }
@@ -458,8 +462,8 @@ vx_status vx_point_file_read(const char *path, uint64_t max_bytes, uint64_t max_
   vx_status s = VX_OK;
   if (fstat(fd, &st) != 0) s = vx_error_set(err, VX_ERR_IO, "%s: %s", path, strerror(errno));
   else if (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISBLK(st.st_mode))
-    s = vx_error_set(err, VX_ERR_IO, "%s: a directory, socket or block device, not a file of points",
-                     path);
+    s = vx_error_set(err, VX_ERR_IO, "%s: a directory, socket or block device, not a file of "
+                     "points", path);
   else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes)
     s = vx_error_set(err, VX_ERR_LIMIT, "%s: larger than the %.1f MiB a file of points may have "
                      "here", path, (double)max_bytes / 1048576.0);
@@ -495,7 +499,8 @@ static vx_status out_room(out_buf *o, size_t need, vx_error *err) {
   return o->len + need > sizeof o->data ? out_flush(o, err) : VX_OK;
 }
 
-static vx_status npy_write_header(out_buf *o, int f32, uint64_t n, uint32_t columns, vx_error *err) {
+static vx_status npy_write_header(out_buf *o, int f32, uint64_t n, uint32_t columns,
+                                  vx_error *err) {
   char dict[128];
   int len = columns == 1
                 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': "

@@ -94,9 +94,12 @@ static void npy_refusals_name_the_fault(void) {
       {"{'descr': '<i4', 'fortran_order': False, 'shape': (4, 3), }", 48, VX_ERR_FORMAT, "'<i4'"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 2), }", 32, VX_ERR_FORMAT, "(N, 3)"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (12,), }", 48, VX_ERR_FORMAT, "(N, 3)"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }", 47, VX_ERR_CORRUPT, "holds 47"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }", 49, VX_ERR_CORRUPT, "holds 49"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), 'x': 1}", 48, VX_ERR_FORMAT, "'x'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }", 47, VX_ERR_CORRUPT,
+       "holds 47"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }", 49, VX_ERR_CORRUPT,
+       "holds 49"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), 'x': 1}", 48, VX_ERR_FORMAT,
+       "'x'"},
       {"{'descr': '<f4', 'descr': '<f4', 'shape': (4, 3), }", 48, VX_ERR_FORMAT, "repeated"},
       {"{'descr': '<f4', 'shape': (4, 3), }", 48, VX_ERR_FORMAT, "'fortran_order'"},
       {"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (4, 3), }", 48, VX_ERR_FORMAT, "value"},
@@ -315,7 +318,8 @@ static void files_stream_through_the_buffer(void) {
   CHECK_MSG(from_pipe(bytes, len, 1u << 30, &xyz, &n, &e) == VX_OK, "%s", e.msg);
   int same = n == np;
   for (uint64_t i = 0; same && i < np; i++)
-    for (int k = 0; k < 3; k++) same &= xyz[i * 3 + (uint64_t)k] == (float)cols[(uint64_t)k * np + i];
+    for (int k = 0; k < 3; k++)
+      same &= xyz[i * 3 + (uint64_t)k] == (float)cols[(uint64_t)k * np + i];
   CHECK(same);
   vx_free(xyz);
   /* the same bytes cut short, or with one more, through the pipe */

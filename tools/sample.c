@@ -29,7 +29,8 @@ static const char *sample_help =
     "  --color          the RGBA colour of the nearest cell instead (a coloured tree; at --lod L,\n"
     "                   the cells of level L); four uint8 columns\n"
     "  --gpu | --cpu    where distances are computed (default: the GPU when usable; a tiled file\n"
-    "                   read tile by tile: the CPU unless --gpu). Colours are computed on the CPU.\n"
+    "                   read tile by tile: the CPU unless --gpu). Colours are computed on the\n"
+    "                   CPU.\n"
     "  --tiles          read a tiled file tile by tile even when it could be joined (up to\n"
     "                   16384^3 the same results; less memory). Finer files always are.\n"
     "  --cache SIZE     decoded tiles kept while reading tile by tile (default 1G)\n"
@@ -99,7 +100,8 @@ static int parse(int argc, char **argv, sample_args *a, const char **pos) {
   o[n++] = vx_cli_opt("--tiles", VX_OPT_FLAG, &a->tiles, 0, 0, NULL);
   o[n] = vx_cli_opt("--cache", VX_OPT_BYTES, &a->cache, 1, 9.2e18, "a size such as 512M");
   o[n++].seen = &a->cache_seen;
-  o[n++] = vx_cli_opt("--threads", VX_OPT_U32, &a->threads, 0, 1024, "a thread count, 0: all cores");
+  o[n++] =
+      vx_cli_opt("--threads", VX_OPT_U32, &a->threads, 0, 1024, "a thread count, 0: all cores");
   o[n++] = vx_cli_opt("--mem-limit", VX_OPT_BYTES, &a->mem_limit, 1048576.0, 9.2e18,
                       "a size such as 8G");
   o[n] = vx_cli_opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
