@@ -51,9 +51,9 @@ static vx_status distances(vx_tree *t, vx_tiled_file *tf, const sample_args *a, 
   memset(&so, 0, sizeof so);
   so.struct_size = sizeof so;
   so.threads = (int)a->threads;
+  so.lod = a->have_lod ? VX_LOD_LEVEL : VX_LOD_FINEST;
+  so.level = a->lod;
   if (tf) {
-    so.lod = a->have_lod ? VX_LOD_LEVEL : VX_LOD_FINEST;
-    so.level = a->lod;
     so.device = a->gpu ? VX_DEVICE_GPU : VX_DEVICE_CPU;
     vx_tiled_sample_opts to;
     memset(&to, 0, sizeof to);
@@ -61,7 +61,6 @@ static vx_status distances(vx_tree *t, vx_tiled_file *tf, const sample_args *a, 
     to.cache_bytes = a->cache;
     return vx_tiled_file_sample(tf, &so, &to, pts, n, dist, grad, flags, st, e);
   }
-  /* a tree loaded down to --lod: its finest loaded level is the cut */
   vx_sampler_opts sm;
   memset(&sm, 0, sizeof sm);
   sm.struct_size = sizeof sm;
@@ -162,9 +161,15 @@ int vx_cmd_sample(int argc, char **argv) {
   vx_tree *tree = NULL;
   vx_tiled_file *tf = NULL;
   vx_tree_info ti;
-  rc = vx_cli_open_any("sample", in, a.have_lod ? a.lod : -1, a.mem_limit,
-                       a.tiles ? VX_CLI_TILED_PREFER : 0, &tree, &tf, &ti);
-  if (rc == 0 && !tf && (a.tiles || a.cache_seen))
+  /* the whole tree, cut at --lod by the sampler: a tree loaded only down to a level lacks what
+   * the rule reads below it (the children of a node without a usable plane, the voxels that
+   * the thin rule re-signed), so its answers there are not the cut's */
+  rc = vx_cli_open_any("sample", in, -1, a.mem_limit, a.tiles ? VX_CLI_TILED_PREFER : 0, &tree,
+                       &tf, &ti);
+  if (rc == 0 && a.have_lod && a.lod > (int)ti.depth)
+    rc = vx_cli_usage_error("sample", "--lod %d is beyond %s's depth %u (levels 0..%u)", a.lod,
+                            in, ti.depth, ti.depth);
+  else if (rc == 0 && !tf && (a.tiles || a.cache_seen))
     rc = vx_cli_usage_error("sample", "%s applies to a tiled file read tile by tile",
                             a.tiles ? "--tiles" : "--cache");
   const uint32_t columns = a.color || a.gradient ? 4 : 1;

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import voxlod
-from conftest import SPOT
+from conftest import BUNNY, SPOT
 from reference import box, signed_distance, uv_sphere
 
 
@@ -283,6 +283,19 @@ def test_cli_sample_writes_what_the_library_gives(cli, tmp_path):
         r = run(tree, tmp_path / "p.npy", tmp_path / "c4.txt", "--color", "--lod", "4", *extra)
         assert r.returncode == 0, r.stderr
         assert np.array_equal(np.loadtxt(tmp_path / "c4.txt", dtype=np.uint8), c4)
+    # a cut is the whole tree's (Tree.sample(lod=)), not a tree read down to that level only:
+    # they differ on the bunny at level 2
+    bunny = tmp_path / "b.svo"
+    voxlod.convert(BUNNY, res=64, out=bunny, progress=False, gpu=False)
+    tb = voxlod.load(bunny)
+    pb = np.concatenate([tb.surface_points(3000, seed=5),
+                         np.random.default_rng(4).uniform(-0.1, 0.1, (1000, 3))]).astype(np.float32)
+    np.save(tmp_path / "pb.npy", pb)
+    assert not np.array_equal(voxlod.load(bunny, max_level=2).sample(pb), tb.sample(pb, lod=2))
+    for lod in (2, 5):
+        r = run(bunny, tmp_path / "pb.npy", tmp_path / "db.npy", "--lod", lod, "--cpu", "-q")
+        assert r.returncode == 0, r.stderr
+        assert np.array_equal(np.load(tmp_path / "db.npy"), tb.sample(pb, lod=lod))
     # standard input and output, text both ways
     text = "".join(f"{x!r} {y!r} {z!r}\n" for x, y, z in p[:5].astype(np.float64).tolist())
     r = run(svo, "-", "-", "--cpu", "-q", stdin=("# points\n" + text).encode())
