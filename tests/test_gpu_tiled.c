@@ -10,6 +10,7 @@
 #include "svo/gpu_tree.h"
 #include "lib/convert_tiled.h"
 #include "color_soup.h"
+#include "voxelizer/color_internal.h"
 
 #include <unistd.h>
 
@@ -192,39 +193,48 @@ static void textured_gpu_tiles_are_cpu_tiles(void) {
   vx_soup m;
   make_soup(&m, 0);
   const vx_color_filter F[2] = {VX_COLOR_FILTER_MEAN, VX_COLOR_FILTER_DOMINANT};
-  for (int fi = 0; fi < 2 && !skipped; fi++)
-    for (int pi = 0; pi < 2 && !skipped; pi++) {
-      char c[300], g[300];
-      snprintf(c, sizeof c, "%s/tc.svo", dir);
-      snprintf(g, sizeof g, "%s/tg.svo", dir);
-      vx_convert_opts in = tiled_opts(128, 4, VX_DEVICE_GPU, 0, 0), o;
-      in.color = VX_COLOR_AUTO;
-      in.color_filter = F[fi];
-      in.max_error = pi ? 0.25f : 0.0f;
-      vx_error e;
-      CHECK_MSG(vx_convert_opts_ready(&in, &o, &e) == VX_OK, "%s", e.msg);
-      vx_conversion b;
-      memset(&b, 0, sizeof b);
-      vx_status s = vx_convert_tiled(&m, &o, g, dir, &b, &e);
-      if (s == VX_ERR_NO_GPU) {
-        skipped = 1;
-        break;
+  /* records come back from the device in pieces of whole cells: pieces of 2^21 (no tile here
+   * has that many), 5 (cells straddle pieces) and 1 (every cell outgrows the piece) */
+  const uint64_t pieces[3] = {(uint64_t)1 << 21, 5, 1};
+  for (int k = 0; k < 3 && !skipped; k++) {
+    for (int fi = 0; fi < 2 && !skipped; fi++)
+      for (int pi = 0; pi < 2 && !skipped; pi++) {
+        if (k && pi) continue; /* the small pieces: unpruned, both filters */
+        color_gpu_piece_records(pieces[k]);
+        char c[300], g[300];
+        snprintf(c, sizeof c, "%s/tc.svo", dir);
+        snprintf(g, sizeof g, "%s/tg.svo", dir);
+        vx_convert_opts in = tiled_opts(128, 4, VX_DEVICE_GPU, 0, 0), o;
+        in.color = VX_COLOR_AUTO;
+        in.color_filter = F[fi];
+        in.max_error = pi ? 0.25f : 0.0f;
+        vx_error e;
+        CHECK_MSG(vx_convert_opts_ready(&in, &o, &e) == VX_OK, "%s", e.msg);
+        vx_conversion b;
+        memset(&b, 0, sizeof b);
+        vx_status s = vx_convert_tiled(&m, &o, g, dir, &b, &e);
+        if (s == VX_ERR_NO_GPU) {
+          skipped = 1;
+          break;
+        }
+        CHECK_MSG(s == VX_OK, "%s", e.msg);
+        CHECK_MSG(b.stats.gpu_tree && strstr(b.notes.text, "triangle parts on the GPU"),
+                  "tiles not coloured on the GPU: %s", b.notes.text);
+        in.device = VX_DEVICE_CPU;
+        CHECK(vx_convert_opts_ready(&in, &o, &e) == VX_OK);
+        memset(&b, 0, sizeof b);
+        CHECK_MSG(vx_convert_tiled(&m, &o, c, dir, &b, &e) == VX_OK, "%s", e.msg);
+        CHECK_MSG(tiled_same_file(c, g), "%s filter, max error %g: textured GPU tiles differ from "
+                  "the CPU's", fi ? "dominant" : "mean", (double)in.max_error);
+        vx_tiled *t = NULL;
+        CHECK(vx_tiled_open(g, NULL, &t, &e) == VX_OK && vx_tiled_get_header(t)->color == 1);
+        vx_tiled_close(t);
+        printf("128^3 in tiles of 16^3, textured, %s filter, max error %g, pieces of %llu "
+               "records: GPU-coloured tiles = CPU tiles\n", fi ? "dominant" : "mean",
+               (double)in.max_error, (unsigned long long)pieces[k]);
       }
-      CHECK_MSG(s == VX_OK, "%s", e.msg);
-      CHECK_MSG(b.stats.gpu_tree && strstr(b.notes.text, "triangle parts on the GPU"),
-                "tiles not coloured on the GPU: %s", b.notes.text);
-      in.device = VX_DEVICE_CPU;
-      CHECK(vx_convert_opts_ready(&in, &o, &e) == VX_OK);
-      memset(&b, 0, sizeof b);
-      CHECK_MSG(vx_convert_tiled(&m, &o, c, dir, &b, &e) == VX_OK, "%s", e.msg);
-      CHECK_MSG(tiled_same_file(c, g), "%s filter, max error %g: textured GPU tiles differ from "
-                "the CPU's", fi ? "dominant" : "mean", (double)in.max_error);
-      vx_tiled *t = NULL;
-      CHECK(vx_tiled_open(g, NULL, &t, &e) == VX_OK && vx_tiled_get_header(t)->color == 1);
-      vx_tiled_close(t);
-      printf("128^3 in tiles of 16^3, textured, %s filter, max error %g: GPU-coloured tiles = "
-             "CPU tiles\n", fi ? "dominant" : "mean", (double)in.max_error);
-    }
+  }
+  color_gpu_piece_records((uint64_t)1 << 21);
   vx_soup_free(&m);
 }
 

@@ -295,7 +295,7 @@ vx_status vx_color_tree_ex(const vx_soup *soup, vx_octree *t, vx_color_filter fi
         gs = vx_error_set(&ge, VX_ERR_NOMEM, "no memory for the textures' mip levels");
     if (gs == VX_OK)
       gs = color_records_gpu(soup, &j.xf, j.R, &j.src, NULL,
-                             mem_limit ? j.cap / sizeof(crec) : UINT64_MAX, &j.recs, &nrec,
+                             mem_limit ? j.cap / sizeof(crec) : UINT64_MAX, NULL, &j.recs, &nrec,
                              &gpu_sorted, NULL, &ge);
     if (gs == VX_ERR_LIMIT) {
       char a[32], b[32];

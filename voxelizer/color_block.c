@@ -157,6 +157,31 @@ vx_status color_block(const color_source *cs, const vx_transform *xf, uint32_t d
   return st;
 }
 
+/* The voxels' sums of a tile, reduced piece by piece as the sorted records come back. */
+typedef struct vox_sums {
+  csum *s;
+  uint64_t n, cap;
+  vx_color_filter f;
+  int threads;
+  double seconds; /* spent reducing */
+} vox_sums;
+
+static vx_status take_records(void *ctx, const crec *r, uint64_t n, vx_error *err) {
+  vox_sums *v = (vox_sums *)ctx;
+  const double t0 = vx_clock_seconds();
+  uint64_t k = 0;
+  while (!color_reduce_voxels_into(r, n, v->f, v->threads, v->s + v->n, v->cap - v->n, &k)) {
+    const uint64_t want = v->n + k > v->cap + v->cap / 2 ? v->n + k : v->cap + v->cap / 2;
+    csum *g = (csum *)vx_realloc(v->s, (size_t)want * sizeof(csum));
+    if (!g) return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for the voxels' sums");
+    v->s = g;
+    v->cap = want;
+  }
+  v->n += k;
+  v->seconds += vx_clock_seconds() - t0;
+  return VX_OK;
+}
+
 vx_status color_tile_gpu(const color_source *cs, const vx_transform *xf, uint32_t depth,
                          uint32_t blog, uint64_t bcode, const uint32_t *tris, uint64_t ntris,
                          vx_octree *sub, int threads, uint64_t max_recs, csum *root,
@@ -176,10 +201,40 @@ vx_status color_tile_gpu(const color_source *cs, const vx_transform *xf, uint32_
   crec *recs = NULL;
   uint64_t n = 0;
   int sorted = 0;
-  vx_status st = color_records_gpu(cs->soup, xf, 1u << depth, &cs->src, &reg, max_recs, &recs, &n,
-                                   &sorted, sec, err);
-  if (st != VX_OK) return st;
-  if (!sorted) {
+  /* sorted on the device, the records come back in pieces reduced to the voxels' sums as they
+   * come (a piece and the sums held, not every record beside them) */
+  vox_sums v;
+  memset(&v, 0, sizeof v);
+  v.f = cs->filter;
+  v.threads = threads;
+  v.cap = sub && sub->voxel_count ? sub->voxel_count : 1;
+  v.s = (csum *)vx_malloc((size_t)v.cap * sizeof(csum));
+  if (!v.s) return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for the voxels' sums");
+  color_sink sink = {take_records, &v};
+  vx_status st = color_records_gpu(cs->soup, xf, 1u << depth, &cs->src, &reg, max_recs, &sink,
+                                   &recs, &n, &sorted, sec, err);
+  if (st != VX_OK) {
+    vx_free(v.s);
+    return st;
+  }
+  uint32_t *ncol = NULL, *vcol = NULL;
+  if (sorted) {
+    const double t0 = vx_clock_seconds();
+    st = color_cell_finish_sums(v.s, v.n, blog, cs->filter, threads, sub, root, has_root, &ncol,
+                                &vcol, err);
+    if (sec) { /* the reduction ran inside the copy back: it counts as the sums' time */
+      sec[2] -= v.seconds;
+      sec[3] = vx_clock_seconds() - t0 + v.seconds;
+    }
+    if (st != VX_OK) return st;
+    vx_free(sub->node_color);
+    vx_free(sub->voxel_color);
+    sub->node_color = ncol;
+    sub->voxel_color = vcol;
+    return VX_OK;
+  }
+  vx_free(v.s);
+  {
     crec *tmp = (crec *)vx_malloc((size_t)(n ? n : 1) * sizeof(crec));
     const int ok = tmp && color_sort(recs, tmp, n, 3 * blog, threads);
     vx_free(tmp);
@@ -189,7 +244,6 @@ vx_status color_tile_gpu(const color_source *cs, const vx_transform *xf, uint32_
                           (unsigned long long)n);
     }
   }
-  uint32_t *ncol = NULL, *vcol = NULL;
   const double t0 = vx_clock_seconds();
   st = color_cell_finish(recs, n, blog, cs->filter, threads, sub, root, has_root, &ncol, &vcol,
                          err);

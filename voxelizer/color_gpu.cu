@@ -408,10 +408,83 @@ template <class T> cudaError_t fetch(T *dst, const T *src, uint64_t count, cudaS
 
 } /* namespace */
 
+/* Host memory for every record (NULL with err set when it cannot be had). */
+static crec *host_records(uint64_t total, vx_error *err) {
+  crec *h = (crec *)vx_malloc((size_t)(total ? total : 1) * sizeof(crec));
+  if (!h)
+    vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for %llu triangle parts",
+                 (unsigned long long)total);
+  return h;
+}
+
+/* Page-locked host memory for n records (the copies from the device run at full speed into it),
+ * else pageable (*pinned 0); NULL when neither can be had. */
+static crec *piece_alloc(uint64_t n, int *pinned) {
+  void *p = NULL;
+  *pinned = cudaMallocHost(&p, (size_t)n * sizeof(crec)) == cudaSuccess;
+  if (*pinned) return (crec *)p;
+  cudaGetLastError();
+  return (crec *)vx_malloc((size_t)n * sizeof(crec));
+}
+
+static void piece_free(crec *p, int pinned) {
+  if (pinned) cudaFreeHost(p);
+  else vx_free(p);
+}
+
+static std::atomic<uint64_t> piece_records((uint64_t)1 << 21);
+
+extern "C" uint64_t color_gpu_piece_records(uint64_t n) {
+  return n ? piece_records.exchange(n) : piece_records.load();
+}
+
+/* The sorted records d[0 .. total) to sink, in pieces of whole cells copied through one host
+ * buffer (color_gpu_piece_records, doubled for a cell that holds more) on the tile's own stream:
+ * a piece that does not reach the end stops before its last cell, which the next piece starts
+ * with. */
+static vx_status hand_over(const color_sink *sink, const crec *d, uint64_t total,
+                           cudaStream_t stream, vx_error *err) {
+  uint64_t cap = std::max<uint64_t>(1, std::min<uint64_t>(total, piece_records.load())), at = 0;
+  int pinned = 0;
+  crec *h = piece_alloc(cap, &pinned);
+  if (!h) return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for the parts");
+  vx_status st = VX_OK;
+  while (at < total && st == VX_OK) {
+    const uint64_t len = std::min(cap, total - at);
+    cudaError_t e = cudaMemcpyAsync(h, d + at, (size_t)len * sizeof(crec),
+                                    cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) {
+      st = VX_CUDA_ERROR(err, e, "copying the parts back");
+      break;
+    }
+    uint64_t take = len;
+    if (at + len < total) {
+      while (take > 1 && h[take - 2].code == h[len - 1].code) take--;
+      take--; /* the last cell's first record: where the next piece starts */
+    }
+    if (take == 0) { /* one cell fills the piece: a larger one */
+      int pg = 0;
+      crec *g = piece_alloc(cap * 2, &pg);
+      if (!g) {
+        st = vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for the parts");
+      } else {
+        piece_free(h, pinned);
+        h = g, pinned = pg, cap *= 2;
+      }
+      continue;
+    }
+    st = sink->take(sink->ctx, h, take, err);
+    at += take;
+  }
+  piece_free(h, pinned);
+  return st;
+}
+
 extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_t R,
                                        const cpart_src *src, const color_region *reg,
-                                       uint64_t max_recs, crec **recs, uint64_t *n, int *sorted,
-                                       double sec[3], vx_error *err) {
+                                       uint64_t max_recs, const color_sink *sink, crec **recs,
+                                       uint64_t *n, int *sorted, double sec[3], vx_error *err) {
   double tc = vxgpu::now_s();
   if (sec) sec[0] = sec[1] = sec[2] = 0.0;
   *recs = NULL;
@@ -572,12 +645,6 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
                       (unsigned long long)total);
     goto done;
   }
-  h = (crec *)vx_malloc((size_t)(total ? total : 1) * sizeof(crec));
-  if (!h) {
-    st = vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for %llu triangle parts",
-                      (unsigned long long)total);
-    goto done;
-  }
   {
     size_t free_b = 0, all_b = 0;
     VX_CU(cudaMemGetInfo(&free_b, &all_b), "writing the parts");
@@ -591,6 +658,10 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
                                         (const uint32_t *)NULL, (uint32_t *)NULL, (uint32_t)total,
                                         0, bits, stream) == cudaSuccess &&
         (double)total * (2 * sizeof(crec) + 2 * 8 + 2 * 4) + (double)sort_tmp < (double)free_b / 2) {
+      if (!sink && !(h = host_records(total, err))) {
+        st = VX_ERR_NOMEM;
+        goto done;
+      }
       VX_CU(dev_alloc(&d_buf, total, stream), "writing the parts");
       VX_CU(dev_alloc(&d_sorted, total, stream), "sorting the parts");
       for (int k = 0; k < 2; k++) {
@@ -626,11 +697,17 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
             "sorting the parts");
       k_gather<<<vxgpu::grid_of(total, 256), 256, 0, stream>>>(d_buf, d_idx[1], total, d_sorted);
       VX_CU(cudaGetLastError(), "sorting the parts");
-      touch_pages(h, (size_t)total * sizeof(crec)); /* while the device works */
+      if (h) touch_pages(h, (size_t)total * sizeof(crec)); /* while the device works */
       VX_CU(cudaStreamSynchronize(stream), "sorting the parts");
       double tb = vxgpu::now_s();
       if (sec) sec[1] = tb - tc;
-      VX_CU(vxgpu::copy_back(h, d_sorted, (size_t)total * sizeof(crec)), "copying the parts back");
+      if (sink) {
+        /* the sink's work counts as the copy's time here: its caller times its own */
+        if ((st = hand_over(sink, d_sorted, total, stream, err)) != VX_OK) goto done;
+      } else {
+        VX_CU(vxgpu::copy_back(h, d_sorted, (size_t)total * sizeof(crec)),
+              "copying the parts back");
+      }
       if (sec) sec[2] = vxgpu::now_s() - tb;
       *sorted = 1;
       *recs = h;
@@ -639,6 +716,10 @@ extern "C" vx_status color_records_gpu(const vx_soup *soup, const vx_transform *
       goto done;
     }
     /* else the records in batches of items that fit half the free device memory */
+    if (!(h = host_records(total, err))) {
+      st = VX_ERR_NOMEM;
+      goto done;
+    }
     uint64_t cap = std::min<uint64_t>(total, free_b / 2 / sizeof(crec));
     if (total && cap == 0) {
       st = vx_error_set(err, VX_ERR_NOMEM, "GPU: no device memory for the colour parts");

@@ -69,18 +69,33 @@ typedef struct color_region {
   uint64_t bcode;
 } color_region;
 
+/* Where color_records_gpu may hand sorted records over piece by piece instead of returning them:
+ * take(ctx, r, n) gets records of whole cells (a cell's records never span two calls), in
+ * color_sort's order, each call continuing the last; r is valid for the call only. */
+typedef struct color_sink {
+  vx_status (*take)(void *ctx, const crec *r, uint64_t n, vx_error *err);
+  void *ctx;
+} color_sink;
+
+/* The records of a piece handed to a sink (2^21; tests make it small so that cells straddle
+ * pieces); n = 0 only reads it. Returns the previous value. */
+uint64_t color_gpu_piece_records(uint64_t n);
+
 /* color_gpu.cu: the records of every part of the soup's triangles (grid of xf, R cells a side;
  * reg: only those of the region's triangles in its cell, NULL: all of them, whole grid),
  * in the order the CPU makes them (triangle by triangle), made on the GPU into fresh host memory
  * (*recs, vx_malloc'd, *n of them); *sorted = 1 when they come back already in color_sort's
- * order (sorted on the GPU, when all of them fit it at once), else 0. src's arrays are host
+ * order (sorted on the GPU, when all of them fit it at once), else 0. Sorted, they go to sink
+ * when one is given (in pieces of color_gpu_piece_records, more for a cell that has more; *recs
+ * stays NULL, *n is their count); unsorted, they come back as without a sink. src's arrays are host
  * memory, its textures with every mip level. sec (may be NULL): seconds counting the parts,
  * making (and sorting) them, copying them back. More than max_recs records: VX_ERR_LIMIT with
  * *n set, nothing allocated. VX_ERR_NO_GPU without a usable device (or CUDA); VX_ERR_NOMEM when
  * the device cannot hold what it needs. */
 vx_status color_records_gpu(const vx_soup *soup, const vx_transform *xf, uint32_t R,
                             const cpart_src *src, const color_region *reg, uint64_t max_recs,
-                            crec **recs, uint64_t *n, int *sorted, double sec[3], vx_error *err);
+                            const color_sink *sink, crec **recs, uint64_t *n, int *sorted,
+                            double sec[3], vx_error *err);
 
 /* Sorts n records made in triangle order by (code, triangle): a stable radix sort on the code
  * (bits wide); tmp holds n records. Returns 0 when out of memory. */
@@ -91,6 +106,9 @@ int color_sort(crec *r, crec *tmp, uint64_t n, uint32_t bits, int threads);
  * more than max_bytes (0: no bound; *over set) or cannot be allocated. */
 csum *color_reduce_voxels(const crec *r, uint64_t n, vx_color_filter f, int threads,
                           uint64_t max_bytes, uint64_t *count, int *over);
+/* color_reduce_voxels into out (cap sums): 0 when *count (set either way) exceeds cap. */
+int color_reduce_voxels_into(const crec *r, uint64_t n, vx_color_filter f, int threads, csum *out,
+                             uint64_t cap, uint64_t *count);
 csum *color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, int threads,
                       uint64_t max_bytes, uint64_t *count, int *over);
 
@@ -113,6 +131,11 @@ vx_status color_walk(const vx_octree *t, csum *const *sums, const uint64_t *nsum
 vx_status color_cell_finish(const crec *r, uint64_t n, uint32_t blog, vx_color_filter f,
                             int threads, const vx_octree *sub, csum *root, int *has_root,
                             uint32_t **ncol, uint32_t **vcol, vx_error *err);
+/* The same from the cell's voxels' sums (color_reduce_voxels' output, *nvox of them; taken and
+ * freed, also on failure). */
+vx_status color_cell_finish_sums(csum *vox, uint64_t nvox, uint32_t blog, vx_color_filter f,
+                                 int threads, const vx_octree *sub, csum *root, int *has_root,
+                                 uint32_t **ncol, uint32_t **vcol, vx_error *err);
 
 VX_EXTERN_C_END
 

@@ -90,7 +90,8 @@ static void red_range(void *ctx, uint64_t p) {
   }
 }
 
-static csum *reduce(red_job *j, int threads, uint64_t max_bytes, uint64_t *count, int *over) {
+/* The ranges cut at key changes and their keys counted: the output's size, *count. */
+static void reduce_count(red_job *j, int threads, uint64_t *count) {
   for (uint64_t p = 0; p <= REDUCE_PARTS; p++) {
     uint64_t a = (uint64_t)((unsigned __int128)j->n * p / REDUCE_PARTS);
     if (p && a < j->lo[p - 1]) a = j->lo[p - 1];
@@ -107,6 +108,11 @@ static csum *reduce(red_job *j, int threads, uint64_t max_bytes, uint64_t *count
     total += c;
   }
   *count = total;
+}
+
+static csum *reduce(red_job *j, int threads, uint64_t max_bytes, uint64_t *count, int *over) {
+  reduce_count(j, threads, count);
+  const uint64_t total = *count;
   *over = max_bytes && (double)total * sizeof(csum) > (double)max_bytes;
   if (*over) return NULL;
   j->out = (csum *)vx_malloc((size_t)(total ? total : 1) * sizeof(csum));
@@ -124,6 +130,21 @@ csum *color_reduce_voxels(const crec *r, uint64_t n, vx_color_filter f, int thre
   j.n = n;
   j.f = f;
   return reduce(&j, threads, max_bytes, count, over);
+}
+
+int color_reduce_voxels_into(const crec *r, uint64_t n, vx_color_filter f, int threads, csum *out,
+                             uint64_t cap, uint64_t *count) {
+  red_job j;
+  memset(&j, 0, sizeof j);
+  j.r = r;
+  j.n = n;
+  j.f = f;
+  reduce_count(&j, threads, count);
+  if (*count > cap) return 0;
+  j.out = out;
+  j.write = 1;
+  vx_items_run(threads, REDUCE_PARTS, red_range, &j);
+  return 1;
 }
 
 csum *color_reduce_up(const csum *c, uint64_t n, vx_color_filter f, int threads,
@@ -231,6 +252,21 @@ vx_status color_walk(const vx_octree *t, csum *const *sums, const uint64_t *nsum
 vx_status color_cell_finish(const crec *r, uint64_t n, uint32_t blog, vx_color_filter f,
                             int threads, const vx_octree *sub, csum *root, int *has_root,
                             uint32_t **ncol, uint32_t **vcol, vx_error *err) {
+  uint64_t nvox = 0;
+  int over = 0;
+  csum *vox = color_reduce_voxels(r, n, f, threads, 0, &nvox, &over);
+  if (!vox) {
+    memset(root, 0, sizeof *root);
+    *has_root = 0;
+    *ncol = *vcol = NULL;
+    return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory");
+  }
+  return color_cell_finish_sums(vox, nvox, blog, f, threads, sub, root, has_root, ncol, vcol, err);
+}
+
+vx_status color_cell_finish_sums(csum *vox, uint64_t nvox, uint32_t blog, vx_color_filter f,
+                                 int threads, const vx_octree *sub, csum *root, int *has_root,
+                                 uint32_t **ncol, uint32_t **vcol, vx_error *err) {
   memset(root, 0, sizeof *root);
   *has_root = 0;
   *ncol = *vcol = NULL;
@@ -242,7 +278,8 @@ vx_status color_cell_finish(const crec *r, uint64_t n, uint32_t blog, vx_color_f
   uint32_t *nc = NULL, *vc = NULL;
   vx_status st = VX_OK;
   int over = 0;
-  sums[blog] = color_reduce_voxels(r, n, f, threads, 0, &nsum[blog], &over);
+  sums[blog] = vox;
+  nsum[blog] = nvox;
   for (uint32_t l = blog; l > 0 && sums[l]; l--)
     sums[l - 1] = color_reduce_up(sums[l], nsum[l], f, threads, 0, &nsum[l - 1], &over);
   if (!sums[0]) {
