@@ -217,38 +217,28 @@ vx_status color_tile_gpu(const color_source *cs, const vx_transform *xf, uint32_
     vx_free(v.s);
     return st;
   }
-  uint32_t *ncol = NULL, *vcol = NULL;
-  if (sorted) {
-    const double t0 = vx_clock_seconds();
-    st = color_cell_finish_sums(v.s, v.n, blog, cs->filter, threads, sub, root, has_root, &ncol,
-                                &vcol, err);
-    if (sec) { /* the reduction ran inside the copy back: it counts as the sums' time */
-      sec[2] -= v.seconds;
-      sec[3] = vx_clock_seconds() - t0 + v.seconds;
-    }
-    if (st != VX_OK) return st;
-    vx_free(sub->node_color);
-    vx_free(sub->voxel_color);
-    sub->node_color = ncol;
-    sub->voxel_color = vcol;
-    return VX_OK;
-  }
-  vx_free(v.s);
-  {
+  if (!sorted) { /* whole and unsorted: sorted and reduced here */
     crec *tmp = (crec *)vx_malloc((size_t)(n ? n : 1) * sizeof(crec));
     const int ok = tmp && color_sort(recs, tmp, n, 3 * blog, threads);
     vx_free(tmp);
-    if (!ok) {
-      vx_free(recs);
-      return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory to sort %llu parts",
+    vx_free(v.s);
+    v.s = NULL;
+    const double t1 = vx_clock_seconds();
+    int over = 0;
+    if (ok) v.s = color_reduce_voxels(recs, n, cs->filter, threads, 0, &v.n, &over);
+    v.seconds = vx_clock_seconds() - t1;
+    vx_free(recs);
+    if (!v.s)
+      return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory to sort and sum %llu parts",
                           (unsigned long long)n);
-    }
+  } else if (sec) {
+    sec[2] -= v.seconds; /* the reduction ran inside the copy back: it counts as the sums' */
   }
+  uint32_t *ncol = NULL, *vcol = NULL;
   const double t0 = vx_clock_seconds();
-  st = color_cell_finish(recs, n, blog, cs->filter, threads, sub, root, has_root, &ncol, &vcol,
-                         err);
-  if (sec) sec[3] = vx_clock_seconds() - t0;
-  vx_free(recs);
+  st = color_cell_finish_sums(v.s, v.n, blog, cs->filter, threads, sub, root, has_root, &ncol,
+                              &vcol, err);
+  if (sec) sec[3] = vx_clock_seconds() - t0 + v.seconds;
   if (st != VX_OK) return st;
   vx_free(sub->node_color);
   vx_free(sub->voxel_color);
