@@ -64,7 +64,7 @@ static vx_status fill(reader *r, int grow, vx_error *err) {
     size_t got;
     if (r->fd < 0) {
       got = r->mem_size - r->mem_at < r->cap - r->len ? r->mem_size - r->mem_at : r->cap - r->len;
-      memcpy(r->buf + r->len, r->mem + r->mem_at, got);
+      if (got) memcpy(r->buf + r->len, r->mem + r->mem_at, got);
       r->mem_at += got;
     } else {
       const ssize_t k = read(r->fd, r->buf + r->len, r->cap - r->len);

@@ -26,7 +26,7 @@ static size_t npy(uint8_t *out, int major, const char *dict, const void *data, s
   memcpy(out + start, dict, dl);
   memset(out + start + dl, ' ', hlen - dl - 1);
   out[start + hlen - 1] = '\n';
-  memcpy(out + start + hlen, data, n);
+  if (n) memcpy(out + start + hlen, data, n); /* data may be NULL for no points */
   return start + hlen + n;
 }
 
