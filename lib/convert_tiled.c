@@ -454,7 +454,8 @@ static vx_status color_gpu_tile(vx_tile_plan *p, const vx_voxelize_opts *bo,
   memset(&ce, 0, sizeof ce);
   vx_status s = color_tile_gpu(p->color, &p->h.xf, p->h.depth, p->h.tile_depth, r->code,
                                xo->tile_color_tris, xo->tile_color_ntris, t, bo->threads,
-                               max_recs, xo->tile_color_root, xo->tile_color_has,
+                               max_recs, xo->tile_pre ? &xo->tile_pre->stage : NULL,
+                               xo->tile_color_root, xo->tile_color_has,
                                r->sec_color_parts, &ce);
   if (s == VX_OK) {
     r->color_gpu = 1;
@@ -696,6 +697,7 @@ static void *tile_worker(void *arg) {
   vx_free(tris);
   vx_free(pre.nodes);
   vx_free(pre.voxels);
+  vx_host_stage_free(&pre.stage);
   return NULL;
 }
 

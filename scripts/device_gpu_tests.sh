@@ -318,13 +318,16 @@ for s in $steps; do
   colortiles)
     # Coloured tiled trees: tiles built and coloured on the GPU against the CPU's (the same
     # file), the time colour adds to a tiled convert --gpu (against --no-color, median of 3, with
-    # the peak RSS), and the tiled file drawn unlit on the GPU within a budget.
+    # the peak RSS), and the tiled file drawn unlit on the GPU within a budget. VX_CT_MESHES:
+    # some of duck spider 2CylinderEngine; VX_BASE: a folder with a voxlod and lib/libvoxlod.so.0
+    # built from the code before a change, whose coloured runs alternate with these.
     stamp "coloured tiles"
     C=$D/color
     tv=""
     [ -x /usr/bin/time ] && tv="/usr/bin/time -f peak_rss_kb=%M"
     for m in "$C/duck/duck.dae" "$C/spider/spider.obj" "$C/2cylinder_engine/2CylinderEngine.glb"; do
       n=$(basename "$m" | cut -d. -f1)
+      case " ${VX_CT_MESHES:-duck spider 2CylinderEngine} " in *" $n "*) ;; *) continue ;; esac
       # (the engine's CPU build at 2048^3 takes longer than the limit: compared at 1024^3)
       cr=2048
       [ "$n" = 2CylinderEngine ] && cr=1024
@@ -338,6 +341,13 @@ for s in $steps; do
           for k in 1 2 3; do
             timeout 280 $tv $B/voxlod convert "$m" /tmp/vx/${n}_t.svo --res "$r" --tile-depth 10 --gpu \
               ${c} 2>&1 | tr '\r' '\n' | grep -E "on disk|peak_rss|tiles by|colour of|coloured by" | tail -n 4
+            if [ -n "${VX_BASE:-}" ] && [ -z "$c" ]; then
+              echo "- base:"
+              LD_LIBRARY_PATH=$VX_BASE/lib:$LD_LIBRARY_PATH timeout 280 $tv $VX_BASE/voxlod convert \
+                "$m" /tmp/vx/${n}_tb.svo --res "$r" --tile-depth 10 --gpu 2>&1 | tr '\r' '\n' |
+                grep -E "on disk|peak_rss|tiles by|colour of|coloured by" | tail -n 4
+              cmp -s /tmp/vx/${n}_t.svo /tmp/vx/${n}_tb.svo && echo "SAME FILE $n $r (base and this)"
+            fi
           done
         done
         timeout 60 $B/voxlod convert "$m" /tmp/vx/${n}_t.svo --res "$r" --tile-depth 10 --gpu -q 2>&1 | tail -n 1

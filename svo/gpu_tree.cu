@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_tree.cu - a tree resident on the GPU (gpu_tree.h): the context, the upload, the arrays. */
 #include <cuda_runtime.h>
+#include <string.h>
 
 #include "svo/gpu_tree.h"
 #include "svo/cuda_status.cuh"
+#include "sys/alloc.h"
 
 struct vx_gpu_resident {
   int device;
@@ -45,6 +47,26 @@ vx_status vx_gpu_use_device(int device, vx_error *err) {
   VX_CU(cudaSetDevice(device), "cudaSetDevice");
 done:
   return st;
+}
+
+int vx_host_stage_reserve(vx_host_stage *s, size_t bytes) {
+  if (s->p && s->bytes >= bytes) return 1;
+  vx_host_stage_free(s);
+  if (!bytes) bytes = 1;
+  if (cudaMallocHost(&s->p, bytes) == cudaSuccess) {
+    s->pinned = 1;
+  } else { /* refused (no device, or the driver's limit): ordinary memory still works */
+    cudaGetLastError();
+    s->p = vx_malloc(bytes);
+  }
+  s->bytes = s->p ? bytes : 0;
+  return s->p != NULL;
+}
+
+void vx_host_stage_free(vx_host_stage *s) {
+  if (s->pinned) cudaFreeHost(s->p);
+  else vx_free(s->p);
+  memset(s, 0, sizeof *s);
 }
 
 static vx_status gpu_open(vx_gpu_resident *c, vx_error *err) {

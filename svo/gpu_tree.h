@@ -52,6 +52,20 @@ int vx_gpu_device_count(void);
 vx_status vx_gpu_memory(uint64_t *free_bytes, uint64_t *total_bytes, vx_error *err);
 vx_status vx_gpu_use_device(int device, vx_error *err);
 
+/* Host memory that copies between the host and a GPU go through, kept by its owner (a worker)
+ * from one use to the next: page-locked when the driver gives it (the copies then run at full
+ * speed and asynchronously), else ordinary memory. Allocating and freeing page-locked memory is
+ * slow and waits for the device's other work, so it is done once, not per copy.
+ * vx_host_stage_reserve makes s hold at least `bytes` (growing it loses its contents): 0 when no
+ * memory could be had (s is then empty). vx_host_stage_free releases it (s all zero again). */
+typedef struct vx_host_stage {
+  void *p;
+  size_t bytes;
+  int pinned; /* 1: page-locked */
+} vx_host_stage;
+int vx_host_stage_reserve(vx_host_stage *s, size_t bytes);
+void vx_host_stage_free(vx_host_stage *s);
+
 VX_EXTERN_C_END
 
 #endif

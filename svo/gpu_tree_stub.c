@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "svo/gpu_tree.h"
+#include "sys/alloc.h"
 
 vx_status vx_gpu_resident_create(const vx_octree *t, vx_gpu_resident **out, vx_error *err) {
   (void)t;
@@ -42,4 +43,17 @@ vx_status vx_gpu_memory(uint64_t *free_bytes, uint64_t *total_bytes, vx_error *e
 
 vx_status vx_gpu_use_device(int device, vx_error *err) {
   return vx_error_set(err, VX_ERR_NO_GPU, "GPU %d: this voxlod was built without CUDA", device);
+}
+
+int vx_host_stage_reserve(vx_host_stage *s, size_t bytes) {
+  if (s->p && s->bytes >= bytes) return 1;
+  vx_host_stage_free(s);
+  s->p = vx_malloc(bytes ? bytes : 1);
+  s->bytes = s->p ? bytes : 0;
+  return s->p != NULL;
+}
+
+void vx_host_stage_free(vx_host_stage *s) {
+  vx_free(s->p);
+  memset(s, 0, sizeof *s);
 }

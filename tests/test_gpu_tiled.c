@@ -193,9 +193,9 @@ static void textured_gpu_tiles_are_cpu_tiles(void) {
   vx_soup m;
   make_soup(&m, 0);
   const vx_color_filter F[2] = {VX_COLOR_FILTER_MEAN, VX_COLOR_FILTER_DOMINANT};
-  /* records come back from the device in pieces of whole cells: pieces of 2^21 (no tile here
-   * has that many), 5 (cells straddle pieces) and 1 (every cell outgrows the piece) */
-  const uint64_t pieces[3] = {(uint64_t)1 << 21, 5, 1};
+  /* records come back from the device in pieces of whole cells: pieces of the default size (no
+   * tile here has that many), 5 (cells straddle pieces) and 1 (every cell outgrows the piece) */
+  const uint64_t pieces[3] = {color_gpu_piece_records(0), 5, 1};
   for (int k = 0; k < 3 && !skipped; k++) {
     for (int fi = 0; fi < 2 && !skipped; fi++)
       for (int pi = 0; pi < 2 && !skipped; pi++) {
@@ -234,7 +234,7 @@ static void textured_gpu_tiles_are_cpu_tiles(void) {
                (double)in.max_error, (unsigned long long)pieces[k]);
       }
   }
-  color_gpu_piece_records((uint64_t)1 << 21);
+  color_gpu_piece_records(pieces[0]);
   vx_soup_free(&m);
 }
 

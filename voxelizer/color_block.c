@@ -184,8 +184,8 @@ static vx_status take_records(void *ctx, const crec *r, uint64_t n, vx_error *er
 
 vx_status color_tile_gpu(const color_source *cs, const vx_transform *xf, uint32_t depth,
                          uint32_t blog, uint64_t bcode, const uint32_t *tris, uint64_t ntris,
-                         vx_octree *sub, int threads, uint64_t max_recs, csum *root,
-                         int *has_root, double sec[4], vx_error *err) {
+                         vx_octree *sub, int threads, uint64_t max_recs, vx_host_stage *stage,
+                         csum *root, int *has_root, double sec[4], vx_error *err) {
   memset(root, 0, sizeof *root);
   *has_root = 0;
   /* the device samples every level of the pyramids */
@@ -210,7 +210,7 @@ vx_status color_tile_gpu(const color_source *cs, const vx_transform *xf, uint32_
   v.cap = sub && sub->voxel_count ? sub->voxel_count : 1;
   v.s = (csum *)vx_malloc((size_t)v.cap * sizeof(csum));
   if (!v.s) return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for the voxels' sums");
-  color_sink sink = {take_records, &v};
+  color_sink sink = {take_records, &v, stage};
   vx_status st = color_records_gpu(cs->soup, xf, 1u << depth, &cs->src, &reg, max_recs, &sink,
                                    &recs, &n, &sorted, sec, err);
   if (st != VX_OK) {

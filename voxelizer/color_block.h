@@ -44,12 +44,13 @@ void color_block_scratch_free(color_block_scratch *s);
  * tris[0 .. ntris) (ascending: every triangle with a part in the tile; cs started) and summed on
  * `threads` threads: sets sub's node_color and voxel_color, *root its root's sums (code 0) and
  * *has_root whether any part lies in it. More than max_recs parts: VX_ERR_LIMIT; VX_ERR_NO_GPU,
- * VX_ERR_CUDA or VX_ERR_NOMEM when the GPU cannot: the caller colours it another way. sec (may
+ * VX_ERR_CUDA or VX_ERR_NOMEM when the GPU cannot: the caller colours it another way. stage (may
+ * be NULL): the worker's host memory the parts come back through (color_sink). sec (may
  * be NULL): color_records_gpu's three times, then the seconds of the sums and the walk. */
 vx_status color_tile_gpu(const color_source *cs, const vx_transform *xf, uint32_t depth,
                          uint32_t blog, uint64_t bcode, const uint32_t *tris, uint64_t ntris,
-                         vx_octree *sub, int threads, uint64_t max_recs, csum *root,
-                         int *has_root, double sec[4], vx_error *err);
+                         vx_octree *sub, int threads, uint64_t max_recs, vx_host_stage *stage,
+                         csum *root, int *has_root, double sec[4], vx_error *err);
 
 /* The colours of the levels above the blocks: t holds levels 0 .. split (split >= 1) linked, its
  * level split the blocks' roots (t->depth is the whole tree's); roots[0 .. nroots) the sums of

@@ -417,67 +417,81 @@ static crec *host_records(uint64_t total, vx_error *err) {
   return h;
 }
 
-/* Page-locked host memory for n records (the copies from the device run at full speed into it),
- * else pageable (*pinned 0); NULL when neither can be had. */
-static crec *piece_alloc(uint64_t n, int *pinned) {
-  void *p = NULL;
-  *pinned = cudaMallocHost(&p, (size_t)n * sizeof(crec)) == cudaSuccess;
-  if (*pinned) return (crec *)p;
-  cudaGetLastError();
-  return (crec *)vx_malloc((size_t)n * sizeof(crec));
-}
-
-static void piece_free(crec *p, int pinned) {
-  if (pinned) cudaFreeHost(p);
-  else vx_free(p);
-}
-
-static std::atomic<uint64_t> piece_records((uint64_t)1 << 21);
+static std::atomic<uint64_t> piece_records((uint64_t)1 << 18);
 
 extern "C" uint64_t color_gpu_piece_records(uint64_t n) {
   return n ? piece_records.exchange(n) : piece_records.load();
 }
 
-/* The sorted records d[0 .. total) to sink, in pieces of whole cells copied through one host
- * buffer (color_gpu_piece_records, doubled for a cell that holds more) on the tile's own stream:
- * a piece that does not reach the end stops before its last cell, which the next piece starts
- * with. */
+/* Of len records in a host piece, those of its whole cells: all of them at the end of the
+ * records (last), else up to its last cell's first record, where the next piece starts; 0 when
+ * one cell fills the piece. */
+static uint64_t whole_cells(const crec *h, uint64_t len, int last) {
+  if (last) return len;
+  uint64_t take = len;
+  while (take > 1 && h[take - 2].code == h[len - 1].code) take--;
+  return take - 1;
+}
+
+/* The sorted records d[0 .. total) to sink, in pieces of whole cells through two host buffers of
+ * color_gpu_piece_records each (the sink's stage; grown for a cell that holds more), on the
+ * tile's own stream: while the sink takes one piece the next is copied into the other buffer. */
 static vx_status hand_over(const color_sink *sink, const crec *d, uint64_t total,
                            cudaStream_t stream, vx_error *err) {
-  uint64_t cap = std::max<uint64_t>(1, std::min<uint64_t>(total, piece_records.load())), at = 0;
-  int pinned = 0;
-  crec *h = piece_alloc(cap, &pinned);
-  if (!h) return vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for the parts");
+  vx_host_stage own;
+  memset(&own, 0, sizeof own);
+  vx_host_stage *stage = sink->stage ? sink->stage : &own;
+  uint64_t cap = std::max<uint64_t>(1, std::min<uint64_t>(total, piece_records.load()));
+  const int bufs = total > cap ? 2 : 1;
   vx_status st = VX_OK;
+  crec *buf[2] = {NULL, NULL};
+  uint64_t at = 0;
+  int cur = 0, pending = 0; /* pending: a copy into buf[cur] was issued */
+  cudaError_t e = cudaSuccess;
   while (at < total && st == VX_OK) {
+    if (!buf[0]) { /* (re)made room: the piece at `at` into the first buffer */
+      if (!vx_host_stage_reserve(stage, (size_t)bufs * cap * sizeof(crec))) {
+        st = vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for the parts");
+        break;
+      }
+      buf[0] = (crec *)stage->p;
+      buf[1] = buf[0] + (bufs > 1 ? cap : 0);
+      cur = 0;
+      pending = 0;
+    }
     const uint64_t len = std::min(cap, total - at);
-    cudaError_t e = cudaMemcpyAsync(h, d + at, (size_t)len * sizeof(crec),
-                                    cudaMemcpyDeviceToHost, stream);
+    if (!pending)
+      e = cudaMemcpyAsync(buf[cur], d + at, (size_t)len * sizeof(crec), cudaMemcpyDeviceToHost,
+                          stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    pending = 0;
     if (e != cudaSuccess) {
       st = VX_CUDA_ERROR(err, e, "copying the parts back");
       break;
     }
-    uint64_t take = len;
-    if (at + len < total) {
-      while (take > 1 && h[take - 2].code == h[len - 1].code) take--;
-      take--; /* the last cell's first record: where the next piece starts */
-    }
-    if (take == 0) { /* one cell fills the piece: a larger one */
-      int pg = 0;
-      crec *g = piece_alloc(cap * 2, &pg);
-      if (!g) {
-        st = vx_error_set(err, VX_ERR_NOMEM, "colour: out of memory for the parts");
-      } else {
-        piece_free(h, pinned);
-        h = g, pinned = pg, cap *= 2;
-      }
+    const uint64_t take = whole_cells(buf[cur], len, at + len == total);
+    if (take == 0) { /* one cell fills the piece: larger ones */
+      cap = std::min(cap * 2, total);
+      buf[0] = NULL;
       continue;
     }
-    st = sink->take(sink->ctx, h, take, err);
-    at += take;
+    const uint64_t next = at + take;
+    if (next < total) { /* into the other buffer, whose piece the sink has taken */
+      e = cudaMemcpyAsync(buf[cur ^ 1], d + next,
+                          (size_t)std::min(cap, total - next) * sizeof(crec),
+                          cudaMemcpyDeviceToHost, stream);
+      if (e != cudaSuccess) {
+        st = VX_CUDA_ERROR(err, e, "copying the parts back");
+        break;
+      }
+      pending = 1;
+    }
+    st = sink->take(sink->ctx, buf[cur], take, err);
+    at = next;
+    cur ^= 1;
   }
-  piece_free(h, pinned);
+  if (pending) cudaStreamSynchronize(stream); /* nothing may still land in the stage */
+  vx_host_stage_free(&own);
   return st;
 }
 

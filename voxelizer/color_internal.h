@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "svo/soup.h"
 #include "svo/svo.h"
+#include "svo/gpu_tree.h"
 #include "voxelizer/color_texview.h"
 
 VX_EXTERN_C_BEGIN
@@ -71,13 +72,16 @@ typedef struct color_region {
 
 /* Where color_records_gpu may hand sorted records over piece by piece instead of returning them:
  * take(ctx, r, n) gets records of whole cells (a cell's records never span two calls), in
- * color_sort's order, each call continuing the last; r is valid for the call only. */
+ * color_sort's order, each call continuing the last; r is valid for the call only. The pieces
+ * come through stage (two pieces' room, kept there for the caller's next call; NULL: room of
+ * the call's own), the next piece's copy running while take has the last. */
 typedef struct color_sink {
   vx_status (*take)(void *ctx, const crec *r, uint64_t n, vx_error *err);
   void *ctx;
+  vx_host_stage *stage;
 } color_sink;
 
-/* The records of a piece handed to a sink (2^21; tests make it small so that cells straddle
+/* The records of a piece handed to a sink (2^18; tests make it small so that cells straddle
  * pieces); n = 0 only reads it. Returns the previous value. */
 uint64_t color_gpu_piece_records(uint64_t n);
 

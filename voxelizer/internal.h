@@ -25,6 +25,7 @@
 #include "svo/svo.h"
 #include "svo/lod.h"
 #include "svo/stream.h"
+#include "svo/gpu_tree.h"
 #include "voxelizer/voxelizer.h"
 #include "voxelizer/winding.h"
 #include "voxelizer/sign_eval.h"
@@ -334,6 +335,7 @@ typedef struct vx_octree_prealloc {
   uint64_t node_cap;
   vx_voxel *voxels;
   uint64_t voxel_cap;
+  vx_host_stage stage; /* what the tile's copies back go through, kept for the next tile */
 } vx_octree_prealloc;
 
 void vx_gpu_surface_free(vx_surface *s);
