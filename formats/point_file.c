@@ -499,8 +499,8 @@ static vx_status out_room(out_buf *o, size_t need, vx_error *err) {
   return o->len + need > sizeof o->data ? out_flush(o, err) : VX_OK;
 }
 
-static vx_status npy_write_header(out_buf *o, int f32, uint64_t n, uint32_t columns,
-                                  vx_error *err) {
+/* The .npy header into the empty buffer (it is at most 192 bytes). */
+static void npy_write_header(out_buf *o, int f32, uint64_t n, uint32_t columns) {
   char dict[128];
   int len = columns == 1
                 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': "
@@ -518,8 +518,6 @@ static vx_status npy_write_header(out_buf *o, int f32, uint64_t n, uint32_t colu
   memset(o->data + 10 + len, ' ', total - 11 - (size_t)len);
   o->data[total - 1] = '\n';
   o->len = total;
-  (void)err;
-  return VX_OK;
 }
 
 static vx_status write_rows(out_buf *o, int npy, const float *f32, const uint8_t *u8, uint64_t n,
@@ -559,8 +557,8 @@ vx_status vx_value_file_write(const char *path, const float *f32, const uint8_t 
   o->len = 0;
   vx_status s = vx_atomic_open(&o->af, path, err);
   if (s == VX_OK) {
-    if (npy) s = npy_write_header(o, f32 != NULL, n, columns, err);
-    if (s == VX_OK) s = write_rows(o, npy, f32, u8, n, columns, err);
+    if (npy) npy_write_header(o, f32 != NULL, n, columns);
+    s = write_rows(o, npy, f32, u8, n, columns, err);
     if (s == VX_OK) s = vx_atomic_commit(&o->af, err);
     else vx_atomic_abort(&o->af);
   }
