@@ -66,6 +66,7 @@ typedef struct ts_ctx {
   vx_sample_tree whole; /* the whole tree's transform, for grid coordinates */
   vx_sample_span_fn span; /* the sampler's loop for this processor */
   int gpu;                /* steps 1 to 4 on the GPU, an arena at a time (walks on the CPU) */
+  vx_gpu_sampler **gs;    /* gpu: the sampler moved from arena to arena (made by the first) */
   double origin[3], inv_scale;
 } ts_ctx;
 
@@ -336,22 +337,22 @@ static void reach_cells(const ts_ctx *c, const float p[3], float r, uint32_t lo[
   }
 }
 
-/* Steps 1 to 4 of n points (gathered) in arena a on the GPU: a sampler of the arena's own, which
- * leaves the far points' walks (flags VX_SE_PENDING). */
-static vx_status search_gpu(const vx_arena *a, const vx_sample_tree *s, const float *pts,
-                            uint64_t n, float *d, float *g, uint8_t *f, vx_error *err) {
-  vx_gpu_view *view = NULL;
-  vx_gpu_sampler *gs = NULL;
-  vx_status st = vx_gpu_view_create(&a->oct, &view, err);
+/* Steps 1 to 4 of n points (gathered) in arena a on the GPU: the arena uploaded, the call's
+ * sampler moved onto it (its streams, queues and staging made once per call), which leaves the
+ * far points' walks (flags VX_SE_PENDING). */
+static vx_status search_gpu(const ts_ctx *c, const vx_arena *a, const vx_sample_tree *s,
+                            const float *pts, uint64_t n, float *d, float *g, uint8_t *f,
+                            vx_error *err) {
+  vx_gpu_resident *res = NULL;
+  vx_status st = vx_gpu_resident_create(&a->oct, &res, err);
   if (st == VX_OK)
-    st = vx_gpu_sampler_create(vx_gpu_view_resident(view), a->resigned, a->oct.voxel_count, &gs,
-                               err);
+    st = *c->gs ? vx_gpu_sampler_rebind(*c->gs, res, a->resigned, a->oct.voxel_count, err)
+                : vx_gpu_sampler_create(res, a->resigned, a->oct.voxel_count, c->gs, err);
   if (st == VX_OK) {
-    vx_gpu_sampler_set_walks(gs, 0);
-    st = vx_gpu_sample(gs, s, 0, NULL, pts, n, d, g, f, NULL, NULL, err);
+    vx_gpu_sampler_set_walks(*c->gs, 0);
+    st = vx_gpu_sample(*c->gs, s, 0, NULL, pts, n, d, g, f, NULL, NULL, err);
   }
-  vx_gpu_sampler_free(gs);
-  vx_gpu_view_free(view);
+  vx_gpu_resident_free(res); /* the sampler holds it no more: the next arena rebinds it */
   return st;
 }
 
@@ -374,7 +375,7 @@ static vx_status search_group(const ts_ctx *c, const vx_arena *a, const vx_sampl
   if (st == VX_OK)
     for (uint64_t k = 0; k < n; k++) memcpy(pts + 3 * k, c->points + 3 * keys[k].i, 12);
   if (st == VX_OK && c->gpu) /* the arena uploaded, the rule to the walks on the device */
-    st = search_gpu(a, s, pts, n, d, g, f, err);
+    st = search_gpu(c, a, s, pts, n, d, g, f, err);
   else if (st == VX_OK) {
     ts_pass ps;
     memset(&ps, 0, sizeof ps);
@@ -640,6 +641,8 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
   }
   c.threads = o.threads;
   c.gpu = o.device == VX_DEVICE_GPU;
+  vx_gpu_sampler *gs = NULL;
+  c.gs = &gs;
   c.span = vx_sample_span_pick();
   c.points = points;
   c.dist = dist;
@@ -712,6 +715,7 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
     if (st == VX_OK) st = walk_rounds(&c, &q, err);
     vx_free(q.w);
     vx_free(sorted);
+    vx_gpu_sampler_free(gs);
     vx_tile_cache_free(c.cache);
     for (int k = 0; k < windows.n; k++) vx_arena_free(&windows.a[k]);
   }

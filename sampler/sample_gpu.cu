@@ -84,6 +84,8 @@ struct vx_gpu_sampler {
   const vx_gpu_resident *res; /* borrowed */
   vx_gpu_tree tree;
   uint32_t *resigned; /* device: a bit per voxel (sampler/resigned.h), NULL: none */
+  uint32_t *resigned_room; /* the device array resigned points into when there are some */
+  size_t resigned_bytes;   /* its size */
   /* the band cache (sampler/band_cache.h), uploaded when first asked for: its arrays and the struct
    * that points to them, all device memory */
   uint64_t *cache_keys;
@@ -370,7 +372,7 @@ extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   if (!g) return;
   /* errors on free are ignored: the status already says what went wrong first */
   if (g->count) cudaFree(g->count);
-  if (g->resigned) cudaFree(g->resigned);
+  if (g->resigned_room) cudaFree(g->resigned_room);
   if (g->cache_keys) cudaFree(g->cache_keys);
   if (g->cache_values) cudaFree(g->cache_values);
   if (g->cache_bricks) cudaFree(g->cache_bricks);
@@ -397,6 +399,29 @@ extern "C" void vx_gpu_sampler_free(vx_gpu_sampler *g) {
   vx_free(g);
 }
 
+/* The re-signed voxels' bits (NULL: none) to the device, into the room kept from a last tree
+ * when it is large enough. */
+static vx_status put_resigned(vx_gpu_sampler *g, const uint32_t *resigned, uint64_t voxel_count,
+                              vx_error *err) {
+  vx_status st = VX_OK;
+  const size_t bytes = (size_t)((voxel_count + 31u) / 32u) * sizeof(uint32_t);
+  g->resigned = NULL;
+  if (!resigned) return VX_OK;
+  if (g->resigned_bytes < bytes) {
+    if (g->resigned_room) cudaFree(g->resigned_room);
+    g->resigned_room = NULL;
+    g->resigned_bytes = 0;
+    VX_CU(cudaMalloc((void **)&g->resigned_room, bytes ? bytes : 4),
+          "allocating the re-signed voxels");
+    g->resigned_bytes = bytes;
+  }
+  VX_CU(cudaMemcpy(g->resigned_room, resigned, bytes, cudaMemcpyHostToDevice),
+        "uploading the re-signed voxels");
+  g->resigned = g->resigned_room;
+done:
+  return st;
+}
+
 extern "C" vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uint32_t *resigned,
                                            uint64_t voxel_count, vx_gpu_sampler **out,
                                            vx_error *err) {
@@ -414,12 +439,7 @@ extern "C" vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uin
   VX_CU(cudaEventCreate(&g->ev[1]), "cudaEventCreate");
   g->events = 1;
   VX_CU(cudaMalloc((void **)&g->count, 2 * sizeof(unsigned long long)), "allocating counters");
-  if (resigned) {
-    const size_t bytes = (size_t)((voxel_count + 31u) / 32u) * sizeof(uint32_t);
-    VX_CU(cudaMalloc((void **)&g->resigned, bytes), "allocating the re-signed voxels");
-    VX_CU(cudaMemcpy(g->resigned, resigned, bytes, cudaMemcpyHostToDevice),
-          "uploading the re-signed voxels");
-  }
+  if ((st = put_resigned(g, resigned, voxel_count, err)) != VX_OK) goto done;
   VX_CU(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, g->tree.device),
         "cudaDeviceGetAttribute");
 done:
@@ -429,6 +449,33 @@ done:
   }
   *out = g;
   return VX_OK;
+}
+
+extern "C" vx_status vx_gpu_sampler_rebind(vx_gpu_sampler *g, const vx_gpu_resident *res,
+                                           const uint32_t *resigned, uint64_t voxel_count,
+                                           vx_error *err) {
+  if (!g || !res) return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU sampler: no tree on the GPU");
+  vx_gpu_tree t;
+  vx_gpu_resident_tree(res, &t);
+  if (t.device != g->tree.device)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "GPU sampler: the tree is on GPU %d, the "
+                        "sampler on GPU %d", t.device, g->tree.device);
+  vx_status st = VX_OK;
+  VX_CU(cudaSetDevice(t.device), "cudaSetDevice");
+  /* the last tree's band cache is not this one's */
+  if (g->cache_keys) cudaFree(g->cache_keys);
+  if (g->cache_values) cudaFree(g->cache_values);
+  if (g->cache_bricks) cudaFree(g->cache_bricks);
+  if (g->cache) cudaFree(g->cache);
+  g->cache_keys = NULL;
+  g->cache_values = NULL;
+  g->cache_bricks = NULL;
+  g->cache = NULL;
+  g->res = res;
+  g->tree = t;
+  st = put_resigned(g, resigned, voxel_count, err);
+done:
+  return st;
 }
 
 extern "C" int vx_gpu_pointer_kind(const vx_gpu_sampler *g, const void *p) {

@@ -15,6 +15,12 @@ vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uint32_t *resi
 
 void vx_gpu_sampler_free(vx_gpu_sampler *g) { (void)g; }
 
+vx_status vx_gpu_sampler_rebind(vx_gpu_sampler *g, const vx_gpu_resident *res,
+                                const uint32_t *resigned, uint64_t voxel_count, vx_error *err) {
+  (void)g, (void)res, (void)resigned, (void)voxel_count;
+  return vx_error_set(err, VX_ERR_NO_GPU, NO_CUDA);
+}
+
 void vx_gpu_sampler_set_walks(vx_gpu_sampler *g, int on) { (void)g, (void)on; }
 
 int vx_gpu_pointer_kind(const vx_gpu_sampler *g, const void *p) {

@@ -66,6 +66,12 @@ uint64_t vx_band_cache_bytes(const vx_band_cache *c);
 vx_status vx_gpu_sampler_create(const vx_gpu_resident *res, const uint32_t *resigned,
                                 uint64_t voxel_count, vx_gpu_sampler **out, vx_error *err);
 void vx_gpu_sampler_free(vx_gpu_sampler *g);
+/* g moved onto the tree resident in `res` (on g's device; borrowed), with that tree's re-signed
+ * voxels, keeping what is not the tree's (streams, queues, staging memory): a caller that samples
+ * tree after tree pays for those once. A band cache of the last tree is dropped. On failure g
+ * holds no tree until a rebind succeeds (it may only be freed or rebound). */
+vx_status vx_gpu_sampler_rebind(vx_gpu_sampler *g, const vx_gpu_resident *res,
+                                const uint32_t *resigned, uint64_t voxel_count, vx_error *err);
 
 /* on 0: vx_gpu_sample leaves stage 3 (the sign walks of far points inside the box) to the
  * caller: such points get flags VX_SE_PENDING (flags must then not be NULL), their other outputs
