@@ -23,10 +23,10 @@ cmake -S "$ROOT" -B "$B" -DVOXLOD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${VX_CUDA_
   -DVOXLOD_OPENVDB=OFF -DVOXLOD_BENCH=ON >/dev/null
 cmake --build "$B" -j2 --target voxlod bench_nanovdb bench_color test_gpu_render test_gpu_nanovdb \
   test_gpu_build test_gpu_color test_gpu_ooc_color test_gpu_sample test_gpu_sample_agree \
-  test_gpu_tiled test_gpu_render_tiled "$@"
+  test_gpu_tiled test_gpu_render_tiled test_sample_tiled "$@"
 rm -f "$B"/*/libvx_*.a # the layers' static archives: not needed there, and large
-mkdir -p "$B/gputests" # the GPU tests, in one folder to carry
-cp "$B"/tests/test_gpu_* "$B/gputests/"
+mkdir -p "$B/gputests" # the GPU tests, in one folder to carry (test_sample_tiled: on the GPU too)
+cp "$B"/tests/test_gpu_* "$B"/tests/test_sample_tiled "$B/gputests/"
 
 # Libraries present on the device image: the C runtime, libstdc++, libgcc, zlib. Everything else
 # the binaries load (directly or through another copied library) is copied.

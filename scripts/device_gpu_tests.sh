@@ -38,7 +38,7 @@ for s in $steps; do
   tests)
     stamp "gpu tests"
     export VOXLOD_DATA_DIR=$PWD/data VOXLOD_TEST_MESHES=$PWD/tests/data/meshes
-    for t in $B/gputests/test_gpu_*; do
+    for t in $B/gputests/test_*; do
       [ -x "$t" ] || continue
       timeout 300 "$t" > /tmp/vx/t.log 2>&1
       rc=$?
@@ -418,7 +418,7 @@ for s in $steps; do
     cpid=$!
     stamp "gpu tests (while converting)"
     export VOXLOD_DATA_DIR=$PWD/data VOXLOD_TEST_MESHES=$PWD/tests/data/meshes
-    for t in $B/gputests/test_gpu_*; do
+    for t in $B/gputests/test_*; do
       [ -x "$t" ] || continue
       timeout 200 "$t" > /tmp/vx/t.log 2>&1
       rc=$?
