@@ -34,7 +34,7 @@ core='^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|libz\.|libpthread
 mkdir -p "$B/lib"
 # $B/bench_nanovdb_base (optional): a bench_nanovdb built from the code before a change, copied
 # there by hand, so that the device times both in the same run.
-bins=("$B/voxlod" "$B/bench_nanovdb" "$B/bench_color" "$B"/gputests/test_gpu_*)
+bins=("$B/voxlod" "$B/bench_nanovdb" "$B/bench_color" "$B"/gputests/test_*)
 [ -f "$B/bench_nanovdb_base" ] && bins+=("$B/bench_nanovdb_base")
 todo=()
 for f in "${bins[@]}"; do [ -f "$f" ] && [ -x "$f" ] && todo+=("$f"); done
