@@ -17,7 +17,7 @@ struct vx_tiled_file {
   uint64_t disk[VX_MAX_TILED_DEPTH + 1];     /* compressed bytes per level (tile levels) */
   uint64_t cdisk[VX_MAX_TILED_DEPTH + 1];    /* ... of their colours */
   vx_rs_store *rs; /* the re-signed voxels found while sampling (lib/tiled_arena.h) */
-  vx_tile_cache *colors; /* tiles decoded for colour queries, kept between them */
+  vx_tile_cache *tiles; /* tiles decoded for samples and colour queries, kept between calls */
 };
 
 vx_status vx_tiled_file_open(const char *path, const vx_read_opts *opts, vx_tiled_file **out,
@@ -50,8 +50,8 @@ vx_status vx_tiled_file_open(const char *path, const vx_read_opts *opts, vx_tile
 void vx_tiled_file_close(vx_tiled_file *f) {
   if (!f) return;
   if (f->has_source) vx_input_release(&f->source);
+  vx_tile_cache_free(f->tiles);
   vx_rs_store_free(f->rs);
-  vx_tile_cache_free(f->colors);
   vx_tiled_close(f->t);
   vx_free(f->path);
   vx_free(f);
@@ -214,13 +214,15 @@ vx_status vx_tiled_file_store(vx_tiled_file *f, vx_rs_store **out, vx_error *err
   return VX_OK;
 }
 
-vx_status vx_tiled_file_color_cache(vx_tiled_file *f, uint64_t budget, vx_tile_cache **out,
-                                    vx_error *err) {
-  if (!f->colors) {
-    vx_status s = vx_tile_cache_new(f->t, &f->ro, budget, NULL, &f->colors, err);
+vx_status vx_tiled_file_cache(vx_tiled_file *f, uint64_t budget, vx_tile_cache **out,
+                              vx_error *err) {
+  if (!f->tiles) {
+    vx_rs_store *rs = NULL;
+    vx_status s = vx_tiled_file_store(f, &rs, err);
+    if (s == VX_OK) s = vx_tile_cache_new(f->t, &f->ro, budget, rs, &f->tiles, err);
     if (s != VX_OK) return s;
   }
-  vx_tile_cache_set_budget(f->colors, budget);
-  *out = f->colors;
+  vx_tile_cache_set_budget(f->tiles, budget);
+  *out = f->tiles;
   return VX_OK;
 }

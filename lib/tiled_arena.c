@@ -14,10 +14,22 @@ typedef struct cache_entry {
   uint64_t gen;  /* the arena that asked last */
 } cache_entry;
 
+/* A window kept for the next calls (vx_tile_cache_window). */
+#define CACHE_WINDOWS 64
+typedef struct cached_window {
+  vx_arena a;
+  uint32_t W, level; /* its depth, the level below which it keeps a part (W: all) */
+  uint64_t key, used, bytes;
+} cached_window;
+
 struct vx_tile_cache {
   vx_tiled *t;
   vx_svo_read_opts ro;
   uint64_t budget, bytes, clock, gen;
+  uint64_t asked; /* the budget last set (budget: raised to what a window held) */
+  cached_window win[CACHE_WINDOWS];
+  int nwin;
+  uint64_t win_bytes;
   cache_entry *e;
   size_t n, cap;
   uint32_t *slot; /* per tile of the file: its entry + 1, 0: not held */
@@ -27,6 +39,7 @@ struct vx_tile_cache {
 /* A window's re-signed voxels. */
 typedef struct rs_window {
   uint64_t key;
+  uint32_t level; /* the level below which it keeps a part (its depth: all) */
   uint32_t *bits;
 } rs_window;
 
@@ -74,7 +87,7 @@ vx_status vx_tile_cache_new(vx_tiled *t, const vx_svo_read_opts *ro, uint64_t bu
   c->t = t;
   c->ro = *ro;
   c->ro.max_level = -1;
-  c->budget = budget;
+  c->budget = c->asked = budget;
   c->rs = rs;
   const uint64_t n = vx_tiled_tile_count(t);
   c->slot = n <= UINT32_MAX ? (uint32_t *)vx_calloc((size_t)(n ? n : 1), sizeof *c->slot) : NULL;
@@ -89,13 +102,14 @@ vx_status vx_tile_cache_new(vx_tiled *t, const vx_svo_read_opts *ro, uint64_t bu
 
 void vx_tile_cache_free(vx_tile_cache *c) {
   if (!c) return;
+  for (int i = 0; i < c->nwin; i++) vx_arena_free(&c->win[i].a);
   for (size_t i = 0; i < c->n; i++) vx_octree_free(&c->e[i].oct);
   vx_free(c->e);
   vx_free(c->slot);
   vx_free(c);
 }
 
-void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget) { c->budget = budget; }
+void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget) { c->budget = c->asked = budget; }
 
 static int cmp_used(const void *a, const void *b) {
   const cache_entry *x = *(const cache_entry *const *)a, *y = *(const cache_entry *const *)b;
@@ -386,17 +400,123 @@ static void child_range(const vx_octree *o, uint64_t *lo, uint64_t *hi) {
   *hi = any ? first + cnt : 0;
 }
 
-vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3], int threads,
-                          vx_arena *a, vx_error *err) {
+/* Runs [r[i][0], r[i][1]) of node indices of one level of a tile, ascending, not touching. */
+typedef struct run_list {
+  uint64_t (*r)[2];
+  size_t n, cap;
+} run_list;
+
+static int run_add(run_list *l, uint64_t lo, uint64_t hi) {
+  if (l->n && l->r[l->n - 1][1] == lo) {
+    l->r[l->n - 1][1] = hi;
+    return 1;
+  }
+  if (l->n == l->cap) {
+    const size_t cap = l->cap ? 2 * l->cap : 64;
+    uint64_t(*r)[2] = (uint64_t(*)[2])vx_realloc(l->r, cap * sizeof *r);
+    if (!r) return 0;
+    l->r = r;
+    l->cap = cap;
+  }
+  l->r[l->n][0] = lo;
+  l->r[l->n][1] = hi;
+  l->n++;
+  return 1;
+}
+
+/* dst = src (runs); 0: out of memory. */
+static int runs_copy(run_list *dst, const run_list *src) {
+  if (dst->cap < src->n) {
+    uint64_t(*r)[2] = (uint64_t(*)[2])vx_realloc(dst->r, src->n * sizeof *r);
+    if (!r) return 0;
+    dst->r = r;
+    dst->cap = src->n;
+  }
+  if (src->n) memcpy(dst->r, src->r, src->n * sizeof *src->r);
+  dst->n = src->n;
+  return 1;
+}
+
+/* The nodes of window level k->level under node idx of tile o (window level l, minimum corner m
+ * in finest voxels of the whole tree, edge `size`), in index order: those meeting k's box, as
+ * runs into r. 0: out of memory. */
+static int kept_runs(const vx_octree *o, uint32_t l, uint32_t idx, const uint64_t m[3],
+                     uint64_t size, const vx_window_keep *k, run_list *r) {
+  if (l == k->level) {
+    for (int i = 0; i < 3; i++)
+      if (m[i] >= k->hi[i] || m[i] + size <= k->lo[i]) return 1;
+    return run_add(r, idx, idx + 1u);
+  }
+  const uint32_t mask = vx_node_mask(o->nodes[idx].info);
+  const uint64_t h = size / 2u;
+  for (uint32_t cs = 0; cs < 8u; cs++) {
+    if (!(mask >> cs & 1u)) continue;
+    const uint64_t cm[3] = {m[0] + (cs & 1u) * h, m[1] + (cs >> 1 & 1u) * h,
+                            m[2] + (cs >> 2 & 1u) * h};
+    if (!kept_runs(o, l + 1u, vx_child_index(o->nodes[idx].child, mask, cs), cm, h, k, r))
+      return 0;
+  }
+  return 1;
+}
+
+/* The runs of the next level under runs r, in place. */
+static void runs_down(const vx_octree *o, run_list *r) {
+  size_t w = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    uint64_t lo = r->r[i][0], hi = r->r[i][1];
+    child_range(o, &lo, &hi);
+    if (lo == hi) continue;
+    if (w && r->r[w - 1][1] == lo) {
+      r->r[w - 1][1] = hi;
+    } else {
+      r->r[w][0] = lo;
+      r->r[w][1] = hi;
+      w++;
+    }
+  }
+  r->n = w;
+}
+
+/* Sets to 0 the info of the nodes dst[0 .. hi - lo - 1], tile nodes [lo, hi), outside runs r. */
+static void clear_unkept(vx_node *dst, uint64_t lo, uint64_t hi, const run_list *r) {
+  uint64_t k = lo;
+  for (size_t i = 0; i <= r->n; i++) {
+    const uint64_t end = i < r->n ? r->r[i][0] : hi;
+    for (; k < end; k++) dst[k - lo].info = 0u;
+    if (i < r->n) k = r->r[i][1];
+  }
+}
+
+/* The tile cache's bytes held by the current arena. */
+static uint64_t held_bytes(const vx_tile_cache *c) {
+  uint64_t b = 0;
+  for (size_t i = 0; i < c->n; i++) b += c->e[i].gen == c->gen ? c->e[i].bytes : 0u;
+  return b;
+}
+
+/* The window's re-signed voxels kept from an earlier arena of it (its key and kept level), or
+ * NULL. */
+static rs_window *window_bits(vx_rs_store *r, uint64_t key, uint32_t level) {
+  for (size_t i = 0; i < r->nwin; i++)
+    if (r->win[i].key == key && r->win[i].level == level) return &r->win[i];
+  return NULL;
+}
+
+vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3],
+                          const vx_window_keep *keep, int threads, vx_arena *a, vx_error *err) {
   memset(a, 0, sizeof *a);
   const vx_tiled_header *h = vx_tiled_get_header(c->t);
   const uint32_t D = h->depth, T = h->tile_depth, K = D - T;
   const uint32_t G = D - W + 1, sl = G - K; /* window level 1: level G, level sl of a tile */
+  const uint32_t P = keep && keep->level >= 1u && keep->level < W ? keep->level : W;
   const uint32_t half = 1u << (W - 1);
   const uint64_t R = (uint64_t)1 << D;
   c->gen++;
   const vx_octree *src[8] = {0};
   uint64_t lo[8][VX_MAX_DEPTH + 1], hi[8][VX_MAX_DEPTH + 1];
+  run_list kept[8], work[8];
+  memset(kept, 0, sizeof kept);
+  memset(work, 0, sizeof work);
   uint32_t mask = 0;
   vx_status s = VX_OK;
   for (uint32_t slot = 0; slot < 8 && s == VX_OK; slot++) {
@@ -424,11 +544,13 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
     mask |= 1u << slot;
     lo[slot][1] = idx;
     hi[slot][1] = idx + 1u;
-    for (uint32_t wl = 2; wl <= W; wl++) {
+    for (uint32_t wl = 2; wl <= P; wl++) {
       lo[slot][wl] = lo[slot][wl - 1];
       hi[slot][wl] = hi[slot][wl - 1];
       child_range(o, &lo[slot][wl], &hi[slot][wl]);
     }
+    if (P < W && !kept_runs(o, 1u, idx, g, half, keep, &kept[slot]))
+      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
   /* the tiles may have moved in the cache: find them again (all held by this arena) */
   for (uint32_t slot = 0; slot < 8 && s == VX_OK; slot++) {
@@ -439,7 +561,8 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
                                         (uint32_t)(g[2] >> T)),
                   &src[slot], err);
   }
-  if (s != VX_OK) return s;
+  /* the next windows find these tiles again: they were in memory at once anyway */
+  if (s == VX_OK && held_bytes(c) > c->budget) c->budget = held_bytes(c);
   vx_octree *o = &a->oct;
   o->depth = W;
   o->levels_loaded = W + 1;
@@ -448,28 +571,57 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
   o->xf.scale = h->xf.scale;
   for (int i = 0; i < 3; i++) o->xf.origin[i] = h->xf.origin[i] + (double)origin[i] * h->xf.scale;
   o->level_count[0] = 1;
-  for (uint32_t wl = 1; wl <= W; wl++)
-    for (uint32_t slot = 0; slot < 8; slot++)
-      if (mask >> slot & 1u) o->level_count[wl] += hi[slot][wl] - lo[slot][wl];
-  if ((s = vx_octree_alloc(o, err)) != VX_OK) {
+  for (uint32_t slot = 0; slot < 8 && s == VX_OK; slot++) {
+    if (!(mask >> slot & 1u)) continue;
+    for (uint32_t wl = 1; wl <= P; wl++) o->level_count[wl] += hi[slot][wl] - lo[slot][wl];
+    if (P == W) continue;
+    if (!runs_copy(&work[slot], &kept[slot])) {
+      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+      break;
+    }
+    for (uint32_t wl = P + 1u; wl <= W; wl++) {
+      runs_down(src[slot], &work[slot]);
+      for (size_t i = 0; i < work[slot].n; i++)
+        o->level_count[wl] += work[slot].r[i][1] - work[slot].r[i][0];
+    }
+  }
+  if (s == VX_OK) s = vx_octree_alloc(o, err);
+  if (s == VX_OK) {
+    o->nodes[0].info = mask; /* no plane, no errors: never final */
+    for (uint32_t slot = 0; slot < 8 && P < W; slot++) /* the runs again, for the copies */
+      runs_copy(&work[slot], &kept[slot]);              /* (fits: it held them before) */
+    for (uint32_t wl = 1; wl <= W; wl++) {
+      uint64_t at = 0;
+      for (uint32_t slot = 0; slot < 8; slot++) {
+        if (!(mask >> slot & 1u)) continue;
+        uint64_t one[1][2] = {{wl <= P ? lo[slot][wl] : 0u, wl <= P ? hi[slot][wl] : 0u}};
+        run_list full = {one, 1, 1};
+        const run_list *runs = &full;
+        if (wl > P) {
+          runs_down(src[slot], &work[slot]);
+          runs = &work[slot];
+        }
+        for (size_t i = 0; i < runs->n; i++) {
+          const uint64_t from = runs->r[i][0], cnt = runs->r[i][1] - from;
+          if (wl < W)
+            memcpy(o->nodes + o->level_first[wl] + at, src[slot]->nodes + from,
+                   (size_t)cnt * sizeof(vx_node));
+          else
+            memcpy(o->voxels + at, src[slot]->voxels + from, (size_t)cnt * sizeof(vx_voxel));
+          if (wl == P && P < W)
+            clear_unkept(o->nodes + o->level_first[wl] + at, from, from + cnt, &kept[slot]);
+          at += cnt;
+        }
+      }
+    }
+  }
+  for (uint32_t slot = 0; slot < 8; slot++) {
+    vx_free(kept[slot].r);
+    vx_free(work[slot].r);
+  }
+  if (s != VX_OK) {
     vx_arena_free(a);
     return s;
-  }
-  o->nodes[0].info = mask; /* no plane, no errors: never final */
-  for (uint32_t wl = 1; wl <= W; wl++) {
-    uint64_t at = 0;
-    for (uint32_t slot = 0; slot < 8; slot++) {
-      if (!(mask >> slot & 1u)) continue;
-      const uint64_t cnt = hi[slot][wl] - lo[slot][wl];
-      if (cnt == 0) /* a pruned tile's levels may be empty */
-        continue;
-      if (wl < W)
-        memcpy(o->nodes + o->level_first[wl] + at, src[slot]->nodes + lo[slot][wl],
-               (size_t)cnt * sizeof(vx_node));
-      else
-        memcpy(o->voxels + at, src[slot]->voxels + lo[slot][wl], (size_t)cnt * sizeof(vx_voxel));
-      at += cnt;
-    }
   }
   a->window = 1;
   for (int i = 0; i < 3; i++) a->origin[i] = origin[i];
@@ -477,23 +629,23 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
   const uint64_t key = vx_morton_encode(origin[0] >> (W - 1), origin[1] >> (W - 1),
                                         origin[2] >> (W - 1));
   vx_rs_store *r = c->rs;
-  for (size_t i = 0; i < r->nwin; i++)
-    if (r->win[i].key == key) {
-      if ((s = vx_octree_link(o, err)) != VX_OK) {
-        vx_arena_free(a);
-        return s;
-      }
-      const size_t words = (size_t)((o->voxel_count + 31) / 32);
-      if (r->win[i].bits && words) {
-        a->resigned = (uint32_t *)vx_malloc(words * sizeof(uint32_t));
-        if (!a->resigned) {
-          vx_arena_free(a);
-          return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-        }
-        memcpy(a->resigned, r->win[i].bits, words * sizeof(uint32_t));
-      }
-      return VX_OK;
+  const rs_window *had = window_bits(r, key, P);
+  if (had) {
+    if ((s = vx_octree_link(o, err)) != VX_OK) {
+      vx_arena_free(a);
+      return s;
     }
+    const size_t words = (size_t)((o->voxel_count + 31) / 32);
+    if (had->bits && words) {
+      a->resigned = (uint32_t *)vx_malloc(words * sizeof(uint32_t));
+      if (!a->resigned) {
+        vx_arena_free(a);
+        return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+      }
+      memcpy(a->resigned, had->bits, words * sizeof(uint32_t));
+    }
+    return VX_OK;
+  }
   if ((s = arena_finish(a, threads, err)) != VX_OK) return s;
   if (r->nwin == r->capwin) {
     const size_t cap = r->capwin ? 2 * r->capwin : 16;
@@ -505,17 +657,58 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
     r->win = w;
     r->capwin = cap;
   }
-  uint32_t *keep = NULL;
+  uint32_t *bits = NULL;
   const size_t words = (size_t)((o->voxel_count + 31) / 32);
   if (a->resigned && words) {
-    keep = (uint32_t *)vx_malloc(words * sizeof(uint32_t));
-    if (!keep) {
+    bits = (uint32_t *)vx_malloc(words * sizeof(uint32_t));
+    if (!bits) {
       vx_arena_free(a);
       return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
     }
-    memcpy(keep, a->resigned, words * sizeof(uint32_t));
+    memcpy(bits, a->resigned, words * sizeof(uint32_t));
   }
   r->win[r->nwin].key = key;
-  r->win[r->nwin++].bits = keep;
+  r->win[r->nwin].level = P;
+  r->win[r->nwin++].bits = bits;
+  return VX_OK;
+}
+
+static uint64_t arena_bytes(const vx_arena *a) {
+  return a->oct.node_count * sizeof(vx_node) + a->oct.voxel_count * sizeof(vx_voxel) +
+         (a->oct.voxel_count + 31) / 32 * 4;
+}
+
+vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3],
+                               const vx_window_keep *keep, int threads, const vx_arena **out,
+                               vx_error *err) {
+  const uint32_t level = keep && keep->level >= 1u && keep->level < W ? keep->level : W;
+  const uint64_t key = vx_morton_encode(origin[0] >> (W - 1), origin[1] >> (W - 1),
+                                        origin[2] >> (W - 1));
+  for (int i = 0; i < c->nwin; i++)
+    if (c->win[i].key == key && c->win[i].W == W && c->win[i].level == level) {
+      c->win[i].used = ++c->clock;
+      *out = &c->win[i].a;
+      return VX_OK;
+    }
+  /* the least recently used out, down to 63 windows within the budget asked for */
+  while (c->nwin == CACHE_WINDOWS || (c->nwin && c->win_bytes > c->asked)) {
+    int v = 0;
+    for (int i = 1; i < c->nwin; i++)
+      if (c->win[i].used < c->win[v].used) v = i;
+    c->win_bytes -= c->win[v].bytes;
+    vx_arena_free(&c->win[v].a);
+    c->win[v] = c->win[--c->nwin];
+  }
+  cached_window *w = &c->win[c->nwin];
+  vx_status s = vx_arena_window(c, W, origin, keep, threads, &w->a, err);
+  if (s != VX_OK) return s;
+  w->W = W;
+  w->level = level;
+  w->key = key;
+  w->used = ++c->clock;
+  w->bytes = arena_bytes(&w->a);
+  c->win_bytes += w->bytes;
+  c->nwin++;
+  *out = &w->a;
   return VX_OK;
 }

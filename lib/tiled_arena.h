@@ -11,7 +11,8 @@
  *   has a plane, as a leaf with that plane (the joined tree stops there too);
  * - a window (any depth): the cube of 2^W voxels from `origin` (a multiple of 2^(W-1), W <= T + 1)
  *   under a root of its own (no plane), whose 8 children are the tiles' cells of level D - W + 1
- *   there, with everything below them. Its grid is the window's: world = origin' + grid * scale.
+ *   there, with everything below them (or a part of it: vx_window_keep). Its grid is the
+ *   window's: world = origin' + grid * scale.
  * Each arena comes with the voxels the thin rule re-signed (sampler/resigned.h): in a whole-tree
  * arena those of each tile, found once in an arena of the 4 x 4 x 4 tiles around its block of
  * 2 x 2 x 2 (so with all its neighbours) and kept in the handle's store; in a window those found
@@ -40,10 +41,12 @@ vx_status vx_tiled_file_store(vx_tiled_file *f, vx_rs_store **out, vx_error *err
 
 typedef struct vx_tile_cache vx_tile_cache;
 
-/* The handle's cache for colour queries (lib/tiled_color.c), made on the first call with
- * `budget`, kept until the handle is closed; a later call sets its budget again. */
-vx_status vx_tiled_file_color_cache(vx_tiled_file *f, uint64_t budget, vx_tile_cache **out,
-                                    vx_error *err);
+/* The handle's cache of decoded tiles, for samples (lib/tiled_sample.c; its arenas' re-signed
+ * voxels go to the handle's store) and colour queries (lib/tiled_color.c): made on the first call
+ * with `budget`, kept until the handle is closed; each later call sets its budget again. So
+ * calls that follow each other (batches of points) do not decode their tiles again. */
+vx_status vx_tiled_file_cache(vx_tiled_file *f, uint64_t budget, vx_tile_cache **out,
+                              vx_error *err);
 
 /* The cache's budget when the caller gives none (vx_tiled_sample_opts.cache_bytes 0). */
 #define VX_TILE_CACHE_DEFAULT ((uint64_t)1 << 30)
@@ -76,9 +79,25 @@ typedef struct vx_arena {
  * `cut`. `threads` find the re-signed voxels of tiles not yet in the store. */
 vx_status vx_arena_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, uint32_t cut,
                          int threads, vx_arena *a, vx_error *err);
-/* The window of depth W at `origin` (see above). */
-vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3], int threads,
-                          vx_arena *a, vx_error *err);
+/* What a window keeps below its level `level` (1 .. W - 1): the cells of that level that meet
+ * the box [lo, hi) (finest voxels of the whole tree) with everything below them; the others stay
+ * as nodes without children or plane, where a sign walk pauses (VX_SE_WALK_AWAIT at level + 1).
+ * So a window built for the points of its middle copies little more than that middle. */
+typedef struct vx_window_keep {
+  uint32_t level;
+  uint64_t lo[3], hi[3];
+} vx_window_keep;
+
+/* The window of depth W at `origin` (see above), all of it (keep NULL) or only the part keep
+ * names. The cache's budget rises to the bytes of the tiles it held, so that the next windows
+ * find them (they were in memory at once anyway). */
+vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3],
+                          const vx_window_keep *keep, int threads, vx_arena *a, vx_error *err);
+/* The same window kept in c (at most 64, least recently used out, within the budget last set), for
+ * the walks that come back to it and the next calls: *out is valid until the next call on c. */
+vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3],
+                               const vx_window_keep *keep, int threads, const vx_arena **out,
+                               vx_error *err);
 void vx_arena_free(vx_arena *a);
 
 #endif

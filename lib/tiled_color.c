@@ -209,7 +209,7 @@ vx_status vx_tiled_file_colors(vx_tiled_file *f, const vx_tiled_sample_opts *til
                                       (unsigned long long)most);
   }
   vx_tile_cache *c = NULL;
-  if (s == VX_OK && m) s = vx_tiled_file_color_cache(f, budget, &c, err);
+  if (s == VX_OK && m) s = vx_tiled_file_cache(f, budget, &c, err);
   /* groups in Morton order of their cells, batched while their tiles fit half the budget and
    * their points the buffers (a group alone always goes) */
   tc_batch b;

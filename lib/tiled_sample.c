@@ -15,7 +15,12 @@
  * arena of that tile, from the very cell and step count where it stopped. The walks of one point
  * run axis after axis and vote as vx_se_walk_sign does.
  * Past 16384^3 the arenas are windows of 2 x 2 x 2 tiles, each point in the one whose middle it
- * lies in; a walk that leaves a window (VX_SE_WALK_EXIT) goes on in the next one.
+ * lies in; a walk that leaves a window (VX_SE_WALK_EXIT) goes on in the next one. A window of
+ * 4096^3 or more keeps below cells of 256^3 only those near its middle (window_keep): each voxel
+ * lies in the middles of 8 windows' boxes but near the middle of about one, so the windows copy
+ * the tree about once, not 8 times. The search for a point of the middle stays within the band of
+ * it; a walk that meets a cell not kept (VX_SE_WALK_AWAIT a level under them) goes on in the
+ * window whose middle holds that cell, as from a window's face.
  */
 #include "lib/tiled_arena.h"
 #include "marcher/gpu_render.h"
@@ -43,23 +48,14 @@ typedef struct ts_walk {
   float sum;
 } ts_walk;
 
-/* Windows kept for reuse (past 16384^3), least recently used out. */
-#define TS_WINDOWS 8
-typedef struct ts_windows {
-  vx_arena a[TS_WINDOWS];
-  uint64_t key[TS_WINDOWS], used[TS_WINDOWS], clock;
-  int n;
-  uint64_t bytes, budget;
-} ts_windows;
-
 typedef struct ts_ctx {
   vx_tiled *t;
   const vx_tiled_header *h;
   uint32_t D, T, K, W; /* W: the windows' depth (0: whole-tree arenas) */
+  uint32_t P;          /* windows keep below their level P only the cells near their middle */
   uint32_t cut;
   int threads;
   vx_tile_cache *cache;
-  ts_windows *windows;
   const float *points;
   float *dist, *grad;
   uint8_t *flags;
@@ -168,7 +164,7 @@ static int walk_on(const ts_ctx *c, const vx_arena *a, const vx_sample_tree *s, 
       open |= (a->origin[k] > 0u ? 1u : 0u) << (2 * k);
       open |= ((uint64_t)a->origin[k] + Rw < ((uint64_t)1 << c->D) ? 1u : 0u) << (2 * k + 1);
     }
-  const uint32_t await = a->window ? 0xffffffffu : c->K + 1u;
+  const uint32_t await = !a->window ? c->K + 1u : c->P ? c->P + 1u : 0xffffffffu;
   for (;;) {
     vx_se_walk wk;
     if (r->fresh) {
@@ -190,9 +186,9 @@ static int walk_on(const ts_ctx *c, const vx_arena *a, const vx_sample_tree *s, 
       r->fresh = 0;
       for (int k = 0; k < 3; k++) r->x[k] = wk.x[k] + a->origin[k]; /* wraps to origin - 1 */
       r->steps = wk.steps;
-      if (st == VX_SE_WALK_AWAIT) {
+      if (st == VX_SE_WALK_AWAIT && !a->window) {
         r->need = wk.c.index - (uint32_t)a->oct.level_first[c->K];
-      } else {
+      } else { /* out of the window, or into a part it did not keep: the window of that middle */
         uint32_t o[3];
         window_origin(c, r->x, o);
         r->need = window_key(o, c->W);
@@ -467,42 +463,31 @@ static vx_status group_whole(const ts_ctx *c, const ts_key *keys, uint64_t n, ts
   return st;
 }
 
-static uint64_t arena_bytes(const vx_arena *a) {
-  return a->oct.node_count * sizeof(vx_node) + a->oct.voxel_count * sizeof(vx_voxel) +
-         (a->oct.voxel_count + 31) / 32 * 4;
+/* What window (x, y, z) (its index per axis) keeps: below level P, the cells within
+ * WINDOW_MARGIN voxels of its middle (where window_of puts its points), band included. */
+#define WINDOW_MARGIN 128u
+static void window_keep(const ts_ctx *c, const uint32_t k[3], vx_window_keep *keep) {
+  const uint64_t half = (uint64_t)1 << (c->W - 1), R = (uint64_t)1 << c->D;
+  const uint64_t last = ((uint64_t)1 << (c->D - c->W + 1)) - 2u;
+  const uint64_t m = WINDOW_MARGIN + (uint64_t)ceilf(c->h->band);
+  keep->level = c->P;
+  for (int i = 0; i < 3; i++) {
+    const uint64_t lo = k[i] == 0 ? 0 : k[i] * half + half / 2u;
+    const uint64_t hi = k[i] >= last ? R : k[i] * half + half + half / 2u;
+    keep->lo[i] = lo > m ? lo - m : 0;
+    keep->hi[i] = hi + m;
+  }
 }
 
-/* Window `key` (its arena built, or kept from before: the walks come back to the windows they
- * left); valid until the next call. */
+/* Window `key` (its arena built, or kept with the file's tile cache from before: the walks come
+ * back to the windows they left, the next call to the same windows); valid until the next call. */
 static vx_status window_get(const ts_ctx *c, uint64_t key, const vx_arena **out, vx_error *err) {
-  ts_windows *w = c->windows;
-  for (int i = 0; i < w->n; i++)
-    if (w->key[i] == key) {
-      w->used[i] = ++w->clock;
-      *out = &w->a[i];
-      return VX_OK;
-    }
-  while (w->n == TS_WINDOWS || (w->n && w->bytes > w->budget)) { /* the least recently used out */
-    int v = 0;
-    for (int i = 1; i < w->n; i++)
-      if (w->used[i] < w->used[v]) v = i;
-    w->bytes -= arena_bytes(&w->a[v]);
-    vx_arena_free(&w->a[v]);
-    w->n--;
-    w->a[v] = w->a[w->n];
-    w->key[v] = w->key[w->n];
-    w->used[v] = w->used[w->n];
-  }
   uint32_t o[3];
   vx_morton_decode(key, &o[0], &o[1], &o[2]);
+  vx_window_keep keep;
+  window_keep(c, o, &keep);
   for (int k = 0; k < 3; k++) o[k] <<= c->W - 1;
-  vx_status st = vx_arena_window(c->cache, c->W, o, c->threads, &w->a[w->n], err);
-  if (st != VX_OK) return st;
-  w->key[w->n] = key;
-  w->used[w->n] = ++w->clock;
-  w->bytes += arena_bytes(&w->a[w->n]);
-  *out = &w->a[w->n++];
-  return VX_OK;
+  return vx_tile_cache_window(c->cache, c->W, o, c->P ? &keep : NULL, c->threads, out, err);
 }
 
 /* The same for group keys[0 .. n-1] of one window. */
@@ -639,6 +624,9 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
                           1u << c.T, 1u << c.D, (double)c.h->band,
                           2.0 * (double)(ceilf(c.h->band) + 2.0f));
   }
+  /* Windows of 4096^3 or more keep below cells of 256^3 only those near their middle, when the
+   * cut reaches below them (a sign walk pauses a level under them). */
+  if (c.W >= 12u && c.cut > c.D - c.W + (c.W - 8u)) c.P = c.W - 8u;
   c.threads = o.threads;
   c.gpu = o.device == VX_DEVICE_GPU;
   vx_gpu_sampler *gs = NULL;
@@ -663,14 +651,7 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
   if (c.W && c.cut <= c.K) {
     st = sample_top(&c, points, n, &cnt, err);
   } else if (n) {
-    ts_windows windows;
-    memset(&windows, 0, sizeof windows);
-    windows.budget = to.cache_bytes ? to.cache_bytes : VX_TILE_CACHE_DEFAULT;
-    c.windows = &windows;
-    vx_rs_store *rs = NULL;
-    st = vx_tiled_file_store(f, &rs, err);
-    if (st == VX_OK)
-      st = vx_tile_cache_new(c.t, &ro, to.cache_bytes ? to.cache_bytes : VX_TILE_CACHE_DEFAULT, rs,
+    st = vx_tiled_file_cache(f, to.cache_bytes ? to.cache_bytes : VX_TILE_CACHE_DEFAULT,
                              &c.cache, err);
     ts_key *keys = st == VX_OK ? (ts_key *)vx_malloc((size_t)n * sizeof *keys) : NULL;
     if (st == VX_OK && !keys) st = vx_error_set(err, VX_ERR_NOMEM, "out of memory for the "
@@ -716,8 +697,6 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
     vx_free(q.w);
     vx_free(sorted);
     vx_gpu_sampler_free(gs);
-    vx_tile_cache_free(c.cache);
-    for (int k = 0; k < windows.n; k++) vx_arena_free(&windows.a[k]);
   }
   if (st != VX_OK) return st;
   if (stats) {

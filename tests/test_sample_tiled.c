@@ -270,6 +270,8 @@ static void finer_than_one_tree(void) {
             (unsigned long long)over, (unsigned long long)in_band);
   CHECK(bad_sign == 0);
   CHECK(far_wrong == 0);
+  float *d0 = (float *)malloc((n + nr) * sizeof(float));
+  memcpy(d0, d, (n + nr) * sizeof(float));
   /* cut at the tiles' roots (the top tree) and below them */
   for (int level = 2; level <= 5; level++) {
     vx_sample_opts o;
@@ -283,6 +285,19 @@ static void finer_than_one_tree(void) {
     for (uint64_t i = 0; i < n + nr; i++) wrong += !isfinite(d[i]);
     CHECK(wrong == 0);
   }
+  /* again on the same handle (its windows and tiles kept from the calls before), and with a
+   * cache too small for one window (every window built again, its tiles read again): the same
+   * bits */
+  for (int pass = 0; pass < 2; pass++) {
+    vx_tiled_sample_opts to;
+    memset(&to, 0, sizeof to);
+    to.struct_size = sizeof to;
+    to.cache_bytes = pass ? 4096 : 0;
+    CHECK_MSG(vx_tiled_file_sample(f, NULL, &to, p, n + nr, d, NULL, fl, NULL, &e) == VX_OK,
+              "%s", e.msg);
+    CHECK(memcmp(d, d0, (n + nr) * sizeof(float)) == 0);
+  }
+  free(d0);
   free(p);
   free(d);
   free(fl);

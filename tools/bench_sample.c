@@ -45,7 +45,8 @@ static const char *sample_help =
     "wall time of whole calls: the points are spread over the tiles' surface voxels, and the\n"
     "first call (which also finds the tiles' re-signed voxels) is timed apart.\n"
     "  --tiles         a tiled file of up to 16384^3: tile by tile instead of joined\n"
-    "  --cache SIZE    decoded tiles kept between groups of points (default 1G)\n";
+    "  --cache SIZE    decoded tiles and windows kept between groups of points and calls\n"
+    "                  (default 1G)\n";
 
 int vx_cmd_bench_sample(int argc, char **argv) {
   double count = 0.0, spread = 0.0;

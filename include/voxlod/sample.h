@@ -191,25 +191,31 @@ VX_API vx_status vx_sampler_sample(vx_sampler *s, const vx_sample_opts *opts, co
 typedef struct vx_tiled_sample_opts {
   uint32_t struct_size; /* sizeof(vx_tiled_sample_opts), or 0 */
   uint32_t reserved0;
-  uint64_t cache_bytes; /* decoded tiles kept between the groups of points (least recently used
-                           first out); 0: 1 GiB. The tiles that one group needs at once are held
-                           whatever it says (TILED SAMPLING below). */
+  uint64_t cache_bytes; /* decoded tiles kept with the handle, between the groups of points and
+                           between calls (least recently used first out); 0: 1 GiB. The tiles
+                           that one group needs at once are held whatever it says (TILED
+                           SAMPLING below). */
 } vx_tiled_sample_opts;
 
 /* TILED SAMPLING: vx_tree_sample's rule on a tiled file of any depth (include/voxlod/tree.h,
  * "tiled files"), without joining it. The points are sorted into groups by the cell of the grid
  * of tiles they lie in (past 16384^3: by the window of 2 x 2 x 2 tiles whose middle they lie in),
  * and each group is sampled in a tree made of the top tree and the tiles within its reach (the
- * band and 2 voxels more), decoded from the file as needed and kept in a cache within
- * tiles->cache_bytes; a far point's sign walks (step 5 above) go on from tile to tile. The
- * voxels the thin rule re-signed are found once per tile (in the tiles around it; past 16384^3
- * per window) and kept with the handle, a bit per voxel, until it is closed.
+ * band and 2 voxels more), decoded from the file as needed and kept with the handle within
+ * tiles->cache_bytes, so that the next call (the next batch of points) finds them; a far
+ * point's sign walks (step 5 above) go on from tile to tile. The voxels the thin rule re-signed
+ * are found once per tile (in the tiles around it; past 16384^3 per window) and kept with the
+ * handle, a bit per voxel, until it is closed.
+ * Past 16384^3 a window of 4096^3 or more copies from its tiles, below cells of 256^3, only
+ * those within 128 voxels and the band of its middle, where its points lie (so the windows
+ * together copy about the tree once, not 8 times); a walk that meets a cell not copied goes on
+ * in the window whose middle holds it. Windows are kept with the handle too (up to 64, within
+ * cache_bytes), and the cache keeps at least the tiles one window needed at once.
  * Memory: 16 bytes a point (their order), 29 per point of a group while it runs, 40 per far
  * point whose walks wait; the cache; the tiles one group needs, twice (decoded, and joined): a
  * tile and its 26 neighbours (more where tiles are narrower than the band plus 2 voxels), one
  * tile for a round of walks, the 4 x 4 x 4 tiles around a block of 2 x 2 x 2 when their re-signed
- * voxels are found; 8 tiles per window past 16384^3 (and up to 8 windows kept, within
- * cache_bytes too).
+ * voxels are found; past 16384^3 the 8 tiles around a window and the part of it kept.
  * - Up to 16384^3 (depth <= 14) the results are those of vx_tree_sample on the tree vx_tree_load
  *   joins from the same file, bit for bit (distance, gradient, flags), at full detail and at
  *   every cut, for every point, with one exception: a voxel that the thin rule's closure
@@ -222,7 +228,8 @@ typedef struct vx_tiled_sample_opts {
  *   (grid coordinates from the window's corner instead of the whole tree's), the sign walks
  *   carried from window to window (their step limit counted along the way; the thin rule's voxels
  *   found within each window, so that a walk ending in a voxel on a window's face may miss a
- *   re-signed one). At a cut at or above the tiles (level <= depth - tile depth) the top tree
+ *   re-signed one; a window of 4096^3 or more finds them in the part it keeps, with the same
+ *   effect for a walk ending 128 voxels or more from its middle). At a cut at or above the tiles (level <= depth - tile depth) the top tree
  *   alone answers (a tile root without a usable plane counts as empty there). Windows must be wide
  *   enough for the band: 2^(W - 2) >= ceil(band) + 2, else VX_ERR_INVALID_ARG.
  * opts as for vx_tree_sample: device AUTO and CPU run on the CPU; GPU runs steps 1 to 4 on the
