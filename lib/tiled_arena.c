@@ -4,6 +4,10 @@
 #include "sampler/resigned.h"
 #include "sys/alloc.h"
 
+#include "sys/system.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 typedef struct cache_entry {
@@ -145,6 +149,33 @@ static void cache_trim(vx_tile_cache *c) {
   c->n = w;
 }
 
+/* Tile i, decoded into o, added to the cache (o's arrays taken; freed on failure), held for the
+ * current arena. */
+static vx_status cache_put(vx_tile_cache *c, uint64_t i, vx_octree *o, vx_error *err) {
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 32;
+    cache_entry *e = (cache_entry *)vx_realloc(c->e, cap * sizeof *e);
+    if (!e) {
+      vx_octree_free(o);
+      return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    }
+    c->e = e;
+    c->cap = cap;
+  }
+  cache_entry *e = &c->e[c->n];
+  memset(e, 0, sizeof *e);
+  e->oct = *o;
+  e->tile = i;
+  e->bytes = o->node_count * sizeof(vx_node) + o->voxel_count * sizeof(vx_voxel) +
+             (o->node_color ? o->node_count * sizeof(uint32_t) : 0) +
+             (o->voxel_color ? o->voxel_count * sizeof(uint32_t) : 0);
+  e->used = ++c->clock;
+  e->gen = c->gen;
+  c->slot[i] = (uint32_t)++c->n;
+  c->bytes += e->bytes;
+  return VX_OK;
+}
+
 /* Tile i, decoded (from the cache, else read), held for the current arena. The pointer stays
  * valid until the next call that reads a tile. */
 static vx_status cache_get(vx_tile_cache *c, uint64_t i, const vx_octree **out, vx_error *err) {
@@ -156,28 +187,99 @@ static vx_status cache_get(vx_tile_cache *c, uint64_t i, const vx_octree **out, 
     *out = &e->oct;
     return VX_OK;
   }
-  if (c->n == c->cap) {
-    size_t cap = c->cap ? 2 * c->cap : 32;
-    cache_entry *e = (cache_entry *)vx_realloc(c->e, cap * sizeof *e);
-    if (!e) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-    c->e = e;
-    c->cap = cap;
-  }
-  cache_entry *e = &c->e[c->n];
-  memset(e, 0, sizeof *e);
-  vx_status s = vx_tiled_read_tile(c->t, i, &c->ro, &e->oct, err);
+  vx_octree o;
+  vx_status s = vx_tiled_read_tile(c->t, i, &c->ro, &o, err);
+  if (s == VX_OK) s = cache_put(c, i, &o, err);
   if (s != VX_OK) return s;
-  e->tile = i;
-  e->bytes = e->oct.node_count * sizeof(vx_node) + e->oct.voxel_count * sizeof(vx_voxel) +
-             (e->oct.node_color ? e->oct.node_count * sizeof(uint32_t) : 0) +
-             (e->oct.voxel_color ? e->oct.voxel_count * sizeof(uint32_t) : 0);
-  e->used = ++c->clock;
-  e->gen = c->gen;
-  c->slot[i] = (uint32_t)++c->n;
-  c->bytes += e->bytes;
   cache_trim(c); /* moves entries: i's slot says where it went */
   *out = &c->e[c->slot[i] - 1u].oct;
   return VX_OK;
+}
+
+/* Tiles decoded side by side, each thread with a reader of its own on the file. */
+typedef struct prefetch_job {
+  const char *path;
+  const vx_tiled *t; /* the cache's reader: the other readers must see the same file */
+  vx_svo_read_opts ro;
+  const uint64_t *tiles;
+  vx_octree *out;
+  uint64_t n;
+  atomic_uint_fast64_t next;
+  atomic_int failed;
+  pthread_mutex_t lock;
+  vx_status status;
+  vx_error err;
+} prefetch_job;
+
+static void *prefetch_worker(void *arg) {
+  prefetch_job *j = (prefetch_job *)arg;
+  vx_error e;
+  memset(&e, 0, sizeof e);
+  vx_tiled *t = NULL;
+  vx_status s = vx_tiled_open(j->path, &j->ro, &t, &e);
+  if (s == VX_OK && vx_tiled_tile_count(t) != vx_tiled_tile_count(j->t))
+    s = vx_error_set(&e, VX_ERR_IO, "%s: the file changed since it was opened", j->path);
+  while (s == VX_OK && !atomic_load(&j->failed)) {
+    const uint64_t k = atomic_fetch_add(&j->next, 1);
+    if (k >= j->n) break;
+    const vx_tile_entry *a = vx_tiled_tile(t, j->tiles[k]), *b = vx_tiled_tile(j->t, j->tiles[k]);
+    if (a->code != b->code || a->offset != b->offset || a->length != b->length ||
+        a->check != b->check)
+      s = vx_error_set(&e, VX_ERR_IO, "%s: the file changed since it was opened", j->path);
+    else
+      s = vx_tiled_read_tile(t, j->tiles[k], &j->ro, &j->out[k], &e);
+  }
+  if (s != VX_OK) {
+    atomic_store(&j->failed, 1);
+    pthread_mutex_lock(&j->lock);
+    if (j->status == VX_OK) {
+      j->status = s;
+      j->err = e;
+    }
+    pthread_mutex_unlock(&j->lock);
+  }
+  vx_tiled_close(t);
+  return NULL;
+}
+
+vx_status vx_tile_cache_prefetch(vx_tile_cache *c, const char *path, const uint64_t *tiles,
+                                 size_t n, int threads, vx_error *err) {
+  uint64_t *miss = (uint64_t *)vx_malloc((n ? n : 1) * sizeof *miss);
+  if (!miss) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!c->slot[tiles[i]]) miss[m++] = tiles[i];
+  const int nt = vx_thread_count(threads, m < 256 ? (int)m : 256);
+  if (m < 2 || nt < 2 || !path) { /* nothing to share out: read when asked for */
+    vx_free(miss);
+    return VX_OK;
+  }
+  prefetch_job j;
+  memset(&j, 0, sizeof j);
+  j.path = path;
+  j.t = c->t;
+  j.ro = c->ro;
+  j.tiles = miss;
+  j.n = m;
+  j.out = (vx_octree *)vx_calloc(m, sizeof *j.out);
+  atomic_init(&j.next, 0);
+  atomic_init(&j.failed, 0);
+  pthread_mutex_init(&j.lock, NULL);
+  vx_status s = j.out ? VX_OK : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  if (s == VX_OK) {
+    vx_parallel(nt, prefetch_worker, &j);
+    if ((s = j.status) != VX_OK) *err = j.err;
+  }
+  c->gen++;
+  for (size_t k = 0; k < m && j.out; k++) {
+    if (s == VX_OK) s = cache_put(c, miss[k], &j.out[k], err);
+    else vx_octree_free(&j.out[k]);
+  }
+  if (s == VX_OK && c->bytes > c->budget) c->budget = c->bytes; /* kept for the arenas to come */
+  pthread_mutex_destroy(&j.lock);
+  vx_free(j.out);
+  vx_free(miss);
+  return s;
 }
 
 vx_status vx_tile_cache_hold(vx_tile_cache *c, const uint64_t *tiles, size_t n,

@@ -60,6 +60,13 @@ void vx_tile_cache_free(vx_tile_cache *c);
 /* A new budget: tiles past it go when the next tile is read (least recently used first). */
 void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget);
 
+/* Tiles tiles[0 .. n-1] (distinct) that are not in the cache decoded side by side on `threads`
+ * threads (0: all cores), each with a reader of its own on the file at `path` (the one c reads:
+ * its index must agree), and added to the cache, whose budget rises to hold them all: for a
+ * caller that knows which tiles its next arenas need, and that they fit. */
+vx_status vx_tile_cache_prefetch(vx_tile_cache *c, const char *path, const uint64_t *tiles,
+                                 size_t n, int threads, vx_error *err);
+
 /* Tiles tiles[0 .. n-1] decoded (read, or from the cache) and held together: out[i] stays valid
  * until the next call on c (tiles of one call are never dropped by it, whatever the budget). */
 vx_status vx_tile_cache_hold(vx_tile_cache *c, const uint64_t *tiles, size_t n,

@@ -490,6 +490,66 @@ static vx_status window_get(const ts_ctx *c, uint64_t key, const vx_arena **out,
   return vx_tile_cache_window(c->cache, c->W, o, c->P ? &keep : NULL, c->threads, out, err);
 }
 
+/* Decoded bytes of tile i, from the index. */
+static uint64_t tile_bytes(const ts_ctx *c, uint64_t i) {
+  const vx_tile_entry *e = vx_tiled_tile(c->t, i);
+  return e->nodes * sizeof(vx_node) + e->voxels * sizeof(vx_voxel);
+}
+
+static int cmp_desc_u64(const void *a, const void *b) {
+  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x > y ? -1 : x < y;
+}
+
+/* The tiles of the windows of keys[0 .. m-1] (sorted) decoded side by side before the first of
+ * them is built, when they fit in the budget or in what one window may hold at once anyway (the 8
+ * largest): else each is read when a window first needs it. */
+static vx_status prefetch_windows(const ts_ctx *c, const char *path, const ts_key *keys,
+                                  uint64_t m, uint64_t budget, vx_error *err) {
+  uint64_t nw = 0;
+  for (uint64_t k = 0; k < m; k++) nw += k == 0 || keys[k].key != keys[k - 1].key;
+  if (nw > ((uint64_t)1 << 24)) return VX_OK; /* too many to list: read as needed */
+  uint64_t *tiles = (uint64_t *)vx_malloc((size_t)(8 * nw + 1) * sizeof *tiles);
+  if (!tiles) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  const uint64_t half = (uint64_t)1 << (c->W - 1), R = (uint64_t)1 << c->D;
+  size_t n = 0;
+  for (uint64_t k = 0; k < m; k++) {
+    if (k && keys[k].key == keys[k - 1].key) continue;
+    uint32_t o[3];
+    vx_morton_decode(keys[k].key, &o[0], &o[1], &o[2]);
+    for (uint32_t slot = 0; slot < 8; slot++) {
+      uint64_t g[3];
+      int inside = 1;
+      for (int i = 0; i < 3; i++) {
+        g[i] = (uint64_t)o[i] * half + (uint64_t)(slot >> i & 1u) * half;
+        inside &= g[i] < R;
+      }
+      const uint64_t ti = inside ? vx_tiled_find_tile(c->t, (uint32_t)(g[0] >> c->T),
+                                                      (uint32_t)(g[1] >> c->T),
+                                                      (uint32_t)(g[2] >> c->T))
+                                 : UINT64_MAX;
+      if (ti != UINT64_MAX) tiles[n++] = ti;
+    }
+  }
+  qsort(tiles, n, sizeof *tiles, cmp_u64);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!u || tiles[i] != tiles[u - 1]) tiles[u++] = tiles[i];
+  uint64_t *bytes = (uint64_t *)vx_malloc((u ? u : 1) * sizeof *bytes);
+  vx_status st = bytes ? VX_OK : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  if (st == VX_OK) {
+    uint64_t all = 0, most = 0;
+    for (size_t i = 0; i < u; i++) all += bytes[i] = tile_bytes(c, tiles[i]);
+    qsort(bytes, u, sizeof *bytes, cmp_desc_u64);
+    for (size_t i = 0; i < u && i < 8; i++) most += bytes[i];
+    if (all <= (budget > most ? budget : most))
+      st = vx_tile_cache_prefetch(c->cache, path, tiles, u, c->threads, err);
+  }
+  vx_free(bytes);
+  vx_free(tiles);
+  return st;
+}
+
 /* The same for group keys[0 .. n-1] of one window. */
 static vx_status group_window(const ts_ctx *c, const ts_key *keys, uint64_t n, ts_queue *q,
                               vx_error *err) {
@@ -683,6 +743,9 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
                                          vx_radix_bits(top), 1);
       }
     }
+    if (st == VX_OK && c.W)
+      st = prefetch_windows(&c, vx_tiled_file_path(f), sorted, m,
+                            to.cache_bytes ? to.cache_bytes : VX_TILE_CACHE_DEFAULT, err);
     ts_queue q;
     memset(&q, 0, sizeof q);
     for (uint64_t g0 = 0; g0 < m && st == VX_OK;) {
