@@ -210,7 +210,9 @@ typedef struct vx_tiled_sample_opts {
  * those within 128 voxels and the band of its middle, where its points lie (so the windows
  * together copy about the tree once, not 8 times); a walk that meets a cell not copied goes on
  * in the window whose middle holds it. Windows are kept with the handle too (up to 64, within
- * cache_bytes), and the cache keeps at least the tiles one window needed at once.
+ * cache_bytes), and the cache keeps at least the tiles one window needed at once; the tiles a
+ * call's windows need are decoded side by side first when they fit in cache_bytes or in what one
+ * window holds at once (the 8 largest).
  * Memory: 16 bytes a point (their order), 29 per point of a group while it runs, 40 per far
  * point whose walks wait; the cache; the tiles one group needs, twice (decoded, and joined): a
  * tile and its 26 neighbours (more where tiles are narrower than the band plus 2 voxels), one
