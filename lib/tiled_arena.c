@@ -3,7 +3,6 @@
 #include "lib/tiled_arena.h"
 #include "sampler/resigned.h"
 #include "sys/alloc.h"
-
 #include "sys/system.h"
 
 #include <pthread.h>
@@ -596,6 +595,11 @@ static uint64_t held_bytes(const vx_tile_cache *c) {
   return b;
 }
 
+/* The level below which a window of depth W keeps a part: keep's, or W (all of it). */
+static uint32_t keep_level(const vx_window_keep *keep, uint32_t W) {
+  return keep && keep->level >= 1u && keep->level < W ? keep->level : W;
+}
+
 /* The window's re-signed voxels kept from an earlier arena of it (its key and kept level), or
  * NULL. */
 static rs_window *window_bits(vx_rs_store *r, uint64_t key, uint32_t level) {
@@ -610,7 +614,7 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
   const vx_tiled_header *h = vx_tiled_get_header(c->t);
   const uint32_t D = h->depth, T = h->tile_depth, K = D - T;
   const uint32_t G = D - W + 1, sl = G - K; /* window level 1: level G, level sl of a tile */
-  const uint32_t P = keep && keep->level >= 1u && keep->level < W ? keep->level : W;
+  const uint32_t P = keep_level(keep, W);
   const uint32_t half = 1u << (W - 1);
   const uint64_t R = (uint64_t)1 << D;
   c->gen++;
@@ -664,7 +668,8 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
                   &src[slot], err);
   }
   /* the next windows find these tiles again: they were in memory at once anyway */
-  if (s == VX_OK && held_bytes(c) > c->budget) c->budget = held_bytes(c);
+  const uint64_t held = s == VX_OK ? held_bytes(c) : 0;
+  if (held > c->budget) c->budget = held;
   vx_octree *o = &a->oct;
   o->depth = W;
   o->levels_loaded = W + 1;
@@ -783,7 +788,7 @@ static uint64_t arena_bytes(const vx_arena *a) {
 vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3],
                                const vx_window_keep *keep, int threads, const vx_arena **out,
                                vx_error *err) {
-  const uint32_t level = keep && keep->level >= 1u && keep->level < W ? keep->level : W;
+  const uint32_t level = keep_level(keep, W);
   const uint64_t key = vx_morton_encode(origin[0] >> (W - 1), origin[1] >> (W - 1),
                                         origin[2] >> (W - 1));
   for (int i = 0; i < c->nwin; i++)
