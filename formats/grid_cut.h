@@ -15,8 +15,9 @@
  * Points: each corner of a cut cell is one grid point; a point shared by several cells takes the
  * mean of their values (voxels agree on shared corners, so there the value is the voxel's, bit for
  * bit; planes of neighbouring nodes differ and are averaged), clamped to +-band cells. Around them
- * the band is extended to +-band: layer by layer, a point next to the band takes its neighbour's
- * sign and the magnitude min |v_neighbour| + 1 (a chamfer distance), clamped at the band.
+ * the band is extended to +-band: layer by layer, a point next to the band takes the sign and the
+ * magnitude + 1 of the neighbour with the least magnitude as the layer began (a chamfer distance;
+ * ties: the neighbour of least Morton code), clamped at the band.
  *
  * Solid runs: a column of cells along y (x and z fixed), surface cells and the gaps between them;
  * a gap is inside when the faces of the two surface cells that bound it are both inside (the sum of
@@ -26,7 +27,8 @@
  * Colour: on a coloured tree every cell carries the colour of the voxel or node it comes from
  * (vx_cut.rgba); vx_cut_point_colors gives the grid points a colour (grid_color.c).
  *
- * Memory: 40 bytes per cell (44 coloured); points 16 bytes per point plus a hash table while they are merged.
+ * Memory: 40 bytes per cell (44 coloured); points 12 bytes per point, made block by block on all
+ * cores (grid_points.c: a hash table per block being made, the blocks' points joined at the end).
  * Every count is checked before it is allocated against what mem_limit leaves beside the
  * process's resident memory at that step (the tree, the cut). Never prints.
  */

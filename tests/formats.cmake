@@ -43,3 +43,5 @@ vx_add_test(test_tile_tasks SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tile_tasks.
 # The point files of `voxlod sample`: .npy assembled byte by byte, text, refusals, values out.
 vx_add_test(test_formats_point_file
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_formats_point_file.c LIBS vx_formats)
+# A cut's grid points, made block by block on all cores, against a dense grid made point by point.
+vx_add_test(test_grid_points SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_grid_points.c LIBS vx_formats)
