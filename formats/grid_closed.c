@@ -16,37 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The index of the first a[i] >= key in sorted a[0..n), searched outward from *hint, which it
- * becomes. */
-static uint64_t gallop(const uint64_t *a, uint64_t n, uint64_t key, uint64_t *hint) {
-  uint64_t lo, hi, h = *hint < n ? *hint : n ? n - 1 : 0;
-  if (n == 0) return 0;
-  if (a[h] < key) { /* forward: a[lo - 1] < key */
-    uint64_t step = 1;
-    lo = h + 1;
-    while (lo + step - 1 < n && a[lo + step - 1] < key) {
-      lo += step;
-      step *= 2;
-    }
-    hi = lo + step - 1 < n ? lo + step - 1 : n;
-  } else { /* backward: a[hi] >= key */
-    uint64_t step = 1;
-    hi = h;
-    while (hi >= step && a[hi - step] >= key) {
-      hi -= step;
-      step *= 2;
-    }
-    lo = hi >= step ? hi - step + 1 : 0;
-  }
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  *hint = lo;
-  return lo;
-}
-
 typedef struct points {
   const uint64_t *keys;
   const float *val;
@@ -61,7 +30,7 @@ static int corners(const points *p, const uint32_t xyz[3], float band, uint64_t 
   for (int k = 0; k < 8; k++) {
     const uint64_t key = vx_morton_encode(xyz[0] + p->pad + (k & 1), xyz[1] + p->pad + (k >> 1 & 1),
                                           xyz[2] + p->pad + (k >> 2 & 1));
-    const uint64_t at = gallop(p->keys, p->n, key, &hint[k]);
+    const uint64_t at = vx_gallop(p->keys, p->n, key, &hint[k]);
     if (at == p->n || p->keys[at] != key) return 0;
     q[k] = vx_corner_quantize(p->val[at], band);
   }
@@ -86,7 +55,7 @@ static int missing_around(const uint32_t xyz[3], const int8_t q[8], uint32_t res
         if (p[b1] < 0 || p[b2] < 0 || p[b1] >= (int64_t)res || p[b2] >= (int64_t)res) continue;
         if (p[b1] == xyz[b1] && p[b2] == xyz[b2]) continue;
         const uint64_t nb = vx_morton_encode((uint32_t)p[0], (uint32_t)p[1], (uint32_t)p[2]);
-        const uint64_t at = gallop(codes, n, nb, hint);
+        const uint64_t at = vx_gallop(codes, n, nb, hint);
         if (at < n && codes[at] == nb) continue;
         if (!fn(user, nb)) return 0;
       }
@@ -124,7 +93,7 @@ static void list_settle(list *l, const uint64_t *b, uint64_t nb) {
   uint64_t m = 0, hint = 0;
   for (uint64_t i = 0; i < l->n; i++) {
     if (m && l->v[m - 1] == l->v[i]) continue;
-    const uint64_t at = gallop(b, nb, l->v[i], &hint);
+    const uint64_t at = vx_gallop(b, nb, l->v[i], &hint);
     if (at < nb && b[at] == l->v[i]) continue;
     l->v[m++] = l->v[i];
   }

@@ -217,6 +217,39 @@ vx_status vx_cut_end(vx_cut *c, vx_error *err) {
   return VX_OK;
 }
 
+/* ---- searches ------------------------------------------------------------------------------- */
+
+/* The index of the first a[i] >= key in sorted a[0..n), searched outward from *hint, which it
+ * becomes. */
+uint64_t vx_gallop(const uint64_t *a, uint64_t n, uint64_t key, uint64_t *hint) {
+  uint64_t lo, hi, h = *hint < n ? *hint : n ? n - 1 : 0;
+  if (n == 0) return 0;
+  if (a[h] < key) { /* forward: a[lo - 1] < key */
+    uint64_t step = 1;
+    lo = h + 1;
+    while (lo + step - 1 < n && a[lo + step - 1] < key) {
+      lo += step;
+      step *= 2;
+    }
+    hi = lo + step - 1 < n ? lo + step - 1 : n;
+  } else { /* backward: a[hi] >= key */
+    uint64_t step = 1;
+    hi = h;
+    while (hi >= step && a[hi - step] >= key) {
+      hi -= step;
+      step *= 2;
+    }
+    lo = hi >= step ? hi - step + 1 : 0;
+  }
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  *hint = lo;
+  return lo;
+}
+
 /* ---- solid runs --------------------------------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b) {

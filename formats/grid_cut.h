@@ -94,6 +94,10 @@ vx_status vx_cut_point_colors(const vx_cut *c, const uint64_t *keys, uint64_t n,
 /* The index of the cell with Morton code `code` in c (binary search), or UINT64_MAX. */
 uint64_t vx_cut_find(const vx_cut *c, uint64_t code);
 
+/* The index of the first a[i] >= key in sorted a[0..n), searched outward from *hint, which it
+ * becomes (galloping: a few probes when keys come in about the order of a). */
+uint64_t vx_gallop(const uint64_t *a, uint64_t n, uint64_t key, uint64_t *hint);
+
 /* A run of filled cells in one column: x, z fixed, y0 <= y < y1. */
 typedef vx_status (*vx_run_fn)(void *user, uint32_t x, uint32_t z, uint32_t y0, uint32_t y1,
                                vx_error *err);
