@@ -49,6 +49,19 @@ static point *find(table *t, uint64_t key) {
     if (t->p[i].key == key || t->p[i].key == 0) return &t->p[i];
 }
 
+/* The point of `key`, made with value v and count n when it is new (*made set). */
+static point *insert(table *t, uint64_t key, float v, uint32_t n, int *made) {
+  point *e = find(t, key);
+  *made = e->key == 0;
+  if (*made) {
+    e->key = key;
+    e->v = v;
+    e->n = n;
+    t->used++;
+  }
+  return e;
+}
+
 /* The whole job: the cut, the blocks, what each block made, the memory it may take. */
 typedef struct job {
   const vx_cut *c;
@@ -191,13 +204,9 @@ static int merge_cells(job *j, table *t, const box *r) {
         if (!room(j, t)) return 0;
         const uint64_t key = vx_morton_encode((uint32_t)p[0], (uint32_t)p[1], (uint32_t)p[2]) + 1;
         const float v = c->field[i][q];
-        point *e = find(t, key);
-        if (e->key == 0) {
-          e->key = key;
-          e->v = v;
-          e->n = 1;
-          t->used++;
-        } else {
+        int made;
+        point *e = insert(t, key, v, 1, &made);
+        if (!made) {
           e->n++;
           e->v += (v - e->v) / (float)e->n;
         }
@@ -269,12 +278,9 @@ static int extend(job *j, table *t, const box *r) {
         if (!inside(r, q)) continue;
         if (!(ok = room(j, t))) break;
         const uint64_t key = vx_morton_encode((uint32_t)q[0], (uint32_t)q[1], (uint32_t)q[2]) + 1;
-        point *p = find(t, key);
-        if (p->key == 0) {
-          p->key = key;
-          p->v = w;
-          p->n = 0;
-          t->used++;
+        int made;
+        point *p = insert(t, key, w, 0, &made);
+        if (made) {
           ok = list_push(j, &next, key, 0.0f);
         } else if (p->n == 0 && fabsf(w) < fabsf(p->v)) {
           p->v = w;
@@ -432,7 +438,7 @@ vx_status vx_cut_points(const vx_cut *c, float band, uint64_t mem_limit, uint64_
     if (!kk || !vv) fail(&j, VX_ERR_NOMEM);
   }
   for (uint64_t k = 0, o = 0; k < blocks.n && j.keys && j.vals && j.count; k++) {
-    if (atomic_load(&j.failed) == VX_OK) {
+    if (atomic_load(&j.failed) == VX_OK && j.count[k]) {
       memcpy(kk + o, j.keys[k], (size_t)j.count[k] * sizeof *kk);
       memcpy(vv + o, j.vals[k], (size_t)j.count[k] * sizeof *vv);
       o += j.count[k];
