@@ -7,8 +7,8 @@
  * the point is one. The band's extension (points that are no cell's corner) is coloured layer by
  * layer outwards: a point takes the mean of its 6-neighbours coloured in earlier layers, so every
  * active value of the level set has a colour, that of the surface nearest to it. Each point
- * gathers its own (the cells around it, found by binary search in the sorted codes, summed in
- * their order; its neighbours in the sorted keys), so the points are coloured on all cores with
+ * gathers its own (the cells around it, found by galloping searches in the sorted codes, summed
+ * in their order; its neighbours in the sorted keys, the same way), so the points are coloured on all cores with
  * the sums a pass over the cells would make: no table beside the 18 bytes a point the colours take
  * while they are summed.
  */
@@ -46,8 +46,7 @@ typedef struct paint {
 static void paint_cells(void *ctx, uint64_t a, uint64_t b) {
   paint *p = (paint *)ctx;
   const vx_cut *c = p->c;
-  uint64_t hint[8]; /* per corner: consecutive points have their cells near each other's */
-  for (int o = 0; o < 8; o++) hint[o] = 0;
+  uint64_t hint[8] = {0}; /* per corner: consecutive points have their cells near each other's */
   for (uint64_t j = a; j < b; j++) {
     uint32_t q[3];
     vx_morton_decode(p->keys[j], &q[0], &q[1], &q[2]);

@@ -151,17 +151,6 @@ static int by_start(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
-/* The index of the first code >= key in the cut's sorted codes. */
-static uint64_t lower_bound(const vx_cut *c, uint64_t key) {
-  uint64_t lo = 0, hi = c->count;
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (c->codes[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /* Every cell with a corner in region r adds its corners there: the cells' runs (the aligned
  * blocks of cells their box meets) in ascending order. */
 static int merge_cells(job *j, table *t, const box *r) {
@@ -182,7 +171,9 @@ static int merge_cells(job *j, table *t, const box *r) {
       for (int64_t x = lo[0] / B; x <= hi[0] / B; x++) {
         const uint64_t first = vx_morton_encode((uint32_t)(x * B), (uint32_t)(y * B),
                                                 (uint32_t)(z * B));
-        const uint64_t a = lower_bound(c, first), b = lower_bound(c, first + (uint64_t)(B * B * B));
+        uint64_t h = 0;
+        const uint64_t a = vx_gallop(c->codes, c->count, first, &h);
+        const uint64_t b = vx_gallop(c->codes, c->count, first + (uint64_t)(B * B * B), &h);
         if (a < b) {
           runs[nr].a = a;
           runs[nr++].b = b;
