@@ -69,7 +69,6 @@ typedef struct job {
   uint32_t pad, bits; /* B = 2^bits points per block side */
   uint64_t hi;        /* the last grid point on each axis: res + 2 pad */
   const point *blocks; /* the blocks made: keys their Morton codes, ascending */
-  uint64_t nblocks;
   uint64_t **keys;    /* per block: its points' keys (Morton codes), ascending, and values */
   float **vals;
   uint64_t *count;
@@ -411,7 +410,6 @@ vx_status vx_cut_points(const vx_cut *c, float band, uint64_t mem_limit, uint64_
     return failed(&j, st, err, mem_limit);
   }
   j.blocks = blocks.v;
-  j.nblocks = blocks.n;
   const size_t nb = (size_t)(blocks.n ? blocks.n : 1);
   j.keys = (uint64_t **)vx_calloc(nb, sizeof *j.keys);
   j.vals = (float **)vx_calloc(nb, sizeof *j.vals);
