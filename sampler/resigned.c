@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* resigned.c - the voxels that the thin-feature rule re-signed (resigned.h).
  *
- * The tree is walked depth first, in subtrees of level min(5, D - 1) handed to the threads. At
- * each node of level D - 1 (a brick of 2^3 voxels) the 26 bricks around it are found by descending
- * from the deepest ancestor each shares with it (the walk keeps the path), so that every voxel
- * around a corner of the brick's voxels is a child of one of 27 known nodes. A voxel is flagged
- * when one of its negative corners is stored larger by a voxel around it. Then the closure
- * (below) adds the voxels that only share corners with re-signed ones.
+ * The tree is walked depth first, in subtrees of level min(5, D - 2) handed to the threads, each
+ * node with the 3 x 3 x 3 nodes of its level around it: the children's neighbourhoods are cut from
+ * the 4 x 4 x 4 cells of the next level around the node's children, found once from its own. At a
+ * node of level D - 2 the voxels within one voxel of its 4^3 are copied into a dense block of
+ * corner values, so comparing a voxel's corner with the 7 voxels that share it reads that block
+ * alone. A voxel is flagged when one of its negative corners is stored larger by a voxel around
+ * it. Then the closure (below) adds the voxels that only share corners with re-signed ones.
  */
 #include "sampler/resigned.h"
 #include "sys/alloc.h"
@@ -18,9 +19,12 @@
 
 #define VX_RS_NONE 0xffffffffu
 #define VX_RS_TOP 5u /* level of the subtrees handed out (up to 8^5 tasks: the threads stay busy) */
+#define VX_RS_ABSENT INT8_MIN /* no voxel: never larger than a stored corner */
 
+/* A subtree handed out: its root's neighbourhood (index (dx+1) + 3 (dy+1) + 9 (dz+1), VX_RS_NONE
+ * where there is no node) and minimum corner, finest voxels. */
 typedef struct rs_task {
-  uint32_t path[VX_RS_TOP + 1];
+  uint32_t nbr[27];
   uint32_t min[3];
 } rs_task;
 
@@ -36,31 +40,15 @@ typedef struct rs_job {
   uint32_t ntasks, top;
   atomic_uint next;
   _Atomic uint32_t *bits;
-  /* where[s][c][o]: the voxel whose corner o is corner c of the brick's voxel in slot s, as its
-   * brick (k: 0 .. 26, offset (k % 3, k / 3 % 3, k / 9) - 1 in bricks) * 8 + its slot */
-  uint8_t where[8][8][8];
+  /* at[c][o]: where the voxel whose corner o is corner c of a voxel keeps that corner, from the
+   * voxel's own values in the block of corner values (below) */
+  int32_t at[8][8];
   /* the voxels found, for the closure (few: a spin lock is enough) */
   atomic_flag lock;
   rs_found *found;
   size_t nfound, cap;
   int nomem;
 } rs_job;
-
-static void fill_where(rs_job *j) {
-  for (uint32_t s = 0; s < 8; s++)
-    for (uint32_t c = 0; c < 8; c++)
-      for (uint32_t o = 0; o < 8; o++) {
-        uint32_t k = 0, slot = 0;
-        for (uint32_t i = 0, w = 1; i < 3; i++, w *= 3) {
-          /* v - 2: the voxel's coordinate relative to the brick's minimum corner, -1 .. 2 (the
-           * grid point s + c less o); its brick offset v / 2 - 1, its slot bit the parity */
-          const uint32_t v = (s >> i & 1u) + (c >> i & 1u) + 2u - (o >> i & 1u);
-          k += v / 2u * w;
-          slot |= (v & 1u) << i;
-        }
-        j->where[s][c][o] = (uint8_t)(k << 3 | slot);
-      }
-}
 
 /* Records voxel idx at minimum corner x as re-signed (its bit set by the caller). */
 static void record(rs_job *j, const uint32_t x[3], uint32_t idx) {
@@ -83,10 +71,153 @@ static void record(rs_job *j, const uint32_t x[3], uint32_t idx) {
   atomic_flag_clear_explicit(&j->lock, memory_order_release);
 }
 
-static uint32_t high_bit(uint32_t x) {
-  uint32_t b = 0;
-  while (x >>= 1) b++;
-  return b;
+/* Child `slot` of node idx (VX_RS_NONE: none, or no node). */
+static uint32_t child_of(const vx_octree *t, uint32_t idx, uint32_t slot) {
+  if (idx == VX_RS_NONE) return VX_RS_NONE;
+  const vx_node *nd = &t->nodes[idx];
+  const uint32_t mask = vx_node_mask(nd->info);
+  return mask >> slot & 1u ? vx_child_index(nd->child, mask, slot) : VX_RS_NONE;
+}
+
+/* The 4 x 4 x 4 cells of the next level around the children of the node whose neighbourhood is
+ * nbr: cell (i, j, k) at i + 4 j + 16 k lies at (i, j, k) - 1 from its first child, so that child
+ * s's neighbourhood is the cells at s + (0 .. 2) per axis. */
+static void children_block(const vx_octree *t, const uint32_t nbr[27], uint32_t blk[64]) {
+  for (uint32_t k = 0; k < 4; k++)
+    for (uint32_t jj = 0; jj < 4; jj++)
+      for (uint32_t i = 0; i < 4; i++) {
+        /* cell i of the children lies in node (i + 1) / 2 - 1 around, in its slot (i + 1) & 1 */
+        const uint32_t q = (i + 1u) / 2u + 3u * ((jj + 1u) / 2u) + 9u * ((k + 1u) / 2u);
+        const uint32_t slot = ((i + 1u) & 1u) | ((jj + 1u) & 1u) << 1 | ((k + 1u) & 1u) << 2;
+        blk[i + 4u * jj + 16u * k] = child_of(t, nbr[q], slot);
+      }
+}
+
+/* Child s's neighbourhood, cut from its parent's children_block. */
+static void child_nbr(const uint32_t blk[64], uint32_t s, uint32_t cn[27]) {
+  const uint32_t sx = s & 1u, sy = s >> 1 & 1u, sz = s >> 2 & 1u;
+  for (uint32_t k = 0; k < 27; k++)
+    cn[k] = blk[(sx + k % 3u) + 4u * (sy + k / 3u % 3u) + 16u * (sz + k / 9u)];
+}
+
+/* Corner values of the voxels within one voxel of a node of level D - 2: voxel u - 1 from its
+ * minimum (u in 0 .. 5 per axis) at VX_RS_AT(u), corners in order; VX_RS_ABSENT where none. */
+#define VX_RS_B 6u
+#define VX_RS_AT(x, y, z) ((((z) * VX_RS_B + (y)) * VX_RS_B + (x)) * 8u)
+
+static void fill_at(rs_job *j) {
+  for (int32_t c = 0; c < 8; c++)
+    for (int32_t o = 0; o < 8; o++) {
+      const int32_t d[3] = {(c & 1) - (o & 1), (c >> 1 & 1) - (o >> 1 & 1),
+                            (c >> 2 & 1) - (o >> 2 & 1)};
+      j->at[c][o] = ((d[2] * (int32_t)VX_RS_B + d[1]) * (int32_t)VX_RS_B + d[0]) * 8 + o;
+    }
+}
+
+/* The voxels of the node of level D - 2 (minimum corner m) whose bricks around are blk. */
+static void block(rs_job *j, const uint32_t blk[64], const uint32_t m[3]) {
+  const vx_octree *t = j->t;
+  int8_t v[VX_RS_B * VX_RS_B * VX_RS_B * 8];
+  memset(v, (unsigned char)VX_RS_ABSENT, sizeof v);
+  for (uint32_t b = 0; b < 64; b++) {
+    if (blk[b] == VX_RS_NONE) continue;
+    const vx_node *nd = &t->nodes[blk[b]];
+    const uint32_t mask = vx_node_mask(nd->info);
+    const uint32_t bx = b & 3u, by = b >> 2 & 3u, bz = b >> 4;
+    for (uint32_t s = 0; s < 8; s++) {
+      if (!(mask >> s & 1u)) continue;
+      /* voxel 2 b + s of the 8^3 around, 2 .. 5 the node's own: kept when within 1 .. 6 */
+      const uint32_t x = 2u * bx + (s & 1u), y = 2u * by + (s >> 1 & 1u),
+                     z = 2u * bz + (s >> 2 & 1u);
+      if (x - 1u > 5u || y - 1u > 5u || z - 1u > 5u) continue;
+      memcpy(v + VX_RS_AT(x - 1u, y - 1u, z - 1u),
+             t->voxels[vx_child_index(nd->child, mask, s)].c, 8);
+    }
+  }
+  for (uint32_t b = 0; b < 8; b++) { /* the node's own bricks */
+    const uint32_t bi = (1u + (b & 1u)) + 4u * (1u + (b >> 1 & 1u)) + 16u * (1u + (b >> 2));
+    if (blk[bi] == VX_RS_NONE) continue;
+    const vx_node *nd = &t->nodes[blk[bi]];
+    const uint32_t mask = vx_node_mask(nd->info);
+    for (uint32_t s = 0; s < 8; s++) {
+      if (!(mask >> s & 1u)) continue;
+      const uint32_t u[3] = {1u + 2u * (b & 1u) + (s & 1u), 1u + 2u * (b >> 1 & 1u) + (s >> 1 & 1u),
+                             1u + 2u * (b >> 2) + (s >> 2 & 1u)};
+      const int8_t *cv = v + VX_RS_AT(u[0], u[1], u[2]);
+      int resigned = 0;
+      for (uint32_t c = 0; c < 8; c++) {
+        if (cv[c] >= 0) continue;
+        int8_t most = VX_RS_ABSENT; /* the largest value stored at this corner, its own included */
+        for (uint32_t o = 0; o < 8; o++) {
+          const int8_t x = cv[j->at[c][o]];
+          most = x > most ? x : most;
+        }
+        resigned |= most > cv[c];
+      }
+      if (resigned) {
+        const uint32_t vi = vx_child_index(nd->child, mask, s);
+        const uint32_t x[3] = {m[0] + u[0] - 1u, m[1] + u[1] - 1u, m[2] + u[2] - 1u};
+        atomic_fetch_or(&j->bits[vi >> 5], 1u << (vi & 31u));
+        record(j, x, vi);
+      }
+    }
+  }
+}
+
+/* The node of level l whose neighbourhood is nbr (minimum corner m), down to level D - 2. */
+static void subtree(rs_job *j, uint32_t l, const uint32_t nbr[27], const uint32_t m[3]) {
+  const vx_octree *t = j->t;
+  const uint32_t D = t->depth;
+  uint32_t blk[64];
+  children_block(t, nbr, blk);
+  if (l + 2u == D) {
+    block(j, blk, m);
+    return;
+  }
+  const vx_node *nd = &t->nodes[nbr[13]];
+  const uint32_t mask = vx_node_mask(nd->info), h = 1u << (D - l - 1u);
+  for (uint32_t s = 0; s < 8; s++) {
+    if (!(mask >> s & 1u)) continue;
+    const uint32_t sx = s & 1u, sy = s >> 1 & 1u, sz = s >> 2 & 1u;
+    uint32_t cn[27];
+    child_nbr(blk, s, cn);
+    const uint32_t c[3] = {m[0] + sx * h, m[1] + sy * h, m[2] + sz * h};
+    subtree(j, l + 1u, cn, c);
+  }
+}
+
+static void *rs_worker(void *arg) {
+  rs_job *j = (rs_job *)arg;
+  for (;;) {
+    const uint32_t k = atomic_fetch_add(&j->next, 1u);
+    if (k >= j->ntasks) break;
+    subtree(j, j->top, j->tasks[k].nbr, j->tasks[k].min);
+  }
+  return NULL;
+}
+
+/* The nodes of level `top` with their neighbourhoods, in index order, into tasks (8^top at
+ * most). */
+static uint32_t collect(const vx_octree *t, uint32_t top, uint32_t l, const uint32_t nbr[27],
+                        const uint32_t m[3], rs_task *tasks, uint32_t n) {
+  if (l == top) {
+    memcpy(tasks[n].nbr, nbr, sizeof tasks[n].nbr);
+    memcpy(tasks[n].min, m, sizeof tasks[n].min);
+    return n + 1u;
+  }
+  uint32_t blk[64];
+  children_block(t, nbr, blk);
+  const vx_node *nd = &t->nodes[nbr[13]];
+  const uint32_t mask = vx_node_mask(nd->info), h = 1u << (t->depth - l - 1u);
+  for (uint32_t s = 0; s < 8; s++) {
+    if (!(mask >> s & 1u)) continue;
+    const uint32_t sx = s & 1u, sy = s >> 1 & 1u, sz = s >> 2 & 1u;
+    uint32_t cn[27];
+    child_nbr(blk, s, cn);
+    const uint32_t c[3] = {m[0] + sx * h, m[1] + sy * h, m[2] + sz * h};
+    n = collect(t, top, l + 1u, cn, c, tasks, n);
+  }
+  return n;
 }
 
 /* The cell of level `to` that holds finest voxel x, descending from node idx at level l (an
@@ -111,114 +242,6 @@ static int in_box(const vx_octree *t, const int64_t x[3], uint32_t u[3]) {
     u[i] = (uint32_t)x[i];
   }
   return 1;
-}
-
-/* The node of level D - 1 whose brick starts at b (even coordinates), found from the path of the
- * brick at m, from the deepest ancestor the two share; VX_RS_NONE when there is none. */
-static uint32_t brick_at(const vx_octree *t, const uint32_t *path, const uint32_t m[3],
-                         const int64_t b[3]) {
-  const uint32_t D = t->depth;
-  uint32_t u[3];
-  if (!in_box(t, b, u)) return VX_RS_NONE;
-  const uint32_t diff = (u[0] ^ m[0]) | (u[1] ^ m[1]) | (u[2] ^ m[2]);
-  const uint32_t l = diff ? D - 1u - high_bit(diff) : D - 1u;
-  return descend(t, path[l], l, D - 1u, u);
-}
-
-/* The voxels of the brick at node `idx` (minimum corner m), path[0 .. D - 1] its ancestors and
- * itself. */
-static void brick(rs_job *j, uint32_t idx, const uint32_t m[3], const uint32_t *path) {
-  const vx_octree *t = j->t;
-  const vx_node *nd = &t->nodes[idx];
-  const uint32_t mask = vx_node_mask(nd->info);
-  /* bricks at m + 2 (dx, dy, dz), index (dx+1) + 3 (dy+1) + 9 (dz+1), found when first needed */
-  uint32_t around[27];
-  uint32_t known = 1u << 13;
-  around[13] = idx;
-  for (uint32_t s = 0; s < 8; s++) {
-    if (!(mask >> s & 1u)) continue;
-    const uint32_t vi = vx_child_index(nd->child, mask, s);
-    const int8_t *cv = t->voxels[vi].c;
-    int resigned = 0;
-    for (uint32_t c = 0; c < 8 && !resigned; c++) {
-      if (cv[c] >= 0) continue;
-      const uint8_t *where = j->where[s][c];
-      for (uint32_t o = 0; o < 8 && !resigned; o++) {
-        if (o == c) continue; /* the voxel itself */
-        const uint32_t k = where[o] >> 3, slot = where[o] & 7u;
-        if (!(known >> k & 1u)) {
-          const int64_t at[3] = {(int64_t)m[0] + 2 * ((int64_t)(k % 3u) - 1),
-                                 (int64_t)m[1] + 2 * ((int64_t)(k / 3u % 3u) - 1),
-                                 (int64_t)m[2] + 2 * ((int64_t)(k / 9u) - 1)};
-          around[k] = brick_at(t, path, m, at);
-          known |= 1u << k;
-        }
-        const uint32_t b = around[k];
-        if (b == VX_RS_NONE) continue;
-        const vx_node *nb = &t->nodes[b];
-        const uint32_t bm = vx_node_mask(nb->info);
-        if (!(bm >> slot & 1u)) continue;
-        const uint32_t wi = vx_child_index(nb->child, bm, slot);
-        resigned = t->voxels[wi].c[o] > cv[c];
-      }
-    }
-    if (resigned) {
-      const uint32_t x[3] = {m[0] + (s & 1u), m[1] + (s >> 1 & 1u), m[2] + (s >> 2 & 1u)};
-      atomic_fetch_or(&j->bits[vi >> 5], 1u << (vi & 31u));
-      record(j, x, vi);
-    }
-  }
-}
-
-/* The subtree of node idx at level l (minimum corner m); path[0 .. l - 1] set. */
-static void subtree(rs_job *j, uint32_t l, uint32_t idx, const uint32_t m[3], uint32_t *path) {
-  const vx_octree *t = j->t;
-  const uint32_t D = t->depth;
-  path[l] = idx;
-  if (l + 1u == D) {
-    brick(j, idx, m, path);
-    return;
-  }
-  const vx_node *nd = &t->nodes[idx];
-  const uint32_t mask = vx_node_mask(nd->info), h = 1u << (D - l - 1u);
-  for (uint32_t s = 0; s < 8; s++) {
-    if (!(mask >> s & 1u)) continue;
-    const uint32_t c[3] = {m[0] + (s & 1u) * h, m[1] + (s >> 1 & 1u) * h,
-                           m[2] + (s >> 2 & 1u) * h};
-    subtree(j, l + 1u, vx_child_index(nd->child, mask, s), c, path);
-  }
-}
-
-static void *rs_worker(void *arg) {
-  rs_job *j = (rs_job *)arg;
-  uint32_t path[VX_MAX_DEPTH + 1];
-  for (;;) {
-    const uint32_t k = atomic_fetch_add(&j->next, 1u);
-    if (k >= j->ntasks) break;
-    memcpy(path, j->tasks[k].path, sizeof j->tasks[k].path);
-    subtree(j, j->top, j->tasks[k].path[j->top], j->tasks[k].min, path);
-  }
-  return NULL;
-}
-
-/* The nodes of level `top` with their paths, in index order, into tasks (8^top at most). */
-static uint32_t collect(const vx_octree *t, uint32_t top, uint32_t l, uint32_t idx,
-                        const uint32_t m[3], uint32_t *path, rs_task *tasks, uint32_t n) {
-  path[l] = idx;
-  if (l == top) {
-    memcpy(tasks[n].path, path, sizeof tasks[n].path);
-    memcpy(tasks[n].min, m, sizeof tasks[n].min);
-    return n + 1u;
-  }
-  const vx_node *nd = &t->nodes[idx];
-  const uint32_t mask = vx_node_mask(nd->info), h = 1u << (t->depth - l - 1u);
-  for (uint32_t s = 0; s < 8; s++) {
-    if (!(mask >> s & 1u)) continue;
-    const uint32_t c[3] = {m[0] + (s & 1u) * h, m[1] + (s >> 1 & 1u) * h,
-                           m[2] + (s >> 2 & 1u) * h};
-    n = collect(t, top, l + 1u, vx_child_index(nd->child, mask, s), c, path, tasks, n);
-  }
-  return n;
 }
 
 /* The index of the voxel at minimum corner x, or VX_RS_NONE. */
@@ -260,7 +283,8 @@ vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, v
   *bits = NULL;
   if (!t->voxels || t->voxel_count == 0 || t->depth < 1u || t->levels_loaded <= t->depth)
     return VX_OK;
-  const uint32_t top = t->depth - 1u < VX_RS_TOP ? t->depth - 1u : VX_RS_TOP;
+  const uint32_t D = t->depth;
+  const uint32_t top = D < 2u ? 0u : (D - 2u < VX_RS_TOP ? D - 2u : VX_RS_TOP);
   const size_t words = (size_t)((t->voxel_count + 31u) / 32u);
   rs_task *tasks = (rs_task *)vx_malloc(((size_t)1 << (3u * top)) * sizeof *tasks);
   _Atomic uint32_t *b = (_Atomic uint32_t *)vx_calloc(words, sizeof(uint32_t));
@@ -271,20 +295,30 @@ vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, v
                         (unsigned long long)t->voxel_count);
   }
   rs_job j;
-  uint32_t path[VX_RS_TOP + 1] = {0};
+  uint32_t root[27];
+  for (uint32_t k = 0; k < 27; k++) root[k] = VX_RS_NONE;
+  root[13] = 0u;
   const uint32_t zero[3] = {0, 0, 0};
   j.t = t;
   j.tasks = tasks;
   j.top = top;
-  j.ntasks = collect(t, top, 0u, 0u, zero, path, tasks, 0u);
   atomic_init(&j.next, 0u);
   j.bits = b;
-  fill_where(&j);
   atomic_flag_clear(&j.lock);
   j.found = NULL;
   j.nfound = j.cap = 0;
   j.nomem = 0;
-  vx_parallel(vx_thread_count(threads, 1024), rs_worker, &j);
+  fill_at(&j);
+  if (D == 1u) { /* the root is the only brick: a node of level -1 around it */
+    uint32_t blk[64];
+    for (uint32_t k = 0; k < 64; k++) blk[k] = VX_RS_NONE;
+    blk[1 + 4 + 16] = 0u;
+    j.ntasks = 0;
+    block(&j, blk, zero);
+  } else {
+    j.ntasks = collect(t, top, 0u, root, zero, tasks, 0u);
+    vx_parallel(vx_thread_count(threads, 1024), rs_worker, &j);
+  }
   vx_free(tasks);
   closure(&j);
   vx_free(j.found);

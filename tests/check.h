@@ -10,6 +10,7 @@
 #ifndef VOXLOD_TESTS_CHECK_H
 #define VOXLOD_TESTS_CHECK_H
 
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,24 @@ static const char *check_current_ = "";
     fprintf(stderr, "%s %s (%.1f s CPU)\n", check_failures_ == check_before_ ? "ok  " : "FAIL",  \
             #fn, (double)(clock() - check_start_) / CLOCKS_PER_SEC);                             \
   } while (0)
+
+/* A step of xorshift64 on *state, its bits 11 .. 42: the tests' random numbers (each test seeds
+ * its own state). */
+static inline uint32_t check_xorshift(uint64_t *state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return (uint32_t)(*state >> 11);
+}
+
+/* Morton code of (x, y, z): bit i of x at bit 3i, of y at 3i + 1, of z at 3i + 2 (21 bits each). */
+static inline uint64_t check_morton(uint32_t x, uint32_t y, uint32_t z) {
+  uint64_t m = 0;
+  for (int i = 0; i < 21; i++)
+    m |= (uint64_t)(x >> i & 1u) << (3 * i) | (uint64_t)(y >> i & 1u) << (3 * i + 1) |
+         (uint64_t)(z >> i & 1u) << (3 * i + 2);
+  return m;
+}
 
 static inline int check_summary(void) {
   fprintf(stderr, "%d checks, %d failed\n", check_count_, check_failures_);

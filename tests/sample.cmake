@@ -15,6 +15,9 @@ endif()
 # under the sanitizers); the sanitizer build skips it, test_sample runs the same code there
 vx_add_test(test_sample_agree SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sample_agree.c LIBS vx_lib
             LABELS heavy)
+# The voxels the thin-feature rule re-signed, found from the corner values, against a dense
+# brute force on random trees of depth 1 to 7 and a smooth field.
+vx_add_test(test_resigned SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_resigned.c LIBS vx_sampler)
 # Tiled files sampled tile by tile: bit for bit the joined tree's results up to 16384^3 (every cut,
 # points at the tiles' faces, any cache size), and against the exact distance at 32768^3.
 vx_add_test(test_sample_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sample_tiled.c

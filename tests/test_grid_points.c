@@ -18,15 +18,6 @@
 
 #define RES 128u
 
-/* Morton code of (x, y, z): bit i of x at bit 3i, of y at 3i + 1, of z at 3i + 2. */
-static uint64_t morton(uint32_t x, uint32_t y, uint32_t z) {
-  uint64_t m = 0;
-  for (int i = 0; i < 21; i++)
-    m |= (uint64_t)(x >> i & 1u) << (3 * i) | (uint64_t)(y >> i & 1u) << (3 * i + 1) |
-         (uint64_t)(z >> i & 1u) << (3 * i + 2);
-  return m;
-}
-
 /* Signed distance in cells to the nearer of two spheres. */
 static double dist(double x, double y, double z) {
   const double a =
@@ -60,7 +51,7 @@ static void make_cut(vx_cut *c) {
         const double d = dist(x + 0.5, y + 0.5, z + 0.5);
         if (fabs(d) > 1.0) continue;
         cellv *e = &cells[n++];
-        e->code = morton(x, y, z);
+        e->code = check_morton(x, y, z);
         const double off = 0.25 * sin(0.7 * x + 1.3 * y + 2.9 * z); /* the cell's own plane */
         for (int k = 0; k < 8; k++)
           e->f[k] = (float)(dist(x + (k & 1), y + (k >> 1 & 1), z + (k >> 2 & 1)) + off);
@@ -142,7 +133,7 @@ static void reference(const vx_cut *c, float band, uint32_t pad, grid *g) {
             if (!front[qi]) continue;
             float w = snap[qi] < 0.0f ? snap[qi] - 1.0f : snap[qi] + 1.0f;
             w = w > band ? band : w < -band ? -band : w;
-            const uint64_t code = morton((uint32_t)q[0], (uint32_t)q[1], (uint32_t)q[2]);
+            const uint64_t code = check_morton((uint32_t)q[0], (uint32_t)q[1], (uint32_t)q[2]);
             if (!found || fabsf(w) < fabsf(best) || (fabsf(w) == fabsf(best) && code < best_code)) {
               found = 1;
               best = w;
@@ -191,7 +182,7 @@ static void points_match_dense_reference(void) {
           want++;
           ext += g.made[p] == 2;
           /* the point in the sorted keys */
-          const uint64_t code = morton(x, y, z);
+          const uint64_t code = check_morton(x, y, z);
           uint64_t lo = 0, hi = n;
           while (lo < hi) {
             const uint64_t mid = (lo + hi) / 2;
