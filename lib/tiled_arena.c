@@ -29,10 +29,10 @@ struct vx_tile_cache {
   vx_tiled *t;
   vx_svo_read_opts ro;
   uint64_t budget, bytes, clock, gen;
-  uint64_t asked; /* the budget last set (budget: raised to what a window held) */
+  uint64_t asked; /* the budget last set (budget: raised to what a window held); 0: auto */
   cached_window win[CACHE_WINDOWS];
   int nwin;
-  uint64_t win_bytes;
+  uint64_t win_bytes, win_most; /* the windows' bytes, the largest window's */
   cache_entry *e;
   size_t n, cap;
   uint32_t *slot; /* per tile of the file: its entry + 1, 0: not held */
@@ -90,7 +90,7 @@ vx_status vx_tile_cache_new(vx_tiled *t, const vx_svo_read_opts *ro, uint64_t bu
   c->t = t;
   c->ro = *ro;
   c->ro.max_level = -1;
-  c->budget = c->asked = budget;
+  vx_tile_cache_set_budget(c, budget);
   c->rs = rs;
   const uint64_t n = vx_tiled_tile_count(t);
   c->slot = n <= UINT32_MAX ? (uint32_t *)vx_calloc((size_t)(n ? n : 1), sizeof *c->slot) : NULL;
@@ -112,7 +112,10 @@ void vx_tile_cache_free(vx_tile_cache *c) {
   vx_free(c);
 }
 
-void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget) { c->budget = c->asked = budget; }
+void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget) {
+  c->asked = budget;
+  c->budget = budget ? budget : VX_TILE_CACHE_DEFAULT;
+}
 
 static int cmp_used(const void *a, const void *b) {
   const cache_entry *x = *(const cache_entry *const *)a, *y = *(const cache_entry *const *)b;
@@ -339,6 +342,53 @@ static vx_status arena_finish(vx_arena *a, int threads, vx_error *err) {
   return s;
 }
 
+/* Copies planned, then made on all threads (an arena past 16384^3 copies GBs), in pieces. */
+typedef struct copy_job {
+  void *dst;
+  const void *src;
+  size_t bytes;
+} copy_job;
+
+typedef struct copy_plan {
+  copy_job *j;
+  size_t n, cap;
+} copy_plan;
+
+#define COPY_PIECE ((size_t)4 << 20)
+
+/* Plans a copy of `bytes` from src to dst; 0: out of memory. */
+static int plan_copy(copy_plan *p, void *dst, const void *src, size_t bytes) {
+  while (bytes) {
+    const size_t b = bytes < COPY_PIECE ? bytes : COPY_PIECE;
+    if (p->n == p->cap) {
+      const size_t cap = p->cap ? 2 * p->cap : 256;
+      copy_job *j = (copy_job *)vx_realloc(p->j, cap * sizeof *j);
+      if (!j) return 0;
+      p->j = j;
+      p->cap = cap;
+    }
+    p->j[p->n].dst = dst;
+    p->j[p->n].src = src;
+    p->j[p->n++].bytes = b;
+    dst = (char *)dst + b;
+    src = (const char *)src + b;
+    bytes -= b;
+  }
+  return 1;
+}
+
+static void copy_item(void *ctx, uint64_t i) {
+  const copy_job *j = &((const copy_plan *)ctx)->j[i];
+  memcpy(j->dst, j->src, j->bytes);
+}
+
+/* Makes the copies planned on `threads` threads (0: all cores) and empties the plan. */
+static void plan_run(copy_plan *p, int threads) {
+  vx_items_run(threads, p->n, copy_item, p);
+  vx_free(p->j);
+  memset(p, 0, sizeof *p);
+}
+
 /* The whole-tree arena of tiles[0 .. n-1]; `own` 1: its re-signed voxels found in it, 0: assembled
  * from the tiles' (found before). */
 static vx_status build_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, uint32_t cut,
@@ -359,7 +409,7 @@ static vx_status build_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, 
   for (uint32_t l = 0; l <= K; l++) o->level_count[l] = top->level_count[l];
   for (uint32_t l = 1; l <= T && s == VX_OK; l++)
     for (size_t i = 0; i < n; i++) o->level_count[K + l] += tl[i]->level_count[l];
-  if (s == VX_OK) s = vx_octree_alloc(o, err);
+  if (s == VX_OK) s = vx_octree_alloc_unset(o, err); /* every node copied below */
   if (s == VX_OK) {
     memcpy(o->nodes, top->nodes,
            (size_t)(top->level_first[K - 1] + top->level_count[K - 1]) * sizeof(vx_node));
@@ -371,20 +421,26 @@ static vx_status build_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, 
       if (j < n && tiles[j] == i) j++;
       else lk[i].info = root_absent(lk[i].info, cut, K);
     }
-    for (uint32_t l = 1; l <= T; l++) {
+    copy_plan plan;
+    memset(&plan, 0, sizeof plan);
+    int ok = 1;
+    for (uint32_t l = 1; l <= T && ok; l++) {
       uint64_t at = 0;
-      for (size_t i = 0; i < n; i++) {
+      for (size_t i = 0; i < n && ok; i++) {
         const uint64_t cnt = tl[i]->level_count[l];
         if (cnt == 0) /* a pruned tile's levels may be empty */
           continue;
         if (l < T)
-          memcpy(o->nodes + o->level_first[K + l] + at, tl[i]->nodes + tl[i]->level_first[l],
-                 (size_t)cnt * sizeof(vx_node));
+          ok = plan_copy(&plan, o->nodes + o->level_first[K + l] + at,
+                         tl[i]->nodes + tl[i]->level_first[l], (size_t)cnt * sizeof(vx_node));
         else
-          memcpy(o->voxels + at, tl[i]->voxels, (size_t)cnt * sizeof(vx_voxel));
+          ok = plan_copy(&plan, o->voxels + at, tl[i]->voxels, (size_t)cnt * sizeof(vx_voxel));
         at += cnt;
       }
     }
+    if (ok) plan_run(&plan, threads);
+    vx_free(plan.j);
+    if (!ok) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
   vx_free((void *)tl);
   if (s != VX_OK) {
@@ -692,14 +748,21 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
         o->level_count[wl] += work[slot].r[i][1] - work[slot].r[i][0];
     }
   }
-  if (s == VX_OK) s = vx_octree_alloc(o, err);
+  if (s == VX_OK) s = vx_octree_alloc_unset(o, err); /* every node copied below */
   if (s == VX_OK) {
+    memset(o->nodes, 0, sizeof *o->nodes);
     o->nodes[0].info = mask; /* no plane, no errors: never final */
     for (uint32_t slot = 0; slot < 8 && P < W; slot++) /* the runs again, for the copies */
       runs_copy(&work[slot], &kept[slot]);              /* (fits: it held them before) */
-    for (uint32_t wl = 1; wl <= W; wl++) {
+    copy_plan plan;
+    memset(&plan, 0, sizeof plan);
+    /* level P's copies (one run per tile), cleared where not kept once copied */
+    uint64_t clear[8][3];
+    uint32_t nclear = 0;
+    int ok = 1;
+    for (uint32_t wl = 1; wl <= W && ok; wl++) {
       uint64_t at = 0;
-      for (uint32_t slot = 0; slot < 8; slot++) {
+      for (uint32_t slot = 0; slot < 8 && ok; slot++) {
         if (!(mask >> slot & 1u)) continue;
         uint64_t one[1][2] = {{wl <= P ? lo[slot][wl] : 0u, wl <= P ? hi[slot][wl] : 0u}};
         run_list full = {one, 1, 1};
@@ -708,19 +771,34 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
           runs_down(src[slot], &work[slot]);
           runs = &work[slot];
         }
-        for (size_t i = 0; i < runs->n; i++) {
+        for (size_t i = 0; i < runs->n && ok; i++) {
           const uint64_t from = runs->r[i][0], cnt = runs->r[i][1] - from;
           if (wl < W)
-            memcpy(o->nodes + o->level_first[wl] + at, src[slot]->nodes + from,
-                   (size_t)cnt * sizeof(vx_node));
+            ok = plan_copy(&plan, o->nodes + o->level_first[wl] + at, src[slot]->nodes + from,
+                           (size_t)cnt * sizeof(vx_node));
           else
-            memcpy(o->voxels + at, src[slot]->voxels + from, (size_t)cnt * sizeof(vx_voxel));
-          if (wl == P && P < W)
-            clear_unkept(o->nodes + o->level_first[wl] + at, from, from + cnt, &kept[slot]);
+            ok = plan_copy(&plan, o->voxels + at, src[slot]->voxels + from,
+                           (size_t)cnt * sizeof(vx_voxel));
+          if (wl == P && P < W) {
+            clear[nclear][0] = o->level_first[wl] + at;
+            clear[nclear][1] = from;
+            clear[nclear++][2] = slot;
+          }
           at += cnt;
         }
       }
     }
+    if (ok) {
+      plan_run(&plan, threads);
+      for (uint32_t i = 0; i < nclear; i++) {
+        const uint32_t slot = (uint32_t)clear[i][2];
+        const uint64_t from = clear[i][1];
+        clear_unkept(o->nodes + clear[i][0], from, from + (hi[slot][P] - lo[slot][P]),
+                     &kept[slot]);
+      }
+    }
+    vx_free(plan.j);
+    if (!ok) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
   for (uint32_t slot = 0; slot < 8; slot++) {
     vx_free(kept[slot].r);
@@ -785,6 +863,13 @@ static uint64_t arena_bytes(const vx_arena *a) {
          (a->oct.voxel_count + 31) / 32 * 4;
 }
 
+/* 1 when the windows kept pass the budget asked for, or without one, when the next window (as
+ * large as the largest so far) would take the process past the default memory limit. */
+static int windows_over(const vx_tile_cache *c) {
+  if (c->asked) return c->win_bytes > c->asked;
+  return vx_resident_bytes() + c->win_most > vx_default_mem_limit();
+}
+
 vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3],
                                const vx_window_keep *keep, int threads, const vx_arena **out,
                                vx_error *err) {
@@ -798,7 +883,7 @@ vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t orig
       return VX_OK;
     }
   /* the least recently used out, down to 63 windows within the budget asked for */
-  while (c->nwin == CACHE_WINDOWS || (c->nwin && c->win_bytes > c->asked)) {
+  while (c->nwin == CACHE_WINDOWS || (c->nwin && windows_over(c))) {
     int v = 0;
     for (int i = 1; i < c->nwin; i++)
       if (c->win[i].used < c->win[v].used) v = i;
@@ -815,6 +900,7 @@ vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t orig
   w->used = ++c->clock;
   w->bytes = arena_bytes(&w->a);
   c->win_bytes += w->bytes;
+  if (w->bytes > c->win_most) c->win_most = w->bytes;
   c->nwin++;
   *out = &w->a;
   return VX_OK;

@@ -48,16 +48,18 @@ typedef struct vx_tile_cache vx_tile_cache;
 vx_status vx_tiled_file_cache(vx_tiled_file *f, uint64_t budget, vx_tile_cache **out,
                               vx_error *err);
 
-/* The cache's budget when the caller gives none (vx_tiled_sample_opts.cache_bytes 0). */
+/* The cache's budget for tiles when the caller gives none (vx_tiled_sample_opts.cache_bytes 0);
+ * its windows are then kept while the process stays under vx_default_mem_limit(). */
 #define VX_TILE_CACHE_DEFAULT ((uint64_t)1 << 30)
 
 /* A cache over reader t keeping at most `budget` bytes of decoded tiles (those an arena needs at
- * once are kept whatever their size); the re-signed voxels its arenas find go to rs (NULL: a
- * cache that makes no arenas). */
+ * once are kept whatever their size; 0: VX_TILE_CACHE_DEFAULT, windows as memory allows); the
+ * re-signed voxels its arenas find go to rs (NULL: a cache that makes no arenas). */
 vx_status vx_tile_cache_new(vx_tiled *t, const vx_svo_read_opts *ro, uint64_t budget,
                             vx_rs_store *rs, vx_tile_cache **out, vx_error *err);
 void vx_tile_cache_free(vx_tile_cache *c);
-/* A new budget: tiles past it go when the next tile is read (least recently used first). */
+/* A new budget (0 as for vx_tile_cache_new): tiles past it go when the next tile is read (least
+ * recently used first). */
 void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget);
 
 /* Tiles tiles[0 .. n-1] (distinct) that are not in the cache decoded side by side on `threads`
@@ -100,7 +102,8 @@ typedef struct vx_window_keep {
  * find them (they were in memory at once anyway). */
 vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3],
                           const vx_window_keep *keep, int threads, vx_arena *a, vx_error *err);
-/* The same window kept in c (at most 64, least recently used out, within the budget last set), for
+/* The same window kept in c (at most 64, least recently used out, within the budget last set, or
+ * without one while the next window would leave the process under vx_default_mem_limit()), for
  * the walks that come back to it and the next calls: *out is valid until the next call on c. */
 vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3],
                                const vx_window_keep *keep, int threads, const vx_arena **out,

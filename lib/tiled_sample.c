@@ -711,8 +711,7 @@ vx_status vx_tiled_file_sample(vx_tiled_file *f, const vx_sample_opts *opts,
   if (c.W && c.cut <= c.K) {
     st = sample_top(&c, points, n, &cnt, err);
   } else if (n) {
-    st = vx_tiled_file_cache(f, to.cache_bytes ? to.cache_bytes : VX_TILE_CACHE_DEFAULT,
-                             &c.cache, err);
+    st = vx_tiled_file_cache(f, to.cache_bytes, &c.cache, err); /* 0: auto (tiled_arena.h) */
     ts_key *keys = st == VX_OK ? (ts_key *)vx_malloc((size_t)n * sizeof *keys) : NULL;
     if (st == VX_OK && !keys) st = vx_error_set(err, VX_ERR_NOMEM, "out of memory for the "
                                                 "order of %llu points", (unsigned long long)n);

@@ -87,7 +87,8 @@ vx_status vx_octree_layout(vx_octree *t, vx_error *err) {
   return VX_OK;
 }
 
-vx_status vx_octree_alloc(vx_octree *t, vx_error *err) {
+/* vx_octree_alloc, the nodes zeroed or (zero 0) left for the caller to write. */
+static vx_status octree_alloc(vx_octree *t, int zero, vx_error *err) {
   vx_status st = vx_octree_layout(t, err);
   if (st != VX_OK) return st;
   uint64_t nodes = t->node_count, voxels = t->voxel_count;
@@ -104,7 +105,7 @@ vx_status vx_octree_alloc(vx_octree *t, vx_error *err) {
     if (!t->nodes)
       return vx_error_set(err, VX_ERR_NOMEM, "cannot allocate %llu nodes (%.1f MiB)",
                           (unsigned long long)nodes, nodes * 16.0 / 1048576.0);
-    memset(t->nodes, 0, (size_t)nodes * sizeof(vx_node));
+    if (zero) memset(t->nodes, 0, (size_t)nodes * sizeof(vx_node));
   }
   if (voxels) {
     t->voxels = (vx_voxel *)vx_malloc(((size_t)voxels * sizeof(vx_voxel) + 15) & ~(size_t)15);
@@ -117,6 +118,10 @@ vx_status vx_octree_alloc(vx_octree *t, vx_error *err) {
   }
   return VX_OK;
 }
+
+vx_status vx_octree_alloc(vx_octree *t, vx_error *err) { return octree_alloc(t, 1, err); }
+
+vx_status vx_octree_alloc_unset(vx_octree *t, vx_error *err) { return octree_alloc(t, 0, err); }
 
 vx_status vx_octree_build(uint32_t depth, const uint64_t *codes, const vx_voxel *field, uint64_t n,
                         vx_octree *out, vx_error *err) {

@@ -66,8 +66,11 @@ vx_status vx_octree_layout(vx_octree *t, vx_error *err);
 /* Allocates nodes/voxels for the counts in t->level_count (16-byte aligned nodes) and fills
  * level_first, node_count and voxel_count; frees any colour arrays (they belonged to the old
  * arrays: the caller allocates colours for the new ones). Used by the builder and the file
- * reader. */
+ * reader. The nodes are zeroed, the voxels not. */
 vx_status vx_octree_alloc(vx_octree *t, vx_error *err);
+/* The same with the nodes left unset too, for a caller that writes every one (the arenas of
+ * lib/tiled_arena.c, GBs that a single-threaded memset would fault in one page at a time). */
+vx_status vx_octree_alloc_unset(vx_octree *t, vx_error *err);
 
 /* Builds the tree bottom-up from n sorted, unique Morton codes of level-`depth` voxels with their
  * corner values (field[i] belongs to codes[i]). Planes are left empty: call vx_octree_fit_planes().

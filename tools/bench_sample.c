@@ -46,7 +46,7 @@ static const char *sample_help =
     "first call (which also finds the tiles' re-signed voxels) is timed apart.\n"
     "  --tiles         a tiled file of up to 16384^3: tile by tile instead of joined\n"
     "  --cache SIZE    decoded tiles and windows kept between groups of points and calls\n"
-    "                  (default 1G)\n";
+    "                  (default: 1G of tiles, windows while memory allows)\n";
 
 int vx_cmd_bench_sample(int argc, char **argv) {
   double count = 0.0, spread = 0.0;

@@ -33,7 +33,8 @@ static const char *sample_help =
     "                   CPU.\n"
     "  --tiles          read a tiled file tile by tile even when it could be joined (up to\n"
     "                   16384^3 the same results; less memory). Finer files always are.\n"
-    "  --cache SIZE     decoded tiles kept while reading tile by tile (default 1G)\n"
+    "  --cache SIZE     decoded tiles (and past 16384^3 windows) kept while reading tile by\n"
+    "                   tile (default: 1G of tiles, windows while memory allows)\n"
     "  --threads N      CPU threads (default: all cores)\n"
     "  --mem-limit SIZE refuse trees (and point files) larger than SIZE (default: 80% of memory)\n"
     "  -q, --quiet      no report\n";

@@ -191,10 +191,11 @@ VX_API vx_status vx_sampler_sample(vx_sampler *s, const vx_sample_opts *opts, co
 typedef struct vx_tiled_sample_opts {
   uint32_t struct_size; /* sizeof(vx_tiled_sample_opts), or 0 */
   uint32_t reserved0;
-  uint64_t cache_bytes; /* decoded tiles kept with the handle, between the groups of points and
-                           between calls (least recently used first out); 0: 1 GiB. The tiles
-                           that one group needs at once are held whatever it says (TILED
-                           SAMPLING below). */
+  uint64_t cache_bytes; /* decoded tiles and windows kept with the handle, between the groups
+                           of points and between calls (least recently used first out); 0: 1 GiB
+                           of tiles, and past 16384^3 every window while the process stays
+                           under 80% of physical memory. The tiles that one group needs at once
+                           are held whatever it says (TILED SAMPLING below). */
 } vx_tiled_sample_opts;
 
 /* TILED SAMPLING: vx_tree_sample's rule on a tiled file of any depth (include/voxlod/tree.h,
@@ -210,7 +211,8 @@ typedef struct vx_tiled_sample_opts {
  * those within 128 voxels and the band of its middle, where its points lie (so the windows
  * together copy about the tree once, not 8 times); a walk that meets a cell not copied goes on
  * in the window whose middle holds it. Windows are kept with the handle too (up to 64, within
- * cache_bytes), and the cache keeps at least the tiles one window needed at once; the tiles a
+ * cache_bytes; without one, as long as the next window would leave the process under 80% of
+ * physical memory: a window is rebuilt only by copying, but that is GBs), and the cache keeps at least the tiles one window needed at once; the tiles a
  * call's windows need are decoded side by side first when they fit in cache_bytes or in what one
  * window holds at once (the 8 largest).
  * Memory: 16 bytes a point (their order), 29 per point of a group while it runs, 40 per far

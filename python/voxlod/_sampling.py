@@ -114,8 +114,10 @@ def tiled_sample(self: TiledFile, points: Any, gradient: bool = False, flags: bo
     of other frameworks through DLPack), the same outputs. Up to 16384^3 the results are those
     of load(path).sample(...) bit for bit; past it, the same rule in windows of 2 x 2 x 2 tiles
     (include/voxlod/sample.h, TILED SAMPLING, says what differs). The tiles are decoded as the
-    points need them and kept within cache_bytes (None: 1 GiB; an int or a string such as
-    "256M"); one group's tiles (a tile and its 26 neighbours) are held whatever it says.
+    points need them and kept within cache_bytes (None: 1 GiB of tiles, and past 16384^3 every
+    window while the process stays under 80% of physical memory; an int or a string such as
+    "256M": tiles and windows together); one group's tiles (a tile and its 26 neighbours) are
+    held whatever it says.
     device: None, "auto" or "cpu": the CPU; "gpu": the search near the surface on the GPU
     (each group's tiles uploaded), the far points' sign walks on the CPU, the same results.
     Points come from host memory: CUDA arrays are refused."""
