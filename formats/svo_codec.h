@@ -180,11 +180,15 @@ static inline int vx_svo_check_feed(vx_svo_checker *c, const void *p, size_t n, 
     ZSTD_outBuffer out = {c->buf, sizeof c->buf, 0};
     r = ZSTD_compressStream2(c->cc, &out, &in, end);
     if (ZSTD_isError(r)) return 0;
-    for (size_t i = 0; i < out.pos; i++) {
-      c->tail[0] = c->tail[1];
-      c->tail[1] = c->tail[2];
-      c->tail[2] = c->tail[3];
-      c->tail[3] = c->buf[i];
+    if (out.pos >= sizeof c->tail) { /* the output's last 4 bytes are all that is kept */
+      memcpy(c->tail, c->buf + out.pos - sizeof c->tail, sizeof c->tail);
+    } else {
+      for (size_t i = 0; i < out.pos; i++) {
+        c->tail[0] = c->tail[1];
+        c->tail[1] = c->tail[2];
+        c->tail[2] = c->tail[3];
+        c->tail[3] = c->buf[i];
+      }
     }
   } while (end == ZSTD_e_end ? r != 0 : in.pos < in.size);
   return 1;
