@@ -864,10 +864,13 @@ static uint64_t arena_bytes(const vx_arena *a) {
 }
 
 /* 1 when the windows kept pass the budget asked for, or without one, when the next window (as
- * large as the largest so far) would take the process past the default memory limit. */
+ * large as the largest so far) would take the process past the default memory limit (where the
+ * process's memory cannot be read: past VX_TILE_CACHE_DEFAULT). */
 static int windows_over(const vx_tile_cache *c) {
   if (c->asked) return c->win_bytes > c->asked;
-  return vx_resident_bytes() + c->win_most > vx_default_mem_limit();
+  const uint64_t rss = vx_resident_bytes();
+  if (!rss) return c->win_bytes > VX_TILE_CACHE_DEFAULT;
+  return rss + c->win_most > vx_default_mem_limit();
 }
 
 vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3],
