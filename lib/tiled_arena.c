@@ -382,11 +382,13 @@ static void copy_item(void *ctx, uint64_t i) {
   memcpy(j->dst, j->src, j->bytes);
 }
 
-/* Makes the copies planned on `threads` threads (0: all cores) and empties the plan. */
-static void plan_run(copy_plan *p, int threads) {
-  vx_items_run(threads, p->n, copy_item, p);
+/* Makes the copies planned on `threads` threads (0: all cores) when ok (every plan_copy
+ * succeeded), and frees the plan; returns ok. */
+static int plan_finish(copy_plan *p, int ok, int threads) {
+  if (ok) vx_items_run(threads, p->n, copy_item, p);
   vx_free(p->j);
   memset(p, 0, sizeof *p);
+  return ok;
 }
 
 /* The whole-tree arena of tiles[0 .. n-1]; `own` 1: its re-signed voxels found in it, 0: assembled
@@ -438,9 +440,7 @@ static vx_status build_whole(vx_tile_cache *c, const uint64_t *tiles, size_t n, 
         at += cnt;
       }
     }
-    if (ok) plan_run(&plan, threads);
-    vx_free(plan.j);
-    if (!ok) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    if (!plan_finish(&plan, ok, threads)) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
   vx_free((void *)tl);
   if (s != VX_OK) {
@@ -756,9 +756,6 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
       runs_copy(&work[slot], &kept[slot]);              /* (fits: it held them before) */
     copy_plan plan;
     memset(&plan, 0, sizeof plan);
-    /* level P's copies (one run per tile), cleared where not kept once copied */
-    uint64_t clear[8][3];
-    uint32_t nclear = 0;
     int ok = 1;
     for (uint32_t wl = 1; wl <= W && ok; wl++) {
       uint64_t at = 0;
@@ -779,26 +776,18 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
           else
             ok = plan_copy(&plan, o->voxels + at, src[slot]->voxels + from,
                            (size_t)cnt * sizeof(vx_voxel));
-          if (wl == P && P < W) {
-            clear[nclear][0] = o->level_first[wl] + at;
-            clear[nclear][1] = from;
-            clear[nclear++][2] = slot;
-          }
           at += cnt;
         }
       }
     }
-    if (ok) {
-      plan_run(&plan, threads);
-      for (uint32_t i = 0; i < nclear; i++) {
-        const uint32_t slot = (uint32_t)clear[i][2];
-        const uint64_t from = clear[i][1];
-        clear_unkept(o->nodes + clear[i][0], from, from + (hi[slot][P] - lo[slot][P]),
-                     &kept[slot]);
-      }
+    if (!plan_finish(&plan, ok, threads)) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+    /* level P, copied whole (one run per tile): cleared where not kept */
+    uint64_t at = o->level_first[P];
+    for (uint32_t slot = 0; slot < 8 && s == VX_OK && P < W; slot++) {
+      if (!(mask >> slot & 1u)) continue;
+      clear_unkept(o->nodes + at, lo[slot][P], hi[slot][P], &kept[slot]);
+      at += hi[slot][P] - lo[slot][P];
     }
-    vx_free(plan.j);
-    if (!ok) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
   for (uint32_t slot = 0; slot < 8; slot++) {
     vx_free(kept[slot].r);
