@@ -36,7 +36,7 @@ typedef struct rs_found {
 
 typedef struct rs_job {
   const vx_octree *t;
-  const rs_task *tasks;
+  rs_task *tasks;
   uint32_t ntasks, top;
   atomic_uint next;
   _Atomic uint32_t *bits;
@@ -164,46 +164,14 @@ static void block(rs_job *j, const uint32_t blk[64], const uint32_t m[3]) {
   }
 }
 
-/* The node of level l whose neighbourhood is nbr (minimum corner m), down to level D - 2. */
-static void subtree(rs_job *j, uint32_t l, const uint32_t nbr[27], const uint32_t m[3]) {
-  const vx_octree *t = j->t;
-  const uint32_t D = t->depth;
-  uint32_t blk[64];
-  children_block(t, nbr, blk);
-  if (l + 2u == D) {
-    block(j, blk, m);
+/* The subtree of the node of level l whose neighbourhood is nbr (minimum corner m): visit(ctx,
+ * nbr, m) at each node of level `stop` in it, in index order. */
+typedef void (*rs_visit)(void *ctx, const uint32_t nbr[27], const uint32_t m[3]);
+static void walk(const vx_octree *t, uint32_t l, uint32_t stop, const uint32_t nbr[27],
+                 const uint32_t m[3], rs_visit visit, void *ctx) {
+  if (l == stop) {
+    visit(ctx, nbr, m);
     return;
-  }
-  const vx_node *nd = &t->nodes[nbr[13]];
-  const uint32_t mask = vx_node_mask(nd->info), h = 1u << (D - l - 1u);
-  for (uint32_t s = 0; s < 8; s++) {
-    if (!(mask >> s & 1u)) continue;
-    const uint32_t sx = s & 1u, sy = s >> 1 & 1u, sz = s >> 2 & 1u;
-    uint32_t cn[27];
-    child_nbr(blk, s, cn);
-    const uint32_t c[3] = {m[0] + sx * h, m[1] + sy * h, m[2] + sz * h};
-    subtree(j, l + 1u, cn, c);
-  }
-}
-
-static void *rs_worker(void *arg) {
-  rs_job *j = (rs_job *)arg;
-  for (;;) {
-    const uint32_t k = atomic_fetch_add(&j->next, 1u);
-    if (k >= j->ntasks) break;
-    subtree(j, j->top, j->tasks[k].nbr, j->tasks[k].min);
-  }
-  return NULL;
-}
-
-/* The nodes of level `top` with their neighbourhoods, in index order, into tasks (8^top at
- * most). */
-static uint32_t collect(const vx_octree *t, uint32_t top, uint32_t l, const uint32_t nbr[27],
-                        const uint32_t m[3], rs_task *tasks, uint32_t n) {
-  if (l == top) {
-    memcpy(tasks[n].nbr, nbr, sizeof tasks[n].nbr);
-    memcpy(tasks[n].min, m, sizeof tasks[n].min);
-    return n + 1u;
   }
   uint32_t blk[64];
   children_block(t, nbr, blk);
@@ -211,13 +179,37 @@ static uint32_t collect(const vx_octree *t, uint32_t top, uint32_t l, const uint
   const uint32_t mask = vx_node_mask(nd->info), h = 1u << (t->depth - l - 1u);
   for (uint32_t s = 0; s < 8; s++) {
     if (!(mask >> s & 1u)) continue;
-    const uint32_t sx = s & 1u, sy = s >> 1 & 1u, sz = s >> 2 & 1u;
     uint32_t cn[27];
     child_nbr(blk, s, cn);
-    const uint32_t c[3] = {m[0] + sx * h, m[1] + sy * h, m[2] + sz * h};
-    n = collect(t, top, l + 1u, cn, c, tasks, n);
+    const uint32_t c[3] = {m[0] + (s & 1u) * h, m[1] + (s >> 1 & 1u) * h, m[2] + (s >> 2 & 1u) * h};
+    walk(t, l + 1u, stop, cn, c, visit, ctx);
   }
-  return n;
+}
+
+/* A node of level D - 2: its voxels checked. */
+static void visit_block(void *ctx, const uint32_t nbr[27], const uint32_t m[3]) {
+  rs_job *j = (rs_job *)ctx;
+  uint32_t blk[64];
+  children_block(j->t, nbr, blk);
+  block(j, blk, m);
+}
+
+static void *rs_worker(void *arg) {
+  rs_job *j = (rs_job *)arg;
+  for (;;) {
+    const uint32_t k = atomic_fetch_add(&j->next, 1u);
+    if (k >= j->ntasks) break;
+    walk(j->t, j->top, j->t->depth - 2u, j->tasks[k].nbr, j->tasks[k].min, visit_block, j);
+  }
+  return NULL;
+}
+
+/* A node of level `top`: a task. */
+static void visit_task(void *ctx, const uint32_t nbr[27], const uint32_t m[3]) {
+  rs_job *j = (rs_job *)ctx;
+  rs_task *task = &j->tasks[j->ntasks++];
+  memcpy(task->nbr, nbr, sizeof task->nbr);
+  memcpy(task->min, m, sizeof task->min);
 }
 
 /* The cell of level `to` that holds finest voxel x, descending from node idx at level l (an
@@ -316,7 +308,8 @@ vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, v
     j.ntasks = 0;
     block(&j, blk, zero);
   } else {
-    j.ntasks = collect(t, top, 0u, root, zero, tasks, 0u);
+    j.ntasks = 0; /* the nodes of level `top`, in index order (8^top at most) */
+    walk(t, 0u, top, root, zero, visit_task, &j);
     vx_parallel(vx_thread_count(threads, 1024), rs_worker, &j);
   }
   vx_free(tasks);
