@@ -115,10 +115,25 @@ int vx_svo_zstd_workers(uint64_t raw_total);
 void vx_svo_pack_nodes(const vx_node *nd, uint64_t count, uint64_t first, uint64_t k,
                        uint8_t *raw);
 void vx_svo_unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n);
+/* The records of k nodes (after the masks of a node section) and their masks into n[0 .. k-1],
+ * child indices 0. */
+void vx_svo_unpack_records(const uint8_t *mask, const uint8_t *rec, uint64_t k, vx_node *n);
+/* NULL when z (zsize bytes) is exactly one zstd frame with a content checksum that declares
+ * `raw` content bytes; else what is wrong with it ("is not a zstd frame", "is damaged", ...),
+ * *why (may be NULL) then the detail that goes in brackets after it, or NULL (svo_read.c). */
+const char *vx_svo_frame_problem(const uint8_t *z, uint64_t zsize, uint64_t raw, const char **why);
 /* Exactly one zstd frame of zsize bytes, with a content checksum and declaring `raw` content
  * bytes, decompressed into dst; VX_ERR_CORRUPT naming `name` and `what` otherwise (svo_read.c). */
 vx_status vx_svo_unframe(ZSTD_DCtx *dc, const uint8_t *z, uint64_t zsize, uint8_t *dst,
                          uint64_t raw, const char *name, const char *what, vx_error *err);
+/* Sections 0 .. levels-1 of tree t (its counts and layout set, no arrays yet) decoded side by
+ * side on `threads` threads (<= 0: every core) from their compressed bytes z[l], zsize[l] long,
+ * each checked against zcheck[l] (svo_read_levels.c). Each node level's masks must name the next
+ * level's count before anything of that count's size is allocated. VX_OK: t->nodes (linked, each
+ * node vx_node_sound), t->voxels, node_count and voxel_count set. Anything else: nothing is left
+ * allocated and the caller decodes the sections one by one, which names what is wrong. */
+vx_status vx_svo_decode_levels(vx_octree *t, uint32_t levels, const uint8_t *const *z,
+                               const uint64_t *zsize, const uint32_t *zcheck, int threads);
 /* The check of n bytes (the checker below, in one call); 0 when zstd fails. */
 int vx_svo_bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check);
 

@@ -27,6 +27,9 @@ typedef struct vx_svo_read_opts {
   uint64_t mem_limit; /* refuse files whose decoded size exceeds this; 0: vx_default_mem_limit() */
   int check_rest;     /* 1: the sections a partial read does not decode are checked too, each
                          against its check32, read in pieces, never decompressed */
+  int threads;        /* 0: a tree of 4 MiB decoded or more on every core, its sections side by
+                         side, a smaller one level by level; 1: level by level; N > 1: side by
+                         side on N threads. The same tree and the same errors every way. */
 } vx_svo_read_opts;
 
 typedef struct vx_svo_file_info {
@@ -36,6 +39,7 @@ typedef struct vx_svo_file_info {
   uint64_t level_disk_bytes[VX_MAX_DEPTH + 1]; /* compressed bytes of each level's section */
   uint64_t level_color_disk_bytes[VX_MAX_DEPTH + 1]; /* ... of each level's colours (0: none) */
   uint64_t header_bytes;
+  int side_by_side; /* 1: the sections were decoded side by side, 0: level by level */
 } vx_svo_file_info;
 
 /* Writes tree t to path. zstd_level: 1..22, 0: by size (19 under 8 MiB decoded, 9 under 64 MiB,

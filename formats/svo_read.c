@@ -81,14 +81,17 @@ int vx_check32_end(vx_check32_stream *c, uint32_t *check) {
   return ok;
 }
 
-void vx_svo_unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
-  const uint8_t *rec = raw + count;
-  for (uint64_t i = 0; i < count; i++, rec += 11) {
+void vx_svo_unpack_records(const uint8_t *mask, const uint8_t *rec, uint64_t k, vx_node *n) {
+  for (uint64_t i = 0; i < k; i++, rec += 11) {
     n[i].child = 0;
-    n[i].info = vx_node_info(raw[i], rec[0], rec[1], rec[2]);
+    n[i].info = vx_node_info(mask[i], rec[0], rec[1], rec[2]);
     n[i].normal = vx_get_u32(rec + 3);
     n[i].d = vx_get_f32(rec + 7);
   }
+}
+
+void vx_svo_unpack_nodes(const uint8_t *raw, uint64_t count, vx_node *n) {
+  vx_svo_unpack_records(raw, raw + count, count, n);
 }
 
 /* Version 1 defined flags bits 0 and 1 only; bits 2..7 (the drawn-plane bound code) came with
@@ -123,6 +126,9 @@ typedef struct svo_src {
   size_t scratch_cap;
 } svo_src;
 
+/* Reads of at least this many bytes are made side by side. */
+#define BIG_READ ((uint64_t)32 << 20)
+
 static vx_status src_get(svo_src *s, uint64_t off, uint64_t n, const uint8_t **out, vx_error *err) {
   if (off > s->size || n > s->size - off)
     return vx_error_set(err, VX_ERR_CORRUPT, "%s: truncated (needs %llu bytes, has %llu)", s->name,
@@ -139,31 +145,47 @@ static vx_status src_get(svo_src *s, uint64_t off, uint64_t n, const uint8_t **o
     s->scratch = b;
     s->scratch_cap = (size_t)n;
   }
-  if (fseeko(s->f, (off_t)(s->base + off), SEEK_SET) != 0 || fread(s->scratch, 1, (size_t)n, s->f) != n)
+  if (n >= BIG_READ) { /* side by side (sys/system.h) */
+    const int r = vx_read_at(fileno(s->f), s->scratch, n, s->base + off, 0);
+    if (r != 0)
+      return vx_error_set(err, r > 0 ? VX_ERR_IO : VX_ERR_CORRUPT, "%s: cannot read %llu bytes at "
+                          "%llu%s%s", s->name, (unsigned long long)n, (unsigned long long)off,
+                          r > 0 ? ": " : " (truncated)", r > 0 ? strerror(r) : "");
+  } else if (fseeko(s->f, (off_t)(s->base + off), SEEK_SET) != 0 ||
+             fread(s->scratch, 1, (size_t)n, s->f) != n) {
     return vx_error_set(err, ferror(s->f) ? VX_ERR_IO : VX_ERR_CORRUPT, "%s: cannot read %llu bytes at %llu%s%s",
                         s->name, (unsigned long long)n, (unsigned long long)off,
                         ferror(s->f) ? ": " : " (truncated)", ferror(s->f) ? strerror(errno) : "");
+  }
   *out = s->scratch;
   return VX_OK;
+}
+
+const char *vx_svo_frame_problem(const uint8_t *z, uint64_t zsize, uint64_t raw, const char **why) {
+  static const uint8_t zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+  if (why) *why = NULL;
+  if (zsize < 6 || memcmp(z, zmagic, 4) != 0) return "is not a zstd frame";
+  uint8_t fhd = z[4];
+  if (!(fhd & 0x04) || (fhd & 0x03)) return "lacks its checksum";
+  unsigned long long fcs = ZSTD_getFrameContentSize(z, (size_t)zsize);
+  if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN || fcs != raw)
+    return "declares the wrong size";
+  size_t fz = ZSTD_findFrameCompressedSize(z, (size_t)zsize);
+  if (ZSTD_isError(fz) || fz != zsize) {
+    if (why) *why = ZSTD_isError(fz) ? ZSTD_getErrorName(fz) : "frame size mismatch";
+    return "is damaged";
+  }
+  return NULL;
 }
 
 /* Decompresses exactly one zstd frame of `zsize` bytes that must carry a content checksum and
  * declare `raw` content bytes into dst. */
 vx_status vx_svo_unframe(ZSTD_DCtx *dc, const uint8_t *z, uint64_t zsize, uint8_t *dst, uint64_t raw,
                          const char *name, const char *what, vx_error *err) {
-  static const uint8_t zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
-  if (zsize < 6 || memcmp(z, zmagic, 4) != 0)
-    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s is not a zstd frame", name, what);
-  uint8_t fhd = z[4];
-  if (!(fhd & 0x04) || (fhd & 0x03))
-    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s lacks its checksum", name, what);
-  unsigned long long fcs = ZSTD_getFrameContentSize(z, (size_t)zsize);
-  if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN || fcs != raw)
-    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s declares the wrong size", name, what);
-  size_t fz = ZSTD_findFrameCompressedSize(z, (size_t)zsize);
-  if (ZSTD_isError(fz) || fz != zsize)
-    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s is damaged (%s)", name, what,
-                        ZSTD_isError(fz) ? ZSTD_getErrorName(fz) : "frame size mismatch");
+  const char *why, *problem = vx_svo_frame_problem(z, zsize, raw, &why);
+  if (problem && why)
+    return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s %s (%s)", name, what, problem, why);
+  if (problem) return vx_error_set(err, VX_ERR_CORRUPT, "%s: %s %s", name, what, problem);
   uint8_t dummy;
   size_t r = ZSTD_decompressDCtx(dc, raw ? dst : &dummy, (size_t)raw, z, (size_t)zsize);
   if (ZSTD_isError(r) || r != raw)
@@ -250,6 +272,34 @@ static vx_status decode_colors(svo_src *src, ZSTD_DCtx *dc, ZSTD_CCtx *ck, vx_oc
     at += zsize[csec + l];
   }
   return VX_OK;
+}
+
+/* Trees of at least this many decoded bytes are decoded section by section side by side. */
+#define WHOLE_RAW ((uint64_t)4 << 20)
+
+/* The loaded levels of a large tree, every section at once (vx_svo_decode_levels), where its
+ * memory (`need` bytes besides the sections' buffers) allows: 1 when t has its arrays. The
+ * sections start at byte `first`; a file's are read first, in one piece. Otherwise (0) nothing is allocated and the caller goes
+ * level by level. */
+static int decode_whole(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t,
+                        uint32_t version, uint32_t levels, uint64_t first, const uint64_t *zsize,
+                        const uint32_t *zcheck, uint64_t need, uint64_t limit) {
+  const int threads = opts ? opts->threads : 0;
+  if (threads == 1 || version < 2) return 0;
+  uint64_t raw = 0, zall = 0, color_raw = 0;
+  for (uint32_t l = 0; l < levels; l++) {
+    raw += t->level_count[l] * (l < t->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD);
+    zall += zsize[l];
+    if (t->level_count[l] * VX_SVO_COLOR_RECORD > color_raw)
+      color_raw = t->level_count[l] * VX_SVO_COLOR_RECORD;
+  }
+  need += (src->mem ? 0 : zall) + t->node_count /* masks */ + color_raw;
+  if ((threads <= 0 && raw < WHOLE_RAW) || need > limit) return 0;
+  const uint8_t *p, *z[VX_MAX_DEPTH + 1];
+  vx_error e;
+  if (src_get(src, first, zall, &p, &e) != VX_OK) return 0;
+  for (uint32_t l = 0; l < levels; p += zsize[l], l++) z[l] = p;
+  return vx_svo_decode_levels(t, levels, z, zsize, zcheck, threads) == VX_OK;
 }
 
 static int finite_d(double v) { return v == v && v <= 1.7e308 && v >= -1.7e308; }
@@ -434,9 +484,20 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   size_t raw_cap = 0;
   uint64_t node_cap = 0;
   const uint64_t node_count = t->node_count, voxel_count = t->voxel_count;
-  t->node_count = 0;
-  t->voxel_count = 0;
-  for (uint32_t l = 0; s == VX_OK && l < levels; l++) {
+  const int whole = s == VX_OK && decode_whole(src, opts, t, version, levels, offset, zsize, zcheck,
+                                               need - raw_max - (src->mem ? 0 : z_max), limit);
+  if (info) info->side_by_side = whole;
+  if (!whole) {
+    t->node_count = 0;
+    t->voxel_count = 0;
+  }
+  if (whole && color) { /* room for the largest colour section */
+    raw_cap = (size_t)(raw_max < VX_SVO_COLOR_RECORD ? VX_SVO_COLOR_RECORD : raw_max);
+    if (!(raw = (uint8_t *)vx_malloc(raw_cap)))
+      s = vx_error_set(err, VX_ERR_NOMEM, "%s: cannot allocate %.1f MiB to decode the colours",
+                       name, (double)raw_cap / 1048576.0);
+  }
+  for (uint32_t l = 0; !whole && s == VX_OK && l < levels; l++) {
     char what[32];
     snprintf(what, sizeof what, "level %u", l);
     uint64_t rs = t->level_count[l] * (l < t->depth ? VX_SVO_NODE_RECORD : VX_SVO_VOXEL_RECORD);
@@ -507,8 +568,8 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   ZSTD_freeCCtx(ck);
   if (s == VX_OK && (t->node_count != node_count || t->voxel_count != voxel_count))
     s = vx_error_set(err, VX_ERR_CORRUPT, "%s: level sizes are inconsistent", name);
-  if (s == VX_OK) s = vx_octree_link(t, err);
-  if (s == VX_OK) s = vx_octree_validate(t, err);
+  if (s == VX_OK && !whole) s = vx_octree_link(t, err);
+  if (s == VX_OK) s = whole ? vx_octree_validate_shape(t, err) : vx_octree_validate(t, err);
   if (s != VX_OK) {
     if (s == VX_ERR_CORRUPT) vx_error_prefix(err, name);
     vx_octree_free(t);

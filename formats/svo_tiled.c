@@ -244,7 +244,7 @@ static void add_end(vx_tiled_writer *w, uint64_t code, const vx_octree *t, uint6
 vx_status vx_tiled_writer_add(vx_tiled_writer *w, uint64_t code, uint64_t build_id,
                               const uint8_t *svo, size_t n, const uint32_t *known,
                               const vx_fit_root *fit, vx_error *err) {
-  vx_svo_read_opts ro = {0, 0, 0}; /* the root */
+  vx_svo_read_opts ro = {0, 0, 0, 0}; /* the root */
   vx_svo_file_info fi;
   vx_octree t;
   vx_status s = vx_svo_decode(svo, n, &ro, &t, &fi, err);
@@ -271,7 +271,7 @@ vx_status vx_tile_file_check(const char *path, const uint64_t *length, const uin
     f->length = (uint64_t)st.st_size;
     f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   }
-  vx_svo_read_opts ro = {0, 0, 1}; /* the root, every other section checked */
+  vx_svo_read_opts ro = {0, 0, 1, 0}; /* the root, every other section checked */
   if (s == VX_OK) s = vx_svo_read(path, &ro, &f->root, &f->fi, err);
   f->have_root = s == VX_OK;
   vx_svo_checker ck;

@@ -10,6 +10,7 @@
 #include "sys/system.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,9 @@ static vx_status get(vx_tiled *t, uint64_t off, uint64_t n, const uint8_t **p, u
   if (!*buf)
     return vx_error_set(err, VX_ERR_NOMEM, "%s: cannot allocate %.1f MiB", t->name,
                         (double)n / 1048576.0);
-  if (fseeko(t->f, (off_t)off, SEEK_SET) != 0 || fread(*buf, 1, (size_t)n, t->f) != n) {
+  const int big = n >= ((uint64_t)32 << 20); /* side by side (sys/system.h) */
+  if (big ? vx_read_at(fileno(t->f), *buf, n, off, 0) != 0
+          : fseeko(t->f, (off_t)off, SEEK_SET) != 0 || fread(*buf, 1, (size_t)n, t->f) != n) {
     vx_free(*buf);
     *buf = NULL;
     return vx_error_set(err, VX_ERR_IO, "%s: cannot read %llu bytes at %llu", t->name,
@@ -403,6 +406,21 @@ static vx_status tile_colors(const vx_tiled *t, uint64_t i, vx_octree *out, vx_e
   return VX_OK;
 }
 
+/* A whole tile's check32, on a thread of its own. */
+typedef struct tile_check {
+  ZSTD_CCtx *cc;
+  const uint8_t *p;
+  uint64_t n;
+  uint32_t got;
+  int ok;
+} tile_check;
+
+static void *tile_check_run(void *arg) {
+  tile_check *c = (tile_check *)arg;
+  c->ok = vx_svo_bytes_check(c->cc, c->p, c->n, &c->got);
+  return NULL;
+}
+
 vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *opts,
                              vx_octree *out, vx_error *err) {
   memset(out, 0, sizeof *out);
@@ -411,7 +429,6 @@ vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *op
   const uint8_t *p;
   uint8_t *buf = NULL;
   vx_status s = VX_OK;
-  uint32_t got = 0;
   vx_svo_file_info fi;
   /* A partial read takes the header and the sections it decodes (each with its own check), not
    * the whole tile: the coarse levels of a 16384^3 tile are a few MiB of its GiBs. */
@@ -421,14 +438,27 @@ vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *op
                             t->name, opts, out, &fi, err);
   else if ((s = get(t, e->offset, e->length, &p, &buf, err)) != VX_OK)
     return s;
-  else if (!vx_svo_bytes_check(t->ck, p, e->length, &got))
-    s = vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum tile %llu", t->name,
-                     (unsigned long long)i);
-  else if (got != e->check)
-    s = vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu is damaged (checksum mismatch)", t->name,
-                     (unsigned long long)i);
-  else
-    s = vx_svo_decode(p, (size_t)e->length, opts, out, &fi, err);
+  else { /* the tile's check beside its decoding; a failed check is the answer either way */
+    tile_check c = {t->ck, p, e->length, 0, 0};
+    pthread_t th;
+    const int beside = e->length >= ((uint64_t)1 << 20) &&
+                       pthread_create(&th, NULL, tile_check_run, &c) == 0;
+    if (beside) {
+      s = vx_svo_decode(p, (size_t)e->length, opts, out, &fi, err);
+      pthread_join(th, NULL);
+    } else {
+      tile_check_run(&c);
+    }
+    if (!c.ok || c.got != e->check) {
+      if (beside && s == VX_OK) vx_octree_free(out);
+      s = !c.ok ? vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum tile %llu", t->name,
+                               (unsigned long long)i)
+                : vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu is damaged (checksum "
+                               "mismatch)", t->name, (unsigned long long)i);
+    } else if (!beside) {
+      s = vx_svo_decode(p, (size_t)e->length, opts, out, &fi, err);
+    }
+  }
   vx_free(buf);
   if (s != VX_OK) return s;
   const vx_node *r = &t->top.nodes[t->top.level_first[t->h.depth - t->h.tile_depth] + i];
@@ -497,7 +527,7 @@ vx_status vx_tiled_stitch(vx_tiled *t, const vx_svo_read_opts *opts, vx_octree *
   }
   uint64_t at[VX_MAX_DEPTH + 1];
   for (uint32_t l = 0; l <= D; l++) at[l] = 0;
-  vx_svo_read_opts part = {L == D ? -1 : (int)(L - K), limit, 0};
+  vx_svo_read_opts part = {L == D ? -1 : (int)(L - K), limit, 0, 0};
   vx_octree tile;
   for (uint64_t i = 0; L >= K && i < t->n && s == VX_OK; i++) {
     if ((s = vx_tiled_read_tile(t, i, &part, &tile, err)) != VX_OK) break;

@@ -156,7 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!build_tree(rest, rest_n, ctl & 32, rest_n > 1 ? (float)rest[1] / 16.0f : 1.0f, &t))
       return 0;
   } else {
-    vx_svo_read_opts o = {(ctl >> 1 & 3) ? (int)(ctl >> 1 & 3) - 1 : -1, (uint64_t)64 << 20, 0};
+    vx_svo_read_opts o = {(ctl >> 1 & 3) ? (int)(ctl >> 1 & 3) - 1 : -1, (uint64_t)64 << 20, 0, 0};
     vx_error e;
     if (vx_svo_decode(rest, rest_n, &o, &t, NULL, &e) != VX_OK) return 0;
   }

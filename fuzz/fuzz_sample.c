@@ -130,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 11 * 4096 + 2) size = 11 * 4096 + 2; /* at most 4096 voxels */
     if (!build_tree(data, size, ctl & 32, (float)level / 16.0f, &t)) return 0;
   } else {
-    vx_svo_read_opts o = {(ctl >> 1 & 3) ? (int)(ctl >> 1 & 3) - 1 : -1, (uint64_t)64 << 20, 0};
+    vx_svo_read_opts o = {(ctl >> 1 & 3) ? (int)(ctl >> 1 & 3) - 1 : -1, (uint64_t)64 << 20, 0, 0};
     vx_error e;
     if (vx_svo_decode(data, size, &o, &t, NULL, &e) != VX_OK) return 0;
     if (vx_octree_validate(&t, &e) != VX_OK) abort();

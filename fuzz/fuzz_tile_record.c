@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   vx_tiled_writer_abort(w);
   if (s == VX_OK) {
-    vx_svo_read_opts o = {-1, (uint64_t)64 << 20, 0};
+    vx_svo_read_opts o = {-1, (uint64_t)64 << 20, 0, 0};
     vx_tiled *t = NULL;
     if (vx_tiled_open(out, &o, &t, &e) != VX_OK) { /* the writer wrote a bad file */
       fprintf(stderr, "%s\n", e.msg);

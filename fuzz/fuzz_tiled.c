@@ -83,7 +83,7 @@ static void cut(vx_tiled *t, uint32_t level) {
   vx_cut_begin(h->depth, level, &h->xf, &c);
   c.codes = (uint64_t *)vx_malloc(first[n] * sizeof *c.codes);
   c.field = (float(*)[8])vx_malloc(first[n] * sizeof *c.field);
-  vx_svo_read_opts po = {level == h->depth ? -1 : (int)(level - K), (uint64_t)64 << 20, 0};
+  vx_svo_read_opts po = {level == h->depth ? -1 : (int)(level - K), (uint64_t)64 << 20, 0, 0};
   vx_status s = c.codes && c.field ? VX_OK : VX_ERR_NOMEM;
   for (uint64_t i = 0; i < n && s == VX_OK; i++) {
     vx_octree tile;
@@ -173,7 +173,7 @@ static void colors(const vx_tiled *t, const vx_octree *tiles, const vx_octree *a
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  vx_svo_read_opts o = {-1, (uint64_t)64 << 20, 0};
+  vx_svo_read_opts o = {-1, (uint64_t)64 << 20, 0, 0};
   vx_tiled *t = NULL;
   vx_error e;
   if (vx_tiled_open_memory(data, size, &o, &t, &e) != VX_OK) return 0;

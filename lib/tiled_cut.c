@@ -53,7 +53,7 @@ static void *cut_tiles(void *arg) {
   vx_tiled *t = NULL;
   vx_status s = vx_tiled_open(j->path, &j->ro, &t, &e);
   const vx_svo_read_opts part = {j->c->level == j->c->depth ? -1 : (int)(j->c->level - j->K),
-                                 j->limit, 0};
+                                 j->limit, 0, 0};
   for (;;) {
     const uint64_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
     if (i >= j->n || __atomic_load_n(&j->status, __ATOMIC_RELAXED) != VX_OK) break;
@@ -122,7 +122,7 @@ vx_status vx_tiled_cut(vx_tiled_file *f, uint32_t level, uint64_t mem_limit,
     return s;
   }
   if (h->prune_error > 0.0f) { /* a pruned leaf's plane gives cells no header counts */
-    const vx_svo_read_opts part = {level == D ? -1 : (int)(level - K), limit, 0};
+    const vx_svo_read_opts part = {level == D ? -1 : (int)(level - K), limit, 0, 0};
     const uint64_t n = vx_tiled_tile_count(t);
     for (uint64_t i = 0; i < n && s == VX_OK; i++) {
       vx_octree tile;

@@ -103,6 +103,13 @@ VX_HD uint32_t vx_popcount8(uint32_t v) {
   return (v + (v >> 4)) & 0x0fu;
 }
 
+/* What a node must be besides its child index (vx_octree_validate): a pruned leaf exactly when it
+ * has no children, with a finite plane offset. */
+VX_HD int vx_node_sound(uint32_t info, float d) {
+  return (vx_node_mask(info) == 0) == ((vx_node_flags(info) & VX_NODE_PRUNED) != 0) && d == d &&
+         d <= 1e6f && d >= -1e6f;
+}
+
 /* Index of the child in slot s (which must be set in mask). */
 VX_HD uint32_t vx_child_index(uint32_t child, uint32_t mask, uint32_t slot) {
   return child + vx_popcount8(mask & ((1u << slot) - 1u));

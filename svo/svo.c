@@ -197,7 +197,7 @@ vx_status vx_octree_link(vx_octree *t, vx_error *err) {
   return VX_OK;
 }
 
-vx_status vx_octree_validate(const vx_octree *t, vx_error *err) {
+vx_status vx_octree_validate_shape(const vx_octree *t, vx_error *err) {
   if (t->depth < VX_MIN_DEPTH || t->depth > VX_MAX_DEPTH)
     return vx_error_set(err, VX_ERR_CORRUPT, "depth %u outside [%d, %d]", t->depth, VX_MIN_DEPTH,
                         VX_MAX_DEPTH);
@@ -232,6 +232,13 @@ vx_status vx_octree_validate(const vx_octree *t, vx_error *err) {
                  : t->voxel_count != 0)
     return vx_error_set(err, VX_ERR_CORRUPT, "voxel count %llu does not match level %u",
                         (unsigned long long)t->voxel_count, t->depth);
+  return VX_OK;
+}
+
+vx_status vx_octree_validate(const vx_octree *t, vx_error *err) {
+  vx_status s = vx_octree_validate_shape(t, err);
+  if (s != VX_OK) return s;
+  const uint32_t levels = t->levels_loaded;
   for (uint32_t l = 0; l < t->depth && l < levels; l++) {
     const vx_node *lvl = t->nodes + t->level_first[l];
     int has_next = l + 1 < levels;
@@ -239,18 +246,15 @@ vx_status vx_octree_validate(const vx_octree *t, vx_error *err) {
     uint64_t next_count = t->level_count[l + 1];
     uint64_t run = 0;
     for (uint64_t k = 0; k < t->level_count[l]; k++) {
-      uint32_t info = lvl[k].info, mask = vx_node_mask(info), flags = vx_node_flags(info);
-      if (mask == 0 && !(flags & VX_NODE_PRUNED))
-        return vx_error_set(err, VX_ERR_CORRUPT,
-                            "level %u node %llu: no children but not marked as a pruned leaf", l,
-                            (unsigned long long)k);
-      if (mask != 0 && (flags & VX_NODE_PRUNED))
-        return vx_error_set(err, VX_ERR_CORRUPT, "level %u node %llu: pruned leaf with children",
-                            l, (unsigned long long)k);
-      float d = lvl[k].d;
-      if (!(d == d) || d > 1e6f || d < -1e6f)
+      uint32_t info = lvl[k].info, mask = vx_node_mask(info);
+      if (!vx_node_sound(info, lvl[k].d)) {
+        if ((mask == 0) != ((vx_node_flags(info) & VX_NODE_PRUNED) != 0))
+          return vx_error_set(err, VX_ERR_CORRUPT, mask ? "level %u node %llu: pruned leaf with "
+                              "children" : "level %u node %llu: no children but not marked as a "
+                              "pruned leaf", l, (unsigned long long)k);
         return vx_error_set(err, VX_ERR_CORRUPT, "level %u node %llu: plane offset is not finite",
                             l, (unsigned long long)k);
+      }
       if (has_next && mask && (uint64_t)lvl[k].child != next_base + run)
         return vx_error_set(err, VX_ERR_CORRUPT,
                             "level %u node %llu: child index %u, expected %llu", l,

@@ -84,6 +84,10 @@ vx_status vx_octree_build(uint32_t depth, const uint64_t *codes, const vx_voxel 
  * pruned leaves, flags known, depth bounded, finite plane offsets. Returns VX_ERR_CORRUPT with the
  * first violation. Runs in O(nodes). */
 vx_status vx_octree_validate(const vx_octree *t, vx_error *err);
+/* vx_octree_validate without the pass over the nodes: depth, levels, counts, level offsets, band
+ * and transform. For a tree whose decoder linked its nodes as it made them and checked each
+ * with vx_node_sound (node.h). */
+vx_status vx_octree_validate_shape(const vx_octree *t, vx_error *err);
 
 /* Whether t's world coordinates can be computed in the precision a use needs. The reader and
  * the converter accept any finite transform; every command that computes in world units checks

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* system.c - clock, cores, memory, fork-join (system.h). */
+#define _FILE_OFFSET_BITS 64
 #define _POSIX_C_SOURCE 200809L
 #include "sys/system.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -126,4 +128,37 @@ void vx_items_run(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t it
   j.items = items;
   atomic_init(&j.next, 0);
   vx_parallel(vx_thread_count(threads, items < 256 ? (int)items : 256), item_worker, &j);
+}
+
+/* ---- reading a file's bytes on several threads --------------------------------------------- */
+
+#define READ_PIECE ((uint64_t)8 << 20)
+
+typedef struct read_job {
+  int fd;
+  uint8_t *dst;
+  uint64_t n, off;
+  int error; /* atomic: the first failure's errno */
+} read_job;
+
+static void read_piece(void *ctx, uint64_t k) {
+  read_job *j = (read_job *)ctx;
+  uint64_t at = k * READ_PIECE, end = at + READ_PIECE < j->n ? at + READ_PIECE : j->n;
+  while (at < end && !__atomic_load_n(&j->error, __ATOMIC_RELAXED)) {
+    const ssize_t r = pread(j->fd, j->dst + at, (size_t)(end - at), (off_t)(j->off + at));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      int zero = 0;
+      __atomic_compare_exchange_n(&j->error, &zero, r < 0 ? errno : -1, 0, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED);
+      return;
+    }
+    at += (uint64_t)r;
+  }
+}
+
+int vx_read_at(int fd, void *dst, uint64_t n, uint64_t off, int threads) {
+  read_job j = {fd, (uint8_t *)dst, n, off, 0};
+  vx_items_run(threads, (n + READ_PIECE - 1) / READ_PIECE, read_piece, &j);
+  return j.error;
 }

@@ -51,6 +51,11 @@ void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, ui
  * than items, at most 256), taken in increasing order as threads become free. */
 void vx_items_run(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx);
 
+/* n bytes at offset off of the file open as fd into dst, in pieces of 8 MiB read side by side on
+ * up to `threads` threads (<= 0: all cores): a large read from the page cache is a copy that one
+ * core cannot keep up with. 0, or the errno of a failure (-1 where the file ended first). */
+int vx_read_at(int fd, void *dst, uint64_t n, uint64_t off, int threads);
+
 VX_EXTERN_C_END
 
 #endif

@@ -18,6 +18,7 @@
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void) { return check_xorshift(&rng_state); }
+static char tmpdir[256];
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -67,6 +68,31 @@ static int trees_equal(const vx_octree *a, const vx_octree *b) {
   return 1;
 }
 
+/* vx_svo_decode level by level (threads 1) and with its sections side by side (threads 3):
+ * the same status, message and tree; *r holds the second (free it when VX_OK). */
+static vx_status decode_both(const uint8_t *buf, size_t n, const vx_svo_read_opts *opts,
+                             vx_octree *r, vx_error *e) {
+  vx_svo_read_opts o1 = {-1, 0, 0, 1}, o3;
+  if (opts) o1 = *opts;
+  o1.threads = 1;
+  o3 = o1;
+  o3.threads = 3;
+  vx_octree r1;
+  vx_error e1;
+  memset(&e1, 0, sizeof e1);
+  memset(e, 0, sizeof *e);
+  vx_svo_file_info i1, i3;
+  vx_status s1 = vx_svo_decode(buf, n, &o1, &r1, &i1, &e1);
+  vx_status s3 = vx_svo_decode(buf, n, &o3, r, &i3, e);
+  CHECK_MSG(s1 == s3 && strcmp(e1.msg, e->msg) == 0, "level by level: %s (%s); side by side: "
+            "%s (%s)", vx_status_str(s1), e1.msg, vx_status_str(s3), e->msg);
+  CHECK(s1 != VX_OK || (!i1.side_by_side && i3.side_by_side)); /* a valid file: no fallback */
+  if (s1 == VX_OK && s3 == VX_OK) CHECK(trees_equal(&r1, r));
+  if (s1 == VX_OK) vx_octree_free(&r1);
+  if (s3 != VX_OK) CHECK(r->nodes == NULL && r->voxels == NULL);
+  return s3;
+}
+
 static uint8_t *encode(const vx_octree *t, size_t *n) {
   uint8_t *buf = NULL;
   vx_error e;
@@ -97,6 +123,59 @@ static void svo_file_round_trip_keeps_every_byte(void) {
   }
 }
 
+/* A tree of more than 4 MiB decoded goes side by side on every core by default, with node levels
+ * longer than the decoder's buffer: the same tree as level by level, for whole and partial reads,
+ * from memory and from a file. */
+static void svo_file_large_tree_side_by_side(void) {
+  vx_octree t;
+  random_tree(9, 700000, &t);
+  CHECK(t.level_count[8] > 65536 && t.voxel_count * 8 > ((uint64_t)4 << 20));
+  size_t n;
+  uint8_t *buf = encode(&t, &n);
+  char path[600];
+  snprintf(path, sizeof path, "%s/large.svo", tmpdir);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(buf, 1, n, f) == n);
+  if (f) fclose(f);
+  for (int L = -1; L <= 8; L += 3) {
+    for (int threads = 0; threads <= 2; threads++) {
+      vx_svo_read_opts o = {L, 0, 0, threads};
+      vx_octree r, rf;
+      vx_error e;
+      CHECK_MSG(decode_both(buf, n, &o, &r, &e) == VX_OK, "L=%d: %s", L, e.msg);
+      vx_svo_file_info fi;
+      CHECK_MSG(vx_svo_read(path, &o, &rf, &fi, &e) == VX_OK, "L=%d: %s", L, e.msg);
+      CHECK(trees_equal(&r, &rf));
+      /* by default side by side only when large: reads to levels 2 and 5 are not */
+      CHECK(fi.side_by_side == (threads == 1 ? 0 : threads > 1 || L < 0 || L == 8));
+      if (L < 0) CHECK(trees_equal(&t, &r));
+      CHECK(vx_octree_validate(&r, NULL) == VX_OK);
+      vx_octree_free(&r);
+      vx_octree_free(&rf);
+    }
+  }
+  /* a few damaged bytes in each level's section: the same message both ways */
+  vx_octree h;
+  vx_error e;
+  vx_svo_file_info info;
+  CHECK(vx_svo_decode(buf, n, NULL, &h, &info, &e) == VX_OK);
+  vx_octree_free(&h);
+  uint64_t at = info.header_bytes;
+  for (uint32_t l = 0; l <= 9; at += info.level_disk_bytes[l], l++) {
+    for (int k = 0; k < 3; k++) {
+      const uint64_t i = at + (info.level_disk_bytes[l] * (uint64_t)(2 * k + 1)) / 6;
+      buf[i] ^= 0x40;
+      vx_octree r;
+      CHECK_MSG(decode_both(buf, n, NULL, &r, &e) == VX_ERR_CORRUPT, "level %u byte %llu", l,
+                (unsigned long long)i);
+      buf[i] ^= 0x40;
+    }
+  }
+  unlink(path);
+  free(buf);
+  vx_octree_free(&t);
+}
+
 static void svo_file_round_trip_pruned_tree(void) {
   vx_octree t, r;
   random_tree(6, 3000, &t);
@@ -121,10 +200,10 @@ static void svo_file_partial_read_loads_prefix_levels(void) {
   size_t n;
   uint8_t *buf = encode(&t, &n);
   for (int L = -1; L <= 8; L++) {
-    vx_svo_read_opts o = {L, 0, 0};
+    vx_svo_read_opts o = {L, 0, 0, 0};
     vx_octree r;
     vx_error e;
-    CHECK_MSG(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_OK, "L=%d: %s", L, e.msg);
+    CHECK_MSG(decode_both(buf, n, &o, &r, &e) == VX_OK, "L=%d: %s", L, e.msg);
     uint32_t want = (L < 0 || L >= 6) ? 7 : (uint32_t)L + 1;
     CHECK(r.levels_loaded == want);
     uint64_t nodes = 0;
@@ -182,7 +261,9 @@ static void svo_file_single_byte_corruption_sweep(void) {
         buf[i] ^= patterns[p];
         vx_octree r;
         vx_error e;
-        vx_status s = vx_svo_decode(buf, n, NULL, &r, NULL, &e);
+        /* side by side too for one pattern or two of each byte */
+        vx_status s = (i + p) % 3 ? vx_svo_decode(buf, n, NULL, &r, NULL, &e)
+                                  : decode_both(buf, n, NULL, &r, &e);
         tried++;
         if (s != VX_OK) {
           rejected++;
@@ -255,7 +336,7 @@ static void svo_file_respects_memory_limit(void) {
   random_tree(5, 500, &t);
   size_t n;
   uint8_t *buf = encode(&t, &n);
-  vx_svo_read_opts o = {-1, 1000, 0};
+  vx_svo_read_opts o = {-1, 1000, 0, 0};
   vx_octree r;
   vx_error e;
   CHECK(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_ERR_LIMIT);
@@ -384,7 +465,7 @@ static vx_status decode_edited(const vx_octree *t, int edit, vx_error *e) {
   uint8_t *f = join(&p, depth, &m);
   free_parts(&p, depth);
   vx_octree r;
-  vx_status s = vx_svo_decode(f, m, NULL, &r, NULL, e);
+  vx_status s = decode_both(f, m, NULL, &r, e);
   if (s == VX_OK) vx_octree_free(&r);
   free(f);
   return s;
@@ -402,8 +483,6 @@ static void svo_file_rejects_hostile_headers_with_valid_checksums(void) {
   }
   vx_octree_free(&t);
 }
-
-static char tmpdir[256];
 
 /* ---- a decompression bomb: a header that claims full levels the sections do not have --------- */
 
@@ -547,7 +626,7 @@ static void svo_file_write_read_and_errors(void) {
   struct stat st;
   CHECK(stat(path, &st) == 0 && (uint64_t)st.st_size == info.file_bytes);
   vx_octree_free(&r);
-  vx_svo_read_opts o = {2, 0, 0};
+  vx_svo_read_opts o = {2, 0, 0, 0};
   CHECK(vx_svo_read(path, &o, &r, NULL, &e) == VX_OK && r.levels_loaded == 3);
   vx_octree_free(&r);
   CHECK(!dir_has_temporaries());
@@ -628,6 +707,7 @@ int main(void) {
   if (!mkdtemp(tmpdir)) CHECK_FATAL("cannot make a temporary directory");
   RUN(svo_file_round_trip_keeps_every_byte);
   RUN(svo_file_round_trip_pruned_tree);
+  RUN(svo_file_large_tree_side_by_side);
   RUN(svo_file_partial_read_loads_prefix_levels);
   RUN(svo_file_rejects_every_truncated_prefix);
   RUN(svo_file_single_byte_corruption_sweep);

@@ -180,7 +180,7 @@ static void svo_color_partial_read(void) {
   size_t n;
   uint8_t *buf = encode(&t, &n);
   for (int L = -1; L <= 7; L++) {
-    vx_svo_read_opts o = {L, 0, 0};
+    vx_svo_read_opts o = {L, 0, 0, 0};
     vx_octree r;
     vx_error e;
     CHECK_MSG(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_OK, "L=%d: %s", L, e.msg);
@@ -196,7 +196,7 @@ static void svo_color_partial_read(void) {
   CHECK(vx_svo_decode(buf, n, NULL, &r, &info, NULL) == VX_OK);
   vx_octree_free(&r);
   buf[n - info.level_color_disk_bytes[6] / 2] ^= 0x40; /* inside the voxel colours */
-  vx_svo_read_opts o = {3, 0, 0};
+  vx_svo_read_opts o = {3, 0, 0, 0};
   vx_error e;
   CHECK_MSG(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_OK, "%s", e.msg);
   vx_octree_free(&r);
@@ -359,7 +359,7 @@ static void svo_color_memory_limit_counts_colours(void) {
   uint64_t need = grey_need + (t.node_count + t.voxel_count) * 4;
   vx_octree r;
   vx_error e;
-  vx_svo_read_opts o = {-1, grey_need, 0};
+  vx_svo_read_opts o = {-1, grey_need, 0, 0};
   CHECK_MSG(vx_svo_decode(grey, gn, &o, &r, NULL, &e) == VX_OK, "%s", e.msg);
   vx_octree_free(&r);
   o.mem_limit = need - 1;

@@ -232,7 +232,7 @@ static void partial_reads_read_a_prefix(void) {
     for (int L = 0; L < (int)vx_tiled_get_header(t)->tile_depth; L++) {
       uint64_t prefix = fi.header_bytes;
       for (int l = 0; l <= L; l++) prefix += fi.level_disk_bytes[l];
-      vx_svo_read_opts ro = {L, 0, 0};
+      vx_svo_read_opts ro = {L, 0, 0, 0};
       CHECK(vx_tiled_read_tile(t, i, &ro, &ref, &e) == VX_OK && ref.levels_loaded == (uint32_t)L + 1);
       for (uint64_t b = 0; b < en->length; b++) {
         uint8_t *at = d + en->offset + b;

@@ -9,7 +9,7 @@
 /* The tiled file in d[0 .. n) opened and joined into one tree (64 MiB at most). */
 static inline vx_status tiled_open_all(const uint8_t *d, size_t n, vx_error *e) {
   vx_tiled *t = NULL;
-  vx_svo_read_opts ro = {-1, 64u << 20, 0};
+  vx_svo_read_opts ro = {-1, 64u << 20, 0, 0};
   vx_status s = vx_tiled_open_memory(d, n, &ro, &t, e);
   vx_octree o;
   if (s == VX_OK) s = vx_tiled_stitch(t, &ro, &o, e);
