@@ -10,6 +10,8 @@
  * vx_octree_link() computes exactly that, and vx_octree_validate() checks it.
  */
 #include "svo/svo.h"
+#include "sys/alloc.h"
+#include "sys/system.h"
 
 #include <float.h>
 #include <math.h>
@@ -172,29 +174,73 @@ vx_status vx_octree_build(uint32_t depth, const uint64_t *codes, const vx_voxel 
   return vx_octree_link(out, err);
 }
 
+/* Linking a level in pieces of this many nodes, side by side: the children each piece's masks
+ * name, summed, then each piece's child indices from its sum's prefix. */
+#define VX_LINK_PIECE ((uint64_t)1 << 20)
+#define VX_LINK_PIECES 4096 /* a level holds fewer than 2^32 nodes */
+
+typedef struct link_job {
+  vx_node *lvl;
+  uint64_t n, base; /* the level's nodes; its first child's index */
+  int has_next;
+  uint64_t sum[VX_LINK_PIECES]; /* children named in piece k, then the children before it */
+} link_job;
+
+static void link_count(void *ctx, uint64_t k) {
+  link_job *j = (link_job *)ctx;
+  const uint64_t a = k * VX_LINK_PIECE, b = a + VX_LINK_PIECE < j->n ? a + VX_LINK_PIECE : j->n;
+  uint64_t run = 0;
+  for (uint64_t i = a; i < b; i++) run += vx_popcount8(vx_node_mask(j->lvl[i].info));
+  j->sum[k] = run;
+}
+
+static void link_piece(void *ctx, uint64_t k) {
+  link_job *j = (link_job *)ctx;
+  const uint64_t a = k * VX_LINK_PIECE, b = a + VX_LINK_PIECE < j->n ? a + VX_LINK_PIECE : j->n;
+  uint64_t run = j->base + j->sum[k];
+  for (uint64_t i = a; i < b; i++) {
+    j->lvl[i].child = j->has_next ? (uint32_t)run : 0;
+    run += vx_popcount8(vx_node_mask(j->lvl[i].info));
+  }
+}
+
 vx_status vx_octree_link(vx_octree *t, vx_error *err) {
   uint32_t levels = t->levels_loaded;
-  for (uint32_t l = 0; l < t->depth && l < levels; l++) {
-    vx_node *lvl = t->nodes + t->level_first[l];
-    int has_next = l + 1 < levels;
-    uint64_t next_base = (l + 1 < t->depth) ? t->level_first[l + 1] : 0;
-    uint64_t next_count = t->level_count[l + 1];
-    uint64_t run = 0;
-    for (uint64_t k = 0; k < t->level_count[l]; k++) {
-      uint32_t mask = vx_node_mask(lvl[k].info);
-      lvl[k].child = has_next ? (uint32_t)(next_base + run) : 0;
-      run += vx_popcount8(mask);
-      if (run > next_count)
-        return vx_error_set(err, VX_ERR_CORRUPT,
-                            "level %u: child masks name more children than level %u holds (%llu)",
-                            l, l + 1, (unsigned long long)next_count);
+  link_job *j = (link_job *)vx_malloc(sizeof *j);
+  if (!j) return vx_error_set(err, VX_ERR_NOMEM, "out of memory linking the tree");
+  vx_status s = VX_OK;
+  for (uint32_t l = 0; s == VX_OK && l < t->depth && l < levels; l++) {
+    j->lvl = t->nodes + t->level_first[l];
+    j->n = t->level_count[l];
+    j->has_next = l + 1 < levels;
+    j->base = (l + 1 < t->depth) ? t->level_first[l + 1] : 0;
+    const uint64_t next_count = t->level_count[l + 1];
+    const uint64_t pieces = (j->n + VX_LINK_PIECE - 1) / VX_LINK_PIECE;
+    if (pieces > VX_LINK_PIECES) {
+      s = vx_error_set(err, VX_ERR_CORRUPT, "level %u holds %llu nodes, too many to index", l,
+                       (unsigned long long)j->n);
+      break;
     }
-    if (run != next_count)
-      return vx_error_set(err, VX_ERR_CORRUPT,
-                          "level %u: child masks name %llu children but level %u holds %llu", l,
-                          (unsigned long long)run, l + 1, (unsigned long long)next_count);
+    vx_items_run(0, pieces, link_count, j);
+    uint64_t run = 0;
+    for (uint64_t k = 0; k < pieces; k++) {
+      const uint64_t c = j->sum[k];
+      j->sum[k] = run;
+      run += c;
+    }
+    if (run > next_count)
+      s = vx_error_set(err, VX_ERR_CORRUPT,
+                       "level %u: child masks name more children than level %u holds (%llu)", l,
+                       l + 1, (unsigned long long)next_count);
+    else if (run != next_count)
+      s = vx_error_set(err, VX_ERR_CORRUPT,
+                       "level %u: child masks name %llu children but level %u holds %llu", l,
+                       (unsigned long long)run, l + 1, (unsigned long long)next_count);
+    else
+      vx_items_run(0, pieces, link_piece, j);
   }
-  return VX_OK;
+  vx_free(j);
+  return s;
 }
 
 vx_status vx_octree_validate_shape(const vx_octree *t, vx_error *err) {

@@ -100,6 +100,51 @@ static void svo_build_random_sets_match_brute_force(void) {
   }
 }
 
+static int cmp_code(const void *a, const void *b) {
+  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* vx_octree_link links a level of more than 2^20 nodes in pieces side by side: the child indices
+ * vx_octree_build made, every time; masks that do not add up are refused with the count. */
+static void svo_link_rebuilds_child_indices(void) {
+  const uint32_t depth = 9;
+  const uint64_t want = 1300000;
+  uint64_t *codes = (uint64_t *)malloc(want * sizeof *codes), n = 0, st = 0x2545f4914f6cdd1dull;
+  for (uint64_t i = 0; i < want; i++) codes[i] = (check_xorshift(&st) ^ (uint64_t)check_xorshift(&st) << 32) % ((uint64_t)1 << 27);
+  qsort(codes, want, sizeof *codes, cmp_code);
+  for (uint64_t i = 0; i < want; i++)
+    if (n == 0 || codes[i] != codes[n - 1]) codes[n++] = codes[i];
+  vx_octree t;
+  CHECK(build(depth, codes, n, &t) == VX_OK);
+  CHECK(t.level_count[depth - 1] > ((uint64_t)1 << 20));
+  uint32_t *child = (uint32_t *)malloc(t.node_count * sizeof *child);
+  for (uint64_t i = 0; i < t.node_count; i++) {
+    child[i] = t.nodes[i].child;
+    t.nodes[i].child = 12345;
+  }
+  vx_error e;
+  CHECK_MSG(vx_octree_link(&t, &e) == VX_OK, "%s", e.msg);
+  uint64_t same = 0;
+  for (uint64_t i = 0; i < t.node_count; i++) same += t.nodes[i].child == child[i];
+  CHECK_MSG(same == t.node_count, "%llu of %llu child indices as built", (unsigned long long)same,
+            (unsigned long long)t.node_count);
+  CHECK(vx_octree_validate(&t, NULL) == VX_OK);
+  /* a bit more, then a bit less, in the middle of level depth - 1 */
+  vx_node *mid = &t.nodes[t.level_first[depth - 1] + t.level_count[depth - 1] / 2];
+  while (vx_popcount8(vx_node_mask(mid->info)) < 2) mid++; /* one with two children or more */
+  const uint32_t info = mid->info, mask = vx_node_mask(info);
+  const uint32_t more = mask | (~mask & (0u - ~mask) & 0xffu), less = mask & (mask - 1u);
+  mid->info = (info & ~0xffu) | more;
+  CHECK(vx_octree_link(&t, &e) == VX_ERR_CORRUPT && strstr(e.msg, "more children than level 9"));
+  mid->info = (info & ~0xffu) | less;
+  CHECK(vx_octree_link(&t, &e) == VX_ERR_CORRUPT && strstr(e.msg, "children but level 9 holds"));
+  mid->info = info;
+  free(child);
+  free(codes);
+  vx_octree_free(&t);
+}
+
 static void svo_morton_round_trip(void) {
   for (uint32_t i = 0; i < 1000; i++) {
     uint32_t x = (i * 7919u) & 0x3fff, y = (i * 104729u) & 0x3fff, z = (i * 1299709u) & 0x3fff;
@@ -143,6 +188,7 @@ int main(void) {
   RUN(svo_build_full_grid_counts);
   RUN(svo_build_rejects_unsorted);
   RUN(svo_build_random_sets_match_brute_force);
+  RUN(svo_link_rebuilds_child_indices);
   RUN(svo_morton_round_trip);
   RUN(svo_err_code_is_upper_bound);
   RUN(svo_oct_normal_round_trip);
