@@ -40,9 +40,6 @@ typedef struct rs_job {
   uint32_t ntasks, top;
   atomic_uint next;
   _Atomic uint32_t *bits;
-  /* at[c][o]: where the voxel whose corner o is corner c of a voxel keeps that corner, from the
-   * voxel's own values in the block of corner values (below) */
-  int32_t at[8][8];
   /* the voxels found, for the closure (few: a spin lock is enough) */
   atomic_flag lock;
   rs_found *found;
@@ -105,14 +102,12 @@ static void child_nbr(const uint32_t blk[64], uint32_t s, uint32_t cn[27]) {
 #define VX_RS_B 6u
 #define VX_RS_AT(x, y, z) ((((z) * VX_RS_B + (y)) * VX_RS_B + (x)) * 8u)
 
-static void fill_at(rs_job *j) {
-  for (int32_t c = 0; c < 8; c++)
-    for (int32_t o = 0; o < 8; o++) {
-      const int32_t d[3] = {(c & 1) - (o & 1), (c >> 1 & 1) - (o >> 1 & 1),
-                            (c >> 2 & 1) - (o >> 2 & 1)};
-      j->at[c][o] = ((d[2] * (int32_t)VX_RS_B + d[1]) * (int32_t)VX_RS_B + d[0]) * 8 + o;
-    }
-}
+/* Where the voxel whose corner o is corner c of a voxel keeps that corner, from the voxel's own
+ * values in the block (a constant once the loops over c and o are unrolled). */
+#define VX_RS_D(c, o, a) ((int32_t)((c) >> (a) & 1u) - (int32_t)((o) >> (a) & 1u))
+#define VX_RS_OFF(c, o)                                                                          \
+  (((VX_RS_D(c, o, 2) * (int32_t)VX_RS_B + VX_RS_D(c, o, 1)) * (int32_t)VX_RS_B +                  \
+    VX_RS_D(c, o, 0)) * 8 + (int32_t)(o))
 
 /* The voxels of the node of level D - 2 (minimum corner m) whose bricks around are blk. */
 static void block(rs_job *j, const uint32_t blk[64], const uint32_t m[3]) {
@@ -124,12 +119,15 @@ static void block(rs_job *j, const uint32_t blk[64], const uint32_t m[3]) {
     const vx_node *nd = &t->nodes[blk[b]];
     const uint32_t mask = vx_node_mask(nd->info);
     const uint32_t bx = b & 3u, by = b >> 2 & 3u, bz = b >> 4;
-    for (uint32_t s = 0; s < 8; s++) {
-      if (!(mask >> s & 1u)) continue;
-      /* voxel 2 b + s of the 8^3 around, 2 .. 5 the node's own: kept when within 1 .. 6 */
+    /* voxel 2 b + s of the 8^3 around, 2 .. 5 the node's own: kept when within 1 .. 6, so along
+     * an axis only the upper slots of a first brick and the lower ones of a last */
+    const uint32_t keep = (bx == 0 ? 0xaau : bx == 3 ? 0x55u : 0xffu) &
+                          (by == 0 ? 0xccu : by == 3 ? 0x33u : 0xffu) &
+                          (bz == 0 ? 0xf0u : bz == 3 ? 0x0fu : 0xffu);
+    for (uint32_t in = mask & keep; in; in &= in - 1u) {
+      const uint32_t s = (uint32_t)__builtin_ctz(in);
       const uint32_t x = 2u * bx + (s & 1u), y = 2u * by + (s >> 1 & 1u),
                      z = 2u * bz + (s >> 2 & 1u);
-      if (x - 1u > 5u || y - 1u > 5u || z - 1u > 5u) continue;
       memcpy(v + VX_RS_AT(x - 1u, y - 1u, z - 1u),
              t->voxels[vx_child_index(nd->child, mask, s)].c, 8);
     }
@@ -139,17 +137,19 @@ static void block(rs_job *j, const uint32_t blk[64], const uint32_t m[3]) {
     if (blk[bi] == VX_RS_NONE) continue;
     const vx_node *nd = &t->nodes[blk[bi]];
     const uint32_t mask = vx_node_mask(nd->info);
-    for (uint32_t s = 0; s < 8; s++) {
-      if (!(mask >> s & 1u)) continue;
+    for (uint32_t in = mask; in; in &= in - 1u) {
+      const uint32_t s = (uint32_t)__builtin_ctz(in);
       const uint32_t u[3] = {1u + 2u * (b & 1u) + (s & 1u), 1u + 2u * (b >> 1 & 1u) + (s >> 1 & 1u),
                              1u + 2u * (b >> 2) + (s >> 2 & 1u)};
       const int8_t *cv = v + VX_RS_AT(u[0], u[1], u[2]);
       int resigned = 0;
+#pragma GCC unroll 8
       for (uint32_t c = 0; c < 8; c++) {
         if (cv[c] >= 0) continue;
         int8_t most = VX_RS_ABSENT; /* the largest value stored at this corner, its own included */
+#pragma GCC unroll 8
         for (uint32_t o = 0; o < 8; o++) {
-          const int8_t x = cv[j->at[c][o]];
+          const int8_t x = cv[VX_RS_OFF(c, o)];
           most = x > most ? x : most;
         }
         resigned |= most > cv[c];
@@ -300,7 +300,6 @@ vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, v
   j.found = NULL;
   j.nfound = j.cap = 0;
   j.nomem = 0;
-  fill_at(&j);
   if (D == 1u) { /* the root is the only brick: a node of level -1 around it */
     uint32_t blk[64];
     for (uint32_t k = 0; k < 64; k++) blk[k] = VX_RS_NONE;
