@@ -87,9 +87,11 @@ static inline void vx_svo_pack_colors(const uint32_t *c, uint64_t n, const vx_no
   for (; i < n; i++)
     for (int b = 0; b < 4; b++) raw[(uint64_t)b * n + i] = (uint8_t)(c[i] >> (8 * b));
 }
-static inline void vx_svo_unpack_colors(const uint8_t *raw, uint64_t n, const vx_node *up,
-                                        const uint32_t *upc, uint64_t nup, uint32_t *c) {
-  uint64_t i = 0;
+/* The children of parents up[0 .. nup-1] (colours upc), the first of them cell i of the level:
+ * returns the cell after the last. */
+static inline uint64_t vx_svo_unpack_colors_from(const uint8_t *raw, uint64_t n, uint64_t i,
+                                                 const vx_node *up, const uint32_t *upc,
+                                                 uint64_t nup, uint32_t *c) {
   for (uint64_t k = 0; up && k < nup && i < n; k++) {
     const uint32_t p = upc[k];
     for (uint32_t j = vx_popcount8(vx_node_mask(up[k].info)); j > 0 && i < n; j--, i++) {
@@ -99,6 +101,11 @@ static inline void vx_svo_unpack_colors(const uint8_t *raw, uint64_t n, const vx
       c[i] = v;
     }
   }
+  return i;
+}
+static inline void vx_svo_unpack_colors(const uint8_t *raw, uint64_t n, const vx_node *up,
+                                        const uint32_t *upc, uint64_t nup, uint32_t *c) {
+  uint64_t i = vx_svo_unpack_colors_from(raw, n, 0, up, upc, nup, c);
   for (; i < n; i++)
     c[i] = (uint32_t)raw[i] | (uint32_t)raw[n + i] << 8 | (uint32_t)raw[2 * n + i] << 16 |
            (uint32_t)raw[3 * n + i] << 24;
@@ -134,6 +141,13 @@ vx_status vx_svo_unframe(ZSTD_DCtx *dc, const uint8_t *z, uint64_t zsize, uint8_
  * allocated and the caller decodes the sections one by one, which names what is wrong. */
 vx_status vx_svo_decode_levels(vx_octree *t, uint32_t levels, const uint8_t *const *z,
                                const uint64_t *zsize, const uint32_t *zcheck, int threads);
+/* The colour sections of the levels t has loaded (its nodes and voxels decoded; no colour arrays
+ * yet), level l's at z[l], zsize[l] bytes, check zcheck[l]: decompressed and checked side by side
+ * on `threads` threads, then unpacked level by level into t->node_color and t->voxel_color
+ * (svo_read_levels.c). Anything but VX_OK leaves no colour array: the caller reads them one by
+ * one, which names what is wrong. */
+vx_status vx_svo_decode_colors(vx_octree *t, const uint8_t *const *z, const uint64_t *zsize,
+                               const uint32_t *zcheck, int threads);
 /* The check of n bytes (the checker below, in one call); 0 when zstd fails. */
 int vx_svo_bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check);
 

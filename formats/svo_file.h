@@ -39,7 +39,8 @@ typedef struct vx_svo_file_info {
   uint64_t level_disk_bytes[VX_MAX_DEPTH + 1]; /* compressed bytes of each level's section */
   uint64_t level_color_disk_bytes[VX_MAX_DEPTH + 1]; /* ... of each level's colours (0: none) */
   uint64_t header_bytes;
-  int side_by_side; /* 1: the sections were decoded side by side, 0: level by level */
+  int side_by_side; /* 0: decoded level by level; 1: the level sections side by side; 2: their
+                       colour sections too */
 } vx_svo_file_info;
 
 /* Writes tree t to path. zstd_level: 1..22, 0: by size (19 under 8 MiB decoded, 9 under 64 MiB,

@@ -302,6 +302,25 @@ static int decode_whole(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   return vx_svo_decode_levels(t, levels, z, zsize, zcheck, threads) == VX_OK;
 }
 
+/* The colour sections of the levels loaded, side by side (vx_svo_decode_colors), after
+ * decode_whole: 1 when t has its colours. They start at byte `at`; `need` bytes are held besides
+ * their buffers. Otherwise (0) nothing is allocated and the caller reads them one by one. */
+static int colors_whole(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t,
+                        uint32_t levels, uint64_t at, const uint64_t *zsize,
+                        const uint32_t *zcheck, uint64_t need, uint64_t limit) {
+  uint64_t zall = 0;
+  for (uint32_t l = 0; l < levels; l++) {
+    need += t->level_count[l] * VX_SVO_COLOR_RECORD;
+    zall += zsize[l];
+  }
+  if (need + (src->mem ? 0 : zall) > limit) return 0;
+  const uint8_t *p, *z[VX_MAX_DEPTH + 1];
+  vx_error e;
+  if (src_get(src, at, zall, &p, &e) != VX_OK) return 0;
+  for (uint32_t l = 0; l < levels; p += zsize[l], l++) z[l] = p;
+  return vx_svo_decode_colors(t, z, zsize, zcheck, opts ? opts->threads : 0) == VX_OK;
+}
+
 static int finite_d(double v) { return v == v && v <= 1.7e308 && v >= -1.7e308; }
 
 static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t, vx_svo_file_info *info,
@@ -559,7 +578,12 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
   if (s == VX_OK && color) {
     uint64_t at = (uint64_t)VX_SVO_PROLOGUE + hz;
     for (uint32_t l = 0; l <= t->depth; l++) at += zsize[l];
-    s = decode_colors(src, dc, ck, t, zsize, zcheck, levels, at, raw, err);
+    if (whole && colors_whole(src, opts, t, levels, at, zsize + t->depth + 1,
+                              zcheck + t->depth + 1, need - raw_max, limit)) {
+      if (info) info->side_by_side = 2;
+    } else {
+      s = decode_colors(src, dc, ck, t, zsize, zcheck, levels, at, raw, err);
+    }
   }
   if (s == VX_OK && opts && opts->check_rest && levels <= t->depth)
     s = check_rest(src, ck, t, color, zsize, zcheck, levels, (uint64_t)VX_SVO_PROLOGUE + hz, err);

@@ -203,3 +203,109 @@ vx_status vx_svo_decode_levels(vx_octree *t, uint32_t levels, const uint8_t *con
   t->voxel_count = voxels;
   return VX_OK;
 }
+
+/* ---- colours ------------------------------------------------------------------------------- */
+
+#define COLOR_PIECE ((uint64_t)1 << 16) /* parents whose children's colours are a task */
+
+typedef struct colors_job {
+  vx_octree *t;
+  uint32_t levels, level;
+  const uint8_t *const *z;
+  const uint64_t *zsize;
+  const uint32_t *zcheck;
+  uint8_t *raw[VX_MAX_DEPTH + 1]; /* level l's decoded section */
+  int failed;                     /* atomic */
+} colors_job;
+
+/* Item 2 l: colour section l decompressed; 2 l + 1: its check32. */
+static void color_task(void *ctx, uint64_t item) {
+  colors_job *j = (colors_job *)ctx;
+  if (__atomic_load_n(&j->failed, __ATOMIC_RELAXED)) return;
+  const uint32_t l = (uint32_t)(item / 2);
+  const uint64_t raw = j->t->level_count[l] * VX_SVO_COLOR_RECORD;
+  int ok;
+  if (item & 1u) {
+    ZSTD_CCtx *cc = vx_zstd_cctx();
+    uint32_t got = 0;
+    ok = cc && vx_svo_bytes_check(cc, j->z[l], j->zsize[l], &got) && got == j->zcheck[l];
+    ZSTD_freeCCtx(cc);
+  } else {
+    ZSTD_DCtx *dc = vx_zstd_dctx();
+    uint8_t none;
+    const size_t r = dc ? ZSTD_decompressDCtx(dc, raw ? j->raw[l] : &none, (size_t)raw, j->z[l],
+                                              (size_t)j->zsize[l])
+                        : 0;
+    ok = dc && !ZSTD_isError(r) && r == raw;
+    ZSTD_freeDCtx(dc);
+  }
+  if (!ok) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+/* Piece k of level j->level's colours: the children of parents k COLOR_PIECE .. (k + 1)
+ * COLOR_PIECE - 1, from the first child index of the first (the tree is linked). */
+static void unpack_piece(void *ctx, uint64_t k) {
+  colors_job *j = (colors_job *)ctx;
+  vx_octree *t = j->t;
+  const uint32_t l = j->level;
+  const uint64_t n = t->level_count[l];
+  uint32_t *c = l < t->depth ? t->node_color + t->level_first[l] : t->voxel_color;
+  if (l == 0) {
+    vx_svo_unpack_colors(j->raw[0], n, NULL, NULL, 0, c);
+    return;
+  }
+  const uint64_t np = t->level_count[l - 1], a = k * COLOR_PIECE,
+                 b = a + COLOR_PIECE < np ? a + COLOR_PIECE : np;
+  const vx_node *up = t->nodes + t->level_first[l - 1];
+  const uint64_t first = up[a].child - (l < t->depth ? t->level_first[l] : 0);
+  vx_svo_unpack_colors_from(j->raw[l], n, first, up + a, t->node_color + t->level_first[l - 1] + a,
+                            b - a, c);
+}
+
+vx_status vx_svo_decode_colors(vx_octree *t, const uint8_t *const *z, const uint64_t *zsize,
+                               const uint32_t *zcheck, int threads) {
+  colors_job j;
+  memset(&j, 0, sizeof j);
+  j.t = t;
+  j.levels = t->levels_loaded;
+  j.z = z;
+  j.zsize = zsize;
+  j.zcheck = zcheck;
+  int ok = 1;
+  uint8_t *all = NULL;
+  uint64_t total = 0;
+  for (uint32_t l = 0; ok && l < j.levels; l++) {
+    const uint64_t raw = t->level_count[l] * VX_SVO_COLOR_RECORD;
+    ok = vx_svo_frame_problem(z[l], zsize[l], raw, NULL) == NULL;
+    total += raw;
+  }
+  if (ok) ok = (all = (uint8_t *)vx_malloc(total ? (size_t)total : 1)) != NULL;
+  if (ok && t->node_count)
+    ok = (t->node_color = (uint32_t *)vx_malloc((size_t)t->node_count * sizeof(uint32_t))) != NULL;
+  if (ok && t->voxel_count)
+    ok = (t->voxel_color = (uint32_t *)vx_malloc((size_t)t->voxel_count * sizeof(uint32_t))) !=
+         NULL;
+  if (ok) {
+    uint64_t at = 0;
+    for (uint32_t l = 0; l < j.levels; l++) {
+      j.raw[l] = all + at;
+      at += t->level_count[l] * VX_SVO_COLOR_RECORD;
+    }
+    vx_items_run(threads, 2 * (uint64_t)j.levels, color_task, &j);
+    ok = !j.failed;
+  }
+  for (uint32_t l = 0; ok && l < j.levels; l++) { /* each level from its parents' colours */
+    j.level = l;
+    vx_items_run(l ? threads : 1, l ? (t->level_count[l - 1] + COLOR_PIECE - 1) / COLOR_PIECE : 1,
+                 unpack_piece, &j);
+  }
+  vx_free(all);
+  if (!ok) {
+    vx_free(t->node_color);
+    vx_free(t->voxel_color);
+    t->node_color = NULL;
+    t->voxel_color = NULL;
+    return VX_ERR_CORRUPT;
+  }
+  return VX_OK;
+}

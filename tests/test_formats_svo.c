@@ -6,6 +6,7 @@
 #include "formats/svo_file.h"
 #include "svo/lod.h"
 #include "check.h"
+#include "svo_both_ways.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -68,30 +69,6 @@ static int trees_equal(const vx_octree *a, const vx_octree *b) {
   return 1;
 }
 
-/* vx_svo_decode level by level (threads 1) and with its sections side by side (threads 3):
- * the same status, message and tree; *r holds the second (free it when VX_OK). */
-static vx_status decode_both(const uint8_t *buf, size_t n, const vx_svo_read_opts *opts,
-                             vx_octree *r, vx_error *e) {
-  vx_svo_read_opts o1 = {-1, 0, 0, 1}, o3;
-  if (opts) o1 = *opts;
-  o1.threads = 1;
-  o3 = o1;
-  o3.threads = 3;
-  vx_octree r1;
-  vx_error e1;
-  memset(&e1, 0, sizeof e1);
-  memset(e, 0, sizeof *e);
-  vx_svo_file_info i1, i3;
-  vx_status s1 = vx_svo_decode(buf, n, &o1, &r1, &i1, &e1);
-  vx_status s3 = vx_svo_decode(buf, n, &o3, r, &i3, e);
-  CHECK_MSG(s1 == s3 && strcmp(e1.msg, e->msg) == 0, "level by level: %s (%s); side by side: "
-            "%s (%s)", vx_status_str(s1), e1.msg, vx_status_str(s3), e->msg);
-  CHECK(s1 != VX_OK || (!i1.side_by_side && i3.side_by_side)); /* a valid file: no fallback */
-  if (s1 == VX_OK && s3 == VX_OK) CHECK(trees_equal(&r1, r));
-  if (s1 == VX_OK) vx_octree_free(&r1);
-  if (s3 != VX_OK) CHECK(r->nodes == NULL && r->voxels == NULL);
-  return s3;
-}
 
 static uint8_t *encode(const vx_octree *t, size_t *n) {
   uint8_t *buf = NULL;

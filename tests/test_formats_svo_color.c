@@ -9,6 +9,7 @@
 #include "formats/svo_codec.h"
 #include "svo/lod.h"
 #include "check.h"
+#include "svo_both_ways.h"
 #include <zstd.h>
 #include "svo_spec.h"
 
@@ -91,6 +92,42 @@ static int colors_equal(const vx_octree *a, const vx_octree *b) {
                          memcmp(a->voxel_color, b->voxel_color, a->voxel_count * 4) != 0))
     return 0;
   return 1;
+}
+
+
+/* A coloured tree with levels of more than 2^16 parents: its colours unpacked in pieces side by
+ * side, the same as level by level, whole or partial, and a damaged colour section named alike. */
+static void svo_color_large_tree_side_by_side(void) {
+  vx_octree t;
+  random_tree(9, 400000, &t);
+  paint(&t);
+  CHECK(t.level_count[8] > 4 * 65536);
+  size_t n;
+  uint8_t *buf = encode(&t, &n);
+  for (int L = -1; L <= 8; L += 3) {
+    vx_svo_read_opts o = {L, 0, 0, 0};
+    vx_octree r;
+    vx_error e;
+    CHECK_MSG(decode_both(buf, n, &o, &r, &e) == VX_OK, "L=%d: %s", L, e.msg);
+    CHECK(memcmp(r.node_color, t.node_color, r.node_count * 4) == 0);
+    if (L < 0) CHECK(colors_equal(&t, &r));
+    vx_octree_free(&r);
+  }
+  vx_svo_file_info info;
+  vx_octree r;
+  vx_error e;
+  CHECK(vx_svo_decode(buf, n, NULL, &r, &info, NULL) == VX_OK);
+  vx_octree_free(&r);
+  uint64_t at = n;
+  for (int l = 9; l >= 0; l--) {
+    at -= info.level_color_disk_bytes[l];
+    const uint64_t i = at + info.level_color_disk_bytes[l] / 2;
+    buf[i] ^= 0x08;
+    CHECK_MSG(decode_both(buf, n, NULL, &r, &e) == VX_ERR_CORRUPT, "colours of level %d", l);
+    buf[i] ^= 0x08;
+  }
+  free(buf);
+  vx_octree_free(&t);
 }
 
 static void svo_color_round_trip_and_spec_bytes(void) {
@@ -183,7 +220,7 @@ static void svo_color_partial_read(void) {
     vx_svo_read_opts o = {L, 0, 0, 0};
     vx_octree r;
     vx_error e;
-    CHECK_MSG(vx_svo_decode(buf, n, &o, &r, NULL, &e) == VX_OK, "L=%d: %s", L, e.msg);
+    CHECK_MSG(decode_both(buf, n, &o, &r, &e) == VX_OK, "L=%d: %s", L, e.msg);
     CHECK(r.node_color != NULL);
     CHECK(r.node_count == 0 || memcmp(r.node_color, t.node_color, r.node_count * 4) == 0);
     CHECK((r.levels_loaded == 7) == (r.voxel_color != NULL));
@@ -223,7 +260,8 @@ static void svo_color_truncation_and_byte_sweep(void) {
   for (size_t i = 0; i < n; i++)
     for (int p = 0; p < 3; p++) {
       buf[i] ^= pats[p];
-      if (vx_svo_decode(buf, n, NULL, &r, NULL, NULL) == VX_OK) {
+      vx_error e;
+      if (decode_both(buf, n, NULL, &r, &e) == VX_OK) {
         accepted++;
         vx_octree_free(&r);
       }
@@ -315,7 +353,7 @@ static void svo_color_forged_headers(void) {
     vx_octree r;
     vx_error e;
     memset(&e, 0, sizeof e);
-    vx_status s = vx_svo_decode(f, m, NULL, &r, NULL, &e);
+    vx_status s = decode_both(f, m, NULL, &r, &e);
     CHECK_MSG(s == cases[i].want && strstr(e.msg, cases[i].says), "case %zu: %s: %s", i,
               vx_status_str(s), e.msg);
     fprintf(stderr, "  case %zu: %s\n", i, e.msg);
@@ -497,6 +535,7 @@ int main(void) {
   RUN(svo_color_round_trip_and_spec_bytes);
   RUN(svo_grey_file_is_unchanged);
   RUN(svo_color_partial_read);
+  RUN(svo_color_large_tree_side_by_side);
   RUN(svo_color_truncation_and_byte_sweep);
   RUN(svo_color_forged_headers);
   RUN(svo_color_memory_limit_counts_colours);
