@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* resigned.c - the voxels that the thin-feature rule re-signed (resigned.h).
  *
- * The tree is walked depth first, in subtrees of level min(5, D - 2) handed to the threads, each
+ * The tree is walked depth first, in subtrees of level min(5, D - 3) handed to the threads, each
  * node with the 3 x 3 x 3 nodes of its level around it: the children's neighbourhoods are cut from
  * the 4 x 4 x 4 cells of the next level around the node's children, found once from its own. At a
- * node of level D - 2 the voxels within one voxel of its 4^3 are copied into a dense block of
- * corner values, so comparing a voxel's corner with the 7 voxels that share it reads that block
- * alone. A voxel is flagged when one of its negative corners is stored larger by a voxel around
+ * node of level D - 3 the voxels within one voxel of its 8^3 are copied into a dense block of
+ * corner values (10^3 voxels: each voxel lands in about 2 blocks), so comparing a voxel's corner
+ * with the 7 voxels that share it reads that block alone. A voxel is flagged when one of its negative corners is stored larger by a voxel around
  * it. Then the closure (below) adds the voxels that only share corners with re-signed ones.
  */
 #include "sampler/resigned.h"
@@ -97,10 +97,14 @@ static void child_nbr(const uint32_t blk[64], uint32_t s, uint32_t cn[27]) {
     cn[k] = blk[(sx + k % 3u) + 4u * (sy + k / 3u % 3u) + 16u * (sz + k / 9u)];
 }
 
-/* Corner values of the voxels within one voxel of a node of level D - 2: voxel u - 1 from its
- * minimum (u in 0 .. 5 per axis) at VX_RS_AT(u), corners in order; VX_RS_ABSENT where none. */
-#define VX_RS_B 6u
+/* Corner values of the voxels within one voxel of a node of level D - 3 (8^3 voxels): voxel u - 1
+ * from its minimum (u in 0 .. 9 per axis) at VX_RS_AT(u), corners in order; VX_RS_ABSENT where
+ * none. They come from the bricks (nodes of level D - 1) b - 1 from its first (b in 0 .. 5 per
+ * axis: brick 0 and 5 hold the margin's voxels, 1 .. 4 its own), VX_RS_BRICKS of them. */
+#define VX_RS_B 10u
 #define VX_RS_AT(x, y, z) ((((z) * VX_RS_B + (y)) * VX_RS_B + (x)) * 8u)
+#define VX_RS_NB 6u
+#define VX_RS_BRICKS (VX_RS_NB * VX_RS_NB * VX_RS_NB)
 
 /* Where the voxel whose corner o is corner c of a voxel keeps that corner, from the voxel's own
  * values in the block (a constant once the loops over c and o are unrolled). */
@@ -109,38 +113,41 @@ static void child_nbr(const uint32_t blk[64], uint32_t s, uint32_t cn[27]) {
   (((VX_RS_D(c, o, 2) * (int32_t)VX_RS_B + VX_RS_D(c, o, 1)) * (int32_t)VX_RS_B +                  \
     VX_RS_D(c, o, 0)) * 8 + (int32_t)(o))
 
-/* The voxels of the node of level D - 2 (minimum corner m) whose bricks around are blk. */
-static void block(rs_job *j, const uint32_t blk[64], const uint32_t m[3]) {
+/* The slots of brick b (0 .. 5 along an axis) whose voxels lie in the block: along each axis the
+ * upper slot of brick 0 (voxel -1), the lower one of brick 5 (voxel 8), both of the others. */
+static uint32_t brick_keep(uint32_t bx, uint32_t by, uint32_t bz) {
+  return (bx == 0 ? 0xaau : bx == 5 ? 0x55u : 0xffu) & (by == 0 ? 0xccu : by == 5 ? 0x33u : 0xffu) &
+         (bz == 0 ? 0xf0u : bz == 5 ? 0x0fu : 0xffu);
+}
+
+/* The voxels of the node of level D - 3 (minimum corner m) whose bricks around are bricks. */
+static void block(rs_job *j, const uint32_t bricks[VX_RS_BRICKS], const uint32_t m[3]) {
   const vx_octree *t = j->t;
   int8_t v[VX_RS_B * VX_RS_B * VX_RS_B * 8];
   memset(v, (unsigned char)VX_RS_ABSENT, sizeof v);
-  for (uint32_t b = 0; b < 64; b++) {
-    if (blk[b] == VX_RS_NONE) continue;
-    const vx_node *nd = &t->nodes[blk[b]];
+  for (uint32_t b = 0; b < VX_RS_BRICKS; b++) {
+    if (bricks[b] == VX_RS_NONE) continue;
+    const vx_node *nd = &t->nodes[bricks[b]];
     const uint32_t mask = vx_node_mask(nd->info);
-    const uint32_t bx = b & 3u, by = b >> 2 & 3u, bz = b >> 4;
-    /* voxel 2 b + s of the 8^3 around, 2 .. 5 the node's own: kept when within 1 .. 6, so along
-     * an axis only the upper slots of a first brick and the lower ones of a last */
-    const uint32_t keep = (bx == 0 ? 0xaau : bx == 3 ? 0x55u : 0xffu) &
-                          (by == 0 ? 0xccu : by == 3 ? 0x33u : 0xffu) &
-                          (bz == 0 ? 0xf0u : bz == 3 ? 0x0fu : 0xffu);
-    for (uint32_t in = mask & keep; in; in &= in - 1u) {
+    const uint32_t bx = b % VX_RS_NB, by = b / VX_RS_NB % VX_RS_NB, bz = b / (VX_RS_NB * VX_RS_NB);
+    for (uint32_t in = mask & brick_keep(bx, by, bz); in; in &= in - 1u) {
       const uint32_t s = (uint32_t)__builtin_ctz(in);
-      const uint32_t x = 2u * bx + (s & 1u), y = 2u * by + (s >> 1 & 1u),
-                     z = 2u * bz + (s >> 2 & 1u);
-      memcpy(v + VX_RS_AT(x - 1u, y - 1u, z - 1u),
+      /* voxel 2 (b - 1) + s, at block position 2 b + s - 1 */
+      memcpy(v + VX_RS_AT(2u * bx + (s & 1u) - 1u, 2u * by + (s >> 1 & 1u) - 1u,
+                          2u * bz + (s >> 2 & 1u) - 1u),
              t->voxels[vx_child_index(nd->child, mask, s)].c, 8);
     }
   }
-  for (uint32_t b = 0; b < 8; b++) { /* the node's own bricks */
-    const uint32_t bi = (1u + (b & 1u)) + 4u * (1u + (b >> 1 & 1u)) + 16u * (1u + (b >> 2));
-    if (blk[bi] == VX_RS_NONE) continue;
-    const vx_node *nd = &t->nodes[blk[bi]];
+  for (uint32_t b = 0; b < 64; b++) { /* the node's own bricks, 1 .. 4 per axis */
+    const uint32_t bx = 1u + (b & 3u), by = 1u + (b >> 2 & 3u), bz = 1u + (b >> 4);
+    const uint32_t bi = bx + VX_RS_NB * (by + VX_RS_NB * bz);
+    if (bricks[bi] == VX_RS_NONE) continue;
+    const vx_node *nd = &t->nodes[bricks[bi]];
     const uint32_t mask = vx_node_mask(nd->info);
     for (uint32_t in = mask; in; in &= in - 1u) {
       const uint32_t s = (uint32_t)__builtin_ctz(in);
-      const uint32_t u[3] = {1u + 2u * (b & 1u) + (s & 1u), 1u + 2u * (b >> 1 & 1u) + (s >> 1 & 1u),
-                             1u + 2u * (b >> 2) + (s >> 2 & 1u)};
+      const uint32_t u[3] = {2u * bx + (s & 1u) - 1u, 2u * by + (s >> 1 & 1u) - 1u,
+                             2u * bz + (s >> 2 & 1u) - 1u};
       const int8_t *cv = v + VX_RS_AT(u[0], u[1], u[2]);
       int resigned = 0;
 #pragma GCC unroll 8
@@ -160,6 +167,29 @@ static void block(rs_job *j, const uint32_t blk[64], const uint32_t m[3]) {
         atomic_fetch_or(&j->bits[vi >> 5], 1u << (vi & 31u));
         record(j, x, vi);
       }
+    }
+  }
+}
+
+/* The bricks around a node of level D - 3 from blk, the 4 x 4 x 4 cells of level D - 2 around its
+ * children (children_block): cell c (0 .. 3 along an axis, c - 1 from the first child) holds
+ * bricks 2 c + s - 1, of which 0 .. 5 are kept (the upper slot of cell 0, the lower of cell 3). */
+static void bricks_of(const vx_octree *t, const uint32_t blk[64], uint32_t bricks[VX_RS_BRICKS]) {
+  for (uint32_t b = 0; b < VX_RS_BRICKS; b++) bricks[b] = VX_RS_NONE;
+  for (uint32_t c = 0; c < 64; c++) {
+    if (blk[c] == VX_RS_NONE) continue;
+    const vx_node *nd = &t->nodes[blk[c]];
+    const uint32_t mask = vx_node_mask(nd->info);
+    const uint32_t cx = c & 3u, cy = c >> 2 & 3u, cz = c >> 4;
+    const uint32_t keep = (cx == 0 ? 0xaau : cx == 3 ? 0x55u : 0xffu) &
+                          (cy == 0 ? 0xccu : cy == 3 ? 0x33u : 0xffu) &
+                          (cz == 0 ? 0xf0u : cz == 3 ? 0x0fu : 0xffu);
+    for (uint32_t in = mask & keep; in; in &= in - 1u) {
+      const uint32_t s = (uint32_t)__builtin_ctz(in);
+      const uint32_t u = (2u * cx + (s & 1u) - 1u) +
+                         VX_RS_NB * ((2u * cy + (s >> 1 & 1u) - 1u) +
+                                     VX_RS_NB * (2u * cz + (s >> 2 & 1u) - 1u));
+      bricks[u] = vx_child_index(nd->child, mask, s);
     }
   }
 }
@@ -186,12 +216,13 @@ static void walk(const vx_octree *t, uint32_t l, uint32_t stop, const uint32_t n
   }
 }
 
-/* A node of level D - 2: its voxels checked. */
+/* A node of level D - 3: its voxels checked. */
 static void visit_block(void *ctx, const uint32_t nbr[27], const uint32_t m[3]) {
   rs_job *j = (rs_job *)ctx;
-  uint32_t blk[64];
+  uint32_t blk[64], bricks[VX_RS_BRICKS];
   children_block(j->t, nbr, blk);
-  block(j, blk, m);
+  bricks_of(j->t, blk, bricks);
+  block(j, bricks, m);
 }
 
 static void *rs_worker(void *arg) {
@@ -199,7 +230,7 @@ static void *rs_worker(void *arg) {
   for (;;) {
     const uint32_t k = atomic_fetch_add(&j->next, 1u);
     if (k >= j->ntasks) break;
-    walk(j->t, j->top, j->t->depth - 2u, j->tasks[k].nbr, j->tasks[k].min, visit_block, j);
+    walk(j->t, j->top, j->t->depth - 3u, j->tasks[k].nbr, j->tasks[k].min, visit_block, j);
   }
   return NULL;
 }
@@ -276,7 +307,7 @@ vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, v
   if (!t->voxels || t->voxel_count == 0 || t->depth < 1u || t->levels_loaded <= t->depth)
     return VX_OK;
   const uint32_t D = t->depth;
-  const uint32_t top = D < 2u ? 0u : (D - 2u < VX_RS_TOP ? D - 2u : VX_RS_TOP);
+  const uint32_t top = D < 3u ? 0u : (D - 3u < VX_RS_TOP ? D - 3u : VX_RS_TOP);
   const size_t words = (size_t)((t->voxel_count + 31u) / 32u);
   rs_task *tasks = (rs_task *)vx_malloc(((size_t)1 << (3u * top)) * sizeof *tasks);
   _Atomic uint32_t *b = (_Atomic uint32_t *)vx_calloc(words, sizeof(uint32_t));
@@ -300,12 +331,16 @@ vx_status vx_octree_resigned(const vx_octree *t, int threads, uint32_t **bits, v
   j.found = NULL;
   j.nfound = j.cap = 0;
   j.nomem = 0;
-  if (D == 1u) { /* the root is the only brick: a node of level -1 around it */
-    uint32_t blk[64];
-    for (uint32_t k = 0; k < 64; k++) blk[k] = VX_RS_NONE;
-    blk[1 + 4 + 16] = 0u;
+  if (D < 3u) { /* the root's bricks (itself at D 1, its children at D 2) around a node of level
+                   D - 3 at the origin */
+    uint32_t bricks[VX_RS_BRICKS];
+    for (uint32_t k = 0; k < VX_RS_BRICKS; k++) bricks[k] = VX_RS_NONE;
+    if (D == 1u) bricks[1u + VX_RS_NB * (1u + VX_RS_NB)] = 0u;
+    for (uint32_t s = 0; D == 2u && s < 8; s++)
+      bricks[(1u + (s & 1u)) + VX_RS_NB * ((1u + (s >> 1 & 1u)) + VX_RS_NB * (1u + (s >> 2)))] =
+          child_of(t, 0u, s);
     j.ntasks = 0;
-    block(&j, blk, zero);
+    block(&j, bricks, zero);
   } else {
     j.ntasks = 0; /* the nodes of level `top`, in index order (8^top at most) */
     walk(t, 0u, top, root, zero, visit_task, &j);
