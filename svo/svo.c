@@ -206,8 +206,8 @@ static void link_piece(void *ctx, uint64_t k) {
 
 vx_status vx_octree_link(vx_octree *t, vx_error *err) {
   uint32_t levels = t->levels_loaded;
-  link_job *j = (link_job *)vx_malloc(sizeof *j);
-  if (!j) return vx_error_set(err, VX_ERR_NOMEM, "out of memory linking the tree");
+  link_job job; /* on the stack (32 KiB): linking allocates nothing, so it fails only on masks */
+  link_job *j = &job;
   vx_status s = VX_OK;
   for (uint32_t l = 0; s == VX_OK && l < t->depth && l < levels; l++) {
     j->lvl = t->nodes + t->level_first[l];
@@ -239,7 +239,6 @@ vx_status vx_octree_link(vx_octree *t, vx_error *err) {
     else
       vx_items_run(0, pieces, link_piece, j);
   }
-  vx_free(j);
   return s;
 }
 
