@@ -279,8 +279,8 @@ static vx_status decode_colors(svo_src *src, ZSTD_DCtx *dc, ZSTD_CCtx *ck, vx_oc
 
 /* The loaded levels of a large tree, every section at once (vx_svo_decode_levels), where its
  * memory (`need` bytes besides the sections' buffers) allows: 1 when t has its arrays. The
- * sections start at byte `first`; a file's are read first, in one piece. Otherwise (0) nothing is allocated and the caller goes
- * level by level. */
+ * sections start at byte `first`; a file's are read first, in one piece. Otherwise (0) nothing
+ * is allocated and the caller goes level by level. */
 static int decode_whole(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t,
                         uint32_t version, uint32_t levels, uint64_t first, const uint64_t *zsize,
                         const uint32_t *zcheck, uint64_t need, uint64_t limit) {

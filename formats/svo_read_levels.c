@@ -176,7 +176,8 @@ vx_status vx_svo_decode_levels(vx_octree *t, uint32_t levels, const uint8_t *con
   j.zsize = zsize;
   j.zcheck = zcheck;
   int ok = 1;
-  for (uint32_t l = 0; ok && l < levels; l++) ok = vx_svo_frame_problem(z[l], zsize[l], raw_bytes(t, l), NULL) == NULL;
+  for (uint32_t l = 0; ok && l < levels; l++)
+    ok = vx_svo_frame_problem(z[l], zsize[l], raw_bytes(t, l), NULL) == NULL;
   for (uint32_t l = 0; ok && l < j.nodes; l++) ok = masks_of(&j, l);
   const uint64_t nodes = j.nodes ? t->level_first[j.nodes - 1] + t->level_count[j.nodes - 1] : 0;
   const uint64_t voxels = levels > t->depth ? t->level_count[t->depth] : 0;

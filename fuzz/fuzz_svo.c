@@ -24,7 +24,7 @@ static void check_colors(const vx_octree *t) {
 
 static int same(const void *a, const void *b, uint64_t n) { return n == 0 || memcmp(a, b, n) == 0; }
 
-/* Level by level and side by side (formats/svo_read_levels.c): the same status, message and tree. */
+/* Level by level and side by side (formats/svo_read_levels.c): the same status, message, tree. */
 static void both_ways(const uint8_t *data, size_t size, vx_svo_read_opts o) {
   vx_octree a, b;
   vx_error ea, eb;
