@@ -5,6 +5,7 @@
 #ifndef VOXLOD_FORMATS_SVO_CODEC_H
 #define VOXLOD_FORMATS_SVO_CODEC_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -150,6 +151,20 @@ vx_status vx_svo_decode_colors(vx_octree *t, const uint8_t *const *z, const uint
                                const uint32_t *zcheck, int threads);
 /* The check of n bytes (the checker below, in one call); 0 when zstd fails. */
 int vx_svo_bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *check);
+/* The same check on a thread of its own, beside other work: vx_svo_check_start runs it on a new
+ * thread when `beside` is set and one starts, else at once; vx_svo_check_join waits for it and
+ * gives 1 when zstd did not fail (the value in c->check). c->cc stays the caller's. */
+typedef struct vx_svo_bg_check {
+  ZSTD_CCtx *cc;
+  const uint8_t *p;
+  uint64_t n;
+  uint32_t check;
+  int ok, threaded;
+  pthread_t th;
+} vx_svo_bg_check;
+void vx_svo_check_start(vx_svo_bg_check *c, ZSTD_CCtx *cc, const uint8_t *p, uint64_t n,
+                        int beside);
+int vx_svo_check_join(vx_svo_bg_check *c);
 
 /* The header of a version-2 file of `size` bytes, in memory (mem) or at file offset `base` of f:
  * every check of vx_svo_decode up to the level counts and section sizes (against `size`), then

@@ -46,6 +46,29 @@ int vx_svo_bytes_check(ZSTD_CCtx *cc, const uint8_t *p, uint64_t n, uint32_t *ch
   return 1;
 }
 
+static void *bg_check_run(void *arg) {
+  vx_svo_bg_check *c = (vx_svo_bg_check *)arg;
+  c->ok = vx_svo_bytes_check(c->cc, c->p, c->n, &c->check);
+  return NULL;
+}
+
+void vx_svo_check_start(vx_svo_bg_check *c, ZSTD_CCtx *cc, const uint8_t *p, uint64_t n,
+                        int beside) {
+  c->cc = cc;
+  c->p = p;
+  c->n = n;
+  c->check = 0;
+  c->ok = 0;
+  c->threaded = beside && pthread_create(&c->th, NULL, bg_check_run, c) == 0;
+  if (!c->threaded) bg_check_run(c);
+}
+
+int vx_svo_check_join(vx_svo_bg_check *c) {
+  if (c->threaded) pthread_join(c->th, NULL);
+  c->threaded = 0;
+  return c->ok;
+}
+
 vx_status vx_svo_encoded_check(const uint8_t *data, size_t size, uint32_t *check, vx_error *err) {
   ZSTD_CCtx *cc = vx_zstd_cctx();
   const int ok = cc && vx_svo_bytes_check(cc, data, size, check);
@@ -510,12 +533,6 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
     t->node_count = 0;
     t->voxel_count = 0;
   }
-  if (whole && color) { /* room for the largest colour section */
-    raw_cap = (size_t)(raw_max < VX_SVO_COLOR_RECORD ? VX_SVO_COLOR_RECORD : raw_max);
-    if (!(raw = (uint8_t *)vx_malloc(raw_cap)))
-      s = vx_error_set(err, VX_ERR_NOMEM, "%s: cannot allocate %.1f MiB to decode the colours",
-                       name, (double)raw_cap / 1048576.0);
-  }
   for (uint32_t l = 0; !whole && s == VX_OK && l < levels; l++) {
     char what[32];
     snprintf(what, sizeof what, "level %u", l);
@@ -582,7 +599,13 @@ static vx_status decode(svo_src *src, const vx_svo_read_opts *opts, vx_octree *t
                               zcheck + t->depth + 1, need - raw_max, limit)) {
       if (info) info->side_by_side = 2;
     } else {
-      s = decode_colors(src, dc, ck, t, zsize, zcheck, levels, at, raw, err);
+      if (whole) { /* the levels went side by side: room for the largest colour section */
+        raw_cap = (size_t)(raw_max < VX_SVO_COLOR_RECORD ? VX_SVO_COLOR_RECORD : raw_max);
+        if (!(raw = (uint8_t *)vx_malloc(raw_cap)))
+          s = vx_error_set(err, VX_ERR_NOMEM, "%s: cannot allocate %.1f MiB to decode the "
+                           "colours", name, (double)raw_cap / 1048576.0);
+      }
+      if (s == VX_OK) s = decode_colors(src, dc, ck, t, zsize, zcheck, levels, at, raw, err);
     }
   }
   if (s == VX_OK && opts && opts->check_rest && levels <= t->depth)

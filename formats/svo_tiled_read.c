@@ -406,21 +406,6 @@ static vx_status tile_colors(const vx_tiled *t, uint64_t i, vx_octree *out, vx_e
   return VX_OK;
 }
 
-/* A whole tile's check32, on a thread of its own. */
-typedef struct tile_check {
-  ZSTD_CCtx *cc;
-  const uint8_t *p;
-  uint64_t n;
-  uint32_t got;
-  int ok;
-} tile_check;
-
-static void *tile_check_run(void *arg) {
-  tile_check *c = (tile_check *)arg;
-  c->ok = vx_svo_bytes_check(c->cc, c->p, c->n, &c->got);
-  return NULL;
-}
-
 vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *opts,
                              vx_octree *out, vx_error *err) {
   memset(out, 0, sizeof *out);
@@ -439,22 +424,17 @@ vx_status vx_tiled_read_tile(vx_tiled *t, uint64_t i, const vx_svo_read_opts *op
   else if ((s = get(t, e->offset, e->length, &p, &buf, err)) != VX_OK)
     return s;
   else { /* the tile's check beside its decoding; a failed check is the answer either way */
-    tile_check c = {t->ck, p, e->length, 0, 0};
-    pthread_t th;
-    const int beside = e->length >= ((uint64_t)1 << 20) &&
-                       pthread_create(&th, NULL, tile_check_run, &c) == 0;
-    if (beside) {
-      s = vx_svo_decode(p, (size_t)e->length, opts, out, &fi, err);
-      pthread_join(th, NULL);
-    } else {
-      tile_check_run(&c);
-    }
-    if (!c.ok || c.got != e->check) {
+    vx_svo_bg_check c;
+    vx_svo_check_start(&c, t->ck, p, e->length, e->length >= ((uint64_t)1 << 20));
+    const int beside = c.threaded;
+    if (beside) s = vx_svo_decode(p, (size_t)e->length, opts, out, &fi, err);
+    const int ok = vx_svo_check_join(&c);
+    if (!ok || c.check != e->check) {
       if (beside && s == VX_OK) vx_octree_free(out);
-      s = !c.ok ? vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum tile %llu", t->name,
-                               (unsigned long long)i)
-                : vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu is damaged (checksum "
-                               "mismatch)", t->name, (unsigned long long)i);
+      s = !ok ? vx_error_set(err, VX_ERR_NOMEM, "%s: cannot checksum tile %llu", t->name,
+                             (unsigned long long)i)
+              : vx_error_set(err, VX_ERR_CORRUPT, "%s: tile %llu is damaged (checksum "
+                             "mismatch)", t->name, (unsigned long long)i);
     } else if (!beside) {
       s = vx_svo_decode(p, (size_t)e->length, opts, out, &fi, err);
     }

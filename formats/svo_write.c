@@ -333,24 +333,6 @@ static vx_status piece_fill(piece_reader *r, uint8_t *dst, size_t n, vx_error *e
 
 /* ---- the writer ----------------------------------------------------------------------------- */
 
-typedef struct check_job {
-  ZSTD_CCtx *ck;
-  const uint8_t *p;
-  uint64_t n;
-  uint32_t check;
-  int ok, threaded;
-  pthread_t th;
-} check_job;
-
-static void *check_worker(void *arg) {
-  check_job *j = (check_job *)arg;
-  vx_svo_checker c;
-  c.cc = j->ck;
-  j->ok = vx_svo_check_begin(&c) && vx_svo_check_feed(&c, j->p, (size_t)j->n, ZSTD_e_end);
-  j->check = vx_svo_check_value(&c);
-  return NULL;
-}
-
 typedef struct validate_job {
   const vx_octree *t;
   vx_error err;
@@ -376,7 +358,7 @@ typedef struct writer {
   /* frames in memory (trees): section l at mem + slot[l] */
   uint8_t *mem;
   size_t mem_cap, slot[VX_SVO_MAX_SECTIONS];
-  check_job cj[VX_SVO_MAX_SECTIONS];
+  vx_svo_bg_check cj[VX_SVO_MAX_SECTIONS];
   /* frames in a staging file (streams), checked as they appear */
   FILE *stage;
   vx_svo_checker ck;
@@ -481,13 +463,9 @@ static vx_status section_whole(writer *w, ZSTD_CCtx *cc, uint8_t *rawbuf, uint32
                               (size_t)raw);
     if (ZSTD_isError(z)) return vx_svo_zstd_fail(err, "compressing a level", z);
     w->zsize[l] = z;
-    check_job *j = &w->cj[l];
-    j->ck = vx_zstd_cctx();
-    if (!j->ck) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for a frame check");
-    j->p = w->mem + w->slot[l];
-    j->n = z;
-    j->threaded = pthread_create(&j->th, NULL, check_worker, j) == 0;
-    if (!j->threaded) check_worker(j);
+    ZSTD_CCtx *ck = vx_zstd_cctx();
+    if (!ck) return vx_error_set(err, VX_ERR_NOMEM, "out of memory for a frame check");
+    vx_svo_check_start(&w->cj[l], ck, w->mem + w->slot[l], z, 1);
     return VX_OK;
   }
   size_t bound = ZSTD_compressBound((size_t)raw);
@@ -704,11 +682,11 @@ static vx_status compress_levels(writer *w, int zstd_level, vx_error *err) {
     w->q.sections = q->depth + 1;
   }
   for (uint32_t l = 0; l < q->sections; l++) {
-    check_job *j = &w->cj[l];
-    if (j->threaded) pthread_join(j->th, NULL);
-    if (j->ck) {
-      ZSTD_freeCCtx(j->ck);
-      if (!j->ok && st == VX_OK) st = vx_svo_zstd_fail(err, "checksumming", 0);
+    vx_svo_bg_check *j = &w->cj[l];
+    if (j->cc) {
+      const int ok = vx_svo_check_join(j);
+      ZSTD_freeCCtx(j->cc);
+      if (!ok && st == VX_OK) st = vx_svo_zstd_fail(err, "checksumming", 0);
       w->check[l] = j->check;
     }
     memset(j, 0, sizeof *j);
