@@ -16,9 +16,9 @@ command -v clang++ >/dev/null || { echo "fuzz/run.sh: clang not found (apt-get i
 cmake -S "$here" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$jobs" --target fuzz_svo fuzz_mesh fuzz_vdb fuzz_view_msg fuzz_sample fuzz_text \
   fuzz_color fuzz_color_pass fuzz_texture fuzz_material fuzz_tri_stream fuzz_tiled fuzz_tile_record fuzz_tile_split \
-  fuzz_point_file
+  fuzz_point_file fuzz_mesh_part
 status=0
-for t in svo mesh vdb view_msg sample text color color_pass texture material tri_stream tiled tile_record tile_split point_file; do
+for t in svo mesh vdb view_msg sample text color color_pass texture material tri_stream tiled tile_record tile_split point_file mesh_part; do
   corpus="$build/corpus-$t"
   mkdir -p "$corpus"
   echo "== fuzz_$t for ${secs}s (seeds: tests/corpus/$t)"

@@ -55,6 +55,13 @@ struct vx_tree {
   struct vx_band_cache *band_cache;
 };
 
+/* A mesh made of the mesher's arrays (mesher/mesher.h), which it takes (dm is emptied, also on
+ * failure), with its statistics (lib/mesher.c). */
+struct vx_dc_mesh;
+struct vx_dc_stats;
+vx_status vx_mesh_of_dc(struct vx_dc_mesh *dm, const struct vx_dc_stats *ds, vx_mesh **out,
+                        vx_error *err);
+
 /* The public read options as the .svo reader's (tree.c). */
 vx_status vx_read_opts_in(const vx_read_opts *opts, vx_svo_read_opts *ro, vx_error *err);
 

@@ -83,39 +83,47 @@ vx_status vx_mesher_extract(const vx_tree *t, const vx_mesher_opts *opts, vx_mes
                           d.level, 1u << d.level);
     return vx_error_set(err, VX_ERR_EMPTY, "the tree's field has no surface crossing");
   }
+  return vx_mesh_of_dc(&dm, &ds, out, err);
+}
+
+vx_status vx_mesh_of_dc(struct vx_dc_mesh *dm, const struct vx_dc_stats *ds, vx_mesh **out,
+                        vx_error *err) {
+  *out = NULL;
   vx_mesh *m = (vx_mesh *)vx_calloc(1, sizeof *m);
   if (!m) {
-    vx_dc_mesh_free(&dm);
+    vx_dc_mesh_free(dm);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   }
-  m->vertices = dm.pos;
-  m->normals = dm.nrm;
-  m->vertex_count = dm.vertex_count;
-  m->indices = dm.tri;
-  m->triangle_count = dm.triangle_count;
-  m->colors = dm.rgba;
-  st = fill_soup(m, err);
+  m->vertices = dm->pos;
+  m->normals = dm->nrm;
+  m->vertex_count = dm->vertex_count;
+  m->indices = dm->tri;
+  m->triangle_count = dm->triangle_count;
+  m->colors = dm->rgba;
+  vx_free(dm->key);
+  memset(dm, 0, sizeof *dm);
+  vx_status st = fill_soup(m, err);
   if (st != VX_OK) {
     vx_mesh_free(m);
     return st;
   }
   vx_mesher_stats *s = &m->mesher_stats;
   s->struct_size = sizeof *s;
-  s->vertices = dm.vertex_count;
-  s->triangles = dm.triangle_count;
-  s->cells = ds.cells;
-  s->level_min = ds.level_min;
-  s->level_max = ds.level_max;
-  s->corners_shared = ds.corners_shared;
-  s->corners_disputed = ds.corners_disputed;
-  s->corners_repaired = ds.corners_repaired;
-  s->contacts_split = ds.contacts_split;
-  s->open_edges = ds.open_edges;
-  s->sec_field = ds.sec_field;
-  s->sec_vertices = ds.sec_vertices;
-  s->sec_faces = ds.sec_faces;
-  s->sec_assemble = ds.sec_assemble;
-  s->sec_total = ds.sec_total;
+  s->vertices = m->vertex_count;
+  s->triangles = m->triangle_count;
+  s->cells = ds->cells;
+  s->level_min = ds->level_min;
+  s->level_max = ds->level_max;
+  s->corners_shared = ds->corners_shared;
+  s->corners_disputed = ds->corners_disputed;
+  s->corners_repaired = ds->corners_repaired;
+  s->contacts_split = ds->contacts_split;
+  s->open_edges = ds->open_edges;
+  s->sec_field = ds->sec_field;
+  s->sec_vertices = ds->sec_vertices;
+  s->sec_faces = ds->sec_faces;
+  s->sec_assemble = ds->sec_assemble;
+  s->sec_total = ds->sec_total;
   m->has_mesher_stats = 1;
   *out = m;
   return VX_OK;

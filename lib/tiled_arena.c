@@ -37,6 +37,7 @@ struct vx_tile_cache {
   size_t n, cap;
   uint32_t *slot; /* per tile of the file: its entry + 1, 0: not held */
   vx_rs_store *rs; /* the re-signed voxels found so far (the file handle's) */
+  int window_colors; /* windows copy the tiles' colours too */
 };
 
 /* A window's re-signed voxels. */
@@ -111,6 +112,8 @@ void vx_tile_cache_free(vx_tile_cache *c) {
   vx_free(c->slot);
   vx_free(c);
 }
+
+void vx_tile_cache_window_colors(vx_tile_cache *c, int on) { c->window_colors = on; }
 
 void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget) {
   c->asked = budget;
@@ -749,6 +752,15 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
     }
   }
   if (s == VX_OK) s = vx_octree_alloc_unset(o, err); /* every node copied below */
+  int colored = c->window_colors && mask != 0;
+  for (uint32_t slot = 0; slot < 8 && s == VX_OK; slot++)
+    if (mask >> slot & 1u)
+      colored &= src[slot]->node_color && (src[slot]->voxel_color || !src[slot]->voxel_count);
+  if (s == VX_OK && colored) {
+    o->node_color = (uint32_t *)vx_calloc((size_t)o->node_count, sizeof(uint32_t));
+    o->voxel_color = (uint32_t *)vx_malloc((size_t)(o->voxel_count ? o->voxel_count : 1) * 4);
+    if (!o->node_color || !o->voxel_color) s = vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  }
   if (s == VX_OK) {
     memset(o->nodes, 0, sizeof *o->nodes);
     o->nodes[0].info = mask; /* no plane, no errors: never final */
@@ -772,10 +784,14 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
           const uint64_t from = runs->r[i][0], cnt = runs->r[i][1] - from;
           if (wl < W)
             ok = plan_copy(&plan, o->nodes + o->level_first[wl] + at, src[slot]->nodes + from,
-                           (size_t)cnt * sizeof(vx_node));
+                           (size_t)cnt * sizeof(vx_node)) &&
+                 (!colored || plan_copy(&plan, o->node_color + o->level_first[wl] + at,
+                                        src[slot]->node_color + from, (size_t)cnt * 4));
           else
             ok = plan_copy(&plan, o->voxels + at, src[slot]->voxels + from,
-                           (size_t)cnt * sizeof(vx_voxel));
+                           (size_t)cnt * sizeof(vx_voxel)) &&
+                 (!colored || plan_copy(&plan, o->voxel_color + at, src[slot]->voxel_color + from,
+                                        (size_t)cnt * 4));
           at += cnt;
         }
       }
@@ -803,6 +819,10 @@ vx_status vx_arena_window(vx_tile_cache *c, uint32_t W, const uint32_t origin[3]
   const uint64_t key = vx_morton_encode(origin[0] >> (W - 1), origin[1] >> (W - 1),
                                         origin[2] >> (W - 1));
   vx_rs_store *r = c->rs;
+  if (!r) { /* a cache without a store: windows without re-signed voxels */
+    if ((s = vx_octree_link(o, err)) != VX_OK) vx_arena_free(a);
+    return s;
+  }
   const rs_window *had = window_bits(r, key, P);
   if (had) {
     if ((s = vx_octree_link(o, err)) != VX_OK) {

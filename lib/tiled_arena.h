@@ -54,10 +54,14 @@ vx_status vx_tiled_file_cache(vx_tiled_file *f, uint64_t budget, vx_tile_cache *
 
 /* A cache over reader t keeping at most `budget` bytes of decoded tiles (those an arena needs at
  * once are kept whatever their size; 0: VX_TILE_CACHE_DEFAULT, windows as memory allows); the
- * re-signed voxels its arenas find go to rs (NULL: a cache that makes no arenas). */
+ * re-signed voxels its arenas find go to rs (NULL: no whole-tree arenas, and windows without
+ * re-signed voxels: for meshing, which finds its own). */
 vx_status vx_tile_cache_new(vx_tiled *t, const vx_svo_read_opts *ro, uint64_t budget,
                             vx_rs_store *rs, vx_tile_cache **out, vx_error *err);
 void vx_tile_cache_free(vx_tile_cache *c);
+/* on: the cache's windows carry the tiles' colours (node_color, voxel_color; where every tile
+ * in them has colours; the window's root gets 0). Off at first: samples need none. */
+void vx_tile_cache_window_colors(vx_tile_cache *c, int on);
 /* A new budget (0 as for vx_tile_cache_new): tiles past it go when the next tile is read (least
  * recently used first). */
 void vx_tile_cache_set_budget(vx_tile_cache *c, uint64_t budget);
@@ -96,6 +100,16 @@ typedef struct vx_window_keep {
   uint32_t level;
   uint64_t lo[3], hi[3];
 } vx_window_keep;
+
+/* The middle of window k (its index along one axis; windows of depth W in a tree of depth D, at
+ * k * 2^(W-1)): [lo, hi), finest voxels, the window's central half, the outer windows' reaching
+ * the tree's faces. The middles tile the tree. */
+static inline void vx_window_middle(uint32_t D, uint32_t W, uint64_t k, uint64_t *lo,
+                                    uint64_t *hi) {
+  const uint64_t half = (uint64_t)1 << (W - 1), last = ((uint64_t)1 << (D - W + 1)) - 2u;
+  *lo = k == 0 ? 0 : k * half + half / 2u;
+  *hi = k >= last ? (uint64_t)1 << D : k * half + half + half / 2u;
+}
 
 /* The window of depth W at `origin` (see above), all of it (keep NULL) or only the part keep
  * names. The cache's budget rises to the bytes of the tiles it held, so that the next windows

@@ -467,13 +467,11 @@ static vx_status group_whole(const ts_ctx *c, const ts_key *keys, uint64_t n, ts
  * WINDOW_MARGIN voxels of its middle (where window_of puts its points), band included. */
 #define WINDOW_MARGIN 128u
 static void window_keep(const ts_ctx *c, const uint32_t k[3], vx_window_keep *keep) {
-  const uint64_t half = (uint64_t)1 << (c->W - 1), R = (uint64_t)1 << c->D;
-  const uint64_t last = ((uint64_t)1 << (c->D - c->W + 1)) - 2u;
   const uint64_t m = WINDOW_MARGIN + (uint64_t)ceilf(c->h->band);
   keep->level = c->P;
   for (int i = 0; i < 3; i++) {
-    const uint64_t lo = k[i] == 0 ? 0 : k[i] * half + half / 2u;
-    const uint64_t hi = k[i] >= last ? R : k[i] * half + half + half / 2u;
+    uint64_t lo, hi;
+    vx_window_middle(c->D, c->W, k[i], &lo, &hi);
     keep->lo[i] = lo > m ? lo - m : 0;
     keep->hi[i] = hi + m;
   }

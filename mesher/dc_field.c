@@ -43,7 +43,8 @@
  * The walk (dc_walk.c, FIELD pass) visits every grid point once with the voxels around it,
  * reading the tree's own voxels and writing the result, so points never race; it also flags the
  * voxels rule 1b starts from. The closure, the recomputed points and what follows run on one
- * thread over the few points concerned, finding voxels by descending the tree. Rule 2 at one
+ * thread over the few points concerned (in Morton order of the voxels flagged, whatever order the
+ * walk's threads flagged them in), finding voxels by descending the tree. Rule 2 at one
  * point reads its neighbours' values as stored, so a point it re-signed can change what rule 2
  * says at a neighbour: those neighbours are looked at again, one by one (in a fixed order, each
  * seeing the values written so far), until nothing changes.
@@ -174,6 +175,13 @@ static int restore_point(const vx_octree *t, const _Atomic uint8_t *resigned, vx
   return (to < 0) != (before < 0);
 }
 
+/* Is grid point `code` (Morton) the part's own (every point when the tree is whole)? */
+static int point_owned(const dc_tree *T, uint64_t code) {
+  uint32_t p[3];
+  vx_morton_decode(code, &p[0], &p[1], &p[2]);
+  return dc_part_owns(T, p, 0);
+}
+
 vx_status dc_field(const dc_tree *T0, int threads, vx_voxel *out, uint64_t *shared,
                    uint64_t *disputed, uint64_t *repaired, vx_progress_fn progress, void *user,
                    vx_error *err) {
@@ -198,6 +206,9 @@ vx_status dc_field(const dc_tree *T0, int threads, vx_voxel *out, uint64_t *shar
    * value where such a voxel had a positive one was re-signed too. Flag them all (a closure:
    * the order does not matter), then recompute the points of their corners. */
   dc_vec *marks = &sum.marks;
+  /* The walk's threads found them in any order; the points restored below read what the points
+   * before them wrote, so they go in a fixed one: the same field for any thread count. */
+  if (marks->n) qsort(marks->data, marks->n, sizeof(dc_mark), cmp_code);
   for (uint64_t k = 0; st == VX_OK && k < marks->n; k++) {
     dc_mark m = ((const dc_mark *)marks->data)[k];
     uint32_t x, y, z;
@@ -248,7 +259,7 @@ vx_status dc_field(const dc_tree *T0, int threads, vx_voxel *out, uint64_t *shar
   for (uint64_t k = 0; k < list.n; k++)
     if (n == 0 || codes[n - 1] != codes[k]) codes[n++] = codes[k];
   list.n = n;
-  *repaired = list.n;
+  for (uint64_t k = 0; k < n; k++) *repaired += point_owned(&T, codes[k]);
   /* The neighbours of re-signed points, first in, first out; each change queues its own. The
    * sign of a point only moves towards agreeing with its neighbours, so this ends quickly; the
    * cap only guards against a field that keeps flipping. */
@@ -269,7 +280,7 @@ vx_status dc_field(const dc_tree *T0, int threads, vx_voxel *out, uint64_t *shar
           return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the corner field");
         }
         *q = vx_morton_encode((uint32_t)h[0], (uint32_t)h[1], (uint32_t)h[2]);
-        (*repaired)++;
+        *repaired += point_owned(&T, *q);
       }
   }
   dc_vec_free(&list);

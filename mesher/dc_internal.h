@@ -44,6 +44,8 @@ typedef struct dc_tree {
                         as records (dc_face.open) among the faces; 2: only those records */
   const vx_voxel *field; /* the single-valued corner field (vx_dc_corner_field) */
   _Atomic uint8_t *resigned; /* FIELD: 1 for voxels found re-signed (dc_field.c), per voxel */
+  int part;          /* a part of a larger tree (vx_dc_opts.part) */
+  uint32_t own_lo[3], own_hi[3];
 } dc_tree;
 
 /* Is the present cell (level, idx) a cell of the cut? */
@@ -76,6 +78,13 @@ static inline dc_cell dc_child(const dc_tree *T, dc_cell c, uint32_t level, uint
     k.clu = dc_cluster_id(T, level + 1, k.idx);
   else k.clu = DC_NONE;
   return k;
+}
+
+/* In a part (T->part): does grid point e (finest) lie in its own box grown by `grow`? Else 1. */
+static inline int dc_part_owns(const dc_tree *T, const uint32_t e[3], uint32_t grow) {
+  for (int i = 0; T->part && i < 3; i++)
+    if ((uint64_t)e[i] + grow < T->own_lo[i] || e[i] >= (uint64_t)T->own_hi[i] + grow) return 0;
+  return 1;
 }
 
 static inline int dc_determined(dc_cell c) { return c.clu != DC_NONE || c.idx == DC_NONE; }
@@ -205,6 +214,7 @@ typedef struct dc_verts {
   float *pos;        /* (hi - lo) * 3 */
   float *nrm;        /* (hi - lo) * 3 */
   uint64_t *box;     /* node_count entries (NULL when the cut is the finest) */
+  uint64_t *code;    /* a part: (hi - lo) voxel corners (VX_DC_KEY_COORD), else NULL */
   uint8_t *placed;   /* (hi - lo): 0 not yet, 1 placed, 2 a voxel without crossings */
   float *slab, *mid; /* VX_DC_ERROR, per node: the full-detail vertices inside the node lie at
                         signed distances mid - slab .. mid + slab from the plane through its

@@ -41,6 +41,7 @@ void vx_dc_mesh_free(vx_dc_mesh *m) {
   vx_free(m->nrm);
   vx_free(m->tri);
   vx_free(m->rgba);
+  vx_free(m->key);
   memset(m, 0, sizeof *m);
 }
 
@@ -66,13 +67,22 @@ typedef struct asm_ctx {
   dc_vec extra_pos;    /* float[3] per split vertex, grid coordinates */
   dc_vec extra_nrm;
   dc_vec extra_rgba;   /* packed RGBA8 per split vertex (coloured trees) */
+  dc_vec extra_key;    /* a part: the key of each split vertex (VX_DC_KEY_COORD) */
   int colored;         /* the tree carries node and voxel colours */
   uint64_t nverts;     /* cluster vertices + split vertices so far */
   uint64_t unresolved; /* contacts whose sign changes did not alternate */
   uint64_t split_count;
+  uint64_t split_own;  /* of those, splitting a side of a face the part owns (all when whole) */
 } asm_ctx;
 
 static inline int face_sides(const dc_face *f) { return f->c[3] == DC_NONE ? 3 : 4; }
+
+/* In a part: does face f's minimal edge start in the part's own box (grown by `grow`)? */
+static int face_in_part(const dc_tree *T, const dc_face *f, uint32_t grow) {
+  uint32_t e[3];
+  vx_morton_decode(dc_edge_morton(f->edge), &e[0], &e[1], &e[2]);
+  return dc_part_owns(T, e, grow);
+}
 
 static const float *cluster_pos(const asm_ctx *x, uint32_t clu) {
   return x->V->pos + (clu - x->V->lo) * 3;
@@ -109,8 +119,26 @@ static void face_edge(const dc_tree *T, const dc_face *f, uint32_t lo[3], uint32
   *axis = dc_edge_axis(f->edge);
 }
 
-/* Adds one vertex for the pair of faces (f0, s0), (f1, s1) that share side A-B. */
-static int add_split(asm_ctx *x, uint32_t f0, uint32_t s0, uint32_t f1, uint32_t s1) {
+/* The key of the vertex splitting the contact of voxels A and B (clusters) at the negative
+ * corner `corner` (Morton code), in a part (mesher.h, VX_DC_KEY_COORD). */
+static uint64_t split_key(const asm_ctx *x, uint32_t A, uint32_t B, uint64_t corner) {
+  const uint64_t ka = x->V->code[A - x->V->lo], kb = x->V->code[B - x->V->lo];
+  uint32_t L[3], c[3], axis = 0;
+  vx_morton_decode(corner, &c[0], &c[1], &c[2]);
+  for (int i = 0; i < 3; i++) {
+    const uint32_t a = (uint32_t)(ka >> 20 * i) & 0xfffffu, b = (uint32_t)(kb >> 20 * i) & 0xfffffu;
+    L[i] = a < b ? a : b;
+    if (a != b) axis = (uint32_t)i;
+  }
+  const uint32_t u = axis == 0 ? 1u : 0u, v = axis == 2 ? 1u : 2u;
+  const uint32_t bits = (c[u] - L[u]) | (c[v] - L[v]) << 1;
+  return VX_DC_KEY_COORD(L[0], L[1], L[2]) | (uint64_t)(1u + 4u * axis + (bits & 3u)) << 60;
+}
+
+/* Adds one vertex for the pair of faces (f0, s0), (f1, s1) that share side A-B (voxel
+ * contacts: `corner`, the Morton code of their negative corner). */
+static int add_split(asm_ctx *x, uint32_t f0, uint32_t s0, uint32_t f1, uint32_t s1,
+                     uint64_t corner) {
   const dc_face *a = &x->faces[f0], *b = &x->faces[f1];
   uint32_t A = a->c[s0], B = a->c[(s0 + 1) % (uint32_t)face_sides(a)];
   const float *pa = cluster_pos(x, A), *pb = cluster_pos(x, B);
@@ -134,6 +162,11 @@ static int add_split(asm_ctx *x, uint32_t f0, uint32_t s0, uint32_t f1, uint32_t
     if (!C) return 0;
     *C = color_mean2(cluster_color(x->T, A), cluster_color(x->T, B));
   }
+  if (x->T->part) {
+    uint64_t *K = (uint64_t *)dc_vec_push(&x->extra_key);
+    if (!K) return 0;
+    *K = split_key(x, A, B, corner);
+  }
   split_rec *r0 = (split_rec *)dc_vec_push(&x->splits);
   split_rec *r1 = r0 ? (split_rec *)dc_vec_push(&x->splits) : NULL;
   if (!P || !N || !r0 || !r1) return 0;
@@ -145,6 +178,7 @@ static int add_split(asm_ctx *x, uint32_t f0, uint32_t s0, uint32_t f1, uint32_t
   r1->face = f1, r1->slot = s1, r1->vert = (uint32_t)x->nverts;
   x->nverts++;
   x->split_count++;
+  x->split_own += face_in_part(x->T, a, 0) || face_in_part(x->T, b, 0);
   return 1;
 }
 
@@ -155,6 +189,14 @@ static int cmp_split_key(const void *pa, const void *pb) {
   if (a->b != b->b) return a->b < b->b ? -1 : 1;
   if (a->corner != b->corner) return a->corner < b->corner ? -1 : 1;
   if (a->face != b->face) return a->face < b->face ? -1 : 1;
+  return 0;
+}
+
+/* Does a group of split keys hold a face of the part (all faces when the tree is whole)? Where
+ * it does, the part holds every face of the group (face_in_part). */
+static int group_owned(const asm_ctx *x, const dc_split_key *k, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++)
+    if (face_in_part(x->T, &x->faces[k[i].face], 0)) return 1;
   return 0;
 }
 
@@ -190,8 +232,8 @@ static int split_voxel_contacts(asm_ctx *x) {
   for (uint64_t i = 0; ok && i < keys.n;) {
     uint64_t e = i + 1;
     while (e < keys.n && k[e].a == k[i].a && k[e].b == k[i].b && k[e].corner == k[i].corner) e++;
-    if (e - i == 2) ok = add_split(x, k[i].face, k[i].slot, k[i + 1].face, k[i + 1].slot);
-    else x->unresolved++;
+    if (e - i == 2) ok = add_split(x, k[i].face, k[i].slot, k[i + 1].face, k[i + 1].slot, k[i].corner);
+    else x->unresolved += group_owned(x, k + i, e - i); /* a part: its own faces' only */
     i = e;
   }
   dc_vec_free(&keys);
@@ -271,7 +313,7 @@ static int pair_group(asm_ctx *x, const side_ent *g, uint32_t n) {
       if (e[(start + k) % n].dir != 1 || e[(start + k + 1) % n].dir != -1) ok = 0;
     for (uint32_t k = 0; ok && k < n; k += 2) {
       const perim_ent *p = &e[(start + k) % n], *q = &e[(start + k + 1) % n];
-      if (!add_split(x, p->face, p->slot, q->face, q->slot)) {
+      if (!add_split(x, p->face, p->slot, q->face, q->slot, 0)) {
         vx_free(e);
         return -1;
       }
@@ -373,6 +415,48 @@ static uint32_t cluster_level(const dc_tree *T, const dc_verts *V, uint32_t clu)
   return clu >= T->node_count ? T->D : (uint32_t)(V->box[clu] >> 56);
 }
 
+/* A part's faces within 2 of its own box: the faces that pair with its own at a split contact
+ * (their minimal edges end at one negative corner) are among them. */
+static void part_near(const dc_tree *T, dc_vec *faces) {
+  dc_face *f = (dc_face *)faces->data;
+  uint64_t keep = 0;
+  for (uint64_t i = 0; i < faces->n; i++)
+    if (face_in_part(T, &f[i], 2)) f[keep++] = f[i];
+  faces->n = keep;
+}
+
+/* A part's mesh keeps only the vertices its own faces use (in order): the others belong to the
+ * faces of its neighbours. */
+static int part_trim(vx_dc_mesh *m, vx_dc_stats *st) {
+  uint64_t n = 0;
+  const size_t nv = (size_t)(m->vertex_count ? m->vertex_count : 1);
+  uint8_t *used = (uint8_t *)vx_calloc(nv, 1);
+  uint32_t *to = (uint32_t *)vx_malloc(nv * sizeof(uint32_t));
+  if (!used || !to) {
+    vx_free(used);
+    vx_free(to);
+    return 0;
+  }
+  for (uint64_t i = 0; i < 3 * m->triangle_count; i++) used[m->tri[i]] = 1;
+  for (uint64_t v = 0; v < m->vertex_count; v++) {
+    if (!used[v]) continue;
+    to[v] = (uint32_t)n;
+    if (n != v) {
+      memcpy(m->pos + 3 * n, m->pos + 3 * v, 3 * sizeof(float));
+      memcpy(m->nrm + 3 * n, m->nrm + 3 * v, 3 * sizeof(float));
+      if (m->rgba) memcpy(m->rgba + 4 * n, m->rgba + 4 * v, 4);
+      m->key[n] = m->key[v];
+    }
+    n++;
+  }
+  for (uint64_t i = 0; i < 3 * m->triangle_count; i++) m->tri[i] = to[m->tri[i]];
+  vx_free(to);
+  vx_free(used);
+  m->vertex_count = n;
+  if (st) st->vertices = n;
+  return 1;
+}
+
 static int cmp_split_face(const void *pa, const void *pb) {
   const split_rec *a = (const split_rec *)pa, *b = (const split_rec *)pb;
   if (a->face != b->face) return a->face < b->face ? -1 : 1;
@@ -389,7 +473,8 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
   for (uint64_t fi = 0, si = 0; fi < x->nfaces; fi++) {
     uint64_t k = 0;
     while (si < nsp && sp[si].face == fi) si++, k++;
-    ntri += (uint64_t)face_sides(&x->faces[fi]) + k - 2;
+    if (!T->part || face_in_part(T, &x->faces[fi], 0))
+      ntri += (uint64_t)face_sides(&x->faces[fi]) + k - 2;
   }
   if (ntri > UINT32_MAX || x->nverts > UINT32_MAX)
     return vx_error_set(err, VX_ERR_LIMIT, "the mesh would have %llu triangles and %llu vertices "
@@ -401,7 +486,8 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
   out->nrm = (float *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 3 * sizeof(float));
   out->tri = (uint32_t *)vx_malloc((size_t)(ntri ? ntri : 1) * 3 * sizeof(uint32_t));
   if (x->colored) out->rgba = (uint8_t *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 4);
-  if (!out->pos || !out->nrm || !out->tri || (x->colored && !out->rgba))
+  if (T->part) out->key = (uint64_t *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 8);
+  if (!out->pos || !out->nrm || !out->tri || (x->colored && !out->rgba) || (T->part && !out->key))
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for a mesh of %llu triangles",
                         (unsigned long long)ntri);
   /* Vertices in grid coordinates first (the diagonal choice uses them), world at the end. */
@@ -412,6 +498,7 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
     if (id == DC_NONE) continue;
     memcpy(out->pos + (uint64_t)id * 3, V->pos + c * 3, 3 * sizeof(float));
     memcpy(out->nrm + (uint64_t)id * 3, V->nrm + c * 3, 3 * sizeof(float));
+    if (T->part) out->key[id] = V->code[c];
     if (x->colored) {
       uint32_t col = cluster_color(T, (uint32_t)(V->lo + c));
       for (int k = 0; k < 4; k++)
@@ -424,6 +511,7 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
   if (x->split_count) {
     memcpy(out->pos + ncl * 3, x->extra_pos.data, x->split_count * 3 * sizeof(float));
     memcpy(out->nrm + ncl * 3, x->extra_nrm.data, x->split_count * 3 * sizeof(float));
+    if (T->part) memcpy(out->key + ncl, x->extra_key.data, x->split_count * sizeof(uint64_t));
     for (uint64_t i = 0; x->colored && i < x->split_count; i++) {
       uint32_t col = ((const uint32_t *)x->extra_rgba.data)[i];
       for (int k = 0; k < 4; k++) out->rgba[(ncl + i) * 4 + (uint64_t)k] = (uint8_t)(col >> 8 * k);
@@ -432,6 +520,10 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
   uint32_t *t = out->tri;
   for (uint64_t fi = 0, si = 0; fi < x->nfaces; fi++) {
     const dc_face *f = &x->faces[fi];
+    if (T->part && !face_in_part(T, f, 0)) { /* a neighbour's face, here for its splits */
+      while (si < nsp && sp[si].face == fi) si++;
+      continue;
+    }
     int n = face_sides(f);
     uint32_t v[4], tr[8][3];
     int nt = 0;
@@ -482,7 +574,7 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
     st->cells = ncl;
     st->vertices = x->nverts;
     st->triangles = ntri;
-    st->contacts_split = x->split_count;
+    st->contacts_split = x->split_own;
     st->level_min = ncl ? lmin : 0;
     st->level_max = ncl ? lmax : 0;
   }
@@ -505,7 +597,9 @@ static vx_status check_tree(const vx_octree *t, const vx_dc_opts *o, vx_error *e
     return vx_error_set(err, VX_ERR_INVALID_ARG,
                         "meshing needs the whole tree, and this one was pruned at error %g: "
                         "mesh the unpruned tree with an error cut instead", (double)t->prune_error);
-  for (uint64_t i = 0; i < t->node_count; i++)
+  if (o->part && o->cut != VX_DC_FINEST)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "a part of a tree is meshed at full detail only");
+  for (uint64_t i = 0; !o->part && i < t->node_count; i++)
     if (vx_node_mask(t->nodes[i].info) == 0)
       return vx_error_set(err, VX_ERR_INVALID_ARG,
                           "meshing needs the whole tree, and node %llu is a pruned leaf: mesh "
@@ -574,6 +668,8 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   if (T.cut == VX_DC_LEVEL && T.level == T.D) T.cut = VX_DC_FINEST;
   T.err_code = o->cut == VX_DC_ERROR ? err_code_at_most(o->max_error) : 0;
   T.max_error = o->cut == VX_DC_ERROR ? o->max_error : 0.0f;
+  T.part = o->part;
+  for (int i = 0; i < 3; i++) T.own_lo[i] = o->own_lo[i], T.own_hi[i] = o->own_hi[i];
   if (t->node_count + t->voxel_count >= DC_NONE)
     return vx_error_set(err, VX_ERR_LIMIT, "a tree of %llu cells is beyond the mesher's 2^32",
                         (unsigned long long)(t->node_count + t->voxel_count));
@@ -674,6 +770,7 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   dc_vec_init(&x.extra_pos, 3 * sizeof(float));
   dc_vec_init(&x.extra_nrm, 3 * sizeof(float));
   dc_vec_init(&x.extra_rgba, sizeof(uint32_t));
+  dc_vec_init(&x.extra_key, sizeof(uint64_t));
   x.colored = tree_colored(t);
   if (st == VX_OK && x.colored) {
     /* Cells whose surface is entirely cut out (alpha 0) are not meshed: the faces around them
@@ -691,6 +788,10 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
     S.faces_cut_out = faces.n - keep;
     faces.n = keep;
     x.nfaces = keep;
+  }
+  if (st == VX_OK && T.part) {
+    part_near(&T, &faces);
+    x.nfaces = faces.n;
   }
   uint32_t *vid = NULL;
   if (st == VX_OK) {
@@ -715,12 +816,15 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
   if (st == VX_OK && V.box && !split_node_contacts(&x))
     st = vx_error_set(err, VX_ERR_NOMEM, "out of memory assembling the mesh");
   if (st == VX_OK) st = assemble(&x, out, &S, err);
+  if (st == VX_OK && T.part && !part_trim(out, &S))
+    st = vx_error_set(err, VX_ERR_NOMEM, "out of memory assembling the mesh");
   S.open_edges += x.unresolved;
   vx_free(vid);
   dc_vec_free(&x.splits);
   dc_vec_free(&x.extra_pos);
   dc_vec_free(&x.extra_nrm);
   dc_vec_free(&x.extra_rgba);
+  dc_vec_free(&x.extra_key);
   dc_vec_free(&faces);
   dc_verts_free(&V);
   vx_free(field);

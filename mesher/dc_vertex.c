@@ -100,8 +100,13 @@ static void place_voxel(const dc_tree *T, dc_verts *v, uint32_t idx, const uint3
     for (int i = 0; i < 3; i++) g[i] = q.nsum[i];
     if (!dc_normalize(g)) g[0] = 0, g[1] = 0, g[2] = 1;
   }
+  /* The offset in the voxel on a grid of 2^-9: p + x is then exact in float for any p < 2^14,
+   * so the position and what is decided on it (a quad's diagonal) are the same in a window of a
+   * tiled tree (vx_dc_opts.part) as in the whole tree. */
+  for (int i = 0; i < 3; i++) x[i] = nearbyint(x[i] * 512.0) / 512.0;
   double pos[3] = {p[0] + x[0], p[1] + x[1], p[2] + x[2]};
   store(v, T->node_count + idx, pos, g);
+  if (v->code) v->code[T->node_count + idx - v->lo] = VX_DC_KEY_COORD(p[0], p[1], p[2]);
 }
 
 /* The full-detail vertices of the voxels below cell (level, idx) at p (its level's coordinates),
@@ -240,6 +245,7 @@ void dc_verts_free(dc_verts *v) {
   vx_free(v->pos);
   vx_free(v->nrm);
   vx_free(v->box);
+  vx_free(v->code);
   vx_free(v->placed);
   vx_free(v->slab);
   vx_free(v->mid);
@@ -267,12 +273,13 @@ static vx_status alloc_verts(const dc_tree *T, dc_verts *v, vx_error *err) {
   v->placed = (uint8_t *)vx_calloc((size_t)(n ? n : 1), 1);
   int finest = !(T->cut == VX_DC_ERROR || (T->cut == VX_DC_LEVEL && T->level < T->D));
   if (!finest) v->box = (uint64_t *)vx_calloc((size_t)nn, sizeof(uint64_t));
+  if (T->part) v->code = (uint64_t *)vx_calloc((size_t)(n ? n : 1), sizeof(uint64_t));
   if (T->cut == VX_DC_ERROR) {
     v->slab = (float *)vx_calloc((size_t)nn, sizeof(float));
     v->mid = (float *)vx_calloc((size_t)nn, sizeof(float));
     v->fan_sig = (uint64_t *)vx_calloc((size_t)nn, sizeof(uint64_t));
   }
-  if (!v->pos || !v->nrm || !v->placed || (!finest && !v->box) ||
+  if (!v->pos || !v->nrm || !v->placed || (!finest && !v->box) || (T->part && !v->code) ||
       (T->cut == VX_DC_ERROR && (!v->slab || !v->mid || !v->fan_sig))) {
     dc_verts_free(v);
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory for %llu mesh vertices",

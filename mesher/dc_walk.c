@@ -116,7 +116,7 @@ static void vert_leaf(walk_ctx *w, const uint32_t p[3], const dc_cell *v) {
   int8_t canon;
   int disputed;
   int8_t to = dc_point_value(vox, &canon, &disputed);
-  if (n >= 2) {
+  if (n >= 2 && dc_part_owns(w->T, p, 0)) { /* a part counts its own points */
     w->out->shared++;
     w->out->disputed += disputed;
   }
@@ -217,7 +217,8 @@ static void emit(walk_ctx *w, uint32_t l, uint32_t a, const uint32_t p[3], const
   const dc_tree *T = w->T;
   for (int j = 0; j < 4; j++)
     if (e[j].clu == DC_NONE) {
-      w->out->open_edges++;
+      const uint32_t sh = T->D - l, lo[3] = {p[0] << sh, p[1] << sh, p[2] << sh};
+      w->out->open_edges += (uint64_t)dc_part_owns(T, lo, 0); /* a part counts its own */
       if (T->keep_open) {
         /* Kept for the error cut's check (dc_bound.c), which refines the nodes next to a hole
          * and drops these records. */
@@ -668,11 +669,12 @@ vx_status dc_walk(const dc_tree *T, int pass, int threads, vx_voxel *field, dc_v
       uint64_t at = head.items.n;
       uint64_t first = at;
       for (uint64_t k = 0; k < tasks.n; k++) {
+        if (!j->task_count[k]) continue; /* its thread may have no items at all */
         const char *src = clean && clean[k]
                               ? (const char *)R->faces.data + R->start[from[k]] * elem
                               : (const char *)j->out[j->task_thread[k]].items.data +
                                     j->task_start[k] * elem;
-        if (j->task_count[k]) memcpy(dst + at * elem, src, (size_t)j->task_count[k] * elem);
+        memcpy(dst + at * elem, src, (size_t)j->task_count[k] * elem);
         at += j->task_count[k];
       }
       items->n = total;

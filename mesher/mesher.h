@@ -53,7 +53,22 @@ typedef struct vx_dc_opts {
   int threads;             /* 0: all cores */
   vx_progress_fn progress; /* may be NULL; a nonzero return cancels (VX_ERR_INTERRUPTED) */
   void *user;
+  /* A part of a larger tree (a window of a tiled one, lib/tiled_mesh.c), finest cut only: the
+   * faces whose minimal edge's lower end lies in [own_lo, own_hi) (grid points of the tree) are
+   * kept, with the vertices they use, each given a key (vx_dc_mesh.key); nodes without
+   * children (parts of the window not copied) count as empty space. */
+  int part;
+  uint32_t own_lo[3], own_hi[3];
 } vx_dc_opts;
+
+/* A vertex's key in a part (vx_dc_opts.part): the cell it belongs to, the same in every part
+ * that holds it. Bits 0..59: the minimum corner of its voxel (x, y, z: 20 bits each, grid
+ * coordinates of the part); bits 60..63: 0, or for the vertex that splits a contact between two
+ * voxels (mesher.h, "Manifold" in dc_mesh.c) 1 + 4 * axis + c, the corner there being the lower
+ * voxel, the contact's normal axis and c which of the contact square's corners is the negative
+ * one (bit 0: + along the first other axis, bit 1: along the second). */
+#define VX_DC_KEY_COORD(x, y, z) \
+  ((uint64_t)(x) | (uint64_t)(y) << 20 | (uint64_t)(z) << 40)
 
 typedef struct vx_dc_stats {
   uint64_t cells;            /* cells of the cut that carry a vertex */
@@ -83,6 +98,8 @@ typedef struct vx_dc_mesh {
   uint64_t triangle_count;
   uint8_t *rgba;         /* vertex_count * 4 (sRGB r, g, b, linear alpha): the colour of the cut
                             cell each vertex was placed in; NULL for a grey tree */
+  uint64_t *key;         /* a part (vx_dc_opts.part): vertex_count keys (VX_DC_KEY_COORD), else
+                            NULL */
 } vx_dc_mesh;
 
 /* Meshes tree t at the cut in o. stats may be NULL. On failure *out is zeroed. A cut without

@@ -69,6 +69,12 @@ static const char *check_current_ = "";
     exit(77);                                                                                    \
   } while (0)
 
+/* RUN(fn) when main's argv[1] is absent or names fn: `test_x name` runs that test alone. */
+#define RUN_ONE(fn)                                                                              \
+  do {                                                                                           \
+    if (argc < 2 || strcmp(argv[1], #fn) == 0) RUN(fn);                                          \
+  } while (0)
+
 #define RUN(fn)                                                                                  \
   do {                                                                                           \
     int check_before_ = check_failures_;                                                         \

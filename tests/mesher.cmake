@@ -21,3 +21,10 @@ if(VOXLOD_TOOLS)
            $<TARGET_FILE:voxlod> $<TARGET_FILE:svo_edit> ${VX_DATA_DIR})
   set_tests_properties(test_cli_transform PROPERTIES TIMEOUT 300)
 endif()
+# Tiled files meshed window by window at full detail: the joined tree's mesh triangle for triangle
+# up to 16384^3 (grey and coloured), watertight and on the surface at 32768^3.
+vx_add_test(test_mesher_tiled SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_mesher_tiled.c LIBS vx_lib)
+set_tests_properties(test_mesher_tiled PROPERTIES TIMEOUT 900)
+# windows that keep only their middles (1024^3 in tiles of 128^3): heavy, not run sanitized
+add_test(NAME test_mesher_tiled_middles COMMAND test_mesher_tiled tiles_of_128)
+set_tests_properties(test_mesher_tiled_middles PROPERTIES TIMEOUT 900 LABELS heavy)

@@ -106,6 +106,18 @@ if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/tu.svo" --res 64 -q --no-color &
 else
   bad "tiled 64^3 in 8^3 tiles: the same levels and the same picture as untiled"; cat "$T/tt.txt"
 fi
+# a tiled file meshed window by window: the joined tree's triangles and vertices
+if "$VOXLOD" convert "$DATA/bunny_res4.ply" "$T/tw.svo" --res 128 --tile-depth 4 -q --no-color &&
+   "$VOXLOD" mesh "$T/tw.svo" "$T/tw1.ply" 2>"$T/tw1.txt" &&
+   "$VOXLOD" mesh "$T/tw.svo" "$T/tw2.ply" --windows 2>"$T/tw2.txt" &&
+   grep -q "window by window" "$T/tw2.txt" &&
+   [ "$(grep -o "[0-9]* triangles, [0-9]* vertices" "$T/tw1.txt")" = "$(grep -o "[0-9]* triangles, [0-9]* vertices" "$T/tw2.txt")" ]; then
+  ok "mesh --windows: a tiled file window by window, the joined tree's counts"
+else
+  bad "mesh --windows: a tiled file window by window, the joined tree's counts"; cat "$T/tw1.txt" "$T/tw2.txt"
+fi
+expect_fail "mesh --windows with tiles of 8^3 refused" "too small to mesh" "$VOXLOD" mesh "$T/tt.svo" "$T/tt.ply" --windows
+expect_fail "mesh --windows with --lod refused" "meshes at full detail" "$VOXLOD" mesh "$T/tw.svo" "$T/tt.ply" --windows --lod 3
 # Past 16384^3: a needle (tiny area, so fast) at 32768^3 in tiles of 16384^3; stats reads it tile
 # by tile, commands that need one tree refuse it with a clear message
 printf 'v 0 0 0\nv 1 0 0\nv 1 0.00002 0.00001\nf 1 2 3\n' >"$T/needle.obj"
@@ -157,7 +169,12 @@ with open(sys.argv[1], "w") as o:
     o.writelines("f %d %d %d\n" % (a + 1, b + 1, c + 1) for a, b, c in f)
 PY
 "$VOXLOD" convert "$T/cs.obj" "$T/cs32.svo" --res 32768 --tile-depth 12 -q
-expect_fail "mesh of a 32768^3 tiled tree at its finest refused" "made from one level of at most 16384" "$VOXLOD" mesh "$T/cs32.svo" "$T/cs32.ply"
+if "$VOXLOD" mesh "$T/cs32.svo" "$T/cs32f.ply" 2>"$T/n32f.txt" &&
+   grep -q "cut finest (32768^3, window by window)" "$T/n32f.txt" && [ -s "$T/cs32f.ply" ]; then
+  ok "mesh of a 32768^3 tiled tree at its finest, window by window"
+else
+  bad "mesh of a 32768^3 tiled tree at its finest, window by window"; cat "$T/n32f.txt"
+fi
 if "$VOXLOD" mesh "$T/cs32.svo" "$T/cs32.ply" --lod 12 2>"$T/n32m.txt" &&
    grep -q "cut level 12 (4096^3) of 15" "$T/n32m.txt" && [ -s "$T/cs32.ply" ] &&
    "$VOXLOD" mesh "$T/cs32.svo" "$T/cs32e.obj" --error 4 -q && [ -s "$T/cs32e.obj" ] &&

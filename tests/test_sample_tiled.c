@@ -306,12 +306,6 @@ static void finer_than_one_tree(void) {
   remove(path);
 }
 
-/* argv[1]: run that test alone */
-#define RUN_ONE(fn) \
-  do { \
-    if (argc < 2 || strcmp(argv[1], #fn) == 0) RUN(fn); \
-  } while (0)
-
 int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/voxlod-stiled-XXXXXX");
   if (!mkdtemp(dir)) return 1;

@@ -382,11 +382,6 @@ static void refusals(void) {
   vx_tiled_file_close(f);
 }
 
-#define RUN_ONE(fn) \
-  do { \
-    if (argc < 2 || strcmp(argv[1], #fn) == 0) RUN(fn); \
-  } while (0)
-
 int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/voxlod-ctiled-XXXXXX");
   if (!mkdtemp(dir)) return 1;

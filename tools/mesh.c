@@ -32,28 +32,27 @@ static const char *mesh_help =
     "new one; '-' (standard output), a device or a FIFO is written directly (with --format).\n"
     "IN.svo must be a whole tree (not converted with --error): the topology of every cut comes\n"
     "from its surface voxels.\n"
-    "A tiled file finer than 16384^3 is meshed from one of its levels, read tile by tile as a\n"
-    "tree of its own (its cells the voxels, the planes of a coarser level at their corners):\n"
-    "--lod L (1..14) that level, --error E level 14's adaptive cut within E finest voxels.\n"
+    "A tiled file finer than 16384^3 is meshed without joining it: at full detail window by\n"
+    "window (2 x 2 x 2 tiles each, the seams welded; the mesh must fit in memory, about 60\n"
+    "bytes a triangle); with --lod L (1..14) or --error E from one of its levels, read tile by\n"
+    "tile as a tree of its own (its cells the voxels, the planes of a coarser level at their\n"
+    "corners): that level, or level 14's adaptive cut within E finest voxels.\n"
     "\n"
     "options:\n"
     "  --format F       obj, ply, stl or glb (default: OUT's extension)\n"
+    "  --windows        a tiled file of up to 16384^3 at full detail window by window too,\n"
+    "                   without joining its tiles into one tree (less memory; the same mesh\n"
+    "                   where each window's margin decides its corner field, mesher.h)\n"
     "  --threads N      worker threads (default: all cores)\n"
     "  --mem-limit SIZE refuse trees whose decoded size exceeds SIZE (default: 80% of memory)\n"
     "  -q, --quiet      no report\n";
 
-/* A tiled file finer than 16384^3 (f, info ti) is meshed from one of its levels as a tree of its
- * own (vx_tiled_file_level_tree): --lod L that level, --error E level 14 within E of the finest
- * (E / 2^(depth - 14) of its voxels). Closes f. */
+/* A tiled file finer than 16384^3 (f, info ti) at --lod L or --error E is meshed from one of its
+ * levels as a tree of its own (vx_tiled_file_level_tree): that level, or level 14 within E of
+ * the finest (E / 2^(depth - 14) of its voxels). Closes f. */
 static int open_deep(const char *in, vx_tiled_file *f, const vx_tree_info *ti, uint64_t mem_limit,
                      vx_mesher_opts *mo, vx_tree **t) {
   uint32_t level = 14;
-  if (mo->cut == VX_MESHER_FINEST) {
-    vx_tiled_file_close(f);
-    return vx_cli_usage_error("mesh", "%s is a %u^3 tiled tree: a mesh is made from one level of "
-                              "at most 16384^3 (level 14); choose it with --lod L (1..14) or "
-                              "--error E", in, ti->resolution);
-  }
   if (mo->cut == VX_MESHER_LEVEL) {
     if (mo->level < 1 || mo->level > 14) {
       vx_tiled_file_close(f);
@@ -80,10 +79,10 @@ int vx_cmd_mesh(int argc, char **argv) {
   vx_mesher_opts mo;
   memset(&mo, 0, sizeof mo);
   mo.struct_size = sizeof mo;
-  int lod = 0, have_lod = 0, have_error = 0, fmt = 0, have_fmt = 0;
+  int lod = 0, have_lod = 0, have_error = 0, fmt = 0, have_fmt = 0, by_windows = 0;
   static const char *const fmts[] = {"obj", "ply", "stl", "glb"};
   uint64_t mem_limit = 0;
-  vx_opt o[9];
+  vx_opt o[10];
   int n = 0;
   o[n] = vx_cli_opt("--format", VX_OPT_CHOICE, &fmt, 0, 0, "obj, ply, stl or glb");
   o[n].choices = "obj|ply|stl|glb";
@@ -96,6 +95,7 @@ int vx_cmd_mesh(int argc, char **argv) {
       vx_cli_opt("--threads", VX_OPT_INT, &mo.threads, 0, 1024, "a thread count, 0: all cores");
   o[n++] =
       vx_cli_opt("--mem-limit", VX_OPT_BYTES, &mem_limit, 1048576.0, 9.2e18, "a size such as 8G");
+  o[n++] = vx_cli_opt("--windows", VX_OPT_FLAG, &by_windows, 0, 0, NULL);
   o[n] = vx_cli_opt("--quiet", VX_OPT_FLAG, &vx_cli_quiet, 0, 0, NULL);
   o[n++].alias = "-q";
   memset(&o[n], 0, sizeof o[n]);
@@ -134,10 +134,15 @@ int vx_cmd_mesh(int argc, char **argv) {
   vx_tree *t = NULL;
   vx_tiled_file *tf = NULL;
   vx_tree_info ti;
-  int rc = vx_cli_open_any("mesh", in, -1, mem_limit, 0, &t, &tf, &ti);
+  if (by_windows && mo.cut != VX_MESHER_FINEST)
+    return vx_cli_usage_error("mesh", "--windows meshes at full detail: not with --lod or "
+                              "--error");
+  int rc = vx_cli_open_any("mesh", in, -1, mem_limit, by_windows ? VX_CLI_TILED_PREFER : 0, &t,
+                           &tf, &ti);
   if (rc != 0) return rc;
-  const uint32_t deep = tf ? ti.depth : 0; /* a tiled file finer than 16384^3: one level */
-  if (tf && (rc = open_deep(in, tf, &ti, mem_limit, &mo, &t)) != 0) return rc;
+  const uint32_t deep = tf ? ti.depth : 0; /* a tiled file finer than 16384^3 */
+  const int windows = tf && mo.cut == VX_MESHER_FINEST; /* at full detail: window by window */
+  if (tf && !windows && (rc = open_deep(in, tf, &ti, mem_limit, &mo, &t)) != 0) return rc;
   if (!tf && have_lod && lod > (int)ti.depth) {
     vx_tree_free(t);
     return vx_cli_usage_error("mesh", "--lod %d is beyond %s's depth %u (levels 0..%u)", lod, in,
@@ -145,7 +150,8 @@ int vx_cmd_mesh(int argc, char **argv) {
   }
   double t1 = vx_cli_now();
   vx_mesh *m = NULL;
-  vx_status s = vx_mesher_extract(t, &mo, &m, &e);
+  vx_status s = windows ? vx_tiled_file_mesh(tf, &mo, &m, &e) : vx_mesher_extract(t, &mo, &m, &e);
+  vx_tiled_file_close(windows ? tf : NULL);
   vx_tree_free(t);
   vx_cli_progress_done();
   if (s != VX_OK) {
@@ -168,7 +174,9 @@ int vx_cmd_mesh(int argc, char **argv) {
   vx_mesh_free(m);
   if (vx_cli_quiet) return 0;
   char cut[64];
-  if (deep && have_lod)
+  if (windows)
+    snprintf(cut, sizeof cut, "finest (%u^3, window by window)", ti.resolution);
+  else if (deep && have_lod)
     snprintf(cut, sizeof cut, "level %d (%u^3) of %u", lod, 1u << lod, deep);
   else if (deep)
     snprintf(cut, sizeof cut, "error %g finest voxels (level 14's levels %u..%u)",

@@ -64,6 +64,22 @@ typedef struct vx_mesher_stats {
   double sec_field, sec_vertices, sec_faces, sec_assemble, sec_total;
 } vx_mesher_stats;
 
+/* The full-detail mesh of a tiled file (tree.h) of any depth, without joining it: window by
+ * window (cubes of 2 x 2 x 2 tiles, at most 16384^3, each meshing its middle half with a margin of
+ * 32 voxels around it, the tiles it needs decoded and kept within 1 GiB), the vertices on the
+ * windows' seams welded. opts as for vx_mesher_extract, whose cut must be VX_MESHER_FINEST (a
+ * coarser cut of a tiled tree: mesh vx_tiled_file_level_tree's tree). The mesh is the one
+ * vx_mesher_extract makes of the tree vx_tree_load joins (up to 16384^3), except that each window
+ * decides the single-valued corner field and its sign repairs (mesher.h) from what lies within
+ * its margin, and that vertex positions near the seams come from one window's grid (float
+ * rounding); on closed input it is watertight across the seams. Its statistics' corner counts
+ * are summed over the windows (their margins overlap); vertices and triangles are the mesh's.
+ * Memory: the mesh (about 60 bytes a triangle, its soup included), one window and its tiles.
+ * More than 2^32 vertices or triangles give VX_ERR_LIMIT; tiles narrower than 16 voxels
+ * VX_ERR_INVALID_ARG. One handle is used by one thread at a time. */
+VX_API vx_status vx_tiled_file_mesh(vx_tiled_file *f, const vx_mesher_opts *opts, vx_mesh **out,
+                                    vx_error *err);
+
 /* Statistics of a mesh made by vx_mesher_extract (VX_ERR_INVALID_ARG for other meshes). */
 VX_API vx_status vx_mesher_get_stats(const vx_mesh *m, vx_mesher_stats *st);
 
