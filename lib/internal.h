@@ -62,6 +62,11 @@ struct vx_dc_stats;
 vx_status vx_mesh_of_dc(struct vx_dc_mesh *dm, const struct vx_dc_stats *ds, vx_mesh **out,
                         vx_error *err);
 
+/* vx_tiled_file_mesh with windows that keep `margin` voxels around their middles (it uses 128:
+ * lib/tiled_mesh.c); for tests of windows that keep less than all of themselves. */
+vx_status vx_tiled_file_mesh_margin(vx_tiled_file *f, const vx_mesher_opts *opts, uint32_t margin,
+                                    vx_mesh **out, vx_error *err);
+
 /* The public read options as the .svo reader's (tree.c). */
 vx_status vx_read_opts_in(const vx_read_opts *opts, vx_svo_read_opts *ro, vx_error *err);
 

@@ -7,8 +7,10 @@
  * own up to the tree's faces), so that their middles tile the tree. Each window is built from its
  * tiles keeping only its middle and MARGIN voxels around it (cells of 16^3 below), and meshed as
  * a part (mesher/mesher.h, vx_dc_opts.part): the faces whose minimal edge starts in its middle,
- * with keyed vertices. A face is made where its edge's cells, their corner values and the sign
- * repairs near them lie, all within the margin, so it is the face the whole tree gives there.
+ * with keyed vertices. A face depends on its edge's cells, their corner values and the corner
+ * field's repairs near them (dc_field.c), so it is the face the whole tree gives there, except
+ * where the closure of the thin rule's re-signed voxels runs further than the margin: 32 voxels
+ * were not enough on the dragon at 4096^3 (3,570 of 86.2 M triangles differed), 128 were.
  *
  * Vertices of cells near a middle's faces are made by the windows on both sides: those within
  * WELD voxels of a middle's faces are listed with their keys, sorted, and each key's later copies
@@ -23,8 +25,9 @@
 #include "sys/sort.h"
 #include "sys/system.h"
 
-#define MARGIN 32u /* voxels kept around a window's middle */
+#define MARGIN 128u /* voxels kept around a window's middle */
 #define WELD 3u    /* vertices this close to a middle's faces are welded by key */
+#define MESH_BYTES 60u /* a triangle of the mesh: its indices, half a vertex, its soup */
 
 typedef struct weld_rec {
   uint64_t key, v; /* the vertex's key (the whole tree's grid), its index in the mesh */
@@ -155,7 +158,8 @@ static void sum_stats(vx_dc_stats *a, const vx_dc_stats *b) {
 
 /* One window (its index k per axis): built, meshed as a part, appended. */
 static vx_status one_window(vx_tile_cache *c, const vx_tiled_header *h, uint32_t W,
-                            const uint32_t k[3], int threads, gather *g, vx_error *err) {
+                            const uint32_t k[3], uint32_t margin, int threads, gather *g,
+                            vx_error *err) {
   const uint64_t half = (uint64_t)1 << (W - 1), R = (uint64_t)1 << h->depth;
   uint32_t origin[3];
   uint64_t lo[3], hi[3];
@@ -164,8 +168,8 @@ static vx_status one_window(vx_tile_cache *c, const vx_tiled_header *h, uint32_t
   for (int i = 0; i < 3; i++) {
     origin[i] = (uint32_t)(k[i] * half);
     vx_window_middle(h->depth, W, k[i], &lo[i], &hi[i]);
-    keep.lo[i] = lo[i] > MARGIN ? lo[i] - MARGIN : 0;
-    keep.hi[i] = hi[i] + MARGIN;
+    keep.lo[i] = lo[i] > margin ? lo[i] - margin : 0;
+    keep.hi[i] = hi[i] + margin;
   }
   vx_arena a;
   vx_status s = vx_arena_window(c, W, origin, &keep, threads, &a, err);
@@ -215,6 +219,11 @@ static int window_has_tiles(const vx_tiled *t, const vx_tiled_header *h, uint32_
 
 vx_status vx_tiled_file_mesh(vx_tiled_file *f, const vx_mesher_opts *opts, vx_mesh **out,
                              vx_error *err) {
+  return vx_tiled_file_mesh_margin(f, opts, MARGIN, out, err);
+}
+
+vx_status vx_tiled_file_mesh_margin(vx_tiled_file *f, const vx_mesher_opts *opts, uint32_t margin,
+                                    vx_mesh **out, vx_error *err) {
   if (!out) return vx_error_set(err, VX_ERR_INVALID_ARG, "no place for the mesh");
   *out = NULL;
   if (!f) return vx_error_set(err, VX_ERR_INVALID_ARG, "no tiled file to mesh");
@@ -244,6 +253,21 @@ vx_status vx_tiled_file_mesh(vx_tiled_file *f, const vx_mesher_opts *opts, vx_me
   if (W < 5u)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "tiles of %u^3 are too small to mesh a tiled "
                         "tree window by window (at least 16^3)", 1u << h->tile_depth);
+  /* The mesh before the work: about 2 triangles a surface voxel (one vertex each), 60 bytes a
+   * triangle with its soup, more while its arrays grow. */
+  uint64_t nodes = 0, voxels = 0, fb = 0;
+  vx_tiled_totals(t, &nodes, &voxels, &fb);
+  const uint64_t limit = ro.mem_limit ? ro.mem_limit : vx_default_mem_limit();
+  if (2 * voxels > UINT32_MAX)
+    return vx_error_set(err, VX_ERR_LIMIT, "%llu surface voxels give about %llu triangles at full "
+                        "detail, more than a mesh holds (2^32): mesh a level instead",
+                        (unsigned long long)voxels, (unsigned long long)(2 * voxels));
+  if (voxels > limit / (2 * MESH_BYTES))
+    return vx_error_set(err, VX_ERR_LIMIT, "the full-detail mesh of %llu surface voxels needs "
+                        "about %.1f GiB, over the memory limit of %.1f GiB: mesh a level instead",
+                        (unsigned long long)voxels,
+                        (double)voxels * 2.0 * MESH_BYTES / 1073741824.0,
+                        (double)limit / 1073741824.0);
   vx_tile_cache *c = NULL;
   if ((s = vx_tile_cache_new(t, &ro, 0, NULL, &c, err)) != VX_OK) return s;
   vx_tile_cache_window_colors(c, 1);
@@ -260,7 +284,7 @@ vx_status vx_tiled_file_mesh(vx_tiled_file *f, const vx_mesher_opts *opts, vx_me
     uint32_t k[3];
     vx_morton_decode(m, &k[0], &k[1], &k[2]);
     if (k[0] >= n || k[1] >= n || k[2] >= n || !window_has_tiles(t, h, W, k)) continue;
-    s = one_window(c, h, W, k, o.threads, &g, err);
+    s = one_window(c, h, W, k, margin, o.threads, &g, err);
     if (s == VX_OK && o.progress &&
         o.progress(o.user, "meshing: windows", (double)(m + 1) / (double)codes))
       s = vx_error_set(err, VX_ERR_INTERRUPTED, "meshing interrupted");

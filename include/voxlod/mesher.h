@@ -15,7 +15,8 @@
  * On open input (holes, single sheets) the mesh is open where the field's sign changes next to a
  * cell that is not in the tree (vx_mesher_stats.open_edges counts those places). The whole tree
  * must be in memory (every level loaded, not pruned): the topology of every cut comes from the
- * surface voxels. Meshes are in world coordinates.
+ * surface voxels; a tiled file is meshed window by window instead (vx_tiled_file_mesh). Meshes
+ * are in world coordinates.
  */
 #ifndef VOXLOD_API_MESHER_H
 #define VOXLOD_API_MESHER_H
@@ -66,17 +67,20 @@ typedef struct vx_mesher_stats {
 
 /* The full-detail mesh of a tiled file (tree.h) of any depth, without joining it: window by
  * window (cubes of 2 x 2 x 2 tiles, at most 16384^3, each meshing its middle half with a margin of
- * 32 voxels around it, the tiles it needs decoded and kept within 1 GiB), the vertices on the
+ * 128 voxels around it, the tiles it needs decoded and kept within 1 GiB), the vertices on the
  * windows' seams welded. opts as for vx_mesher_extract, whose cut must be VX_MESHER_FINEST (a
  * coarser cut of a tiled tree: mesh vx_tiled_file_level_tree's tree). The mesh is the one
  * vx_mesher_extract makes of the tree vx_tree_load joins (up to 16384^3), except that each window
  * decides the single-valued corner field and its sign repairs (mesher.h) from what lies within
- * its margin, and that vertex positions near the seams come from one window's grid (float
- * rounding); on closed input it is watertight across the seams. Its statistics' corner counts
- * are summed over the windows (their margins overlap); vertices and triangles are the mesh's.
+ * its margin (the closure of the thin rule's re-signed voxels can run further along a thin part),
+ * and that vertex positions near the seams come from one window's grid (float rounding); on
+ * closed input it is watertight across the seams. Its statistics count each window's own grid
+ * points and edges: the joined tree's counts (a contact split across a seam counts twice).
  * Memory: the mesh (about 60 bytes a triangle, its soup included), one window and its tiles.
- * More than 2^32 vertices or triangles give VX_ERR_LIMIT; tiles narrower than 16 voxels
- * VX_ERR_INVALID_ARG. One handle is used by one thread at a time. */
+ * Refused before the work (VX_ERR_LIMIT) when the mesh would take more than the file's read
+ * mem_limit (vx_tiled_file_open; 0: 80% of physical memory) at 2 triangles a surface voxel, or
+ * more than 2^32 triangles; and when it ends up with more than 2^32 vertices or triangles. Tiles
+ * narrower than 16 voxels give VX_ERR_INVALID_ARG. One handle is used by one thread at a time. */
 VX_API vx_status vx_tiled_file_mesh(vx_tiled_file *f, const vx_mesher_opts *opts, vx_mesh **out,
                                     vx_error *err);
 
