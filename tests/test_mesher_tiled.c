@@ -263,6 +263,17 @@ static void finer_than_one_tree(void) {
   }
   vx_mesh_free(w);
   vx_tiled_file_close(f);
+  /* a mesh past the memory limit is refused before the work, with its estimate */
+  vx_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  ro.mem_limit = (uint64_t)16 << 20; /* the tiles fit; 2 x 322 k triangles x 60 bytes do not */
+  f = NULL;
+  w = NULL;
+  CHECK_MSG(vx_tiled_file_open(path, &ro, &f, &e) == VX_OK, "%s", e.msg);
+  CHECK(f && vx_tiled_file_mesh(f, NULL, &w, &e) == VX_ERR_LIMIT && !w &&
+        strstr(e.msg, "memory limit") && strstr(e.msg, "GiB"));
+  vx_tiled_file_close(f);
   remove(path);
 }
 

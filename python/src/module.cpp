@@ -574,6 +574,73 @@ Tree *tiled_level_tree(TiledFile &t, uint32_t level, uint64_t mem_limit) {
   });
 }
 
+// ---- meshes out (voxlod/mesher.h) --------------------------------------------------------------
+
+template <class Call> Mesh *mesh_from(Call &&call) {
+  vx_error e = no_error();
+  vx_mesh *m = nullptr;
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = call(&m, &e);
+  }
+  check(s, e);
+  Mesh *r = new Mesh();
+  r->m = m;
+  return r;
+}
+
+vx_mesher_opts mesher_opts(int cut, uint32_t level, float max_error, int threads) {
+  vx_mesher_opts o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.cut = (vx_mesher_cut)cut;
+  o.level = level;
+  o.max_error = max_error;
+  o.threads = threads;
+  return o;
+}
+
+Mesh *tree_mesh(Tree &t, int cut, uint32_t level, float max_error, int threads) {
+  const vx_mesher_opts o = mesher_opts(cut, level, max_error, threads); /* reads t only */
+  return mesh_from([&](vx_mesh **m, vx_error *e) { return vx_mesher_extract(t.t, &o, m, e); });
+}
+
+Mesh *tiled_mesh(TiledFile &t, int threads) {
+  const vx_mesher_opts o = mesher_opts(VX_MESHER_FINEST, 0, 0.0f, threads);
+  return mesh_from([&](vx_mesh **m, vx_error *e) { return vx_tiled_file_mesh(t.f, &o, m, e); });
+}
+
+void mesh_save(const Mesh &m, const nb::bytes &path_bytes, const std::string &format) {
+  const std::string path = path_of(path_bytes);
+  vx_error e = no_error();
+  vx_status s;
+  {
+    nb::gil_scoped_release rel;
+    s = vx_mesh_save_as(m.m, path.c_str(), format.empty() ? nullptr : format.c_str(), &e);
+  }
+  check(s, e);
+}
+
+// The indexed form's normals (V, 3) and colours (V, 4), None for a loaded mesh (a soup).
+std::optional<nb::ndarray<nb::numpy, const float, nb::ndim<2>>> mesh_normals(nb::handle self) {
+  Mesh &m = nb::cast<Mesh &>(self);
+  uint64_t n = 0;
+  const float *p = vx_mesh_normals(m.m, &n);
+  if (!p) return std::nullopt;
+  size_t shape[2] = {(size_t)n, 3};
+  return nb::ndarray<nb::numpy, const float, nb::ndim<2>>(p, 2, shape, self);
+}
+
+std::optional<nb::ndarray<nb::numpy, const uint8_t, nb::ndim<2>>> mesh_colors(nb::handle self) {
+  Mesh &m = nb::cast<Mesh &>(self);
+  uint64_t n = 0;
+  const uint8_t *p = vx_mesh_colors(m.m, &n);
+  if (!p) return std::nullopt;
+  size_t shape[2] = {(size_t)n, 4};
+  return nb::ndarray<nb::numpy, const uint8_t, nb::ndim<2>>(p, 2, shape, self);
+}
+
 // ---- render ----------------------------------------------------------------------------------
 
 using Rgb = nb::ndarray<uint8_t, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
@@ -764,7 +831,10 @@ NB_MODULE(_voxlod, m) {
       .def("notes", [](const Mesh &m) { return text_of(vx_mesh_notes(m.m)); })
       .def("info", &mesh_info)
       .def("vertices", &mesh_vertices)
-      .def("indices", &mesh_indices);
+      .def("indices", &mesh_indices)
+      .def("normals", &mesh_normals)
+      .def("colors", &mesh_colors)
+      .def("save", &mesh_save, "path"_a, "format"_a);
 
   nb::class_<Tree>(m, "_Tree")
       .def_static("load", &tree_load, "path"_a, "levels"_a = 0, "mem_limit"_a = 0,
@@ -782,6 +852,8 @@ NB_MODULE(_voxlod, m) {
       .def("voxel_colors", [](nb::handle self) { return tree_colors_of(self, true); })
       .def("colors", &tree_colors, "points"_a.noconvert(), "out"_a.noconvert(), "level"_a)
       .def("prune", &tree_prune, "max_error"_a, nb::rv_policy::take_ownership)
+      .def("mesh", &tree_mesh, "cut"_a, "level"_a, "max_error"_a, "threads"_a,
+           nb::rv_policy::take_ownership)
       .def("render", &render, "rgb"_a.noconvert(), "depth"_a.noconvert().none(), "lod_mode"_a,
            "level"_a, "lod_scale"_a, "shade"_a, "camera"_a, "device"_a)
       .def("orbit_camera", &orbit_camera, "azimuth"_a, "elevation"_a, "fov"_a)
@@ -830,7 +902,8 @@ NB_MODULE(_voxlod, m) {
       .def("load_tile", &tiled_load_tile, "i"_a, "levels"_a = 0, "mem_limit"_a = 0,
            nb::rv_policy::take_ownership)
       .def("level_tree", &tiled_level_tree, "level"_a, "mem_limit"_a = 0,
-           nb::rv_policy::take_ownership);
+           nb::rv_policy::take_ownership)
+      .def("mesh", &tiled_mesh, "threads"_a, nb::rv_policy::take_ownership);
   m.def("dlpack_info", &dlpack_info, "array"_a);
   bind_tile_tasks(m);
   bind_tiled_sample(m);

@@ -68,6 +68,25 @@ class Mesh:
         return np.arange(3 * n, dtype=np.int64).reshape(n, 3)
 
     @property
+    def normals(self) -> Optional[np.ndarray]:
+        """A mesh made from a tree (Tree.mesh): unit normals float32 (V, 3) from the field's
+        gradient, one per vertex, read-only; None for a loaded mesh."""
+        return self._m.normals()
+
+    @property
+    def colors(self) -> Optional[np.ndarray]:
+        """A mesh made from a coloured tree: RGBA8 uint8 (V, 4) per vertex (sRGB r, g, b, linear
+        alpha), read-only; None otherwise."""
+        return self._m.colors()
+
+    def save(self, path: Union[str, os.PathLike], format: Optional[str] = None) -> None:
+        """Writes the mesh through assimp, atomically: .obj, .ply (binary), .stl (binary) or
+        .glb (binary glTF 2), by the extension or `format` ("obj", "ply", "stl", "glb")."""
+        if format is not None and format not in ("obj", "ply", "stl", "glb"):
+            raise ValueError(f"format {format!r}: 'obj', 'ply', 'stl' or 'glb'")
+        self._m.save(_path(path, "path"), format or "")
+
+    @property
     def info(self) -> dict:
         """Counts (triangles, meshes, materials, textures, skipped_*), bbox_min/bbox_max,
         has_color and load_seconds (a dict)."""

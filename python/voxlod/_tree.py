@@ -10,6 +10,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _color, _sampling, _voxlod
+from ._mesh import Mesh
 from ._errors import FormatError
 from ._util import _bytes, _device, _is_int, _path, _zstd_level
 
@@ -158,6 +159,16 @@ class Tree:
         voxels replaced by that plane."""
         return Tree(self._t.prune(float(max_error)))
 
+    def mesh(self, lod: Optional[int] = None, error: Optional[float] = None,
+             threads: Optional[int] = None) -> "Mesh":
+        """A triangle mesh of the tree by dual contouring (what `voxlod mesh` writes;
+        docs/MESHING.md): full detail by default, the nodes of level `lod` (0..depth), or with
+        `error` the adaptive cut within that many finest voxels of the full-detail mesh. An
+        indexed Mesh: `vertices` (V, 3), `faces` (T, 3), `normals` (V, 3), `colors` (V, 4) for
+        a coloured tree; `save()` writes it. threads: None for all cores."""
+        cut, level, err, n = _mesh_args(self.depth, lod, error, threads)
+        return Mesh(self._t.mesh(cut, level, err, n))
+
     # ---- render
     def render(self, width: int = 800, height: int = 600, lod: Union[None, int, str] = None,
                eye: Optional[Sequence[float]] = None, target: Optional[Sequence[float]] = None,
@@ -188,6 +199,27 @@ class Tree:
     sample = _sampling.sample
     surface_points = _sampling.surface_points
     colors = _color.colors
+
+
+def _mesh_args(depth: int, lod: Any, error: Any, threads: Any) -> Tuple[int, int, float, int]:
+    """Tree.mesh's arguments checked: (cut: 0 finest, 1 a level, 2 the error cut; level; error;
+    threads, 0 for all cores)."""
+    if lod is not None and error is not None:
+        raise ValueError("lod and error exclude each other")
+    if threads is None:
+        threads = 0
+    elif not _is_int(threads) or not 1 <= threads <= 1024:
+        raise ValueError(f"threads must be None or an int in 1..1024, not {threads!r}")
+    if lod is not None:
+        if not _is_int(lod) or not 0 <= lod <= depth:
+            raise ValueError(f"lod {lod!r}: a level 0..{depth} of this tree")
+        return 1, int(lod), 0.0, int(threads)
+    if error is not None:
+        e = float(error)
+        if not 0.0 < e < 1e6:
+            raise ValueError(f"error {error!r}: a number of finest voxels > 0")
+        return 2, 0, e, int(threads)
+    return 0, 0, 0.0, int(threads)
 
 
 def _render_args(depth: int, orbit: Callable, width: Any, height: Any, lod: Any, eye: Any,
@@ -359,6 +391,22 @@ class TiledFile:
             raise ValueError(f"level {level!r}: a level 1..{min(self.depth, 14)} of this "
                              f"{self.depth}-level tree")
         return Tree(self._f.level_tree(int(level), _bytes(mem_limit, "mem_limit")))
+
+    def mesh(self, lod: Optional[int] = None, error: Optional[float] = None,
+             threads: Optional[int] = None) -> "Mesh":
+        """Tree.mesh on a tiled file of any depth, without joining it: at full detail window by
+        window (2 x 2 x 2 tiles each, welded at the seams; up to 16384^3 the joined tree's mesh;
+        docs/MESHING.md), with `lod` (1..14) or `error` from one of its levels as a tree of its
+        own (level_tree(lod), or level 14's error cut within `error` finest voxels)."""
+        top = min(self.depth, 14)
+        if lod is not None and error is None:
+            if not _is_int(lod) or not 1 <= lod <= top:
+                raise ValueError(f"lod {lod!r}: a level 1..{top} of this {self.depth}-level tree")
+            return self.level_tree(int(lod)).mesh(threads=threads)
+        cut, _, err, n = _mesh_args(self.depth, lod, error, threads)
+        if cut == 2:
+            return self.level_tree(top).mesh(error=err / 2.0 ** (self.depth - top), threads=n or None)
+        return Mesh(self._f.mesh(n))
 
     # ---- render: a renderer of its own on the file, kept for the next call with the same
     # device, budget and streaming
