@@ -40,6 +40,7 @@ typedef struct gather {
   weld_rec *weld;
   uint64_t nweld, wcap;
   vx_dc_stats st;             /* summed */
+  uint64_t splits;            /* split vertices (keys with a contact), each once after welding */
   int colored;
 } gather;
 
@@ -89,6 +90,7 @@ static vx_status append(gather *g, vx_dc_mesh *w, const uint32_t origin[3], cons
   const uint64_t shift = VX_DC_KEY_COORD(origin[0], origin[1], origin[2]);
   for (uint64_t v = 0; v < w->vertex_count; v++) {
     const uint64_t key = w->key[v] + shift; /* no field carries: each stays below 2^20 */
+    g->splits += key >> 60 != 0;
     int inner = 1;
     for (int i = 0; i < 3; i++) {
       const uint64_t c = key >> 20 * i & 0xfffffu;
@@ -120,7 +122,10 @@ static vx_status weld(gather *g, int threads, vx_error *err) {
   }
   for (uint64_t v = 0; v < nv; v++) to[v] = (uint32_t)v;
   for (uint64_t i = 1; i < g->nweld; i++) /* stable: the first copy of a key leads its run */
-    if (s[i].key == s[i - 1].key) to[s[i].v] = to[s[i - 1].v];
+    if (s[i].key == s[i - 1].key) {
+      to[s[i].v] = to[s[i - 1].v];
+      g->splits -= s[i].key >> 60 != 0;
+    }
   vx_free(tmp);
   uint64_t n = 0;
   for (uint64_t v = 0; v < nv; v++) {
@@ -303,6 +308,8 @@ vx_status vx_tiled_file_mesh_margin(vx_tiled_file *f, const vx_mesher_opts *opts
   }
   g.st.vertices = g.m.vertex_count;
   g.st.triangles = g.m.triangle_count;
+  g.st.contacts_split = g.splits;
+  g.st.cells = g.m.vertex_count - g.splits;
   g.st.level_min = g.st.level_max = h->depth;
   g.st.sec_total = vx_clock_seconds() - t0;
   return vx_mesh_of_dc(&g.m, &g.st, out, err);

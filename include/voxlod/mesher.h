@@ -75,7 +75,7 @@ typedef struct vx_mesher_stats {
  * its margin (the closure of the thin rule's re-signed voxels can run further along a thin part),
  * and that vertex positions near the seams come from one window's grid (float rounding); on
  * closed input it is watertight across the seams. Its statistics count each window's own grid
- * points and edges: the joined tree's counts (a contact split across a seam counts twice).
+ * points and edges and the mesh's cells and split contacts: the joined tree's counts.
  * Memory: the mesh (about 60 bytes a triangle, its soup included), one window and its tiles.
  * Refused before the work (VX_ERR_LIMIT) when the mesh would take more than the file's read
  * mem_limit (vx_tiled_file_open; 0: 80% of physical memory) at 2 triangles a surface voxel, or
