@@ -42,6 +42,22 @@ inline vx_error no_error() {
   return e;
 }
 
+// A new handle whose member `field` holds what call(&raw, &err) made, the call run without the
+// GIL; the call's error raised instead (nothing made then).
+template <class Handle, class Raw, class Call> Handle *made_by(Raw *Handle::*field, Call &&call) {
+  vx_error e = no_error();
+  Raw *raw = nullptr;
+  vx_status s;
+  {
+    nanobind::gil_scoped_release rel;
+    s = call(&raw, &e);
+  }
+  check(s, e);
+  Handle *r = new Handle();
+  r->*field = raw;
+  return r;
+}
+
 // A file path as the file system's bytes (the package passes os.fsencode(path)), so that names
 // that are not UTF-8 work. An embedded NUL would cut the name for the C library: refused, as
 // Python's open() refuses it.

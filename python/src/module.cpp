@@ -47,31 +47,15 @@ Mesh *mesh_load(const nb::bytes &path_bytes, double timeout_s, uint64_t mem_limi
   o.struct_size = sizeof o;
   o.timeout_s = timeout_s;
   o.mem_limit = mem_limit;
-  vx_error e = no_error();
-  vx_mesh *m = nullptr;
-  vx_status s;
-  {
-    nb::gil_scoped_release rel;
-    s = vx_mesh_load(path.c_str(), &o, &m, &e);
-  }
-  check(s, e);
-  Mesh *r = new Mesh();
-  r->m = m;
-  return r;
+  return made_by(&Mesh::m, [&](vx_mesh **m, vx_error *e) {
+    return vx_mesh_load(path.c_str(), &o, m, e);
+  });
 }
 
 Mesh *mesh_from_arrays(Floats2 v, Uints2 f) {
-  vx_error e = no_error();
-  vx_mesh *m = nullptr;
-  vx_status s;
-  {
-    nb::gil_scoped_release rel;
-    s = vx_mesh_from_arrays(v.data(), v.shape(0), f.data(), f.shape(0), &m, &e);
-  }
-  check(s, e);
-  Mesh *r = new Mesh();
-  r->m = m;
-  return r;
+  return made_by(&Mesh::m, [&](vx_mesh **m, vx_error *e) {
+    return vx_mesh_from_arrays(v.data(), v.shape(0), f.data(), f.shape(0), m, e);
+  });
 }
 
 // Read-only views of a mesh's arrays; `self` (the Python _Mesh) stays alive while they do.
@@ -327,17 +311,9 @@ void tree_colors(Tree &t, Floats2 points, Rgba out, int level) {
 }
 
 Tree *tree_prune(Tree &t, float max_error) {
-  vx_error e = no_error();
-  vx_tree *p = nullptr;
-  vx_status s;
-  {
-    nb::gil_scoped_release rel;
-    s = vx_tree_prune(t.t, max_error, &p, &e);
-  }
-  check(s, e);
-  Tree *r = new Tree();
-  r->t = p;
-  return r;
+  return made_by(&Tree::t, [&](vx_tree **p, vx_error *e) {
+    return vx_tree_prune(t.t, max_error, p, e);
+  });
 }
 
 // ---- convert, with progress and Ctrl-C --------------------------------------------------------
@@ -545,50 +521,21 @@ nb::dict tiled_tile(const TiledFile &t, uint64_t i) {
   return d;
 }
 
-// A tree from a library call (made without the GIL), or the call's error raised.
-template <class Call> Tree *tree_from(Call &&call) {
-  vx_error e = no_error();
-  vx_tree *tr = nullptr;
-  vx_status s;
-  {
-    nb::gil_scoped_release rel;
-    s = call(&tr, &e);
-  }
-  check(s, e);
-  Tree *r = new Tree();
-  r->t = tr;
-  return r;
-}
-
 Tree *tiled_load_tile(TiledFile &t, uint64_t i, uint32_t levels, uint64_t mem_limit) {
   vx_read_opts o = read_opts(levels, mem_limit);
-  return tree_from([&](vx_tree **tr, vx_error *e) {
+  return made_by(&Tree::t, [&](vx_tree **tr, vx_error *e) {
     return vx_tiled_file_load_tile(t.f, i, &o, tr, e);
   });
 }
 
 Tree *tiled_level_tree(TiledFile &t, uint32_t level, uint64_t mem_limit) {
   vx_read_opts o = read_opts(0, mem_limit);
-  return tree_from([&](vx_tree **tr, vx_error *e) {
+  return made_by(&Tree::t, [&](vx_tree **tr, vx_error *e) {
     return vx_tiled_file_level_tree(t.f, level, &o, tr, e);
   });
 }
 
 // ---- meshes out (voxlod/mesher.h) --------------------------------------------------------------
-
-template <class Call> Mesh *mesh_from(Call &&call) {
-  vx_error e = no_error();
-  vx_mesh *m = nullptr;
-  vx_status s;
-  {
-    nb::gil_scoped_release rel;
-    s = call(&m, &e);
-  }
-  check(s, e);
-  Mesh *r = new Mesh();
-  r->m = m;
-  return r;
-}
 
 vx_mesher_opts mesher_opts(int cut, uint32_t level, float max_error, int threads) {
   vx_mesher_opts o;
@@ -603,12 +550,12 @@ vx_mesher_opts mesher_opts(int cut, uint32_t level, float max_error, int threads
 
 Mesh *tree_mesh(Tree &t, int cut, uint32_t level, float max_error, int threads) {
   const vx_mesher_opts o = mesher_opts(cut, level, max_error, threads); /* reads t only */
-  return mesh_from([&](vx_mesh **m, vx_error *e) { return vx_mesher_extract(t.t, &o, m, e); });
+  return made_by(&Mesh::m, [&](vx_mesh **m, vx_error *e) { return vx_mesher_extract(t.t, &o, m, e); });
 }
 
 Mesh *tiled_mesh(TiledFile &t, int threads) {
   const vx_mesher_opts o = mesher_opts(VX_MESHER_FINEST, 0, 0.0f, threads);
-  return mesh_from([&](vx_mesh **m, vx_error *e) { return vx_tiled_file_mesh(t.f, &o, m, e); });
+  return made_by(&Mesh::m, [&](vx_mesh **m, vx_error *e) { return vx_tiled_file_mesh(t.f, &o, m, e); });
 }
 
 void mesh_save(const Mesh &m, const nb::bytes &path_bytes, const std::string &format) {

@@ -48,27 +48,12 @@ vx_convert_opts opts_of(uint32_t res, float band, int device, uint64_t mem_limit
   return o;
 }
 
-// A plan from make(&plan, &err), run without the GIL.
-template <class F> TilePlan *plan_of(F make) {
-  vx_error e = no_error();
-  vx_tile_plan *p = nullptr;
-  vx_status s;
-  {
-    nb::gil_scoped_release rel;
-    s = make(&p, &e);
-  }
-  check(s, e);
-  TilePlan *r = new TilePlan();
-  r->p = p;
-  return r;
-}
-
 TilePlan *plan_create(const Mesh &mesh, uint32_t res, float band, int device, uint64_t mem_limit,
                       int threads, int sign_rule, uint32_t tile_depth, int zstd_level,
                       float max_error, int color, int color_filter) {
   const vx_convert_opts o = opts_of(res, band, device, mem_limit, threads, sign_rule, tile_depth,
                                     zstd_level, max_error, color, color_filter);
-  return plan_of([&](vx_tile_plan **p, vx_error *e) {
+  return made_by(&TilePlan::p, [&](vx_tile_plan **p, vx_error *e) {
     return vx_tile_plan_create(mesh.m, &o, p, e);
   });
 }
@@ -80,7 +65,7 @@ TilePlan *plan_open_parts(const nb::bytes &parts, uint32_t res, float band, int 
   const vx_convert_opts o = opts_of(res, band, device, mem_limit, threads, sign_rule, tile_depth,
                                     zstd_level, max_error, color, color_filter);
   const std::string path = path_of(parts);
-  return plan_of([&](vx_tile_plan **p, vx_error *e) {
+  return made_by(&TilePlan::p, [&](vx_tile_plan **p, vx_error *e) {
     return vx_tile_plan_open_parts(path.c_str(), &o, p, e);
   });
 }
