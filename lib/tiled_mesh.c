@@ -147,12 +147,11 @@ static vx_status weld(gather *g, int threads, vx_error *err) {
   return VX_OK;
 }
 
+/* The windows' own counts summed (cells and split contacts come from the welded mesh). */
 static void sum_stats(vx_dc_stats *a, const vx_dc_stats *b) {
-  a->cells += b->cells;
   a->corners_shared += b->corners_shared;
   a->corners_disputed += b->corners_disputed;
   a->corners_repaired += b->corners_repaired;
-  a->contacts_split += b->contacts_split;
   a->open_edges += b->open_edges;
   a->faces_cut_out += b->faces_cut_out;
   a->sec_field += b->sec_field;
