@@ -121,12 +121,7 @@ static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D
   j.at = (uint64_t *)vx_malloc((size_t)(ranges ? ranges : 1) * sizeof *j.at);
   if (!j.at) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
   vx_ranges_run(threads, m->tri_count, count_pairs, &j);
-  uint64_t k = 0;
-  for (uint64_t r = 0; r < ranges; r++) {
-    const uint64_t c = j.at[r];
-    j.at[r] = k;
-    k += c;
-  }
+  const uint64_t k = vx_exclusive_sum(j.at, ranges);
   if ((double)k * sizeof *j.p > (double)mem_limit / 4) {
     vx_free(j.at);
     return vx_error_set(err, VX_ERR_LIMIT, "the triangles reach too many tiles (%llu pairs): use "

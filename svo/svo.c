@@ -222,12 +222,7 @@ vx_status vx_octree_link(vx_octree *t, vx_error *err) {
       break;
     }
     vx_items_run(0, pieces, link_count, j);
-    uint64_t run = 0;
-    for (uint64_t k = 0; k < pieces; k++) {
-      const uint64_t c = j->sum[k];
-      j->sum[k] = run;
-      run += c;
-    }
+    const uint64_t run = vx_exclusive_sum(j->sum, pieces);
     if (run > next_count)
       s = vx_error_set(err, VX_ERR_CORRUPT,
                        "level %u: child masks name more children than level %u holds (%llu)", l,

@@ -162,3 +162,13 @@ int vx_read_at(int fd, void *dst, uint64_t n, uint64_t off, int threads) {
   vx_items_run(threads, (n + READ_PIECE - 1) / READ_PIECE, read_piece, &j);
   return j.error;
 }
+
+uint64_t vx_exclusive_sum(uint64_t *a, uint64_t n) {
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    const uint64_t v = a[i];
+    a[i] = sum;
+    sum += v;
+  }
+  return sum;
+}

@@ -47,6 +47,10 @@ int vx_parallel(int threads, void *(*fn)(void *), void *arg);
 void vx_ranges_run(int threads, uint64_t n, void (*fn)(void *ctx, uint64_t a, uint64_t b),
                    void *ctx);
 
+/* a[0 .. n-1] replaced by the sums of the values before each (a[0] becomes 0), in place; returns
+ * the sum of all: counts per range into each range's first place. */
+uint64_t vx_exclusive_sum(uint64_t *a, uint64_t n);
+
 /* fn(ctx, i) for every i < items, each once, on up to `threads` threads (<= 0: all cores; no more
  * than items, at most 256), taken in increasing order as threads become free. */
 void vx_items_run(int threads, uint64_t items, void (*fn)(void *ctx, uint64_t item), void *ctx);

@@ -101,13 +101,7 @@ static void reduce_count(red_job *j, int threads, uint64_t *count) {
   j->lo[REDUCE_PARTS] = j->n;
   j->write = 0;
   vx_items_run(threads, REDUCE_PARTS, red_range, j);
-  uint64_t total = 0;
-  for (uint64_t p = 0; p < REDUCE_PARTS; p++) {
-    uint64_t c = j->at[p];
-    j->at[p] = total;
-    total += c;
-  }
-  *count = total;
+  *count = vx_exclusive_sum(j->at, REDUCE_PARTS);
 }
 
 static csum *reduce(red_job *j, int threads, uint64_t max_bytes, uint64_t *count, int *over) {

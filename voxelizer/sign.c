@@ -356,12 +356,7 @@ static int64_t classes(tables_job *j, int threads) {
   j->before = (uint64_t *)vx_malloc((size_t)(chunks ? chunks : 1) * sizeof *j->before);
   if (j->before && !atomic_load(&j->failed)) {
     vx_ranges_run(threads, n, count_firsts, j);
-    uint64_t at = 0;
-    for (uint64_t k = 0; k < chunks; k++) {
-      const uint64_t f = j->before[k];
-      j->before[k] = at;
-      at += f;
-    }
+    const uint64_t at = vx_exclusive_sum(j->before, chunks);
     vx_ranges_run(threads, n, number_firsts, j);
     vx_ranges_run(threads, n, number_rest, j);
     count = (int64_t)at;
