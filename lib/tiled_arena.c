@@ -23,6 +23,7 @@ typedef struct cached_window {
   vx_arena a;
   uint32_t W, level; /* its depth, the level below which it keeps a part (W: all) */
   uint64_t key, used, bytes;
+  vx_gpu_resident *gpu; /* its copy on the GPU (vx_tile_cache_window_gpu), or NULL */
 } cached_window;
 
 struct vx_tile_cache {
@@ -37,6 +38,7 @@ struct vx_tile_cache {
   size_t n, cap;
   uint32_t *slot; /* per tile of the file: its entry + 1, 0: not held */
   vx_rs_store *rs; /* the re-signed voxels found so far (the file handle's) */
+  uint64_t gpu_budget; /* bytes of windows on the GPU at most (0: as its free memory allows) */
   int window_colors; /* windows copy the tiles' colours too */
 };
 
@@ -106,7 +108,10 @@ vx_status vx_tile_cache_new(vx_tiled *t, const vx_svo_read_opts *ro, uint64_t bu
 
 void vx_tile_cache_free(vx_tile_cache *c) {
   if (!c) return;
-  for (int i = 0; i < c->nwin; i++) vx_arena_free(&c->win[i].a);
+  for (int i = 0; i < c->nwin; i++) {
+    vx_gpu_resident_free(c->win[i].gpu);
+    vx_arena_free(&c->win[i].a);
+  }
   for (size_t i = 0; i < c->n; i++) vx_octree_free(&c->e[i].oct);
   vx_free(c->e);
   vx_free(c->slot);
@@ -900,12 +905,14 @@ vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t orig
     for (int i = 1; i < c->nwin; i++)
       if (c->win[i].used < c->win[v].used) v = i;
     c->win_bytes -= c->win[v].bytes;
+    vx_gpu_resident_free(c->win[v].gpu);
     vx_arena_free(&c->win[v].a);
     c->win[v] = c->win[--c->nwin];
   }
   cached_window *w = &c->win[c->nwin];
   vx_status s = vx_arena_window(c, W, origin, keep, threads, &w->a, err);
   if (s != VX_OK) return s;
+  w->gpu = NULL;
   w->W = W;
   w->level = level;
   w->key = key;
@@ -916,4 +923,56 @@ vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t orig
   c->nwin++;
   *out = &w->a;
   return VX_OK;
+}
+
+/* Device memory left free by the windows kept on the GPU: a quarter of it, for the sampler's
+ * buffers and whatever else the process or others run there. */
+static uint64_t gpu_reserve(uint64_t total) { return total / 4u; }
+
+void vx_tile_cache_set_gpu_budget(vx_tile_cache *c, uint64_t bytes) { c->gpu_budget = bytes; }
+
+/* Bytes window a takes on the GPU (svo/gpu_tree.h: its nodes, voxels and colours). */
+static uint64_t gpu_bytes(const vx_arena *a) {
+  const vx_octree *o = &a->oct;
+  return o->node_count * (sizeof(vx_node) + (o->node_color ? 4u : 0u)) +
+         o->voxel_count * (sizeof(vx_voxel) + (o->voxel_color ? 4u : 0u));
+}
+
+vx_status vx_tile_cache_window_gpu(vx_tile_cache *c, const vx_arena *a,
+                                   const vx_gpu_resident **out, vx_error *err) {
+  *out = NULL;
+  int i = 0;
+  while (i < c->nwin && &c->win[i].a != a) i++;
+  if (i == c->nwin)
+    return vx_error_set(err, VX_ERR_INVALID_ARG, "the arena is not a window of this tile cache");
+  cached_window *w = &c->win[i];
+  if (!w->gpu) {
+    /* the least recently used windows leave the GPU while this one would pass the budget or eat
+     * into the reserve */
+    const uint64_t need = gpu_bytes(a);
+    for (;;) {
+      uint64_t free_b = 0, total_b = 0, held = 0;
+      vx_status st = vx_gpu_memory(&free_b, &total_b, err);
+      if (st != VX_OK) return st;
+      for (int j = 0; j < c->nwin; j++) held += c->win[j].gpu ? gpu_bytes(&c->win[j].a) : 0;
+      if (free_b >= need + gpu_reserve(total_b) && (!c->gpu_budget || held + need <= c->gpu_budget))
+        break;
+      int v = -1;
+      for (int j = 0; j < c->nwin; j++)
+        if (j != i && c->win[j].gpu && (v < 0 || c->win[j].used < c->win[v].used)) v = j;
+      if (v < 0) break; /* none left to drop: the upload says whether it fits at all */
+      vx_gpu_resident_free(c->win[v].gpu);
+      c->win[v].gpu = NULL;
+    }
+    vx_status st = vx_gpu_resident_create(&a->oct, &w->gpu, err);
+    if (st != VX_OK) return st;
+  }
+  *out = w->gpu;
+  return VX_OK;
+}
+
+int vx_tile_cache_windows_on_gpu(const vx_tile_cache *c) {
+  int n = 0;
+  for (int i = 0; i < c->nwin; i++) n += c->win[i].gpu != NULL;
+  return n;
 }

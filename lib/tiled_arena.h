@@ -23,6 +23,7 @@
 
 #include "lib/internal.h"
 #include "formats/svo_tiled.h"
+#include "svo/gpu_tree.h"
 
 /* The reader behind a tiled file handle (lib/tiled.c), and its read options. */
 vx_tiled *vx_tiled_file_reader(vx_tiled_file *f, vx_svo_read_opts *ro);
@@ -123,5 +124,17 @@ vx_status vx_tile_cache_window(vx_tile_cache *c, uint32_t W, const uint32_t orig
                                const vx_window_keep *keep, int threads, const vx_arena **out,
                                vx_error *err);
 void vx_arena_free(vx_arena *a);
+
+/* Window a (as given by vx_tile_cache_window, before any other call on c) uploaded to the current
+ * GPU, or its copy there from before: kept with the window until it leaves the cache, so later
+ * calls on the same windows upload nothing. Before an upload, the least recently used windows'
+ * copies leave the GPU while it would have less than a quarter of its memory free. *out is valid
+ * until the next call on c. VX_ERR_NO_GPU without a GPU or where the window alone does not fit. */
+vx_status vx_tile_cache_window_gpu(vx_tile_cache *c, const vx_arena *a,
+                                   const vx_gpu_resident **out, vx_error *err);
+/* At most `bytes` of windows on the GPU (0, the default: as above); for tests. */
+void vx_tile_cache_set_gpu_budget(vx_tile_cache *c, uint64_t bytes);
+/* The windows that have a copy on the GPU now. */
+int vx_tile_cache_windows_on_gpu(const vx_tile_cache *c);
 
 #endif

@@ -333,14 +333,18 @@ static void reach_cells(const ts_ctx *c, const float p[3], float r, uint32_t lo[
   }
 }
 
-/* Steps 1 to 4 of n points (gathered) in arena a on the GPU: the arena uploaded, the call's
- * sampler moved onto it (its streams, queues and staging made once per call), which leaves the
- * far points' walks (flags VX_SE_PENDING). */
+/* Steps 1 to 4 of n points (gathered) in arena a on the GPU: the arena on the device (a window's
+ * copy kept with it in the tile cache, for the next groups and calls; a whole-tree arena, made
+ * for this group, uploaded and freed), the call's sampler moved onto it (its streams, queues and
+ * staging made once per call), which leaves the far points' walks (flags VX_SE_PENDING). */
 static vx_status search_gpu(const ts_ctx *c, const vx_arena *a, const vx_sample_tree *s,
                             const float *pts, uint64_t n, float *d, float *g, uint8_t *f,
                             vx_error *err) {
-  vx_gpu_resident *res = NULL;
-  vx_status st = vx_gpu_resident_create(&a->oct, &res, err);
+  vx_gpu_resident *own = NULL;
+  const vx_gpu_resident *res = NULL;
+  vx_status st = a->window ? vx_tile_cache_window_gpu(c->cache, a, &res, err)
+                           : vx_gpu_resident_create(&a->oct, &own, err);
+  if (own) res = own;
   if (st == VX_OK)
     st = *c->gs ? vx_gpu_sampler_rebind(*c->gs, res, a->resigned, a->oct.voxel_count, err)
                 : vx_gpu_sampler_create(res, a->resigned, a->oct.voxel_count, c->gs, err);
@@ -348,7 +352,7 @@ static vx_status search_gpu(const ts_ctx *c, const vx_arena *a, const vx_sample_
     vx_gpu_sampler_set_walks(*c->gs, 0);
     st = vx_gpu_sample(*c->gs, s, 0, NULL, pts, n, d, g, f, NULL, NULL, err);
   }
-  vx_gpu_resident_free(res); /* the sampler holds it no more: the next arena rebinds it */
+  vx_gpu_resident_free(own); /* the sampler holds it no more: the next arena rebinds it */
   return st;
 }
 

@@ -10,7 +10,7 @@
 #
 #   bash scripts/device_gpu_tests.sh [STEP ...]
 #   steps: tests sass bunny dragon dragon4k color gpubuild zoom perf variants trees versus big lib ncu
-#   viewer tiledrender colortiles samplecli
+#   viewer tiledrender colortiles samplecli tiledsample tiledmesh
 #   (default: tests sass bunny dragon dragon4k; `gpubuild` times convert --gpu against the CPU
 #   build; `zoom` repeats the dragons filling the frame; `perf` times every model framed and zoomed
 #   with the kernel variants, 50 frames; `variants` does the same against a base build, with the
@@ -269,6 +269,34 @@ for s in $steps; do
     done
     timeout 120 $B/voxlod bench /tmp/vx/dragon4096.svo --sample 2e8 --reps 10 --gpu --level 9
     timeout 120 $B/voxlod bench /tmp/vx/dragon4096.svo --sample 2e7 --reps 3 --cpu
+    ;;
+  tiledsample)
+    # The first sampling call on the dragon at 32768^3 (8 tiles of 16384^3): every tile the points
+    # reach read and decoded, the windows copied and their re-signed voxels found, then the later
+    # calls (the search alone); CPU and GPU search, 10^6 points within 2 voxels of the surface.
+    stamp "dragon 32768^3 tiled: convert"
+    [ -f /tmp/vx/dragon32k.svo ] || /usr/bin/time -f "%e s, %M KiB peak" timeout 300 $B/voxlod \
+      convert $D/dragon.ply /tmp/vx/dragon32k.svo --res 32768 --gpus all -q 2>&1 | tail -n 2
+    for dev in --cpu --gpu; do
+      stamp "bench --sample 1e6 $dev"
+      /usr/bin/time -f "%e s wall, %M KiB peak" timeout 280 $B/voxlod bench /tmp/vx/dragon32k.svo \
+        --sample 1e6 --reps 2 $dev 2>&1 | tail -n 4
+    done
+    ;;
+  tiledmesh)
+    # Full-detail meshes: the dragon at 4096^3 joined, and the same surface in a 32768^3 box in
+    # tiles of 2048^3 (devdata/d8.ply.gz: the dragon and a far triangle), meshed window by window.
+    stamp "full-detail meshes"
+    [ -f /tmp/vx/d8.ply ] || gzip -dc $D/d8.ply.gz > /tmp/vx/d8.ply
+    [ -f /tmp/vx/dragon4096.svo ] || timeout 120 $B/voxlod convert $D/dragon.ply /tmp/vx/dragon4096.svo \
+      --res 4096 --gpu -q 2>&1 | tail -n 2
+    timeout 120 $B/voxlod convert /tmp/vx/d8.ply /tmp/vx/d8t11.svo --res 32768 --tile-depth 11 --gpu -q
+    for f in dragon4096 d8t11; do
+      echo "-- voxlod mesh $f.svo"
+      /usr/bin/time -f "%e s wall, %M KiB peak" timeout 280 $B/voxlod mesh /tmp/vx/$f.svo \
+        /tmp/vx/m.ply 2>&1 | tr '\r' '\n' | grep -v "%" | tail -n 6
+      rm -f /tmp/vx/m.ply
+    done
     ;;
   samplecli)
     # voxlod sample on the GPU against the CPU, on a tree and a tiled file read tile by tile: the

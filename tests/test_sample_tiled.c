@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "lib/tiled_arena.h" /* first: it sees the library's experimental declarations */
 #include "tiled_scene.h"
 #include "sample_ref.h"
 #include "voxlod/sample.h"
@@ -296,6 +297,44 @@ static void finer_than_one_tree(void) {
     CHECK_MSG(vx_tiled_file_sample(f, NULL, &to, p, n + nr, d, NULL, fl, NULL, &e) == VX_OK,
               "%s", e.msg);
     CHECK(memcmp(d, d0, (n + nr) * sizeof(float)) == 0);
+  }
+  /* the search on the GPU, on the points near the sphere and some near the far corner's cube (two
+   * windows apart, fewer than the cache keeps): the same bits as the CPU; the windows' copies
+   * there kept with them for the next call, within a budget of one window's bytes (every upload
+   * drops the others), and dropped with windows that leave a cache too small for one */
+  vx_tile_cache *cache = NULL;
+  if (vx_gpu_available() && vx_tiled_file_cache(f, 0, &cache, &e) == VX_OK) {
+    const uint64_t nq = n + 256;
+    float *q = (float *)malloc(nq * 3 * sizeof(float));
+    float *dq = (float *)malloc(nq * sizeof(float));
+    memcpy(q, p, n * 3 * sizeof(float));
+    for (uint64_t i = n; i < nq; i++)
+      for (int k = 0; k < 3; k++) q[3 * i + k] = (float)(0.997 + rnd() * 0.0025);
+    CHECK_MSG(vx_tiled_file_sample(f, NULL, NULL, q, nq, dq, NULL, fl, NULL, &e) == VX_OK, "%s",
+              e.msg);
+    vx_sample_opts o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.device = VX_DEVICE_GPU;
+    int kept = 0;
+    for (int pass = 0; pass < 4; pass++) {
+      vx_tiled_sample_opts to;
+      memset(&to, 0, sizeof to);
+      to.struct_size = sizeof to;
+      to.cache_bytes = pass == 3 ? 4096 : 0;
+      vx_tile_cache_set_gpu_budget(cache, pass == 2 ? 1 : 0);
+      memset(d, 0, nq * sizeof(float));
+      CHECK_MSG(vx_tiled_file_sample(f, &o, &to, q, nq, d, NULL, fl, NULL, &e) == VX_OK,
+                "GPU pass %d: %s", pass, e.msg);
+      CHECK_MSG(memcmp(d, dq, nq * sizeof(float)) == 0, "GPU pass %d differs", pass);
+      const int now = vx_tile_cache_windows_on_gpu(cache);
+      if (pass == 0) kept = now;
+      CHECK_MSG(pass == 0 ? now >= 2 : pass == 1 ? now == kept : pass == 2 ? now == 1 : now <= 1,
+                "GPU pass %d: %d windows on the GPU (%d after the first)", pass, now, kept);
+    }
+    fprintf(stderr, "  the same on the GPU: %d windows kept there between calls\n", kept);
+    free(q);
+    free(dq);
   }
   free(d0);
   free(p);

@@ -215,6 +215,11 @@ typedef struct vx_tiled_sample_opts {
  * physical memory: a window is rebuilt only by copying, but that is GBs), and the cache keeps at least the tiles one window needed at once; the tiles a
  * call's windows need are decoded side by side first when they fit in cache_bytes or in what one
  * window holds at once (the 8 largest).
+ * On the GPU (opts->device) the search runs there, the walks on the CPU; past 16384^3 each
+ * window searched is copied to the GPU once and kept there with the window, for the next groups
+ * and calls (dropped when the window leaves the cache, and least recently used first while the
+ * GPU would have less than a quarter of its memory free); up to it each group's tree is uploaded
+ * for the group.
  * Memory: 16 bytes a point (their order), 29 per point of a group while it runs, 40 per far
  * point whose walks wait; the cache; the tiles one group needs, twice (decoded, and joined): a
  * tile and its 26 neighbours (more where tiles are narrower than the band plus 2 voxels), one
