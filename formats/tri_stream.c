@@ -496,67 +496,14 @@ void vx_tri_stream_close(vx_tri_stream *s) {
   vx_free(s);
 }
 
-/* A piece of the soup, checked as vx_soup_append checks it, by ranges on every core: each range
- * keeps its usable triangles at its start, counts the others and bounds what it keeps. */
-enum { PIECE = 1 << 20, PIECE_RANGES = PIECE / VX_RANGE_CHUNK };
-
-typedef struct piece_range {
-  uint64_t kept, nonfinite, degenerate;
-  double lo[3], hi[3];
-} piece_range;
-
-typedef struct piece_job {
-  float *tri;             /* the piece's triangles */
-  piece_range r[PIECE_RANGES];
-} piece_job;
-
-static void piece_check(void *ctx, uint64_t a, uint64_t z) {
-  piece_job *j = (piece_job *)ctx;
-  piece_range *r = &j->r[a / VX_RANGE_CHUNK];
-  memset(r, 0, sizeof *r);
-  for (int i = 0; i < 3; i++) r->lo[i] = INFINITY, r->hi[i] = -INFINITY;
-  for (uint64_t t = a; t < z; t++) {
-    const float *p = j->tri + 9 * t;
-    const int why = vx_soup_tri_check(p);
-    r->nonfinite += why == VX_TRI_NONFINITE;
-    r->degenerate += why == VX_TRI_DEGENERATE;
-    if (why != VX_TRI_USABLE) continue;
-    for (int v = 0; v < 3; v++)
-      for (int i = 0; i < 3; i++) {
-        const double x = p[3 * v + i];
-        if (x < r->lo[i]) r->lo[i] = x;
-        if (x > r->hi[i]) r->hi[i] = x;
-      }
-    float *d = j->tri + 9 * (a + r->kept++);
-    if (d != p) memcpy(d, p, 9 * sizeof(float));
-  }
-}
-
-/* Checks the n triangles at out->pos + 9 out->tri_count (read there) and keeps the usable ones,
- * in order, after those already kept. */
-static void piece_keep(vx_soup *out, uint64_t n, piece_job *j) {
-  j->tri = out->pos + 9 * out->tri_count;
-  vx_ranges_run(0, n, piece_check, j);
-  for (uint64_t k = 0; k * VX_RANGE_CHUNK < n; k++) {
-    const piece_range *r = &j->r[k];
-    float *src = j->tri + 9 * k * VX_RANGE_CHUNK, *dst = out->pos + 9 * out->tri_count;
-    if (dst != src) memmove(dst, src, (size_t)r->kept * 9 * sizeof(float));
-    out->tri_count += r->kept;
-    out->skipped_nonfinite += r->nonfinite;
-    out->skipped_degenerate += r->degenerate;
-    for (int i = 0; i < 3; i++) {
-      if (r->lo[i] < out->bbox_min[i]) out->bbox_min[i] = r->lo[i];
-      if (r->hi[i] > out->bbox_max[i]) out->bbox_max[i] = r->hi[i];
-    }
-  }
-}
+/* Triangles read a piece at a time, each piece checked on every core (vx_soup_keep). */
+enum { PIECE = 1 << 20 };
 
 struct vx_tri_pieces {
   FILE *f;
   vx_tri_stream *s;
   char what[600];         /* the file's name in messages (the stream keeps a pointer to it) */
   float *buf;
-  piece_job job;
 };
 
 void vx_tri_pieces_close(vx_tri_pieces *p) {
@@ -609,7 +556,8 @@ vx_status vx_tri_pieces_next(vx_tri_pieces *p, vx_soup *tally, const float **tri
     memset(&piece, 0, sizeof piece);
     piece.pos = p->buf;
     for (int i = 0; i < 3; i++) piece.bbox_min[i] = INFINITY, piece.bbox_max[i] = -INFINITY;
-    piece_keep(&piece, got, &p->job);
+    r = vx_soup_keep(&piece, got, 0, err);
+    if (r != VX_OK) return r;
     tally->tri_count += piece.tri_count;
     tally->skipped_nonfinite += piece.skipped_nonfinite;
     tally->skipped_degenerate += piece.skipped_degenerate;
@@ -659,9 +607,8 @@ vx_status vx_soup_import_stream_limited(const char *path, uint64_t mem_limit, do
    * more than 3 vertices is not streamed), checked a piece at a time. */
   if (r == VX_OK && faces > (UINT64_C(1) << 32))
     r = vx_error_set(err, VX_ERR_LIMIT, "cannot read '%s': more than 2^32 triangles", path);
-  piece_job *job = r == VX_OK ? (piece_job *)vx_malloc(sizeof *job) : NULL;
   if (r == VX_OK) out->pos = (float *)vx_malloc((size_t)(faces ? faces : 1) * 9 * sizeof(float));
-  if (r == VX_OK && (!job || !out->pos))
+  if (r == VX_OK && !out->pos)
     r = vx_error_set(err, VX_ERR_NOMEM, "cannot hold the %llu triangles of '%s' in memory",
                      (unsigned long long)faces, path);
   for (int i = 0; i < 3; i++) out->bbox_min[i] = INFINITY, out->bbox_max[i] = -INFINITY;
@@ -670,13 +617,12 @@ vx_status vx_soup_import_stream_limited(const char *path, uint64_t mem_limit, do
     r = vx_tri_stream_read(s, out->pos + 9 * out->tri_count, room < PIECE ? room : PIECE, &got,
                            err);
     if (r != VX_OK || got == 0) break;
-    piece_keep(out, got, job);
-    if (deadline > 0 && vx_clock_seconds() > deadline)
+    r = vx_soup_keep(out, got, 0, err);
+    if (r == VX_OK && deadline > 0 && vx_clock_seconds() > deadline)
       r = vx_error_set(err, VX_ERR_FORMAT, "cannot read '%s': the import did not finish within "
                        "%g s", path, timeout_s);
   }
   if (s) out->skipped_nontriangle = vx_tri_stream_dropped(s);
-  vx_free(job);
   if (r == VX_OK && out->tri_count < faces) { /* faces dropped: give their room back */
     float *fit = (float *)vx_realloc(out->pos, (size_t)(out->tri_count ? out->tri_count : 1) * 9 *
                                                    sizeof(float));

@@ -56,11 +56,11 @@ struct vx_tree {
 };
 
 /* A mesh made of the mesher's arrays (mesher/mesher.h), which it takes (dm is emptied, also on
- * failure), with its statistics (lib/mesher.c). */
+ * failure), with its statistics, its soup made on `threads` threads (lib/mesher.c). */
 struct vx_dc_mesh;
 struct vx_dc_stats;
-vx_status vx_mesh_of_dc(struct vx_dc_mesh *dm, const struct vx_dc_stats *ds, vx_mesh **out,
-                        vx_error *err);
+vx_status vx_mesh_of_dc(struct vx_dc_mesh *dm, const struct vx_dc_stats *ds, int threads,
+                        vx_mesh **out, vx_error *err);
 
 /* vx_tiled_file_mesh with windows that keep `margin` voxels around their middles (it uses 128:
  * lib/tiled_mesh.c); for tests of windows that keep less than all of themselves. */

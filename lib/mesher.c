@@ -9,25 +9,33 @@
 #include "lib/internal.h"
 #include "mesher/mesher.h"
 
-#define SOUP_CHUNK 65536u /* triangles gathered at a time */
+#include "sys/system.h"
 
-/* The soup of an indexed mesh (vx_soup_append drops zero-area triangles and counts them). */
-static vx_status fill_soup(vx_mesh *m, vx_error *err) {
-  float *buf = (float *)vx_malloc((size_t)SOUP_CHUNK * 9 * sizeof(float));
-  if (!buf) return vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  vx_status st = VX_OK;
-  for (uint64_t t0 = 0; st == VX_OK && t0 < m->triangle_count; t0 += SOUP_CHUNK) {
-    uint64_t k = m->triangle_count - t0 < SOUP_CHUNK ? m->triangle_count - t0 : SOUP_CHUNK;
-    for (uint64_t t = 0; t < k; t++)
-      for (int c = 0; c < 3; c++)
-        memcpy(buf + 9 * t + 3 * (uint64_t)c,
-               m->vertices + 3 * (uint64_t)m->indices[3 * (t0 + t) + (uint64_t)c],
-               3 * sizeof(float));
-    st = vx_soup_append(&m->soup, buf, k, err);
-  }
-  vx_free(buf);
+/* The soup of an indexed mesh, gathered and checked on every core (vx_soup_keep drops zero-area
+ * triangles and counts them, as vx_soup_append does). */
+typedef struct soup_job {
+  const vx_mesh *m;
+  float *pos;
+} soup_job;
+
+static void gather_tris(void *ctx, uint64_t a, uint64_t b) {
+  const soup_job *j = (const soup_job *)ctx;
+  for (uint64_t t = a; t < b; t++)
+    for (int c = 0; c < 3; c++)
+      memcpy(j->pos + 9 * t + 3 * (uint64_t)c,
+             j->m->vertices + 3 * (uint64_t)j->m->indices[3 * t + (uint64_t)c], 3 * sizeof(float));
+}
+
+static vx_status fill_soup(vx_mesh *m, int threads, vx_error *err) {
+  const uint64_t n = m->triangle_count;
+  m->soup.pos = (float *)vx_malloc((size_t)(n ? n : 1) * 9 * sizeof(float));
+  if (!m->soup.pos)
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for the soup of %llu triangles",
+                        (unsigned long long)n);
+  soup_job j = {m, m->soup.pos};
+  vx_ranges_run(threads, n, gather_tris, &j);
   m->soup.mesh_count = 1;
-  return st;
+  return vx_soup_keep(&m->soup, n, threads, err);
 }
 
 vx_status vx_mesher_extract(const vx_tree *t, const vx_mesher_opts *opts, vx_mesh **out,
@@ -83,11 +91,11 @@ vx_status vx_mesher_extract(const vx_tree *t, const vx_mesher_opts *opts, vx_mes
                           d.level, 1u << d.level);
     return vx_error_set(err, VX_ERR_EMPTY, "the tree's field has no surface crossing");
   }
-  return vx_mesh_of_dc(&dm, &ds, out, err);
+  return vx_mesh_of_dc(&dm, &ds, d.threads, out, err);
 }
 
-vx_status vx_mesh_of_dc(struct vx_dc_mesh *dm, const struct vx_dc_stats *ds, vx_mesh **out,
-                        vx_error *err) {
+vx_status vx_mesh_of_dc(struct vx_dc_mesh *dm, const struct vx_dc_stats *ds, int threads,
+                        vx_mesh **out, vx_error *err) {
   *out = NULL;
   vx_mesh *m = (vx_mesh *)vx_calloc(1, sizeof *m);
   if (!m) {
@@ -102,7 +110,7 @@ vx_status vx_mesh_of_dc(struct vx_dc_mesh *dm, const struct vx_dc_stats *ds, vx_
   m->colors = dm->rgba;
   vx_free(dm->key);
   memset(dm, 0, sizeof *dm);
-  vx_status st = fill_soup(m, err);
+  vx_status st = fill_soup(m, threads, err);
   if (st != VX_OK) {
     vx_mesh_free(m);
     return st;

@@ -311,5 +311,5 @@ vx_status vx_tiled_file_mesh_margin(vx_tiled_file *f, const vx_mesher_opts *opts
   g.st.cells = g.m.vertex_count - g.splits;
   g.st.level_min = g.st.level_max = h->depth;
   g.st.sec_total = vx_clock_seconds() - t0;
-  return vx_mesh_of_dc(&g.m, &g.st, out, err);
+  return vx_mesh_of_dc(&g.m, &g.st, o.threads, out, err);
 }

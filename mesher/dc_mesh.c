@@ -463,37 +463,50 @@ static int cmp_split_face(const void *pa, const void *pb) {
   return a->slot < b->slot ? -1 : a->slot > b->slot;
 }
 
-static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error *err) {
+/* The assembly's passes over ranges of faces and of clusters (vx_ranges_run), each range's part
+ * of the output at a place fixed before: the mesh does not depend on the thread count. */
+typedef struct asm_par {
+  const asm_ctx *x;
+  vx_dc_mesh *out;
+  const split_rec *sp; /* sorted by face */
+  uint64_t nsp;
+  uint64_t *rtri;      /* per range of faces: its triangles, then the first of them */
+  uint32_t *rlev;      /* per range of clusters: the lowest and the highest cell level */
+} asm_par;
+
+/* The first split of face `face` or after it. */
+static uint64_t first_split(const asm_par *p, uint64_t face) {
+  uint64_t lo = 0, hi = p->nsp;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (p->sp[mid].face < face) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static void count_tris(void *ctx, uint64_t a, uint64_t b) {
+  const asm_par *p = (const asm_par *)ctx;
+  const dc_tree *T = p->x->T;
+  uint64_t n = 0;
+  for (uint64_t fi = a, si = first_split(p, a); fi < b; fi++) {
+    uint64_t k = 0;
+    while (si < p->nsp && p->sp[si].face == fi) si++, k++;
+    if (!T->part || face_in_part(T, &p->x->faces[fi], 0))
+      n += (uint64_t)face_sides(&p->x->faces[fi]) + k - 2;
+  }
+  p->rtri[a / VX_RANGE_CHUNK] = n;
+}
+
+/* Cluster vertices in grid coordinates (the diagonal choice uses them; world at the end). */
+static void copy_verts(void *ctx, uint64_t a, uint64_t b) {
+  const asm_par *p = (const asm_par *)ctx;
+  const asm_ctx *x = p->x;
   const dc_tree *T = x->T;
   const dc_verts *V = x->V;
-  split_rec *sp = (split_rec *)x->splits.data;
-  uint64_t nsp = x->splits.n;
-  if (nsp) qsort(sp, nsp, sizeof *sp, cmp_split_face);
-  uint64_t ntri = 0;
-  for (uint64_t fi = 0, si = 0; fi < x->nfaces; fi++) {
-    uint64_t k = 0;
-    while (si < nsp && sp[si].face == fi) si++, k++;
-    if (!T->part || face_in_part(T, &x->faces[fi], 0))
-      ntri += (uint64_t)face_sides(&x->faces[fi]) + k - 2;
-  }
-  if (ntri > UINT32_MAX || x->nverts > UINT32_MAX)
-    return vx_error_set(err, VX_ERR_LIMIT, "the mesh would have %llu triangles and %llu vertices "
-                        "(more than 2^32): choose a coarser cut", (unsigned long long)ntri,
-                        (unsigned long long)x->nverts);
-  out->vertex_count = x->nverts;
-  out->triangle_count = ntri;
-  out->pos = (float *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 3 * sizeof(float));
-  out->nrm = (float *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 3 * sizeof(float));
-  out->tri = (uint32_t *)vx_malloc((size_t)(ntri ? ntri : 1) * 3 * sizeof(uint32_t));
-  if (x->colored) out->rgba = (uint8_t *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 4);
-  if (T->part) out->key = (uint64_t *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 8);
-  if (!out->pos || !out->nrm || !out->tri || (x->colored && !out->rgba) || (T->part && !out->key))
-    return vx_error_set(err, VX_ERR_NOMEM, "out of memory for a mesh of %llu triangles",
-                        (unsigned long long)ntri);
-  /* Vertices in grid coordinates first (the diagonal choice uses them), world at the end. */
-  uint64_t ncl = x->nverts - x->split_count;
+  vx_dc_mesh *out = p->out;
   uint32_t lmin = T->D, lmax = 0;
-  for (uint64_t c = 0; c < V->hi - V->lo; c++) {
+  for (uint64_t c = a; c < b; c++) {
     uint32_t id = x->vid[c];
     if (id == DC_NONE) continue;
     memcpy(out->pos + (uint64_t)id * 3, V->pos + c * 3, 3 * sizeof(float));
@@ -508,17 +521,20 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
     if (lev < lmin) lmin = lev;
     if (lev > lmax) lmax = lev;
   }
-  if (x->split_count) {
-    memcpy(out->pos + ncl * 3, x->extra_pos.data, x->split_count * 3 * sizeof(float));
-    memcpy(out->nrm + ncl * 3, x->extra_nrm.data, x->split_count * 3 * sizeof(float));
-    if (T->part) memcpy(out->key + ncl, x->extra_key.data, x->split_count * sizeof(uint64_t));
-    for (uint64_t i = 0; x->colored && i < x->split_count; i++) {
-      uint32_t col = ((const uint32_t *)x->extra_rgba.data)[i];
-      for (int k = 0; k < 4; k++) out->rgba[(ncl + i) * 4 + (uint64_t)k] = (uint8_t)(col >> 8 * k);
-    }
-  }
-  uint32_t *t = out->tri;
-  for (uint64_t fi = 0, si = 0; fi < x->nfaces; fi++) {
+  p->rlev[2 * (a / VX_RANGE_CHUNK)] = lmin;
+  p->rlev[2 * (a / VX_RANGE_CHUNK) + 1] = lmax;
+}
+
+static void fill_tris(void *ctx, uint64_t a, uint64_t b) {
+  const asm_par *p = (const asm_par *)ctx;
+  const asm_ctx *x = p->x;
+  const dc_tree *T = x->T;
+  const dc_verts *V = x->V;
+  const split_rec *sp = p->sp;
+  const uint64_t nsp = p->nsp;
+  const float *pos = p->out->pos;
+  uint32_t *t = p->out->tri + 3 * p->rtri[a / VX_RANGE_CHUNK];
+  for (uint64_t fi = a, si = first_split(p, a); fi < b; fi++) {
     const dc_face *f = &x->faces[fi];
     if (T->part && !face_in_part(T, f, 0)) { /* a neighbour's face, here for its splits */
       while (si < nsp && sp[si].face == fi) si++;
@@ -538,10 +554,9 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
       uint32_t el = dc_edge_level(f->edge);
       int own02 = cluster_level(T, V, f->c[0]) == el || cluster_level(T, V, f->c[2]) == el;
       int own13 = cluster_level(T, V, f->c[1]) == el || cluster_level(T, V, f->c[3]) == el;
-      int use02 = own02 != own13
-                      ? own02
-                      : dist2(out->pos + (uint64_t)v[0] * 3, out->pos + (uint64_t)v[2] * 3) <=
-                            dist2(out->pos + (uint64_t)v[1] * 3, out->pos + (uint64_t)v[3] * 3);
+      int use02 = own02 != own13 ? own02
+                                 : dist2(pos + (uint64_t)v[0] * 3, pos + (uint64_t)v[2] * 3) <=
+                                       dist2(pos + (uint64_t)v[1] * 3, pos + (uint64_t)v[3] * 3);
       int o = use02 ? 0 : 1;
       for (int k = 0; k < 2; k++) {
         tr[k][0] = v[o];
@@ -552,24 +567,99 @@ static vx_status assemble(asm_ctx *x, vx_dc_mesh *out, vx_dc_stats *st, vx_error
     }
     /* A split side a -> b of triangle (a, b, c) becomes (a, m, c) and (m, b, c). */
     for (; si < nsp && sp[si].face == fi; si++) {
-      uint32_t a = v[sp[si].slot], b = v[(sp[si].slot + 1) % (uint32_t)n], m = sp[si].vert;
+      uint32_t sa = v[sp[si].slot], sb = v[(sp[si].slot + 1) % (uint32_t)n], m = sp[si].vert;
       for (int k = 0; k < nt; k++) {
-        int r = tr[k][0] == a && tr[k][1] == b ? 0 : tr[k][1] == a && tr[k][2] == b ? 1
-              : tr[k][2] == a && tr[k][0] == b ? 2 : -1;
+        int r = tr[k][0] == sa && tr[k][1] == sb ? 0 : tr[k][1] == sa && tr[k][2] == sb ? 1
+              : tr[k][2] == sa && tr[k][0] == sb ? 2 : -1;
         if (r < 0) continue;
         uint32_t c = tr[k][(r + 2) % 3];
-        tr[k][0] = a, tr[k][1] = m, tr[k][2] = c;
-        tr[nt][0] = m, tr[nt][1] = b, tr[nt][2] = c;
+        tr[k][0] = sa, tr[k][1] = m, tr[k][2] = c;
+        tr[nt][0] = m, tr[nt][1] = sb, tr[nt][2] = c;
         nt++;
         break;
       }
     }
     for (int k = 0; k < nt; k++) *t++ = tr[k][0], *t++ = tr[k][1], *t++ = tr[k][2];
   }
-  const vx_transform *xf = &T->t->xf;
-  for (uint64_t i = 0; i < x->nverts; i++)
+}
+
+static void to_world(void *ctx, uint64_t a, uint64_t b) {
+  const asm_par *p = (const asm_par *)ctx;
+  const vx_transform *xf = &p->x->T->t->xf;
+  float *pos = p->out->pos;
+  for (uint64_t i = a; i < b; i++)
     for (int k = 0; k < 3; k++)
-      out->pos[i * 3 + k] = (float)(xf->origin[k] + (double)out->pos[i * 3 + k] * xf->scale);
+      pos[i * 3 + k] = (float)(xf->origin[k] + (double)pos[i * 3 + k] * xf->scale);
+}
+
+static uint64_t ranges_of(uint64_t n) { return (n + VX_RANGE_CHUNK - 1) / VX_RANGE_CHUNK; }
+
+static vx_status assemble(asm_ctx *x, int threads, vx_dc_mesh *out, vx_dc_stats *st,
+                          vx_error *err) {
+  const dc_tree *T = x->T;
+  const dc_verts *V = x->V;
+  split_rec *sp = (split_rec *)x->splits.data;
+  uint64_t nsp = x->splits.n;
+  if (nsp) qsort(sp, nsp, sizeof *sp, cmp_split_face);
+  asm_par p;
+  memset(&p, 0, sizeof p);
+  p.x = x;
+  p.out = out;
+  p.sp = sp;
+  p.nsp = nsp;
+  const uint64_t nfr = ranges_of(x->nfaces), ncr = ranges_of(V->hi - V->lo);
+  p.rtri = (uint64_t *)vx_malloc((size_t)(nfr ? nfr : 1) * sizeof(uint64_t));
+  p.rlev = (uint32_t *)vx_malloc((size_t)(ncr ? ncr : 1) * 2 * sizeof(uint32_t));
+  if (!p.rtri || !p.rlev) {
+    vx_free(p.rtri);
+    vx_free(p.rlev);
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory assembling the mesh");
+  }
+  vx_ranges_run(threads, x->nfaces, count_tris, &p);
+  const uint64_t ntri = vx_exclusive_sum(p.rtri, nfr);
+  vx_status s = VX_OK;
+  if (ntri > UINT32_MAX || x->nverts > UINT32_MAX)
+    s = vx_error_set(err, VX_ERR_LIMIT, "the mesh would have %llu triangles and %llu vertices "
+                     "(more than 2^32): choose a coarser cut", (unsigned long long)ntri,
+                     (unsigned long long)x->nverts);
+  if (s == VX_OK) {
+    out->vertex_count = x->nverts;
+    out->triangle_count = ntri;
+    out->pos = (float *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 3 * sizeof(float));
+    out->nrm = (float *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 3 * sizeof(float));
+    out->tri = (uint32_t *)vx_malloc((size_t)(ntri ? ntri : 1) * 3 * sizeof(uint32_t));
+    if (x->colored) out->rgba = (uint8_t *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 4);
+    if (T->part) out->key = (uint64_t *)vx_malloc((size_t)(x->nverts ? x->nverts : 1) * 8);
+    if (!out->pos || !out->nrm || !out->tri || (x->colored && !out->rgba) ||
+        (T->part && !out->key))
+      s = vx_error_set(err, VX_ERR_NOMEM, "out of memory for a mesh of %llu triangles",
+                       (unsigned long long)ntri);
+  }
+  if (s != VX_OK) {
+    vx_free(p.rtri);
+    vx_free(p.rlev);
+    return s;
+  }
+  vx_ranges_run(threads, V->hi - V->lo, copy_verts, &p);
+  uint32_t lmin = T->D, lmax = 0;
+  for (uint64_t r = 0; r < ncr; r++) {
+    lmin = p.rlev[2 * r] < lmin ? p.rlev[2 * r] : lmin;
+    lmax = p.rlev[2 * r + 1] > lmax ? p.rlev[2 * r + 1] : lmax;
+  }
+  uint64_t ncl = x->nverts - x->split_count;
+  if (x->split_count) {
+    memcpy(out->pos + ncl * 3, x->extra_pos.data, x->split_count * 3 * sizeof(float));
+    memcpy(out->nrm + ncl * 3, x->extra_nrm.data, x->split_count * 3 * sizeof(float));
+    if (T->part) memcpy(out->key + ncl, x->extra_key.data, x->split_count * sizeof(uint64_t));
+    for (uint64_t i = 0; x->colored && i < x->split_count; i++) {
+      uint32_t col = ((const uint32_t *)x->extra_rgba.data)[i];
+      for (int k = 0; k < 4; k++) out->rgba[(ncl + i) * 4 + (uint64_t)k] = (uint8_t)(col >> 8 * k);
+    }
+  }
+  vx_ranges_run(threads, x->nfaces, fill_tris, &p);
+  vx_ranges_run(threads, x->nverts, to_world, &p);
+  vx_free(p.rtri);
+  vx_free(p.rlev);
   if (st) {
     st->cells = ncl;
     st->vertices = x->nverts;
@@ -815,7 +905,7 @@ vx_status vx_dc_extract(const vx_octree *t, const vx_dc_opts *o, vx_dc_mesh *out
     st = vx_error_set(err, VX_ERR_NOMEM, "out of memory assembling the mesh");
   if (st == VX_OK && V.box && !split_node_contacts(&x))
     st = vx_error_set(err, VX_ERR_NOMEM, "out of memory assembling the mesh");
-  if (st == VX_OK) st = assemble(&x, out, &S, err);
+  if (st == VX_OK) st = assemble(&x, threads, out, &S, err);
   if (st == VX_OK && T.part && !part_trim(out, &S))
     st = vx_error_set(err, VX_ERR_NOMEM, "out of memory assembling the mesh");
   S.open_edges += x.unresolved;

@@ -2,6 +2,8 @@
 /* soup.c - the triangle soup: append with filtering of degenerate and non-finite triangles, with
  * the triangles' colour attributes in step when the soup has colour. */
 #include "svo/soup.h"
+#include "sys/alloc.h"
+#include "sys/system.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -150,4 +152,65 @@ vx_status vx_soup_append_color(vx_soup *m, const float *pos9, const uint32_t *ma
   if (!m->color)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "coloured triangles for a soup without colour");
   return append_tris(m, pos9, material, uv6, rgba3, tri_count, err);
+}
+
+/* vx_soup_keep: each range keeps its usable triangles at its start, counts the others and bounds
+ * what it keeps; the ranges are then joined in order. */
+typedef struct keep_range {
+  uint64_t kept, nonfinite, degenerate;
+  double lo[3], hi[3];
+} keep_range;
+
+typedef struct keep_job {
+  float *tri;
+  keep_range *r;
+} keep_job;
+
+static void keep_check(void *ctx, uint64_t a, uint64_t z) {
+  const keep_job *j = (const keep_job *)ctx;
+  keep_range *r = &j->r[a / VX_RANGE_CHUNK];
+  memset(r, 0, sizeof *r);
+  for (int i = 0; i < 3; i++) r->lo[i] = INFINITY, r->hi[i] = -INFINITY;
+  for (uint64_t t = a; t < z; t++) {
+    const float *p = j->tri + 9 * t;
+    const int why = vx_soup_tri_check(p);
+    r->nonfinite += why == VX_TRI_NONFINITE;
+    r->degenerate += why == VX_TRI_DEGENERATE;
+    if (why != VX_TRI_USABLE) continue;
+    for (int v = 0; v < 3; v++)
+      for (int i = 0; i < 3; i++) {
+        const double x = p[3 * v + i];
+        if (x < r->lo[i]) r->lo[i] = x;
+        if (x > r->hi[i]) r->hi[i] = x;
+      }
+    float *d = j->tri + 9 * (a + r->kept++);
+    if (d != p) memcpy(d, p, 9 * sizeof(float));
+  }
+}
+
+vx_status vx_soup_keep(vx_soup *m, uint64_t n, int threads, vx_error *err) {
+  if (m->tri_count == 0)
+    for (int i = 0; i < 3; i++) m->bbox_min[i] = INFINITY, m->bbox_max[i] = -INFINITY;
+  if (!n) return VX_OK;
+  const uint64_t nr = (n + VX_RANGE_CHUNK - 1) / VX_RANGE_CHUNK;
+  keep_job j;
+  j.tri = m->pos + 9 * m->tri_count;
+  j.r = (keep_range *)vx_malloc((size_t)nr * sizeof *j.r);
+  if (!j.r) return vx_error_set(err, VX_ERR_NOMEM, "out of memory checking %llu triangles",
+                                (unsigned long long)n);
+  vx_ranges_run(threads, n, keep_check, &j);
+  for (uint64_t k = 0; k < nr; k++) {
+    const keep_range *r = &j.r[k];
+    float *src = j.tri + 9 * k * VX_RANGE_CHUNK, *dst = m->pos + 9 * m->tri_count;
+    if (dst != src) memmove(dst, src, (size_t)r->kept * 9 * sizeof(float));
+    m->tri_count += r->kept;
+    m->skipped_nonfinite += r->nonfinite;
+    m->skipped_degenerate += r->degenerate;
+    for (int i = 0; i < 3; i++) {
+      if (r->lo[i] < m->bbox_min[i]) m->bbox_min[i] = r->lo[i];
+      if (r->hi[i] > m->bbox_max[i]) m->bbox_max[i] = r->hi[i];
+    }
+  }
+  vx_free(j.r);
+  return VX_OK;
 }

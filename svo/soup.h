@@ -87,6 +87,12 @@ int vx_soup_tri_check(const float *pos9);
  * grows the bbox. Fails only on allocation (VX_ERR_NOMEM) or count overflow (VX_ERR_LIMIT). */
 vx_status vx_soup_append(vx_soup *m, const float *pos9, uint64_t tri_count, vx_error *err);
 
+/* The n triangles already written at m->pos + 9 m->tri_count (a grey soup with room for them)
+ * checked as vx_soup_append checks them, by ranges on `threads` threads (0: all cores): the
+ * usable ones kept there in order, the others counted, the bbox grown (started afresh while no
+ * triangle is kept). For readers that write triangles in place. Fails only on allocation. */
+vx_status vx_soup_keep(vx_soup *m, uint64_t n, int threads, vx_error *err);
+
 VX_EXTERN_C_END
 
 #endif
