@@ -66,8 +66,9 @@ int vx_svo_path_is_tiled(const char *path);
 /* The transform of tile `code` (its grid: the header's, from its cell's corner). */
 void vx_tile_transform(const vx_tiled_header *h, uint64_t code, vx_transform *out);
 
-/* The identity of a build: a 64-bit hash of its triangles (n bytes of positions) and of the
- * options that change its bytes. */
+/* The identity of a build: a 64-bit hash of its triangles (n bytes of positions: the usable
+ * triangles as loaded, in order, exact copies included) and of the options that change its
+ * bytes. */
 uint64_t vx_tiled_build_id(const void *positions, size_t n, uint32_t depth, uint32_t tile_depth,
                            float band, int sign_rule, float prune_error);
 /* The same over positions given in pieces, in order (a mesh never held whole): begin (NULL when
@@ -138,10 +139,6 @@ typedef vx_status (*vx_tiled_color_fn)(void *ctx, vx_octree *top, uint32_t K, ui
 void vx_tiled_writer_set_color(vx_tiled_writer *w, vx_tiled_color_fn fn, void *ctx);
 /* Drops everything written (no file) and frees w; NULL is a no-op. */
 void vx_tiled_writer_abort(vx_tiled_writer *w);
-/* The build's id known only once its tiles are in (a mesh split by tile: the duplicates found
- * tile by tile): the header's from here on, tiles added before carried the provisional one. The
- * header is written by vx_tiled_writer_finish. */
-void vx_tiled_writer_set_build_id(vx_tiled_writer *w, uint64_t build_id);
 
 /* ---- reading ---- */
 

@@ -3,8 +3,10 @@
  * file is read in streaming passes and split by tile into a temporary file, and each tile is built
  * from its own part. The bytes are those of vx_convert_tiled on the loaded mesh.
  *
- * 1. Bounds: the usable triangles (formats/tri_stream.c's, the ones vx_mesh_load gives) counted
- *    and bounded: the grid, as vx_voxelize_transform makes it from the loaded mesh's box.
+ * 1. Bounds: the usable triangles (formats/tri_stream.c's, the ones vx_mesh_load gives) counted,
+ *    bounded and hashed in order: the grid, as vx_voxelize_transform makes it from the loaded
+ *    mesh's box, and the build id, as vx_tiled_build_id makes it from the loaded mesh (exact
+ *    copies included: they are known only once the parts are read).
  * 2. Split: each triangle goes to every tile whose cell, grown by SPLIT_GROW voxels, its voxel
  *    range reaches, as a record (its index in the mesh, its 9 floats), counted and written on
  *    every core a piece at a time. Records gather in a buffer; a full buffer is sorted by (tile,
@@ -14,10 +16,7 @@
  *    with the whole mesh's grid (vx_tile_plan_init_fixed) and build its tile. A copy of a
  *    triangle reaches the tiles its original reaches, so each part's duplicate marks
  *    (vx_soup_dedup_marks, the first copy kept) are the whole mesh's for its triangles: they are
- *    set in one bit a triangle as the parts are read.
- * 4. The build id, once every tile is in (the tiled writer writes its header last): the kept
- *    triangles hashed in order in a third pass (vx_tiled_id_*), as vx_tiled_build_id hashes the
- *    deduplicated mesh.
+ *    set in one bit a triangle as the parts are read, and counted once every tile is in.
  *
  * Why a part gives its tile's bytes, with the pseudo-normal rule: the tile's list (the triangles
  * reaching its cell grown by the one-voxel halo, tri_pairs' test) is in the part, in the same
@@ -81,7 +80,8 @@ typedef struct vx_split {
   const char *name;       /* the parts file's, for messages */
   vx_split_head head;     /* what the records need checked against: the mesh's triangles */
   vx_tile_fixed fx;
-  double sec[3];          /* bounds, split, id */
+  uint64_t build_id;      /* pass 1's */
+  double sec[2];          /* bounds (with the id), split */
 } vx_split;
 
 static int cmp_run(const void *a, const void *b) {
@@ -159,10 +159,26 @@ static vx_status read_pieces(const vx_split *sp, const char *stage, vx_soup *tal
   return s;
 }
 
-/* Pass 1: the usable triangles' count and bounds; the grid. */
+static vx_status hash_piece(void *ctx, const vx_soup *piece, uint64_t base, vx_error *err) {
+  (void)base;
+  if (!vx_tiled_id_feed((vx_tiled_id *)ctx, piece->pos, (size_t)piece->tri_count * 9 * sizeof(float)))
+    return vx_error_set(err, VX_ERR_NOMEM, "out of memory hashing the triangles");
+  return VX_OK;
+}
+
+/* Pass 1: the usable triangles' count and bounds, hashed in order; the grid and the build id. */
 static vx_status pass_bounds(vx_split *sp, vx_error *err) {
-  vx_status s = read_pieces(sp, "reading", &sp->tally, NULL, NULL, err);
+  sp->D = 0;
+  while ((1u << sp->D) < sp->o.resolution) sp->D++;
+  sp->T = sp->o.tile_depth;
+  sp->band = sp->o.band;
+  vx_tiled_id *id = vx_tiled_id_begin();
+  vx_status s = id ? read_pieces(sp, "reading", &sp->tally, hash_piece, id, err)
+                   : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
+  sp->build_id = vx_tiled_id_end(id, sp->D, sp->T, sp->band, sp->o.sign_rule,
+                                 sp->o.max_error > 0.0f ? sp->o.max_error : 0.0f); /* frees id */
   if (s != VX_OK) return s;
+  if (!sp->build_id) return vx_error_set(err, VX_ERR_NOMEM, "out of memory hashing the triangles");
   sp->tally.mesh_count = 1;
   if (sp->tally.tri_count == 0)
     return vx_error_set(err, VX_ERR_EMPTY, "'%s' has no usable triangles (dropped %llu "
@@ -173,10 +189,6 @@ static vx_status pass_bounds(vx_split *sp, vx_error *err) {
     return vx_error_set(err, VX_ERR_LIMIT, "'%s': more than 2^32 triangles", sp->path);
   s = vx_voxelize_transform(&sp->tally, sp->o.resolution, &sp->xf, err);
   if (s != VX_OK) return s;
-  sp->D = 0;
-  while ((1u << sp->D) < sp->o.resolution) sp->D++;
-  sp->T = sp->o.tile_depth;
-  sp->band = sp->o.band;
   if (sp->T >= sp->D || sp->D - sp->T > VX_MAX_DEPTH - 1)
     return vx_error_set(err, VX_ERR_INVALID_ARG, "tiles of %u^3 in a %u^3 grid: a tile is smaller "
                         "than the grid and leaves at most %d levels above it", 1u << sp->T,
@@ -471,42 +483,13 @@ static vx_status read_part(const vx_split *sp, uint64_t k, vx_soup *part, uint32
   return VX_OK;
 }
 
-typedef struct id_pass {
-  const vx_split *sp;
-  vx_tiled_id *h;
-} id_pass;
-
-/* A piece's kept triangles into the id, a run of them at a time. */
-static vx_status hash_piece(void *ctx, const vx_soup *piece, uint64_t base, vx_error *err) {
-  const id_pass *q = (const id_pass *)ctx;
-  for (uint64_t a = 0; a < piece->tri_count;) {
-    uint64_t b = a;
-    while (b < piece->tri_count &&
-           !(atomic_load(&q->sp->dup[(base + b) >> 3]) >> ((base + b) & 7) & 1))
-      b++;
-    if (b > a && !vx_tiled_id_feed(q->h, piece->pos + 9 * a, (size_t)(b - a) * 9 * sizeof(float)))
-      return vx_error_set(err, VX_ERR_NOMEM, "out of memory hashing the triangles");
-    a = b + 1;
-  }
-  return VX_OK;
-}
-
-/* Pass 3, once every tile is built (the pool's source): the build id over the kept triangles,
- * in order. */
-static vx_status pass_id(void *ctx, uint64_t *id, vx_error *err) {
+/* The exact copies the parts' marks found (once every part was read). */
+static void count_dropped(void *ctx) {
   vx_split *sp = (vx_split *)ctx;
-  const double t0 = vx_clock_seconds();
   sp->dropped = 0;
   for (uint64_t i = 0; i <= sp->tally.tri_count / 8; i++)
     sp->dropped += (uint64_t)__builtin_popcount(atomic_load(&sp->dup[i]));
   sp->pl->dropped = sp->dropped;
-  id_pass q = {sp, vx_tiled_id_begin()};
-  vx_status s = q.h ? read_pieces(sp, "hashing", NULL, hash_piece, &q, err)
-                    : vx_error_set(err, VX_ERR_NOMEM, "out of memory");
-  *id = vx_tiled_id_end(q.h, sp->D, sp->T, sp->band, sp->o.sign_rule,
-                        sp->o.max_error > 0.0f ? sp->o.max_error : 0.0f);
-  sp->sec[2] = vx_clock_seconds() - t0;
-  return s;
 }
 
 /* The part's exact copies: marked in the mesh's bits when it keeps them (a copy reaches the tiles its original
@@ -637,7 +620,7 @@ static vx_status split_mesh(vx_split *sp, int *read_once, vx_error *err) {
   h->band = sp->band;
   h->prune_error = sp->pl->bo.max_error;
   h->xf = sp->xf;
-  h->build_id = 0; /* provisional: pass_id's once the copies are known */
+  h->build_id = sp->build_id;
   return VX_OK;
 }
 
@@ -678,14 +661,10 @@ vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, cons
                  (unsigned long long)sp->pl->ntiles,
                  vx_bytes_text((double)sp->bytes, bytes, sizeof bytes),
                  (unsigned long long)sp->max_part);
-    vx_tile_source src = {build_part, pass_id, sp};
+    vx_tile_source src = {build_part, count_dropped, sp};
     s = vx_tile_pool_run(sp->pl, &src, o, out_path, NULL, sp->tally.tri_count, t0, b, err);
   }
-  if (s == VX_OK) {
-    b->stats.triangles -= sp->dropped;
-    vx_notes_add(&b->notes, "split: the build id over the kept triangles %.2fs (a third pass, "
-                 "after the tiles)", sp->sec[2]);
-  }
+  if (s == VX_OK) b->stats.triangles -= sp->dropped;
   if (s == VX_ERR_FORMAT && read_once)
     s = vx_error_set(err, VX_ERR_IO, "'%s' changed while it was read", mesh_path);
   split_free(sp);
@@ -694,7 +673,7 @@ vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, cons
 
 /* ---- the parts as a file for tasks ------------------------------------------------------------ */
 
-/* Every part's copies marked (the bits pass_id reads), before any tile is built: rounds of parts
+/* Every part's copies marked (the bits count_dropped reads), before any tile is built: rounds of parts
  * side by side, as many as the threads and half the memory limit allow (each part's triangles,
  * indices and the duplicate search's tables, about MARK_BYTES a triangle), each part's search on
  * its share of the threads; progress and cancelling between rounds. */
@@ -812,9 +791,8 @@ vx_status vx_tile_split(const char *mesh_path, const vx_convert_opts *opts, cons
   int read_once = 0;
   s = split_mesh(sp, &read_once, err);
   if (s == VX_OK) s = mark_copies(sp, err);
-  uint64_t id = 0;
-  if (s == VX_OK) s = pass_id(sp, &id, err);
-  sp->pl->h.build_id = id;
+  if (s == VX_OK) count_dropped(sp);
+  const uint64_t id = sp->build_id;
   if (s == VX_OK) {
     s = write_index(sp, &af, err);
   } else {

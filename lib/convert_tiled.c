@@ -283,9 +283,10 @@ vx_status vx_tile_plan_init_fixed(vx_tile_plan *p, const vx_soup *soup, const vx
   h->band = band;
   h->prune_error = bo->max_error; /* each tile pruned by it */
   h->xf = xf;
+  /* the loaded triangles, copies included, as a split build hashes them while it reads */
   h->build_id = fx ? fx->build_id
-                   : vx_tiled_build_id(m->pos, (size_t)m->tri_count * 9 * sizeof(float), D, T,
-                                       band, o->sign_rule, h->prune_error);
+                   : vx_tiled_build_id(soup->pos, (size_t)soup->tri_count * 9 * sizeof(float), D,
+                                       T, band, o->sign_rule, h->prune_error);
   p->sec_plan = vx_clock_seconds() - t0;
   return VX_OK;
 }
@@ -860,10 +861,7 @@ vx_status vx_tile_pool_run(vx_tile_plan *p, const vx_tile_source *src, const vx_
                  "(in the building above)", uploads, uploads == 1 ? "" : "s", sec_up);
   const double tb = vx_clock_seconds();
   uint64_t bytes = 0, nodes = 0;
-  if (s == VX_OK && src && src->build_id) { /* known once the tiles are in */
-    s = src->build_id(src->ctx, &p->h.build_id, err);
-    if (s == VX_OK) vx_tiled_writer_set_build_id(j.w, p->h.build_id);
-  }
+  if (s == VX_OK && src && src->tiles_in) src->tiles_in(src->ctx);
   if (s == VX_OK) {
     s = vx_tiled_writer_finish(j.w, &bytes, &nodes, err);
     j.w = NULL;

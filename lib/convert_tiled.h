@@ -42,9 +42,9 @@ typedef struct vx_tile_out {
 typedef struct vx_tile_source {
   vx_status (*run)(void *ctx, vx_voxelize_opts *bo, uint64_t k, vx_octree_prealloc *pre,
                    const char *out_path, vx_tile_out *r, vx_error *err);
-  /* may be NULL: once every tile is in, before the file is finished, the build's id (the tiles
-   * were added with the plan's provisional one) */
-  vx_status (*build_id)(void *ctx, uint64_t *id, vx_error *err);
+  /* may be NULL: once every tile is in, before the file is finished (the plan's counts that
+   * only the tiles' builds know, such as its dropped copies) */
+  void (*tiles_in)(void *ctx);
   void *ctx;
 } vx_tile_source;
 
