@@ -9,7 +9,9 @@
 #   bash scripts/device_tiled_build.sh [CASE...]          (results in $OUT/tiled_build_log.txt)
 #   cases: t12 (the dragon at 32768^3 in 129 tiles of 4096^3), t14 (8 tiles of 16384^3),
 #          big (the dragon's own 2048^3 mesh, about 2e7 triangles, at 32768^3 in 4096^3 tiles:
-#          a mesh whose upload to the GPU is large); default: t12 t14
+#          a mesh whose upload to the GPU is large),
+#          scale (t12 and t14 on 1, 2, 4 and 8 GPUs, as many as the machine has: the multi-GPU
+#          speed-up against one GPU of the same machine, the files compared); default: t12 t14
 #   VX_GPUS=all (default) | N
 set -uo pipefail
 OUT=${OUT:-/tmp/vx_out}
@@ -36,8 +38,30 @@ build() { # name mesh args...
   [ -f /tmp/vx/$name.svo ] && cmp /tmp/vx/$name.new.svo /tmp/vx/$name.svo && echo "IDENTICAL"
   rm -f /tmp/vx/$name.svo /tmp/vx/$name.new.svo
 }
+# The same build on 1, 2, 4, 8 GPUs of this machine (as many as it has), each file against the
+# one-GPU file.
+scale() { # name mesh args...
+  local name=$1 mesh=$2 n gpus
+  shift 2
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+  for n in 1 2 4 8; do
+    [ "$n" -le "$gpus" ] || break
+    echo "== $name on $n GPU(s)"
+    t "$B/voxlod" convert "$mesh" /tmp/vx/$name.$n.svo --gpus "$n" "$@" 2>&1 | grep -v "%" | tail -n 14
+    md5sum /tmp/vx/$name.$n.svo
+    if [ "$n" -gt 1 ]; then
+      cmp /tmp/vx/$name.1.svo /tmp/vx/$name.$n.svo && echo "IDENTICAL to 1 GPU"
+      rm -f /tmp/vx/$name.$n.svo
+    fi
+  done
+  rm -f /tmp/vx/$name.1.svo
+}
 for c in ${*:-t12 t14}; do
   case $c in
+  scale)
+    scale s12 /tmp/vx/dragon.ply --res 32768 --tile-depth 12
+    scale s14 /tmp/vx/dragon.ply --res 32768
+    ;;
   t12) build t12 /tmp/vx/dragon.ply --res 32768 --tile-depth 12 ;;
   t14) build t14 /tmp/vx/dragon.ply --res 32768 ;;
   big)
