@@ -37,6 +37,7 @@
 #include "voxelizer/hash_parts.h"
 #include "voxelizer/overlap.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -112,7 +113,7 @@ static void fill_pairs(void *ctx, uint64_t a, uint64_t b) {
 }
 
 /* (tile, triangle) pairs of every triangle, sorted, on `threads` threads: counted by ranges of
- * triangles, written where each range's start, sorted on all of them. */
+ * triangles, written where each range's start, sorted by tile on all of them. */
 static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D, uint32_t T,
                             uint64_t mem_limit, int threads, tile_tri **out, uint64_t *n,
                             vx_error *err) {
@@ -135,7 +136,18 @@ static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D
   }
   vx_ranges_run(threads, m->tri_count, fill_pairs, &j);
   vx_free(j.at);
-  vx_sort_parallel(j.p, (size_t)k, sizeof *j.p, cmp_tile_tri, threads);
+  /* written in triangle order, so a stable sort on the tile's code gives (tile, triangle) order;
+   * without the radix sort's memory, the comparison sort gives the same */
+  tile_tri *tmp = k > 1 ? (tile_tri *)vx_malloc((size_t)k * sizeof *tmp) : NULL;
+  tile_tri *r = tmp ? (tile_tri *)vx_radix_sort(j.p, tmp, (size_t)k, sizeof *j.p,
+                                                offsetof(tile_tri, code), 3 * (D - T), threads)
+                    : NULL;
+  if (r == tmp && tmp) {
+    tmp = j.p;
+    j.p = r;
+  }
+  vx_free(tmp);
+  if (!r) vx_sort_parallel(j.p, (size_t)k, sizeof *j.p, cmp_tile_tri, threads);
   *out = j.p;
   *n = k;
   return VX_OK;

@@ -64,6 +64,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,21 @@ static int keyed_cmp(const void *pa, const void *pb) {
   const keyed *a = (const keyed *)pa, *b = (const keyed *)pb;
   if (a->code != b->code) return a->code < b->code ? -1 : 1;
   return a->tri < b->tri ? -1 : a->tri > b->tri;
+}
+
+/* The keys, made in triangle order, in (code, triangle) order: a stable radix sort on the code
+ * (the comparison sort, the same order, without its memory). *keys may change place. */
+static void sort_keys(keyed **keys, uint64_t T, int threads) {
+  keyed *tmp = T > 1 ? (keyed *)vx_malloc((size_t)T * sizeof *tmp) : NULL;
+  keyed *r = tmp ? (keyed *)vx_radix_sort(*keys, tmp, (size_t)T, sizeof *tmp,
+                                          offsetof(keyed, code), 63, threads)
+                 : NULL;
+  if (r == tmp && tmp) {
+    tmp = *keys;
+    *keys = r;
+  }
+  vx_free(tmp);
+  if (!r) vx_sort_parallel(*keys, (size_t)T, sizeof **keys, keyed_cmp, threads);
 }
 
 typedef struct builder {
@@ -455,7 +471,7 @@ vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, int threads, v
   memcpy(j.lo, lo, sizeof lo);
   j.q = ext > 0.0 ? 2097151.0 / ext : 0.0;
   run_stage(&j, 1, threads);
-  vx_sort_parallel(j.keys, (size_t)T, sizeof *j.keys, keyed_cmp, threads);
+  sort_keys(&j.keys, T, threads);
   run_stage(&j, 2, threads);
   t->tri_count = T;
   b.keys = j.keys;
