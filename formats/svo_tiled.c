@@ -147,7 +147,6 @@ void vx_tiled_writer_set_color(vx_tiled_writer *w, vx_tiled_color_fn fn, void *c
   w->color_ctx = ctx;
 }
 
-
 vx_status vx_tiled_writer_open(const char *path, const vx_tiled_header *h, vx_tiled_writer **out,
                                vx_error *err) {
   *out = NULL;

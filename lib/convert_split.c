@@ -159,9 +159,11 @@ static vx_status read_pieces(const vx_split *sp, const char *stage, vx_soup *tal
   return s;
 }
 
+/* A piece's triangles into the build id (ctx), in the mesh's order. */
 static vx_status hash_piece(void *ctx, const vx_soup *piece, uint64_t base, vx_error *err) {
   (void)base;
-  if (!vx_tiled_id_feed((vx_tiled_id *)ctx, piece->pos, (size_t)piece->tri_count * 9 * sizeof(float)))
+  const size_t bytes = (size_t)piece->tri_count * 9 * sizeof(float);
+  if (!vx_tiled_id_feed((vx_tiled_id *)ctx, piece->pos, bytes))
     return vx_error_set(err, VX_ERR_NOMEM, "out of memory hashing the triangles");
   return VX_OK;
 }
@@ -673,10 +675,10 @@ vx_status vx_convert_split(const char *mesh_path, const vx_convert_opts *o, cons
 
 /* ---- the parts as a file for tasks ------------------------------------------------------------ */
 
-/* Every part's copies marked (the bits count_dropped reads), before any tile is built: rounds of parts
- * side by side, as many as the threads and half the memory limit allow (each part's triangles,
- * indices and the duplicate search's tables, about MARK_BYTES a triangle), each part's search on
- * its share of the threads; progress and cancelling between rounds. */
+/* Every part's copies marked (the bits count_dropped reads), before any tile is built: rounds of
+ * parts side by side, as many as the threads and half the memory limit allow (each part's
+ * triangles, indices and the duplicate search's tables, about MARK_BYTES a triangle), each part's
+ * search on its share of the threads; progress and cancelling between rounds. */
 #define MARK_BYTES 96u
 
 typedef struct mark_job {
