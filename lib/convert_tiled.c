@@ -136,18 +136,11 @@ static vx_status tile_pairs(const vx_soup *m, const vx_transform *xf, uint32_t D
   }
   vx_ranges_run(threads, m->tri_count, fill_pairs, &j);
   vx_free(j.at);
-  /* written in triangle order, so a stable sort on the tile's code gives (tile, triangle) order;
-   * without the radix sort's memory, the comparison sort gives the same */
-  tile_tri *tmp = k > 1 ? (tile_tri *)vx_malloc((size_t)k * sizeof *tmp) : NULL;
-  tile_tri *r = tmp ? (tile_tri *)vx_radix_sort(j.p, tmp, (size_t)k, sizeof *j.p,
-                                                offsetof(tile_tri, code), 3 * (D - T), threads)
-                    : NULL;
-  if (r == tmp && tmp) {
-    tmp = j.p;
-    j.p = r;
-  }
-  vx_free(tmp);
-  if (!r) vx_sort_parallel(j.p, (size_t)k, sizeof *j.p, cmp_tile_tri, threads);
+  /* written in triangle order: sorted by the tile's code, in (tile, triangle) order */
+  void *p = j.p;
+  vx_sort_records(&p, (size_t)k, sizeof *j.p, offsetof(tile_tri, code), 3 * (D - T),
+                  cmp_tile_tri, threads);
+  j.p = (tile_tri *)p;
   *out = j.p;
   *n = k;
   return VX_OK;

@@ -252,3 +252,16 @@ void *vx_radix_sort(void *a, void *tmp, size_t n, size_t size, size_t off, uint3
   vx_free(j.start);
   return a;
 }
+
+void vx_sort_records(void **a, size_t n, size_t size, size_t off, uint32_t bits,
+                     int (*cmp)(const void *, const void *), int threads) {
+  if (n < 2) return;
+  void *tmp = vx_malloc(n * size);
+  void *r = tmp ? vx_radix_sort(*a, tmp, n, size, off, bits, threads) : NULL;
+  if (r && r == tmp) {
+    tmp = *a;
+    *a = r;
+  }
+  vx_free(tmp);
+  if (!r) vx_sort_parallel(*a, n, size, cmp, threads);
+}

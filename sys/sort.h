@@ -28,6 +28,13 @@ void vx_sort_parallel(void *base, size_t n, size_t size, int (*cmp)(const void *
 void *vx_radix_sort(void *a, void *tmp, size_t n, size_t size, size_t off, uint32_t bits,
                     int threads);
 
+/* The n records of *a (a vx_malloc'd array) sorted by vx_radix_sort in scratch memory of its
+ * own: *a may become the scratch (the old array freed). Where the records were made in the order
+ * of an index that cmp breaks ties by, the result is cmp's order, and without the scratch's memory
+ * vx_sort_parallel(cmp) gives it instead. */
+void vx_sort_records(void **a, size_t n, size_t size, size_t off, uint32_t bits,
+                     int (*cmp)(const void *, const void *), int threads);
+
 /* The `bits` of vx_radix_sort for keys up to max: its significant bits, at least 1. */
 static inline uint32_t vx_radix_bits(uint64_t max) {
   uint32_t b = 1;

@@ -3,10 +3,12 @@
  * number of threads, on keys with many ties broken by an index and on pieces already in order,
  * reversed, or all equal. vx_radix_sort against qsort by (key, position in the input), which is
  * what a stable sort gives: records of several sizes, the key at several offsets, every number
- * of threads. */
+ * of threads; vx_sort_records likewise on records made in index order. */
 #include "sys/sort.h"
+#include "sys/alloc.h"
 #include "check.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct item {
@@ -163,10 +165,37 @@ static void radix_lone_records(void) {
   free(tmp);
 }
 
+/* Records made in the order of the index their comparison breaks ties by: vx_sort_records (the
+ * array possibly replaced by its scratch) gives qsort's order by (key, index). */
+static void records_in_index_order(void) {
+  const size_t counts[] = {0, 1, 2, 999, 65536 + 7, 200003};
+  const int threads[] = {1, 3, 8};
+  for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+      const size_t n = counts[ci];
+      item *v = (item *)vx_malloc((n ? n : 1) * sizeof *v);
+      item *ref = (item *)malloc((n ? n : 1) * sizeof *ref);
+      for (size_t i = 0; i < n; i++) {
+        v[i].key = next_rand() % (ci % 2 ? 50u : (1u << 20));
+        v[i].id = (uint32_t)i;
+        v[i].pad = 0;
+      }
+      memcpy(ref, v, n * sizeof *v);
+      qsort(ref, n, sizeof *ref, cmp_item);
+      void *a = v;
+      vx_sort_records(&a, n, sizeof *v, offsetof(item, key), 20, cmp_item, threads[t]);
+      CHECK_MSG(n == 0 || memcmp(a, ref, n * sizeof *ref) == 0, "n %zu threads %d", n,
+                threads[t]);
+      vx_free(a);
+      free(ref);
+    }
+}
+
 int main(void) {
   RUN(sort_equals_qsort);
   RUN(radix_lone_records);
   RUN(sort_plain_keys);
   RUN(radix_equals_stable_qsort);
+  RUN(records_in_index_order);
   return check_summary();
 }

@@ -105,21 +105,6 @@ static int keyed_cmp(const void *pa, const void *pb) {
   return a->tri < b->tri ? -1 : a->tri > b->tri;
 }
 
-/* The keys, made in triangle order, in (code, triangle) order: a stable radix sort on the code
- * (the comparison sort, the same order, without its memory). *keys may change place. */
-static void sort_keys(keyed **keys, uint64_t T, int threads) {
-  keyed *tmp = T > 1 ? (keyed *)vx_malloc((size_t)T * sizeof *tmp) : NULL;
-  keyed *r = tmp ? (keyed *)vx_radix_sort(*keys, tmp, (size_t)T, sizeof *tmp,
-                                          offsetof(keyed, code), 63, threads)
-                 : NULL;
-  if (r == tmp && tmp) {
-    tmp = *keys;
-    *keys = r;
-  }
-  vx_free(tmp);
-  if (!r) vx_sort_parallel(*keys, (size_t)T, sizeof **keys, keyed_cmp, threads);
-}
-
 typedef struct builder {
   vx_wind_tree *t;
   const keyed *keys;
@@ -471,7 +456,9 @@ vx_status vx_wind_build(const vx_soup *m, const vx_transform *xf, int threads, v
   memcpy(j.lo, lo, sizeof lo);
   j.q = ext > 0.0 ? 2097151.0 / ext : 0.0;
   run_stage(&j, 1, threads);
-  sort_keys(&j.keys, T, threads);
+  void *keys = j.keys; /* made in triangle order: sorted by code, in (code, triangle) order */
+  vx_sort_records(&keys, (size_t)T, sizeof *j.keys, offsetof(keyed, code), 63, keyed_cmp, threads);
+  j.keys = (keyed *)keys;
   run_stage(&j, 2, threads);
   t->tri_count = T;
   b.keys = j.keys;
