@@ -148,6 +148,8 @@ typedef struct tables_job {
   uint32_t *id;       /* per corner: its class's number (vid or eid) */
   uint64_t *before;   /* per chunk of corners: classes first seen before it */
   int edges;          /* 0: vertices, 1: edges */
+  double *unit_n;     /* vertices' pass: per triangle its face_normal, in the room edge_n gets
+                         later (24 of its 36 bytes a triangle) */
   float *edge_avg;    /* per edge: the mean of its faces' normals */
   uint32_t *ecount;   /* per edge: part_classes.count by edge id */
   int32_t *eorient;   /* per edge: part_classes.orient by edge id */
@@ -195,10 +197,8 @@ static void add_corner(const tables_job *j, uint64_t c, uint64_t lc, double *acc
     orient[lc] += va < vb ? 1 : va > vb ? -1 : 2; /* a collapsed edge never balances */
     for (int i = 0; i < 3; i++) acc[lc * 3 + i] += j->s->face_n[t * 3 + i];
   } else {
-    double n[3];
-    const float *tri = j->m->pos + t * 9;
-    face_normal(tri, n);
-    const double ang = corner_angle(tri, (int)(c % 3));
+    const double *n = j->unit_n + t * 3;
+    const double ang = corner_angle(j->m->pos + t * 9, (int)(c % 3));
     for (int i = 0; i < 3; i++) acc[lc * 4 + i] += ang * n[i];
     acc[lc * 4 + 3] += ang;
   }
@@ -240,7 +240,8 @@ static void find_classes(void *ctx, int p, vx_hash_scratch *w) {
       const uint64_t t2 = j->hp.idx[k + VX_HASH_AHEAD] / 3;
       __builtin_prefetch(j->edges ? (const void *)(j->s->vid + 3 * t2)
                                   : (const void *)(j->m->pos + 9 * t2));
-      if (j->edges) __builtin_prefetch(j->s->face_n + 3 * t2);
+      __builtin_prefetch(j->edges ? (const void *)(j->s->face_n + 3 * t2)
+                                  : (const void *)(j->unit_n + 3 * t2));
     }
     if (!j->edges) vertex_key(j->m, c, kc);
     uint64_t lc = nc;
@@ -331,7 +332,7 @@ static void number_rest(void *ctx, uint64_t a, uint64_t b) {
 static void face_normals(void *ctx, uint64_t a, uint64_t b) {
   tables_job *j = (tables_job *)ctx;
   for (uint64_t t = a; t < b; t++) {
-    double n[3];
+    double *n = j->unit_n + t * 3;
     face_normal(j->m->pos + t * 9, n);
     for (int i = 0; i < 3; i++) j->s->face_n[t * 3 + i] = (float)n[i];
   }
@@ -390,6 +391,7 @@ vx_status vx_sign_build_threads(const vx_soup *m, int threads, vx_sign_data *s, 
   j->rep = (uint32_t *)vx_malloc(n * sizeof(uint32_t));
   int64_t nv = -1, ne = -1;
   if (s->face_n && s->edge_n && s->vid && eid && j->rep) {
+    j->unit_n = (double *)(void *)s->edge_n; /* edge_n is written last (edge_normals) */
     vx_ranges_run(threads, T, face_normals, j);
     j->id = s->vid; /* vertices */
     nv = classes(j, threads);
